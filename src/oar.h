@@ -1,0 +1,297 @@
+/*
+ * oar.h — the public C API of the oar runtime.
+ *
+ * oar realizes PaddlePaddle Fluid's design in C: a program is a description
+ * (ProgramDesc -> BlockDesc -> OpDesc/VarDesc); an executor runs a block of it
+ * against a scope of variables; kernels do the arithmetic.
+ *
+ * Quick tour (error checks elided; every int-returning call returns OAR_OK=0
+ * on success and a negative status otherwise, with oar_last_error() telling
+ * why):
+ *
+ *     oar_program_t *prog;  oar_program_new(&prog);
+ *     oar_block_t *b = oar_program_block(prog, 0);
+ *     oar_var_desc_t *x;    oar_block_var_new(b, "x", &x);
+ *     int64_t dims[2] = {-1, 13};
+ *     oar_var_desc_set_shape(x, dims, 2);
+ *     oar_op_desc_t *op;    oar_op_desc_new("relu", &op);
+ *     const char *in[1] = {"x"}, *out[1] = {"y"};
+ *     oar_op_desc_set_input(op, "X", in, 1);
+ *     oar_op_desc_set_output(op, "Out", out, 1);
+ *     oar_block_insert_op(b, -1, op);          // validates + infers "y"
+ *     oar_executor_t *exe;  oar_executor_new(OAR_PLACE_CPU, 0, &exe);
+ *     oar_scope_t *scope;   oar_scope_new(&scope);
+ *     oar_executor_run(exe, prog, 0, scope, 1, names, tensors, 1, fetch, outs);
+ *
+ * Ownership: *_new/*_free pairs; handles that are refcounted (tensors, scopes)
+ * also have *_retain, and *_free drops one reference. Borrowed pointers
+ * (blocks, var/op descs inside a program, variables inside a scope) live as
+ * long as their owner.
+ *
+ * The section between OAR_FFI_BEGIN and OAR_FFI_END is free of preprocessor
+ * lines: the build copies it into lua/oar/cdef.lua for LuaJIT's ffi.cdef.
+ */
+#ifndef OAR_H
+#define OAR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* OAR_FFI_BEGIN */
+
+/* ---- status ------------------------------------------------------------ */
+enum {
+    OAR_OK = 0,
+    OAR_ERR_INVALID = -1,    /* bad argument */
+    OAR_ERR_NOT_FOUND = -2,  /* missing variable, op type, kernel, file */
+    OAR_ERR_SHAPE = -3,      /* shape mismatch */
+    OAR_ERR_DTYPE = -4,      /* dtype mismatch */
+    OAR_ERR_NOMEM = -5,      /* allocation failed or too large */
+    OAR_ERR_IO = -6,         /* file system */
+    OAR_ERR_FORMAT = -7,     /* malformed program or tensor file */
+    OAR_ERR_RANGE = -8,      /* index out of range */
+    OAR_ERR_NUMERIC = -9,    /* NaN/Inf found, division by zero */
+    OAR_ERR_UNSUPPORTED = -10 /* no kernel for this place/dtype */
+};
+const char *oar_last_error(void);
+void oar_clear_error(void);
+
+/* ---- dtypes and places (values are Fluid's VarType.Type) ---------------- */
+typedef enum {
+    OAR_BOOL = 0, OAR_INT16 = 1, OAR_INT32 = 2, OAR_INT64 = 3,
+    OAR_FP16 = 4, OAR_FP32 = 5, OAR_FP64 = 6,
+    OAR_UINT8 = 20, OAR_INT8 = 21
+} oar_dtype_t;
+
+/* variable kinds, also Fluid's VarType.Type values */
+typedef enum {
+    OAR_VAR_LOD_TENSOR = 7, OAR_VAR_SELECTED_ROWS = 8,
+    OAR_VAR_FEED_MINIBATCH = 9, OAR_VAR_FETCH_LIST = 10,
+    OAR_VAR_STEP_SCOPES = 11, OAR_VAR_LOD_RANK_TABLE = 12,
+    OAR_VAR_LOD_TENSOR_ARRAY = 13, OAR_VAR_RAW = 17
+} oar_var_type_t;
+
+typedef enum { OAR_PLACE_CPU = 0, OAR_PLACE_CUDA = 1 } oar_place_kind_t;
+
+size_t oar_dtype_size(int dtype);          /* 0 for an unknown dtype */
+const char *oar_dtype_name(int dtype);     /* "float32", ... or NULL */
+int oar_dtype_from_name(const char *name); /* -1 if unknown */
+bool oar_is_compiled_with_cuda(void);
+
+/* ---- tensors (refcounted) ---------------------------------------------- */
+typedef struct oar_tensor oar_tensor_t;
+
+int oar_tensor_new(int dtype, const int64_t *dims, int ndim, oar_tensor_t **out); /* zeros */
+int oar_tensor_new_empty(oar_tensor_t **out);          /* no dims, no buffer */
+int oar_tensor_from_data(int dtype, const int64_t *dims, int ndim,
+                         const void *data, oar_tensor_t **out); /* copies */
+oar_tensor_t *oar_tensor_retain(oar_tensor_t *t);
+void oar_tensor_free(oar_tensor_t *t);                 /* drops one reference */
+int oar_tensor_dtype(const oar_tensor_t *t);
+int oar_tensor_ndim(const oar_tensor_t *t);
+const int64_t *oar_tensor_dims(const oar_tensor_t *t);
+int64_t oar_tensor_numel(const oar_tensor_t *t);
+void *oar_tensor_data(oar_tensor_t *t);                /* NULL until allocated */
+int oar_tensor_place(const oar_tensor_t *t);
+int oar_tensor_copy(const oar_tensor_t *src, oar_tensor_t **out); /* deep copy incl. LoD */
+/* LoD: level l has n_l offsets; offsets are 0-based and nondecreasing */
+int oar_tensor_lod_levels(const oar_tensor_t *t);
+int64_t oar_tensor_lod_size(const oar_tensor_t *t, int level);
+const int64_t *oar_tensor_lod_data(const oar_tensor_t *t, int level);
+int oar_tensor_set_lod(oar_tensor_t *t, int nlevels, const int64_t *const *offsets,
+                       const int64_t *sizes);          /* validated against dims[0] */
+
+/* ---- scopes and variables --------------------------------------------- */
+typedef struct oar_scope oar_scope_t;
+typedef struct oar_variable oar_variable_t;
+
+int oar_scope_new(oar_scope_t **out);                  /* a root scope */
+oar_scope_t *oar_scope_retain(oar_scope_t *s);
+void oar_scope_free(oar_scope_t *s);
+int oar_scope_new_scope(oar_scope_t *s, oar_scope_t **kid); /* kid is retained for the caller */
+void oar_scope_drop_kids(oar_scope_t *s);
+oar_scope_t *oar_scope_parent(oar_scope_t *s);         /* borrowed; NULL at a root */
+int oar_scope_var(oar_scope_t *s, const char *name, oar_variable_t **out); /* find locally or create */
+oar_variable_t *oar_scope_find_var(oar_scope_t *s, const char *name); /* through parents; NULL if absent */
+oar_variable_t *oar_scope_find_local(oar_scope_t *s, const char *name);
+int oar_scope_erase(oar_scope_t *s, const char *name);
+int oar_scope_num_vars(oar_scope_t *s);
+const char *oar_scope_var_name(oar_scope_t *s, int i); /* creation order */
+int oar_scope_num_kids(oar_scope_t *s);
+
+int oar_variable_type(const oar_variable_t *v);        /* oar_var_type_t, 0 if still empty */
+const char *oar_variable_name(const oar_variable_t *v);
+int oar_variable_get_tensor(oar_variable_t *v, oar_tensor_t **out); /* new reference, shares data */
+int oar_variable_set_tensor(oar_variable_t *v, oar_tensor_t *t);    /* shares t's data and LoD */
+int oar_variable_array_size(oar_variable_t *v);        /* LOD_TENSOR_ARRAY length */
+int oar_variable_array_get(oar_variable_t *v, int i, oar_tensor_t **out);
+
+/* ---- program descriptions --------------------------------------------- */
+typedef struct oar_program oar_program_t;
+typedef struct oar_block oar_block_t;
+typedef struct oar_var_desc oar_var_desc_t;
+typedef struct oar_op_desc oar_op_desc_t;
+
+typedef enum {
+    OAR_ATTR_INT = 0, OAR_ATTR_FLOAT = 1, OAR_ATTR_STRING = 2, OAR_ATTR_INTS = 3,
+    OAR_ATTR_FLOATS = 4, OAR_ATTR_STRINGS = 5, OAR_ATTR_BOOLEAN = 6,
+    OAR_ATTR_BOOLEANS = 7, OAR_ATTR_BLOCK = 8, OAR_ATTR_LONG = 9,
+    OAR_ATTR_BLOCKS = 10, OAR_ATTR_LONGS = 11
+} oar_attr_type_t;
+
+int oar_program_new(oar_program_t **out);              /* with global block 0 */
+void oar_program_free(oar_program_t *p);
+int oar_program_clone(const oar_program_t *p, oar_program_t **out);
+int oar_program_parse(const void *bytes, size_t n, oar_program_t **out); /* validates */
+int oar_program_serialize(const oar_program_t *p, void **bytes, size_t *n); /* free with oar_free */
+void oar_free(void *ptr);
+int oar_program_num_blocks(const oar_program_t *p);
+oar_block_t *oar_program_block(oar_program_t *p, int idx); /* NULL if out of range */
+int oar_program_append_block(oar_program_t *p, int parent_idx, oar_block_t **out);
+uint64_t oar_program_version(const oar_program_t *p); /* bumps on every change */
+int oar_program_validate(const oar_program_t *p);
+
+int oar_block_idx(const oar_block_t *b);
+int oar_block_parent_idx(const oar_block_t *b);
+int oar_block_forward_block_idx(const oar_block_t *b);
+int oar_block_set_forward_block_idx(oar_block_t *b, int idx);
+oar_program_t *oar_block_program(oar_block_t *b);
+int oar_block_num_vars(const oar_block_t *b);
+oar_var_desc_t *oar_block_var_at(oar_block_t *b, int i);  /* creation order */
+oar_var_desc_t *oar_block_find_var(oar_block_t *b, const char *name);  /* this block only */
+oar_var_desc_t *oar_block_find_var_recursive(oar_block_t *b, const char *name);
+int oar_block_var_new(oar_block_t *b, const char *name, oar_var_desc_t **out); /* error if exists here */
+int oar_block_remove_var(oar_block_t *b, const char *name);
+int oar_block_num_ops(const oar_block_t *b);
+oar_op_desc_t *oar_block_op_at(oar_block_t *b, int i);
+/* Takes ownership of op on success (validates slots/attrs against the op
+ * definition, fills default attrs, runs compile-time inference, declares
+ * missing output vars); on failure op stays the caller's and the block is
+ * unchanged. pos -1 appends, 0 prepends. */
+int oar_block_insert_op(oar_block_t *b, int pos, oar_op_desc_t *op);
+int oar_block_remove_op(oar_block_t *b, int pos);
+
+const char *oar_var_desc_name(const oar_var_desc_t *v);
+int oar_var_desc_type(const oar_var_desc_t *v);
+int oar_var_desc_set_type(oar_var_desc_t *v, int var_type);
+int oar_var_desc_dtype(const oar_var_desc_t *v);
+int oar_var_desc_set_dtype(oar_var_desc_t *v, int dtype);
+int oar_var_desc_ndim(const oar_var_desc_t *v);
+const int64_t *oar_var_desc_dims(const oar_var_desc_t *v);
+int oar_var_desc_set_shape(oar_var_desc_t *v, const int64_t *dims, int ndim);
+int oar_var_desc_lod_level(const oar_var_desc_t *v);
+int oar_var_desc_set_lod_level(oar_var_desc_t *v, int lod_level);
+bool oar_var_desc_persistable(const oar_var_desc_t *v);
+int oar_var_desc_set_persistable(oar_var_desc_t *v, bool p);
+bool oar_var_desc_stop_gradient(const oar_var_desc_t *v);
+int oar_var_desc_set_stop_gradient(oar_var_desc_t *v, bool s);
+bool oar_var_desc_need_check_feed(const oar_var_desc_t *v);
+int oar_var_desc_set_need_check_feed(oar_var_desc_t *v, bool c);
+
+int oar_op_desc_new(const char *type, oar_op_desc_t **out); /* detached, caller owns */
+void oar_op_desc_free(oar_op_desc_t *op);              /* only for detached ops */
+const char *oar_op_desc_type(const oar_op_desc_t *op);
+int oar_op_desc_set_input(oar_op_desc_t *op, const char *slot, const char *const *names, int n);
+int oar_op_desc_set_output(oar_op_desc_t *op, const char *slot, const char *const *names, int n);
+int oar_op_desc_num_inputs(const oar_op_desc_t *op);   /* number of slots */
+const char *oar_op_desc_input_slot(const oar_op_desc_t *op, int i);
+int oar_op_desc_num_outputs(const oar_op_desc_t *op);
+const char *oar_op_desc_output_slot(const oar_op_desc_t *op, int i);
+int oar_op_desc_input_count(const oar_op_desc_t *op, const char *slot);   /* -1 if no slot */
+const char *oar_op_desc_input_arg(const oar_op_desc_t *op, const char *slot, int i);
+int oar_op_desc_output_count(const oar_op_desc_t *op, const char *slot);
+const char *oar_op_desc_output_arg(const oar_op_desc_t *op, const char *slot, int i);
+int oar_op_desc_rename_input(oar_op_desc_t *op, const char *from, const char *to);
+int oar_op_desc_rename_output(oar_op_desc_t *op, const char *from, const char *to);
+
+int oar_op_desc_num_attrs(const oar_op_desc_t *op);
+const char *oar_op_desc_attr_name(const oar_op_desc_t *op, int i);
+int oar_op_desc_attr_type(const oar_op_desc_t *op, const char *name); /* -1 if absent */
+int oar_op_desc_set_attr_int(oar_op_desc_t *op, const char *name, int32_t v);
+int oar_op_desc_set_attr_long(oar_op_desc_t *op, const char *name, int64_t v);
+int oar_op_desc_set_attr_float(oar_op_desc_t *op, const char *name, float v);
+int oar_op_desc_set_attr_bool(oar_op_desc_t *op, const char *name, bool v);
+int oar_op_desc_set_attr_string(oar_op_desc_t *op, const char *name, const char *v);
+int oar_op_desc_set_attr_block(oar_op_desc_t *op, const char *name, int32_t block_idx);
+int oar_op_desc_set_attr_ints(oar_op_desc_t *op, const char *name, const int32_t *v, int n);
+int oar_op_desc_set_attr_longs(oar_op_desc_t *op, const char *name, const int64_t *v, int n);
+int oar_op_desc_set_attr_floats(oar_op_desc_t *op, const char *name, const float *v, int n);
+int oar_op_desc_set_attr_bools(oar_op_desc_t *op, const char *name, const bool *v, int n);
+int oar_op_desc_set_attr_strings(oar_op_desc_t *op, const char *name, const char *const *v, int n);
+int oar_op_desc_set_attr_blocks(oar_op_desc_t *op, const char *name, const int32_t *v, int n);
+/* getters: scalar via out pointer; lists return a pointer valid until the attr changes */
+int oar_op_desc_get_attr_int(const oar_op_desc_t *op, const char *name, int32_t *v);
+int oar_op_desc_get_attr_long(const oar_op_desc_t *op, const char *name, int64_t *v);
+int oar_op_desc_get_attr_float(const oar_op_desc_t *op, const char *name, float *v);
+int oar_op_desc_get_attr_bool(const oar_op_desc_t *op, const char *name, bool *v);
+const char *oar_op_desc_get_attr_string(const oar_op_desc_t *op, const char *name);
+int oar_op_desc_get_attr_list(const oar_op_desc_t *op, const char *name, const void **data, int *n);
+const char *oar_op_desc_get_attr_strings_at(const oar_op_desc_t *op, const char *name, int i);
+int oar_op_desc_remove_attr(oar_op_desc_t *op, const char *name);
+
+/* ---- op registry queries ---------------------------------------------- */
+bool oar_op_is_registered(const char *type);
+int oar_op_num_registered(void);
+const char *oar_op_registered_at(int i);
+bool oar_op_has_grad(const char *type);
+
+/* ---- passes ------------------------------------------------------------ */
+/* Appends grad ops for `loss` (in block 0) and declares X@GRAD vars. On
+ * success *pairs lists 2*n names (param, grad, param, grad, ...) for the
+ * params (or, with params==NULL, every persistable var the loss depends on
+ * whose grad was produced); free with oar_strings_free. */
+int oar_backward_append(oar_program_t *p, const char *loss,
+                        const char *const *params, int nparams,
+                        const char *const *no_grad, int nno_grad,
+                        char ***pairs, int *npairs);
+/* Grads of targets w.r.t. inputs; target_grads may be NULL (ones). Names of
+ * the grad vars in *grads, in input order (NULL entries mean no path). */
+int oar_backward_gradients(oar_program_t *p, const char *const *targets, int ntargets,
+                           const char *const *target_grads,
+                           const char *const *inputs, int ninputs,
+                           const char *const *no_grad, int nno_grad,
+                           char ***grads);
+void oar_strings_free(char **s, int n);
+int oar_program_prune(const oar_program_t *p, const char *const *targets, int ntargets,
+                      oar_program_t **out);
+/* drop ops whose op_role is Backward/Optimize/LRSched and set is_test attrs */
+int oar_program_inference_optimize(oar_program_t *p);
+
+/* ---- executor ---------------------------------------------------------- */
+typedef struct oar_executor oar_executor_t;
+int oar_executor_new(int place_kind, int device, oar_executor_t **out);
+void oar_executor_free(oar_executor_t *e);
+/* Runs block `block_idx` of p. Persistable vars live in `scope`; the rest in
+ * a local child scope dropped after the run. Feeds are shared, not copied;
+ * fetched tensors are new references (copies for persistables). */
+int oar_executor_run(oar_executor_t *e, oar_program_t *p, int block_idx, oar_scope_t *scope,
+                     int nfeed, const char *const *feed_names, oar_tensor_t *const *feeds,
+                     int nfetch, const char *const *fetch_names, oar_tensor_t **fetched);
+
+/* ---- flags ------------------------------------------------------------- */
+int oar_set_flag(const char *name, int64_t value);  /* "check_nan_inf", "num_threads" */
+int64_t oar_get_flag(const char *name);
+uint64_t oar_random_seed(void);
+void oar_set_random_seed(uint64_t seed);
+
+/* ---- inference API ----------------------------------------------------- */
+typedef struct oar_predictor oar_predictor_t;
+int  oar_predictor_load(const char *model_dir, oar_predictor_t **out);
+int  oar_predictor_set_input(oar_predictor_t *p, const char *name,
+                             const float *data, const int64_t *dims, int ndims);
+int  oar_predictor_run(oar_predictor_t *p);
+int  oar_predictor_get_output(oar_predictor_t *p, int index, const float **data,
+                              const int64_t **dims, int *ndims);
+void oar_predictor_free(oar_predictor_t *p);
+
+/* OAR_FFI_END */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,177 @@
+/*
+ * op.h — how an operator is defined and how its kernels are written.
+ *
+ * An operator is one definition (src/ops/<family>.c) and any number of
+ * kernels (kernels/cpu/<family>.c, kernels/cuda/<family>.cu), registered per
+ * (op type, place, dtype). A definition declares:
+ *   - input/output slots (duplicable: takes a list; dispensable: may be absent),
+ *   - attributes with types, defaults and range checks (filled in at insertion),
+ *   - `infer`: shape/dtype inference, written once against oar_infer_ctx_t and
+ *     run both at compile time (on var descs, -1 = unknown batch dim) and at
+ *     run time (on tensors, right before the kernel; it sizes the outputs),
+ *   - `grad`: a grad maker that emits the grad op descs (oar_grad_ctx_t).
+ *
+ *     static const oar_slot_def_t relu_in[]  = {{"X", 0}, {NULL, 0}};
+ *     static const oar_slot_def_t relu_out[] = {{"Out", 0}, {NULL, 0}};
+ *     static int relu_infer(oar_infer_ctx_t *c) { return oar_infer_same_as(c, "X", "Out"); }
+ *     static const oar_op_def_t relu_def = {
+ *         .type = "relu", .inputs = relu_in, .outputs = relu_out,
+ *         .infer = relu_infer, .grad = oar_grad_default };
+ *     OAR_REGISTER_OP(relu_def)
+ *
+ *     static int relu_f32(oar_kernel_ctx_t *k) {
+ *         const oar_tensor_t *x = oar_k_in(k, "X", 0);
+ *         float *y = oar_k_out_data(k, "Out", 0, OAR_FP32);
+ *         if (!y) return OAR_ERR_NOMEM;
+ *         ... }
+ *     OAR_REGISTER_KERNEL("relu", OAR_PLACE_CPU, OAR_FP32, relu_f32)
+ *
+ * Run-time inference has already sized every output the kernel writes, so a
+ * kernel only asks for the data. Errors: return oar_k_error(k, status, fmt, ...);
+ * the executor adds the op's context (type, block, index, Lua line).
+ */
+#ifndef OAR_OP_H
+#define OAR_OP_H
+#include "oar.h"
+#include "desc.h"
+#include "tensor.h"
+#include "variable.h"
+#include "error.h"
+
+/* ---- definitions ------------------------------------------------------- */
+enum { OAR_SLOT_DUPLICABLE = 1, OAR_SLOT_DISPENSABLE = 2 };
+typedef struct oar_slot_def { const char *name; int flags; } oar_slot_def_t;
+
+typedef struct oar_attr_def {
+    const char *name;
+    int type;              /* OAR_ATTR_* */
+    double def;            /* default of INT/LONG/FLOAT/BOOLEAN */
+    const char *def_str;   /* default of STRING; list and block attrs default to empty/-1 */
+    bool required;         /* no default: must be set */
+    double min, max;       /* inclusive range check on scalars when min < max */
+} oar_attr_def_t;
+
+typedef struct oar_infer_ctx oar_infer_ctx_t;
+typedef struct oar_kernel_ctx oar_kernel_ctx_t;
+typedef struct oar_grad_ctx oar_grad_ctx_t;
+typedef int (*oar_kernel_fn)(oar_kernel_ctx_t *k);
+
+enum {
+    OAR_OP_NO_KERNEL = 1,   /* `run` does the work (control flow, array ops): no dtype dispatch */
+    OAR_OP_NO_INFER_RUNTIME = 2 /* skip run-time inference (the run fn sizes outputs itself) */
+};
+
+typedef struct oar_op_def {
+    const char *type;
+    const oar_slot_def_t *inputs;    /* {NULL, 0}-terminated */
+    const oar_slot_def_t *outputs;
+    const oar_attr_def_t *attrs;     /* {NULL}-terminated; may be NULL */
+    int (*infer)(oar_infer_ctx_t *c);
+    int (*grad)(oar_grad_ctx_t *g);  /* NULL: the op has no gradient */
+    const char *dtype_slot;          /* input whose dtype picks the kernel; NULL: first present input */
+    int flags;
+    oar_kernel_fn run;               /* with OAR_OP_NO_KERNEL */
+} oar_op_def_t;
+
+int oar_registry_add_op(const oar_op_def_t *def);
+int oar_registry_add_kernel(const char *type, int place, int dtype, oar_kernel_fn fn);
+const oar_op_def_t *oar_registry_op(const char *type);           /* NULL if unknown */
+oar_kernel_fn oar_registry_kernel(const char *type, int place, int dtype);
+
+#define OAR_CAT_(a, b) a##b
+#define OAR_CAT(a, b) OAR_CAT_(a, b)
+#define OAR_REGISTER_OP(def) \
+    __attribute__((constructor)) static void OAR_CAT(oar_reg_op_, def)(void) { oar_registry_add_op(&def); }
+#define OAR_REGISTER_KERNEL(type, place, dtype, fn) \
+    __attribute__((constructor)) static void OAR_CAT(oar_reg_k_, fn)(void) { \
+        oar_registry_add_kernel(type, place, dtype, fn); }
+
+/* ---- inference context (compile time and run time) --------------------- */
+bool oar_ic_runtime(const oar_infer_ctx_t *c);
+const oar_op_desc_t *oar_ic_op(const oar_infer_ctx_t *c);
+int oar_ic_in_count(const oar_infer_ctx_t *c, const char *slot);   /* 0 if absent */
+int oar_ic_out_count(const oar_infer_ctx_t *c, const char *slot);
+const char *oar_ic_in_name(const oar_infer_ctx_t *c, const char *slot, int i);
+const char *oar_ic_out_name(const oar_infer_ctx_t *c, const char *slot, int i);
+/* dims of input i of slot: ndim into *ndim; NULL (and an error set) when the
+ * input is missing or its shape unknown. Compile time may contain -1. */
+const int64_t *oar_ic_in_dims(oar_infer_ctx_t *c, const char *slot, int i, int *ndim);
+int oar_ic_in_dtype(oar_infer_ctx_t *c, const char *slot, int i);  /* -1 if unknown */
+int oar_ic_in_var_type(oar_infer_ctx_t *c, const char *slot, int i);
+int oar_ic_in_lod_level(oar_infer_ctx_t *c, const char *slot, int i);
+int oar_ic_out_var_type(oar_infer_ctx_t *c, const char *slot, int i);
+/* compile time: sets the var desc's shape/dtype; run time: resizes the tensor
+ * (dtype applies when the kernel allocates). dtype -1 keeps the current. */
+int oar_ic_set_out(oar_infer_ctx_t *c, const char *slot, int i, const int64_t *dims, int ndim, int dtype);
+int oar_ic_set_out_lod_level(oar_infer_ctx_t *c, const char *slot, int i, int level); /* compile time only; no-op at run time */
+int oar_ic_set_out_var_type(oar_infer_ctx_t *c, const char *slot, int i, int var_type);
+/* out gets in's LoD (run time) or lod_level (compile time) */
+int oar_ic_share_lod(oar_infer_ctx_t *c, const char *in_slot, int i, const char *out_slot, int j);
+/* run time only: the tensor behind an input (NULL at compile time) */
+const oar_tensor_t *oar_ic_in_tensor(oar_infer_ctx_t *c, const char *slot, int i);
+int oar_ic_error(oar_infer_ctx_t *c, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* common inference shapes */
+int oar_infer_same_as(oar_infer_ctx_t *c, const char *in, const char *out); /* dims, dtype, LoD */
+/* for X_grad ops: every output slot "S@GRAD" i gets the dims/dtype of input slot "S" i */
+int oar_infer_grad_like_inputs(oar_infer_ctx_t *c);
+/* true if two dims agree, treating -1 (compile time) as a wildcard */
+static inline bool oar_dim_eq(int64_t a, int64_t b) { return a == b || a < 0 || b < 0; }
+
+/* ---- kernel context ---------------------------------------------------- */
+const oar_op_desc_t *oar_k_op(const oar_kernel_ctx_t *k);
+int oar_k_in_count(const oar_kernel_ctx_t *k, const char *slot);
+int oar_k_out_count(const oar_kernel_ctx_t *k, const char *slot);
+const char *oar_k_in_name(const oar_kernel_ctx_t *k, const char *slot, int i);
+const char *oar_k_out_name(const oar_kernel_ctx_t *k, const char *slot, int i);
+/* LoD tensor of an input/output (NULL if the slot or arg is absent or
+ * "@EMPTY@", or the variable holds another kind) */
+oar_tensor_t *oar_k_in(oar_kernel_ctx_t *k, const char *slot, int i);
+oar_tensor_t *oar_k_out(oar_kernel_ctx_t *k, const char *slot, int i);
+/* writable output data in dtype, sized by run-time inference; NULL on failure */
+void *oar_k_out_data(oar_kernel_ctx_t *k, const char *slot, int i, int dtype);
+oar_variable_t *oar_k_in_var(oar_kernel_ctx_t *k, const char *slot, int i);
+oar_variable_t *oar_k_out_var(oar_kernel_ctx_t *k, const char *slot, int i);
+oar_scope_t *oar_k_scope(oar_kernel_ctx_t *k);          /* the scope the block runs in */
+oar_program_t *oar_k_program(oar_kernel_ctx_t *k);
+int oar_k_dtype(const oar_kernel_ctx_t *k);             /* the dispatch dtype */
+/* Runs block `block_idx` of the same program in `scope` (control flow). */
+int oar_k_run_block(oar_kernel_ctx_t *k, int block_idx, oar_scope_t *scope);
+int oar_k_error(oar_kernel_ctx_t *k, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- grad makers ------------------------------------------------------- */
+const oar_op_desc_t *oar_gc_fwd(const oar_grad_ctx_t *g);
+/* new grad op (attrs copied from the forward op); owned by the pass */
+oar_op_desc_t *oar_gc_new_op(oar_grad_ctx_t *g, const char *type);
+int oar_gc_in(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot);       /* fwd input slot -> op input slot */
+int oar_gc_out(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot);      /* fwd output slot -> op input slot */
+int oar_gc_out_grad(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot); /* "slot@GRAD" input: fwd outputs + @GRAD */
+int oar_gc_in_grad(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot);  /* "slot@GRAD" output: fwd inputs + @GRAD */
+/* Fluid's default maker: "<type>_grad" with every fwd input, output, output grad
+ * as inputs and every input grad as outputs. */
+int oar_grad_default(oar_grad_ctx_t *g);
+/* Builds the grad block of forward sub-block `fwd_block` (recursing into the
+ * backward pass); returns its idx or a negative status. */
+int oar_gc_grad_block(oar_grad_ctx_t *g, int fwd_block);
+/* names the pass must treat as not needing a gradient (no_grad set) */
+bool oar_gc_no_grad(const oar_grad_ctx_t *g, const char *var);
+
+#define OAR_GRAD_SUFFIX "@GRAD"
+#define OAR_EMPTY_VAR "@EMPTY@"
+
+/* ---- random numbers (one global generator; its state is checkpointed) --- */
+uint64_t oar_rng_next(void);                 /* 64 random bits */
+double oar_rng_uniform(void);                /* [0, 1) */
+double oar_rng_normal(void);
+/* an op-local generator for ops with a nonzero `seed` attr */
+typedef struct { uint64_t s[4]; } oar_rng_t;
+void oar_rng_seed(oar_rng_t *r, uint64_t seed);
+uint64_t oar_rng_next_r(oar_rng_t *r);
+double oar_rng_uniform_r(oar_rng_t *r);
+double oar_rng_normal_r(oar_rng_t *r);
+int oar_rng_get_state(uint64_t state[4]);
+int oar_rng_set_state(const uint64_t state[4]);
+
+/* ---- flags -------------------------------------------------------------- */
+extern int oar_flag_check_nan_inf;
+#endif

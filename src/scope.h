@@ -1,0 +1,19 @@
+/* scope.h — internal layout of the scope hierarchy (seeds/scope.txt).
+ * A scope owns its variables; a parent holds a reference on each kid, and a
+ * kid holds one on its parent, so handles may be released in any order. */
+#ifndef OAR_SCOPE_H
+#define OAR_SCOPE_H
+#include "oar.h"
+#include "strmap.h"
+
+struct oar_scope {
+    int refcount;
+    oar_scope_t *parent;          /* retained */
+    oar_variable_t **vars; int nvars, capv;  /* creation order */
+    oar_strmap_t index;           /* name -> position in vars */
+    oar_scope_t **kids; int nkids, capk;     /* retained */
+};
+
+/* a kid not registered in parent's kid list (temporaries of one run) */
+int oar_scope_new_detached_kid(oar_scope_t *parent, oar_scope_t **out);
+#endif

@@ -1,0 +1,47 @@
+/* tensor.h — internal layout of tensors and their refcounted buffers. */
+#ifndef OAR_TENSOR_H
+#define OAR_TENSOR_H
+#include "oar.h"
+
+#define OAR_MAX_DIMS 9
+#define OAR_MAX_LOD 8
+#define OAR_MAX_BYTES ((size_t)1 << 40)   /* refuse single buffers over 1 TiB */
+
+typedef struct oar_buffer {
+    int refcount;
+    int place, device;
+    void *data;
+    size_t bytes;
+} oar_buffer_t;
+
+struct oar_tensor {
+    int refcount;
+    int dtype;                 /* -1 while unknown */
+    int ndim;
+    int64_t dims[OAR_MAX_DIMS];
+    oar_buffer_t *buf;         /* NULL until allocated */
+    int lod_levels;
+    int64_t *lod[OAR_MAX_LOD]; /* owned copies */
+    int64_t lod_size[OAR_MAX_LOD];
+};
+
+/* Sets dims (checked product); keeps the buffer until oar_tensor_mutable. */
+int oar_tensor_resize(oar_tensor_t *t, const int64_t *dims, int ndim);
+/* Returns writable storage for numel(dims) elements of dtype, allocating (64-byte
+ * aligned, zeroed) when there is none, it is too small, or it is shared with
+ * another tensor (then the old one is left to its other owners: read inputs
+ * before asking for an in-place output). NULL with OAR_ERR_NOMEM set on failure. */
+void *oar_tensor_mutable(oar_tensor_t *t, int dtype);
+/* t takes src's dims, dtype, buffer (shared) and LoD. */
+int oar_tensor_share(oar_tensor_t *t, const oar_tensor_t *src);
+/* deep copy of data, dims and LoD into existing t */
+int oar_tensor_copy_into(oar_tensor_t *t, const oar_tensor_t *src);
+int oar_tensor_copy_lod(oar_tensor_t *dst, const oar_tensor_t *src);
+void oar_tensor_clear_lod(oar_tensor_t *t);
+/* drops buffer and LoD, keeps the object */
+void oar_tensor_reset(oar_tensor_t *t);
+static inline bool oar_tensor_has_data(const oar_tensor_t *t) { return t && t->buf && t->buf->data; }
+static inline int64_t oar_tensor_numel_of(const oar_tensor_t *t) {
+    int64_t n = 1; for (int i = 0; i < t->ndim; i++) n *= t->dims[i]; return n;
+}
+#endif
