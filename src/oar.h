@@ -239,6 +239,17 @@ bool oar_op_is_registered(const char *type);
 int oar_op_num_registered(void);
 const char *oar_op_registered_at(int i);
 bool oar_op_has_grad(const char *type);
+/* declared type (OAR_ATTR_*) of attr `name` of op `type`, -1 if not declared.
+ * Every op also declares op_role (INT), op_role_var (STRINGS), op_callstack
+ * (STRINGS) and op_namescope (STRING). */
+int oar_op_attr_type(const char *type, const char *name);
+/* slot queries for the Lua side: 1 duplicable, 2 dispensable (bit flags), -1 unknown slot */
+int oar_op_input_flags(const char *type, const char *slot);
+int oar_op_output_flags(const char *type, const char *slot);
+int oar_op_num_input_slots(const char *type);
+const char *oar_op_input_slot_at(const char *type, int i);
+int oar_op_num_output_slots(const char *type);
+const char *oar_op_output_slot_at(const char *type, int i);
 
 /* ---- passes ------------------------------------------------------------ */
 /* Appends grad ops for `loss` (in block 0) and declares X@GRAD vars. On
