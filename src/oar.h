@@ -23,7 +23,7 @@
  *     oar_scope_t *scope;   oar_scope_new(&scope);
  *     oar_executor_run(exe, prog, 0, scope, 1, names, tensors, 1, fetch, outs);
  *
- * Ownership: *_new/*_free pairs; handles that are refcounted (tensors, scopes)
+ * Ownership: *_new and *_free pairs; handles that are refcounted (tensors, scopes)
  * also have *_retain, and *_free drops one reference. Borrowed pointers
  * (blocks, var/op descs inside a program, variables inside a scope) live as
  * long as their owner.
