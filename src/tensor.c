@@ -1,0 +1,399 @@
+/* tensor.c — dense tensors: dtype, int64 dims, a refcounted 64-byte aligned
+ * buffer (CPU allocation only; CUDA buffers are made by the CUDA runtime
+ * files) and an optional LoD with Fluid's validity rules. */
+#include "tensor.h"
+#include "error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define OAR_ALIGN 64
+
+/* ---- buffers ------------------------------------------------------------ */
+
+static oar_buffer_t *buffer_new(size_t bytes)
+{
+    if (bytes > OAR_MAX_BYTES) {
+        oar_error(OAR_ERR_NOMEM, "out of memory allocating %zu bytes (over the %zu byte limit)",
+                  bytes, (size_t)OAR_MAX_BYTES);
+        return NULL;
+    }
+    oar_buffer_t *b = oar_xcalloc(1, sizeof *b);
+    if (!b) return NULL;
+    /* round up so vector kernels may touch whole 64-byte lines at the tail */
+    size_t cap = bytes ? (bytes + OAR_ALIGN - 1) / OAR_ALIGN * OAR_ALIGN : OAR_ALIGN;
+    void *p = NULL;
+    if (posix_memalign(&p, OAR_ALIGN, cap) != 0 || !p) {
+        free(b);
+        oar_error(OAR_ERR_NOMEM, "out of memory allocating %zu bytes", bytes);
+        return NULL;
+    }
+    memset(p, 0, cap);
+    b->refcount = 1;
+    b->place = OAR_PLACE_CPU;
+    b->device = 0;
+    b->data = p;
+    b->bytes = bytes;
+    return b;
+}
+
+static void buffer_retain(oar_buffer_t *b)
+{
+    if (b) __atomic_add_fetch(&b->refcount, 1, __ATOMIC_RELAXED);
+}
+
+static void buffer_release(oar_buffer_t *b)
+{
+    if (!b) return;
+    if (__atomic_sub_fetch(&b->refcount, 1, __ATOMIC_ACQ_REL) == 0) {
+        free(b->data);
+        free(b);
+    }
+}
+
+/* ---- validation --------------------------------------------------------- */
+
+/* Checks ndim, dims and (when dtype is known) the byte size; *numel and
+ * *bytes receive the results. */
+static int check_shape(const int64_t *dims, int ndim, int dtype, int64_t *numel, size_t *bytes)
+{
+    char sbuf[256];
+    if (ndim < 0 || ndim > OAR_MAX_DIMS)
+        return oar_error(OAR_ERR_SHAPE, "tensor rank %d out of range [0, %d]", ndim, OAR_MAX_DIMS);
+    if (ndim > 0 && !dims)
+        return oar_error(OAR_ERR_INVALID, "tensor dims are NULL with rank %d", ndim);
+    int64_t n;
+    OAR_TRY(oar_shape_numel(dims, ndim, &n));
+    size_t esize = dtype >= 0 ? oar_dtype_size(dtype) : 1;
+    if (esize == 0) esize = 1;
+    size_t b;
+    if (__builtin_mul_overflow((size_t)n, esize, &b) || b > OAR_MAX_BYTES) {
+        const char *dn = dtype >= 0 ? oar_dtype_name(dtype) : NULL;
+        return oar_error(OAR_ERR_NOMEM,
+                         "tensor of shape %s (%lld elements of %s) exceeds the %zu byte limit",
+                         oar_shape_str(dims, ndim, sbuf, sizeof sbuf), (long long)n,
+                         dn ? dn : "unknown dtype", (size_t)OAR_MAX_BYTES);
+    }
+    if (numel) *numel = n;
+    if (bytes) *bytes = b;
+    return OAR_OK;
+}
+
+static int check_dtype(int dtype)
+{
+    if (oar_dtype_size(dtype) == 0) return oar_error(OAR_ERR_DTYPE, "unknown dtype %d", dtype);
+    return OAR_OK;
+}
+
+/* ---- LoD storage -------------------------------------------------------- */
+
+typedef struct { int levels; int64_t *lod[OAR_MAX_LOD]; int64_t size[OAR_MAX_LOD]; } lod_copy_t;
+
+static void lod_copy_free(lod_copy_t *c)
+{
+    for (int l = 0; l < c->levels; l++) free(c->lod[l]);
+    c->levels = 0;
+}
+
+static int lod_copy_make(lod_copy_t *c, int levels, const int64_t *const *offsets, const int64_t *sizes)
+{
+    c->levels = 0;
+    for (int l = 0; l < levels; l++) {
+        int64_t *p = oar_xcalloc((size_t)sizes[l], sizeof *p);
+        if (!p) { lod_copy_free(c); return OAR_ERR_NOMEM; }
+        memcpy(p, offsets[l], (size_t)sizes[l] * sizeof *p);
+        c->lod[l] = p;
+        c->size[l] = sizes[l];
+        c->levels = l + 1;
+    }
+    return OAR_OK;
+}
+
+/* replaces t's LoD with c's arrays (taking ownership) */
+static void lod_install(oar_tensor_t *t, lod_copy_t *c)
+{
+    oar_tensor_clear_lod(t);
+    for (int l = 0; l < c->levels; l++) {
+        t->lod[l] = c->lod[l];
+        t->lod_size[l] = c->size[l];
+    }
+    t->lod_levels = c->levels;
+    c->levels = 0;
+}
+
+static int lod_dup(lod_copy_t *c, const oar_tensor_t *src)
+{
+    return lod_copy_make(c, src->lod_levels, (const int64_t *const *)src->lod, src->lod_size);
+}
+
+/* ---- construction ------------------------------------------------------- */
+
+static oar_tensor_t *tensor_alloc(void)
+{
+    oar_tensor_t *t = oar_xcalloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->refcount = 1;
+    t->dtype = -1;
+    return t;
+}
+
+int oar_tensor_new_empty(oar_tensor_t **out)
+{
+    if (!out) return oar_error(OAR_ERR_INVALID, "oar_tensor_new_empty: NULL out");
+    *out = tensor_alloc();
+    return *out ? OAR_OK : OAR_ERR_NOMEM;
+}
+
+static int tensor_make(int dtype, const int64_t *dims, int ndim, const void *data, bool copy,
+                       oar_tensor_t **out)
+{
+    if (!out) return oar_error(OAR_ERR_INVALID, "tensor constructor: NULL out");
+    *out = NULL;
+    OAR_TRY(check_dtype(dtype));
+    size_t bytes;
+    OAR_TRY(check_shape(dims, ndim, dtype, NULL, &bytes));
+    if (copy && bytes > 0 && !data)
+        return oar_error(OAR_ERR_INVALID, "oar_tensor_from_data: NULL data for %zu bytes", bytes);
+    oar_tensor_t *t = tensor_alloc();
+    if (!t) return OAR_ERR_NOMEM;
+    t->buf = buffer_new(bytes);
+    if (!t->buf) { free(t); return OAR_ERR_NOMEM; }
+    t->dtype = dtype;
+    t->ndim = ndim;
+    if (ndim > 0) memcpy(t->dims, dims, (size_t)ndim * sizeof *dims);
+    if (copy && bytes > 0) memcpy(t->buf->data, data, bytes);
+    *out = t;
+    return OAR_OK;
+}
+
+int oar_tensor_new(int dtype, const int64_t *dims, int ndim, oar_tensor_t **out)
+{
+    return tensor_make(dtype, dims, ndim, NULL, false, out);
+}
+
+int oar_tensor_from_data(int dtype, const int64_t *dims, int ndim, const void *data,
+                         oar_tensor_t **out)
+{
+    return tensor_make(dtype, dims, ndim, data, true, out);
+}
+
+oar_tensor_t *oar_tensor_retain(oar_tensor_t *t)
+{
+    if (t) __atomic_add_fetch(&t->refcount, 1, __ATOMIC_RELAXED);
+    return t;
+}
+
+void oar_tensor_free(oar_tensor_t *t)
+{
+    if (!t) return;
+    if (__atomic_sub_fetch(&t->refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
+    buffer_release(t->buf);
+    oar_tensor_clear_lod(t);
+    free(t);
+}
+
+/* ---- accessors ---------------------------------------------------------- */
+
+int oar_tensor_dtype(const oar_tensor_t *t) { return t ? t->dtype : -1; }
+int oar_tensor_ndim(const oar_tensor_t *t) { return t ? t->ndim : 0; }
+const int64_t *oar_tensor_dims(const oar_tensor_t *t) { return t ? t->dims : NULL; }
+int64_t oar_tensor_numel(const oar_tensor_t *t) { return t ? oar_tensor_numel_of(t) : 0; }
+void *oar_tensor_data(oar_tensor_t *t) { return oar_tensor_has_data(t) ? t->buf->data : NULL; }
+int oar_tensor_place(const oar_tensor_t *t) { return t && t->buf ? t->buf->place : OAR_PLACE_CPU; }
+
+int oar_tensor_lod_levels(const oar_tensor_t *t) { return t ? t->lod_levels : 0; }
+
+int64_t oar_tensor_lod_size(const oar_tensor_t *t, int level)
+{
+    if (!t || level < 0 || level >= t->lod_levels) {
+        oar_error(OAR_ERR_RANGE, "LoD level %d out of range (tensor has %d levels)", level,
+                  t ? t->lod_levels : 0);
+        return -1;
+    }
+    return t->lod_size[level];
+}
+
+const int64_t *oar_tensor_lod_data(const oar_tensor_t *t, int level)
+{
+    if (!t || level < 0 || level >= t->lod_levels) {
+        oar_error(OAR_ERR_RANGE, "LoD level %d out of range (tensor has %d levels)", level,
+                  t ? t->lod_levels : 0);
+        return NULL;
+    }
+    return t->lod[level];
+}
+
+/* ---- shape and storage -------------------------------------------------- */
+
+int oar_tensor_resize(oar_tensor_t *t, const int64_t *dims, int ndim)
+{
+    if (!t) return oar_error(OAR_ERR_INVALID, "oar_tensor_resize: NULL tensor");
+    OAR_TRY(check_shape(dims, ndim, t->dtype, NULL, NULL));
+    if (ndim > 0) memmove(t->dims, dims, (size_t)ndim * sizeof *dims);
+    t->ndim = ndim;
+    return OAR_OK;
+}
+
+void *oar_tensor_mutable(oar_tensor_t *t, int dtype)
+{
+    if (!t) {
+        oar_error(OAR_ERR_INVALID, "oar_tensor_mutable: NULL tensor");
+        return NULL;
+    }
+    if (check_dtype(dtype) != OAR_OK) return NULL;
+    size_t bytes;
+    if (check_shape(t->dims, t->ndim, dtype, NULL, &bytes) != OAR_OK) return NULL;
+    oar_buffer_t *b = t->buf;
+    bool shared = b && __atomic_load_n(&b->refcount, __ATOMIC_ACQUIRE) > 1;
+    if (!b || !b->data || b->bytes < bytes || shared || b->place != OAR_PLACE_CPU) {
+        oar_buffer_t *nb = buffer_new(bytes);
+        if (!nb) return NULL;
+        buffer_release(b);
+        t->buf = nb;
+    }
+    t->dtype = dtype;
+    return t->buf->data;
+}
+
+int oar_tensor_share(oar_tensor_t *t, const oar_tensor_t *src)
+{
+    if (!t || !src) return oar_error(OAR_ERR_INVALID, "oar_tensor_share: NULL tensor");
+    if (t == src) return OAR_OK;
+    lod_copy_t c;
+    OAR_TRY(lod_dup(&c, src));
+    buffer_retain(src->buf);
+    buffer_release(t->buf);
+    t->buf = src->buf;
+    t->dtype = src->dtype;
+    t->ndim = src->ndim;
+    memcpy(t->dims, src->dims, sizeof t->dims);
+    lod_install(t, &c);
+    return OAR_OK;
+}
+
+int oar_tensor_copy_into(oar_tensor_t *t, const oar_tensor_t *src)
+{
+    if (!t || !src) return oar_error(OAR_ERR_INVALID, "oar_tensor_copy_into: NULL tensor");
+    if (t == src) return OAR_OK;
+    lod_copy_t c;
+    OAR_TRY(lod_dup(&c, src));
+    if (oar_tensor_has_data(src)) {
+        int rc = check_dtype(src->dtype);
+        if (rc != OAR_OK) { lod_copy_free(&c); return rc; }
+        int64_t old_dims[OAR_MAX_DIMS];
+        int old_ndim = t->ndim, old_dtype = t->dtype;
+        memcpy(old_dims, t->dims, sizeof old_dims);
+        memcpy(t->dims, src->dims, sizeof t->dims);
+        t->ndim = src->ndim;
+        void *dst = oar_tensor_mutable(t, src->dtype);
+        if (!dst) {
+            /* leave t as it was */
+            memcpy(t->dims, old_dims, sizeof old_dims);
+            t->ndim = old_ndim;
+            t->dtype = old_dtype;
+            lod_copy_free(&c);
+            return OAR_ERR_NOMEM;
+        }
+        size_t bytes = (size_t)oar_tensor_numel_of(src) * oar_dtype_size(src->dtype);
+        if (bytes > 0) memmove(dst, src->buf->data, bytes);
+    } else {
+        buffer_release(t->buf);
+        t->buf = NULL;
+        t->dtype = src->dtype;
+        t->ndim = src->ndim;
+        memcpy(t->dims, src->dims, sizeof t->dims);
+    }
+    lod_install(t, &c);
+    return OAR_OK;
+}
+
+int oar_tensor_copy(const oar_tensor_t *src, oar_tensor_t **out)
+{
+    if (!src || !out) return oar_error(OAR_ERR_INVALID, "oar_tensor_copy: NULL %s", src ? "out" : "tensor");
+    oar_tensor_t *t = tensor_alloc();
+    if (!t) return OAR_ERR_NOMEM;
+    int rc = oar_tensor_copy_into(t, src);
+    if (rc != OAR_OK) { oar_tensor_free(t); return rc; }
+    *out = t;
+    return OAR_OK;
+}
+
+int oar_tensor_copy_lod(oar_tensor_t *dst, const oar_tensor_t *src)
+{
+    if (!dst || !src) return oar_error(OAR_ERR_INVALID, "oar_tensor_copy_lod: NULL tensor");
+    if (dst == src) return OAR_OK;
+    lod_copy_t c;
+    OAR_TRY(lod_dup(&c, src));
+    lod_install(dst, &c);
+    return OAR_OK;
+}
+
+void oar_tensor_clear_lod(oar_tensor_t *t)
+{
+    if (!t) return;
+    for (int l = 0; l < t->lod_levels; l++) {
+        free(t->lod[l]);
+        t->lod[l] = NULL;
+        t->lod_size[l] = 0;
+    }
+    t->lod_levels = 0;
+}
+
+/* Dims and dtype stay: they describe what the next allocation will hold. */
+void oar_tensor_reset(oar_tensor_t *t)
+{
+    if (!t) return;
+    buffer_release(t->buf);
+    t->buf = NULL;
+    oar_tensor_clear_lod(t);
+}
+
+/* ---- LoD ---------------------------------------------------------------- */
+
+/* Fluid's CheckLoD: every level starts at 0 and never decreases; the last
+ * offset of level l counts the sequences of level l+1; the last level ends at
+ * the number of rows. */
+int oar_tensor_set_lod(oar_tensor_t *t, int nlevels, const int64_t *const *offsets,
+                       const int64_t *sizes)
+{
+    if (!t) return oar_error(OAR_ERR_INVALID, "oar_tensor_set_lod: NULL tensor");
+    if (nlevels < 0 || nlevels > OAR_MAX_LOD)
+        return oar_error(OAR_ERR_INVALID, "LoD has %d levels; allowed 0 to %d", nlevels, OAR_MAX_LOD);
+    if (nlevels > 0 && (!offsets || !sizes))
+        return oar_error(OAR_ERR_INVALID, "LoD with %d levels has NULL %s", nlevels,
+                         offsets ? "sizes" : "offsets");
+    for (int l = 0; l < nlevels; l++) {
+        const int64_t *o = offsets[l];
+        int64_t n = sizes[l];
+        if (n < 1)
+            return oar_error(OAR_ERR_INVALID, "LoD level %d has %lld offsets; needs at least 1",
+                             l, (long long)n);
+        if (!o) return oar_error(OAR_ERR_INVALID, "LoD level %d offsets are NULL", l);
+        if (o[0] != 0)
+            return oar_error(OAR_ERR_INVALID, "LoD level %d starts at %lld; must start at 0",
+                             l, (long long)o[0]);
+        for (int64_t i = 1; i < n; i++)
+            if (o[i] < o[i - 1])
+                return oar_error(OAR_ERR_INVALID,
+                                 "LoD level %d decreases at position %lld (%lld after %lld)",
+                                 l, (long long)i, (long long)o[i], (long long)o[i - 1]);
+        if (l + 1 < nlevels && o[n - 1] != sizes[l + 1] - 1)
+            return oar_error(OAR_ERR_INVALID,
+                             "LoD level %d ends at %lld but level %d holds %lld sequences",
+                             l, (long long)o[n - 1], l + 1, (long long)(sizes[l + 1] - 1));
+    }
+    if (nlevels > 0 && t->ndim > 0) {
+        int64_t last = offsets[nlevels - 1][sizes[nlevels - 1] - 1];
+        if (last != t->dims[0]) {
+            char sbuf[256];
+            return oar_error(OAR_ERR_SHAPE,
+                             "LoD level %d ends at %lld but the tensor has %lld rows (shape %s)",
+                             nlevels - 1, (long long)last, (long long)t->dims[0],
+                             oar_shape_str(t->dims, t->ndim, sbuf, sizeof sbuf));
+        }
+    }
+    lod_copy_t c;
+    OAR_TRY(lod_copy_make(&c, nlevels, offsets, sizes));
+    lod_install(t, &c);
+    return OAR_OK;
+}
