@@ -80,4 +80,12 @@ const float *oar_attr_floats(const oar_op_desc_t *op, const char *name, int *n);
 int oar_attr_block(const oar_op_desc_t *op, const char *name);
 /* "op 'mul' (block 0, #3, created at train.lua:12)" into buf */
 const char *oar_op_context(const oar_op_desc_t *op, char *buf, size_t n);
+
+/* shared by desc.c, desc_attr.c, desc_pb.c, desc_validate.c */
+void oar_attr_value_free(oar_attr_t *a);          /* frees the value, keeps the name */
+bool oar_desc_dtype_valid(int dtype);             /* a tensor element type oar knows */
+bool oar_desc_var_type_valid(int var_type);       /* an oar_var_type_t value */
+const char *oar_desc_type_name(int t);            /* VarType.Type name: "FP32", "LOD_TENSOR" */
+/* rank 0..OAR_MAX_DIMS, dims >= -1, known dims' product fits int64 (OAR_ERR_SHAPE) */
+int oar_desc_check_dims(const int64_t *dims, int ndim, const char *var);
 #endif
