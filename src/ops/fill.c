@@ -1,0 +1,123 @@
+/* fill.c — constant tensors: fill_constant and fill_constant_batch_size_like.
+ * Kernels in kernels/cpu/fill.c. */
+#include "op.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* CPU kernels exist for these; float16 is storage-only on CPU. */
+static bool fill_dtype_ok(int dt)
+{
+    return dt == OAR_BOOL || dt == OAR_INT16 || dt == OAR_INT32 || dt == OAR_INT64 ||
+           dt == OAR_FP32 || dt == OAR_FP64 || dt == OAR_UINT8 || dt == OAR_INT8;
+}
+
+static int check_dtype_attr(oar_infer_ctx_t *c, int dt)
+{
+    if (fill_dtype_ok(dt)) return OAR_OK;
+    const char *nm = oar_dtype_name(dt);
+    return oar_ic_error(c, OAR_ERR_DTYPE,
+                        "attr dtype = %d (%s) is not one of bool, int16, int32, int64, "
+                        "float32, float64, uint8, int8", dt, nm ? nm : "unknown");
+}
+
+/* The `shape` attr as int64 dims; an empty shape means [1] (a one-element
+ * tensor, which is what callers asking for a "scalar" get in Fluid 1.x). */
+static int shape_attr(oar_infer_ctx_t *c, int64_t *dims, int *ndim,
+                      bool allow_neg1)
+{
+    int n = 0;
+    const int32_t *s = oar_attr_ints(oar_ic_op(c), "shape", &n);
+    if (n > OAR_MAX_DIMS)
+        return oar_ic_error(c, OAR_ERR_SHAPE, "attr shape has %d dims, at most %d supported",
+                            n, OAR_MAX_DIMS);
+    if (n == 0) { dims[0] = 1; *ndim = 1; return OAR_OK; }
+    for (int i = 0; i < n; i++) {
+        if (s[i] < 0 && !(allow_neg1 && s[i] == -1))
+            return oar_ic_error(c, OAR_ERR_SHAPE, "attr shape[%d] = %d must be >= 0",
+                                i, (int)s[i]);
+        dims[i] = s[i];
+    }
+    *ndim = n;
+    return OAR_OK;
+}
+
+/* ---- fill_constant ----------------------------------------------------- */
+static const oar_slot_def_t fc_in[] = {{NULL, 0}};
+static const oar_slot_def_t fc_out[] = {{"Out", 0}, {NULL, 0}};
+static const oar_attr_def_t fc_attrs[] = {
+    {.name = "shape", .type = OAR_ATTR_INTS},
+    {.name = "dtype", .type = OAR_ATTR_INT, .def = OAR_FP32},
+    {.name = "value", .type = OAR_ATTR_FLOAT, .def = 0.0},
+    {.name = "str_value", .type = OAR_ATTR_STRING, .def_str = ""},
+    {.name = "force_cpu", .type = OAR_ATTR_BOOLEAN, .def = 0},
+    {.name = NULL}};
+
+static int fc_infer(oar_infer_ctx_t *c)
+{
+    int dt = oar_attr_i(oar_ic_op(c), "dtype");
+    OAR_TRY(check_dtype_attr(c, dt));
+    int64_t dims[OAR_MAX_DIMS];
+    int nd;
+    OAR_TRY(shape_attr(c, dims, &nd, false));
+    return oar_ic_set_out(c, "Out", 0, dims, nd, dt);
+}
+
+static const oar_op_def_t fill_constant_def = {
+    .type = "fill_constant", .inputs = fc_in, .outputs = fc_out, .attrs = fc_attrs,
+    .infer = fc_infer, .grad = NULL};
+OAR_REGISTER_OP(fill_constant_def)
+
+/* ---- fill_constant_batch_size_like ------------------------------------- */
+static const oar_slot_def_t fcb_in[] = {{"Input", 0}, {NULL, 0}};
+static const oar_attr_def_t fcb_attrs[] = {
+    {.name = "shape", .type = OAR_ATTR_INTS, .required = true},
+    {.name = "dtype", .type = OAR_ATTR_INT, .def = OAR_FP32},
+    {.name = "value", .type = OAR_ATTR_FLOAT, .def = 0.0},
+    {.name = "str_value", .type = OAR_ATTR_STRING, .def_str = ""},
+    {.name = "force_cpu", .type = OAR_ATTR_BOOLEAN, .def = 0},
+    {.name = "input_dim_idx", .type = OAR_ATTR_INT, .def = 0},
+    {.name = "output_dim_idx", .type = OAR_ATTR_INT, .def = 0},
+    {.name = NULL}};
+
+static int fcb_infer(oar_infer_ctx_t *c)
+{
+    const oar_op_desc_t *d = oar_ic_op(c);
+    int dt = oar_attr_i(d, "dtype");
+    OAR_TRY(check_dtype_attr(c, dt));
+    int n = 0;
+    oar_attr_ints(d, "shape", &n);
+    if (n == 0) return oar_ic_error(c, OAR_ERR_SHAPE, "attr shape must not be empty");
+    int64_t dims[OAR_MAX_DIMS];
+    int nd;
+    /* the batch slot is commonly written as -1; it is replaced below */
+    OAR_TRY(shape_attr(c, dims, &nd, true));
+    int ind;
+    const int64_t *in = oar_ic_in_dims(c, "Input", 0, &ind);
+    if (!in) return OAR_ERR_SHAPE;
+    int ii = oar_attr_i(d, "input_dim_idx"), oi = oar_attr_i(d, "output_dim_idx");
+    if (ii < 0 || ii >= ind)
+        return oar_ic_error(c, OAR_ERR_RANGE, "attr input_dim_idx = %d out of range for "
+                            "Input '%s' of rank %d", ii, oar_ic_in_name(c, "Input", 0), ind);
+    if (oi < 0 || oi >= nd)
+        return oar_ic_error(c, OAR_ERR_RANGE, "attr output_dim_idx = %d out of range for "
+                            "attr shape of rank %d", oi, nd);
+    int64_t batch = in[ii];
+    if (oar_ic_runtime(c) && ii == 0) {
+        /* a LoD input's batch is its number of sequences, as in Fluid */
+        const oar_tensor_t *t = oar_ic_in_tensor(c, "Input", 0);
+        int lv = t ? oar_tensor_lod_levels(t) : 0;
+        if (lv > 0) batch = oar_tensor_lod_size(t, lv - 1) - 1;
+    }
+    dims[oi] = batch;
+    for (int i = 0; i < nd; i++)
+        if (dims[i] < 0 && (i != oi || oar_ic_runtime(c)))
+            return oar_ic_error(c, OAR_ERR_SHAPE, "attr shape[%d] = %lld must be >= 0",
+                                i, (long long)dims[i]);
+    return oar_ic_set_out(c, "Out", 0, dims, nd, dt);
+}
+
+static const oar_op_def_t fill_constant_batch_size_like_def = {
+    .type = "fill_constant_batch_size_like", .inputs = fcb_in, .outputs = fc_out,
+    .attrs = fcb_attrs, .infer = fcb_infer, .grad = NULL, .dtype_slot = "Input"};
+OAR_REGISTER_OP(fill_constant_batch_size_like_def)
