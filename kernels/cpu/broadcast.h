@@ -1,0 +1,184 @@
+/*
+ * broadcast.h — Fluid's elementwise broadcasting, shared by the op
+ * definitions (shape inference, src/ops/) and the CPU kernels (loop plans).
+ *
+ * Shapes: the operand of lower rank is aligned into the other one starting at
+ * `axis` (-1: right-aligned, i.e. rank(big) - rank(small), computed before the
+ * small operand's trailing 1s are trimmed, as Fluid does); then every aligned
+ * pair of dims must be equal or one of them 1 (numpy rule, Fluid 2.x). This
+ * covers Fluid 1.x's rule (Y matches a contiguous run of X's dims) and adds
+ * both-sides broadcasting.
+ *
+ * Loops: a plan describes the output as up to OAR_MAX_DIMS nested loops with
+ * one stride per operand (0 along broadcast dims), after dropping size-1 dims
+ * and merging neighbours that both operands walk contiguously. Same-shape
+ * operands collapse to one loop, a bias add to two ([rows, n], Y stride 0 on
+ * rows), so kernels run plain tight inner loops.
+ */
+#ifndef OAR_KERNELS_CPU_BROADCAST_H
+#define OAR_KERNELS_CPU_BROADCAST_H
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include "op.h"
+
+enum {
+    OAR_BCAST_OK = 0,
+    OAR_BCAST_AXIS = 1,     /* axis out of range for the ranks */
+    OAR_BCAST_MISMATCH = 2  /* an aligned pair of dims differs and neither is 1 */
+};
+
+/* Broadcast shape of x (xn dims) and y (yn dims) at `axis`. Fills out[*nd],
+ * and the operands' dims padded with 1s to *nd (xp, yp; may be NULL). Dims
+ * may be -1 (unknown at compile time): -1 with 1 gives -1, -1 with k > 1
+ * gives k. */
+static inline int oar_bcast_shape(const int64_t *xd, int xn, const int64_t *yd, int yn,
+                                  int axis, int64_t *out, int64_t *xp, int64_t *yp, int *nd)
+{
+    int64_t px[OAR_MAX_DIMS], py[OAR_MAX_DIMS];
+    const int64_t *big = xd, *small = yd;
+    int bn = xn, sn = yn;
+    int64_t *pbig = px, *psmall = py;
+    if (xn < yn) { big = yd; small = xd; bn = yn; sn = xn; pbig = py; psmall = px; }
+    if (bn > OAR_MAX_DIMS) return OAR_BCAST_AXIS;
+    int a = axis == -1 ? bn - sn : axis;
+    if (a < 0 || a > bn) return OAR_BCAST_AXIS;
+    /* trailing 1s of the small operand only matter when they overflow */
+    while (sn > 0 && a + sn > bn && small[sn - 1] == 1) sn--;
+    if (a + sn > bn) return OAR_BCAST_AXIS;
+    for (int i = 0; i < bn; i++) {
+        pbig[i] = big[i];
+        psmall[i] = (i >= a && i < a + sn) ? small[i - a] : 1;
+    }
+    for (int i = 0; i < bn; i++) {
+        int64_t p = px[i], q = py[i], o;
+        if (p == q) o = p;
+        else if (p == 1) o = q;
+        else if (q == 1) o = p;
+        else if (p < 0) o = q;
+        else if (q < 0) o = p;
+        else return OAR_BCAST_MISMATCH;
+        out[i] = o;
+    }
+    *nd = bn;
+    if (xp) for (int i = 0; i < bn; i++) xp[i] = px[i];
+    if (yp) for (int i = 0; i < bn; i++) yp[i] = py[i];
+    return OAR_BCAST_OK;
+}
+
+/* Loop plan over an output of known (nonnegative) dims. n[nd-1] is the
+ * innermost loop; xs/ys are element strides of the operands (0: broadcast).
+ * nd is at least 1 (a scalar output is one loop of 1). */
+typedef struct oar_bplan {
+    int nd;
+    int64_t n[OAR_MAX_DIMS], xs[OAR_MAX_DIMS], ys[OAR_MAX_DIMS];
+    int64_t total;        /* product of n */
+    bool x_full, y_full;  /* operand has the output's shape (no broadcast) */
+} oar_bplan_t;
+
+static inline void oar_bplan_make(oar_bplan_t *p, const int64_t *od, const int64_t *xp,
+                                  const int64_t *yp, int nd)
+{
+    int64_t sx = 1, sy = 1, total = 1;
+    int64_t n[OAR_MAX_DIMS], xs[OAR_MAX_DIMS], ys[OAR_MAX_DIMS];
+    int k = 0;
+    p->x_full = p->y_full = true;
+    /* walk from the innermost dim, computing contiguous strides per operand */
+    for (int i = nd - 1; i >= 0; i--) {
+        int64_t o = od[i];
+        total *= o;
+        if (xp[i] != o) p->x_full = false;
+        if (yp[i] != o) p->y_full = false;
+        if (o == 1) continue;
+        int64_t cx = xp[i] == o ? sx : 0, cy = yp[i] == o ? sy : 0;
+        if (xp[i] == o) sx *= o;
+        if (yp[i] == o) sy *= o;
+        /* merge with the dim inside it when both operands continue it */
+        if (k > 0 && cx == xs[k - 1] * n[k - 1] && cy == ys[k - 1] * n[k - 1]) {
+            n[k - 1] *= o;
+            continue;
+        }
+        n[k] = o; xs[k] = cx; ys[k] = cy; k++;
+    }
+    if (k == 0) { n[0] = 1; xs[0] = 1; ys[0] = 1; k = 1; }
+    p->nd = k;
+    for (int i = 0; i < k; i++) {   /* stored outermost first */
+        p->n[i] = n[k - 1 - i]; p->xs[i] = xs[k - 1 - i]; p->ys[i] = ys[k - 1 - i];
+    }
+    p->total = total;
+}
+
+/* Operand offsets of outer row r (rows = total / n[nd-1]). */
+static inline void oar_bplan_row(const oar_bplan_t *p, int64_t r, int64_t *xo, int64_t *yo,
+                                 int64_t *idx)
+{
+    int64_t a = 0, b = 0;
+    for (int d = p->nd - 2; d >= 0; d--) {
+        int64_t i = r % p->n[d];
+        r /= p->n[d];
+        idx[d] = i;
+        a += i * p->xs[d];
+        b += i * p->ys[d];
+    }
+    *xo = a; *yo = b;
+}
+
+/* Advances to the next outer row. */
+static inline void oar_bplan_next(const oar_bplan_t *p, int64_t *xo, int64_t *yo, int64_t *idx)
+{
+    for (int d = p->nd - 2; d >= 0; d--) {
+        *xo += p->xs[d]; *yo += p->ys[d];
+        if (++idx[d] < p->n[d]) return;
+        *xo -= p->xs[d] * p->n[d]; *yo -= p->ys[d] * p->n[d];
+        idx[d] = 0;
+    }
+}
+
+/* Rows [*lo, *hi) of `rows` for the calling OpenMP thread. */
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+static inline void oar_omp_range(int64_t rows, int64_t *lo, int64_t *hi)
+{
+#ifdef _OPENMP
+    int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+#else
+    int64_t nt = 1, t = 0;
+#endif
+    int64_t q = rows / nt, rem = rows % nt;
+    *lo = t * q + (t < rem ? t : rem);
+    *hi = *lo + q + (t < rem ? 1 : 0);
+}
+
+#define OAR_PAR_THRESHOLD 65536
+
+/* Shape inference of a broadcasting binary op with slots X, Y -> Out and an
+ * `axis` attr: checks dtypes agree and the shapes broadcast, sets Out's dims
+ * (dtype out_dtype, or X's when -1) and passes on the LoD of the operand
+ * whose leading dim Out keeps. */
+static inline int oar_bcast_infer(oar_infer_ctx_t *c, int out_dtype)
+{
+    int xn, yn, nd;
+    const int64_t *xd = oar_ic_in_dims(c, "X", 0, &xn);
+    if (!xd) return OAR_ERR_SHAPE;
+    const int64_t *yd = oar_ic_in_dims(c, "Y", 0, &yn);
+    if (!yd) return OAR_ERR_SHAPE;
+    int xt = oar_ic_in_dtype(c, "X", 0), yt = oar_ic_in_dtype(c, "Y", 0);
+    if (xt >= 0 && yt >= 0 && xt != yt)
+        return oar_ic_error(c, OAR_ERR_DTYPE, "X dtype %s and Y dtype %s differ",
+                            oar_dtype_name(xt), oar_dtype_name(yt));
+    int axis = oar_attr_i(oar_ic_op(c), "axis");
+    int64_t od[OAR_MAX_DIMS];
+    int rc = oar_bcast_shape(xd, xn, yd, yn, axis, od, NULL, NULL, &nd);
+    if (rc != OAR_BCAST_OK) {
+        char bx[160], by[160];
+        return oar_ic_error(c, OAR_ERR_SHAPE, "Y shape %s does not broadcast to X shape %s at axis %d%s",
+                            oar_shape_str(yd, yn, by, sizeof by), oar_shape_str(xd, xn, bx, sizeof bx),
+                            axis, rc == OAR_BCAST_AXIS ? " (axis out of range)" : "");
+    }
+    OAR_TRY(oar_ic_set_out(c, "Out", 0, od, nd, out_dtype >= 0 ? out_dtype : xt));
+    if (xn == nd && (nd == 0 || xd[0] == od[0])) return oar_ic_share_lod(c, "X", 0, "Out", 0);
+    if (yn == nd && (nd == 0 || yd[0] == od[0])) return oar_ic_share_lod(c, "Y", 0, "Out", 0);
+    return OAR_OK;
+}
+#endif
