@@ -1,0 +1,44 @@
+/* flags.c — process-wide runtime flags (Fluid's FLAGS_*). */
+#include "op.h"
+
+#include <omp.h>
+#include <string.h>
+
+/* OpenBLAS's own thread count; declared here to avoid depending on which
+ * cblas.h variant is installed */
+void openblas_set_num_threads(int num_threads);
+
+int oar_flag_check_nan_inf = 0;
+static int g_num_threads = 0;   /* 0: never set, report OpenMP's default */
+
+int oar_set_flag(const char *name, int64_t value)
+{
+    if (!name) return oar_error(OAR_ERR_INVALID, "oar_set_flag: NULL flag name");
+    if (strcmp(name, "check_nan_inf") == 0) {
+        if (value != 0 && value != 1)
+            return oar_error(OAR_ERR_INVALID, "flag check_nan_inf takes 0 or 1, got %lld", (long long)value);
+        oar_flag_check_nan_inf = (int)value;
+        return OAR_OK;
+    }
+    if (strcmp(name, "num_threads") == 0) {
+        if (value < 1 || value > 4096)
+            return oar_error(OAR_ERR_INVALID, "flag num_threads takes 1 to 4096, got %lld", (long long)value);
+        g_num_threads = (int)value;
+        openblas_set_num_threads(g_num_threads);
+        omp_set_num_threads(g_num_threads);
+        return OAR_OK;
+    }
+    return oar_error(OAR_ERR_NOT_FOUND, "unknown flag '%s' (known: check_nan_inf, num_threads)", name);
+}
+
+int64_t oar_get_flag(const char *name)
+{
+    if (!name) {
+        oar_error(OAR_ERR_INVALID, "oar_get_flag: NULL flag name");
+        return -1;
+    }
+    if (strcmp(name, "check_nan_inf") == 0) return oar_flag_check_nan_inf;
+    if (strcmp(name, "num_threads") == 0) return g_num_threads > 0 ? g_num_threads : omp_get_max_threads();
+    oar_error(OAR_ERR_NOT_FOUND, "unknown flag '%s' (known: check_nan_inf, num_threads)", name);
+    return -1;
+}
