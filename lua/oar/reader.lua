@@ -1,0 +1,365 @@
+-- oar.reader: Fluid's reader decorators, in Lua.
+--
+-- A *reader creator* (a "reader" in Fluid's words) is a function that takes no
+-- argument and returns a fresh *iterator*: a function returning the next
+-- sample on each call and nil when the data is exhausted. Calling the creator
+-- again starts over (a new epoch). Iterators work with the generic for:
+--
+--   for sample in reader() do ... end
+--
+-- A sample is any non-nil value; by convention a table of fields, e.g.
+-- {image, label}. The decorators below take and return reader creators; none
+-- of them reads anything before its iterator is asked for a sample.
+--
+-- Randomness (shuffle) uses a private SplitMix64 generator, never the global
+-- math.random state: the same seed gives the same sequence of epochs.
+local ffi = require("ffi")
+local bit = require("bit")
+
+local M = {}
+
+local function is_callable(f)
+  if type(f) == "function" then return true end
+  local mt = getmetatable(f)
+  return mt ~= nil and type(mt) == "table" and mt.__call ~= nil
+end
+
+local function check_reader(fname, r, what)
+  if not is_callable(r) then
+    error(string.format("oar.reader.%s: %s must be a reader creator (a function returning an iterator), got %s",
+                        fname, what or "reader", type(r)), 3)
+  end
+end
+
+-- Calls a reader creator and checks that it gave an iterator.
+local function start(fname, r)
+  local it = r()
+  if not is_callable(it) then
+    error(string.format("oar.reader.%s: the reader returned %s, not an iterator function",
+                        fname, type(it)), 3)
+  end
+  return it
+end
+
+local function check_count(fname, name, v, allow_zero)
+  if type(v) ~= "number" or v ~= math.floor(v) or v < (allow_zero and 0 or 1) or v == math.huge then
+    error(string.format("oar.reader.%s: %s must be a %s integer, got %s",
+                        fname, name, allow_zero and "non-negative" or "positive", tostring(v)), 3)
+  end
+end
+
+---------------------------------------------------------------------------
+-- Random numbers
+---------------------------------------------------------------------------
+
+local Rng = {}
+Rng.__index = Rng
+
+local GOLDEN = 0x9E3779B97F4A7C15ULL
+local MIX1 = 0xBF58476D1CE4E5B9ULL
+local MIX2 = 0x94D049BB133111EBULL
+
+-- A SplitMix64 generator. `seed` is an integer in [0, 2^53); nil draws one
+-- from the clock.
+function M.rng(seed)
+  if seed == nil then
+    seed = (os.time() * 1000003 + math.floor(os.clock() * 1e6)) % 2 ^ 52
+  end
+  if type(seed) ~= "number" or seed ~= math.floor(seed) or seed < 0 or seed >= 2 ^ 53 then
+    error("oar.reader.rng: seed must be an integer in [0, 2^53), got " .. tostring(seed), 2)
+  end
+  local self = setmetatable({}, Rng)
+  self.state = ffi.new("uint64_t[1]", seed)
+  return self
+end
+
+-- The next 64 random bits, as a uint64_t cdata.
+function Rng:next_u64()
+  local s = self.state[0] + GOLDEN
+  self.state[0] = s
+  local z = s
+  z = bit.bxor(z, bit.rshift(z, 30)) * MIX1
+  z = bit.bxor(z, bit.rshift(z, 27)) * MIX2
+  return bit.bxor(z, bit.rshift(z, 31))
+end
+
+-- A double uniform in [0, 1).
+function Rng:random()
+  return tonumber(bit.rshift(self:next_u64(), 11)) * (1 / 9007199254740992)
+end
+
+-- An integer uniform in [lo, hi] (lo, hi integers with hi >= lo).
+function Rng:randint(lo, hi)
+  return lo + math.floor(self:random() * (hi - lo + 1))
+end
+
+-- Shuffles the Lua array t[1..n] in place (Fisher-Yates); returns t.
+function Rng:shuffle(t, n)
+  n = n or #t
+  for i = n, 2, -1 do
+    local j = self:randint(1, i)
+    t[i], t[j] = t[j], t[i]
+  end
+  return t
+end
+
+-- Shuffles the cdata array p[0..n-1] in place; returns p.
+function Rng:shuffle_array(p, n)
+  for i = n - 1, 1, -1 do
+    local j = self:randint(0, i)
+    p[i], p[j] = p[j], p[i]
+  end
+  return p
+end
+
+---------------------------------------------------------------------------
+-- Decorators
+---------------------------------------------------------------------------
+
+-- Groups samples into lists of batch_size samples. The last, shorter batch is
+-- kept unless drop_last is true.
+function M.batch(reader, batch_size, drop_last)
+  check_reader("batch", reader)
+  check_count("batch", "batch_size", batch_size)
+  return function()
+    local it = start("batch", reader)
+    local done = false
+    return function()
+      if done then return nil end
+      local b = {}
+      for i = 1, batch_size do
+        local s = it()
+        if s == nil then
+          done = true
+          break
+        end
+        b[i] = s
+      end
+      if #b == 0 or (drop_last and #b < batch_size) then
+        done = true
+        return nil
+      end
+      return b
+    end
+  end
+end
+
+-- Shuffles within a buffer of buf_size samples: fills the buffer, shuffles it,
+-- yields it all, and so on; the last partial buffer is shuffled too. The
+-- generator is created once from `seed` and goes on across epochs, so a given
+-- seed gives the same sequence of epoch orders (each epoch different).
+function M.shuffle(reader, buf_size, seed)
+  check_reader("shuffle", reader)
+  check_count("shuffle", "buf_size", buf_size)
+  local rng = M.rng(seed)
+  return function()
+    local it = start("shuffle", reader)
+    local buf, pos, n = {}, 1, 0
+    local exhausted = false
+    return function()
+      if pos > n then
+        if exhausted then return nil end
+        n = 0
+        while n < buf_size do
+          local s = it()
+          if s == nil then
+            exhausted = true
+            break
+          end
+          n = n + 1
+          buf[n] = s
+        end
+        for i = n + 1, #buf do buf[i] = nil end
+        if n == 0 then return nil end
+        rng:shuffle(buf, n)
+        pos = 1
+      end
+      local s = buf[pos]
+      buf[pos] = nil
+      pos = pos + 1
+      return s
+    end
+  end
+end
+
+-- Yields fn(s1, s2, ...) for the samples s_i read in step from each reader;
+-- stops with the shortest reader. A nil result ends the data.
+function M.map_readers(fn, ...)
+  if not is_callable(fn) then
+    error("oar.reader.map_readers: the first argument must be a function, got " .. type(fn), 2)
+  end
+  local readers = { ... }
+  local nr = select("#", ...)
+  if nr == 0 then error("oar.reader.map_readers: no reader given", 2) end
+  for i = 1, nr do check_reader("map_readers", readers[i], "reader " .. i) end
+  return function()
+    local its = {}
+    for i = 1, nr do its[i] = start("map_readers", readers[i]) end
+    local done = false
+    return function()
+      if done then return nil end
+      local args = {}
+      for i = 1, nr do
+        local s = its[i]()
+        if s == nil then
+          done = true
+          return nil
+        end
+        args[i] = s
+      end
+      return fn(unpack(args, 1, nr))
+    end
+  end
+end
+
+-- Yields all samples of the first reader, then of the second, and so on.
+function M.chain(...)
+  local readers = { ... }
+  local nr = select("#", ...)
+  for i = 1, nr do check_reader("chain", readers[i], "reader " .. i) end
+  return function()
+    local k, it = 0, nil
+    return function()
+      while true do
+        if it then
+          local s = it()
+          if s ~= nil then return s end
+        end
+        k = k + 1
+        if k > nr then
+          it = nil
+          k = nr
+          return nil
+        end
+        it = start("chain", readers[k])
+      end
+    end
+  end
+end
+
+-- Reads the readers in step and yields one flat sample made of their
+-- outputs: a table output contributes its fields (t[1..#t]) in order, any
+-- other value contributes itself. (Wrap a table in another table, {t}, to
+-- keep it as one field.) The last argument may be an options table
+-- {check_alignment=true}: with it (the default) readers of different
+-- lengths raise an error; without it the shortest reader ends the data.
+function M.compose(...)
+  local readers = { ... }
+  local nr = select("#", ...)
+  local check_alignment = true
+  if nr > 0 and type(readers[nr]) == "table" and not is_callable(readers[nr]) then
+    local opts = readers[nr]
+    if opts.check_alignment ~= nil then check_alignment = opts.check_alignment and true or false end
+    readers[nr] = nil
+    nr = nr - 1
+  end
+  if nr == 0 then error("oar.reader.compose: no reader given", 2) end
+  for i = 1, nr do check_reader("compose", readers[i], "reader " .. i) end
+  return function()
+    local its = {}
+    for i = 1, nr do its[i] = start("compose", readers[i]) end
+    local done = false
+    return function()
+      if done then return nil end
+      local out, n = {}, 0
+      local ended, alive = nil, nil
+      for i = 1, nr do
+        local s = its[i]()
+        if s == nil then
+          ended = ended or i
+          if not check_alignment then break end
+        else
+          alive = alive or i
+          if type(s) == "table" then
+            for j = 1, #s do out[n + j] = s[j] end
+            n = n + #s
+          else
+            n = n + 1
+            out[n] = s
+          end
+        end
+      end
+      if ended then
+        done = true
+        if check_alignment and alive then
+          error(string.format("oar.reader.compose: readers are not aligned: reader %d ended " ..
+                              "while reader %d still had samples (pass {check_alignment=false} " ..
+                              "to stop at the shortest)", ended, alive), 2)
+        end
+        return nil
+      end
+      return out
+    end
+  end
+end
+
+-- Reads ahead: once started, the iterator keeps `size` samples read from
+-- `reader` beyond the one it returns (the first call reads size + 1 samples,
+-- each later call one more), like Fluid's buffered reader with its queue kept
+-- full. There are no threads: the reading happens in the caller.
+function M.buffered(reader, size)
+  check_reader("buffered", reader)
+  check_count("buffered", "size", size)
+  return function()
+    local it = start("buffered", reader)
+    local q, head, tail = {}, 1, 0
+    local exhausted = false
+    return function()
+      while not exhausted and tail - head + 1 <= size do
+        local s = it()
+        if s == nil then
+          exhausted = true
+        else
+          tail = tail + 1
+          q[tail] = s
+        end
+      end
+      if head > tail then return nil end
+      local s = q[head]
+      q[head] = nil
+      head = head + 1
+      return s
+    end
+  end
+end
+
+-- Yields at most the first n samples.
+function M.firstn(reader, n)
+  check_reader("firstn", reader)
+  check_count("firstn", "n", n, true)
+  return function()
+    local it, k = nil, 0
+    return function()
+      if k >= n then return nil end
+      it = it or start("firstn", reader)
+      local s = it()
+      if s == nil then
+        k = n
+        return nil
+      end
+      k = k + 1
+      return s
+    end
+  end
+end
+
+-- Reads the whole reader once, on the first epoch, and replays the samples
+-- from memory afterwards.
+function M.cache(reader)
+  check_reader("cache", reader)
+  local all
+  return function()
+    if not all then
+      local list = {}
+      for s in start("cache", reader) do list[#list + 1] = s end
+      all = list
+    end
+    local i = 0
+    return function()
+      i = i + 1
+      return all[i]
+    end
+  end
+end
+
+return M
