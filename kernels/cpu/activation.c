@@ -1,0 +1,181 @@
+/*
+ * activation.c — CPU kernels of the unary activations and their grads.
+ *
+ * Each op is an expression pasted into a plain loop over [lo, hi) (tgmath.h
+ * picks expf/exp etc. by type); big tensors split the range over OpenMP
+ * threads. Grad kernels read the forward value their formula needs (X or
+ * Out, see src/ops/activation.c) and Out@GRAD.
+ */
+#include <tgmath.h>
+#include "op.h"
+#include "broadcast.h"
+
+typedef struct act_par { double p1, p2; } act_par_t;
+typedef void (*act_map_fn)(const void *a, const void *b, void *o, int64_t lo, int64_t hi,
+                           const act_par_t *p);
+
+static const char *op_type(oar_kernel_ctx_t *k) { return oar_op_desc_type(oar_k_op(k)); }
+
+static void act_run(act_map_fn fn, const void *a, const void *b, void *o, int64_t n, const act_par_t *p)
+{
+    if (n > OAR_PAR_THRESHOLD) {
+        #pragma omp parallel
+        {
+            int64_t lo, hi;
+            oar_omp_range(n, &lo, &hi);
+            fn(a, b, o, lo, hi, p);
+        }
+    } else {
+        fn(a, b, o, 0, n, p);
+    }
+}
+
+/* ---- attrs -------------------------------------------------------------- */
+typedef int (*act_par_fn)(oar_kernel_ctx_t *k, act_par_t *p);
+static int par_none(oar_kernel_ctx_t *k, act_par_t *p) { (void)k; p->p1 = p->p2 = 0; return OAR_OK; }
+static int par_alpha(oar_kernel_ctx_t *k, act_par_t *p)
+{
+    p->p1 = oar_attr_f(oar_k_op(k), "alpha");
+    p->p2 = 0;
+    return OAR_OK;
+}
+static int par_clip(oar_kernel_ctx_t *k, act_par_t *p)
+{
+    p->p1 = oar_attr_f(oar_k_op(k), "min");
+    p->p2 = oar_attr_f(oar_k_op(k), "max");
+    return OAR_OK;
+}
+/* pow: attr factor, or the one-element FactorTensor input when given */
+static int par_pow(oar_kernel_ctx_t *k, act_par_t *p)
+{
+    p->p1 = oar_attr_f(oar_k_op(k), "factor");
+    p->p2 = 0;
+    oar_tensor_t *f = oar_k_in(k, "FactorTensor", 0);
+    if (!f) return OAR_OK;
+    if (oar_tensor_numel_of(f) != 1 || !oar_tensor_has_data(f))
+        return oar_k_error(k, OAR_ERR_SHAPE, "%s: FactorTensor must hold one value, it has %lld",
+                           op_type(k), (long long)oar_tensor_numel_of(f));
+    switch (f->dtype) {
+    case OAR_FP32: p->p1 = *(const float *)oar_tensor_data(f); break;
+    case OAR_FP64: p->p1 = *(const double *)oar_tensor_data(f); break;
+    default:
+        return oar_k_error(k, OAR_ERR_DTYPE, "%s: FactorTensor dtype %s, expected float32 or float64",
+                           op_type(k), oar_dtype_name(f->dtype));
+    }
+    return OAR_OK;
+}
+
+/* ---- drivers ------------------------------------------------------------ */
+static int act_forward(oar_kernel_ctx_t *k, int dtype, act_map_fn fn, act_par_fn par)
+{
+    oar_tensor_t *x = oar_k_in(k, "X", 0);
+    if (!x) return oar_k_error(k, OAR_ERR_NOT_FOUND, "%s: input X is missing", op_type(k));
+    int64_t n = oar_tensor_numel_of(x);
+    if (n > 0 && !oar_tensor_has_data(x))
+        return oar_k_error(k, OAR_ERR_INVALID, "%s: input X ('%s') holds no data", op_type(k),
+                           oar_k_in_name(k, "X", 0));
+    act_par_t p;
+    OAR_TRY(par(k, &p));
+    const void *xd = oar_tensor_data(x);   /* read before Out may replace a shared buffer */
+    void *o = oar_k_out_data(k, "Out", 0, dtype);
+    if (!o) return oar_k_error(k, OAR_ERR_NOMEM, "%s: cannot allocate Out", op_type(k));
+    if (n > 0) act_run(fn, xd, NULL, o, n, &p);
+    return OAR_OK;
+}
+
+/* dep_slot: "X" or "Out", the forward value the grad formula reads */
+static int act_backward(oar_kernel_ctx_t *k, int dtype, act_map_fn fn, act_par_fn par,
+                        const char *dep_slot)
+{
+    if (!oar_k_out(k, "X@GRAD", 0)) return OAR_OK;
+    oar_tensor_t *d = oar_k_in(k, dep_slot, 0), *g = oar_k_in(k, "Out@GRAD", 0);
+    if (!d || !g)
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "%s: input %s is missing", op_type(k),
+                           d ? "Out@GRAD" : dep_slot);
+    int64_t n = oar_tensor_numel_of(d);
+    if (oar_tensor_numel_of(g) != n) {
+        char b1[128], b2[128];
+        return oar_k_error(k, OAR_ERR_SHAPE, "%s: Out@GRAD shape %s differs from %s shape %s", op_type(k),
+                           oar_shape_str(g->dims, g->ndim, b1, sizeof b1), dep_slot,
+                           oar_shape_str(d->dims, d->ndim, b2, sizeof b2));
+    }
+    if (g->dtype != d->dtype)
+        return oar_k_error(k, OAR_ERR_DTYPE, "%s: Out@GRAD dtype %s differs from %s dtype %s", op_type(k),
+                           oar_dtype_name(g->dtype), dep_slot, oar_dtype_name(d->dtype));
+    if (n > 0 && (!oar_tensor_has_data(d) || !oar_tensor_has_data(g)))
+        return oar_k_error(k, OAR_ERR_INVALID, "%s: input %s holds no data", op_type(k),
+                           oar_tensor_has_data(d) ? "Out@GRAD" : dep_slot);
+    act_par_t p;
+    OAR_TRY(par(k, &p));
+    const void *dd = oar_tensor_data(d), *gd = oar_tensor_data(g);
+    void *dx = oar_k_out_data(k, "X@GRAD", 0, dtype);
+    if (!dx) return oar_k_error(k, OAR_ERR_NOMEM, "%s: cannot allocate X@GRAD", op_type(k));
+    if (n > 0) act_run(fn, dd, gd, dx, n, &p);
+    return OAR_OK;
+}
+
+/* FWD uses x, p1, p2; GRAD uses v (the X or Out value), g, p1, p2; `real` is the element type. */
+#define ACT_ONE(NAME, SUF, T, DT, PAR, DEP, FWD, GRAD)                                \
+    static void NAME##_fmap_##SUF(const void *av, const void *bv, void *ov, int64_t lo, \
+                                  int64_t hi, const act_par_t *pp)                    \
+    {                                                                                 \
+        typedef T real;                                                               \
+        const real *xs = av; real *os = ov; (void)bv;                                 \
+        const real p1 = (real)pp->p1, p2 = (real)pp->p2; (void)p1; (void)p2;          \
+        for (int64_t i = lo; i < hi; i++) { const real x = xs[i]; os[i] = (FWD); }    \
+    }                                                                                 \
+    static void NAME##_gmap_##SUF(const void *av, const void *bv, void *ov, int64_t lo, \
+                                  int64_t hi, const act_par_t *pp)                    \
+    {                                                                                 \
+        typedef T real;                                                               \
+        const real *vs = av, *gs = bv; real *os = ov;                                 \
+        const real p1 = (real)pp->p1, p2 = (real)pp->p2; (void)p1; (void)p2;          \
+        for (int64_t i = lo; i < hi; i++) { const real v = vs[i], g = gs[i]; os[i] = (GRAD); } \
+    }                                                                                 \
+    static int NAME##_f_##SUF(oar_kernel_ctx_t *k) { return act_forward(k, DT, NAME##_fmap_##SUF, PAR); } \
+    static int NAME##_g_##SUF(oar_kernel_ctx_t *k) { return act_backward(k, DT, NAME##_gmap_##SUF, PAR, DEP); } \
+    OAR_REGISTER_KERNEL(#NAME, OAR_PLACE_CPU, DT, NAME##_f_##SUF)                     \
+    OAR_REGISTER_KERNEL(#NAME "_grad", OAR_PLACE_CPU, DT, NAME##_g_##SUF)
+
+#define ACT(NAME, PAR, DEP, FWD, GRAD)                                                \
+    ACT_ONE(NAME, f32, float, OAR_FP32, PAR, DEP, FWD, GRAD)                          \
+    ACT_ONE(NAME, f64, double, OAR_FP64, PAR, DEP, FWD, GRAD)
+
+#define C(v) ((real)(v))
+#define SQRT1_2 0.70710678118654752440     /* 1/sqrt(2) */
+#define INV_SQRT_2PI 0.39894228040143267794 /* 1/sqrt(2 pi) */
+#define SQRT_2_PI 0.79788456080286535588   /* sqrt(2/pi) */
+
+ACT(relu, par_none, "Out", x > C(0) ? x : C(0), v > C(0) ? g : C(0))
+ACT(sigmoid, par_none, "Out", C(1) / (C(1) + exp(-x)), g * v * (C(1) - v))
+ACT(tanh, par_none, "Out", tanh(x), g * (C(1) - v * v))
+ACT(exp, par_none, "Out", exp(x), g * v)
+ACT(log, par_none, "X", log(x), g / v)
+ACT(sqrt, par_none, "Out", sqrt(x), C(0.5) * g / v)
+ACT(abs, par_none, "X", fabs(x), v > C(0) ? g : (v < C(0) ? -g : C(0)))
+ACT(square, par_none, "X", x * x, C(2) * v * g)
+ACT(reciprocal, par_none, "Out", C(1) / x, -g * v * v)
+ACT(leaky_relu, par_alpha, "X", x > C(0) ? x : p1 * x, v > C(0) ? g : p1 * g)
+ACT(elu, par_alpha, "X", x > C(0) ? x : p1 * (exp(x) - C(1)), v > C(0) ? g : g * p1 * exp(v))
+/* log(1 + e^x) without overflow: max(x, 0) + log1p(e^-|x|); d/dx = sigmoid(x) */
+ACT(softplus, par_none, "X", (x > C(0) ? x : C(0)) + log1p(exp(-fabs(x))), g / (C(1) + exp(-v)))
+ACT(pow, par_pow, "X", pow(x, p1), g * p1 * pow(v, p1 - C(1)))
+ACT(clip, par_clip, "X", x < p1 ? p1 : (x > p2 ? p2 : x), (v > p1 && v < p2) ? g : C(0))
+
+/* gelu, exact: x Phi(x); d/dx = Phi(x) + x phi(x) */
+#define GELU_EXACT(x) (C(0.5) * (x) * (C(1) + erf((x) * C(SQRT1_2))))
+#define GELU_EXACT_D(x) (C(0.5) * (C(1) + erf((x) * C(SQRT1_2))) + \
+                         (x) * C(INV_SQRT_2PI) * exp(C(-0.5) * (x) * (x)))
+/* gelu, tanh approximation: 0.5 x (1 + tanh(u)), u = sqrt(2/pi)(x + 0.044715 x^3) */
+#define GELU_U(x) (C(SQRT_2_PI) * ((x) + C(0.044715) * (x) * (x) * (x)))
+#define GELU_TANH(x) (C(0.5) * (x) * (C(1) + tanh(GELU_U(x))))
+#define GELU_TANH_D(x) (C(0.5) * (C(1) + tanh(GELU_U(x))) + C(0.5) * (x) * \
+    (C(1) - tanh(GELU_U(x)) * tanh(GELU_U(x))) * C(SQRT_2_PI) * (C(1) + C(3 * 0.044715) * (x) * (x)))
+static int par_gelu(oar_kernel_ctx_t *k, act_par_t *p)
+{
+    p->p1 = oar_attr_b(oar_k_op(k), "approximate") ? 1 : 0;
+    p->p2 = 0;
+    return OAR_OK;
+}
+ACT(gelu, par_gelu, "X", p1 != C(0) ? GELU_TANH(x) : GELU_EXACT(x),
+    g * (p1 != C(0) ? GELU_TANH_D(v) : GELU_EXACT_D(v)))

@@ -1,0 +1,141 @@
+/*
+ * activation.c — definitions of the unary activations (X -> Out) and their
+ * grad ops "<type>_grad".
+ *
+ * As in Fluid, a grad op reads Out when the derivative is a function of the
+ * output (relu, sigmoid, tanh, exp, sqrt, reciprocal) and X otherwise; it
+ * never reads both, so the other one can be freed after the forward pass.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "op.h"
+
+static const oar_slot_def_t act_in[] = {{"X", 0}, {NULL, 0}};
+static const oar_slot_def_t act_out[] = {{"Out", 0}, {NULL, 0}};
+static const oar_slot_def_t act_grad_in_out[] = {{"Out", 0}, {"Out@GRAD", 0}, {NULL, 0}};
+static const oar_slot_def_t act_grad_in_x[] = {{"X", 0}, {"Out@GRAD", 0}, {NULL, 0}};
+static const oar_slot_def_t act_grad_out[] = {{"X@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
+
+#define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
+#define ACT_COMMON_ATTRS \
+    {"use_mkldnn", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0}, \
+    {"use_cudnn", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0}, \
+    {"is_test", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0}
+
+static const oar_attr_def_t attrs_none[] = {ACT_COMMON_ATTRS, ATTR_END};
+static const oar_attr_def_t attrs_leaky_relu[] = {
+    {"alpha", OAR_ATTR_FLOAT, 0.02, NULL, false, 0, 0}, ACT_COMMON_ATTRS, ATTR_END};
+static const oar_attr_def_t attrs_elu[] = {
+    {"alpha", OAR_ATTR_FLOAT, 1.0, NULL, false, 0, 0}, ACT_COMMON_ATTRS, ATTR_END};
+static const oar_attr_def_t attrs_gelu[] = {
+    {"approximate", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0}, ACT_COMMON_ATTRS, ATTR_END};
+static const oar_attr_def_t attrs_pow[] = {
+    {"factor", OAR_ATTR_FLOAT, 1.0, NULL, false, 0, 0}, ACT_COMMON_ATTRS, ATTR_END};
+static const oar_attr_def_t attrs_clip[] = {
+    {"min", OAR_ATTR_FLOAT, 0, NULL, true, 0, 0},
+    {"max", OAR_ATTR_FLOAT, 0, NULL, true, 0, 0}, ACT_COMMON_ATTRS, ATTR_END};
+
+static int act_infer(oar_infer_ctx_t *c) { return oar_infer_same_as(c, "X", "Out"); }
+
+static int clip_infer(oar_infer_ctx_t *c)
+{
+    float lo = oar_attr_f(oar_ic_op(c), "min"), hi = oar_attr_f(oar_ic_op(c), "max");
+    if (!(lo <= hi))
+        return oar_ic_error(c, OAR_ERR_INVALID, "attr min (%g) must not exceed attr max (%g)",
+                            (double)lo, (double)hi);
+    return oar_infer_same_as(c, "X", "Out");
+}
+
+/* pow: FactorTensor, when given, is one float value replacing attr factor */
+static const oar_slot_def_t pow_in[] = {{"X", 0}, {"FactorTensor", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
+static const oar_slot_def_t pow_grad_in[] = {
+    {"X", 0}, {"FactorTensor", OAR_SLOT_DISPENSABLE}, {"Out@GRAD", 0}, {NULL, 0}};
+
+static int pow_infer(oar_infer_ctx_t *c)
+{
+    if (oar_ic_in_count(c, "FactorTensor") > 0) {
+        int nd;
+        const int64_t *d = oar_ic_in_dims(c, "FactorTensor", 0, &nd);
+        if (!d) return OAR_ERR_SHAPE;
+        int64_t n = 1;
+        for (int i = 0; i < nd; i++) n *= d[i];
+        if (n != 1 && n >= 0) {
+            char b[128];
+            return oar_ic_error(c, OAR_ERR_SHAPE, "FactorTensor must hold one value, its shape is %s",
+                                oar_shape_str(d, nd, b, sizeof b));
+        }
+    }
+    return oar_infer_same_as(c, "X", "Out");
+}
+
+/* grad op infer when the op reads Out: X@GRAD takes Out's dims and LoD */
+static int act_grad_infer_out(oar_infer_ctx_t *c)
+{
+    const char *name = oar_ic_out_name(c, "X@GRAD", 0);
+    if (!name || strcmp(name, OAR_EMPTY_VAR) == 0) return OAR_OK;
+    int nd, gnd;
+    const int64_t *d = oar_ic_in_dims(c, "Out", 0, &nd);
+    if (!d) return OAR_ERR_SHAPE;
+    int64_t dims[OAR_MAX_DIMS];
+    memcpy(dims, d, sizeof(int64_t) * (size_t)nd);
+    const int64_t *gd = oar_ic_in_dims(c, "Out@GRAD", 0, &gnd);
+    if (!gd) return OAR_ERR_SHAPE;
+    bool ok = gnd == nd;
+    for (int i = 0; ok && i < nd; i++) ok = oar_dim_eq(gd[i], dims[i]);
+    if (!ok) {
+        char b1[128], b2[128];
+        return oar_ic_error(c, OAR_ERR_SHAPE, "Out@GRAD shape %s differs from Out shape %s",
+                            oar_shape_str(gd, gnd, b1, sizeof b1), oar_shape_str(dims, nd, b2, sizeof b2));
+    }
+    OAR_TRY(oar_ic_set_out(c, "X@GRAD", 0, dims, nd, oar_ic_in_dtype(c, "Out", 0)));
+    return oar_ic_share_lod(c, "Out", 0, "X@GRAD", 0);
+}
+
+static int act_grad_infer_x(oar_infer_ctx_t *c) { return oar_infer_grad_like_inputs(c); }
+
+static int make_grad(oar_grad_ctx_t *g, const char *dep)
+{
+    const oar_op_desc_t *fwd = oar_gc_fwd(g);
+    char type[64];
+    snprintf(type, sizeof type, "%s_grad", oar_op_desc_type(fwd));
+    oar_op_desc_t *op = oar_gc_new_op(g, type);
+    if (!op) return OAR_ERR_NOMEM;
+    if (strcmp(dep, "Out") == 0) OAR_TRY(oar_gc_out(g, op, "Out"));
+    else OAR_TRY(oar_gc_in(g, op, "X"));
+    if (oar_op_desc_input_count(fwd, "FactorTensor") > 0) OAR_TRY(oar_gc_in(g, op, "FactorTensor"));
+    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
+    return oar_gc_in_grad(g, op, "X");
+}
+static int grad_dep_out(oar_grad_ctx_t *g) { return make_grad(g, "Out"); }
+static int grad_dep_x(oar_grad_ctx_t *g) { return make_grad(g, "X"); }
+
+#define ACT_DEF(NAME, IN, INFER, ATTRS, GRAD_IN, GRAD_INFER, GRAD_MAKER)              \
+    static const oar_op_def_t NAME##_def = {                                          \
+        .type = #NAME, .inputs = IN, .outputs = act_out, .attrs = ATTRS,              \
+        .infer = INFER, .grad = GRAD_MAKER, .dtype_slot = "X"};                       \
+    OAR_REGISTER_OP(NAME##_def)                                                       \
+    static const oar_op_def_t NAME##_grad_def = {                                     \
+        .type = #NAME "_grad", .inputs = GRAD_IN, .outputs = act_grad_out,           \
+        .attrs = ATTRS, .infer = GRAD_INFER, .dtype_slot = "Out@GRAD"};               \
+    OAR_REGISTER_OP(NAME##_grad_def)
+
+#define ACT_OUT(NAME, ATTRS) \
+    ACT_DEF(NAME, act_in, act_infer, ATTRS, act_grad_in_out, act_grad_infer_out, grad_dep_out)
+#define ACT_X(NAME, ATTRS) \
+    ACT_DEF(NAME, act_in, act_infer, ATTRS, act_grad_in_x, act_grad_infer_x, grad_dep_x)
+
+ACT_OUT(relu, attrs_none)
+ACT_OUT(sigmoid, attrs_none)
+ACT_OUT(tanh, attrs_none)
+ACT_OUT(exp, attrs_none)
+ACT_OUT(sqrt, attrs_none)
+ACT_OUT(reciprocal, attrs_none)
+ACT_X(log, attrs_none)
+ACT_X(abs, attrs_none)
+ACT_X(square, attrs_none)
+ACT_X(softplus, attrs_none)
+ACT_X(leaky_relu, attrs_leaky_relu)
+ACT_X(elu, attrs_elu)
+ACT_X(gelu, attrs_gelu)
+ACT_DEF(pow, pow_in, pow_infer, attrs_pow, pow_grad_in, act_grad_infer_x, grad_dep_x)
+ACT_DEF(clip, act_in, clip_infer, attrs_clip, act_grad_in_x, act_grad_infer_x, grad_dep_x)
