@@ -1,0 +1,128 @@
+/* im2col.c — patch unfolding for im2col convolution, and the attr readers
+ * the conv and pool kernels share.
+ *
+ * The typed routines are written once below the #else and instantiated for
+ * float and double by including this file into itself with T and SUF set. */
+#ifndef OAR_IM2COL_T
+#include <string.h>
+#include "im2col.h"
+#include "desc.h"
+
+/* The range [lo, hi) of output columns ow whose input column
+ * ow*sw + off falls inside [0, w); clamped to [0, ow_n]. */
+static inline void valid_cols(int64_t off, int64_t sw, int64_t w, int64_t ow_n,
+                              int64_t *lo, int64_t *hi) {
+    int64_t a = off >= 0 ? 0 : (-off + sw - 1) / sw;
+    int64_t b = (w - 1 - off) >= 0 ? (w - 1 - off) / sw + 1 : 0;
+    if (a > ow_n) a = ow_n;
+    if (b > ow_n) b = ow_n;
+    if (b < a) b = a;
+    *lo = a; *hi = b;
+}
+
+/* Parallelize over channels only when one image carries enough work; callers
+ * that split a batch across threads already run this inside a parallel region,
+ * where the nested region stays serial. */
+#define OAR_IM2COL_PAR_MIN (1 << 16)
+
+#define OAR_IM2COL_T float
+#define OAR_IM2COL_SUF f32
+#include "im2col.c"
+#undef OAR_IM2COL_T
+#undef OAR_IM2COL_SUF
+#define OAR_IM2COL_T double
+#define OAR_IM2COL_SUF f64
+#include "im2col.c"
+#undef OAR_IM2COL_T
+#undef OAR_IM2COL_SUF
+
+int oar_win_attr_pair(oar_kernel_ctx_t *k, const char *name, int64_t def, int64_t out[2]) {
+    int n = 0;
+    const int32_t *v = oar_attr_ints(oar_k_op(k), name, &n);
+    if (n == 0) { out[0] = out[1] = def; return OAR_OK; }
+    if (n != 2)
+        return oar_k_error(k, OAR_ERR_INVALID, "attr '%s' must hold 2 values (height, width), got %d",
+                           name, n);
+    out[0] = v[0]; out[1] = v[1];
+    return OAR_OK;
+}
+
+int oar_win_attr_pads(oar_kernel_ctx_t *k, int64_t out[4]) {
+    int n = 0;
+    const int32_t *v = oar_attr_ints(oar_k_op(k), "paddings", &n);
+    if (n == 0) { out[0] = out[1] = out[2] = out[3] = 0; return OAR_OK; }
+    if (n == 2) { out[0] = out[1] = v[0]; out[2] = out[3] = v[1]; return OAR_OK; }
+    if (n == 4) { for (int i = 0; i < 4; i++) out[i] = v[i]; return OAR_OK; }
+    return oar_k_error(k, OAR_ERR_INVALID,
+                       "attr 'paddings' must hold 2 values {h, w} or 4 {top, bottom, left, right}, got %d", n);
+}
+
+#else /* typed part: T and SUF are set */
+#define T OAR_IM2COL_T
+#define FN_(name, suf) name##_##suf
+#define FN(name, suf) FN_(name, suf)
+
+void FN(oar_im2col, OAR_IM2COL_SUF)(const T *x, const oar_win2d_t *g, T *col, int64_t ld) {
+    const int64_t C = g->c, H = g->h, W = g->w, OH = g->oh, OW = g->ow;
+    const int64_t KH = g->kh, KW = g->kw;
+    #pragma omp parallel for schedule(static) if (C > 1 && C * KH * KW * OH * OW >= OAR_IM2COL_PAR_MIN)
+    for (int64_t c = 0; c < C; c++) {
+        const T *xc = x + c * H * W;
+        for (int64_t i = 0; i < KH; i++) {
+            for (int64_t j = 0; j < KW; j++) {
+                T *dst = col + ((c * KH + i) * KW + j) * ld;
+                const int64_t woff = j * g->dw - g->pl;
+                int64_t lo, hi;
+                valid_cols(woff, g->sw, W, OW, &lo, &hi);
+                for (int64_t oh = 0; oh < OH; oh++) {
+                    T *d = dst + oh * OW;
+                    const int64_t ih = oh * g->sh - g->pt + i * g->dh;
+                    if (ih < 0 || ih >= H) {
+                        memset(d, 0, (size_t)OW * sizeof(T));
+                        continue;
+                    }
+                    const T *xr = xc + ih * W;
+                    for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0;
+                    if (g->sw == 1) {
+                        if (hi > lo) memcpy(d + lo, xr + lo + woff, (size_t)(hi - lo) * sizeof(T));
+                    } else {
+                        const int64_t sw = g->sw;
+                        for (int64_t ow = lo; ow < hi; ow++) d[ow] = xr[ow * sw + woff];
+                    }
+                    for (int64_t ow = hi; ow < OW; ow++) d[ow] = 0;
+                }
+            }
+        }
+    }
+}
+
+void FN(oar_col2im, OAR_IM2COL_SUF)(const T *col, const oar_win2d_t *g, int64_t ld, T *dx) {
+    const int64_t C = g->c, H = g->h, W = g->w, OH = g->oh, OW = g->ow;
+    const int64_t KH = g->kh, KW = g->kw;
+    /* channels write disjoint planes of dx, so they may run in parallel */
+    #pragma omp parallel for schedule(static) if (C > 1 && C * KH * KW * OH * OW >= OAR_IM2COL_PAR_MIN)
+    for (int64_t c = 0; c < C; c++) {
+        T *xc = dx + c * H * W;
+        for (int64_t i = 0; i < KH; i++) {
+            for (int64_t j = 0; j < KW; j++) {
+                const T *src = col + ((c * KH + i) * KW + j) * ld;
+                const int64_t woff = j * g->dw - g->pl;
+                int64_t lo, hi;
+                valid_cols(woff, g->sw, W, OW, &lo, &hi);
+                for (int64_t oh = 0; oh < OH; oh++) {
+                    const int64_t ih = oh * g->sh - g->pt + i * g->dh;
+                    if (ih < 0 || ih >= H) continue;
+                    const T *s = src + oh * OW;
+                    T *xr = xc + ih * W;
+                    const int64_t sw = g->sw;
+                    for (int64_t ow = lo; ow < hi; ow++) xr[ow * sw + woff] += s[ow];
+                }
+            }
+        }
+    }
+}
+
+#undef T
+#undef FN
+#undef FN_
+#endif

@@ -1,0 +1,35 @@
+/* im2col.h — unfolding image patches into GEMM columns (and back) for
+ * convolution on the CPU, plus the NCHW window geometry shared by the conv
+ * and pool kernels. */
+#ifndef OAR_KERNELS_CPU_IM2COL_H
+#define OAR_KERNELS_CPU_IM2COL_H
+#include <stdint.h>
+#include "op.h"
+
+/* One image's convolution window geometry (channels per call, not per op). */
+typedef struct oar_win2d {
+    int64_t c, h, w;        /* input channels, height, width */
+    int64_t kh, kw;         /* window */
+    int64_t oh, ow;         /* output height, width */
+    int64_t sh, sw;         /* strides */
+    int64_t pt, pl;         /* top and left padding (bottom/right follow from oh/ow) */
+    int64_t dh, dw;         /* dilations */
+} oar_win2d_t;
+
+/* Rows of the column matrix are (channel, ki, kj) in that order, so the rows of
+ * channel group g are contiguous; columns are output positions (oh, ow).
+ * Row r is written at col + r*ld, so several images can be laid side by side
+ * in one wide matrix (ld = images * oh*ow, col advanced by image * oh*ow). */
+void oar_im2col_f32(const float *x, const oar_win2d_t *g, float *col, int64_t ld);
+void oar_im2col_f64(const double *x, const oar_win2d_t *g, double *col, int64_t ld);
+/* The adjoint: adds each column entry back into its image position of dx. */
+void oar_col2im_f32(const float *col, const oar_win2d_t *g, int64_t ld, float *dx);
+void oar_col2im_f64(const double *col, const oar_win2d_t *g, int64_t ld, double *dx);
+
+/* Reads an INTS attr of exactly 2 values (or `def` when the attr is empty)
+ * into out[2]. Returns OAR_OK or an error naming the op and the attr. */
+int oar_win_attr_pair(oar_kernel_ctx_t *k, const char *name, int64_t def, int64_t out[2]);
+/* Reads `paddings` as 2 values {h, w} or 4 values {top, bottom, left, right}
+ * into out[4] = {top, bottom, left, right}. */
+int oar_win_attr_pads(oar_kernel_ctx_t *k, int64_t out[4]);
+#endif
