@@ -77,6 +77,10 @@ int oar_registry_add_op(const oar_op_def_t *def);
 int oar_registry_add_kernel(const char *type, int place, int dtype, oar_kernel_fn fn);
 const oar_op_def_t *oar_registry_op(const char *type);           /* NULL if unknown */
 oar_kernel_fn oar_registry_kernel(const char *type, int place, int dtype);
+/* the attr definition of `name` for def (including the attrs common to every op) */
+const oar_attr_def_t *oar_registry_attr_def(const oar_op_def_t *def, const char *name);
+const oar_slot_def_t *oar_registry_input_slot(const oar_op_def_t *def, const char *name);
+const oar_slot_def_t *oar_registry_output_slot(const oar_op_def_t *def, const char *name);
 
 #define OAR_CAT_(a, b) a##b
 #define OAR_CAT(a, b) OAR_CAT_(a, b)

@@ -1,0 +1,62 @@
+-- oar.lib: the one place that declares the C API to LuaJIT's FFI and loads
+-- liboar. Everything else reaches C through `lib.C` and `lib.check`.
+local ffi = require("ffi")
+
+local M = {}
+
+ffi.cdef(require("oar.cdef"))
+ffi.cdef[[
+void free(void *ptr);
+]]
+
+local function find_library()
+  local env = os.getenv("OAR_LIBRARY")
+  if env and env ~= "" then return env end
+  local path = package.searchpath("liboar", package.cpath)
+  if path then return path end
+  -- a source checkout: lua/oar/lib.lua -> build/liboar.so
+  local here = debug.getinfo(1, "S").source:match("^@(.*)lua/oar/lib%.lua$")
+  if here then
+    local candidate = (here == "" and "./" or here) .. "build/liboar.so"
+    local f = io.open(candidate, "rb")
+    if f then f:close() return candidate end
+  end
+  return nil
+end
+
+local libpath = find_library()
+if not libpath then
+  error("oar: liboar.so not found on package.cpath (" .. package.cpath .. "). " ..
+        "Build it with `make` in the source tree, or install with " ..
+        "`luarocks --lua-version=5.1 make --deps-mode=none` and run " ..
+        "`eval \"$(luarocks --lua-version=5.1 path)\"`.", 0)
+end
+M.path = libpath
+M.C = ffi.load(libpath)
+local C = M.C
+
+-- The message for the last failed call, as a Lua string.
+function M.last_error()
+  local msg = C.oar_last_error()
+  if msg == nil then return "unknown error" end
+  return ffi.string(msg)
+end
+
+-- Raises the last error when rc is not OAR_OK. `level` is passed to error()
+-- (default 3: the caller of the function that called check).
+function M.check(rc, level)
+  if rc ~= 0 then
+    error(M.last_error(), level or 3)
+  end
+  return rc
+end
+
+-- An array of C strings kept alive together with the Lua strings it points to.
+function M.cstrings(list)
+  local n = #list
+  local arr = ffi.new("const char *[?]", n > 0 and n or 1)
+  for i = 1, n do arr[i - 1] = list[i] end
+  return arr, n, list
+end
+
+return M

@@ -1,0 +1,378 @@
+/* executor.c — prepare a block once (op definitions, kernels, a var table of
+ * every name its ops use), then run it: bind the var table to scope
+ * variables (one hash lookup per name per run, none per op), and for each op
+ * run its run-time inference and its kernel. Temporaries live in a local
+ * scope under the caller's scope, dropped when the run ends. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "exec.h"
+#include "scope.h"
+#include "strmap.h"
+
+#define CACHE_SIZE 32
+
+struct oar_executor {
+    int place, device;
+    oar_prepared_t *cache[CACHE_SIZE];
+    uint64_t stamp[CACHE_SIZE], clock;
+    int busy[CACHE_SIZE];     /* runs in progress (nested blocks) pin their entry */
+};
+
+int oar_executor_place(const oar_executor_t *e) { return e->place; }
+
+int oar_executor_new(int place_kind, int device, oar_executor_t **out) {
+    if (!out) return oar_error(OAR_ERR_INVALID, "oar_executor_new: NULL out");
+    if (place_kind != OAR_PLACE_CPU && place_kind != OAR_PLACE_CUDA)
+        return oar_error(OAR_ERR_INVALID, "unknown place kind %d", place_kind);
+    if (place_kind == OAR_PLACE_CUDA && !oar_is_compiled_with_cuda())
+        return oar_error(OAR_ERR_UNSUPPORTED, "CUDAPlace(%d): oar was built without CUDA (nvcc was not found at build time)", device);
+    if (device < 0) return oar_error(OAR_ERR_INVALID, "device %d is negative", device);
+    oar_executor_t *e = oar_xcalloc(1, sizeof *e);
+    if (!e) return OAR_ERR_NOMEM;
+    e->place = place_kind;
+    e->device = device;
+    *out = e;
+    return OAR_OK;
+}
+
+static void prepared_free(oar_prepared_t *p) {
+    if (!p) return;
+    for (int i = 0; i < p->nops; i++) {
+        oar_prep_op_t *op = &p->ops[i];
+        for (int s = 0; s < op->nins; s++) free(op->ins[s].ids);
+        for (int s = 0; s < op->nouts; s++) free(op->outs[s].ids);
+        free(op->ins); free(op->outs); free(op->context);
+    }
+    free(p->ops);
+    for (int i = 0; i < p->nnames; i++) free(p->names[i]);
+    free(p->names); free(p->decl); free(p->persistable);
+    free(p);
+}
+
+void oar_executor_free(oar_executor_t *e) {
+    if (!e) return;
+    for (int i = 0; i < CACHE_SIZE; i++) prepared_free(e->cache[i]);
+    free(e);
+}
+
+/* ---- prepare ------------------------------------------------------------ */
+typedef struct names_builder { oar_strmap_t map; oar_prepared_t *p; int cap; } names_builder_t;
+
+static int name_id(names_builder_t *nb, const char *name, int *id) {
+    if (strcmp(name, OAR_EMPTY_VAR) == 0) { *id = -1; return OAR_OK; }
+    int got = oar_strmap_get(&nb->map, name);
+    if (got >= 0) { *id = got; return OAR_OK; }
+    oar_prepared_t *p = nb->p;
+    OAR_TRY(oar_grow((void **)&p->names, &nb->cap, p->nnames + 1, sizeof *p->names));
+    char *copy = oar_xstrdup(name);
+    if (!copy) return OAR_ERR_NOMEM;
+    p->names[p->nnames] = copy;
+    if (oar_strmap_put(&nb->map, copy, p->nnames) != OAR_OK) return OAR_ERR_NOMEM;
+    *id = p->nnames++;
+    return OAR_OK;
+}
+
+static int prepare_slots(names_builder_t *nb, const oar_op_slot_t *src, int n, oar_pslot_t **out) {
+    *out = oar_xcalloc((size_t)(n ? n : 1), sizeof **out);
+    if (!*out) return OAR_ERR_NOMEM;
+    for (int s = 0; s < n; s++) {
+        oar_pslot_t *ps = &(*out)[s];
+        ps->name = src[s].slot;
+        ps->n = src[s].nargs;
+        ps->ids = oar_xcalloc((size_t)(ps->n ? ps->n : 1), sizeof *ps->ids);
+        if (!ps->ids) return OAR_ERR_NOMEM;
+        for (int a = 0; a < ps->n; a++) OAR_TRY(name_id(nb, src[s].args[a], &ps->ids[a]));
+    }
+    return OAR_OK;
+}
+
+static int prepare_op(oar_executor_t *e, oar_block_t *b, names_builder_t *nb, int i, oar_prep_op_t *op) {
+    const oar_op_desc_t *d = b->ops[i];
+    char ctx[512];
+    op->desc = d;
+    op->context = oar_xstrdup(oar_op_context(d, ctx, sizeof ctx));
+    if (!op->context) return OAR_ERR_NOMEM;
+    op->def = oar_registry_op(d->type);
+    if (!op->def) return oar_error(OAR_ERR_NOT_FOUND, "%s: unknown op type '%s'", op->context, d->type);
+    OAR_TRY(prepare_slots(nb, d->inputs, d->ninputs, &op->ins));
+    op->nins = d->ninputs;
+    OAR_TRY(prepare_slots(nb, d->outputs, d->noutputs, &op->outs));
+    op->nouts = d->noutputs;
+    bool any = false;
+    for (int t = 0; t < OAR_NUM_DTYPES; t++) {
+        op->kernels[t] = oar_registry_kernel(d->type, e->place, t);
+        any = any || op->kernels[t];
+    }
+    if (!(op->def->flags & OAR_OP_NO_KERNEL) && !any)
+        return oar_error(OAR_ERR_UNSUPPORTED, "%s: no %s kernel is registered", op->context,
+                         e->place == OAR_PLACE_CPU ? "CPU" : "CUDA");
+    /* the dispatch input: the declared slot, else the first present input */
+    op->dispatch_id = -1;
+    const oar_pslot_t *ds = op->def->dtype_slot ? oar_pslot_find(op->ins, op->nins, op->def->dtype_slot) : NULL;
+    if (ds && ds->n > 0) op->dispatch_id = ds->ids[0];
+    for (int s = 0; s < op->nins && op->dispatch_id < 0; s++)
+        for (int a = 0; a < op->ins[s].n && op->dispatch_id < 0; a++) op->dispatch_id = op->ins[s].ids[a];
+    op->fallback_dtype = OAR_FP32;
+    for (int s = 0; s < d->noutputs; s++)
+        if (d->outputs[s].nargs > 0) {
+            oar_var_desc_t *v = oar_block_find_var_recursive(b, d->outputs[s].args[0]);
+            if (v && v->dtype >= 0) { op->fallback_dtype = v->dtype; break; }
+        }
+    return OAR_OK;
+}
+
+static int prepare(oar_executor_t *e, oar_program_t *prog, int block_idx, oar_prepared_t **out) {
+    oar_block_t *b = oar_program_block(prog, block_idx);
+    if (!b) return oar_error(OAR_ERR_RANGE, "block %d is not in the program (it has %d blocks)",
+                             block_idx, oar_program_num_blocks(prog));
+    oar_prepared_t *p = oar_xcalloc(1, sizeof *p);
+    if (!p) return OAR_ERR_NOMEM;
+    p->uid = prog->uid; p->version = prog->version; p->block_idx = block_idx; p->program = prog;
+    names_builder_t nb = {.p = p};
+    int rc = OAR_OK;
+    int id;
+    for (int i = 0; i < b->nvars && rc == OAR_OK; i++) rc = name_id(&nb, b->vars[i]->name, &id);
+    if (rc == OAR_OK) {
+        p->ops = oar_xcalloc((size_t)(b->nops ? b->nops : 1), sizeof *p->ops);
+        if (!p->ops) rc = OAR_ERR_NOMEM;
+    }
+    for (int i = 0; i < b->nops && rc == OAR_OK; i++) {
+        rc = prepare_op(e, b, &nb, i, &p->ops[i]);
+        p->nops = i + 1;
+    }
+    if (rc == OAR_OK) {
+        p->decl = oar_xcalloc((size_t)(p->nnames ? p->nnames : 1), sizeof *p->decl);
+        p->persistable = oar_xcalloc((size_t)(p->nnames ? p->nnames : 1), sizeof *p->persistable);
+        if (!p->decl || !p->persistable) rc = OAR_ERR_NOMEM;
+    }
+    for (int i = 0; rc == OAR_OK && i < p->nnames; i++) {
+        p->decl[i] = oar_block_find_var(b, p->names[i]);
+        const oar_var_desc_t *v = oar_block_find_var_recursive(b, p->names[i]);
+        p->persistable[i] = v && v->persistable;
+    }
+    oar_strmap_free(&nb.map);
+    if (rc != OAR_OK) { prepared_free(p); return rc; }
+    *out = p;
+    return OAR_OK;
+}
+
+/* Finds or builds the prepared block; *slot is pinned until release_prepared. */
+static int get_prepared(oar_executor_t *e, oar_program_t *prog, int block_idx, oar_prepared_t **out, int *slot) {
+    int victim = -1;
+    for (int i = 0; i < CACHE_SIZE; i++) {
+        oar_prepared_t *c = e->cache[i];
+        if (c && c->uid == prog->uid && c->block_idx == block_idx && c->program == prog) {
+            if (c->version == prog->version) {
+                e->stamp[i] = ++e->clock;
+                e->busy[i]++;
+                *out = c; *slot = i;
+                return OAR_OK;
+            }
+            if (!e->busy[i]) { victim = i; break; }  /* stale: rebuild in place */
+        }
+    }
+    if (victim < 0)
+        for (int i = 0; i < CACHE_SIZE; i++) {
+            if (e->busy[i]) continue;
+            if (!e->cache[i]) { victim = i; break; }
+            if (victim < 0 || e->stamp[i] < e->stamp[victim]) victim = i;
+        }
+    if (victim < 0) return oar_error(OAR_ERR_NOMEM, "more than %d blocks are running nested", CACHE_SIZE);
+    oar_prepared_t *p = NULL;
+    OAR_TRY(prepare(e, prog, block_idx, &p));
+    prepared_free(e->cache[victim]);
+    e->cache[victim] = p;
+    e->stamp[victim] = ++e->clock;
+    e->busy[victim] = 1;
+    *out = p; *slot = victim;
+    return OAR_OK;
+}
+
+static void release_prepared(oar_executor_t *e, int slot) { e->busy[slot]--; }
+
+/* ---- binding ----------------------------------------------------------- */
+/* persist: where persistable vars live (the caller's scope); run: where the
+ * block's own vars are created. */
+static int bind_vars(const oar_prepared_t *p, oar_scope_t *persist, oar_scope_t *run, oar_variable_t **vars) {
+    for (int i = 0; i < p->nnames; i++) {
+        const char *name = p->names[i];
+        oar_variable_t *v = NULL;
+        if (p->persistable[i] && persist) {
+            v = oar_scope_find_var(persist, name);
+            if (!v) OAR_TRY(oar_scope_var(persist, name, &v));
+        } else if (p->decl[i]) {
+            OAR_TRY(oar_scope_var(run, name, &v));
+        } else {
+            v = oar_scope_find_var(run, name);
+            if (!v) OAR_TRY(oar_scope_var(run, name, &v));
+        }
+        vars[i] = v;
+    }
+    return OAR_OK;
+}
+
+/* ---- running ----------------------------------------------------------- */
+static bool is_float(int dtype) { return dtype == OAR_FP32 || dtype == OAR_FP64; }
+
+static int check_finite(const oar_prep_op_t *op, oar_variable_t **vars) {
+    for (int s = 0; s < op->nouts; s++)
+        for (int a = 0; a < op->outs[s].n; a++) {
+            int id = op->outs[s].ids[a];
+            if (id < 0 || vars[id]->type != OAR_VAR_LOD_TENSOR) continue;
+            oar_tensor_t *t = vars[id]->u.tensor;
+            if (!t || !oar_tensor_has_data(t) || !is_float(t->dtype)) continue;
+            int64_t n = oar_tensor_numel_of(t);
+            for (int64_t i = 0; i < n; i++) {
+                double x = t->dtype == OAR_FP32 ? ((float *)t->buf->data)[i] : ((double *)t->buf->data)[i];
+                if (!isfinite(x))
+                    return oar_error(OAR_ERR_NUMERIC, "%s: output %s ('%s') contains %s at flat index %lld",
+                                     op->context, op->outs[s].name, vars[id]->name, isnan(x) ? "NaN" : "Inf", (long long)i);
+            }
+        }
+    return OAR_OK;
+}
+
+static int check_inputs_set(const oar_prep_op_t *op, oar_variable_t **vars) {
+    for (int s = 0; s < op->nins; s++)
+        for (int a = 0; a < op->ins[s].n; a++) {
+            int id = op->ins[s].ids[a];
+            if (id >= 0 && vars[id]->type == 0)
+                return oar_error(OAR_ERR_NOT_FOUND, "%s: input %s ('%s') has no value (not fed, not computed "
+                                 "by an earlier op, and not initialized: did you run the startup program?)",
+                                 op->context, op->ins[s].name, vars[id]->name);
+        }
+    return OAR_OK;
+}
+
+static int run_op(oar_kernel_ctx_t *k) {
+    const oar_prep_op_t *op = k->op;
+    if (op->def->flags & OAR_OP_NO_KERNEL) return op->def->run(k);
+    OAR_TRY(check_inputs_set(op, k->vars));
+    OAR_TRY(oar_infer_runtime(k));
+    int dtype = op->fallback_dtype;
+    if (op->dispatch_id >= 0) {
+        oar_variable_t *v = k->vars[op->dispatch_id];
+        const oar_tensor_t *t = v->type == OAR_VAR_LOD_TENSOR ? v->u.tensor
+                              : v->type == OAR_VAR_SELECTED_ROWS ? v->u.rows->value : NULL;
+        if (t && t->dtype >= 0) dtype = t->dtype;
+    }
+    oar_kernel_fn fn = (dtype >= 0 && dtype < OAR_NUM_DTYPES) ? op->kernels[dtype] : NULL;
+    if (!fn) {
+        const char *dn = oar_dtype_name(dtype);
+        return oar_error(OAR_ERR_UNSUPPORTED, "%s: no %s kernel for dtype %s", op->context,
+                         k->exe->place == OAR_PLACE_CPU ? "CPU" : "CUDA", dn ? dn : "unknown");
+    }
+    k->dtype = dtype;
+    return fn(k);
+}
+
+static int run_ops(oar_executor_t *e, const oar_prepared_t *p, oar_variable_t **vars, oar_scope_t *scope) {
+    oar_kernel_ctx_t k = {.exe = e, .prep = p, .vars = vars, .scope = scope};
+    for (int i = 0; i < p->nops; i++) {
+        k.op = &p->ops[i];
+        int rc = run_op(&k);
+        if (rc != OAR_OK) {
+            /* add the op's context unless a nested run already named an op */
+            const char *msg = oar_last_error();
+            if (strncmp(msg, "op '", 4) != 0) oar_error_prefix("%s: ", k.op->context);
+            return rc;
+        }
+        if (oar_flag_check_nan_inf) OAR_TRY(check_finite(k.op, vars));
+    }
+    return OAR_OK;
+}
+
+int oar_executor_run_block(oar_executor_t *e, oar_program_t *prog, int block_idx, oar_scope_t *scope) {
+    if (!e || !prog || !scope) return oar_error(OAR_ERR_INVALID, "run_block: NULL argument");
+    oar_prepared_t *p = NULL;
+    int slot;
+    OAR_TRY(get_prepared(e, prog, block_idx, &p, &slot));
+    oar_variable_t **vars = oar_xcalloc((size_t)(p->nnames ? p->nnames : 1), sizeof *vars);
+    int rc = vars ? bind_vars(p, NULL, scope, vars) : OAR_ERR_NOMEM;
+    if (rc == OAR_OK) rc = run_ops(e, p, vars, scope);
+    free(vars);
+    release_prepared(e, slot);
+    return rc;
+}
+
+/* ---- feeds and fetches --------------------------------------------------- */
+static int find_name(const oar_prepared_t *p, const char *name) {
+    for (int i = 0; i < p->nnames; i++)
+        if (strcmp(p->names[i], name) == 0) return i;
+    return -1;
+}
+
+static int check_feed(oar_program_t *prog, int block_idx, const char *name, const oar_tensor_t *t) {
+    oar_var_desc_t *v = oar_block_find_var_recursive(oar_program_block(prog, block_idx), name);
+    if (!v) return oar_error(OAR_ERR_NOT_FOUND, "feed '%s' is not a variable of the program", name);
+    if (t->dtype < 0) return oar_error(OAR_ERR_INVALID, "feed '%s': the tensor has no data", name);
+    char want[160], got[160];
+    oar_shape_str(v->dims, v->ndim < 0 ? 0 : v->ndim, want, sizeof want);
+    oar_shape_str(t->dims, t->ndim, got, sizeof got);
+    if (v->dtype >= 0 && v->dtype != t->dtype)
+        return oar_error(OAR_ERR_DTYPE, "feed '%s': expected dtype %s, got %s (shape %s)", name,
+                         oar_dtype_name(v->dtype), oar_dtype_name(t->dtype), got);
+    if (v->ndim >= 0) {
+        bool ok = v->ndim == t->ndim;
+        for (int i = 0; ok && i < v->ndim; i++) ok = v->dims[i] < 0 || v->dims[i] == t->dims[i];
+        if (!ok) return oar_error(OAR_ERR_SHAPE, "feed '%s': expected shape %s, got %s", name, want, got);
+    }
+    if (v->lod_level > 0 && t->lod_levels != v->lod_level && t->lod_levels != 0)
+        return oar_error(OAR_ERR_SHAPE, "feed '%s': expected %d LoD levels, got %d", name, v->lod_level, t->lod_levels);
+    return OAR_OK;
+}
+
+static int fetch_one(oar_scope_t *local, const char *name, bool persistable, oar_tensor_t **out) {
+    oar_variable_t *v = oar_scope_find_var(local, name);
+    if (!v || v->type == 0)
+        return oar_error(OAR_ERR_NOT_FOUND, "fetch '%s': the variable has no value after the run", name);
+    if (v->type != OAR_VAR_LOD_TENSOR)
+        return oar_error(OAR_ERR_DTYPE, "fetch '%s': only LoD tensors can be fetched (the variable is of type %d)", name, v->type);
+    if (!oar_tensor_has_data(v->u.tensor))
+        return oar_error(OAR_ERR_NOT_FOUND, "fetch '%s': the variable has no data", name);
+    /* a persistable lives on and will be updated in place: hand out a copy */
+    if (persistable) return oar_tensor_copy(v->u.tensor, out);
+    return oar_variable_get_tensor(v, out);
+}
+
+int oar_executor_run(oar_executor_t *e, oar_program_t *prog, int block_idx, oar_scope_t *scope,
+                     int nfeed, const char *const *feed_names, oar_tensor_t *const *feeds,
+                     int nfetch, const char *const *fetch_names, oar_tensor_t **fetched) {
+    if (!e || !prog || !scope) return oar_error(OAR_ERR_INVALID, "executor run: NULL %s", !e ? "executor" : !prog ? "program" : "scope");
+    if (nfeed < 0 || nfetch < 0 || (nfeed && (!feed_names || !feeds)) || (nfetch && (!fetch_names || !fetched)))
+        return oar_error(OAR_ERR_INVALID, "executor run: bad feed/fetch arrays");
+    for (int i = 0; i < nfetch; i++) fetched[i] = NULL;
+    for (int i = 0; i < nfeed; i++) {
+        if (!feed_names[i] || !feeds[i]) return oar_error(OAR_ERR_INVALID, "feed %d: NULL name or tensor", i);
+        OAR_TRY(check_feed(prog, block_idx, feed_names[i], feeds[i]));
+    }
+    for (int i = 0; i < nfetch; i++)
+        if (!fetch_names[i]) return oar_error(OAR_ERR_INVALID, "fetch %d: NULL name", i);
+    oar_prepared_t *p = NULL;
+    int slot;
+    OAR_TRY(get_prepared(e, prog, block_idx, &p, &slot));
+    oar_scope_t *local;
+    int lrc = oar_scope_new_detached_kid(scope, &local);
+    if (lrc != OAR_OK) { release_prepared(e, slot); return lrc; }
+    oar_variable_t **vars = oar_xcalloc((size_t)(p->nnames ? p->nnames : 1), sizeof *vars);
+    int rc = vars ? bind_vars(p, scope, local, vars) : OAR_ERR_NOMEM;
+    for (int i = 0; rc == OAR_OK && i < nfeed; i++) {
+        int id = find_name(p, feed_names[i]);
+        oar_variable_t *v = id >= 0 ? vars[id] : NULL;
+        if (!v) rc = oar_scope_var(local, feed_names[i], &v);
+        if (rc == OAR_OK) rc = oar_variable_set_tensor(v, feeds[i]);
+    }
+    if (rc == OAR_OK) rc = run_ops(e, p, vars, local);
+    for (int i = 0; rc == OAR_OK && i < nfetch; i++) {
+        int id = find_name(p, fetch_names[i]);
+        rc = fetch_one(local, fetch_names[i], id >= 0 && p->persistable[id], &fetched[i]);
+    }
+    if (rc != OAR_OK)
+        for (int i = 0; i < nfetch; i++) { oar_tensor_free(fetched[i]); fetched[i] = NULL; }
+    free(vars);
+    oar_scope_free(local);
+    release_prepared(e, slot);
+    return rc;
+}

@@ -1,0 +1,90 @@
+/* kernel_ctx.c — what a kernel sees of the op it runs: its inputs and
+ * outputs (resolved to variables once per block run), attrs, scope. Slot
+ * lookup is a scan of the op's few slots; no hashing happens here. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include "exec.h"
+#include "scope.h"
+
+const oar_pslot_t *oar_pslot_find(const oar_pslot_t *slots, int n, const char *name) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(slots[i].name, name) == 0) return &slots[i];
+    return NULL;
+}
+
+oar_variable_t *oar_k_var(oar_kernel_ctx_t *k, const oar_pslot_t *s, int i) {
+    if (!s || i < 0 || i >= s->n || s->ids[i] < 0) return NULL;
+    return k->vars[s->ids[i]];
+}
+
+const oar_op_desc_t *oar_k_op(const oar_kernel_ctx_t *k) { return k->op->desc; }
+
+int oar_k_in_count(const oar_kernel_ctx_t *k, const char *slot) {
+    const oar_pslot_t *s = oar_pslot_find(k->op->ins, k->op->nins, slot);
+    return s ? s->n : 0;
+}
+
+int oar_k_out_count(const oar_kernel_ctx_t *k, const char *slot) {
+    const oar_pslot_t *s = oar_pslot_find(k->op->outs, k->op->nouts, slot);
+    return s ? s->n : 0;
+}
+
+static const char *arg_name(const oar_kernel_ctx_t *k, const char *slot, int i, bool input) {
+    const oar_op_slot_t *s = input ? oar_op_find_input(k->op->desc, slot) : oar_op_find_output(k->op->desc, slot);
+    return (s && i >= 0 && i < s->nargs) ? s->args[i] : NULL;
+}
+
+const char *oar_k_in_name(const oar_kernel_ctx_t *k, const char *slot, int i) { return arg_name(k, slot, i, true); }
+const char *oar_k_out_name(const oar_kernel_ctx_t *k, const char *slot, int i) { return arg_name(k, slot, i, false); }
+
+oar_variable_t *oar_k_in_var(oar_kernel_ctx_t *k, const char *slot, int i) {
+    return oar_k_var(k, oar_pslot_find(k->op->ins, k->op->nins, slot), i);
+}
+
+oar_variable_t *oar_k_out_var(oar_kernel_ctx_t *k, const char *slot, int i) {
+    return oar_k_var(k, oar_pslot_find(k->op->outs, k->op->nouts, slot), i);
+}
+
+static oar_tensor_t *var_tensor(oar_variable_t *v) {
+    if (!v) return NULL;
+    if (v->type == OAR_VAR_SELECTED_ROWS) return v->u.rows->value;
+    if (v->type != 0 && v->type != OAR_VAR_LOD_TENSOR) return NULL;
+    return oar_var_tensor(v);
+}
+
+oar_tensor_t *oar_k_in(oar_kernel_ctx_t *k, const char *slot, int i) {
+    oar_variable_t *v = oar_k_in_var(k, slot, i);
+    if (!v || v->type == 0) return NULL; /* absent or never written */
+    return var_tensor(v);
+}
+
+oar_tensor_t *oar_k_out(oar_kernel_ctx_t *k, const char *slot, int i) {
+    return var_tensor(oar_k_out_var(k, slot, i));
+}
+
+void *oar_k_out_data(oar_kernel_ctx_t *k, const char *slot, int i, int dtype) {
+    oar_tensor_t *t = oar_k_out(k, slot, i);
+    if (!t) {
+        oar_error(OAR_ERR_NOT_FOUND, "%s: output slot '%s' has no tensor variable %d", k->op->desc->type, slot, i);
+        return NULL;
+    }
+    return oar_tensor_mutable(t, dtype);
+}
+
+oar_scope_t *oar_k_scope(oar_kernel_ctx_t *k) { return k->scope; }
+oar_program_t *oar_k_program(oar_kernel_ctx_t *k) { return k->prep->program; }
+int oar_k_dtype(const oar_kernel_ctx_t *k) { return k->dtype; }
+
+int oar_k_run_block(oar_kernel_ctx_t *k, int block_idx, oar_scope_t *scope) {
+    return oar_executor_run_block(k->exe, k->prep->program, block_idx, scope);
+}
+
+int oar_k_error(oar_kernel_ctx_t *k, int status, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return oar_error(status, "%s: %s", k->op->desc->type, msg);
+}
