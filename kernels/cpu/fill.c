@@ -40,8 +40,7 @@ static int fill_value(oar_kernel_ctx_t *k, int dtype, double *dv, int64_t *iv)
         errno = 0;
         d = strtod(s, &end);
         if (end == s || *end != '\0')
-            return oar_k_error(k, OAR_ERR_INVALID, "%s: attr str_value '%s' is not a number",
-                               oar_op_desc_type(op), s);
+            return oar_k_error(k, OAR_ERR_INVALID, "attr str_value '%s' is not a number", s);
     }
     *dv = d;
     switch (dtype) {
@@ -66,8 +65,7 @@ static int fill_kernel(oar_kernel_ctx_t *k)
     int64_t iv = 0;
     OAR_TRY(fill_value(k, dtype, &dv, &iv));
     oar_tensor_t *out = oar_k_out(k, "Out", 0);
-    if (!out) return oar_k_error(k, OAR_ERR_NOT_FOUND, "%s: output Out is missing",
-                                 oar_op_desc_type(op));
+    if (!out) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out has no tensor variable");
     void *data = oar_k_out_data(k, "Out", 0, dtype);
     if (!data) return OAR_ERR_NOMEM;
     int64_t n = oar_tensor_numel_of(out);
@@ -81,8 +79,8 @@ static int fill_kernel(oar_kernel_ctx_t *k)
     case OAR_UINT8: FILL_LOOP(uint8_t, iv); break;
     case OAR_BOOL: FILL_LOOP(bool, iv != 0); break;
     default:
-        return oar_k_error(k, OAR_ERR_UNSUPPORTED, "%s: no CPU kernel for dtype %s",
-                           oar_op_desc_type(op), oar_dtype_name(dtype) ? oar_dtype_name(dtype) : "?");
+        return oar_k_error(k, OAR_ERR_UNSUPPORTED, "no CPU kernel for dtype %s",
+                           oar_dtype_name(dtype) ? oar_dtype_name(dtype) : "?");
     }
     return OAR_OK;
 }

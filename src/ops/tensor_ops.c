@@ -1,0 +1,325 @@
+/* tensor_ops.c — assign, scale, cast, sum, fill_zeros_like, increment.
+ * Kernels in kernels/cpu/tensor_ops.c; assign moves data without arithmetic
+ * and runs here (it also copies tensor arrays and selected rows, whose
+ * variables have no single dtype to dispatch on). */
+#include "op.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const oar_slot_def_t x_in[] = {{"X", 0}, {NULL, 0}};
+static const oar_slot_def_t out_out[] = {{"Out", 0}, {NULL, 0}};
+
+/* "<name>@GRAD" into buf; error when it does not fit */
+static int grad_of(const char *name, char *buf, size_t n)
+{
+    int r = snprintf(buf, n, "%s%s", name, OAR_GRAD_SUFFIX);
+    if (r < 0 || (size_t)r >= n)
+        return oar_error(OAR_ERR_INVALID, "variable name '%s' is too long for a gradient name", name);
+    return OAR_OK;
+}
+
+/* A grad op of `type` reading `in_grad_of`@GRAD through slot X and writing
+ * `out_grad_of`@GRAD through slot Out (assign, scale and cast grads). */
+static oar_op_desc_t *x_to_out_grad_op(oar_grad_ctx_t *g, const char *type,
+                                       const char *in_grad_of, const char *out_grad_of)
+{
+    char gin[512], gout[512];
+    if (grad_of(in_grad_of, gin, sizeof gin) != OAR_OK) return NULL;
+    if (grad_of(out_grad_of, gout, sizeof gout) != OAR_OK) return NULL;
+    oar_op_desc_t *op = oar_gc_new_op(g, type);
+    if (!op) return NULL;
+    const char *i1[1] = {gin}, *o1[1] = {gout};
+    if (oar_op_desc_set_input(op, "X", i1, 1) != OAR_OK) return NULL;
+    if (oar_op_desc_set_output(op, "Out", o1, 1) != OAR_OK) return NULL;
+    return op;
+}
+
+static int fwd_x_out(oar_grad_ctx_t *g, const char **x, const char **out)
+{
+    const oar_op_desc_t *f = oar_gc_fwd(g);
+    *x = oar_op_desc_input_arg(f, "X", 0);
+    *out = oar_op_desc_output_arg(f, "Out", 0);
+    if (!*x || !*out)
+        return oar_error(OAR_ERR_INVALID, "%s grad: the forward op lacks input X or output Out",
+                         oar_op_desc_type(f));
+    return OAR_OK;
+}
+
+/* ---- assign ------------------------------------------------------------ */
+static int assign_infer(oar_infer_ctx_t *c)
+{
+    int vt = oar_ic_in_var_type(c, "X", 0);
+    if (vt == OAR_VAR_LOD_TENSOR_ARRAY || vt == OAR_VAR_SELECTED_ROWS) {
+        OAR_TRY(oar_ic_set_out_var_type(c, "Out", 0, vt));
+        int nd;
+        const int64_t *d = oar_ic_in_dims(c, "X", 0, &nd);
+        if (d) {   /* the desc shape of an array is its items' shape; it may be unknown */
+            int64_t dims[OAR_MAX_DIMS];
+            memcpy(dims, d, sizeof(int64_t) * (size_t)nd);
+            OAR_TRY(oar_ic_set_out(c, "Out", 0, dims, nd, oar_ic_in_dtype(c, "X", 0)));
+        } else {
+            oar_clear_error();
+        }
+        return oar_ic_set_out_lod_level(c, "Out", 0, oar_ic_in_lod_level(c, "X", 0));
+    }
+    return oar_infer_same_as(c, "X", "Out");
+}
+
+static int copy_selected_rows(oar_kernel_ctx_t *k, oar_selected_rows_t *src, oar_variable_t *ov)
+{
+    oar_selected_rows_t *dst = oar_var_selected_rows(ov);
+    if (!dst) return oar_k_error(k, OAR_ERR_INVALID, "output Out '%s': %s",
+                                 oar_variable_name(ov), oar_last_error());
+    if (dst == src) return OAR_OK;
+    if (src->nrows > dst->cap) {
+        int64_t *r = oar_xrealloc(dst->rows, (size_t)src->nrows * sizeof(int64_t));
+        if (!r) return OAR_ERR_NOMEM;
+        dst->rows = r;
+        dst->cap = src->nrows;
+    }
+    if (src->nrows > 0) memcpy(dst->rows, src->rows, (size_t)src->nrows * sizeof(int64_t));
+    dst->nrows = src->nrows;
+    dst->height = src->height;
+    if (!src->value) return OAR_OK;
+    if (!dst->value) OAR_TRY(oar_tensor_new_empty(&dst->value));
+    return oar_tensor_copy_into(dst->value, src->value);
+}
+
+static int copy_array(oar_kernel_ctx_t *k, oar_tensor_array_t *src, oar_variable_t *ov)
+{
+    oar_tensor_array_t *dst = oar_var_array(ov);
+    if (!dst) return oar_k_error(k, OAR_ERR_INVALID, "output Out '%s': %s",
+                                 oar_variable_name(ov), oar_last_error());
+    if (dst == src) return OAR_OK;
+    OAR_TRY(oar_array_resize(dst, src->n));
+    for (int i = 0; i < src->n; i++) {
+        if (!src->items[i]) {
+            oar_tensor_free(dst->items[i]);
+            dst->items[i] = NULL;
+            continue;
+        }
+        if (!dst->items[i]) OAR_TRY(oar_tensor_new_empty(&dst->items[i]));
+        OAR_TRY(oar_tensor_copy_into(dst->items[i], src->items[i]));
+    }
+    return OAR_OK;
+}
+
+static int assign_run(oar_kernel_ctx_t *k)
+{
+    oar_variable_t *iv = oar_k_in_var(k, "X", 0), *ov = oar_k_out_var(k, "Out", 0);
+    if (!iv || oar_variable_type(iv) == 0)
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input X '%s' has no value",
+                           oar_k_in_name(k, "X", 0) ? oar_k_in_name(k, "X", 0) : "?");
+    if (!ov) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out is missing");
+    if (iv == ov) return OAR_OK;
+    switch (oar_variable_type(iv)) {
+    case OAR_VAR_LOD_TENSOR: {
+        oar_tensor_t *out = oar_var_tensor(ov);
+        if (!out) return oar_k_error(k, OAR_ERR_INVALID, "output Out '%s': %s",
+                                     oar_variable_name(ov), oar_last_error());
+        return oar_tensor_copy_into(out, iv->u.tensor);
+    }
+    case OAR_VAR_SELECTED_ROWS: return copy_selected_rows(k, iv->u.rows, ov);
+    case OAR_VAR_LOD_TENSOR_ARRAY: return copy_array(k, iv->u.array, ov);
+    default:
+        return oar_k_error(k, OAR_ERR_UNSUPPORTED, "input X '%s' holds a variable of kind %d; "
+                           "assign copies LoD tensors, selected rows and tensor arrays",
+                           oar_variable_name(iv), oar_variable_type(iv));
+    }
+}
+
+static int assign_grad(oar_grad_ctx_t *g)
+{
+    const char *x, *out;
+    OAR_TRY(fwd_x_out(g, &x, &out));
+    return x_to_out_grad_op(g, "assign", out, x) ? OAR_OK : OAR_ERR_NOMEM;
+}
+
+static const oar_op_def_t assign_def = {
+    .type = "assign", .inputs = x_in, .outputs = out_out, .attrs = NULL,
+    .infer = assign_infer, .grad = assign_grad,
+    .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = assign_run};
+OAR_REGISTER_OP(assign_def)
+
+/* ---- scale ------------------------------------------------------------- */
+static const oar_attr_def_t scale_attrs[] = {
+    {.name = "scale", .type = OAR_ATTR_FLOAT, .def = 1.0},
+    {.name = "bias", .type = OAR_ATTR_FLOAT, .def = 0.0},
+    {.name = "bias_after_scale", .type = OAR_ATTR_BOOLEAN, .def = 1},
+    {.name = NULL}};
+
+static int same_infer(oar_infer_ctx_t *c) { return oar_infer_same_as(c, "X", "Out"); }
+
+/* d(scale*x + b)/dx = d(scale*(x + b))/dx = scale */
+static int scale_grad(oar_grad_ctx_t *g)
+{
+    const char *x, *out;
+    OAR_TRY(fwd_x_out(g, &x, &out));
+    oar_op_desc_t *op = x_to_out_grad_op(g, "scale", out, x);
+    if (!op) return OAR_ERR_NOMEM;
+    OAR_TRY(oar_op_desc_set_attr_float(op, "bias", 0.0f));
+    return oar_op_desc_set_attr_bool(op, "bias_after_scale", true);
+}
+
+static const oar_op_def_t scale_def = {
+    .type = "scale", .inputs = x_in, .outputs = out_out, .attrs = scale_attrs,
+    .infer = same_infer, .grad = scale_grad};
+OAR_REGISTER_OP(scale_def)
+
+/* ---- cast -------------------------------------------------------------- */
+static const oar_attr_def_t cast_attrs[] = {
+    {.name = "in_dtype", .type = OAR_ATTR_INT, .required = true},
+    {.name = "out_dtype", .type = OAR_ATTR_INT, .required = true},
+    {.name = NULL}};
+
+static bool cast_dtype_ok(int dt)
+{
+    return dt == OAR_BOOL || dt == OAR_INT16 || dt == OAR_INT32 || dt == OAR_INT64 ||
+           dt == OAR_FP32 || dt == OAR_FP64 || dt == OAR_UINT8 || dt == OAR_INT8;
+}
+
+static int cast_infer(oar_infer_ctx_t *c)
+{
+    const oar_op_desc_t *op = oar_ic_op(c);
+    int in_dt = oar_attr_i(op, "in_dtype"), out_dt = oar_attr_i(op, "out_dtype");
+    const char *attr[2] = {"in_dtype", "out_dtype"};
+    int v[2] = {in_dt, out_dt};
+    for (int i = 0; i < 2; i++)
+        if (!cast_dtype_ok(v[i]))
+            return oar_ic_error(c, OAR_ERR_DTYPE, "attr %s = %d is not one of bool (0), int16 (1), "
+                                "int32 (2), int64 (3), float32 (5), float64 (6), uint8 (20), int8 (21)",
+                                attr[i], v[i]);
+    int x_dt = oar_ic_in_dtype(c, "X", 0);
+    if (x_dt >= 0 && x_dt != in_dt)
+        return oar_ic_error(c, OAR_ERR_DTYPE, "input X '%s' has dtype %s but attr in_dtype is %s",
+                            oar_ic_in_name(c, "X", 0), oar_dtype_name(x_dt) ? oar_dtype_name(x_dt) : "?",
+                            oar_dtype_name(in_dt));
+    int nd;
+    const int64_t *d = oar_ic_in_dims(c, "X", 0, &nd);
+    if (!d) return OAR_ERR_SHAPE;
+    int64_t dims[OAR_MAX_DIMS];
+    memcpy(dims, d, sizeof(int64_t) * (size_t)nd);
+    OAR_TRY(oar_ic_set_out(c, "Out", 0, dims, nd, out_dt));
+    return oar_ic_share_lod(c, "X", 0, "Out", 0);
+}
+
+static int cast_grad(oar_grad_ctx_t *g)
+{
+    const char *x, *out;
+    OAR_TRY(fwd_x_out(g, &x, &out));
+    const oar_op_desc_t *f = oar_gc_fwd(g);
+    oar_op_desc_t *op = x_to_out_grad_op(g, "cast", out, x);
+    if (!op) return OAR_ERR_NOMEM;
+    OAR_TRY(oar_op_desc_set_attr_int(op, "in_dtype", oar_attr_i(f, "out_dtype")));
+    return oar_op_desc_set_attr_int(op, "out_dtype", oar_attr_i(f, "in_dtype"));
+}
+
+static const oar_op_def_t cast_def = {
+    .type = "cast", .inputs = x_in, .outputs = out_out, .attrs = cast_attrs,
+    .infer = cast_infer, .grad = cast_grad};
+OAR_REGISTER_OP(cast_def)
+
+/* ---- sum --------------------------------------------------------------- */
+static const oar_slot_def_t sum_in[] = {{"X", OAR_SLOT_DUPLICABLE}, {NULL, 0}};
+
+static int sum_infer(oar_infer_ctx_t *c)
+{
+    int n = oar_ic_in_count(c, "X");
+    int first = -1, dt = -1, nd0 = 0;
+    const int64_t *d0 = NULL;
+    char b0[128], b1[128];
+    for (int i = 0; i < n; i++) {
+        const char *name = oar_ic_in_name(c, "X", i);
+        if (!name || strcmp(name, OAR_EMPTY_VAR) == 0) continue;
+        int nd;
+        const int64_t *d = oar_ic_in_dims(c, "X", i, &nd);
+        if (!d) return OAR_ERR_SHAPE;
+        int t = oar_ic_in_dtype(c, "X", i);
+        if (first < 0) {
+            first = i; d0 = d; nd0 = nd; dt = t;
+            continue;
+        }
+        bool same = nd == nd0;
+        for (int j = 0; same && j < nd; j++) same = oar_dim_eq(d[j], d0[j]);
+        if (!same)
+            return oar_ic_error(c, OAR_ERR_SHAPE, "input X[%d] '%s' has shape %s, expected %s like "
+                                "X[%d] '%s'", i, name, oar_shape_str(d, nd, b1, sizeof b1),
+                                oar_shape_str(d0, nd0, b0, sizeof b0), first,
+                                oar_ic_in_name(c, "X", first));
+        if (t >= 0 && dt >= 0 && t != dt)
+            return oar_ic_error(c, OAR_ERR_DTYPE, "input X[%d] '%s' has dtype %s, expected %s like "
+                                "X[%d] '%s'", i, name, oar_dtype_name(t) ? oar_dtype_name(t) : "?",
+                                oar_dtype_name(dt) ? oar_dtype_name(dt) : "?", first,
+                                oar_ic_in_name(c, "X", first));
+        if (dt < 0) dt = t;
+    }
+    if (first < 0) return oar_ic_error(c, OAR_ERR_INVALID, "input X has no variables");
+    int64_t dims[OAR_MAX_DIMS];
+    memcpy(dims, d0, sizeof(int64_t) * (size_t)nd0);
+    /* a known dim wins over a -1 of the first input */
+    for (int i = first + 1; i < n && !oar_ic_runtime(c); i++) {
+        const char *name = oar_ic_in_name(c, "X", i);
+        if (!name || strcmp(name, OAR_EMPTY_VAR) == 0) continue;
+        int nd;
+        const int64_t *d = oar_ic_in_dims(c, "X", i, &nd);
+        for (int j = 0; d && j < nd0; j++) if (dims[j] < 0) dims[j] = d[j];
+    }
+    OAR_TRY(oar_ic_set_out(c, "Out", 0, dims, nd0, dt));
+    return oar_ic_share_lod(c, "X", first, "Out", 0);
+}
+
+/* each input's gradient is the output's: one scale(1) per input */
+static int sum_grad(oar_grad_ctx_t *g)
+{
+    const oar_op_desc_t *f = oar_gc_fwd(g);
+    const char *out = oar_op_desc_output_arg(f, "Out", 0);
+    if (!out) return oar_error(OAR_ERR_INVALID, "sum grad: the forward op lacks output Out");
+    int n = oar_op_desc_input_count(f, "X");
+    for (int i = 0; i < n; i++) {
+        const char *x = oar_op_desc_input_arg(f, "X", i);
+        if (!x || strcmp(x, OAR_EMPTY_VAR) == 0 || oar_gc_no_grad(g, x)) continue;
+        oar_op_desc_t *op = x_to_out_grad_op(g, "scale", out, x);
+        if (!op) return OAR_ERR_NOMEM;
+        OAR_TRY(oar_op_desc_set_attr_float(op, "scale", 1.0f));
+        OAR_TRY(oar_op_desc_set_attr_float(op, "bias", 0.0f));
+        OAR_TRY(oar_op_desc_set_attr_bool(op, "bias_after_scale", true));
+    }
+    return OAR_OK;
+}
+
+static const oar_op_def_t sum_def = {
+    .type = "sum", .inputs = sum_in, .outputs = out_out, .attrs = NULL,
+    .infer = sum_infer, .grad = sum_grad};
+OAR_REGISTER_OP(sum_def)
+
+/* ---- fill_zeros_like --------------------------------------------------- */
+static const oar_op_def_t fill_zeros_like_def = {
+    .type = "fill_zeros_like", .inputs = x_in, .outputs = out_out, .attrs = NULL,
+    .infer = same_infer, .grad = NULL};
+OAR_REGISTER_OP(fill_zeros_like_def)
+
+/* ---- increment --------------------------------------------------------- */
+static const oar_attr_def_t increment_attrs[] = {
+    {.name = "step", .type = OAR_ATTR_FLOAT, .def = 1.0},
+    {.name = NULL}};
+
+static int increment_infer(oar_infer_ctx_t *c)
+{
+    int nd;
+    const int64_t *d = oar_ic_in_dims(c, "X", 0, &nd);
+    if (!d) return OAR_ERR_SHAPE;
+    bool one = true;   /* a -1 dim is unknown until run time */
+    for (int i = 0; i < nd; i++) if (d[i] >= 0 && d[i] != 1) one = false;
+    if (!one) {
+        char b[128];
+        return oar_ic_error(c, OAR_ERR_SHAPE, "input X '%s' has shape %s; it must hold exactly one "
+                            "element", oar_ic_in_name(c, "X", 0), oar_shape_str(d, nd, b, sizeof b));
+    }
+    return oar_infer_same_as(c, "X", "Out");
+}
+
+static const oar_op_def_t increment_def = {
+    .type = "increment", .inputs = x_in, .outputs = out_out, .attrs = increment_attrs,
+    .infer = increment_infer, .grad = NULL};
+OAR_REGISTER_OP(increment_def)
