@@ -1,0 +1,20 @@
+-- oar.dataset: data sets, like Fluid's paddle.dataset. Submodules load on
+-- first use, so `require("oar.dataset")` costs nothing:
+--   oar.dataset.fashion_mnist   Fashion-MNIST readers, bulk loader, batches
+--   oar.dataset.idx             IDX file reader/writer (gzip or plain)
+local M = {}
+
+local submodules = { fashion_mnist = true, idx = true }
+
+setmetatable(M, {
+  __index = function(t, k)
+    if submodules[k] then
+      local mod = require("oar.dataset." .. k)
+      rawset(t, k, mod)
+      return mod
+    end
+    return nil
+  end,
+})
+
+return M
