@@ -1,0 +1,170 @@
+/* batch_norm.c — batch_norm and batch_norm_grad (Fluid 1.x semantics).
+ *
+ * Training normalizes with the batch statistics of each channel and updates
+ * the running ones in place (MeanOut is the Mean variable):
+ *     running = momentum * running + (1 - momentum) * batch
+ * with the biased batch variance. SavedMean holds the batch mean and
+ * SavedVariance the inverse standard deviation 1/sqrt(var + epsilon), which
+ * the grad op reuses. is_test (unless trainable_statistics) or
+ * use_global_stats normalizes with the running statistics instead.
+ * Kernels in kernels/cpu/batch_norm.c. */
+#include "op.h"
+
+#include <string.h>
+
+static const oar_slot_def_t bn_in[] = {
+    {"X", 0}, {"Scale", 0}, {"Bias", 0}, {"Mean", 0}, {"Variance", 0},
+    {"MomentumTensor", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
+static const oar_slot_def_t bn_out[] = {
+    {"Y", 0}, {"MeanOut", OAR_SLOT_DISPENSABLE}, {"VarianceOut", OAR_SLOT_DISPENSABLE},
+    {"SavedMean", OAR_SLOT_DISPENSABLE}, {"SavedVariance", OAR_SLOT_DISPENSABLE},
+    {"ReserveSpace", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
+static const oar_slot_def_t bn_grad_in[] = {
+    {"X", 0}, {"Scale", 0}, {"Bias", OAR_SLOT_DISPENSABLE},
+    {"Mean", OAR_SLOT_DISPENSABLE}, {"Variance", OAR_SLOT_DISPENSABLE},
+    {"SavedMean", 0}, {"SavedVariance", 0}, {"ReserveSpace", OAR_SLOT_DISPENSABLE},
+    {"Y@GRAD", 0}, {NULL, 0}};
+static const oar_slot_def_t bn_grad_out[] = {
+    {"X@GRAD", OAR_SLOT_DISPENSABLE}, {"Scale@GRAD", OAR_SLOT_DISPENSABLE},
+    {"Bias@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
+
+static const oar_attr_def_t bn_attrs[] = {
+    {.name = "momentum", .type = OAR_ATTR_FLOAT, .def = 0.9},
+    {.name = "epsilon", .type = OAR_ATTR_FLOAT, .def = 1e-5, .min = 0.0, .max = 1e-3},
+    {.name = "is_test", .type = OAR_ATTR_BOOLEAN, .def = 0},
+    {.name = "data_layout", .type = OAR_ATTR_STRING, .def_str = "NCHW"},
+    {.name = "use_global_stats", .type = OAR_ATTR_BOOLEAN, .def = 0},
+    {.name = "trainable_statistics", .type = OAR_ATTR_BOOLEAN, .def = 0},
+    {.name = "fuse_with_relu", .type = OAR_ATTR_BOOLEAN, .def = 0},
+    {.name = "use_mkldnn", .type = OAR_ATTR_BOOLEAN, .def = 0},
+    {.name = NULL}};
+
+static bool out_present(oar_infer_ctx_t *c, const char *slot) {
+    if (oar_ic_out_count(c, slot) < 1) return false;
+    const char *n = oar_ic_out_name(c, slot, 0);
+    return n && strcmp(n, OAR_EMPTY_VAR) != 0;
+}
+
+static bool in_present(oar_infer_ctx_t *c, const char *slot) {
+    if (oar_ic_in_count(c, slot) < 1) return false;
+    const char *n = oar_ic_in_name(c, slot, 0);
+    return n && strcmp(n, OAR_EMPTY_VAR) != 0;
+}
+
+/* the channel count of X per data_layout; -1 if unknown at compile time */
+static int channels(oar_infer_ctx_t *c, const int64_t *x, int xn, int64_t *ch) {
+    const char *layout = oar_attr_s(oar_ic_op(c), "data_layout");
+    char xs[128];
+    oar_shape_str(x, xn, xs, sizeof xs);
+    if (xn < 2 || xn > 5)
+        return oar_ic_error(c, OAR_ERR_SHAPE, "X '%s' must have 2 to 5 dims (N, C, ...), got shape %s",
+                            oar_ic_in_name(c, "X", 0), xs);
+    bool nhwc = layout && strcmp(layout, "NHWC") == 0;
+    if (!nhwc && layout && layout[0] && strcmp(layout, "NCHW") != 0 && strcmp(layout, "AnyLayout") != 0)
+        return oar_ic_error(c, OAR_ERR_INVALID, "attr data_layout = \"%s\" must be \"NCHW\" or \"NHWC\"", layout);
+    *ch = nhwc ? x[xn - 1] : x[1];
+    return OAR_OK;
+}
+
+/* slot must be a 1-D [C] vector of X's dtype */
+static int check_vec(oar_infer_ctx_t *c, const char *slot, int64_t ch, int xdt) {
+    int n;
+    const int64_t *d = oar_ic_in_dims(c, slot, 0, &n);
+    if (!d) return OAR_ERR_SHAPE;
+    if (n != 1 || !oar_dim_eq(d[0], ch)) {
+        char s[128];
+        return oar_ic_error(c, OAR_ERR_SHAPE, "%s '%s' must have shape [%lld] (the channels of X), got %s",
+                            slot, oar_ic_in_name(c, slot, 0), (long long)ch, oar_shape_str(d, n, s, sizeof s));
+    }
+    int dt = oar_ic_in_dtype(c, slot, 0);
+    if (xdt >= 0 && dt >= 0 && dt != xdt)
+        return oar_ic_error(c, OAR_ERR_DTYPE, "%s '%s' is %s but X is %s", slot, oar_ic_in_name(c, slot, 0),
+                            oar_dtype_name(dt), oar_dtype_name(xdt));
+    return OAR_OK;
+}
+
+static int bn_infer(oar_infer_ctx_t *c) {
+    int xn;
+    const int64_t *x = oar_ic_in_dims(c, "X", 0, &xn);
+    if (!x) return OAR_ERR_SHAPE;
+    int64_t ch;
+    OAR_TRY(channels(c, x, xn, &ch));
+    int xdt = oar_ic_in_dtype(c, "X", 0);
+    static const char *const vecs[] = {"Scale", "Bias", "Mean", "Variance"};
+    for (int i = 0; i < 4; i++) OAR_TRY(check_vec(c, vecs[i], ch, xdt));
+    int64_t dims[OAR_MAX_DIMS];
+    memcpy(dims, x, sizeof(int64_t) * (size_t)xn);
+    OAR_TRY(oar_ic_set_out(c, "Y", 0, dims, xn, xdt));
+    OAR_TRY(oar_ic_share_lod(c, "X", 0, "Y", 0));
+    int64_t cd[1] = {ch};
+    static const char *const outs[] = {"MeanOut", "VarianceOut", "SavedMean", "SavedVariance"};
+    for (int i = 0; i < 4; i++)
+        if (out_present(c, outs[i])) OAR_TRY(oar_ic_set_out(c, outs[i], 0, cd, 1, xdt));
+    return OAR_OK;
+}
+
+static int bn_grad_infer(oar_infer_ctx_t *c) {
+    int xn, yn;
+    const int64_t *x = oar_ic_in_dims(c, "X", 0, &xn);
+    if (!x) return OAR_ERR_SHAPE;
+    int64_t ch;
+    OAR_TRY(channels(c, x, xn, &ch));
+    int xdt = oar_ic_in_dtype(c, "X", 0);
+    const int64_t *dy = oar_ic_in_dims(c, "Y@GRAD", 0, &yn);
+    if (!dy) return OAR_ERR_SHAPE;
+    bool same = yn == xn;
+    for (int i = 0; same && i < xn; i++) same = oar_dim_eq(x[i], dy[i]);
+    if (!same) {
+        char a[128], b[128];
+        return oar_ic_error(c, OAR_ERR_SHAPE, "Y@GRAD '%s' has shape %s but X '%s' has %s",
+                            oar_ic_in_name(c, "Y@GRAD", 0), oar_shape_str(dy, yn, a, sizeof a),
+                            oar_ic_in_name(c, "X", 0), oar_shape_str(x, xn, b, sizeof b));
+    }
+    OAR_TRY(check_vec(c, "Scale", ch, xdt));
+    OAR_TRY(check_vec(c, "SavedMean", ch, xdt));
+    OAR_TRY(check_vec(c, "SavedVariance", ch, xdt));
+    if (in_present(c, "Mean")) OAR_TRY(check_vec(c, "Mean", ch, xdt));
+    if (in_present(c, "Variance")) OAR_TRY(check_vec(c, "Variance", ch, xdt));
+    if (out_present(c, "X@GRAD")) {
+        int64_t dims[OAR_MAX_DIMS];
+        memcpy(dims, x, sizeof(int64_t) * (size_t)xn);
+        OAR_TRY(oar_ic_set_out(c, "X@GRAD", 0, dims, xn, xdt));
+        OAR_TRY(oar_ic_share_lod(c, "X", 0, "X@GRAD", 0));
+    }
+    int64_t cd[1] = {ch};
+    if (out_present(c, "Scale@GRAD")) OAR_TRY(oar_ic_set_out(c, "Scale@GRAD", 0, cd, 1, xdt));
+    if (out_present(c, "Bias@GRAD")) OAR_TRY(oar_ic_set_out(c, "Bias@GRAD", 0, cd, 1, xdt));
+    return OAR_OK;
+}
+
+static int bn_grad_maker(oar_grad_ctx_t *g) {
+    const oar_op_desc_t *fwd = oar_gc_fwd(g);
+    oar_op_desc_t *op = oar_gc_new_op(g, "batch_norm_grad");
+    if (!op) return OAR_ERR_NOMEM;
+    OAR_TRY(oar_gc_in(g, op, "X"));
+    OAR_TRY(oar_gc_in(g, op, "Scale"));
+    OAR_TRY(oar_gc_in(g, op, "Bias"));
+    OAR_TRY(oar_gc_out(g, op, "SavedMean"));
+    OAR_TRY(oar_gc_out(g, op, "SavedVariance"));
+    /* with global statistics the grad normalizes by the running ones */
+    if (oar_attr_b(fwd, "use_global_stats") ||
+        (oar_attr_b(fwd, "is_test") && !oar_attr_b(fwd, "trainable_statistics"))) {
+        OAR_TRY(oar_gc_in(g, op, "Mean"));
+        OAR_TRY(oar_gc_in(g, op, "Variance"));
+    }
+    OAR_TRY(oar_gc_out_grad(g, op, "Y"));
+    OAR_TRY(oar_gc_in_grad(g, op, "X"));
+    OAR_TRY(oar_gc_in_grad(g, op, "Scale"));
+    OAR_TRY(oar_gc_in_grad(g, op, "Bias"));
+    return OAR_OK;
+}
+
+static const oar_op_def_t batch_norm_def = {
+    .type = "batch_norm", .inputs = bn_in, .outputs = bn_out, .attrs = bn_attrs,
+    .infer = bn_infer, .grad = bn_grad_maker, .dtype_slot = "X"};
+OAR_REGISTER_OP(batch_norm_def)
+
+static const oar_op_def_t batch_norm_grad_def = {
+    .type = "batch_norm_grad", .inputs = bn_grad_in, .outputs = bn_grad_out, .attrs = bn_attrs,
+    .infer = bn_grad_infer, .grad = NULL, .dtype_slot = "X"};
+OAR_REGISTER_OP(batch_norm_grad_def)
