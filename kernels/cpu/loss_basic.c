@@ -1,0 +1,71 @@
+/* loss_basic.c — CPU kernels of square_error_cost and its grad:
+ * Out = (X - Y)^2, X@GRAD = 2 (X - Y) Out@GRAD, Y@GRAD = -X@GRAD. */
+#include "op.h"
+
+static const char *nm(const char *s) { return s ? s : "?"; }
+
+static int in_data(oar_kernel_ctx_t *k, const char *slot, int dtype, int64_t n, const void **p)
+{
+    const oar_tensor_t *t = oar_k_in(k, slot, 0);
+    *p = NULL;
+    if (!t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", slot,
+                               nm(oar_k_in_name(k, slot, 0)));
+    if (t->dtype != dtype)
+        return oar_k_error(k, OAR_ERR_DTYPE, "input %s '%s' has dtype %s, expected %s", slot,
+                           nm(oar_k_in_name(k, slot, 0)), nm(oar_dtype_name(t->dtype)),
+                           oar_dtype_name(dtype));
+    if (n >= 0 && oar_tensor_numel_of(t) != n)
+        return oar_k_error(k, OAR_ERR_SHAPE, "input %s '%s' has %lld elements, expected %lld like X",
+                           slot, nm(oar_k_in_name(k, slot, 0)),
+                           (long long)oar_tensor_numel_of(t), (long long)n);
+    *p = oar_tensor_data((oar_tensor_t *)t);
+    if (!*p && oar_tensor_numel_of(t) > 0)
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no data", slot,
+                           nm(oar_k_in_name(k, slot, 0)));
+    return OAR_OK;
+}
+
+#define SEC_KERNELS(sfx, T, DT)                                                             \
+    static int sec_##sfx(oar_kernel_ctx_t *k)                                               \
+    {                                                                                       \
+        const void *xv, *yv;                                                                \
+        const oar_tensor_t *xt = oar_k_in(k, "X", 0);                                       \
+        OAR_TRY(in_data(k, "X", DT, -1, &xv));                                              \
+        int64_t n = oar_tensor_numel_of(xt);                                                \
+        OAR_TRY(in_data(k, "Y", DT, n, &yv));                                               \
+        if (!oar_k_out(k, "Out", 0))                                                        \
+            return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out has no tensor variable");  \
+        T *o = oar_k_out_data(k, "Out", 0, DT);                                             \
+        if (!o) return OAR_ERR_NOMEM;                                                       \
+        const T *x = xv, *y = yv;                                                           \
+        _Pragma("omp parallel for if(n > 65536)")                                           \
+        for (int64_t i = 0; i < n; i++) { T d = x[i] - y[i]; o[i] = d * d; }                \
+        return OAR_OK;                                                                      \
+    }                                                                                       \
+    OAR_REGISTER_KERNEL("square_error_cost", OAR_PLACE_CPU, DT, sec_##sfx)                  \
+    static int sec_grad_##sfx(oar_kernel_ctx_t *k)                                          \
+    {                                                                                       \
+        const void *xv, *yv, *gv;                                                           \
+        const oar_tensor_t *xt = oar_k_in(k, "X", 0);                                       \
+        OAR_TRY(in_data(k, "X", DT, -1, &xv));                                              \
+        int64_t n = oar_tensor_numel_of(xt);                                                \
+        OAR_TRY(in_data(k, "Y", DT, n, &yv));                                               \
+        OAR_TRY(in_data(k, "Out@GRAD", DT, n, &gv));                                        \
+        T *dx = NULL, *dy = NULL;                                                           \
+        if (oar_k_out(k, "X@GRAD", 0) && !(dx = oar_k_out_data(k, "X@GRAD", 0, DT)))        \
+            return OAR_ERR_NOMEM;                                                           \
+        if (oar_k_out(k, "Y@GRAD", 0) && !(dy = oar_k_out_data(k, "Y@GRAD", 0, DT)))        \
+            return OAR_ERR_NOMEM;                                                           \
+        const T *x = xv, *y = yv, *g = gv;                                                  \
+        _Pragma("omp parallel for if(n > 65536)")                                           \
+        for (int64_t i = 0; i < n; i++) {                                                   \
+            T d = 2 * (x[i] - y[i]) * g[i];                                                 \
+            if (dx) dx[i] = d;                                                              \
+            if (dy) dy[i] = -d;                                                             \
+        }                                                                                   \
+        return OAR_OK;                                                                      \
+    }                                                                                       \
+    OAR_REGISTER_KERNEL("square_error_cost_grad", OAR_PLACE_CPU, DT, sec_grad_##sfx)
+
+SEC_KERNELS(f32, float, OAR_FP32)
+SEC_KERNELS(f64, double, OAR_FP64)
