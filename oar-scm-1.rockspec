@@ -8,7 +8,7 @@ description = {
 }
 dependencies = { "lua >= 5.1" }
 external_dependencies = {
-   OPENBLAS = { header = "cblas.h" },
+   OPENBLAS = { library = "openblas" },
    PROTOBUF_C = { header = "protobuf-c/protobuf-c.h" },
 }
 build = {
