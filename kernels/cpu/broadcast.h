@@ -152,6 +152,61 @@ static inline void oar_omp_range(int64_t rows, int64_t *lo, int64_t *hi)
 
 #define OAR_PAR_THRESHOLD 65536
 
+/* ---- matmul shapes -------------------------------------------------------
+ * numpy's matmul: a rank-1 X is a row [1, K] and a rank-1 Y a column [K, 1]
+ * (their transpose flags are ignored), dropped again from Out; leading
+ * (batch) dims broadcast right-aligned. Out = batch ++ [M] ++ [N], or [1]
+ * when both are vectors. */
+typedef struct oar_mm_shape {
+    int64_t M, N, K;
+    bool tx, ty;            /* effective transposes */
+    bool x_vec, y_vec;
+    int bnd;                /* batch rank of Out */
+    int64_t bdims[OAR_MAX_DIMS], xb[OAR_MAX_DIMS], yb[OAR_MAX_DIMS]; /* padded to bnd */
+    int64_t batch, xbatch, ybatch;  /* products (compile time: may be < 0) */
+    int ond;
+    int64_t out[OAR_MAX_DIMS];
+} oar_mm_shape_t;
+
+enum { OAR_MM_OK = 0, OAR_MM_RANK = 1, OAR_MM_K = 2, OAR_MM_BATCH = 3 };
+
+static inline int64_t oar_dims_prod_unknown(const int64_t *d, int n)
+{
+    int64_t p = 1;
+    for (int i = 0; i < n; i++) { if (d[i] < 0) return -1; p *= d[i]; }
+    return p;
+}
+
+static inline int oar_mm_shape(const int64_t *xd, int xn, const int64_t *yd, int yn,
+                               bool tx, bool ty, oar_mm_shape_t *s)
+{
+    if (xn < 1 || yn < 1) return OAR_MM_RANK;
+    int64_t kx, ky;
+    s->x_vec = xn == 1;
+    s->y_vec = yn == 1;
+    s->tx = s->x_vec ? false : tx;
+    s->ty = s->y_vec ? false : ty;
+    if (s->x_vec) { s->M = 1; kx = xd[0]; }
+    else { s->M = s->tx ? xd[xn - 1] : xd[xn - 2]; kx = s->tx ? xd[xn - 2] : xd[xn - 1]; }
+    if (s->y_vec) { s->N = 1; ky = yd[0]; }
+    else { s->N = s->ty ? yd[yn - 2] : yd[yn - 1]; ky = s->ty ? yd[yn - 1] : yd[yn - 2]; }
+    if (!(kx == ky || kx < 0 || ky < 0)) return OAR_MM_K;
+    s->K = kx >= 0 ? kx : ky;
+    int xbn = s->x_vec ? 0 : xn - 2, ybn = s->y_vec ? 0 : yn - 2;
+    if (oar_bcast_shape(xd, xbn, yd, ybn, -1, s->bdims, s->xb, s->yb, &s->bnd) != OAR_BCAST_OK)
+        return OAR_MM_BATCH;
+    s->batch = oar_dims_prod_unknown(s->bdims, s->bnd);
+    s->xbatch = oar_dims_prod_unknown(xd, xbn);
+    s->ybatch = oar_dims_prod_unknown(yd, ybn);
+    int n = 0;
+    for (int i = 0; i < s->bnd; i++) s->out[n++] = s->bdims[i];
+    if (!s->x_vec) s->out[n++] = s->M;
+    if (!s->y_vec) s->out[n++] = s->N;
+    if (n == 0) s->out[n++] = 1;
+    s->ond = n;
+    return OAR_MM_OK;
+}
+
 /* Shape inference of a broadcasting binary op with slots X, Y -> Out and an
  * `axis` attr: checks dtypes agree and the shapes broadcast, sets Out's dims
  * (dtype out_dtype, or X's when -1) and passes on the LoD of the operand

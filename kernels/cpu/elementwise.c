@@ -18,32 +18,29 @@ typedef struct ew_args {
     const oar_tensor_t *x, *y;
     oar_bplan_t plan;
     int64_t xn, yn;        /* numel of X and Y */
+    const void *xd, *yd;   /* taken before any output is allocated (in-place safety) */
 } ew_args_t;
-
-static const char *op_type(oar_kernel_ctx_t *k) { return oar_op_desc_type(oar_k_op(k)); }
 
 static int ew_setup(oar_kernel_ctx_t *k, ew_args_t *a)
 {
     a->x = oar_k_in(k, "X", 0);
     a->y = oar_k_in(k, "Y", 0);
     if (!a->x || !a->y)
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "%s: input %s is missing", op_type(k),
-                           a->x ? "Y" : "X");
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s is missing", a->x ? "Y" : "X");
     int64_t od[OAR_MAX_DIMS], xp[OAR_MAX_DIMS], yp[OAR_MAX_DIMS];
     int nd;
     int axis = oar_attr_i(oar_k_op(k), "axis");
     if (oar_bcast_shape(a->x->dims, a->x->ndim, a->y->dims, a->y->ndim, axis, od, xp, yp, &nd)) {
         char bx[128], by[128];
-        return oar_k_error(k, OAR_ERR_SHAPE, "%s: Y shape %s does not broadcast to X shape %s at axis %d",
-                           op_type(k), oar_shape_str(a->y->dims, a->y->ndim, by, sizeof by),
+        return oar_k_error(k, OAR_ERR_SHAPE, "Y shape %s does not broadcast to X shape %s at axis %d",
+                           oar_shape_str(a->y->dims, a->y->ndim, by, sizeof by),
                            oar_shape_str(a->x->dims, a->x->ndim, bx, sizeof bx), axis);
     }
     oar_bplan_make(&a->plan, od, xp, yp, nd);
     a->xn = oar_tensor_numel_of(a->x);
     a->yn = oar_tensor_numel_of(a->y);
     if (a->plan.total > 0 && (!oar_tensor_has_data(a->x) || !oar_tensor_has_data(a->y)))
-        return oar_k_error(k, OAR_ERR_INVALID, "%s: input %s holds no data", op_type(k),
-                           oar_tensor_has_data(a->x) ? "Y" : "X");
+        return oar_k_error(k, OAR_ERR_INVALID, "input %s holds no data", oar_tensor_has_data(a->x) ? "Y" : "X");
     return OAR_OK;
 }
 
@@ -100,10 +97,9 @@ static int ew_forward(oar_kernel_ctx_t *k, int dtype, ew_rows_fn fn)
     ew_args_t a;
     OAR_TRY(ew_setup(k, &a));
     void *o = oar_k_out_data(k, "Out", 0, dtype);
-    if (!o) return oar_k_error(k, OAR_ERR_NOMEM, "%s: cannot allocate Out", op_type(k));
+    if (!o) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate Out");
     if (a.plan.total == 0) return OAR_OK;
-    ew_run_rows(&a.plan, fn, oar_tensor_data((oar_tensor_t *)a.x),
-                oar_tensor_data((oar_tensor_t *)a.y), o);
+    ew_run_rows(&a.plan, fn, a.xd, a.yd, o);
     return OAR_OK;
 }
 
@@ -156,12 +152,12 @@ EW_ROWS(div_i64_rows, int64_t, int64_t, IDIV(int64_t, uint64_t, a, b))
         ew_args_t a;                                                                  \
         OAR_TRY(ew_setup(k, &a));                                                     \
         if (a.plan.total > 0) {                                                       \
-            const T *y = oar_tensor_data((oar_tensor_t *)a.y);                        \
+            const T *y = a.yd;                                                        \
             for (int64_t i = 0; i < a.yn; i++)                                        \
                 if (y[i] == 0)                                                        \
                     return oar_k_error(k, OAR_ERR_NUMERIC,                            \
-                        "%s: integer division by zero (Y[%lld] is 0, Y variable '%s')", \
-                        op_type(k), (long long)i, oar_k_in_name(k, "Y", 0));          \
+                        "integer division by zero (Y[%lld] is 0, Y variable '%s')", \
+                        (long long)i, oar_k_in_name(k, "Y", 0));          \
         }                                                                             \
         return ew_forward(k, DT, div_##SUF##_rows);                                   \
     }                                                                                 \
@@ -240,12 +236,12 @@ static int ew_grad_side(oar_kernel_ctx_t *k, const ew_args_t *a, int dtype, int 
     const char *slot = side ? "Y@GRAD" : "X@GRAD";
     if (!oar_k_out(k, slot, 0)) return OAR_OK;     /* not wanted */
     void *d = oar_k_out_data(k, slot, 0, dtype);
-    if (!d) return oar_k_error(k, OAR_ERR_NOMEM, "%s: cannot allocate %s", op_type(k), slot);
+    if (!d) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate %s", slot);
     const oar_bplan_t *p = &a->plan;
     bool full = side ? p->y_full : p->x_full;
     if (!full) memset(d, 0, (size_t)(side ? a->yn : a->xn) * oar_dtype_size(dtype));
     if (p->total == 0) return OAR_OK;
-    const void *x = oar_tensor_data((oar_tensor_t *)a->x), *y = oar_tensor_data((oar_tensor_t *)a->y);
+    const void *x = a->xd, *y = a->yd;
     int64_t rows = p->total / p->n[p->nd - 1];
     if (full && p->total > OAR_PAR_THRESHOLD && rows > 1) {
         #pragma omp parallel
@@ -277,7 +273,7 @@ static bool ew_grad_share(oar_kernel_ctx_t *k, const ew_args_t *a, int side, con
         d->ndim = src->ndim;
         if (lvl > 0 || d->lod_levels > 0) *rc = oar_tensor_copy_lod(d, src);
     }
-    if (*rc != OAR_OK) *rc = oar_k_error(k, *rc, "%s: cannot set %s", op_type(k), slot);
+    if (*rc != OAR_OK) *rc = oar_k_error(k, *rc, "cannot set %s", slot);
     return true;
 }
 
@@ -287,23 +283,22 @@ static int ew_backward(oar_kernel_ctx_t *k, int dtype, const ew_grad_fns_t *f, b
     ew_args_t a;
     OAR_TRY(ew_setup(k, &a));
     const oar_tensor_t *dout = oar_k_in(k, "Out@GRAD", 0);
-    if (!dout) return oar_k_error(k, OAR_ERR_NOT_FOUND, "%s: input Out@GRAD is missing", op_type(k));
+    if (!dout) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input Out@GRAD is missing");
     if (oar_tensor_numel_of(dout) != a.plan.total || (a.plan.total > 0 && !oar_tensor_has_data(dout))) {
         char b[128];
-        return oar_k_error(k, OAR_ERR_SHAPE, "%s: Out@GRAD shape %s does not match the broadcast of X and Y (%lld elements)",
-                           op_type(k), oar_shape_str(dout->dims, dout->ndim, b, sizeof b),
+        return oar_k_error(k, OAR_ERR_SHAPE, "Out@GRAD shape %s does not match the broadcast of X and Y (%lld elements)",
+                           oar_shape_str(dout->dims, dout->ndim, b, sizeof b),
                            (long long)a.plan.total);
     }
     if (oar_tensor_dtype(dout) != dtype)
-        return oar_k_error(k, OAR_ERR_DTYPE, "%s: Out@GRAD dtype %s differs from X dtype %s",
-                           op_type(k), oar_dtype_name(oar_tensor_dtype(dout)), oar_dtype_name(dtype));
+        return oar_k_error(k, OAR_ERR_DTYPE, "Out@GRAD dtype %s differs from X dtype %s",
+                           oar_dtype_name(oar_tensor_dtype(dout)), oar_dtype_name(dtype));
     const void *g = oar_tensor_data((oar_tensor_t *)dout);
     const void *out = g;   /* a valid pointer for the formulas that ignore Out */
     if (f->needs_out) {
         const oar_tensor_t *ot = oar_k_in(k, "Out", 0);
         if (!ot || oar_tensor_numel_of(ot) != a.plan.total || (a.plan.total > 0 && !oar_tensor_has_data(ot)))
-            return oar_k_error(k, OAR_ERR_SHAPE, "%s: input Out is missing or does not match Out@GRAD",
-                               op_type(k));
+            return oar_k_error(k, OAR_ERR_SHAPE, "input Out is missing or does not match Out@GRAD");
         out = oar_tensor_data((oar_tensor_t *)ot);
     }
     int rc = OAR_OK;
