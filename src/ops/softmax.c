@@ -1,0 +1,98 @@
+/*
+ * softmax.c — definitions of softmax and log_softmax (X -> Out along `axis`)
+ * and their grads, which read only Out and Out@GRAD.
+ */
+#include <string.h>
+#include "op.h"
+
+#define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
+
+static const oar_slot_def_t sm_in[] = {{"X", 0}, {NULL, 0}};
+static const oar_slot_def_t sm_out[] = {{"Out", 0}, {NULL, 0}};
+static const oar_slot_def_t sm_grad_in[] = {{"Out", 0}, {"Out@GRAD", 0}, {NULL, 0}};
+static const oar_slot_def_t sm_grad_out[] = {{"X@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
+
+static const oar_attr_def_t softmax_attrs[] = {
+    {"axis", OAR_ATTR_INT, -1, NULL, false, 0, 0},
+    {"use_cudnn", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    {"use_mkldnn", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    {"data_format", OAR_ATTR_STRING, 0, "AnyLayout", false, 0, 0},
+    {"is_test", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    ATTR_END};
+static const oar_attr_def_t log_softmax_attrs[] = {
+    {"axis", OAR_ATTR_INT, -1, NULL, false, 0, 0},
+    {"use_mkldnn", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    ATTR_END};
+
+static int check_axis(oar_infer_ctx_t *c, const char *slot)
+{
+    int nd;
+    const int64_t *d = oar_ic_in_dims(c, slot, 0, &nd);
+    if (!d) return OAR_ERR_SHAPE;
+    int axis = oar_attr_i(oar_ic_op(c), "axis");
+    if (nd == 0 || axis < -nd || axis >= nd) {
+        char b[128];
+        return oar_ic_error(c, OAR_ERR_INVALID, "axis %d out of range [%d, %d) for %s shape %s", axis, -nd, nd,
+                            slot, oar_shape_str(d, nd, b, sizeof b));
+    }
+    return OAR_OK;
+}
+
+static int sm_infer(oar_infer_ctx_t *c)
+{
+    OAR_TRY(check_axis(c, "X"));
+    return oar_infer_same_as(c, "X", "Out");
+}
+
+/* X@GRAD takes Out's dims, dtype and LoD */
+static int sm_grad_infer(oar_infer_ctx_t *c)
+{
+    const char *name = oar_ic_out_name(c, "X@GRAD", 0);
+    if (!name || strcmp(name, OAR_EMPTY_VAR) == 0) return OAR_OK;
+    OAR_TRY(check_axis(c, "Out"));
+    int nd, gnd;
+    const int64_t *d = oar_ic_in_dims(c, "Out", 0, &nd);
+    if (!d) return OAR_ERR_SHAPE;
+    int64_t dims[OAR_MAX_DIMS];
+    memcpy(dims, d, sizeof(int64_t) * (size_t)nd);
+    const int64_t *gd = oar_ic_in_dims(c, "Out@GRAD", 0, &gnd);
+    if (!gd) return OAR_ERR_SHAPE;
+    bool ok = gnd == nd;
+    for (int i = 0; ok && i < nd; i++) ok = oar_dim_eq(gd[i], dims[i]);
+    if (!ok) {
+        char b1[128], b2[128];
+        return oar_ic_error(c, OAR_ERR_SHAPE, "Out@GRAD shape %s differs from Out shape %s",
+                            oar_shape_str(gd, gnd, b1, sizeof b1), oar_shape_str(dims, nd, b2, sizeof b2));
+    }
+    OAR_TRY(oar_ic_set_out(c, "X@GRAD", 0, dims, nd, oar_ic_in_dtype(c, "Out", 0)));
+    return oar_ic_share_lod(c, "Out", 0, "X@GRAD", 0);
+}
+
+static int make_grad(oar_grad_ctx_t *g, const char *type)
+{
+    oar_op_desc_t *op = oar_gc_new_op(g, type);
+    if (!op) return OAR_ERR_NOMEM;
+    OAR_TRY(oar_gc_out(g, op, "Out"));
+    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
+    return oar_gc_in_grad(g, op, "X");
+}
+static int softmax_grad_maker(oar_grad_ctx_t *g) { return make_grad(g, "softmax_grad"); }
+static int log_softmax_grad_maker(oar_grad_ctx_t *g) { return make_grad(g, "log_softmax_grad"); }
+
+static const oar_op_def_t softmax_def = {
+    .type = "softmax", .inputs = sm_in, .outputs = sm_out, .attrs = softmax_attrs,
+    .infer = sm_infer, .grad = softmax_grad_maker, .dtype_slot = "X"};
+OAR_REGISTER_OP(softmax_def)
+static const oar_op_def_t softmax_grad_def = {
+    .type = "softmax_grad", .inputs = sm_grad_in, .outputs = sm_grad_out, .attrs = softmax_attrs,
+    .infer = sm_grad_infer, .dtype_slot = "Out"};
+OAR_REGISTER_OP(softmax_grad_def)
+
+static const oar_op_def_t log_softmax_def = {
+    .type = "log_softmax", .inputs = sm_in, .outputs = sm_out, .attrs = log_softmax_attrs,
+    .infer = sm_infer, .grad = log_softmax_grad_maker, .dtype_slot = "X"};
+OAR_REGISTER_OP(log_softmax_def)
+static const oar_op_def_t log_softmax_grad_def = {
+    .type = "log_softmax_grad", .inputs = sm_grad_in, .outputs = sm_grad_out, .attrs = log_softmax_attrs,
+    .infer = sm_grad_infer, .dtype_slot = "Out"};
+OAR_REGISTER_OP(log_softmax_grad_def)
