@@ -675,7 +675,7 @@ describe("oar_program_validate", function()
     lib.check(C.oar_op_desc_set_attr_block(op2, "sub_block", 1))   -- its own block
     lib.check(C.oar_op_desc_set_attr_block(op, "sub_block", 1))
     assert.are.equal(FORMAT, C.oar_program_validate(p))
-    has(lib.last_error(), "block 1", "'sub_block'", "own block")
+    has(lib.last_error(), "block 1", "'sub_block'", "the op's own")
     lib.check(C.oar_op_desc_remove_attr(op2, "sub_block"))
     lib.check(C.oar_op_desc_set_attr_blocks(op, "blocks", ffi.new("int32_t[2]", { 1, 0 }), 2))
     assert.are.equal(FORMAT, C.oar_program_validate(p))

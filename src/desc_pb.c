@@ -249,8 +249,8 @@ static int malformed(int rc, const char *where)
     if (rc == OAR_ERR_NOMEM) return rc;
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", oar_last_error());
-    return oar_error(rc == OAR_ERR_UNSUPPORTED ? rc : OAR_ERR_FORMAT,
-                     "malformed ProgramDesc: %s: %s", where, msg);
+    return oar_error(OAR_ERR_FORMAT, "malformed ProgramDesc: %s%s%s", where ? where : "",
+                     where ? ": " : "", msg);
 }
 
 static int tensor_from(oar_var_desc_t *v, const PbTensor *t, const char *where)
@@ -269,14 +269,14 @@ static int var_from(oar_block_t *b, const PbVar *m, const char *where)
 {
     oar_var_desc_t *v;
     int rc = oar_block_var_new(b, m->name, &v);
-    if (rc != OAR_OK) return malformed(rc, where);
+    if (rc != OAR_OK) return malformed(rc, NULL);   /* the message names block and var */
     const PbVarType *vt = m->type;
     int t = (int)vt->type;
     if (!oar_desc_var_type_valid(t)) {
         bool known_kind = t == 14 || t == 15 || t == 16 || t == 18;   /* PLACE_LIST .. TUPLE */
         return oar_error(known_kind ? OAR_ERR_UNSUPPORTED : OAR_ERR_FORMAT,
-                         "%sProgramDesc: %s: var '%s' has type %s (%d), %s",
-                         known_kind ? "" : "malformed ", where, m->name, oar_desc_type_name(t), t,
+                         "%s ProgramDesc: %s: var '%s' has type %s (%d), %s",
+                         known_kind ? "unsupported" : "malformed", where, m->name, oar_desc_type_name(t), t,
                          known_kind ? "which oar does not support" : "not a variable kind");
     }
     v->type = t;
@@ -321,7 +321,8 @@ static int set_attr_from(oar_op_desc_t *op, const PbAttr *a)
         return rc;
     }
     default:
-        return oar_error(OAR_ERR_FORMAT, "attr '%s' has unknown type %d", a->name, (int)a->type);
+        return oar_error(OAR_ERR_FORMAT, "op '%s': attr '%s' has unknown type %d", op->type, a->name,
+                         (int)a->type);
     }
 }
 
@@ -333,9 +334,10 @@ static int op_fill(oar_op_desc_t *op, const PbOp *m)
         for (size_t i = 0; i < n; i++) {
             const char *slot = slots[i]->parameter;
             if ((pass ? oar_op_find_output(op, slot) : oar_op_find_input(op, slot)))
-                return oar_error(OAR_ERR_FORMAT, "%s slot '%s' appears twice", pass ? "output" : "input", slot);
+                return oar_error(OAR_ERR_FORMAT, "op '%s': %s slot '%s' appears twice", op->type,
+                                 pass ? "output" : "input", slot);
             if (slots[i]->n_arguments > INT_MAX)
-                return oar_error(OAR_ERR_FORMAT, "slot '%s' has too many arguments", slot);
+                return oar_error(OAR_ERR_FORMAT, "op '%s': slot '%s' has too many arguments", op->type, slot);
             const char *const *args = (const char *const *)slots[i]->arguments;
             int na = (int)slots[i]->n_arguments;
             OAR_TRY(pass ? oar_op_desc_set_output(op, slot, args, na) : oar_op_desc_set_input(op, slot, args, na));
@@ -344,7 +346,7 @@ static int op_fill(oar_op_desc_t *op, const PbOp *m)
     for (size_t i = 0; i < m->n_attrs; i++) {
         const PbAttr *a = m->attrs[i];
         if (oar_op_find_attr(op, a->name))
-            return oar_error(OAR_ERR_FORMAT, "attr '%s' appears twice", a->name);
+            return oar_error(OAR_ERR_FORMAT, "op '%s': attr '%s' appears twice", op->type, a->name);
         OAR_TRY(set_attr_from(op, a));
     }
     op->is_target = m->is_target;
@@ -360,9 +362,7 @@ static int op_from(oar_block_t *b, const PbOp *m, const char *where)
     if (rc == OAR_OK) rc = oar_block_append_op_raw(b, op);
     if (rc != OAR_OK) {
         oar_op_desc_free(op);
-        char ctx[512];
-        snprintf(ctx, sizeof ctx, "%s, op '%s'", where, m->type);
-        return malformed(rc, ctx);
+        return malformed(rc, where);   /* the message names the op type */
     }
     return OAR_OK;
 }

@@ -116,8 +116,9 @@ static int check_block_ref(const oar_program_t *p, const oar_block_t *b, int opi
     if (target >= 1 && target < p->nblocks && target != b->idx) return OAR_OK;
     return oar_error(OAR_ERR_FORMAT,
                      "invalid program: block %d, op #%d '%s': attr '%s' names block %d "
-                     "(must be 1..%d and not the op's own block)",
-                     b->idx, opi, op->type, a->name, target, p->nblocks - 1);
+                     "(a sub-block must exist and be neither block 0 nor the op's own; "
+                     "the program has %d blocks)",
+                     b->idx, opi, op->type, a->name, target, p->nblocks);
 }
 
 static int check_op(const oar_program_t *p, oar_block_t *b, int opi)
