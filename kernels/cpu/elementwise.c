@@ -13,98 +13,19 @@
 #include "op.h"
 #include "broadcast.h"
 
-/* ---- plans ------------------------------------------------------------- */
-typedef struct ew_args {
-    const oar_tensor_t *x, *y;
-    oar_bplan_t plan;
-    int64_t xn, yn;        /* numel of X and Y */
-    const void *xd, *yd;   /* taken before any output is allocated (in-place safety) */
-} ew_args_t;
-
-static int ew_setup(oar_kernel_ctx_t *k, ew_args_t *a)
+static int ew_forward(oar_kernel_ctx_t *k, int dtype, oar_brows_fn fn)
 {
-    a->x = oar_k_in(k, "X", 0);
-    a->y = oar_k_in(k, "Y", 0);
-    if (!a->x || !a->y)
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s is missing", a->x ? "Y" : "X");
-    int64_t od[OAR_MAX_DIMS], xp[OAR_MAX_DIMS], yp[OAR_MAX_DIMS];
-    int nd;
-    int axis = oar_attr_i(oar_k_op(k), "axis");
-    if (oar_bcast_shape(a->x->dims, a->x->ndim, a->y->dims, a->y->ndim, axis, od, xp, yp, &nd)) {
-        char bx[128], by[128];
-        return oar_k_error(k, OAR_ERR_SHAPE, "Y shape %s does not broadcast to X shape %s at axis %d",
-                           oar_shape_str(a->y->dims, a->y->ndim, by, sizeof by),
-                           oar_shape_str(a->x->dims, a->x->ndim, bx, sizeof bx), axis);
-    }
-    oar_bplan_make(&a->plan, od, xp, yp, nd);
-    a->xn = oar_tensor_numel_of(a->x);
-    a->yn = oar_tensor_numel_of(a->y);
-    if (a->plan.total > 0 && (!oar_tensor_has_data(a->x) || !oar_tensor_has_data(a->y)))
-        return oar_k_error(k, OAR_ERR_INVALID, "input %s holds no data", oar_tensor_has_data(a->x) ? "Y" : "X");
-    return OAR_OK;
-}
-
-/* ---- forward ----------------------------------------------------------- */
-typedef void (*ew_rows_fn)(const oar_bplan_t *p, const void *x, const void *y, void *o,
-                           int64_t lo, int64_t hi);
-
-/* Rows [lo, hi) of a binary op; EXPR computes the result from a (x) and b (y). */
-#define EW_ROWS(NAME, TI, TO, EXPR)                                                   \
-    static void NAME(const oar_bplan_t *p, const void *xv, const void *yv, void *ov,  \
-                     int64_t lo, int64_t hi)                                          \
-    {                                                                                 \
-        const TI *x = xv, *y = yv;                                                    \
-        TO *o = ov;                                                                   \
-        const int d = p->nd - 1;                                                      \
-        const int64_t n = p->n[d];                                                    \
-        const bool xv1 = p->xs[d] != 0, yv1 = p->ys[d] != 0;                          \
-        int64_t xo, yo, idx[OAR_MAX_DIMS];                                            \
-        if (lo >= hi) return;                                                         \
-        oar_bplan_row(p, lo, &xo, &yo, idx);                                          \
-        for (int64_t r = lo; r < hi; r++) {                                           \
-            const TI *xr = x + xo, *yr = y + yo;                                      \
-            TO *orow = o + r * n;                                                     \
-            if (xv1 && yv1) {                                                         \
-                for (int64_t i = 0; i < n; i++) { TI a = xr[i], b = yr[i]; orow[i] = (EXPR); } \
-            } else if (xv1) {                                                         \
-                const TI b = *yr;                                                     \
-                for (int64_t i = 0; i < n; i++) { TI a = xr[i]; orow[i] = (EXPR); }   \
-            } else {                                                                  \
-                const TI a = *xr;                                                     \
-                for (int64_t i = 0; i < n; i++) { TI b = yr[i]; orow[i] = (EXPR); }   \
-            }                                                                         \
-            oar_bplan_next(p, &xo, &yo, idx);                                         \
-        }                                                                             \
-    }
-
-static void ew_run_rows(const oar_bplan_t *p, ew_rows_fn fn, const void *x, const void *y, void *o)
-{
-    int64_t rows = p->total / p->n[p->nd - 1];
-    if (p->total > OAR_PAR_THRESHOLD && rows > 1) {
-        #pragma omp parallel
-        {
-            int64_t lo, hi;
-            oar_omp_range(rows, &lo, &hi);
-            fn(p, x, y, o, lo, hi);
-        }
-    } else {
-        fn(p, x, y, o, 0, rows);
-    }
-}
-
-static int ew_forward(oar_kernel_ctx_t *k, int dtype, ew_rows_fn fn)
-{
-    ew_args_t a;
-    OAR_TRY(ew_setup(k, &a));
+    oar_bargs_t a;
+    OAR_TRY(oar_bcast_setup(k, &a));
     void *o = oar_k_out_data(k, "Out", 0, dtype);
     if (!o) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate Out");
     if (a.plan.total == 0) return OAR_OK;
-    ew_run_rows(&a.plan, fn, a.xd, a.yd, o);
+    oar_brun_rows(&a.plan, fn, a.xd, a.yd, o);
     return OAR_OK;
 }
 
 #define EW_FWD(OP, SUF, T, DT, EXPR)                                                  \
-    EW_ROWS(OP##_##SUF##_rows, T, T, EXPR)                                            \
+    OAR_BROWS(OP##_##SUF##_rows, T, T, EXPR)                                            \
     static int OP##_##SUF(oar_kernel_ctx_t *k) { return ew_forward(k, DT, OP##_##SUF##_rows); } \
     OAR_REGISTER_KERNEL("elementwise_" #OP, OAR_PLACE_CPU, DT, OP##_##SUF)
 
@@ -143,14 +64,14 @@ EW_FWD(min, i64, int64_t, OAR_INT64, MINE(a, b))
 /* Integer division truncates like C; MIN / -1 wraps instead of trapping, and
  * a zero divisor is an error found before any arithmetic. */
 #define IDIV(T, UT, a, b) ((b) == -1 ? (T)(UT)(0u - (UT)(a)) : (a) / (b))
-EW_ROWS(div_i32_rows, int32_t, int32_t, IDIV(int32_t, uint32_t, a, b))
-EW_ROWS(div_i64_rows, int64_t, int64_t, IDIV(int64_t, uint64_t, a, b))
+OAR_BROWS(div_i32_rows, int32_t, int32_t, IDIV(int32_t, uint32_t, a, b))
+OAR_BROWS(div_i64_rows, int64_t, int64_t, IDIV(int64_t, uint64_t, a, b))
 
 #define EW_IDIV(SUF, T, DT)                                                           \
     static int div_##SUF(oar_kernel_ctx_t *k)                                         \
     {                                                                                 \
-        ew_args_t a;                                                                  \
-        OAR_TRY(ew_setup(k, &a));                                                     \
+        oar_bargs_t a;                                                                  \
+        OAR_TRY(oar_bcast_setup(k, &a));                                                     \
         if (a.plan.total > 0) {                                                       \
             const T *y = a.yd;                                                        \
             for (int64_t i = 0; i < a.yn; i++)                                        \
@@ -230,7 +151,7 @@ typedef void (*ew_grad_fn)(const oar_bplan_t *p, const void *x, const void *y, c
 
 typedef struct ew_grad_fns { ew_grad_fn dx, dy; bool needs_out; } ew_grad_fns_t;
 
-static int ew_grad_side(oar_kernel_ctx_t *k, const ew_args_t *a, int dtype, int side,
+static int ew_grad_side(oar_kernel_ctx_t *k, const oar_bargs_t *a, int dtype, int side,
                         ew_grad_fn fn, const void *out, const void *g)
 {
     const char *slot = side ? "Y@GRAD" : "X@GRAD";
@@ -258,7 +179,7 @@ static int ew_grad_side(oar_kernel_ctx_t *k, const ew_args_t *a, int dtype, int 
 
 /* For add/sub: a gradient equal to dOut with the operand's shape shares
  * dOut's buffer (copy-on-write) instead of copying it. */
-static bool ew_grad_share(oar_kernel_ctx_t *k, const ew_args_t *a, int side, const oar_tensor_t *dout,
+static bool ew_grad_share(oar_kernel_ctx_t *k, const oar_bargs_t *a, int side, const oar_tensor_t *dout,
                           int *rc)
 {
     const char *slot = side ? "Y@GRAD" : "X@GRAD";
@@ -280,8 +201,8 @@ static bool ew_grad_share(oar_kernel_ctx_t *k, const ew_args_t *a, int side, con
 static int ew_backward(oar_kernel_ctx_t *k, int dtype, const ew_grad_fns_t *f, bool share_x,
                        bool share_y)
 {
-    ew_args_t a;
-    OAR_TRY(ew_setup(k, &a));
+    oar_bargs_t a;
+    OAR_TRY(oar_bcast_setup(k, &a));
     const oar_tensor_t *dout = oar_k_in(k, "Out@GRAD", 0);
     if (!dout) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input Out@GRAD is missing");
     if (oar_tensor_numel_of(dout) != a.plan.total || (a.plan.total > 0 && !oar_tensor_has_data(dout))) {

@@ -55,7 +55,7 @@ static int ew_grad_infer(oar_infer_ctx_t *c)
     const int64_t *gd = oar_ic_in_dims(c, "Out@GRAD", 0, &gn);
     if (!gd) return OAR_ERR_SHAPE;
     int64_t od[OAR_MAX_DIMS];
-    int axis = oar_attr_i(oar_ic_op(c), "axis");
+    int axis = oar_bcast_axis(oar_ic_op(c));
     bool ok = oar_bcast_shape(xd, xn, yd, yn, axis, od, NULL, NULL, &nd) == OAR_BCAST_OK && nd == gn;
     for (int i = 0; ok && i < nd; i++) ok = oar_dim_eq(od[i], gd[i]);
     if (!ok) {
