@@ -106,6 +106,13 @@ const int64_t *oar_tensor_lod_data(const oar_tensor_t *t, int level);
 int oar_tensor_set_lod(oar_tensor_t *t, int nlevels, const int64_t *const *offsets,
                        const int64_t *sizes);          /* validated against dims[0] */
 
+/* Fluid's LoDTensor stream format (with oar's checksum trailer); bytes from malloc (oar_free). */
+int oar_tensor_serialize(const oar_tensor_t *t, void **bytes, size_t *n);
+int oar_tensor_deserialize(const void *bytes, size_t n, size_t *consumed, oar_tensor_t **out);
+/* files: atomic replace (temp + fsync + rename), and whole reads */
+int oar_file_write(const char *path, const void *data, size_t n);
+int oar_file_read(const char *path, void **data, size_t *n);  /* free with oar_free */
+
 /* ---- scopes and variables --------------------------------------------- */
 typedef struct oar_scope oar_scope_t;
 typedef struct oar_variable oar_variable_t;

@@ -1,0 +1,180 @@
+/* io_ops.c — save, load, save_combine, load_combine (Fluid's file ops) and
+ * feed/fetch (the ops Fluid's inference models carry at their ends).
+ * Saving builds the whole file in memory and replaces the target atomically;
+ * loading parses and checks every record before any variable changes. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "exec.h"
+#include "tensor_io.h"
+
+#define LOAD_LIMIT ((size_t)1 << 36)
+
+static const oar_attr_def_t save_attrs[] = {
+    {"file_path", OAR_ATTR_STRING, 0, NULL, true, 0, 0},
+    {"overwrite", OAR_ATTR_BOOLEAN, 1, NULL, false, 0, 0},
+    {"save_as_fp16", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    {NULL, 0, 0, NULL, false, 0, 0},
+};
+static const oar_attr_def_t load_attrs[] = {
+    {"file_path", OAR_ATTR_STRING, 0, NULL, true, 0, 0},
+    {"load_as_fp16", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    {NULL, 0, 0, NULL, false, 0, 0},
+};
+
+static int check_path(oar_kernel_ctx_t *k, const char *path, bool writing) {
+    if (!path || !*path) return oar_k_error(k, OAR_ERR_INVALID, "attr file_path is empty");
+    if (writing && !oar_attr_b(oar_k_op(k), "overwrite") && access(path, F_OK) == 0)
+        return oar_k_error(k, OAR_ERR_IO, "'%s' exists and overwrite is false", path);
+    return OAR_OK;
+}
+
+static int append_input(oar_kernel_ctx_t *k, oar_bytes_t *b, int i) {
+    oar_variable_t *v = oar_k_in_var(k, "X", i);
+    const char *name = oar_k_in_name(k, "X", i);
+    if (!v || v->type != OAR_VAR_LOD_TENSOR || !oar_tensor_has_data(v->u.tensor))
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "variable '%s' has no tensor to save", name ? name : "?");
+    int rc = oar_tensor_write_record(b, v->u.tensor);
+    if (rc != OAR_OK) oar_error_prefix("%s: variable '%s': ", oar_k_op(k)->type, name);
+    return rc;
+}
+
+static int run_save(oar_kernel_ctx_t *k) {
+    const char *path = oar_attr_s(oar_k_op(k), "file_path");
+    OAR_TRY(check_path(k, path, true));
+    oar_bytes_t b = {0};
+    int n = oar_k_in_count(k, "X");
+    int rc = OAR_OK;
+    for (int i = 0; i < n && rc == OAR_OK; i++) rc = append_input(k, &b, i);
+    if (rc == OAR_OK) rc = oar_file_write_atomic(path, b.data, b.n);
+    oar_bytes_free(&b);
+    return rc;
+}
+
+/* Checks a loaded tensor against the output's declared dtype and shape. */
+static int check_declared(oar_kernel_ctx_t *k, const char *name, const oar_tensor_t *t, const char *path) {
+    oar_block_t *b = oar_program_block(oar_k_program(k), k->prep->block_idx);
+    const oar_var_desc_t *v = b ? oar_block_find_var_recursive(b, name) : NULL;
+    if (!v) return OAR_OK;
+    if (v->dtype >= 0 && v->dtype != t->dtype)
+        return oar_k_error(k, OAR_ERR_DTYPE, "'%s' in '%s' is %s, the program declares %s", name, path,
+                           oar_dtype_name(t->dtype), oar_dtype_name(v->dtype));
+    if (v->ndim >= 0) {
+        bool ok = v->ndim == t->ndim;
+        for (int i = 0; ok && i < v->ndim; i++) ok = v->dims[i] < 0 || v->dims[i] == t->dims[i];
+        if (!ok) {
+            char want[160], got[160];
+            return oar_k_error(k, OAR_ERR_SHAPE, "'%s' in '%s' has shape %s, the program declares %s", name, path,
+                               oar_shape_str(t->dims, t->ndim, got, sizeof got),
+                               oar_shape_str(v->dims, v->ndim, want, sizeof want));
+        }
+    }
+    return OAR_OK;
+}
+
+static int run_load(oar_kernel_ctx_t *k) {
+    const char *path = oar_attr_s(oar_k_op(k), "file_path");
+    OAR_TRY(check_path(k, path, false));
+    int n = oar_k_out_count(k, "Out");
+    uint8_t *data = NULL;
+    size_t size = 0;
+    OAR_TRY(oar_file_read_all(path, LOAD_LIMIT, &data, &size));
+    oar_tensor_t **loaded = oar_xcalloc((size_t)(n ? n : 1), sizeof *loaded);
+    int rc = loaded ? OAR_OK : OAR_ERR_NOMEM;
+    size_t at = 0;
+    for (int i = 0; i < n && rc == OAR_OK; i++) {
+        size_t used = 0;
+        rc = oar_tensor_read_record(data + at, size - at, &used, path, &loaded[i]);
+        if (rc == OAR_OK) {
+            at += used;
+            rc = check_declared(k, oar_k_out_name(k, "Out", i), loaded[i], path);
+        }
+    }
+    if (rc == OAR_OK && at != size)
+        rc = oar_k_error(k, OAR_ERR_FORMAT, "'%s' has %zu bytes after the %d tensor(s) expected", path, size - at, n);
+    /* only now, with every record valid, do the variables change */
+    for (int i = 0; i < n && rc == OAR_OK; i++) {
+        oar_variable_t *v = oar_k_out_var(k, "Out", i);
+        if (!v) rc = oar_k_error(k, OAR_ERR_NOT_FOUND, "output %d has no variable", i);
+        else rc = oar_variable_set_tensor(v, loaded[i]);
+    }
+    for (int i = 0; loaded && i < n; i++) oar_tensor_free(loaded[i]);
+    free(loaded);
+    free(data);
+    return rc;
+}
+
+static const oar_slot_def_t save_in[] = {{"X", 0}, {NULL, 0}};
+static const oar_slot_def_t save_combine_in[] = {{"X", OAR_SLOT_DUPLICABLE}, {NULL, 0}};
+static const oar_slot_def_t none[] = {{NULL, 0}};
+static const oar_slot_def_t load_out[] = {{"Out", 0}, {NULL, 0}};
+static const oar_slot_def_t load_combine_out[] = {{"Out", OAR_SLOT_DUPLICABLE}, {NULL, 0}};
+
+static const oar_op_def_t save_def = {
+    .type = "save", .inputs = save_in, .outputs = none, .attrs = save_attrs,
+    .flags = OAR_OP_NO_KERNEL, .run = run_save};
+static const oar_op_def_t save_combine_def = {
+    .type = "save_combine", .inputs = save_combine_in, .outputs = none, .attrs = save_attrs,
+    .flags = OAR_OP_NO_KERNEL, .run = run_save};
+static const oar_op_def_t load_def = {
+    .type = "load", .inputs = none, .outputs = load_out, .attrs = load_attrs,
+    .flags = OAR_OP_NO_KERNEL, .run = run_load};
+static const oar_op_def_t load_combine_def = {
+    .type = "load_combine", .inputs = none, .outputs = load_combine_out, .attrs = load_attrs,
+    .flags = OAR_OP_NO_KERNEL, .run = run_load};
+OAR_REGISTER_OP(save_def)
+OAR_REGISTER_OP(save_combine_def)
+OAR_REGISTER_OP(load_def)
+OAR_REGISTER_OP(load_combine_def)
+
+/* ---- feed / fetch ---------------------------------------------------------
+ * feed copies column `col` of the FEED_MINIBATCH list into Out; fetch
+ * copies X into column `col` of the FETCH_LIST. Both lists are tensor arrays. */
+static const oar_attr_def_t col_attrs[] = {
+    {"col", OAR_ATTR_INT, 0, NULL, true, 0, 0},
+    {NULL, 0, 0, NULL, false, 0, 0},
+};
+
+static int run_feed(oar_kernel_ctx_t *k) {
+    int col = oar_attr_i(oar_k_op(k), "col");
+    oar_variable_t *list = oar_k_in_var(k, "X", 0);
+    oar_tensor_array_t *a = list ? oar_var_array(list) : NULL;
+    if (!a) return oar_k_error(k, OAR_ERR_DTYPE, "input X must be the feed list");
+    if (col < 0 || col >= a->n || !a->items[col])
+        return oar_k_error(k, OAR_ERR_RANGE, "feed column %d was not fed (%d columns)", col, a->n);
+    oar_variable_t *out = oar_k_out_var(k, "Out", 0);
+    if (!out) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out is missing");
+    return oar_variable_set_tensor(out, a->items[col]);
+}
+
+static int run_fetch(oar_kernel_ctx_t *k) {
+    int col = oar_attr_i(oar_k_op(k), "col");
+    oar_tensor_t *x = oar_k_in(k, "X", 0);
+    if (!x || !oar_tensor_has_data(x)) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input X ('%s') has no value", oar_k_in_name(k, "X", 0));
+    oar_variable_t *list = oar_k_out_var(k, "Out", 0);
+    oar_tensor_array_t *a = list ? oar_var_array(list) : NULL;
+    if (!a) return oar_k_error(k, OAR_ERR_DTYPE, "output Out must be the fetch list");
+    if (col < 0 || col > 4096) return oar_k_error(k, OAR_ERR_RANGE, "fetch column %d out of range", col);
+    if (col >= a->n) OAR_TRY(oar_array_resize(a, col + 1));
+    oar_tensor_t *copy;
+    OAR_TRY(oar_tensor_copy(x, &copy));
+    oar_tensor_free(a->items[col]);
+    a->items[col] = copy;
+    return OAR_OK;
+}
+
+static int feed_infer(oar_infer_ctx_t *c) {
+    if (oar_ic_runtime(c)) return OAR_OK;
+    return oar_ic_set_out_var_type(c, "Out", 0, OAR_VAR_LOD_TENSOR);
+}
+
+static const oar_slot_def_t x_in[] = {{"X", 0}, {NULL, 0}};
+static const oar_slot_def_t out_out[] = {{"Out", 0}, {NULL, 0}};
+static const oar_op_def_t feed_def = {
+    .type = "feed", .inputs = x_in, .outputs = out_out, .attrs = col_attrs, .infer = feed_infer,
+    .flags = OAR_OP_NO_KERNEL, .run = run_feed};
+static const oar_op_def_t fetch_def = {
+    .type = "fetch", .inputs = x_in, .outputs = out_out, .attrs = col_attrs,
+    .flags = OAR_OP_NO_KERNEL, .run = run_fetch};
+OAR_REGISTER_OP(feed_def)
+OAR_REGISTER_OP(fetch_def)
