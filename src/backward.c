@@ -31,6 +31,8 @@ static void pass_free(oar_bw_pass_t *P)
     oar_bw_names_free(&P->reach);
     oar_strmap_free(&P->gname);
     oar_strmap_free(&P->gfwd);
+    oar_strmap_free(&P->renamed);
+    free(P->rnew);
     free(P->entries);
     oar_bw_pool_free(&P->pool);
     free(P->made);
@@ -315,7 +317,7 @@ static const char *written_grad(oar_bw_pass_t *P, oar_bw_run_t *R, const char *f
 {
     int e = oar_strmap_get(&P->gname, fwd);
     if (e < 0) return NULL;
-    const char *g = P->entries[e].grad;
+    const char *g = oar_bw_final_name(P, P->entries[e].grad);
     return oar_bw_names_has(&R->written, g) ? g : NULL;
 }
 

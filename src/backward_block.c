@@ -286,6 +286,81 @@ static int addup(oar_bw_run_t *R)
     return rc;
 }
 
+/* ---- rename ------------------------------------------------------------------ */
+
+const char *oar_bw_final_name(oar_bw_pass_t *P, const char *grad)
+{
+    int k = grad ? oar_strmap_get(&P->renamed, grad) : -1;
+    return k >= 0 ? P->rnew[k] : grad;
+}
+
+static int set_renamed(oar_bw_pass_t *P, const char *old, const char *fresh)
+{
+    const char *key = oar_bw_pool_strdup(&P->pool, old);
+    if (!key) return OAR_ERR_NOMEM;
+    OAR_TRY(oar_grow((void **)&P->rnew, &P->caprnew, P->nrnew + 1, sizeof *P->rnew));
+    OAR_TRY(oar_strmap_put(&P->renamed, key, P->nrnew));
+    P->rnew[P->nrnew++] = fresh;
+    return OAR_OK;
+}
+
+/* Inner grad blocks read outer grads by name: follow the renames there. */
+static int rename_in_made_blocks(oar_bw_pass_t *P, const oar_op_desc_t *op, int depth)
+{
+    int *sub = NULL, nsub = 0;
+    OAR_TRY(oar_bw_op_sub_blocks(op, &sub, &nsub));
+    int rc = OAR_OK;
+    for (int k = 0; k < nsub && rc == OAR_OK; k++) {
+        oar_block_t *b = oar_program_block(P->p, sub[k]);
+        if (!b || sub[k] < P->nblocks0 || depth > P->nmade) continue;   /* only blocks this pass made */
+        for (int i = 0; i < b->nops && rc == OAR_OK; i++) {
+            oar_op_desc_t *inner = b->ops[i];
+            for (int s = 0; s < inner->ninputs && rc == OAR_OK; s++)
+                for (int j = 0; j < inner->inputs[s].nargs && rc == OAR_OK; j++) {
+                    char **a = &inner->inputs[s].args[j];
+                    const char *to = oar_bw_final_name(P, *a);
+                    if (to != *a && !oar_block_find_var(b, *a)) rc = set_arg(a, to);
+                }
+            if (rc == OAR_OK) rc = rename_in_made_blocks(P, inner, depth + 1);
+        }
+    }
+    free(sub);
+    return rc;
+}
+
+/* Fluid's _rename_grad_: a grad an earlier pass over block 0 already declared
+ * is not overwritten; this pass writes a fresh name and its readers follow. */
+static int rename_existing(oar_bw_run_t *R)
+{
+    oar_bw_pass_t *P = R->P;
+    int rc = OAR_OK;
+    for (int i = 0; i < R->list.n && rc == OAR_OK; i++) {
+        oar_op_desc_t *op = R->list.v[i].op;
+        for (int s = 0; s < op->ninputs && rc == OAR_OK; s++)
+            for (int j = 0; j < op->inputs[s].nargs && rc == OAR_OK; j++) {
+                char **a = &op->inputs[s].args[j];
+                const char *to = oar_bw_final_name(P, *a);
+                if (to != *a) rc = set_arg(a, to);
+            }
+        if (rc == OAR_OK) rc = rename_in_made_blocks(P, op, 0);
+        for (int s = 0; s < op->noutputs && rc == OAR_OK; s++)
+            for (int j = 0; j < op->outputs[s].nargs && rc == OAR_OK; j++) {
+                char **a = &op->outputs[s].args[j];
+                if (is_empty(*a) || !oar_bw_fwd_of(R, *a) || !oar_block_find_var(R->target, *a)) continue;
+                char *fresh = NULL;
+                for (int k = 1; !fresh || oar_block_find_var(R->target, fresh) ||
+                                oar_strmap_get(&P->gfwd, fresh) >= 0; k++) {
+                    fresh = oar_bw_pool_printf(&P->pool, "%s_%d", *a, k);
+                    if (!fresh) return OAR_ERR_NOMEM;
+                }
+                rc = oar_bw_alias(P, fresh, *a);
+                if (rc == OAR_OK) rc = set_renamed(P, *a, fresh);
+                if (rc == OAR_OK) rc = set_arg(a, fresh);
+            }
+    }
+    return rc;
+}
+
 /* ---- commit ----------------------------------------------------------------- */
 
 /* A grad var is declared where its op goes, shaped like its forward var. In a
@@ -332,6 +407,7 @@ int oar_bw_run_block(oar_bw_run_t *R, oar_op_desc_t *const *fwd_ops, int nfwd)
     int rc = generate(R, fwd_ops, nfwd);
     if (rc == OAR_OK) rc = prune(R);
     if (rc == OAR_OK) rc = addup(R);
+    if (rc == OAR_OK && R->top) rc = rename_existing(R);
     if (rc == OAR_OK) rc = commit(R);
     oar_bw_list_free(&R->list);   /* frees the ops that did not make it into the block */
     return rc;

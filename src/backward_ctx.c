@@ -8,14 +8,6 @@
 
 /* ---- gradient names ------------------------------------------------------ */
 
-/* declared in a block that existed before the pass (an earlier pass's grad) */
-static bool declared_before(oar_bw_pass_t *P, const char *name)
-{
-    for (int i = 0; i < P->nblocks0; i++)
-        if (oar_block_find_var(oar_program_block(P->p, i), name)) return true;
-    return false;
-}
-
 static int add_entry(oar_bw_pass_t *P, const char *fwd, const char *grad)
 {
     OAR_TRY(oar_grow((void **)&P->entries, &P->capentries, P->nentries + 1, sizeof *P->entries));
@@ -37,9 +29,6 @@ const char *oar_bw_grad_name(oar_bw_pass_t *P, const char *fwd)
     if (e >= 0) return P->entries[e].grad;
     char *f = oar_bw_pool_strdup(&P->pool, fwd);
     char *g = f ? oar_bw_pool_printf(&P->pool, "%s" OAR_GRAD_SUFFIX, fwd) : NULL;
-    /* a second pass over the same program must not write the first pass's grads */
-    for (int k = 1; g && (declared_before(P, g) || oar_strmap_get(&P->gfwd, g) >= 0); k++)
-        g = oar_bw_pool_printf(&P->pool, "%s" OAR_GRAD_SUFFIX "_%d", fwd, k);
     if (!g || add_entry(P, f, g) != OAR_OK) return NULL;
     return g;
 }
@@ -47,8 +36,22 @@ const char *oar_bw_grad_name(oar_bw_pass_t *P, const char *fwd)
 int oar_bw_alias(oar_bw_pass_t *P, const char *name, const char *of)
 {
     int e = oar_strmap_get(&P->gfwd, of);
-    if (e < 0) return OAR_OK;   /* a hand-built name: its forward var is its prefix */
-    return oar_strmap_put(&P->gfwd, name, e);
+    if (e < 0) {
+        /* a hand-built grad name: its forward var is the part before @GRAD */
+        const char *at = strstr(of, OAR_GRAD_SUFFIX);
+        char *f = oar_bw_pool_strdup(&P->pool, of), *g = oar_bw_pool_strdup(&P->pool, of);
+        if (!f || !g) return OAR_ERR_NOMEM;
+        if (at) f[at - of] = '\0';
+        OAR_TRY(oar_grow((void **)&P->entries, &P->capentries, P->nentries + 1, sizeof *P->entries));
+        e = P->nentries;
+        OAR_TRY(oar_strmap_put(&P->gfwd, g, e));
+        P->entries[e].fwd = f;
+        P->entries[e].grad = g;
+        P->nentries++;
+    }
+    const char *key = oar_bw_pool_strdup(&P->pool, name);
+    if (!key) return OAR_ERR_NOMEM;
+    return oar_strmap_put(&P->gfwd, key, e);
 }
 
 const char *oar_bw_fwd_of(oar_bw_run_t *R, const char *name)
@@ -56,11 +59,9 @@ const char *oar_bw_fwd_of(oar_bw_run_t *R, const char *name)
     if (!name || strcmp(name, OAR_EMPTY_VAR) == 0) return NULL;
     int e = oar_strmap_get(&R->P->gfwd, name);
     if (e >= 0) return R->P->entries[e].fwd;
+    /* like Fluid, any name with @GRAD is a gradient (makers may build them by hand) */
     const char *at = strstr(name, OAR_GRAD_SUFFIX);
     if (!at || at == name) return NULL;
-    /* a declared var named like a grad is a forward value (double grad) */
-    if (oar_block_find_var_recursive(R->fwd_block, name) || oar_block_find_var_recursive(R->target, name))
-        return NULL;
     char *f = oar_bw_pool_strdup(&R->P->pool, name);
     if (!f) return NULL;
     f[at - name] = '\0';

@@ -75,6 +75,9 @@ typedef struct oar_bw_pass {
     oar_bw_pool_t pool;
     int depth;                    /* nesting of sub-block runs */
     int *made; int nmade, capmade; /* blocks the pass appended (emptied on failure) */
+    /* block-0 grads an earlier pass declared get fresh names: old -> new */
+    oar_strmap_t renamed;
+    const char **rnew; int nrnew, caprnew;
 } oar_bw_pass_t;
 
 /* One run over one forward block. */
@@ -94,14 +97,15 @@ struct oar_grad_ctx {
     int status;                   /* first failure of a gc_* call (sticky) */
 };
 
-/* The gradient name of forward var `fwd` for this pass: "fwd@GRAD", or
- * "fwd@GRAD_<k>" when an earlier pass already declared that name. */
+/* The gradient name of forward var `fwd`: "fwd@GRAD". (When block 0
+ * already declares a grad name the pass writes, an earlier pass made it; the
+ * commit renames this pass's writes, see `renamed`.) */
 const char *oar_bw_grad_name(oar_bw_pass_t *P, const char *fwd);
 /* registers an extra grad name (a rename) for the same forward var as `of` */
 int oar_bw_alias(oar_bw_pass_t *P, const char *name, const char *of);
-/* the forward var of a grad name; NULL if `name` is not a grad name. Names
- * with "@GRAD" that no maker handed out count when no var of that name is
- * declared (hand-built by a custom maker); their forward var is the prefix. */
+/* the forward var of a grad name; NULL if `name` is not a grad name. As in
+ * Fluid, every name containing "@GRAD" is one; the forward var of a name no
+ * helper handed out (built by hand in a maker) is the part before "@GRAD". */
 const char *oar_bw_fwd_of(oar_bw_run_t *R, const char *name);
 /* no gradient wanted for `var` as seen from forward block `b` */
 bool oar_bw_no_grad(oar_bw_pass_t *P, oar_block_t *b, const char *var);
@@ -112,6 +116,8 @@ int oar_bw_run_block(oar_bw_run_t *R, oar_op_desc_t *const *fwd_ops, int nfwd);
 /* A nested run over forward block `fwd_idx` into a new child of `parent`;
  * returns the new block's idx or a negative status. */
 int oar_bw_run_sub_block(oar_bw_pass_t *P, oar_block_t *parent, int fwd_idx);
+/* the name `grad` ended up with in block 0 (after renames) */
+const char *oar_bw_final_name(oar_bw_pass_t *P, const char *grad);
 /* makes a grad-pass op of `type` with op_role Backward; NULL on failure */
 oar_op_desc_t *oar_bw_new_op(const char *type);
 #endif
