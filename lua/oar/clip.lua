@@ -1,0 +1,129 @@
+-- oar.clip: gradient clipping applied by the optimizers before the update
+-- (Fluid's clip.py): by value (`clip` op), by each gradient's norm
+-- (`clip_by_norm` op) or by the global norm of all gradients together.
+local framework = require("oar.framework")
+local unique_name = require("oar.unique_name")
+
+local raise = framework.raise
+
+local M = {}
+
+local Clip = {}
+Clip.__index = Clip
+
+local function number_field(spec, key, who, required)
+  local v = spec[key]
+  if v == nil and not required then return nil end
+  if type(v) ~= "number" then
+    raise(string.format("%s: '%s' must be a number, got %s", who, key, framework.describe(v)))
+  end
+  return v
+end
+
+local function spec_of(spec, who, key)
+  if type(spec) == "number" then return { [key] = spec } end
+  if type(spec) ~= "table" then raise(who .. ": expected a table of options, got " .. framework.describe(spec)) end
+  return spec
+end
+
+-- GradientClipByValue{max=, min=-max}
+function M.GradientClipByValue(spec)
+  spec = spec_of(spec, "GradientClipByValue", "max")
+  local max = number_field(spec, "max", "GradientClipByValue", true)
+  local min = number_field(spec, "min", "GradientClipByValue") or -max
+  if min > max then raise("GradientClipByValue: 'min' must not exceed 'max'") end
+  return setmetatable({ kind = "value", min = min, max = max }, Clip)
+end
+
+-- GradientClipByNorm{clip_norm=}: each gradient rescaled to norm <= clip_norm
+function M.GradientClipByNorm(spec)
+  spec = spec_of(spec, "GradientClipByNorm", "clip_norm")
+  local c = number_field(spec, "clip_norm", "GradientClipByNorm", true)
+  if c <= 0 then raise("GradientClipByNorm: 'clip_norm' must be positive") end
+  return setmetatable({ kind = "norm", clip_norm = c }, Clip)
+end
+
+-- GradientClipByGlobalNorm{clip_norm=}: all gradients scaled by
+-- clip_norm / max(global_norm, clip_norm)
+function M.GradientClipByGlobalNorm(spec)
+  spec = spec_of(spec, "GradientClipByGlobalNorm", "clip_norm")
+  local c = number_field(spec, "clip_norm", "GradientClipByGlobalNorm", true)
+  if c <= 0 then raise("GradientClipByGlobalNorm: 'clip_norm' must be positive") end
+  return setmetatable({ kind = "global_norm", clip_norm = c }, Clip)
+end
+M.ByValue, M.ByNorm, M.ByGlobalNorm = M.GradientClipByValue, M.GradientClipByNorm, M.GradientClipByGlobalNorm
+
+function M.is_clip(x) return getmetatable(x) == Clip end
+
+local function new_like(block, v, suffix)
+  return block:create_var{ name = unique_name.generate(v.name .. suffix), dtype = v.dtype, shape = v.shape }
+end
+
+local function op(block, op_type, inputs, out, attrs)
+  block:append_op{ type = op_type, inputs = inputs, outputs = { Out = { out } }, attrs = attrs }
+  return out
+end
+
+local function scalar(block, dtype)
+  return block:create_var{ dtype = dtype or "float32", shape = { 1 } }
+end
+
+-- Returns new {param, grad} pairs with clipped gradients; the ops are
+-- optimize ops of the gradients' program.
+function Clip:apply(params_grads)
+  local out = {}
+  local live = {}
+  for i, pg in ipairs(params_grads) do
+    if pg[2] ~= nil then live[#live + 1] = i end
+    out[i] = pg
+  end
+  if #live == 0 then return out end
+  local block = params_grads[live[1]][2].block
+  local prog = block.program
+  if self.kind == "value" or self.kind == "norm" then
+    for _, i in ipairs(live) do
+      local p, g = params_grads[i][1], params_grads[i][2]
+      prog:_optimized_guard({ p, g }, function()
+        local ng = new_like(block, g, "@CLIP")
+        if self.kind == "value" then
+          op(block, "clip", { X = { g } }, ng, { min = self.min, max = self.max })
+        else
+          op(block, "clip_by_norm", { X = { g } }, ng, { max_norm = self.clip_norm })
+        end
+        out[i] = { p, ng }
+      end)
+    end
+    return out
+  end
+  -- global norm: sqrt(sum_i sum(g_i^2)), then g_i * clip / max(norm, clip)
+  prog:_optimized_guard(nil, function()
+    local sums = {}
+    for k, i in ipairs(live) do
+      local g = params_grads[i][2]
+      local sq = op(block, "square", { X = { g } }, new_like(block, g, "@SQUARE"), nil)
+      sums[k] = op(block, "reduce_sum", { X = { sq } }, scalar(block, g.dtype),
+        { dim = { 0 }, keep_dim = false, reduce_all = true })
+    end
+    local total = sums[1]
+    if #sums > 1 then total = op(block, "sum", { X = sums }, scalar(block), nil) end
+    local norm = op(block, "sqrt", { X = { total } }, scalar(block), nil)
+    local clip = op(block, "fill_constant", {}, scalar(block),
+      { shape = { 1 }, dtype = "float32", value = self.clip_norm })
+    local denom = op(block, "elementwise_max", { X = { norm }, Y = { clip } }, scalar(block), { axis = -1 })
+    local factor = op(block, "elementwise_div", { X = { clip }, Y = { denom } }, scalar(block), { axis = -1 })
+    for _, i in ipairs(live) do
+      local p, g = params_grads[i][1], params_grads[i][2]
+      local ng = op(block, "elementwise_mul", { X = { g }, Y = { factor } }, new_like(block, g, "@CLIP"),
+        { axis = -1 })
+      out[i] = { p, ng }
+    end
+  end)
+  return out
+end
+
+function Clip:__tostring()
+  if self.kind == "value" then return string.format("GradientClipByValue(%g, %g)", self.min, self.max) end
+  return string.format("GradientClipBy%s(%g)", self.kind == "norm" and "Norm" or "GlobalNorm", self.clip_norm)
+end
+
+return M

@@ -1,0 +1,78 @@
+-- oar: a deep learning environment shaped like PaddlePaddle Fluid 1.x.
+--   local oar = require("oar"); local layers = oar.layers
+-- This table gathers the public API (see API.md); each part lives in its
+-- own module under oar/.
+local framework = require("oar.framework")
+local tensor = require("oar.tensor")
+local scope = require("oar.scope")
+local place = require("oar.place")
+local executor = require("oar.executor")
+local backward = require("oar.backward")
+local flags = require("oar.flags")
+local param_attr = require("oar.param_attr")
+
+local oar = {}
+
+-- programs
+oar.Program = framework.Program
+oar.Block = framework.Block
+oar.Variable = framework.Variable
+oar.Operator = framework.Operator
+oar.default_main_program = framework.default_main_program
+oar.default_startup_program = framework.default_startup_program
+oar.switch_main_program = framework.switch_main_program
+oar.switch_startup_program = framework.switch_startup_program
+oar.program_guard = framework.program_guard
+oar.name_scope = framework.name_scope
+oar.is_variable = framework.is_variable
+oar.is_parameter = framework.is_parameter
+oar.OpRole = framework.OpRole
+oar.framework = framework
+
+-- building
+oar.layers = require("oar.layers")
+oar.unique_name = require("oar.unique_name")
+oar.initializer = require("oar.initializer")
+oar.regularizer = require("oar.regularizer")
+oar.clip = require("oar.clip")
+oar.optimizer = require("oar.optimizer")
+oar.ParamAttr = param_attr
+oar.LayerHelper = require("oar.layer_helper")
+oar.append_backward = backward.append_backward
+oar.gradients = backward.gradients
+oar.backward = backward
+oar.dtypes = require("oar.dtypes")
+
+-- running
+oar.CPUPlace = place.CPUPlace
+oar.CUDAPlace = place.CUDAPlace
+oar.is_compiled_with_cuda = place.is_compiled_with_cuda
+oar.Executor = executor.Executor
+oar.Tensor = tensor
+oar.tensor = tensor
+oar.LoDTensor = tensor
+oar.Scope = scope.new
+oar.global_scope = scope.global_scope
+oar.scope_guard = scope.scope_guard
+oar.scope = scope
+
+-- switches
+oar.set_flags = flags.set_flags
+oar.get_flags = flags.get_flags
+oar.seed = flags.seed
+
+-- modules written elsewhere join when present (io, datasets, ...)
+setmetatable(oar, {
+  __index = function(t, k)
+    if type(k) ~= "string" or not k:match("^[%a_][%w_]*$") then return nil end
+    local ok, mod = pcall(require, "oar." .. k)
+    if ok then
+      rawset(t, k, mod)
+      return mod
+    end
+    if not tostring(mod):find("module 'oar." .. k .. "' not found", 1, true) then error(mod, 2) end
+    return nil
+  end,
+})
+
+return oar

@@ -1,0 +1,151 @@
+-- oar.initializer: ops that give a parameter its first value, appended to the
+-- block that declares it (the startup program's global block, for layers).
+-- Xavier and MSRA compute fan_in/fan_out from the shape like Fluid.
+local framework = require("oar.framework")
+
+local M = {}
+
+local Initializer = {}
+Initializer.__index = Initializer
+Initializer.__call = function(self, var, block) return self:apply(var, block) end
+
+local function make(kind, fields)
+  fields.kind = kind
+  fields._is_initializer = true
+  return setmetatable(fields, Initializer)
+end
+
+local function opt_number(spec, key, default, who)
+  local v = spec[key]
+  if v == nil then return default end
+  if type(v) ~= "number" then
+    error(string.format("%s: '%s' must be a number, got %s", who, key, type(v)), 4)
+  end
+  return v
+end
+
+local function spec_of(spec, who, positional_key)
+  if spec == nil then return {} end
+  if type(spec) == "number" and positional_key then return { [positional_key] = spec } end
+  if type(spec) ~= "table" then error(who .. ": expected a table of options, got " .. type(spec), 3) end
+  return spec
+end
+
+function M.Constant(spec)
+  spec = spec_of(spec, "Constant", "value")
+  return make("constant", { value = opt_number(spec, "value", 0.0, "Constant"),
+                            force_cpu = spec.force_cpu and true or false })
+end
+
+function M.Uniform(spec)
+  spec = spec_of(spec, "Uniform")
+  local low, high = opt_number(spec, "low", -1.0, "Uniform"), opt_number(spec, "high", 1.0, "Uniform")
+  if low > high then error("Uniform: 'low' must not exceed 'high'", 2) end
+  return make("uniform", { low = low, high = high, seed = opt_number(spec, "seed", 0, "Uniform") })
+end
+
+function M.Normal(spec)
+  spec = spec_of(spec, "Normal")
+  return make("normal", { loc = opt_number(spec, "loc", 0.0, "Normal"),
+                          scale = opt_number(spec, "scale", 1.0, "Normal"),
+                          seed = opt_number(spec, "seed", 0, "Normal") })
+end
+
+function M.TruncatedNormal(spec)
+  spec = spec_of(spec, "TruncatedNormal")
+  return make("truncated_normal", { loc = opt_number(spec, "loc", 0.0, "TruncatedNormal"),
+                                    scale = opt_number(spec, "scale", 1.0, "TruncatedNormal"),
+                                    seed = opt_number(spec, "seed", 0, "TruncatedNormal") })
+end
+
+-- Xavier{uniform=true, fan_in=, fan_out=, seed=}
+function M.Xavier(spec)
+  spec = spec_of(spec, "Xavier")
+  local uniform = spec.uniform
+  if uniform == nil then uniform = true end
+  return make("xavier", { uniform = uniform, fan_in = spec.fan_in, fan_out = spec.fan_out,
+                          seed = opt_number(spec, "seed", 0, "Xavier") })
+end
+
+-- MSRA{uniform=true, fan_in=, seed=} (He et al.)
+function M.MSRA(spec)
+  spec = spec_of(spec, "MSRA")
+  local uniform = spec.uniform
+  if uniform == nil then uniform = true end
+  return make("msra", { uniform = uniform, fan_in = spec.fan_in,
+                        seed = opt_number(spec, "seed", 0, "MSRA") })
+end
+
+-- Fluid's long names
+M.ConstantInitializer, M.UniformInitializer, M.NormalInitializer = M.Constant, M.Uniform, M.Normal
+M.TruncatedNormalInitializer, M.XavierInitializer, M.MSRAInitializer = M.TruncatedNormal, M.Xavier, M.MSRA
+
+function M.is_initializer(x) return getmetatable(x) == Initializer end
+
+-- fan_in, fan_out of a weight shape: [in, out] for fc, [out, in, k...] for conv
+function M.compute_fans(shape)
+  if #shape == 0 then return 1, 1 end
+  if #shape == 1 then return shape[1], shape[1] end
+  if #shape == 2 then return shape[1], shape[2] end
+  local receptive = 1
+  for i = 3, #shape do receptive = receptive * shape[i] end
+  return shape[2] * receptive, shape[1] * receptive
+end
+
+local function seed_of(self, block)
+  if self.seed and self.seed ~= 0 then return self.seed end
+  return block.program.random_seed or 0
+end
+
+-- Appends the init op writing `var` to `block`.
+function Initializer:apply(var, block)
+  if not framework.is_variable(var) then
+    framework.raise("initializer: expected a Variable to initialize, got " .. framework.describe(var))
+  end
+  if not framework.is_block(block) then
+    framework.raise("initializer: expected a Block to append to, got " .. framework.describe(block))
+  end
+  local shape, dtype = var.shape, var.dtype
+  local out = { Out = { var } }
+  local kind = self.kind
+  if kind == "constant" then
+    return block:append_op{ type = "fill_constant", outputs = out,
+      attrs = { shape = shape, dtype = dtype, value = self.value, force_cpu = self.force_cpu } }
+  end
+  local seed = seed_of(self, block)
+  local low, high, mean, std
+  if kind == "uniform" then
+    low, high = self.low, self.high
+  elseif kind == "normal" or kind == "truncated_normal" then
+    mean, std = self.loc, self.scale
+  else
+    local fan_in, fan_out = M.compute_fans(shape)
+    fan_in = self.fan_in or fan_in
+    if kind == "xavier" then
+      fan_out = self.fan_out or fan_out
+      if self.uniform then
+        local limit = math.sqrt(6.0 / (fan_in + fan_out)); low, high = -limit, limit
+      else
+        mean, std = 0.0, math.sqrt(2.0 / (fan_in + fan_out))
+      end
+    else -- msra
+      if self.uniform then
+        local limit = math.sqrt(6.0 / fan_in); low, high = -limit, limit
+      else
+        mean, std = 0.0, math.sqrt(2.0 / fan_in)
+      end
+    end
+  end
+  if low then
+    return block:append_op{ type = "uniform_random", outputs = out,
+      attrs = { shape = shape, dtype = dtype, min = low, max = high, seed = seed } }
+  end
+  return block:append_op{ type = kind == "truncated_normal" and "truncated_gaussian_random" or "gaussian_random",
+    outputs = out, attrs = { shape = shape, dtype = dtype, mean = mean, std = std, seed = seed } }
+end
+
+function Initializer:__tostring()
+  return "Initializer(" .. self.kind .. ")"
+end
+
+return M

@@ -1,0 +1,27 @@
+-- oar.layers: every layer function in one table, like fluid.layers. The
+-- control-flow and sequence modules join in when they exist.
+local M = {}
+
+local function merge(modname, required)
+  local ok, mod = pcall(require, modname)
+  if not ok then
+    -- a missing optional module is fine; a broken one must not be hidden
+    if required or not tostring(mod):find("module '" .. modname .. "' not found", 1, true) then
+      error(mod, 0)
+    end
+    return
+  end
+  for k, v in pairs(mod) do
+    if M[k] == nil then M[k] = v end
+  end
+end
+
+merge("oar.layers.nn", true)
+merge("oar.layers.tensor", true)
+merge("oar.layers.loss", true)
+merge("oar.layers.learning_rate", true)
+require("oar.layers.math")   -- Variable operators
+merge("oar.layers.control_flow", false)
+merge("oar.layers.sequence", false)
+
+return M

@@ -1,0 +1,99 @@
+-- oar.layers.loss: losses and metrics (Fluid's cross_entropy, square_error_cost,
+-- softmax_with_cross_entropy, sigmoid_cross_entropy_with_logits, accuracy).
+local LayerHelper = require("oar.layer_helper")
+local framework = require("oar.framework")
+local nn = require("oar.layers.nn")
+local lib = require("oar.lib")
+
+local check, args = LayerHelper.check, LayerHelper.args
+
+local M = {}
+
+local function pair(layer, a, k1, k2, label)
+  if framework.is_variable(a) then a = { [k1] = a, [k2] = label } end
+  return args(layer, a)
+end
+
+-- cross_entropy{input=, label=, soft_label=false, ignore_index=-100}
+function M.cross_entropy(a, label)
+  a = pair("cross_entropy", a, "input", "label", label)
+  local x = check.variable("cross_entropy", "input", a.input)
+  local lbl = check.variable("cross_entropy", "label", a.label)
+  local helper = LayerHelper("cross_entropy", a)
+  local out = helper:create_variable_for_type_inference(x.dtype)
+  helper:append_op{ type = "cross_entropy", inputs = { X = { x }, Label = { lbl } }, outputs = { Y = { out } },
+    attrs = { soft_label = check.boolean("cross_entropy", "soft_label", a.soft_label, false),
+              ignore_index = check.int("cross_entropy", "ignore_index", a.ignore_index, -100) } }
+  return out
+end
+
+-- softmax_with_cross_entropy{logits=, label=, soft_label=false, ignore_index=-100,
+-- return_softmax=false, axis=-1} -> loss (, softmax)
+function M.softmax_with_cross_entropy(a, label)
+  local who = "softmax_with_cross_entropy"
+  a = pair(who, a, "logits", "label", label)
+  local logits = check.variable(who, "logits", a.logits)
+  local lbl = check.variable(who, "label", a.label)
+  local helper = LayerHelper(who, a)
+  local softmax = helper:create_variable_for_type_inference(logits.dtype)
+  local loss = helper:create_variable_for_type_inference(logits.dtype)
+  local attrs = { soft_label = check.boolean(who, "soft_label", a.soft_label, false),
+                  ignore_index = check.int(who, "ignore_index", a.ignore_index, -100),
+                  numeric_stable_mode = check.boolean(who, "numeric_stable_mode", a.numeric_stable_mode, true) }
+  if a.axis ~= nil then attrs.axis = check.int(who, "axis", a.axis) end
+  helper:append_op{ type = who, inputs = { Logits = { logits }, Label = { lbl } },
+                    outputs = { Softmax = { softmax }, Loss = { loss } }, attrs = attrs }
+  if a.return_softmax then return loss, softmax end
+  return loss
+end
+
+-- square_error_cost{input=, label=}: (input - label)^2 elementwise
+function M.square_error_cost(a, label)
+  a = pair("square_error_cost", a, "input", "label", label)
+  local x = check.variable("square_error_cost", "input", a.input)
+  local lbl = check.variable("square_error_cost", "label", a.label)
+  local helper = LayerHelper("square_error_cost", a)
+  if not lib.C.oar_op_is_registered("square") and lib.C.oar_op_is_registered("square_error_cost") then
+    local out = helper:create_variable_for_type_inference(x.dtype)
+    helper:append_op{ type = "square_error_cost", inputs = { X = { x }, Y = { lbl } }, outputs = { Out = { out } } }
+    return out
+  end
+  local minus = helper:create_variable_for_type_inference(x.dtype)
+  helper:append_op{ type = "elementwise_sub", inputs = { X = { x }, Y = { lbl } }, outputs = { Out = { minus } } }
+  local out = helper:create_variable_for_type_inference(x.dtype)
+  helper:append_op{ type = "square", inputs = { X = { minus } }, outputs = { Out = { out } } }
+  return out
+end
+
+-- sigmoid_cross_entropy_with_logits{x=, label=, ignore_index=-100, normalize=false}
+function M.sigmoid_cross_entropy_with_logits(a, label)
+  local who = "sigmoid_cross_entropy_with_logits"
+  a = pair(who, a, "x", "label", label)
+  local x = check.variable(who, "x", a.x)
+  local lbl = check.variable(who, "label", a.label)
+  local helper = LayerHelper(who, a)
+  local out = helper:create_variable_for_type_inference(x.dtype)
+  helper:append_op{ type = who, inputs = { X = { x }, Label = { lbl } }, outputs = { Out = { out } },
+    attrs = { ignore_index = check.int(who, "ignore_index", a.ignore_index, -100),
+              normalize = check.boolean(who, "normalize", a.normalize, false) } }
+  return out
+end
+
+-- accuracy{input=, label=, k=1, correct=, total=}: top-k then accuracy, like Fluid
+function M.accuracy(a, label, k)
+  if framework.is_variable(a) then a = { input = a, label = label, k = k } end
+  a = args("accuracy", a)
+  local x = check.variable("accuracy", "input", a.input)
+  local lbl = check.variable("accuracy", "label", a.label)
+  local kk = a.k == nil and 1 or check.positive_int("accuracy", "k", a.k)
+  local helper = LayerHelper("accuracy", a)
+  local values, indices = nn.topk{ input = x, k = kk }
+  local acc = helper:create_variable_for_type_inference("float32", true)
+  local correct = a.correct or helper:create_variable_for_type_inference("int32", true)
+  local total = a.total or helper:create_variable_for_type_inference("int32", true)
+  helper:append_op{ type = "accuracy", inputs = { Out = { values }, Indices = { indices }, Label = { lbl } },
+                    outputs = { Accuracy = { acc }, Correct = { correct }, Total = { total } } }
+  return acc
+end
+
+return M

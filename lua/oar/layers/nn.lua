@@ -1,0 +1,411 @@
+-- oar.layers.nn: neural network layers (Fluid's layers/nn.py): fc, embedding,
+-- conv2d, pool2d, normalization, dropout, activations, reductions, matmul,
+-- elementwise arithmetic.
+local LayerHelper = require("oar.layer_helper")
+local initializer = require("oar.initializer")
+local framework = require("oar.framework")
+
+local check, args = LayerHelper.check, LayerHelper.args
+local raise = framework.raise
+
+local M = {}
+
+local function prod(list, from, to)
+  local p = 1
+  for i = from or 1, to or #list do
+    if list[i] < 0 then return -1 end
+    p = p * list[i]
+  end
+  return p
+end
+
+-- ---- fully connected ------------------------------------------------------------
+-- fc{input=, size=, num_flatten_dims=1, param_attr=, bias_attr=, act=, name=}
+function M.fc(a)
+  a = args("fc", a, "input")
+  local inputs = check.variables("fc", "input", a.input)
+  local size = check.positive_int("fc", "size", a.size)
+  local nfd = check.int("fc", "num_flatten_dims", a.num_flatten_dims, 1)
+  local helper = LayerHelper("fc", a)
+  local dtype = helper:input_dtype(inputs)
+  local attrs = helper:multiple_param_attr(#inputs)
+  local products = {}
+  for i, x in ipairs(inputs) do
+    local shape = x.shape
+    if nfd < 1 or nfd >= #shape then
+      raise(string.format("fc: 'num_flatten_dims' = %d must be in [1, %d) for input '%s' of shape %s",
+        nfd, #shape, x.name, framework.shape_text(shape)))
+    end
+    local in_dim = prod(shape, nfd + 1)
+    if in_dim <= 0 then
+      raise(string.format("fc: input '%s' of shape %s has unknown dims after num_flatten_dims=%d",
+        x.name, framework.shape_text(shape), nfd))
+    end
+    local w = helper:create_parameter(attrs[i], { in_dim, size }, dtype, false)
+    local tmp = helper:create_variable_for_type_inference(dtype)
+    helper:append_op{ type = "mul", inputs = { X = { x }, Y = { w } }, outputs = { Out = { tmp } },
+                      attrs = { x_num_col_dims = nfd, y_num_col_dims = 1 } }
+    products[i] = tmp
+  end
+  local pre_bias = products[1]
+  if #products > 1 then
+    pre_bias = helper:create_variable_for_type_inference(dtype)
+    helper:append_op{ type = "sum", inputs = { X = products }, outputs = { Out = { pre_bias } } }
+  end
+  local pre_act = helper:append_bias_op(pre_bias, nfd)
+  return helper:append_activation(pre_act)
+end
+
+-- embedding{input=, size={vocab, dim}, is_sparse=false, padding_idx=, param_attr=, dtype=}
+function M.embedding(a)
+  a = args("embedding", a, "input")
+  local ids = check.variable("embedding", "input", a.input)
+  local size = a.size
+  if type(size) ~= "table" or #size ~= 2 then check.fail("embedding", "size", "{vocab_size, dim}", size) end
+  check.positive_int("embedding", "size[1]", size[1])
+  check.positive_int("embedding", "size[2]", size[2])
+  local dtype = check.dtype("embedding", "dtype", a.dtype, "float32")
+  local helper = LayerHelper("embedding", a)
+  local w = helper:create_parameter(helper:param_attr(), { size[1], size[2] }, dtype, false)
+  local padding_idx = -1
+  if a.padding_idx ~= nil then
+    padding_idx = check.int("embedding", "padding_idx", a.padding_idx)
+    if padding_idx < 0 then padding_idx = size[1] + padding_idx end
+  end
+  local out = helper:create_variable_for_type_inference(dtype)
+  helper:append_op{ type = "lookup_table", inputs = { Ids = { ids }, W = { w } }, outputs = { Out = { out } },
+    attrs = { is_sparse = check.boolean("embedding", "is_sparse", a.is_sparse, false),
+              is_distributed = check.boolean("embedding", "is_distributed", a.is_distributed, false),
+              padding_idx = padding_idx } }
+  return out
+end
+
+-- ---- convolution and pooling -----------------------------------------------------------
+-- conv2d{input=, num_filters=, filter_size=, stride=1, padding=0, dilation=1,
+-- groups=1, param_attr=, bias_attr=, act=, use_cudnn=true, name=}; NCHW
+function M.conv2d(a)
+  a = args("conv2d", a, "input")
+  local input = check.variable("conv2d", "input", a.input)
+  local num_filters = check.positive_int("conv2d", "num_filters", a.num_filters)
+  if a.filter_size == nil then check.fail("conv2d", "filter_size", "an integer or a list of 2", nil) end
+  local filter_size = check.int_list("conv2d", "filter_size", a.filter_size, 2)
+  local stride = check.int_list("conv2d", "stride", a.stride, 2, 1)
+  local padding = check.int_list("conv2d", "padding", a.padding, 2, 0)
+  local dilation = check.int_list("conv2d", "dilation", a.dilation, 2, 1)
+  local groups = a.groups == nil and 1 or check.positive_int("conv2d", "groups", a.groups)
+  local shape = input.shape
+  if #shape ~= 4 then
+    raise(string.format("conv2d: 'input' must be 4-D NCHW, got shape %s", framework.shape_text(shape)))
+  end
+  local channels = shape[2]
+  if channels <= 0 or channels % groups ~= 0 then
+    raise(string.format("conv2d: input channels %d must be positive and divisible by groups %d", channels, groups))
+  end
+  local helper = LayerHelper("conv2d", a)
+  local dtype = input.dtype
+  local filter_shape = { num_filters, channels / groups, filter_size[1], filter_size[2] }
+  local fan = filter_size[1] * filter_size[2] * channels
+  local w = helper:create_parameter(helper:param_attr(), filter_shape, dtype, false,
+    initializer.Normal{ loc = 0.0, scale = math.sqrt(2.0 / fan) })
+  local op_type = "conv2d"
+  if groups == channels and num_filters % channels == 0 and a.use_cudnn == false then
+    op_type = "depthwise_conv2d"
+  end
+  local pre_bias = helper:create_variable_for_type_inference(dtype)
+  helper:append_op{ type = op_type, inputs = { Input = { input }, Filter = { w } }, outputs = { Output = { pre_bias } },
+    attrs = { strides = stride, paddings = padding, dilations = dilation, groups = groups,
+              use_cudnn = a.use_cudnn ~= false } }
+  local pre_act = helper:append_bias_op(pre_bias, 1, 2)
+  return helper:append_activation(pre_act)
+end
+
+-- pool2d{input=, pool_size=, pool_type="max", pool_stride=1, pool_padding=0,
+-- global_pooling=false, ceil_mode=false, exclusive=true}
+function M.pool2d(a)
+  a = args("pool2d", a, "input")
+  local input = check.variable("pool2d", "input", a.input)
+  local pool_type = check.string("pool2d", "pool_type", a.pool_type, "max", { "max", "avg" })
+  local global_pooling = check.boolean("pool2d", "global_pooling", a.global_pooling, false)
+  local pool_size = check.int_list("pool2d", "pool_size", a.pool_size, 2, -1)
+  if not global_pooling and (pool_size[1] <= 0 or pool_size[2] <= 0) then
+    check.fail("pool2d", "pool_size", "positive (or global_pooling=true)", a.pool_size)
+  end
+  local helper = LayerHelper("pool2d", a)
+  local out = helper:create_variable_for_type_inference(input.dtype)
+  helper:append_op{ type = "pool2d", inputs = { X = { input } }, outputs = { Out = { out } },
+    attrs = { pooling_type = pool_type, ksize = pool_size, global_pooling = global_pooling,
+              strides = check.int_list("pool2d", "pool_stride", a.pool_stride, 2, 1),
+              paddings = check.int_list("pool2d", "pool_padding", a.pool_padding, 2, 0),
+              ceil_mode = check.boolean("pool2d", "ceil_mode", a.ceil_mode, false),
+              exclusive = check.boolean("pool2d", "exclusive", a.exclusive, true) } }
+  return out
+end
+
+-- ---- normalization and dropout -------------------------------------------------
+-- batch_norm{input=, act=, is_test=false, momentum=0.9, epsilon=1e-5,
+-- param_attr=, bias_attr=, data_layout="NCHW", moving_mean_name=,
+-- moving_variance_name=, use_global_stats=false}
+function M.batch_norm(a)
+  a = args("batch_norm", a, "input")
+  local input = check.variable("batch_norm", "input", a.input)
+  local layout = check.string("batch_norm", "data_layout", a.data_layout, "NCHW", { "NCHW", "NHWC" })
+  local shape = input.shape
+  if #shape < 2 then raise("batch_norm: 'input' needs at least 2 dims, got " .. framework.shape_text(shape)) end
+  local channels = layout == "NCHW" and shape[2] or shape[#shape]
+  if channels <= 0 then raise("batch_norm: the channel dimension of 'input' is unknown") end
+  local helper = LayerHelper("batch_norm", a)
+  local dtype = input.dtype
+  local scale = helper:create_parameter(helper:param_attr(), { channels }, dtype, false,
+    initializer.Constant{ value = 1.0 })
+  local bias = helper:create_parameter(helper:bias_attr(), { channels }, dtype, true)
+  local mean = helper:create_parameter({ name = a.moving_mean_name, trainable = false }, { channels }, dtype,
+    false, initializer.Constant{ value = 0.0 })
+  mean.stop_gradient = true
+  local variance = helper:create_parameter({ name = a.moving_variance_name, trainable = false }, { channels },
+    dtype, false, initializer.Constant{ value = 1.0 })
+  variance.stop_gradient = true
+  local saved_mean = helper:create_variable_for_type_inference(dtype, true)
+  local saved_var = helper:create_variable_for_type_inference(dtype, true)
+  local out = helper:create_variable_for_type_inference(dtype)
+  helper:append_op{ type = "batch_norm",
+    inputs = { X = { input }, Scale = { scale }, Bias = { bias }, Mean = { mean }, Variance = { variance } },
+    outputs = { Y = { out }, MeanOut = { mean }, VarianceOut = { variance }, SavedMean = { saved_mean },
+                SavedVariance = { saved_var } },
+    attrs = { momentum = check.number("batch_norm", "momentum", a.momentum, 0.9),
+              epsilon = check.number("batch_norm", "epsilon", a.epsilon, 1e-5),
+              is_test = check.boolean("batch_norm", "is_test", a.is_test, false),
+              data_layout = layout,
+              use_global_stats = check.boolean("batch_norm", "use_global_stats", a.use_global_stats, false) } }
+  return helper:append_activation(out)
+end
+
+-- layer_norm{input=, scale=true, shift=true, begin_norm_axis=1, epsilon=1e-5,
+-- param_attr=, bias_attr=, act=}
+function M.layer_norm(a)
+  a = args("layer_norm", a, "input")
+  local input = check.variable("layer_norm", "input", a.input)
+  local axis = check.int("layer_norm", "begin_norm_axis", a.begin_norm_axis, 1)
+  local shape = input.shape
+  if axis < 1 or axis >= #shape then
+    raise(string.format("layer_norm: 'begin_norm_axis' = %d must be in [1, %d)", axis, #shape))
+  end
+  local n = prod(shape, axis + 1)
+  if n <= 0 then raise("layer_norm: the normalized dims of 'input' are unknown") end
+  local helper = LayerHelper("layer_norm", a)
+  local dtype = input.dtype
+  local inputs = { X = { input } }
+  if a.scale ~= false then
+    inputs.Scale = { helper:create_parameter(helper:param_attr(), { n }, dtype, false,
+      initializer.Constant{ value = 1.0 }) }
+  end
+  if a.shift ~= false then
+    inputs.Bias = { helper:create_parameter(helper:bias_attr(), { n }, dtype, true) }
+  end
+  local mean = helper:create_variable_for_type_inference(dtype, true)
+  local var = helper:create_variable_for_type_inference(dtype, true)
+  local out = helper:create_variable_for_type_inference(dtype)
+  helper:append_op{ type = "layer_norm", inputs = inputs,
+    outputs = { Y = { out }, Mean = { mean }, Variance = { var } },
+    attrs = { epsilon = check.number("layer_norm", "epsilon", a.epsilon, 1e-5), begin_norm_axis = axis } }
+  return helper:append_activation(out)
+end
+
+-- dropout{x=, dropout_prob=, is_test=false, seed=, dropout_implementation="downgrade_in_infer"}
+function M.dropout(a, prob)
+  a = args("dropout", a, "x", { dropout_prob = prob })
+  local x = check.variable("dropout", "x", a.x)
+  local p = check.number("dropout", "dropout_prob", a.dropout_prob)
+  if p < 0 or p > 1 then check.fail("dropout", "dropout_prob", "in [0, 1]", p) end
+  local helper = LayerHelper("dropout", a)
+  local out = helper:create_variable_for_type_inference(x.dtype)
+  local mask = helper:create_variable_for_type_inference("uint8", true)
+  local seed = a.seed
+  helper:append_op{ type = "dropout", inputs = { X = { x } }, outputs = { Out = { out }, Mask = { mask } },
+    attrs = { dropout_prob = p, is_test = check.boolean("dropout", "is_test", a.is_test, false),
+              fix_seed = seed ~= nil, seed = seed and check.int("dropout", "seed", seed) or 0,
+              dropout_implementation = check.string("dropout", "dropout_implementation",
+                a.dropout_implementation, "downgrade_in_infer", { "downgrade_in_infer", "upscale_in_train" }) } }
+  return out
+end
+
+-- ---- activations: layers.relu(x) or layers.relu{x=, name=} ------------------------------
+-- name -> {attr = default} for the activation's own attributes
+local activations = {
+  relu = {}, sigmoid = {}, tanh = {}, exp = {}, log = {}, sqrt = {}, rsqrt = {}, abs = {},
+  square = {}, ceil = {}, floor = {}, round = {}, cos = {}, sin = {}, reciprocal = {},
+  softplus = {}, softsign = {}, logsigmoid = {}, tanh_shrink = {}, sign = {},
+  gelu = {}, leaky_relu = { alpha = 0.02 }, elu = { alpha = 1.0 }, relu6 = { threshold = 6.0 },
+  pow = { factor = 1.0 }, hard_sigmoid = { slope = 0.2, offset = 0.5 }, swish = { beta = 1.0 },
+  brelu = { t_min = 0.0, t_max = 24.0 }, stanh = { scale_a = 2.0 / 3.0, scale_b = 1.7159 },
+  soft_relu = { threshold = 40.0 }, thresholded_relu = { threshold = 1.0 },
+  hard_shrink = { threshold = 0.5 }, softshrink = { lambda = 0.5 },
+}
+
+for op_type, defaults in pairs(activations) do
+  M[op_type] = function(a, extra)
+    if framework.is_variable(a) and type(extra) == "table" then
+      local t = {}
+      for k, v in pairs(extra) do t[k] = v end
+      t.x = a
+      a = t
+    elseif framework.is_variable(a) and type(extra) == "number" then
+      -- leaky_relu(x, 0.1), pow(x, 2): the first attribute positionally
+      local key = next(defaults)
+      a = { x = a, [key] = extra }
+    else
+      a = args(op_type, a, "x")
+    end
+    local x = check.variable(op_type, "x", a.x)
+    local attrs = {}
+    for k, def in pairs(defaults) do attrs[k] = check.number(op_type, k, a[k], def) end
+    local helper = LayerHelper(op_type, a)
+    return helper:unary(op_type, x, attrs)
+  end
+end
+
+-- softmax(x) or softmax{input=, axis=-1}
+function M.softmax(a)
+  a = args("softmax", a, "input")
+  local x = check.variable("softmax", "input", a.input or a.x)
+  local helper = LayerHelper("softmax", a)
+  return helper:unary("softmax", x, { axis = check.int("softmax", "axis", a.axis, -1) })
+end
+
+function M.log_softmax(a)
+  a = args("log_softmax", a, "input")
+  local x = check.variable("log_softmax", "input", a.input or a.x)
+  local helper = LayerHelper("log_softmax", a)
+  return helper:unary("log_softmax", x, { axis = check.int("log_softmax", "axis", a.axis, -1) })
+end
+
+-- ---- reductions ------------------------------------------------------------------
+-- mean(x) or mean{x=}: the mean of all elements, shape [1]
+function M.mean(a)
+  a = args("mean", a, "x")
+  local x = check.variable("mean", "x", a.x or a.input)
+  local helper = LayerHelper("mean", a)
+  return helper:unary("mean", x, nil)
+end
+
+local function reduce_layer(op_type)
+  return function(a, dim, keep_dim)
+    a = args(op_type, a, "input", { dim = dim, keep_dim = keep_dim })
+    local x = check.variable(op_type, "input", a.input or a.x)
+    local d = a.dim
+    local reduce_all = d == nil
+    if type(d) == "number" then d = { d } end
+    if d ~= nil then
+      if type(d) ~= "table" then check.fail(op_type, "dim", "an integer or a list of integers", d) end
+      for _, v in ipairs(d) do check.int(op_type, "dim", v) end
+    end
+    local helper = LayerHelper(op_type, a)
+    return helper:unary(op_type, x, { dim = d or { 0 }, keep_dim = check.boolean(op_type, "keep_dim",
+      a.keep_dim, false), reduce_all = reduce_all })
+  end
+end
+
+for _, name in ipairs({ "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
+                        "reduce_all", "reduce_any" }) do
+  M[name] = reduce_layer(name)
+end
+
+-- ---- products ---------------------------------------------------------------------
+-- matmul{x=, y=, transpose_x=false, transpose_y=false, alpha=1.0}
+function M.matmul(a, y)
+  if framework.is_variable(a) then a = { x = a, y = y } end
+  a = args("matmul", a)
+  local x = check.variable("matmul", "x", a.x)
+  y = check.variable("matmul", "y", a.y)
+  local helper = LayerHelper("matmul", a)
+  local out = helper:create_variable_for_type_inference(x.dtype)
+  helper:append_op{ type = "matmul", inputs = { X = { x }, Y = { y } }, outputs = { Out = { out } },
+    attrs = { transpose_X = check.boolean("matmul", "transpose_x", a.transpose_x, false),
+              transpose_Y = check.boolean("matmul", "transpose_y", a.transpose_y, false),
+              alpha = check.number("matmul", "alpha", a.alpha, 1.0) } }
+  return out
+end
+
+-- mul{x=, y=, x_num_col_dims=1, y_num_col_dims=1}
+function M.mul(a, y)
+  if framework.is_variable(a) then a = { x = a, y = y } end
+  a = args("mul", a)
+  local x = check.variable("mul", "x", a.x)
+  y = check.variable("mul", "y", a.y)
+  local helper = LayerHelper("mul", a)
+  local out = helper:create_variable_for_type_inference(x.dtype)
+  helper:append_op{ type = "mul", inputs = { X = { x }, Y = { y } }, outputs = { Out = { out } },
+    attrs = { x_num_col_dims = check.int("mul", "x_num_col_dims", a.x_num_col_dims, 1),
+              y_num_col_dims = check.int("mul", "y_num_col_dims", a.y_num_col_dims, 1) } }
+  return helper:append_activation(out)
+end
+
+-- ---- elementwise arithmetic: elementwise_add{x=, y=, axis=-1, act=} ----------------------
+for _, kind in ipairs({ "add", "sub", "mul", "div", "max", "min", "pow", "mod", "floordiv" }) do
+  local op_type = "elementwise_" .. kind
+  M[op_type] = function(a, y)
+    if framework.is_variable(a) then a = { x = a, y = y } end
+    a = args(op_type, a)
+    local x = check.variable(op_type, "x", a.x)
+    local yv = check.variable(op_type, "y", a.y)
+    local helper = LayerHelper(op_type, a)
+    local out = helper:create_variable_for_type_inference(x.dtype)
+    helper:append_op{ type = op_type, inputs = { X = { x }, Y = { yv } }, outputs = { Out = { out } },
+                      attrs = { axis = check.int(op_type, "axis", a.axis, -1) } }
+    return helper:append_activation(out)
+  end
+end
+
+-- scale{x=, scale=1.0, bias=0.0, bias_after_scale=true, act=}
+function M.scale(a, s, b)
+  a = args("scale", a, "x", { scale = s, bias = b })
+  local x = check.variable("scale", "x", a.x)
+  local helper = LayerHelper("scale", a)
+  local out = helper:unary("scale", x, { scale = check.number("scale", "scale", a.scale, 1.0),
+    bias = check.number("scale", "bias", a.bias, 0.0),
+    bias_after_scale = check.boolean("scale", "bias_after_scale", a.bias_after_scale, true) })
+  return helper:append_activation(out)
+end
+
+-- clip{x=, min=, max=}
+function M.clip(a)
+  a = args("clip", a, "x")
+  local x = check.variable("clip", "x", a.x)
+  local lo, hi = check.number("clip", "min", a.min), check.number("clip", "max", a.max)
+  if lo > hi then raise("clip: 'min' must not exceed 'max'") end
+  return LayerHelper("clip", a):unary("clip", x, { min = lo, max = hi })
+end
+
+-- clip_by_norm{x=, max_norm=}
+function M.clip_by_norm(a)
+  a = args("clip_by_norm", a, "x")
+  local x = check.variable("clip_by_norm", "x", a.x)
+  return LayerHelper("clip_by_norm", a):unary("clip_by_norm", x,
+    { max_norm = check.number("clip_by_norm", "max_norm", a.max_norm) })
+end
+
+-- topk{input=, k=} -> values, indices (int64)
+function M.topk(a, k)
+  a = args("topk", a, "input", { k = k })
+  local x = check.variable("topk", "input", a.input)
+  local kk = check.positive_int("topk", "k", a.k)
+  local helper = LayerHelper("top_k", a)
+  local values = helper:create_variable_for_type_inference(x.dtype)
+  local indices = helper:create_variable_for_type_inference("int64", true)
+  helper:append_op{ type = "top_k", inputs = { X = { x } }, outputs = { Out = { values }, Indices = { indices } },
+                    attrs = { k = kk } }
+  return values, indices
+end
+M.top_k = M.topk
+
+-- one_hot{input=, depth=}
+function M.one_hot(a, depth)
+  a = args("one_hot", a, "input", { depth = depth })
+  local x = check.variable("one_hot", "input", a.input)
+  local helper = LayerHelper("one_hot", a)
+  local out = helper:create_variable_for_type_inference("float32")
+  helper:append_op{ type = "one_hot", inputs = { X = { x } }, outputs = { Out = { out } },
+                    attrs = { depth = check.positive_int("one_hot", "depth", a.depth) } }
+  return out
+end
+
+return M

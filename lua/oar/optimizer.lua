@@ -1,0 +1,327 @@
+-- oar.optimizer: Fluid's optimizers. minimize = append_backward, gradient
+-- clipping, regularization, then per parameter: its learning rate, its
+-- accumulators (persistable, initialized by the startup program) and the
+-- update op (role Optimize, op_role_var {param, grad}).
+local framework = require("oar.framework")
+local backward = require("oar.backward")
+local regularizer = require("oar.regularizer")
+local clip = require("oar.clip")
+local unique_name = require("oar.unique_name")
+local initializer = require("oar.initializer")
+local lib = require("oar.lib")
+
+local raise, describe, is_variable = framework.raise, framework.describe, framework.is_variable
+
+local M = {}
+
+local Optimizer = {}
+Optimizer.__index = Optimizer
+M.Optimizer = Optimizer
+
+-- ---- construction ------------------------------------------------------------
+local function number_opt(spec, key, default, who)
+  local v = spec[key]
+  if v == nil then return default end
+  if type(v) ~= "number" then
+    raise(string.format("%s: '%s' must be a number, got %s", who, key, describe(v)))
+  end
+  return v
+end
+
+-- kind: a table describing one optimizer (see the definitions below)
+local function new_optimizer(kind, spec)
+  local who = kind.name
+  if spec == nil then spec = {} end
+  if type(spec) == "number" or is_variable(spec) then spec = { learning_rate = spec } end
+  if type(spec) ~= "table" then raise(who .. ": expected a table of options, got " .. describe(spec)) end
+  local lr = spec.learning_rate
+  if lr == nil and kind.default_lr then lr = kind.default_lr end
+  if lr == nil then raise(who .. ": 'learning_rate' is required") end
+  if type(lr) ~= "number" and not is_variable(lr) then
+    raise(who .. ": 'learning_rate' must be a number or a Variable, got " .. describe(lr))
+  end
+  if spec.regularization ~= nil and not regularizer.is_regularizer(spec.regularization) then
+    raise(who .. ": 'regularization' must be L1Decay or L2Decay, got " .. describe(spec.regularization))
+  end
+  if spec.grad_clip ~= nil and not clip.is_clip(spec.grad_clip) then
+    raise(who .. ": 'grad_clip' must be a GradientClipBy* object, got " .. describe(spec.grad_clip))
+  end
+  local self = setmetatable({
+    type = kind.op, kind = kind, learning_rate = lr, regularization = spec.regularization,
+    grad_clip = spec.grad_clip, name = spec.name,
+    _lr_vars = setmetatable({}, { __mode = "k" }),  -- program -> lr var
+    _accumulators = {},                            -- acc name -> program -> param name -> var
+    hyper = {},
+  }, Optimizer)
+  for key, default in pairs(kind.hyper or {}) do
+    if type(default) == "boolean" then
+      local v = spec[key]
+      if v == nil then v = default end
+      if type(v) ~= "boolean" then raise(string.format("%s: '%s' must be a boolean, got %s", who, key, describe(v))) end
+      self.hyper[key] = v
+    else
+      self.hyper[key] = number_opt(spec, key, default, who)
+    end
+  end
+  return self
+end
+
+-- ---- learning rate ------------------------------------------------------------
+-- The global learning-rate Variable of `program` (created once, persistable,
+-- filled by the startup program), or the schedule Variable given.
+function Optimizer:_global_learning_rate(program, startup)
+  if is_variable(self.learning_rate) then
+    if self.learning_rate.block.program ~= program then
+      raise(self.kind.name .. ": the 'learning_rate' Variable belongs to another program than the loss")
+    end
+    return self.learning_rate
+  end
+  local v = self._lr_vars[program]
+  if v then return v end
+  local name = unique_name.generate("learning_rate")
+  v = program:global_block():create_var{ name = name, shape = { 1 }, dtype = "float32", persistable = true,
+                                         stop_gradient = true }
+  local sv = startup:global_block():create_var{ name = name, shape = { 1 }, dtype = "float32", persistable = true }
+  initializer.Constant{ value = self.learning_rate }(sv, startup:global_block())
+  self._lr_vars[program] = v
+  return v
+end
+
+-- The param's learning rate: the global one scaled by ParamAttr.learning_rate.
+function Optimizer:_param_learning_rate(param, program, startup)
+  local lr = self:_global_learning_rate(program, startup)
+  local attr = rawget(param, "optimize_attr")
+  local factor = attr and attr.learning_rate or 1.0
+  if factor == 1.0 then return lr end
+  local block = program:global_block()
+  local out = block:create_var{ name = unique_name.generate(param.name .. "_lr"), shape = { 1 }, dtype = "float32" }
+  program:_lr_schedule_guard(function()
+    block:append_op{ type = "scale", inputs = { X = { lr } }, outputs = { Out = { out } },
+                     attrs = { scale = factor, bias = 0.0 } }
+  end, true)
+  return out
+end
+
+-- ---- accumulators -----------------------------------------------------------
+-- A persistable var "<param>_<name>_N" shaped like the param (or `shape`),
+-- filled with `fill` by the startup program.
+function Optimizer:_add_accumulator(name, param, program, startup, fill, shape)
+  local by_program = self._accumulators[name]
+  if not by_program then
+    by_program = setmetatable({}, { __mode = "k" })
+    self._accumulators[name] = by_program
+  end
+  local by_param = by_program[program] or {}
+  by_program[program] = by_param
+  if by_param[param.name] then return by_param[param.name] end
+  local vname = unique_name.generate(param.name .. "_" .. name)
+  local spec = { name = vname, shape = shape or param.shape, dtype = param.dtype, persistable = true,
+                 stop_gradient = true }
+  local v = program:global_block():create_var(spec)
+  local sv = startup:global_block():create_var(spec)
+  initializer.Constant{ value = fill or 0.0 }(sv, startup:global_block())
+  by_param[param.name] = v
+  return v
+end
+
+-- the accumulator `name` of `param` (in param's program), or nil
+function Optimizer:_get_accumulator(name, param)
+  local by_program = self._accumulators[name]
+  local by_param = by_program and by_program[param.block.program]
+  return by_param and by_param[param.name]
+end
+
+-- ---- passes -------------------------------------------------------------------
+-- minimize(loss, {startup_program=, parameter_list=, no_grad_set=}) or
+-- minimize(loss, startup_program, parameter_list, no_grad_set)
+-- -> optimize ops, {{param, grad}, ...}
+function Optimizer:minimize(loss, opts, parameter_list, no_grad_set)
+  local who = self.kind.name .. ":minimize"
+  if getmetatable(self) ~= Optimizer then raise("minimize: call it with ':' on an optimizer") end
+  if not is_variable(loss) then raise(who .. ": 'loss' must be a Variable, got " .. describe(loss)) end
+  if framework.is_program(opts) or opts == nil and (parameter_list or no_grad_set) then
+    opts = { startup_program = opts, parameter_list = parameter_list, no_grad_set = no_grad_set }
+  end
+  opts = opts or {}
+  if type(opts) ~= "table" then raise(who .. ": options must be a table, got " .. describe(opts)) end
+  if opts.startup_program ~= nil and not framework.is_program(opts.startup_program) then
+    raise(who .. ": 'startup_program' must be a Program, got " .. describe(opts.startup_program))
+  end
+  local params_grads = self:backward(loss, opts)
+  local ops = self:apply_gradients(params_grads, loss.block.program, opts.startup_program)
+  return ops, params_grads
+end
+
+function Optimizer:backward(loss, opts)
+  return backward.append_backward(loss, { parameter_list = opts.parameter_list, no_grad_set = opts.no_grad_set })
+end
+
+-- clip, regularize, then the update ops; returns the optimize ops
+function Optimizer:apply_gradients(params_grads, program, startup)
+  startup = startup or framework.default_startup_program()
+  table.sort(params_grads, function(a, b) return a[1].name < b[1].name end)
+  local pg = params_grads
+  if self.grad_clip then pg = self.grad_clip:apply(pg) end
+  pg = regularizer.append_regularization_ops(pg, self.regularization)
+  return self:_create_optimization_pass(pg, program, startup)
+end
+
+function Optimizer:_create_optimization_pass(params_grads, program, startup)
+  local kind = self.kind
+  if not lib.C.oar_op_is_registered(kind.op) then
+    raise(string.format("%s: the '%s' op is not available in this build of liboar", kind.name, kind.op))
+  end
+  local block = program:global_block()
+  local ops = {}
+  local updated = {}
+  for _, pg in ipairs(params_grads) do
+    local param, grad = pg[1], pg[2]
+    if grad ~= nil and rawget(param, "trainable") ~= false then
+      updated[#updated + 1] = pg
+      program:_optimized_guard({ param, grad }, function()
+        local lr = kind.uses_lr ~= false and self:_param_learning_rate(param, program, startup) or nil
+        local acc = {}
+        for _, a in ipairs(kind.accumulators or {}) do
+          local fill = a.fill
+          if type(fill) == "string" then fill = self.hyper[fill] end
+          acc[a.name] = self:_add_accumulator(a.name, param, program, startup, fill, a.shape)
+        end
+        local spec = kind.build(self, param, grad, lr, acc)
+        spec.type = kind.op
+        ops[#ops + 1] = block:append_op(spec)
+        if kind.finish then
+          for _, extra in ipairs(kind.finish(self, param, acc, block)) do ops[#ops + 1] = extra end
+        end
+      end)
+    end
+  end
+  return ops
+end
+
+function Optimizer:__tostring() return self.kind.name .. "Optimizer" end
+
+-- ---- the optimizers ---------------------------------------------------------------
+local function has_output_slot(op_type, slot)
+  return lib.C.oar_op_output_flags(op_type, slot) >= 0
+end
+
+-- beta_pow *= beta, for ops that do not update their beta powers themselves
+local function scale_in_place(block, var, factor)
+  return block:append_op{ type = "scale", inputs = { X = { var } }, outputs = { Out = { var } },
+                          attrs = { scale = factor, bias = 0.0 } }
+end
+
+local kinds = {}
+
+kinds.SGD = {
+  name = "SGD", op = "sgd",
+  build = function(_, p, g, lr)
+    return { inputs = { Param = { p }, Grad = { g }, LearningRate = { lr } }, outputs = { ParamOut = { p } } }
+  end,
+}
+
+kinds.Momentum = {
+  name = "Momentum", op = "momentum", hyper = { momentum = 0.9, use_nesterov = false },
+  accumulators = { { name = "velocity" } },
+  build = function(self, p, g, lr, acc)
+    return { inputs = { Param = { p }, Grad = { g }, Velocity = { acc.velocity }, LearningRate = { lr } },
+             outputs = { ParamOut = { p }, VelocityOut = { acc.velocity } },
+             attrs = { mu = self.hyper.momentum, use_nesterov = self.hyper.use_nesterov } }
+  end,
+}
+
+kinds.Adam = {
+  name = "Adam", op = "adam", default_lr = 0.001,
+  hyper = { beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8, lazy_mode = false },
+  accumulators = { { name = "moment1" }, { name = "moment2" },
+                   { name = "beta1_pow_acc", shape = { 1 }, fill = "beta1" },
+                   { name = "beta2_pow_acc", shape = { 1 }, fill = "beta2" } },
+  build = function(self, p, g, lr, acc)
+    local outputs = { ParamOut = { p }, Moment1Out = { acc.moment1 }, Moment2Out = { acc.moment2 } }
+    if has_output_slot("adam", "Beta1PowOut") then
+      outputs.Beta1PowOut = { acc.beta1_pow_acc }
+      outputs.Beta2PowOut = { acc.beta2_pow_acc }
+    end
+    return { inputs = { Param = { p }, Grad = { g }, LearningRate = { lr }, Moment1 = { acc.moment1 },
+                        Moment2 = { acc.moment2 }, Beta1Pow = { acc.beta1_pow_acc }, Beta2Pow = { acc.beta2_pow_acc } },
+             outputs = outputs,
+             attrs = { beta1 = self.hyper.beta1, beta2 = self.hyper.beta2, epsilon = self.hyper.epsilon,
+                       lazy_mode = self.hyper.lazy_mode } }
+  end,
+  finish = function(self, _, acc, block)
+    if has_output_slot("adam", "Beta1PowOut") then return {} end
+    return { scale_in_place(block, acc.beta1_pow_acc, self.hyper.beta1),
+             scale_in_place(block, acc.beta2_pow_acc, self.hyper.beta2) }
+  end,
+}
+
+kinds.Adamax = {
+  name = "Adamax", op = "adamax", default_lr = 0.001,
+  hyper = { beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8 },
+  accumulators = { { name = "moment" }, { name = "inf_norm" },
+                   { name = "beta1_pow_acc", shape = { 1 }, fill = "beta1" } },
+  build = function(self, p, g, lr, acc)
+    return { inputs = { Param = { p }, Grad = { g }, LearningRate = { lr }, Moment = { acc.moment },
+                        InfNorm = { acc.inf_norm }, Beta1Pow = { acc.beta1_pow_acc } },
+             outputs = { ParamOut = { p }, MomentOut = { acc.moment }, InfNormOut = { acc.inf_norm } },
+             attrs = { beta1 = self.hyper.beta1, beta2 = self.hyper.beta2, epsilon = self.hyper.epsilon } }
+  end,
+  finish = function(self, _, acc, block)
+    if has_output_slot("adamax", "Beta1PowOut") then return {} end
+    return { scale_in_place(block, acc.beta1_pow_acc, self.hyper.beta1) }
+  end,
+}
+
+kinds.Adagrad = {
+  name = "Adagrad", op = "adagrad", hyper = { epsilon = 1e-6, initial_accumulator_value = 0.0 },
+  accumulators = { { name = "moment", fill = "initial_accumulator_value" } },
+  build = function(self, p, g, lr, acc)
+    return { inputs = { Param = { p }, Grad = { g }, Moment = { acc.moment }, LearningRate = { lr } },
+             outputs = { ParamOut = { p }, MomentOut = { acc.moment } },
+             attrs = { epsilon = self.hyper.epsilon } }
+  end,
+}
+
+kinds.DecayedAdagrad = {
+  name = "DecayedAdagrad", op = "decayed_adagrad", hyper = { decay = 0.95, epsilon = 1e-6 },
+  accumulators = { { name = "moment" } },
+  build = function(self, p, g, lr, acc)
+    return { inputs = { Param = { p }, Grad = { g }, Moment = { acc.moment }, LearningRate = { lr } },
+             outputs = { ParamOut = { p }, MomentOut = { acc.moment } },
+             attrs = { decay = self.hyper.decay, epsilon = self.hyper.epsilon } }
+  end,
+}
+
+kinds.RMSProp = {
+  name = "RMSProp", op = "rmsprop", hyper = { rho = 0.95, epsilon = 1e-6, momentum = 0.0, centered = false },
+  accumulators = { { name = "momentum" }, { name = "mean_square" }, { name = "mean_grad" } },
+  build = function(self, p, g, lr, acc)
+    return { inputs = { Param = { p }, Grad = { g }, Moment = { acc.momentum }, MeanSquare = { acc.mean_square },
+                        MeanGrad = { acc.mean_grad }, LearningRate = { lr } },
+             outputs = { ParamOut = { p }, MomentOut = { acc.momentum }, MeanSquareOut = { acc.mean_square },
+                         MeanGradOut = { acc.mean_grad } },
+             attrs = { epsilon = self.hyper.epsilon, decay = self.hyper.rho, momentum = self.hyper.momentum,
+                       centered = self.hyper.centered } }
+  end,
+}
+
+kinds.Adadelta = {
+  name = "Adadelta", op = "adadelta", hyper = { epsilon = 1e-6, rho = 0.95 }, uses_lr = false,
+  default_lr = 1.0,
+  accumulators = { { name = "_avg_squared_grad" }, { name = "_avg_squared_update" } },
+  build = function(self, p, g, _, acc)
+    return { inputs = { Param = { p }, Grad = { g }, AvgSquaredGrad = { acc._avg_squared_grad },
+                        AvgSquaredUpdate = { acc._avg_squared_update } },
+             outputs = { ParamOut = { p }, AvgSquaredGradOut = { acc._avg_squared_grad },
+                         AvgSquaredUpdateOut = { acc._avg_squared_update } },
+             attrs = { epsilon = self.hyper.epsilon, rho = self.hyper.rho } }
+  end,
+}
+
+for name, kind in pairs(kinds) do
+  M[name] = function(spec) return new_optimizer(kind, spec) end
+  M[name .. "Optimizer"] = M[name]
+end
+M.kinds = kinds
+
+return M

@@ -1,0 +1,72 @@
+-- oar.param_attr: how a layer creates its parameters (Fluid's ParamAttr):
+-- name, initializer, learning_rate (scales the optimizer's lr for this
+-- parameter), regularizer, trainable, gradient_clip.
+local M = {}
+
+local ParamAttr = {}
+ParamAttr.__index = ParamAttr
+M.ParamAttr = ParamAttr
+
+local function is_param_attr(x) return getmetatable(x) == ParamAttr end
+M.is_param_attr = is_param_attr
+
+local known = { name = true, initializer = true, learning_rate = true, regularizer = true,
+                trainable = true, gradient_clip = true, do_model_average = true }
+
+function M.new(spec)
+  spec = spec or {}
+  if type(spec) ~= "table" then
+    error("ParamAttr: expected a table {name=, initializer=, ...}, got " .. type(spec), 2)
+  end
+  for k in pairs(spec) do
+    if not known[k] then error("ParamAttr: unknown field '" .. tostring(k) .. "'", 2) end
+  end
+  if spec.name ~= nil and type(spec.name) ~= "string" then
+    error("ParamAttr: 'name' must be a string, got " .. type(spec.name), 2)
+  end
+  local lr = spec.learning_rate
+  if lr == nil then lr = 1.0 end
+  if type(lr) ~= "number" then
+    error("ParamAttr: 'learning_rate' must be a number, got " .. type(lr), 2)
+  end
+  local trainable = spec.trainable
+  if trainable == nil then trainable = true end
+  return setmetatable({
+    name = spec.name, initializer = spec.initializer, learning_rate = lr,
+    regularizer = spec.regularizer, trainable = trainable, gradient_clip = spec.gradient_clip,
+    do_model_average = spec.do_model_average,
+  }, ParamAttr)
+end
+setmetatable(M, { __call = function(_, spec) return M.new(spec) end })
+
+-- Turns what a layer was given into a ParamAttr (or false for "none"):
+-- nil -> defaults, "name" -> {name=}, an initializer -> {initializer=},
+-- a regularizer -> {regularizer=}, a table -> ParamAttr(table).
+function M.to_attr(arg)
+  if arg == nil then return M.new() end
+  if arg == false then return false end
+  if is_param_attr(arg) then return arg end
+  if type(arg) == "string" then return M.new{ name = arg } end
+  if type(arg) == "table" then
+    if arg._is_initializer then return M.new{ initializer = arg } end
+    if arg._is_regularizer then return M.new{ regularizer = arg } end
+    return M.new(arg)
+  end
+  error("param_attr: expected a ParamAttr, a name, an initializer or false, got " .. type(arg), 3)
+end
+
+-- A copy whose missing initializer is `default_initializer`.
+function ParamAttr:_with_default_initializer(default_initializer)
+  if self.initializer ~= nil then return self end
+  local copy = setmetatable({}, ParamAttr)
+  for k, v in pairs(self) do copy[k] = v end
+  copy.initializer = default_initializer
+  return copy
+end
+
+function ParamAttr:__tostring()
+  return string.format("ParamAttr(name=%s, learning_rate=%s, trainable=%s)", tostring(self.name),
+    tostring(self.learning_rate), tostring(self.trainable))
+end
+
+return M

@@ -1,0 +1,38 @@
+-- oar.place: where an executor runs (Fluid's CPUPlace / CUDAPlace).
+local lib = require("oar.lib")
+local C = lib.C
+
+local M = {}
+
+local Place = {}
+Place.__index = Place
+
+function Place:__tostring()
+  if self.kind == C.OAR_PLACE_CPU then return "CPUPlace" end
+  return "CUDAPlace(" .. self.device .. ")"
+end
+
+function Place.__eq(a, b) return a.kind == b.kind and a.device == b.device end
+
+function Place:is_cpu_place() return self.kind == C.OAR_PLACE_CPU end
+function Place:is_gpu_place() return self.kind == C.OAR_PLACE_CUDA end
+
+function M.CPUPlace()
+  return setmetatable({ kind = C.OAR_PLACE_CPU, device = 0 }, Place)
+end
+
+function M.CUDAPlace(device)
+  device = device or 0
+  if type(device) ~= "number" or device < 0 or device % 1 ~= 0 then
+    error("CUDAPlace: 'device' must be a non-negative integer, got " .. tostring(device), 2)
+  end
+  return setmetatable({ kind = C.OAR_PLACE_CUDA, device = device }, Place)
+end
+
+function M.is_place(x) return getmetatable(x) == Place end
+
+function M.is_compiled_with_cuda()
+  return C.oar_is_compiled_with_cuda() == true
+end
+
+return M

@@ -1,0 +1,211 @@
+-- oar.scope: Fluid's scope hierarchy (name -> variable, parent, kids), held
+-- by C and refcounted, so Lua may drop handles in any order.
+local ffi = require("ffi")
+local lib = require("oar.lib")
+local tensor = require("oar.tensor")
+local C = lib.C
+
+local M = {}
+
+local Scope = {}
+Scope.__index = Scope
+M.Scope = Scope
+
+local ScopeVar = {}
+ScopeVar.__index = ScopeVar
+M.ScopeVar = ScopeVar
+
+local function is_scope(x) return getmetatable(x) == Scope end
+M.is_scope = is_scope
+
+-- Wraps an oar_scope_t* that we hold one reference to.
+local function wrap(ptr)
+  return setmetatable({ handle = ffi.gc(ptr, C.oar_scope_free) }, Scope)
+end
+M.wrap = wrap
+
+local function check_self(s, who)
+  if not is_scope(s) then error("Scope:" .. who .. ": call it with ':' on a Scope", 3) end
+end
+
+local function check_name(name, who)
+  if type(name) ~= "string" or name == "" then
+    error("Scope:" .. who .. ": 'name' must be a non-empty string, got " .. tostring(name), 3)
+  end
+end
+
+function M.new()
+  local out = ffi.new("oar_scope_t *[1]")
+  if C.oar_scope_new(out) ~= 0 then error("Scope: " .. lib.last_error(), 2) end
+  return wrap(out[0])
+end
+
+-- A variable of `scope`; holds the scope so the variable outlives no owner.
+local function wrap_var(scope, ptr)
+  return setmetatable({ scope = scope, handle = ptr }, ScopeVar)
+end
+
+-- finds the variable locally or creates it
+function Scope:var(name)
+  check_self(self, "var")
+  check_name(name, "var")
+  local out = ffi.new("oar_variable_t *[1]")
+  if C.oar_scope_var(self.handle, name, out) ~= 0 then
+    error("Scope:var: " .. lib.last_error(), 2)
+  end
+  return wrap_var(self, out[0])
+end
+
+-- searches this scope and its parents; nil when absent
+function Scope:find_var(name)
+  check_self(self, "find_var")
+  check_name(name, "find_var")
+  local v = C.oar_scope_find_var(self.handle, name)
+  if v == nil then return nil end
+  return wrap_var(self, v)
+end
+
+function Scope:find_local_var(name)
+  check_self(self, "find_local_var")
+  check_name(name, "find_local_var")
+  local v = C.oar_scope_find_local(self.handle, name)
+  if v == nil then return nil end
+  return wrap_var(self, v)
+end
+
+function Scope:erase(name)
+  check_self(self, "erase")
+  check_name(name, "erase")
+  if C.oar_scope_erase(self.handle, name) ~= 0 then error("Scope:erase: " .. lib.last_error(), 2) end
+end
+
+function Scope:new_scope()
+  check_self(self, "new_scope")
+  local out = ffi.new("oar_scope_t *[1]")
+  if C.oar_scope_new_scope(self.handle, out) ~= 0 then
+    error("Scope:new_scope: " .. lib.last_error(), 2)
+  end
+  return wrap(out[0])
+end
+
+function Scope:drop_kids()
+  check_self(self, "drop_kids")
+  C.oar_scope_drop_kids(self.handle)
+end
+
+function Scope:num_kids()
+  check_self(self, "num_kids")
+  return C.oar_scope_num_kids(self.handle)
+end
+
+-- the parent scope, or nil at a root
+function Scope:parent()
+  check_self(self, "parent")
+  local p = C.oar_scope_parent(self.handle)
+  if p == nil then return nil end
+  return wrap(C.oar_scope_retain(p))
+end
+
+-- names created in this scope, in creation order
+function Scope:local_var_names()
+  check_self(self, "local_var_names")
+  local names = {}
+  for i = 0, C.oar_scope_num_vars(self.handle) - 1 do
+    local s = C.oar_scope_var_name(self.handle, i)
+    if s ~= nil then names[#names + 1] = ffi.string(s) end
+  end
+  return names
+end
+
+function Scope:__tostring()
+  return string.format("Scope(%d vars, %d kids)", C.oar_scope_num_vars(self.handle),
+    C.oar_scope_num_kids(self.handle))
+end
+
+-- ---- scope variables -------------------------------------------------------
+local kind_names = {
+  [0] = "empty", [7] = "lod_tensor", [8] = "selected_rows", [9] = "feed_minibatch",
+  [10] = "fetch_list", [11] = "step_scopes", [12] = "lod_rank_table",
+  [13] = "lod_tensor_array", [17] = "raw",
+}
+
+function ScopeVar:name() return ffi.string(C.oar_variable_name(self.handle)) end
+
+-- "lod_tensor", "lod_tensor_array", ... or "empty" before anything is stored
+function ScopeVar:type()
+  local t = C.oar_variable_type(self.handle)
+  return kind_names[t] or tostring(t)
+end
+
+function ScopeVar:is_initialized()
+  return C.oar_variable_type(self.handle) ~= 0
+end
+
+-- The held tensor (shares its data), created empty when the variable is new.
+function ScopeVar:get_tensor()
+  if getmetatable(self) ~= ScopeVar then error("get_tensor: call it with ':' on a scope variable", 2) end
+  local out = ffi.new("oar_tensor_t *[1]")
+  if C.oar_variable_get_tensor(self.handle, out) ~= 0 then
+    error("get_tensor: " .. lib.last_error(), 2)
+  end
+  return tensor.wrap(out[0])
+end
+
+-- Stores `t` (an oar Tensor, or a nested table converted as float32).
+function ScopeVar:set_tensor(t, dtype)
+  if getmetatable(self) ~= ScopeVar then error("set_tensor: call it with ':' on a scope variable", 2) end
+  if type(t) == "table" and not tensor.is_tensor(t) then t = tensor(t, dtype) end
+  if not tensor.is_tensor(t) then
+    error("set_tensor: expected an oar Tensor, got " .. type(t), 2)
+  end
+  if C.oar_variable_set_tensor(self.handle, t.handle) ~= 0 then
+    error("set_tensor: " .. lib.last_error(), 2)
+  end
+end
+
+-- length and items of a LOD_TENSOR_ARRAY variable
+function ScopeVar:array_size()
+  return C.oar_variable_array_size(self.handle)
+end
+
+function ScopeVar:array_get(i)
+  if type(i) ~= "number" or i % 1 ~= 0 then error("array_get: index must be an integer", 2) end
+  local out = ffi.new("oar_tensor_t *[1]")
+  if C.oar_variable_array_get(self.handle, i - 1, out) ~= 0 then
+    error("array_get: " .. lib.last_error(), 2)
+  end
+  return tensor.wrap(out[0])
+end
+
+function ScopeVar:__tostring()
+  return "ScopeVariable(" .. self:name() .. ", " .. self:type() .. ")"
+end
+
+-- ---- the global scope and scope_guard ------------------------------------------
+local global
+local current
+
+function M.global_scope()
+  if not global then global = M.new() end
+  return current or global
+end
+
+-- Runs fn() with `scope` as the global scope; restores it also on error.
+function M.scope_guard(scope, fn)
+  if not is_scope(scope) then
+    error("scope_guard: 'scope' must be an oar Scope, got " .. type(scope), 2)
+  end
+  if type(fn) ~= "function" then
+    error("scope_guard: 'fn' must be a function, got " .. type(fn), 2)
+  end
+  local old = current
+  current = scope
+  local res = { pcall(fn) }
+  current = old
+  if not res[1] then error(res[2], 0) end
+  return unpack(res, 2, table.maxn(res))
+end
+
+setmetatable(M, { __call = function() return M.new() end })
+
+return M
