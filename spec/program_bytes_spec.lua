@@ -419,6 +419,13 @@ describe("malformed ProgramDesc bytes", function()
     refused(bytes:sub(1, 20), FORMAT)
   end)
 
+  it("refuses messages missing a required field", function()
+    -- a VarDesc without its type, an OpDesc without its type
+    refused(program_bytes({ block_bytes(0, -1, { pb.bytes(1, "x") }) }), FORMAT, "required field")
+    refused(program_bytes({ block_bytes(0, -1, nil, { pb.bytes(1, slot_bytes("X", { "a" })) }) }),
+            FORMAT, "required field")
+  end)
+
   it("refuses garbage", function()
     refused("\255\255\255\255\255\255\255\255\255\255\255", FORMAT, "malformed ProgramDesc")
     refused("hello, world", FORMAT)
