@@ -10,39 +10,50 @@
 static const oar_slot_def_t x_in[] = {{"X", 0}, {NULL, 0}};
 static const oar_slot_def_t out_out[] = {{"Out", 0}, {NULL, 0}};
 
-/* "<name>@GRAD" into buf; error when it does not fit */
-static int grad_of(const char *name, char *buf, size_t n)
+/* The pass's gradient name of argument i of forward slot `slot` (an output
+ * when fwd_output), asked through oar_gc_* on a scratch op so that the pass
+ * registers the name; "@EMPTY@" for an input that needs no gradient. */
+static int gc_grad_name(oar_grad_ctx_t *g, const char *slot, bool fwd_output, int i,
+                        char *buf, size_t n)
 {
-    int r = snprintf(buf, n, "%s%s", name, OAR_GRAD_SUFFIX);
-    if (r < 0 || (size_t)r >= n)
-        return oar_error(OAR_ERR_INVALID, "variable name '%s' is too long for a gradient name", name);
-    return OAR_OK;
+    char gslot[128];
+    int r = snprintf(gslot, sizeof gslot, "%s%s", slot, OAR_GRAD_SUFFIX);
+    if (r < 0 || (size_t)r >= sizeof gslot)
+        return oar_error(OAR_ERR_INVALID, "slot name '%s' is too long", slot);
+    const char *type = oar_op_desc_type(oar_gc_fwd(g));
+    oar_op_desc_t *tmp;
+    OAR_TRY(oar_op_desc_new(type, &tmp));
+    int rc = fwd_output ? oar_gc_out_grad(g, tmp, slot) : oar_gc_in_grad(g, tmp, slot);
+    const char *name = NULL;
+    if (rc == OAR_OK) {
+        name = fwd_output ? oar_op_desc_input_arg(tmp, gslot, i) : oar_op_desc_output_arg(tmp, gslot, i);
+        if (!name)
+            rc = oar_error(OAR_ERR_INVALID, "%s grad: the forward op has no %s %s[%d]", type,
+                           fwd_output ? "output" : "input", slot, i);
+    }
+    if (rc == OAR_OK && strlen(name) >= n)
+        rc = oar_error(OAR_ERR_INVALID, "gradient name '%s' is too long", name);
+    if (rc == OAR_OK) memcpy(buf, name, strlen(name) + 1);
+    oar_op_desc_free(tmp);
+    return rc;
 }
 
-/* A grad op of `type` reading `in_grad_of`@GRAD through slot X and writing
- * `out_grad_of`@GRAD through slot Out (assign, scale and cast grads). */
-static oar_op_desc_t *x_to_out_grad_op(oar_grad_ctx_t *g, const char *type,
-                                       const char *in_grad_of, const char *out_grad_of)
+/* A grad op of `type` reading Out's gradient through slot X and writing the
+ * gradient of input X[i] through slot Out (the assign, scale, cast and sum
+ * grads). *op stays NULL when that input needs no gradient. */
+static int x_to_out_grad_op(oar_grad_ctx_t *g, const char *type, int i, oar_op_desc_t **op)
 {
     char gin[512], gout[512];
-    if (grad_of(in_grad_of, gin, sizeof gin) != OAR_OK) return NULL;
-    if (grad_of(out_grad_of, gout, sizeof gout) != OAR_OK) return NULL;
-    oar_op_desc_t *op = oar_gc_new_op(g, type);
-    if (!op) return NULL;
+    *op = NULL;
+    OAR_TRY(gc_grad_name(g, "X", false, i, gout, sizeof gout));
+    if (strcmp(gout, OAR_EMPTY_VAR) == 0) return OAR_OK;
+    OAR_TRY(gc_grad_name(g, "Out", true, 0, gin, sizeof gin));
+    oar_op_desc_t *o = oar_gc_new_op(g, type);
+    if (!o) return OAR_ERR_NOMEM;
     const char *i1[1] = {gin}, *o1[1] = {gout};
-    if (oar_op_desc_set_input(op, "X", i1, 1) != OAR_OK) return NULL;
-    if (oar_op_desc_set_output(op, "Out", o1, 1) != OAR_OK) return NULL;
-    return op;
-}
-
-static int fwd_x_out(oar_grad_ctx_t *g, const char **x, const char **out)
-{
-    const oar_op_desc_t *f = oar_gc_fwd(g);
-    *x = oar_op_desc_input_arg(f, "X", 0);
-    *out = oar_op_desc_output_arg(f, "Out", 0);
-    if (!*x || !*out)
-        return oar_error(OAR_ERR_INVALID, "%s grad: the forward op lacks input X or output Out",
-                         oar_op_desc_type(f));
+    OAR_TRY(oar_op_desc_set_input(o, "X", i1, 1));
+    OAR_TRY(oar_op_desc_set_output(o, "Out", o1, 1));
+    *op = o;
     return OAR_OK;
 }
 
@@ -131,9 +142,8 @@ static int assign_run(oar_kernel_ctx_t *k)
 
 static int assign_grad(oar_grad_ctx_t *g)
 {
-    const char *x, *out;
-    OAR_TRY(fwd_x_out(g, &x, &out));
-    return x_to_out_grad_op(g, "assign", out, x) ? OAR_OK : OAR_ERR_NOMEM;
+    oar_op_desc_t *op;
+    return x_to_out_grad_op(g, "assign", 0, &op);
 }
 
 static const oar_op_def_t assign_def = {
@@ -154,10 +164,9 @@ static int same_infer(oar_infer_ctx_t *c) { return oar_infer_same_as(c, "X", "Ou
 /* d(scale*x + b)/dx = d(scale*(x + b))/dx = scale */
 static int scale_grad(oar_grad_ctx_t *g)
 {
-    const char *x, *out;
-    OAR_TRY(fwd_x_out(g, &x, &out));
-    oar_op_desc_t *op = x_to_out_grad_op(g, "scale", out, x);
-    if (!op) return OAR_ERR_NOMEM;
+    oar_op_desc_t *op;
+    OAR_TRY(x_to_out_grad_op(g, "scale", 0, &op));
+    if (!op) return OAR_OK;
     OAR_TRY(oar_op_desc_set_attr_float(op, "bias", 0.0f));
     return oar_op_desc_set_attr_bool(op, "bias_after_scale", true);
 }
@@ -206,11 +215,10 @@ static int cast_infer(oar_infer_ctx_t *c)
 
 static int cast_grad(oar_grad_ctx_t *g)
 {
-    const char *x, *out;
-    OAR_TRY(fwd_x_out(g, &x, &out));
     const oar_op_desc_t *f = oar_gc_fwd(g);
-    oar_op_desc_t *op = x_to_out_grad_op(g, "cast", out, x);
-    if (!op) return OAR_ERR_NOMEM;
+    oar_op_desc_t *op;
+    OAR_TRY(x_to_out_grad_op(g, "cast", 0, &op));
+    if (!op) return OAR_OK;
     OAR_TRY(oar_op_desc_set_attr_int(op, "in_dtype", oar_attr_i(f, "out_dtype")));
     return oar_op_desc_set_attr_int(op, "out_dtype", oar_attr_i(f, "in_dtype"));
 }
@@ -272,15 +280,11 @@ static int sum_infer(oar_infer_ctx_t *c)
 /* each input's gradient is the output's: one scale(1) per input */
 static int sum_grad(oar_grad_ctx_t *g)
 {
-    const oar_op_desc_t *f = oar_gc_fwd(g);
-    const char *out = oar_op_desc_output_arg(f, "Out", 0);
-    if (!out) return oar_error(OAR_ERR_INVALID, "sum grad: the forward op lacks output Out");
-    int n = oar_op_desc_input_count(f, "X");
+    int n = oar_op_desc_input_count(oar_gc_fwd(g), "X");
     for (int i = 0; i < n; i++) {
-        const char *x = oar_op_desc_input_arg(f, "X", i);
-        if (!x || strcmp(x, OAR_EMPTY_VAR) == 0 || oar_gc_no_grad(g, x)) continue;
-        oar_op_desc_t *op = x_to_out_grad_op(g, "scale", out, x);
-        if (!op) return OAR_ERR_NOMEM;
+        oar_op_desc_t *op;
+        OAR_TRY(x_to_out_grad_op(g, "scale", i, &op));
+        if (!op) continue;
         OAR_TRY(oar_op_desc_set_attr_float(op, "scale", 1.0f));
         OAR_TRY(oar_op_desc_set_attr_float(op, "bias", 0.0f));
         OAR_TRY(oar_op_desc_set_attr_bool(op, "bias_after_scale", true));
