@@ -9,6 +9,10 @@ OAR_CFLAGS = -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -fPIC $(OPT) -fopenmp 
              -Isrc -Ibuild $(OPENBLAS_INC) $(EXTRA_CFLAGS)
 OPENBLAS_INC ?= -I/usr/include/x86_64-linux-gnu/openblas-pthread -I/usr/include/openblas
 LIBS     = -lprotobuf-c -lopenblas -lm -lpthread -fopenmp
+# never unmapped by dlclose: LuaJIT closes its ffi.load'ed libraries at lua_close
+# (busted exits with os.exit(code, true)), and unmapping libgomp under its idle
+# OpenMP worker threads crashes the process on exit
+LIBS     += -Wl,-z,nodelete
 
 # CUDA: built when nvcc exists (PATH or /usr/local/cuda), unless NO_CUDA=1
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ( [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc ))
