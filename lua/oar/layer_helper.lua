@@ -201,8 +201,13 @@ function LayerHelper:create_parameter(attr, shape, dtype, is_bias, default_initi
     regularizer = attr.regularizer, learning_rate = attr.learning_rate, gradient_clip = attr.gradient_clip,
     do_model_average = attr.do_model_average,
   }
+  -- the startup program declares the parameter too and runs its initializer
   local startup_gb = self.startup_program:global_block()
-  if self.startup_program ~= self.main_program and not startup_gb:_find_var_local(name) then
+  if self.startup_program == self.main_program then
+    fields.initializer = init
+    return main_gb:create_parameter(fields)
+  end
+  if not startup_gb:_find_var_local(name) then
     fields.initializer = init
     startup_gb:create_parameter(fields)
     fields.initializer = nil

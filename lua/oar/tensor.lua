@@ -138,8 +138,9 @@ M.new = function(...) return construct(nil, ...) end
 -- A tensor with a copy of `numel(shape)` elements at `ptr` (any pointer cdata).
 function M.from_buffer(ptr, shape, dtype)
   local who = "tensor.from_buffer"
-  if type(ptr) ~= "cdata" or ptr == nil then
-    error(who .. ": 'ptr' must be a non-NULL pointer cdata, got " .. tostring(ptr), 2)
+  local ctype = type(ptr) == "cdata" and tostring(ffi.typeof(ptr)) or ""
+  if ptr == nil or not (ctype:find("*", 1, true) or ctype:find("[", 1, true)) then
+    error(who .. ": 'ptr' must be a non-NULL pointer or array cdata, got " .. tostring(ptr), 2)
   end
   local dt = dtypes.check(dtype or "float32", who)
   local dims, n = dims_array(shape, who)
