@@ -30,7 +30,8 @@ static const oar_slot_def_t bn_grad_out[] = {
 
 static const oar_attr_def_t bn_attrs[] = {
     {.name = "momentum", .type = OAR_ATTR_FLOAT, .def = 0.9},
-    {.name = "epsilon", .type = OAR_ATTR_FLOAT, .def = 1e-5, .min = 0.0, .max = 1e-3},
+    /* Fluid bounds epsilon by 0.001f, which is a bit above 1e-3 as a double */
+    {.name = "epsilon", .type = OAR_ATTR_FLOAT, .def = 1e-5, .min = 0.0, .max = 0.0010000000474974513},
     {.name = "is_test", .type = OAR_ATTR_BOOLEAN, .def = 0},
     {.name = "data_layout", .type = OAR_ATTR_STRING, .def_str = "NCHW"},
     {.name = "use_global_stats", .type = OAR_ATTR_BOOLEAN, .def = 0},

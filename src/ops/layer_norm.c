@@ -20,7 +20,8 @@ static const oar_slot_def_t ln_grad_out[] = {
     {"Bias@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
 
 static const oar_attr_def_t ln_attrs[] = {
-    {.name = "epsilon", .type = OAR_ATTR_FLOAT, .def = 1e-5, .min = 0.0, .max = 1e-3},
+    /* Fluid bounds epsilon by 0.001f, which is a bit above 1e-3 as a double */
+    {.name = "epsilon", .type = OAR_ATTR_FLOAT, .def = 1e-5, .min = 0.0, .max = 0.0010000000474974513},
     {.name = "begin_norm_axis", .type = OAR_ATTR_INT, .def = 1, .min = 1, .max = OAR_MAX_DIMS},
     {.name = "use_mkldnn", .type = OAR_ATTR_BOOLEAN, .def = 0},
     {.name = "is_test", .type = OAR_ATTR_BOOLEAN, .def = 0},
