@@ -126,7 +126,7 @@ local function dims_array(shape, who, min)
   local dims = ffi.new("int64_t[?]", n > 0 and n or 1)
   for i = 1, n do
     local d = shape[i]
-    if type(d) ~= "number" or d % 1 ~= 0 or d < min then
+    if type(d) ~= "number" or d % 1 ~= 0 or d < min or d >= 2 ^ 53 then
       raise(string.format("%s: 'shape' must hold integers >= %d, got %s at position %d",
         who, min, tostring(d), i))
     end

@@ -1,6 +1,8 @@
 -- oar.layers: every layer function in one table, like fluid.layers. The
 -- control-flow and sequence modules join in when they exist.
 local M = {}
+-- visible before the optional modules load, so they may require("oar.layers")
+package.loaded["oar.layers"] = M
 
 local function merge(modname, required)
   local ok, mod = pcall(require, modname)

@@ -220,6 +220,9 @@ function M.dropout(a, prob)
   local out = helper:create_variable_for_type_inference(x.dtype)
   local mask = helper:create_variable_for_type_inference("uint8", true)
   local seed = a.seed
+  if (seed == nil or seed == 0) and helper.main_program.random_seed ~= 0 then
+    seed = helper.main_program.random_seed   -- reproducible like Fluid
+  end
   helper:append_op{ type = "dropout", inputs = { X = { x } }, outputs = { Out = { out }, Mask = { mask } },
     attrs = { dropout_prob = p, is_test = check.boolean("dropout", "is_test", a.is_test, false),
               fix_seed = seed ~= nil, seed = seed and check.int("dropout", "seed", seed) or 0,
