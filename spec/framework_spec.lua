@@ -172,6 +172,43 @@ describe("append_op and Operator", function()
     assert.matches("item 1 must be a Variable or a name", msg)
   end)
 
+  it("infers attr types from Lua values, blocks included, and reads them back", function()
+    local p = oar.Program()
+    local b = p:global_block()
+    local x = b:create_var{ name = "x", shape = { 2 } }
+    local child = p:create_block()
+    p:rollback()
+    local op = b:append_op{ type = "scale", inputs = { X = { x } }, outputs = { Out = { "y" } },
+      attrs = { sub_block = child, blocks = { child }, names = { "a", "b" }, fl = { 1.5, 2 },
+                flags = { true, false }, big = 2 ^ 40, n = 3, f = 0.25, s = "text", yes = true } }
+    assert.are.equal(child, op:attr("sub_block"))
+    assert.are.equal(1, op:block_attr_id("sub_block"))
+    assert.are.equal(child, op:attr("blocks")[1])
+    assert.are.same({ "a", "b" }, op:attr("names"))
+    assert.are.same({ 1.5, 2 }, op:attr("fl"))
+    assert.are.same({ true, false }, op:attr("flags"))
+    assert.are.equal(2 ^ 40, op:attr("big"))
+    assert.are.equal("LONG", op:attr_type("big"))
+    assert.are.equal("INT", op:attr_type("n"))
+    assert.are.equal("FLOAT", op:attr_type("f"))
+    assert.are.equal("text", op:attr("s"))
+    assert.is_true(op:attr("yes"))
+    op:set_attr("scale", 4)
+    assert.are.equal(4, op:attr("scale"))
+    assert.are.equal(tostring(p), tostring(oar.Program.parse(p:serialize())))
+  end)
+
+  it("tags ops with the name scope they were created in", function()
+    local p = oar.Program()
+    oar.name_scope("encoder", function()
+      oar.program_guard(p, function()
+        local x = layers.data{ name = "x", shape = { 2 } }
+        layers.relu(x)
+      end)
+    end)
+    assert.are.equal("/encoder/", p:global_block():ops()[1]:attr("op_namescope"))
+  end)
+
   it("keeps ops of other programs' variables out", function()
     local x = oar.Program():global_block():create_var{ name = "x", shape = { 1 } }
     local b = oar.Program():global_block()

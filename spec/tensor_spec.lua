@@ -60,6 +60,9 @@ describe("Tensor", function()
 
   it("rejects ragged and non-numeric tables and unknown dtypes", function()
     assert.matches("ragged", errmsg(oar.Tensor, { { 1, 2 }, { 3 } }))
+    local ok, err = pcall(function() return oar.Tensor({ { 1 }, { 2, 3 } }) end)
+    assert.is_false(ok)
+    assert.matches("^spec/tensor_spec.lua:%d+: Tensor: ragged", err)   -- located at the caller
     assert.matches("ragged", errmsg(oar.Tensor, { { 1, 2 }, 3 }))
     assert.matches("expected numbers", errmsg(oar.Tensor, { "a", "b" }))
     assert.matches("unknown dtype 'float8'", errmsg(oar.Tensor, { 1 }, "float8"))

@@ -4,11 +4,12 @@ local ffi = require("ffi")
 local lib = require("oar.lib")
 local C = lib.C
 
+local raise = require("oar.framework").raise
 local M = {}
 
 local function flag_name(name, who)
   if type(name) ~= "string" then
-    error(who .. ": flag names must be strings, got " .. type(name), 3)
+    raise(who .. ": flag names must be strings, got " .. type(name))
   end
   return (name:gsub("^FLAGS_", ""))
 end
@@ -16,7 +17,7 @@ end
 -- set_flags{check_nan_inf=true, num_threads=2}
 function M.set_flags(flags)
   if type(flags) ~= "table" then
-    error("set_flags: expected a table of flags, got " .. type(flags), 2)
+    raise("set_flags: expected a table of flags, got " .. type(flags))
   end
   for name, value in pairs(flags) do
     local n = flag_name(name, "set_flags")
@@ -24,11 +25,11 @@ function M.set_flags(flags)
     if type(value) == "boolean" then v = value and 1 or 0
     elseif type(value) == "number" and value % 1 == 0 then v = value
     else
-      error(string.format("set_flags: flag '%s' must be a boolean or an integer, got %s",
-        n, tostring(value)), 2)
+      raise(string.format("set_flags: flag '%s' must be a boolean or an integer, got %s",
+        n, tostring(value)))
     end
     if C.oar_set_flag(n, ffi.new("int64_t", v)) ~= 0 then
-      error("set_flags: " .. lib.last_error(), 2)
+      raise("set_flags: " .. lib.last_error())
     end
   end
 end
@@ -37,7 +38,7 @@ end
 function M.get_flags(names)
   if type(names) == "string" then names = { names } end
   if type(names) ~= "table" then
-    error("get_flags: expected a flag name or a list of names, got " .. type(names), 2)
+    raise("get_flags: expected a flag name or a list of names, got " .. type(names))
   end
   local out = {}
   for _, name in ipairs(names) do
@@ -50,7 +51,7 @@ end
 function M.seed(s)
   if s == nil then return tonumber(C.oar_random_seed()) end
   if type(s) ~= "number" or s < 0 or s % 1 ~= 0 then
-    error("seed: expected a non-negative integer, got " .. tostring(s), 2)
+    raise("seed: expected a non-negative integer, got " .. tostring(s))
   end
   C.oar_set_random_seed(ffi.new("uint64_t", s))
 end

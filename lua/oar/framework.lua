@@ -145,7 +145,6 @@ local function wrap_program(ptr)
     _current = 0,          -- current block idx
     _role = M.OpRole.Forward,
     _role_vars = nil,
-    _namescope = nil,
     random_seed = 0,
   }, Program)
 end
@@ -405,10 +404,9 @@ end
 function M.name_scope(prefix, fn)
   if type(prefix) ~= "string" then raise("name_scope: 'prefix' must be a string") end
   if type(fn) ~= "function" then raise("name_scope: 'fn' must be a function") end
-  local prog = M.default_main_program()
-  local old = prog._namescope
-  prog._namescope = (old or "/") .. prefix .. "/"
-  return protected(function() prog._namescope = old end, fn)
+  local old = M._namescope
+  M._namescope = (old or "/") .. prefix .. "/"
+  return protected(function() M._namescope = old end, fn)
 end
 
 -- ==== Block ===================================================================
@@ -853,8 +851,8 @@ local function fill_op(op, spec, prog)
   if attrs.op_role_var == nil and prog._role_vars then
     set_attr(op, op_type, "op_role_var", prog._role_vars, prog)
   end
-  if attrs.op_namescope == nil and prog._namescope then
-    set_attr(op, op_type, "op_namescope", prog._namescope, prog)
+  if attrs.op_namescope == nil and M._namescope then
+    set_attr(op, op_type, "op_namescope", M._namescope, prog)
   end
   if attrs.op_callstack == nil then
     local cs = M.callstack(4)

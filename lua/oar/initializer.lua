@@ -2,6 +2,7 @@
 -- block that declares it (the startup program's global block, for layers).
 -- Xavier and MSRA compute fan_in/fan_out from the shape like Fluid.
 local framework = require("oar.framework")
+local raise = require("oar.framework").raise
 
 local M = {}
 
@@ -19,7 +20,7 @@ local function opt_number(spec, key, default, who)
   local v = spec[key]
   if v == nil then return default end
   if type(v) ~= "number" then
-    error(string.format("%s: '%s' must be a number, got %s", who, key, type(v)), 4)
+    raise(string.format("%s: '%s' must be a number, got %s", who, key, type(v)))
   end
   return v
 end
@@ -27,7 +28,7 @@ end
 local function spec_of(spec, who, positional_key)
   if spec == nil then return {} end
   if type(spec) == "number" and positional_key then return { [positional_key] = spec } end
-  if type(spec) ~= "table" then error(who .. ": expected a table of options, got " .. type(spec), 3) end
+  if type(spec) ~= "table" then raise(who .. ": expected a table of options, got " .. type(spec)) end
   return spec
 end
 
@@ -40,7 +41,7 @@ end
 function M.Uniform(spec)
   spec = spec_of(spec, "Uniform")
   local low, high = opt_number(spec, "low", -1.0, "Uniform"), opt_number(spec, "high", 1.0, "Uniform")
-  if low > high then error("Uniform: 'low' must not exceed 'high'", 2) end
+  if low > high then raise("Uniform: 'low' must not exceed 'high'") end
   return make("uniform", { low = low, high = high, seed = opt_number(spec, "seed", 0, "Uniform") })
 end
 

@@ -1,6 +1,7 @@
 -- oar.param_attr: how a layer creates its parameters (Fluid's ParamAttr):
 -- name, initializer, learning_rate (scales the optimizer's lr for this
 -- parameter), regularizer, trainable, gradient_clip.
+local raise = require("oar.framework").raise
 local M = {}
 
 local ParamAttr = {}
@@ -16,18 +17,18 @@ local known = { name = true, initializer = true, learning_rate = true, regulariz
 function M.new(spec)
   spec = spec or {}
   if type(spec) ~= "table" then
-    error("ParamAttr: expected a table {name=, initializer=, ...}, got " .. type(spec), 2)
+    raise("ParamAttr: expected a table {name=, initializer=, ...}, got " .. type(spec))
   end
   for k in pairs(spec) do
-    if not known[k] then error("ParamAttr: unknown field '" .. tostring(k) .. "'", 2) end
+    if not known[k] then raise("ParamAttr: unknown field '" .. tostring(k) .. "'") end
   end
   if spec.name ~= nil and type(spec.name) ~= "string" then
-    error("ParamAttr: 'name' must be a string, got " .. type(spec.name), 2)
+    raise("ParamAttr: 'name' must be a string, got " .. type(spec.name))
   end
   local lr = spec.learning_rate
   if lr == nil then lr = 1.0 end
   if type(lr) ~= "number" then
-    error("ParamAttr: 'learning_rate' must be a number, got " .. type(lr), 2)
+    raise("ParamAttr: 'learning_rate' must be a number, got " .. type(lr))
   end
   local trainable = spec.trainable
   if trainable == nil then trainable = true end
@@ -52,7 +53,7 @@ function M.to_attr(arg)
     if arg._is_regularizer then return M.new{ regularizer = arg } end
     return M.new(arg)
   end
-  error("param_attr: expected a ParamAttr, a name, an initializer or false, got " .. type(arg), 3)
+  raise("param_attr: expected a ParamAttr, a name, an initializer or false, got " .. type(arg))
 end
 
 -- A copy whose missing initializer is `default_initializer`.

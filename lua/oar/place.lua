@@ -2,6 +2,7 @@
 local lib = require("oar.lib")
 local C = lib.C
 
+local raise = require("oar.framework").raise
 local M = {}
 
 local Place = {}
@@ -24,7 +25,7 @@ end
 function M.CUDAPlace(device)
   device = device or 0
   if type(device) ~= "number" or device < 0 or device % 1 ~= 0 then
-    error("CUDAPlace: 'device' must be a non-negative integer, got " .. tostring(device), 2)
+    raise("CUDAPlace: 'device' must be a non-negative integer, got " .. tostring(device))
   end
   return setmetatable({ kind = C.OAR_PLACE_CUDA, device = device }, Place)
 end

@@ -4,6 +4,7 @@
 local framework = require("oar.framework")
 local unique_name = require("oar.unique_name")
 
+local raise = require("oar.framework").raise
 local M = {}
 
 local Regularizer = {}
@@ -13,7 +14,7 @@ local function make(kind, coeff, who)
   if type(coeff) == "table" then coeff = coeff.regularization_coeff or coeff.coeff or coeff[1] end
   if coeff == nil then coeff = 0.0 end
   if type(coeff) ~= "number" then
-    error(who .. ": 'regularization_coeff' must be a number, got " .. type(coeff), 3)
+    raise(who .. ": 'regularization_coeff' must be a number, got " .. type(coeff))
   end
   return setmetatable({ kind = kind, coeff = coeff, _is_regularizer = true }, Regularizer)
 end

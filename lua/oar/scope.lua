@@ -2,6 +2,7 @@
 -- by C and refcounted, so Lua may drop handles in any order.
 local ffi = require("ffi")
 local lib = require("oar.lib")
+local raise = require("oar.framework").raise
 local tensor = require("oar.tensor")
 local C = lib.C
 
@@ -25,18 +26,18 @@ end
 M.wrap = wrap
 
 local function check_self(s, who)
-  if not is_scope(s) then error("Scope:" .. who .. ": call it with ':' on a Scope", 3) end
+  if not is_scope(s) then raise("Scope:" .. who .. ": call it with ':' on a Scope") end
 end
 
 local function check_name(name, who)
   if type(name) ~= "string" or name == "" then
-    error("Scope:" .. who .. ": 'name' must be a non-empty string, got " .. tostring(name), 3)
+    raise("Scope:" .. who .. ": 'name' must be a non-empty string, got " .. tostring(name))
   end
 end
 
 function M.new()
   local out = ffi.new("oar_scope_t *[1]")
-  if C.oar_scope_new(out) ~= 0 then error("Scope: " .. lib.last_error(), 2) end
+  if C.oar_scope_new(out) ~= 0 then raise("Scope: " .. lib.last_error()) end
   return wrap(out[0])
 end
 
@@ -51,7 +52,7 @@ function Scope:var(name)
   check_name(name, "var")
   local out = ffi.new("oar_variable_t *[1]")
   if C.oar_scope_var(self.handle, name, out) ~= 0 then
-    error("Scope:var: " .. lib.last_error(), 2)
+    raise("Scope:var: " .. lib.last_error())
   end
   return wrap_var(self, out[0])
 end
@@ -76,14 +77,14 @@ end
 function Scope:erase(name)
   check_self(self, "erase")
   check_name(name, "erase")
-  if C.oar_scope_erase(self.handle, name) ~= 0 then error("Scope:erase: " .. lib.last_error(), 2) end
+  if C.oar_scope_erase(self.handle, name) ~= 0 then raise("Scope:erase: " .. lib.last_error()) end
 end
 
 function Scope:new_scope()
   check_self(self, "new_scope")
   local out = ffi.new("oar_scope_t *[1]")
   if C.oar_scope_new_scope(self.handle, out) ~= 0 then
-    error("Scope:new_scope: " .. lib.last_error(), 2)
+    raise("Scope:new_scope: " .. lib.last_error())
   end
   return wrap(out[0])
 end
@@ -143,23 +144,23 @@ end
 
 -- The held tensor (shares its data), created empty when the variable is new.
 function ScopeVar:get_tensor()
-  if getmetatable(self) ~= ScopeVar then error("get_tensor: call it with ':' on a scope variable", 2) end
+  if getmetatable(self) ~= ScopeVar then raise("get_tensor: call it with ':' on a scope variable") end
   local out = ffi.new("oar_tensor_t *[1]")
   if C.oar_variable_get_tensor(self.handle, out) ~= 0 then
-    error("get_tensor: " .. lib.last_error(), 2)
+    raise("get_tensor: " .. lib.last_error())
   end
   return tensor.wrap(out[0])
 end
 
 -- Stores `t` (an oar Tensor, or a nested table converted as float32).
 function ScopeVar:set_tensor(t, dtype)
-  if getmetatable(self) ~= ScopeVar then error("set_tensor: call it with ':' on a scope variable", 2) end
+  if getmetatable(self) ~= ScopeVar then raise("set_tensor: call it with ':' on a scope variable") end
   if type(t) == "table" and not tensor.is_tensor(t) then t = tensor(t, dtype) end
   if not tensor.is_tensor(t) then
-    error("set_tensor: expected an oar Tensor, got " .. type(t), 2)
+    raise("set_tensor: expected an oar Tensor, got " .. type(t))
   end
   if C.oar_variable_set_tensor(self.handle, t.handle) ~= 0 then
-    error("set_tensor: " .. lib.last_error(), 2)
+    raise("set_tensor: " .. lib.last_error())
   end
 end
 
@@ -169,10 +170,10 @@ function ScopeVar:array_size()
 end
 
 function ScopeVar:array_get(i)
-  if type(i) ~= "number" or i % 1 ~= 0 then error("array_get: index must be an integer", 2) end
+  if type(i) ~= "number" or i % 1 ~= 0 then raise("array_get: index must be an integer") end
   local out = ffi.new("oar_tensor_t *[1]")
   if C.oar_variable_array_get(self.handle, i - 1, out) ~= 0 then
-    error("array_get: " .. lib.last_error(), 2)
+    raise("array_get: " .. lib.last_error())
   end
   return tensor.wrap(out[0])
 end
@@ -193,10 +194,10 @@ end
 -- Runs fn() with `scope` as the global scope; restores it also on error.
 function M.scope_guard(scope, fn)
   if not is_scope(scope) then
-    error("scope_guard: 'scope' must be an oar Scope, got " .. type(scope), 2)
+    raise("scope_guard: 'scope' must be an oar Scope, got " .. type(scope))
   end
   if type(fn) ~= "function" then
-    error("scope_guard: 'fn' must be a function, got " .. type(fn), 2)
+    raise("scope_guard: 'fn' must be a function, got " .. type(fn))
   end
   local old = current
   current = scope

@@ -2,6 +2,7 @@
 -- by the garbage collector. Values move between Lua and C by copying.
 local ffi = require("ffi")
 local lib = require("oar.lib")
+local raise = require("oar.framework").raise
 local dtypes = require("oar.dtypes")
 local C = lib.C
 
@@ -21,15 +22,15 @@ end
 
 local function dims_array(shape, who)
   if type(shape) ~= "table" then
-    error(who .. ": 'shape' must be a list of non-negative integers, got " .. type(shape), 3)
+    raise(who .. ": 'shape' must be a list of non-negative integers, got " .. type(shape))
   end
   local n = #shape
   local dims = ffi.new("int64_t[?]", n > 0 and n or 1)
   for i = 1, n do
     local d = shape[i]
     if type(d) ~= "number" or d < 0 or d % 1 ~= 0 then
-      error(string.format("%s: 'shape' must be non-negative integers, got %s at position %d",
-        who, tostring(d), i), 3)
+      raise(string.format("%s: 'shape' must be non-negative integers, got %s at position %d",
+        who, tostring(d), i))
     end
     dims[i - 1] = d
   end
@@ -44,13 +45,13 @@ local function to_c_value(dtype, v, who)
   elseif type(v) == "number" then
     if dtype == "float16" then return dtypes.number_to_half(v) end
     if dtypes.is_integer(dtype) and v % 1 ~= 0 then
-      error(string.format("%s: %s is not an integer (tensor dtype %s)", who, tostring(v), dtype), 4)
+      raise(string.format("%s: %s is not an integer (tensor dtype %s)", who, tostring(v), dtype))
     end
     return v
   elseif type(v) == "boolean" then
     return v and 1 or 0
   end
-  error(string.format("%s: expected a number for a %s tensor, got %s", who, dtype, type(v)), 4)
+  raise(string.format("%s: expected a number for a %s tensor, got %s", who, dtype, type(v)))
 end
 
 local function from_c_value(dtype, v)
@@ -71,17 +72,17 @@ local function infer_shape(t, who)
   local function check(node, depth)
     if depth > #shape then
       if type(node) ~= "number" and type(node) ~= "boolean" then
-        error(string.format("%s: expected numbers at depth %d, got %s", who, depth, type(node)), 4)
+        raise(string.format("%s: expected numbers at depth %d, got %s", who, depth, type(node)))
       end
       return
     end
     if type(node) ~= "table" then
-      error(string.format("%s: ragged table: expected a list at depth %d, got %s",
-        who, depth, type(node)), 4)
+      raise(string.format("%s: ragged table: expected a list at depth %d, got %s",
+        who, depth, type(node)))
     end
     if #node ~= shape[depth] then
-      error(string.format("%s: ragged table: a list at depth %d has %d elements, expected %d",
-        who, depth, #node, shape[depth]), 4)
+      raise(string.format("%s: ragged table: a list at depth %d has %d elements, expected %d",
+        who, depth, #node, shape[depth]))
     end
     for i = 1, #node do check(node[i], depth + 1) end
   end
@@ -105,14 +106,14 @@ local function construct(_, spec, dtype)
   local who = "Tensor"
   if type(spec) == "number" or type(spec) == "boolean" then spec = { spec } end
   if type(spec) ~= "table" then
-    error("Tensor: expected a nested table of numbers or {shape=, dtype=}, got " .. type(spec), 2)
+    raise("Tensor: expected a nested table of numbers or {shape=, dtype=}, got " .. type(spec))
   end
   if spec.shape ~= nil then
     local dt = dtypes.check(spec.dtype or dtype or "float32", who)
     local dims, n = dims_array(spec.shape, who)
     local out = ffi.new("oar_tensor_t *[1]")
     if C.oar_tensor_new(dtypes.enum(dt), dims, n, out) ~= 0 then
-      error("Tensor: " .. lib.last_error(), 2)
+      raise("Tensor: " .. lib.last_error())
     end
     local t = M.wrap(out[0])
     if spec.lod then t:set_lod(spec.lod) end
@@ -127,7 +128,7 @@ local function construct(_, spec, dtype)
   local dims, n = dims_array(shape, who)
   local out = ffi.new("oar_tensor_t *[1]")
   if C.oar_tensor_from_data(dtypes.enum(dt), dims, n, buf, out) ~= 0 then
-    error("Tensor: " .. lib.last_error(), 2)
+    raise("Tensor: " .. lib.last_error())
   end
   return M.wrap(out[0])
 end
@@ -140,13 +141,13 @@ function M.from_buffer(ptr, shape, dtype)
   local who = "tensor.from_buffer"
   local ctype = type(ptr) == "cdata" and tostring(ffi.typeof(ptr)) or ""
   if ptr == nil or not (ctype:find("*", 1, true) or ctype:find("[", 1, true)) then
-    error(who .. ": 'ptr' must be a non-NULL pointer or array cdata, got " .. tostring(ptr), 2)
+    raise(who .. ": 'ptr' must be a non-NULL pointer or array cdata, got " .. tostring(ptr))
   end
   local dt = dtypes.check(dtype or "float32", who)
   local dims, n = dims_array(shape, who)
   local out = ffi.new("oar_tensor_t *[1]")
   if C.oar_tensor_from_data(dtypes.enum(dt), dims, n, ffi.cast("const void *", ptr), out) ~= 0 then
-    error(who .. ": " .. lib.last_error(), 2)
+    raise(who .. ": " .. lib.last_error())
   end
   return M.wrap(out[0])
 end
@@ -154,7 +155,7 @@ end
 -- ---- methods -------------------------------------------------------------
 local function self_check(t, who)
   if not is_tensor(t) then
-    error("Tensor:" .. who .. ": call it with ':' on a Tensor", 3)
+    raise("Tensor:" .. who .. ": call it with ':' on a Tensor")
   end
 end
 
@@ -191,7 +192,7 @@ local function readable(self, who)
   local p = self:data()
   if p == nil then
     if self:numel() == 0 then return nil end
-    error("Tensor:" .. who .. ": the tensor holds no data yet", 3)
+    raise("Tensor:" .. who .. ": the tensor holds no data yet")
   end
   return p
 end
@@ -224,14 +225,14 @@ local function offset(self, who, ...)
   local shape = self:shape()
   local n = select("#", ...)
   if n ~= #shape then
-    error(string.format("Tensor:%s: expected %d indices for shape [%s], got %d",
-      who, #shape, table.concat(shape, ", "), n), 3)
+    raise(string.format("Tensor:%s: expected %d indices for shape [%s], got %d",
+      who, #shape, table.concat(shape, ", "), n))
   end
   local off = 0
   for k = 1, n do
     local i = select(k, ...)
     if type(i) ~= "number" or i % 1 ~= 0 or i < 1 or i > shape[k] then
-      error(string.format("Tensor:%s: index %d is %s, outside 1..%d", who, k, tostring(i), shape[k]), 3)
+      raise(string.format("Tensor:%s: index %d is %s, outside 1..%d", who, k, tostring(i), shape[k]))
     end
     off = off * shape[k] + (i - 1)
   end
@@ -269,7 +270,7 @@ end
 function Tensor:set_lod(levels)
   self_check(self, "set_lod")
   if type(levels) ~= "table" then
-    error("Tensor:set_lod: expected a list of offset lists like {{0, 2, 5}}, got " .. type(levels), 2)
+    raise("Tensor:set_lod: expected a list of offset lists like {{0, 2, 5}}, got " .. type(levels))
   end
   local n = #levels
   local ptrs = ffi.new("const int64_t *[?]", n > 0 and n or 1)
@@ -278,14 +279,14 @@ function Tensor:set_lod(levels)
   for l = 1, n do
     local level = levels[l]
     if type(level) ~= "table" then
-      error(string.format("Tensor:set_lod: level %d must be a list of offsets, got %s", l, type(level)), 2)
+      raise(string.format("Tensor:set_lod: level %d must be a list of offsets, got %s", l, type(level)))
     end
     local arr = ffi.new("int64_t[?]", #level > 0 and #level or 1)
     for i = 1, #level do
       local v = level[i]
       if type(v) ~= "number" or v % 1 ~= 0 then
-        error(string.format("Tensor:set_lod: level %d offset %d must be an integer, got %s",
-          l, i, tostring(v)), 2)
+        raise(string.format("Tensor:set_lod: level %d offset %d must be an integer, got %s",
+          l, i, tostring(v)))
       end
       arr[i - 1] = v
     end
@@ -294,7 +295,7 @@ function Tensor:set_lod(levels)
     sizes[l - 1] = #level
   end
   if C.oar_tensor_set_lod(self.handle, n, ptrs, sizes) ~= 0 then
-    error("Tensor:set_lod: " .. lib.last_error(), 2)
+    raise("Tensor:set_lod: " .. lib.last_error())
   end
   return self
 end
@@ -312,7 +313,7 @@ end
 
 function Tensor:set_recursive_sequence_lengths(lengths)
   if type(lengths) ~= "table" then
-    error("Tensor:set_recursive_sequence_lengths: expected a list of length lists", 2)
+    raise("Tensor:set_recursive_sequence_lengths: expected a list of length lists")
   end
   local levels = {}
   for l, lens in ipairs(lengths) do
@@ -327,7 +328,7 @@ end
 function Tensor:clone()
   self_check(self, "clone")
   local out = ffi.new("oar_tensor_t *[1]")
-  if C.oar_tensor_copy(self.handle, out) ~= 0 then error("Tensor:clone: " .. lib.last_error(), 2) end
+  if C.oar_tensor_copy(self.handle, out) ~= 0 then raise("Tensor:clone: " .. lib.last_error()) end
   return M.wrap(out[0])
 end
 
