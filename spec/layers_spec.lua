@@ -423,6 +423,10 @@ describe("convolution, pooling and normalization", function()
     assert.is_true(zeros > 200 and zeros < 400, "dropped " .. zeros .. " of 1000")
     for _, v in ipairs(got[2]:totable()[1]) do near(0.7, v) end
     assert.matches("dropout_prob", errmsg(layers.dropout, { x = train, dropout_prob = 2 }))
+    -- a test clone switches training-time behaviour off
+    for _, op in ipairs(main:clone{ for_test = true }:global_block():ops()) do
+      if op.type == "dropout" then assert.is_true(op:attr("is_test")) end
+    end
   end)
 end)
 

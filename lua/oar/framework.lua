@@ -677,6 +677,7 @@ local function infer_attr_type(v)
   end
   if t == "string" then return A.STRING end
   if is_block(v) then return A.BLOCK end
+  if is_variable(v) or is_program(v) or is_operator(v) then return nil end
   if t == "table" then
     local first = v[1]
     if first == nil then return A.INTS end
