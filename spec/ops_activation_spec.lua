@@ -160,6 +160,15 @@ describe("activation gradients", function()
     end)
   end
 
+  it("pow_grad with FactorTensor uses the tensor's exponent", function()
+    T.check_grad{
+      type = "pow", attrs = { factor = 1 },
+      inputs = { X = T.tensor(rand_values(6, 4, 0.5, 2), { shape = { 2, 3 } }),
+                 FactorTensor = T.tensor({ 3 }, { shape = { 1 }, dtype = "float32" }) },
+      wrt = { "X" }, no_grad = { "FactorTensor" },
+    }
+  end)
+
   -- the grad op of an Out-dependent activation takes Out, not X
   local function grad_op_inputs(optype)
     local ffi = require("ffi")
