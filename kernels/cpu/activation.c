@@ -14,8 +14,6 @@ typedef struct act_par { double p1, p2; } act_par_t;
 typedef void (*act_map_fn)(const void *a, const void *b, void *o, int64_t lo, int64_t hi,
                            const act_par_t *p);
 
-static const char *op_type(oar_kernel_ctx_t *k) { return oar_op_desc_type(oar_k_op(k)); }
-
 static void act_run(act_map_fn fn, const void *a, const void *b, void *o, int64_t n, const act_par_t *p)
 {
     if (n > OAR_PAR_THRESHOLD) {
@@ -53,14 +51,14 @@ static int par_pow(oar_kernel_ctx_t *k, act_par_t *p)
     oar_tensor_t *f = oar_k_in(k, "FactorTensor", 0);
     if (!f) return OAR_OK;
     if (oar_tensor_numel_of(f) != 1 || !oar_tensor_has_data(f))
-        return oar_k_error(k, OAR_ERR_SHAPE, "%s: FactorTensor must hold one value, it has %lld",
-                           op_type(k), (long long)oar_tensor_numel_of(f));
+        return oar_k_error(k, OAR_ERR_SHAPE, "FactorTensor must hold one value, it has %lld",
+                           (long long)oar_tensor_numel_of(f));
     switch (f->dtype) {
     case OAR_FP32: p->p1 = *(const float *)oar_tensor_data(f); break;
     case OAR_FP64: p->p1 = *(const double *)oar_tensor_data(f); break;
     default:
-        return oar_k_error(k, OAR_ERR_DTYPE, "%s: FactorTensor dtype %s, expected float32 or float64",
-                           op_type(k), oar_dtype_name(f->dtype));
+        return oar_k_error(k, OAR_ERR_DTYPE, "FactorTensor dtype %s, expected float32 or float64",
+                           oar_dtype_name(f->dtype));
     }
     return OAR_OK;
 }
@@ -69,16 +67,15 @@ static int par_pow(oar_kernel_ctx_t *k, act_par_t *p)
 static int act_forward(oar_kernel_ctx_t *k, int dtype, act_map_fn fn, act_par_fn par)
 {
     oar_tensor_t *x = oar_k_in(k, "X", 0);
-    if (!x) return oar_k_error(k, OAR_ERR_NOT_FOUND, "%s: input X is missing", op_type(k));
+    if (!x) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input X is missing");
     int64_t n = oar_tensor_numel_of(x);
     if (n > 0 && !oar_tensor_has_data(x))
-        return oar_k_error(k, OAR_ERR_INVALID, "%s: input X ('%s') holds no data", op_type(k),
-                           oar_k_in_name(k, "X", 0));
+        return oar_k_error(k, OAR_ERR_INVALID, "input X ('%s') holds no data", oar_k_in_name(k, "X", 0));
     act_par_t p;
     OAR_TRY(par(k, &p));
     const void *xd = oar_tensor_data(x);   /* read before Out may replace a shared buffer */
     void *o = oar_k_out_data(k, "Out", 0, dtype);
-    if (!o) return oar_k_error(k, OAR_ERR_NOMEM, "%s: cannot allocate Out", op_type(k));
+    if (!o) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate Out");
     if (n > 0) act_run(fn, xd, NULL, o, n, &p);
     return OAR_OK;
 }
@@ -90,26 +87,22 @@ static int act_backward(oar_kernel_ctx_t *k, int dtype, act_map_fn fn, act_par_f
     if (!oar_k_out(k, "X@GRAD", 0)) return OAR_OK;
     oar_tensor_t *d = oar_k_in(k, dep_slot, 0), *g = oar_k_in(k, "Out@GRAD", 0);
     if (!d || !g)
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "%s: input %s is missing", op_type(k),
-                           d ? "Out@GRAD" : dep_slot);
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s is missing", d ? "Out@GRAD" : dep_slot);
     int64_t n = oar_tensor_numel_of(d);
     if (oar_tensor_numel_of(g) != n) {
         char b1[128], b2[128];
-        return oar_k_error(k, OAR_ERR_SHAPE, "%s: Out@GRAD shape %s differs from %s shape %s", op_type(k),
-                           oar_shape_str(g->dims, g->ndim, b1, sizeof b1), dep_slot,
+        return oar_k_error(k, OAR_ERR_SHAPE, "Out@GRAD shape %s differs from %s shape %s", oar_shape_str(g->dims, g->ndim, b1, sizeof b1), dep_slot,
                            oar_shape_str(d->dims, d->ndim, b2, sizeof b2));
     }
     if (g->dtype != d->dtype)
-        return oar_k_error(k, OAR_ERR_DTYPE, "%s: Out@GRAD dtype %s differs from %s dtype %s", op_type(k),
-                           oar_dtype_name(g->dtype), dep_slot, oar_dtype_name(d->dtype));
+        return oar_k_error(k, OAR_ERR_DTYPE, "Out@GRAD dtype %s differs from %s dtype %s", oar_dtype_name(g->dtype), dep_slot, oar_dtype_name(d->dtype));
     if (n > 0 && (!oar_tensor_has_data(d) || !oar_tensor_has_data(g)))
-        return oar_k_error(k, OAR_ERR_INVALID, "%s: input %s holds no data", op_type(k),
-                           oar_tensor_has_data(d) ? "Out@GRAD" : dep_slot);
+        return oar_k_error(k, OAR_ERR_INVALID, "input %s holds no data", oar_tensor_has_data(d) ? "Out@GRAD" : dep_slot);
     act_par_t p;
     OAR_TRY(par(k, &p));
     const void *dd = oar_tensor_data(d), *gd = oar_tensor_data(g);
     void *dx = oar_k_out_data(k, "X@GRAD", 0, dtype);
-    if (!dx) return oar_k_error(k, OAR_ERR_NOMEM, "%s: cannot allocate X@GRAD", op_type(k));
+    if (!dx) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate X@GRAD");
     if (n > 0) act_run(fn, dd, gd, dx, n, &p);
     return OAR_OK;
 }
