@@ -17,6 +17,7 @@ static int pass_init(oar_bw_pass_t *P, oar_program_t *p, const char *const *no_g
     memset(P, 0, sizeof *P);
     P->p = p;
     P->nblocks0 = oar_program_num_blocks(p);
+    P->nvars0 = oar_block_num_vars(oar_program_block(p, 0));
     for (int i = 0; i < nno_grad; i++) {
         if (!no_grad[i]) return oar_error(OAR_ERR_INVALID, "backward: no_grad[%d] is NULL", i);
         OAR_TRY(oar_bw_names_add_copy(&P->no_grad, no_grad[i]));
@@ -103,26 +104,38 @@ static bool has_grad_maker(const oar_op_desc_t *op)
     return def && def->grad;
 }
 
-/* gradients(): the block-0 vars computed from the inputs (through ops that
- * have gradients); the others need no gradient */
+/* The block-0 vars that vary with what is differentiated: the inputs of
+ * gradients(), or for append_backward every var read before any op writes
+ * it that may have a grad (params, mostly); then everything an op with a
+ * gradient computes from them. The rest are constants: no grad. */
 static int find_reach(oar_bw_pass_t *P, oar_block_t *b, int end, const char *const *inputs, int ninputs)
 {
-    for (int i = 0; i < ninputs; i++) OAR_TRY(oar_bw_names_add_copy(&P->reach, inputs[i]));
-    for (int i = 0; i < end; i++) {
+    oar_bw_names_t written = {0};
+    int rc = OAR_OK;
+    for (int i = 0; i < ninputs && rc == OAR_OK; i++) rc = oar_bw_names_add_copy(&P->reach, inputs[i]);
+    for (int i = 0; i < end && rc == OAR_OK; i++) {
         const oar_op_desc_t *op = b->ops[i];
-        if (!has_grad_maker(op)) continue;
         oar_bw_names_t r = {0}, w = {0};
-        int rc = oar_bw_op_footprint(P->p, op, &r, &w);
-        bool hit = false;
-        for (int k = 0; k < r.n && !hit; k++) hit = oar_bw_names_has(&P->reach, r.v[k]);
-        for (int k = 0; hit && k < w.n && rc == OAR_OK; k++)
-            if (!oar_bw_no_grad(P, b, w.v[k])) rc = oar_bw_names_add(&P->reach, w.v[k]);
+        rc = oar_bw_op_footprint(P->p, op, &r, &w);
+        bool live = false;
+        for (int k = 0; k < r.n && rc == OAR_OK; k++) {
+            if (oar_bw_names_has(&P->reach, r.v[k])) {
+                live = true;
+            } else if (ninputs == 0 && !oar_bw_names_has(&written, r.v[k]) && !oar_bw_no_grad(P, b, r.v[k])) {
+                rc = oar_bw_names_add(&P->reach, r.v[k]);
+                live = true;
+            }
+        }
+        if (live && has_grad_maker(op))
+            for (int k = 0; k < w.n && rc == OAR_OK; k++)
+                if (!oar_bw_no_grad(P, b, w.v[k])) rc = oar_bw_names_add(&P->reach, w.v[k]);
+        for (int k = 0; k < w.n && rc == OAR_OK; k++) rc = oar_bw_names_add(&written, w.v[k]);
         oar_bw_names_free(&r);
         oar_bw_names_free(&w);
-        OAR_TRY(rc);
     }
-    P->use_reach = true;
-    return OAR_OK;
+    oar_bw_names_free(&written);
+    if (rc == OAR_OK) P->use_reach = true;
+    return rc;
 }
 
 /* The ops in [0, end) that targets depend on through vars that want grads,
@@ -292,7 +305,7 @@ static int run_top(oar_bw_pass_t *P, oar_bw_run_t *R, undo_t *u, const request_t
         }
     }
     for (int i = 0; i < q->ninputs; i++) OAR_TRY(oar_bw_names_add_copy(&P->wanted, q->inputs[i]));
-    if (q->ninputs > 0) OAR_TRY(find_reach(P, b0, end, q->inputs, q->ninputs));
+    OAR_TRY(find_reach(P, b0, end, q->inputs, q->ninputs));
     oar_op_desc_t **path = NULL;
     int npath = 0;
     OAR_TRY(find_path(P, b0, end, q->targets, q->ntargets, &path, &npath));

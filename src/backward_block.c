@@ -328,6 +328,14 @@ static int rename_in_made_blocks(oar_bw_pass_t *P, const oar_op_desc_t *op, int 
     return rc;
 }
 
+/* declared in block 0 before the pass (nested runs may declare grads there
+ * early, see declare_home) */
+static bool declared_before(oar_bw_pass_t *P, oar_block_t *b0, const char *name)
+{
+    int i = oar_strmap_get(&b0->var_index, name);
+    return i >= 0 && i < P->nvars0;
+}
+
 /* Fluid's _rename_grad_: a grad an earlier pass over block 0 already declared
  * is not overwritten; this pass writes a fresh name and its readers follow. */
 static int rename_existing(oar_bw_run_t *R)
@@ -346,7 +354,7 @@ static int rename_existing(oar_bw_run_t *R)
         for (int s = 0; s < op->noutputs && rc == OAR_OK; s++)
             for (int j = 0; j < op->outputs[s].nargs && rc == OAR_OK; j++) {
                 char **a = &op->outputs[s].args[j];
-                if (is_empty(*a) || !oar_bw_fwd_of(R, *a) || !oar_block_find_var(R->target, *a)) continue;
+                if (is_empty(*a) || !oar_bw_fwd_of(R, *a) || !declared_before(P, R->target, *a)) continue;
                 char *fresh = NULL;
                 for (int k = 1; !fresh || oar_block_find_var(R->target, fresh) ||
                                 oar_strmap_get(&P->gfwd, fresh) >= 0; k++) {
@@ -378,11 +386,31 @@ static int declare_grad(oar_bw_run_t *R, const char *name, const char *fwd)
     return oar_var_desc_set_need_check_feed(v, false);
 }
 
+/* A grad flowing into a sub-block run is written later by the enclosing
+ * runs, in the grad block of the forward block that declares its forward var;
+ * it is declared there now so the ops inside can be checked. */
+static int declare_home(oar_bw_run_t *R, const char *name, const char *fwd)
+{
+    if (oar_block_find_var_recursive(R->target, name)) return OAR_OK;
+    const oar_var_desc_t *f = oar_block_find_var_recursive(R->fwd_block, fwd);
+    oar_bw_run_t *home = R;
+    while (home->up && (!f || home->fwd_block != f->block)) home = home->up;
+    oar_bw_run_t at = *home;
+    at.fwd_block = f ? f->block : home->fwd_block;
+    return declare_grad(&at, name, fwd);
+}
+
 static int commit(oar_bw_run_t *R)
 {
     int rc = OAR_OK;
     for (int i = 0; i < R->list.n && rc == OAR_OK; i++) {
         oar_op_desc_t *op = R->list.v[i].op;
+        for (int s = 0; s < op->ninputs && rc == OAR_OK && !R->top; s++)
+            for (int j = 0; j < op->inputs[s].nargs && rc == OAR_OK; j++) {
+                const char *a = op->inputs[s].args[j];
+                const char *fwd = oar_bw_fwd_of(R, a);
+                if (fwd && flows_in(R, fwd)) rc = declare_home(R, a, fwd);
+            }
         for (int s = 0; s < op->noutputs && rc == OAR_OK; s++)
             for (int j = 0; j < op->outputs[s].nargs && rc == OAR_OK; j++) {
                 const char *a = op->outputs[s].args[j];
@@ -413,8 +441,10 @@ int oar_bw_run_block(oar_bw_run_t *R, oar_op_desc_t *const *fwd_ops, int nfwd)
     return rc;
 }
 
-int oar_bw_run_sub_block(oar_bw_pass_t *P, oar_block_t *parent, int fwd_idx)
+int oar_bw_run_sub_block(oar_bw_run_t *up, int fwd_idx)
 {
+    oar_bw_pass_t *P = up->P;
+    oar_block_t *parent = up->target;
     oar_program_t *p = P->p;
     if (fwd_idx <= 0 || fwd_idx >= P->nblocks0)
         return oar_error(OAR_ERR_RANGE, "backward: sub-block %d is not a forward block of the program "
@@ -432,7 +462,7 @@ int oar_bw_run_sub_block(oar_bw_pass_t *P, oar_block_t *parent, int fwd_idx)
     if (fwd->nops > 0 && !(ops = oar_xmalloc((size_t)fwd->nops * sizeof *ops))) return OAR_ERR_NOMEM;
     int nops = fwd->nops;
     if (nops) memcpy(ops, fwd->ops, (size_t)nops * sizeof *ops);
-    oar_bw_run_t R = { .P = P, .fwd_block = fwd, .target = nb, .top = false };
+    oar_bw_run_t R = { .P = P, .fwd_block = fwd, .target = nb, .top = false, .up = up };
     P->depth++;
     int rc = oar_bw_run_block(&R, ops, nops);
     P->depth--;

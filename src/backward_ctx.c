@@ -75,7 +75,7 @@ bool oar_bw_no_grad(oar_bw_pass_t *P, oar_block_t *b, const char *var)
     oar_var_desc_t *v = oar_block_find_var_recursive(b, var);
     if (v && !oar_bw_dtype_differentiable(v)) return true;
     if (v && v->stop_gradient && !oar_bw_names_has(&P->wanted, var)) return true;
-    /* gradients(): a block-0 var the inputs do not reach needs no gradient */
+    /* a block-0 var that does not vary with what is differentiated has no gradient */
     if (P->use_reach && v && v->block == oar_program_block(P->p, 0) && !oar_bw_names_has(&P->reach, var))
         return true;
     return false;
@@ -210,7 +210,7 @@ bool oar_gc_no_grad(const oar_grad_ctx_t *g, const char *var)
 int oar_gc_grad_block(oar_grad_ctx_t *g, int fwd_block)
 {
     if (!g) return oar_error(OAR_ERR_INVALID, "oar_gc_grad_block: NULL context");
-    int rc = oar_bw_run_sub_block(g->P, g->R->target, fwd_block);
+    int rc = oar_bw_run_sub_block(g->R, fwd_block);
     return rc >= 0 ? rc : gc_fail(g, rc);
 }
 

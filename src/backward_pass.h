@@ -64,9 +64,10 @@ bool oar_bw_dtype_differentiable(const oar_var_desc_t *v);
 typedef struct oar_bw_pass {
     oar_program_t *p;
     int nblocks0;                 /* blocks that existed before the pass */
+    int nvars0;                   /* block 0's vars before the pass */
     oar_bw_names_t no_grad;       /* caller's no_grad names (copies) */
     oar_bw_names_t wanted;        /* gradients(): inputs asked for (override stop_gradient) */
-    oar_bw_names_t reach;         /* gradients(): block-0 vars that depend on the inputs */
+    oar_bw_names_t reach;         /* block-0 vars that vary with what is differentiated */
     bool use_reach;
     /* grad names: gname maps a forward name to its entry; gfwd maps every
      * grad name handed out (renames too) to the entry of its forward var */
@@ -86,6 +87,7 @@ typedef struct oar_bw_run {
     oar_block_t *fwd_block;       /* where the forward ops live */
     oar_block_t *target;          /* where grad ops go */
     bool top;                     /* block 0 run (seeded); else grads of outer vars flow in */
+    struct oar_bw_run *up;        /* the run whose grad maker started this one */
     oar_bw_list_t list;
     oar_bw_names_t written;       /* names the committed ops write */
 } oar_bw_run_t;
@@ -113,9 +115,9 @@ bool oar_bw_no_grad(oar_bw_pass_t *P, oar_block_t *b, const char *var);
 /* Runs generate/prune/addup/commit for `fwd_ops` (in forward order) of
  * R->fwd_block into R->target; R->list may hold seed ops already. */
 int oar_bw_run_block(oar_bw_run_t *R, oar_op_desc_t *const *fwd_ops, int nfwd);
-/* A nested run over forward block `fwd_idx` into a new child of `parent`;
+/* A nested run over forward block `fwd_idx` into a new child of R's target;
  * returns the new block's idx or a negative status. */
-int oar_bw_run_sub_block(oar_bw_pass_t *P, oar_block_t *parent, int fwd_idx);
+int oar_bw_run_sub_block(oar_bw_run_t *R, int fwd_idx);
 /* the name `grad` ended up with in block 0 (after renames) */
 const char *oar_bw_final_name(oar_bw_pass_t *P, const char *grad);
 /* makes a grad-pass op of `type` with op_role Backward; NULL on failure */
