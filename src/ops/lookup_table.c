@@ -1,0 +1,129 @@
+/*
+ * lookup_table.c — embedding lookup (Fluid 1.x lookup_table) and its grad.
+ * Kernels in kernels/cpu/lookup_table.c.
+ *
+ * W [V, D], Ids int64 [..., 1] (or [N]) -> Out [..., D] (or [N, D]) with
+ * Ids' LoD. Rows whose id is padding_idx (-1: none) are zeros and get no
+ * gradient. The grad W@GRAD is dense [V, D] (duplicate ids accumulate), or
+ * with is_sparse a SELECTED_ROWS of height V whose rows are the ids
+ * (duplicates kept, as Fluid) and whose value is Out@GRAD as [N, D].
+ */
+#include "op.h"
+
+#include <string.h>
+
+#define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
+
+static const char *nm(const char *s) { return s ? s : "?"; }
+
+static const oar_slot_def_t lt_in[] = {{"W", 0}, {"Ids", 0}, {NULL, 0}};
+static const oar_slot_def_t lt_out[] = {{"Out", 0}, {NULL, 0}};
+static const oar_attr_def_t lt_attrs[] = {
+    {"is_sparse", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    {"is_distributed", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    {"padding_idx", OAR_ATTR_LONG, -1, NULL, false, 0, 0},
+    {"remote_prefetch", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    ATTR_END};
+
+/* W must be [V, D]; padding_idx -1 or a row of W. Fills V and D. */
+static int check_w(oar_infer_ctx_t *c, int64_t *v, int64_t *d)
+{
+    int nw;
+    const int64_t *w = oar_ic_in_dims(c, "W", 0, &nw);
+    if (!w) return OAR_ERR_SHAPE;
+    if (nw != 2) {
+        char b[160];
+        return oar_ic_error(c, OAR_ERR_SHAPE, "input W '%s' has shape %s; expected [V, D]",
+                            nm(oar_ic_in_name(c, "W", 0)), oar_shape_str(w, nw, b, sizeof b));
+    }
+    *v = w[0];
+    *d = w[1];
+    int64_t pad = oar_attr_l(oar_ic_op(c), "padding_idx");
+    if (pad < -1 || (w[0] >= 0 && pad >= w[0]))
+        return oar_ic_error(c, OAR_ERR_RANGE, "attr padding_idx = %lld is not -1 (none) or a row of W '%s' "
+                            "(V = %lld)", (long long)pad, nm(oar_ic_in_name(c, "W", 0)), (long long)w[0]);
+    return OAR_OK;
+}
+
+/* Ids must be int64 [N] or [..., 1]; out gets its dims with D appended */
+static int ids_out_dims(oar_infer_ctx_t *c, int64_t d, int64_t *out, int *nout)
+{
+    int ni;
+    const int64_t *ids = oar_ic_in_dims(c, "Ids", 0, &ni);
+    if (!ids) return OAR_ERR_SHAPE;
+    int dt = oar_ic_in_dtype(c, "Ids", 0);
+    if (dt >= 0 && dt != OAR_INT64)
+        return oar_ic_error(c, OAR_ERR_DTYPE, "input Ids '%s' has dtype %s, expected int64",
+                            nm(oar_ic_in_name(c, "Ids", 0)), nm(oar_dtype_name(dt)));
+    char b[160];
+    if (ni == 0 || (ni > 1 && !oar_dim_eq(ids[ni - 1], 1)))
+        return oar_ic_error(c, OAR_ERR_SHAPE, "input Ids '%s' has shape %s; expected [N] or [..., 1]",
+                            nm(oar_ic_in_name(c, "Ids", 0)), oar_shape_str(ids, ni, b, sizeof b));
+    int keep = ni == 1 ? 1 : ni - 1;
+    memcpy(out, ids, sizeof(int64_t) * (size_t)keep);
+    out[keep] = d;
+    *nout = keep + 1;
+    return OAR_OK;
+}
+
+static int lt_infer(oar_infer_ctx_t *c)
+{
+    int64_t v = 0, d = 0, out[OAR_MAX_DIMS];
+    int no = 0;
+    OAR_TRY(check_w(c, &v, &d));
+    OAR_TRY(ids_out_dims(c, d, out, &no));
+    OAR_TRY(oar_ic_set_out(c, "Out", 0, out, no, oar_ic_in_dtype(c, "W", 0)));
+    return oar_ic_share_lod(c, "Ids", 0, "Out", 0);
+}
+
+/* W is read for its shape only; Out is not needed */
+static int lt_grad_maker(oar_grad_ctx_t *g)
+{
+    oar_op_desc_t *op = oar_gc_new_op(g, "lookup_table_grad");
+    if (!op) return OAR_ERR_NOMEM;
+    OAR_TRY(oar_gc_in(g, op, "W"));
+    OAR_TRY(oar_gc_in(g, op, "Ids"));
+    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
+    return oar_gc_in_grad(g, op, "W");
+}
+
+static const oar_op_def_t lookup_table_def = {
+    .type = "lookup_table", .inputs = lt_in, .outputs = lt_out, .attrs = lt_attrs,
+    .infer = lt_infer, .grad = lt_grad_maker, .dtype_slot = "W"};
+OAR_REGISTER_OP(lookup_table_def)
+
+/* ---- lookup_table_grad --------------------------------------------------- */
+static const oar_slot_def_t ltg_in[] = {{"W", 0}, {"Ids", 0}, {"Out@GRAD", 0}, {NULL, 0}};
+static const oar_slot_def_t ltg_out[] = {{"W@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
+
+static int ltg_infer(oar_infer_ctx_t *c)
+{
+    const char *gname = oar_ic_out_name(c, "W@GRAD", 0);
+    if (!gname || strcmp(gname, OAR_EMPTY_VAR) == 0) return OAR_OK;
+    int64_t v = 0, d = 0, out[OAR_MAX_DIMS];
+    int no = 0, ng = 0;
+    OAR_TRY(check_w(c, &v, &d));
+    OAR_TRY(ids_out_dims(c, d, out, &no));
+    const int64_t *g = oar_ic_in_dims(c, "Out@GRAD", 0, &ng);
+    if (!g) return OAR_ERR_SHAPE;
+    bool ok = ng == no;
+    for (int i = 0; ok && i < ng; i++) ok = oar_dim_eq(g[i], out[i]);
+    if (!ok) {
+        char bg[160], bo[160];
+        return oar_ic_error(c, OAR_ERR_SHAPE, "Out@GRAD '%s' has shape %s, expected %s (Ids rows x D)",
+                            nm(oar_ic_in_name(c, "Out@GRAD", 0)), oar_shape_str(g, ng, bg, sizeof bg),
+                            oar_shape_str(out, no, bo, sizeof bo));
+    }
+    int64_t wd[2] = {v, d};
+    if (oar_attr_b(oar_ic_op(c), "is_sparse")) {
+        /* the kernel fills the rows payload; a LoD tensor must not be made here */
+        if (oar_ic_runtime(c)) return OAR_OK;
+        OAR_TRY(oar_ic_set_out_var_type(c, "W@GRAD", 0, OAR_VAR_SELECTED_ROWS));
+    }
+    return oar_ic_set_out(c, "W@GRAD", 0, wd, 2, oar_ic_in_dtype(c, "W", 0));
+}
+
+static const oar_op_def_t lookup_table_grad_def = {
+    .type = "lookup_table_grad", .inputs = ltg_in, .outputs = ltg_out, .attrs = lt_attrs,
+    .infer = ltg_infer, .grad = NULL, .dtype_slot = "Out@GRAD"};
+OAR_REGISTER_OP(lookup_table_grad_def)
