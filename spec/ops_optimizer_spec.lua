@@ -544,3 +544,47 @@ describe("optimizer errors", function()
     end
   end)
 end)
+
+describe("sparse gradients from the backward pass", function()
+  it("lookup_table(is_sparse) used twice: summed SELECTED_ROWS grads drive sgd", function()
+    local pp = ffi.new("oar_program_t*[1]")
+    lib.check(C.oar_program_new(pp))
+    local prog = ffi.gc(pp[0], C.oar_program_free)
+    local block = C.oar_program_block(prog, 0)
+    local function declare(name, shape, dt)
+      local vp = ffi.new("oar_var_desc_t*[1]")
+      lib.check(C.oar_block_var_new(block, name, vp))
+      lib.check(C.oar_var_desc_set_shape(vp[0], ffi.new("int64_t[?]", #shape, shape), #shape))
+      lib.check(C.oar_var_desc_set_dtype(vp[0], dt))
+    end
+    declare("w", { 5, 2 }, 6)
+    declare("ids1", { 3, 1 }, 3)
+    declare("ids2", { 2, 1 }, 3)
+    declare("lr", { 1 }, 6)
+    T.append_op(block, "lookup_table", { W = { "w" }, Ids = { "ids1" } }, { Out = { "e1" } }, { is_sparse = true })
+    T.append_op(block, "lookup_table", { W = { "w" }, Ids = { "ids2" } }, { Out = { "e2" } }, { is_sparse = true })
+    T.append_op(block, "reduce_sum", { X = { "e1" } }, { Out = { "s1" } }, { reduce_all = true })
+    T.append_op(block, "reduce_sum", { X = { "e2" } }, { Out = { "s2" } }, { reduce_all = true })
+    T.append_op(block, "sum", { X = { "s1", "s2" } }, { Out = { "loss" } }, {})
+    local grads = ffi.new("char**[1]")
+    lib.check(C.oar_backward_gradients(prog, lib.cstrings({ "loss" }), 1, nil, lib.cstrings({ "w" }), 1,
+      nil, 0, grads))
+    local gname = ffi.string(grads[0][0])
+    C.oar_strings_free(grads[0], 1)
+    T.append_op(block, "sgd", { Param = { "w" }, Grad = { gname }, LearningRate = { "lr" } }, { ParamOut = { "w" } }, {})
+    local w0 = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 }
+    local got = T.run_program(prog, {
+      w = T.tensor(w0, { shape = { 5, 2 } }),
+      ids1 = T.tensor({ 3, 0, 3 }, { shape = { 3, 1 }, dtype = "int64" }),
+      ids2 = T.tensor({ 1, 3 }, { shape = { 2, 1 }, dtype = "int64" }),
+      lr = T.tensor({ 0.5 }, { shape = { 1 } }),
+    }, { "w" })[1]
+    -- d loss / d w[r, :] = occurrences of r among the ids: row 0 once, 1 once, 3 three times
+    local count = { [0] = 1, [1] = 1, [2] = 0, [3] = 3, [4] = 0 }
+    local want = {}
+    for r = 0, 4 do
+      for c = 1, 2 do want[r * 2 + c] = w0[r * 2 + c] - 0.5 * count[r] end
+    end
+    assert.are.same(want, got.data)
+  end)
+end)

@@ -288,3 +288,110 @@ describe("increment", function()
     assert.is_true(C.oar_op_has_grad("sum"))
   end)
 end)
+
+-- SELECTED_ROWS inputs cannot be fed: they are built in a scope through
+-- liboar's internal (exported) accessor and declared persistable so the
+-- executor takes them from that scope.
+describe("sum of selected rows", function()
+  pcall(ffi.cdef, [[
+    typedef struct oar_d2_selected_rows {
+      int64_t height; int64_t *rows; int64_t nrows, cap; oar_tensor_t *value;
+    } oar_d2_selected_rows;
+    void *oar_var_selected_rows(oar_variable_t *v);
+    void *malloc(size_t n);
+  ]])
+
+  local function declare(block, name, shape, var_type, persistable)
+    local vp = ffi.new("oar_var_desc_t*[1]")
+    lib.check(C.oar_block_var_new(block, name, vp))
+    lib.check(C.oar_var_desc_set_shape(vp[0], ffi.new("int64_t[?]", #shape, shape), #shape))
+    lib.check(C.oar_var_desc_set_dtype(vp[0], DT.float64))
+    if var_type then lib.check(C.oar_var_desc_set_type(vp[0], var_type)) end
+    if persistable then lib.check(C.oar_var_desc_set_persistable(vp[0], true)) end
+  end
+
+  local function put_rows(scope, name, height, rows, vals, width)
+    local vp = ffi.new("oar_variable_t*[1]")
+    lib.check(C.oar_scope_var(scope, name, vp))
+    local sr = ffi.cast("oar_d2_selected_rows*", C.oar_var_selected_rows(vp[0]))
+    assert.is_true(sr ~= nil, lib.last_error())
+    sr.height = height
+    sr.rows = ffi.cast("int64_t*", ffi.C.malloc(8 * math.max(#rows, 1)))
+    for i, r in ipairs(rows) do sr.rows[i - 1] = r end
+    sr.nrows, sr.cap = #rows, #rows
+    local val = T.to_c(T.tensor(vals, { shape = { #rows, width } }))
+    C.oar_tensor_free(sr.value)
+    sr.value = C.oar_tensor_retain(val)
+  end
+
+  local function run(prog, scope, feeds, fetch)
+    local names, ct = {}, {}
+    for n, v in pairs(feeds) do names[#names + 1] = n; ct[#names] = T.to_c(v) end
+    local ft = ffi.new("oar_tensor_t*[?]", math.max(#names, 1))
+    for i, t in ipairs(ct) do ft[i - 1] = t end
+    local ep = ffi.new("oar_executor_t*[1]")
+    lib.check(C.oar_executor_new(0, 0, ep))
+    local exe = ffi.gc(ep[0], C.oar_executor_free)
+    local out = ffi.new("oar_tensor_t*[?]", math.max(#fetch, 1))
+    local rc = C.oar_executor_run(exe, prog, 0, scope, #names, lib.cstrings(names), ft, #fetch,
+      lib.cstrings(fetch), out)
+    if rc ~= 0 then error(lib.last_error(), 2) end
+    local res = {}
+    for i = 1, #fetch do res[i] = T.from_c(ffi.gc(out[i - 1], C.oar_tensor_free)) end
+    return res
+  end
+
+  local function new_prog()
+    local pp = ffi.new("oar_program_t*[1]")
+    lib.check(C.oar_program_new(pp))
+    local prog = ffi.gc(pp[0], C.oar_program_free)
+    local sp = ffi.new("oar_scope_t*[1]")
+    lib.check(C.oar_scope_new(sp))
+    return prog, C.oar_program_block(prog, 0), ffi.gc(sp[0], C.oar_scope_free)
+  end
+
+  it("concatenates rows and values when every input is sparse", function()
+    local prog, block, scope = new_prog()
+    declare(block, "a", { 5, 2 }, 8, true)
+    declare(block, "b", { 5, 2 }, 8, true)
+    declare(block, "s", { 5, 2 }, 8, true)
+    T.append_op(block, "sum", { X = { "a", "b" } }, { Out = { "s" } }, {})
+    put_rows(scope, "a", 5, { 4, 1 }, { 1, 2, 3, 4 }, 2)
+    put_rows(scope, "b", 5, { 1 }, { 10, 20 }, 2)
+    run(prog, scope, {}, {})
+    local sr = ffi.cast("oar_d2_selected_rows*", C.oar_var_selected_rows(C.oar_scope_find_var(scope, "s")))
+    assert.are.equal(5, tonumber(sr.height))
+    assert.are.equal(3, tonumber(sr.nrows))
+    assert.are.same({ 4, 1, 1 }, { tonumber(sr.rows[0]), tonumber(sr.rows[1]), tonumber(sr.rows[2]) })
+    local v = T.from_c(sr.value)
+    assert.are.same({ 3, 2 }, v.shape)
+    assert.are.same({ 1, 2, 3, 4, 10, 20 }, v.data)
+  end)
+
+  it("adds sparse rows into the dense inputs' sum", function()
+    local prog, block, scope = new_prog()
+    declare(block, "d", { 3, 2 })
+    declare(block, "r", { 3, 2 }, 8, true)
+    T.append_op(block, "sum", { X = { "d", "r" } }, { Out = { "s" } }, {})
+    put_rows(scope, "r", 3, { 2, 0, 2 }, { 1, 1, 5, 6, 10, 100 }, 2)
+    local got = run(prog, scope, { d = T.tensor({ 1, 2, 3, 4, 5, 6 }, { shape = { 3, 2 } }) }, { "s" })[1]
+    assert.are.same({ 3, 2 }, got.shape)
+    -- row 0: 1+5, 2+6; row 1 unchanged; row 2: 5+1+10, 6+1+100
+    assert.are.same({ 6, 8, 3, 4, 16, 107 }, got.data)
+  end)
+
+  it("rejects sparse rows of another width or beyond the height", function()
+    local prog, block, scope = new_prog()
+    declare(block, "d", { 3, 2 })
+    declare(block, "r", { 3, 2 }, 8, true)
+    T.append_op(block, "sum", { X = { "d", "r" } }, { Out = { "s" } }, {})
+    put_rows(scope, "r", 3, { 1 }, { 1, 2, 3 }, 3)
+    expect_error(function()
+      run(prog, scope, { d = T.tensor({ 1, 2, 3, 4, 5, 6 }, { shape = { 3, 2 } }) }, { "s" })
+    end, "sum", "3 elements", "2")
+    put_rows(scope, "r", 3, { 3 }, { 1, 2 }, 2)
+    expect_error(function()
+      run(prog, scope, { d = T.tensor({ 1, 2, 3, 4, 5, 6 }, { shape = { 3, 2 } }) }, { "s" })
+    end, "sum", "row 3", "3 rows")
+  end)
+end)

@@ -130,20 +130,121 @@ CAST_FROM(f32, float, OAR_FP32, CV_FLT)
 CAST_FROM(f64, double, OAR_FP64, CV_FLT)
 
 /* ---- sum --------------------------------------------------------------- */
+/* the elements per row of a selected-rows value (its dims after the first) */
+static int64_t sr_width(const oar_selected_rows_t *sr)
+{
+    const oar_tensor_t *v = sr->value;
+    if (!v || v->ndim < 1) return -1;
+    int64_t w = 1;
+    for (int i = 1; i < v->ndim; i++) w *= v->dims[i];
+    return w;
+}
+
+static int sr_check(oar_kernel_ctx_t *k, int j, const oar_selected_rows_t *sr, int dtype,
+                    int64_t *width)
+{
+    const char *name = oar_k_in_name(k, "X", j);
+    const oar_tensor_t *v = sr->value;
+    if (sr->nrows == 0) return OAR_OK;   /* no rows: no value to agree with */
+    int64_t w = sr_width(sr);
+    if (w < 0 || !oar_tensor_has_data(v) || v->dims[0] != sr->nrows)
+        return oar_k_error(k, OAR_ERR_SHAPE, "input X[%d] '%s': selected rows has %lld rows but its "
+                           "value does not", j, name ? name : "?", (long long)sr->nrows);
+    if (v->dtype != dtype)
+        return oar_k_error(k, OAR_ERR_DTYPE, "input X[%d] '%s' has dtype %s, expected %s", j,
+                           name ? name : "?", oar_dtype_name(v->dtype) ? oar_dtype_name(v->dtype) : "?",
+                           oar_dtype_name(dtype));
+    if (*width >= 0 && w != *width)
+        return oar_k_error(k, OAR_ERR_SHAPE, "input X[%d] '%s' has rows of %lld elements, the "
+                           "other inputs %lld", j, name ? name : "?", (long long)w, (long long)*width);
+    *width = w;
+    return OAR_OK;
+}
+
+/* Every input is SELECTED_ROWS: the sum is their rows and values
+ * concatenated (duplicate rows stay; consumers add them up). */
+static int sum_all_rows(oar_kernel_ctx_t *k, int dtype)
+{
+    int m = oar_k_in_count(k, "X");
+    int64_t total = 0, width = -1, height = -1;
+    const oar_selected_rows_t *lead = NULL;
+    for (int j = 0; j < m; j++) {
+        oar_variable_t *v = oar_k_in_var(k, "X", j);
+        if (!v) continue;
+        const oar_selected_rows_t *sr = v->u.rows;
+        OAR_TRY(sr_check(k, j, sr, dtype, &width));
+        if (height >= 0 && sr->height != height)
+            return oar_k_error(k, OAR_ERR_SHAPE, "input X[%d] '%s' has height %lld, X[0] %lld", j,
+                               oar_k_in_name(k, "X", j), (long long)sr->height, (long long)height);
+        height = sr->height;
+        if (!lead && sr->nrows > 0) lead = sr;   /* its value gives the row shape */
+        total += sr->nrows;
+    }
+    if (height < 0) return oar_k_error(k, OAR_ERR_INVALID, "input X has no variables");
+    int64_t dims[OAR_MAX_DIMS] = {0};
+    int nd = 1;
+    if (lead) {
+        nd = lead->value->ndim;
+        memcpy(dims, lead->value->dims, sizeof dims);
+    }
+    dims[0] = total;
+    oar_tensor_t *val;
+    OAR_TRY(oar_tensor_new(dtype, dims, nd, &val));
+    int64_t *rows = oar_xmalloc(sizeof *rows * (size_t)(total ? total : 1));
+    if (!rows) { oar_tensor_free(val); return OAR_ERR_NOMEM; }
+    size_t es = oar_dtype_size(dtype);
+    char *dst = oar_tensor_data(val);
+    int64_t at = 0;
+    for (int j = 0; j < m; j++) {
+        oar_variable_t *v = oar_k_in_var(k, "X", j);
+        if (!v || v->u.rows->nrows == 0) continue;
+        const oar_selected_rows_t *sr = v->u.rows;
+        memcpy(rows + at, sr->rows, sizeof *rows * (size_t)sr->nrows);
+        memcpy(dst + (size_t)(at * width) * es, sr->value->buf->data, (size_t)(sr->nrows * width) * es);
+        at += sr->nrows;
+    }
+    /* every input is read: now the output (possibly X[0] itself) may change */
+    oar_selected_rows_t *out = oar_var_selected_rows(oar_k_out_var(k, "Out", 0));
+    if (!out) {
+        free(rows);
+        oar_tensor_free(val);
+        return oar_k_error(k, OAR_ERR_INVALID, "output Out: %s", oar_last_error());
+    }
+    free(out->rows);
+    oar_tensor_free(out->value);
+    out->rows = rows;
+    out->nrows = out->cap = total;
+    out->height = height;
+    out->value = val;
+    return OAR_OK;
+}
+
 #define SUM_MAX_STACK 16
 #define SUM_KERNEL(sfx, T, DT)                                                              \
     static int sum_##sfx(oar_kernel_ctx_t *k)                                               \
     {                                                                                       \
-        int m = oar_k_in_count(k, "X"), used = 0;                                           \
+        int m = oar_k_in_count(k, "X"), used = 0, nsr = 0;                                  \
+        for (int j = 0; j < m; j++) {                                                       \
+            oar_variable_t *v = oar_k_in_var(k, "X", j);                                    \
+            if (v && oar_variable_type(v) == OAR_VAR_SELECTED_ROWS) nsr++;                  \
+            else if (v) used++;                                                             \
+        }                                                                                   \
+        if (nsr > 0 && used == 0) return sum_all_rows(k, DT);                               \
+        used = 0;                                                                           \
         const T *stack[SUM_MAX_STACK];                                                      \
         const T **src = stack;                                                              \
         if (m > SUM_MAX_STACK && !(src = oar_xmalloc(sizeof(T *) * (size_t)m)))            \
             return OAR_ERR_NOMEM;                                                           \
-        int64_t n = -1;                                                                     \
+        int64_t n = -1, width = -1;                                                         \
         int rc = OAR_OK, first = -1;                                                        \
         for (int j = 0; j < m && rc == OAR_OK; j++) {                                       \
             const char *name = oar_k_in_name(k, "X", j);                                    \
-            if (!name || strcmp(name, OAR_EMPTY_VAR) == 0) continue;                        \
+            oar_variable_t *v = oar_k_in_var(k, "X", j);                                    \
+            if (!v) continue;                                                               \
+            if (oar_variable_type(v) == OAR_VAR_SELECTED_ROWS) {                            \
+                rc = sr_check(k, j, v->u.rows, DT, &width);                                 \
+                continue;                                                                   \
+            }                                                                               \
             const oar_tensor_t *t;                                                          \
             const void *p;                                                                  \
             rc = in_ptr(k, "X", j, DT, &t, &p);                                             \
@@ -159,6 +260,12 @@ CAST_FROM(f64, double, OAR_FP64, CV_FLT)
         void *yv = NULL;                                                                    \
         if (rc == OAR_OK && used == 0)                                                      \
             rc = oar_k_error(k, OAR_ERR_INVALID, "input X has no variables");               \
+        const oar_tensor_t *ot = oar_k_out(k, "Out", 0);                                    \
+        int64_t height = ot && ot->ndim > 0 ? ot->dims[0] : 1;                              \
+        if (rc == OAR_OK && nsr > 0 && width * height != n)                                 \
+            rc = oar_k_error(k, OAR_ERR_SHAPE, "sparse inputs have rows of %lld elements; " \
+                             "the dense inputs' rows have %lld", (long long)width,          \
+                             (long long)(height ? n / height : 0));                         \
         if (rc == OAR_OK) rc = out_ptr(k, "Out", DT, &yv);                                  \
         if (rc == OAR_OK) {                                                                 \
             T *y = yv;                                                                      \
@@ -167,6 +274,23 @@ CAST_FROM(f64, double, OAR_FP64, CV_FLT)
                 T acc = src[0][i];                                                          \
                 for (int j = 1; j < used; j++) acc += src[j][i];                            \
                 y[i] = acc;                                                                 \
+            }                                                                               \
+            for (int j = 0; j < m && rc == OAR_OK; j++) {                                   \
+                oar_variable_t *v = oar_k_in_var(k, "X", j);                                \
+                if (!v || oar_variable_type(v) != OAR_VAR_SELECTED_ROWS) continue;          \
+                const oar_selected_rows_t *sr = v->u.rows;                                  \
+                const T *val = sr->nrows ? sr->value->buf->data : NULL;                     \
+                for (int64_t r = 0; r < sr->nrows && rc == OAR_OK; r++) {                   \
+                    if (sr->rows[r] < 0 || sr->rows[r] >= height) {                         \
+                        rc = oar_k_error(k, OAR_ERR_RANGE, "input X[%d] '%s' names row "    \
+                                         "%lld of a sum with %lld rows", j,                 \
+                                         oar_k_in_name(k, "X", j),                          \
+                                         (long long)sr->rows[r], (long long)height);        \
+                        break;                                                              \
+                    }                                                                       \
+                    T *yr = y + sr->rows[r] * width;                                        \
+                    for (int64_t c = 0; c < width; c++) yr[c] += val[r * width + c];        \
+                }                                                                           \
             }                                                                               \
         }                                                                                   \
         if (src != stack) free(src);                                                        \

@@ -231,21 +231,35 @@ OAR_REGISTER_OP(cast_def)
 /* ---- sum --------------------------------------------------------------- */
 static const oar_slot_def_t sum_in[] = {{"X", OAR_SLOT_DUPLICABLE}, {NULL, 0}};
 
+/* Dense inputs must agree in shape. SELECTED_ROWS inputs (sparse gradients
+ * of one parameter) are checked by the kernel: all sparse gives a sparse sum
+ * (rows concatenated), sparse and dense mixed give a dense sum. */
 static int sum_infer(oar_infer_ctx_t *c)
 {
     int n = oar_ic_in_count(c, "X");
     int first = -1, dt = -1, nd0 = 0;
+    bool any_sr = false, all_sr = true, rt = oar_ic_runtime(c);
     const int64_t *d0 = NULL;
     char b0[128], b1[128];
     for (int i = 0; i < n; i++) {
         const char *name = oar_ic_in_name(c, "X", i);
         if (!name || strcmp(name, OAR_EMPTY_VAR) == 0) continue;
+        bool sr = oar_ic_in_var_type(c, "X", i) == OAR_VAR_SELECTED_ROWS;
+        any_sr = any_sr || sr;
+        all_sr = all_sr && sr;
+        int t = oar_ic_in_dtype(c, "X", i);
+        if (t >= 0 && dt >= 0 && t != dt)
+            return oar_ic_error(c, OAR_ERR_DTYPE, "input X[%d] '%s' has dtype %s, expected %s like "
+                                "X[%d] '%s'", i, name, oar_dtype_name(t) ? oar_dtype_name(t) : "?",
+                                oar_dtype_name(dt) ? oar_dtype_name(dt) : "?", first,
+                                oar_ic_in_name(c, "X", first));
+        if (dt < 0) dt = t;
+        if (sr && rt) continue;   /* a value's row count is not the dense shape */
         int nd;
         const int64_t *d = oar_ic_in_dims(c, "X", i, &nd);
         if (!d) return OAR_ERR_SHAPE;
-        int t = oar_ic_in_dtype(c, "X", i);
         if (first < 0) {
-            first = i; d0 = d; nd0 = nd; dt = t;
+            first = i; d0 = d; nd0 = nd;
             continue;
         }
         bool same = nd == nd0;
@@ -255,18 +269,16 @@ static int sum_infer(oar_infer_ctx_t *c)
                                 "X[%d] '%s'", i, name, oar_shape_str(d, nd, b1, sizeof b1),
                                 oar_shape_str(d0, nd0, b0, sizeof b0), first,
                                 oar_ic_in_name(c, "X", first));
-        if (t >= 0 && dt >= 0 && t != dt)
-            return oar_ic_error(c, OAR_ERR_DTYPE, "input X[%d] '%s' has dtype %s, expected %s like "
-                                "X[%d] '%s'", i, name, oar_dtype_name(t) ? oar_dtype_name(t) : "?",
-                                oar_dtype_name(dt) ? oar_dtype_name(dt) : "?", first,
-                                oar_ic_in_name(c, "X", first));
-        if (dt < 0) dt = t;
+    }
+    if (any_sr && all_sr) {
+        if (rt) return OAR_OK;   /* the kernel builds the selected rows */
+        OAR_TRY(oar_ic_set_out_var_type(c, "Out", 0, OAR_VAR_SELECTED_ROWS));
     }
     if (first < 0) return oar_ic_error(c, OAR_ERR_INVALID, "input X has no variables");
     int64_t dims[OAR_MAX_DIMS];
     memcpy(dims, d0, sizeof(int64_t) * (size_t)nd0);
     /* a known dim wins over a -1 of the first input */
-    for (int i = first + 1; i < n && !oar_ic_runtime(c); i++) {
+    for (int i = first + 1; i < n && !rt; i++) {
         const char *name = oar_ic_in_name(c, "X", i);
         if (!name || strcmp(name, OAR_EMPTY_VAR) == 0) continue;
         int nd;
@@ -274,6 +286,7 @@ static int sum_infer(oar_infer_ctx_t *c)
         for (int j = 0; d && j < nd0; j++) if (dims[j] < 0) dims[j] = d[j];
     }
     OAR_TRY(oar_ic_set_out(c, "Out", 0, dims, nd0, dt));
+    if (any_sr && all_sr) return OAR_OK;
     return oar_ic_share_lod(c, "X", first, "Out", 0);
 }
 
