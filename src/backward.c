@@ -54,8 +54,10 @@ static void empty_block_tail(oar_block_t *b, int nops, int nvars)
     while (b->nvars > nvars) oar_block_remove_var(b, b->vars[b->nvars - 1]->name);
 }
 
-static void rollback(oar_bw_pass_t *P, const undo_t *u)
+static void rollback(oar_bw_pass_t *P, const undo_t *u, int rc)
 {
+    /* undoing must not replace the message that says what went wrong */
+    char *msg = oar_xstrdup(oar_last_error());
     empty_block_tail(u->b0, u->nops, u->nvars);
     for (int i = 0; i < P->nmade; i++) {
         oar_block_t *b = oar_program_block(P->p, P->made[i]);
@@ -63,8 +65,10 @@ static void rollback(oar_bw_pass_t *P, const undo_t *u)
     }
     if (u->loss_op) {
         if (u->had_role) oar_bw_set_role(u->loss_op, u->role);
-        else oar_op_desc_remove_attr(u->loss_op, "op_role");
+        else if (oar_op_desc_attr_type(u->loss_op, "op_role") >= 0) oar_op_desc_remove_attr(u->loss_op, "op_role");
     }
+    if (msg) oar_error(rc, "%s", msg);
+    free(msg);
 }
 
 /* ---- finding the forward ops ------------------------------------------------- */
@@ -417,7 +421,7 @@ static int backward(oar_program_t *p, const request_t *q, const char *const *no_
         if (rc == OAR_OK) *grads = out;
         else oar_strings_free(out, q->ninputs);
     }
-    if (rc != OAR_OK) rollback(&P, &u);
+    if (rc != OAR_OK) rollback(&P, &u, rc);
     oar_bw_names_free(&R.written);
     pass_free(&P);
     return rc;
