@@ -292,7 +292,7 @@ end)
 -- SELECTED_ROWS inputs cannot be fed: they are built in a scope through
 -- liboar's internal (exported) accessor and declared persistable so the
 -- executor takes them from that scope.
-describe("sum of selected rows", function()
+describe("selected rows inputs (sum, scale)", function()
   pcall(ffi.cdef, [[
     typedef struct oar_d2_selected_rows {
       int64_t height; int64_t *rows; int64_t nrows, cap; oar_tensor_t *value;
@@ -393,5 +393,29 @@ describe("sum of selected rows", function()
     expect_error(function()
       run(prog, scope, { d = T.tensor({ 1, 2, 3, 4, 5, 6 }, { shape = { 3, 2 } }) }, { "s" })
     end, "sum", "row 3", "3 rows")
+  end)
+  it("scale keeps the rows and scales the values", function()
+    local prog, block, scope = new_prog()
+    declare(block, "r", { 4, 2 }, 8, true)
+    declare(block, "s", { 4, 2 }, 8, true)
+    T.append_op(block, "scale", { X = { "r" } }, { Out = { "s" } }, { scale = 2, bias = 1 })
+    T.append_op(block, "scale", { X = { "r" } }, { Out = { "r" } }, { scale = -1 })
+    put_rows(scope, "r", 4, { 3, 1, 3 }, { 1, 2, 3, 4, 5, 6 }, 2)
+    run(prog, scope, {}, {})
+    local function read(name)
+      local sr = ffi.cast("oar_d2_selected_rows*", C.oar_var_selected_rows(C.oar_scope_find_var(scope, name)))
+      local rows = {}
+      for i = 0, tonumber(sr.nrows) - 1 do rows[#rows + 1] = tonumber(sr.rows[i]) end
+      return tonumber(sr.height), rows, T.from_c(sr.value)
+    end
+    local h, rows, v = read("s")
+    assert.are.equal(4, h)
+    assert.are.same({ 3, 1, 3 }, rows)
+    assert.are.same({ 3, 2 }, v.shape)
+    assert.are.same({ 3, 5, 7, 9, 11, 13 }, v.data)
+    -- in place: Out is X
+    h, rows, v = read("r")
+    assert.are.same({ 3, 1, 3 }, rows)
+    assert.are.same({ -1, -2, -3, -4, -5, -6 }, v.data)
   end)
 end)

@@ -41,6 +41,39 @@ static int out_ptr(oar_kernel_ctx_t *k, const char *slot, int dtype, void **p)
 #define PAR_FOR _Pragma("omp parallel for if(n > 65536)")
 
 /* ---- scale ------------------------------------------------------------- */
+/* A SELECTED_ROWS X gives a SELECTED_ROWS Out with X's rows; xt, xv are
+ * X's value, yt the value tensor to write (sized like X's). */
+static int rows_in_out(oar_kernel_ctx_t *k, oar_variable_t *var, int dtype,
+                       const oar_tensor_t **xt, const void **xv, oar_tensor_t **yt)
+{
+    const oar_selected_rows_t *src = var->u.rows;
+    const oar_tensor_t *v = src->value;
+    const char *name = oar_k_in_name(k, "X", 0);
+    if (!v || !oar_tensor_has_data(v) || v->dtype != dtype)
+        return oar_k_error(k, OAR_ERR_DTYPE, "input X '%s': its selected rows hold no %s value",
+                           name ? name : "?", oar_dtype_name(dtype));
+    oar_variable_t *ov = oar_k_out_var(k, "Out", 0);
+    oar_selected_rows_t *dst = ov ? oar_var_selected_rows(ov) : NULL;
+    if (!dst) return oar_k_error(k, OAR_ERR_INVALID, "output Out: %s",
+                                 ov ? oar_last_error() : "missing");
+    if (dst != src) {
+        if (src->nrows > dst->cap) {
+            int64_t *r = oar_xrealloc(dst->rows, sizeof *r * (size_t)src->nrows);
+            if (!r) return OAR_ERR_NOMEM;
+            dst->rows = r;
+            dst->cap = src->nrows;
+        }
+        if (src->nrows > 0) memcpy(dst->rows, src->rows, sizeof *dst->rows * (size_t)src->nrows);
+        dst->nrows = src->nrows;
+        dst->height = src->height;
+        OAR_TRY(oar_tensor_resize(dst->value, v->dims, v->ndim));
+    }
+    *xt = v;
+    *xv = v->buf->data;
+    *yt = dst->value;
+    return OAR_OK;
+}
+
 /* Integers compute in double and truncate toward zero, so a fractional scale
  * (0.5) is not first truncated to 0 as a cast of the attr would. */
 #define SCALE_KERNEL(sfx, T, DT, CT)                                                     \
@@ -52,8 +85,15 @@ static int out_ptr(oar_kernel_ctx_t *k, const char *slot, int dtype, void **p)
         const oar_tensor_t *xt;                                                          \
         const void *xv;                                                                  \
         void *yv;                                                                        \
-        OAR_TRY(in_ptr(k, "X", 0, DT, &xt, &xv));                                        \
-        OAR_TRY(out_ptr(k, "Out", DT, &yv));                                             \
+        oar_variable_t *var = oar_k_in_var(k, "X", 0);                                   \
+        if (var && oar_variable_type(var) == OAR_VAR_SELECTED_ROWS) {                    \
+            oar_tensor_t *yt;                                                            \
+            OAR_TRY(rows_in_out(k, var, DT, &xt, &xv, &yt));                             \
+            if (!(yv = oar_tensor_mutable(yt, DT))) return OAR_ERR_NOMEM;                \
+        } else {                                                                         \
+            OAR_TRY(in_ptr(k, "X", 0, DT, &xt, &xv));                                    \
+            OAR_TRY(out_ptr(k, "Out", DT, &yv));                                         \
+        }                                                                                \
         const T *x = xv;                                                                 \
         T *y = yv;                                                                       \
         int64_t n = oar_tensor_numel_of(xt);                                             \

@@ -161,6 +161,17 @@ static const oar_attr_def_t scale_attrs[] = {
 
 static int same_infer(oar_infer_ctx_t *c) { return oar_infer_same_as(c, "X", "Out"); }
 
+/* A SELECTED_ROWS X (a sparse gradient) gives a SELECTED_ROWS Out with the
+ * same rows; the kernel makes it, so run-time inference leaves Out alone. */
+static int scale_infer(oar_infer_ctx_t *c)
+{
+    if (oar_ic_in_var_type(c, "X", 0) == OAR_VAR_SELECTED_ROWS) {
+        if (oar_ic_runtime(c)) return OAR_OK;
+        OAR_TRY(oar_ic_set_out_var_type(c, "Out", 0, OAR_VAR_SELECTED_ROWS));
+    }
+    return oar_infer_same_as(c, "X", "Out");
+}
+
 /* d(scale*x + b)/dx = d(scale*(x + b))/dx = scale */
 static int scale_grad(oar_grad_ctx_t *g)
 {
@@ -173,7 +184,7 @@ static int scale_grad(oar_grad_ctx_t *g)
 
 static const oar_op_def_t scale_def = {
     .type = "scale", .inputs = x_in, .outputs = out_out, .attrs = scale_attrs,
-    .infer = same_infer, .grad = scale_grad};
+    .infer = scale_infer, .grad = scale_grad};
 OAR_REGISTER_OP(scale_def)
 
 /* ---- cast -------------------------------------------------------------- */
