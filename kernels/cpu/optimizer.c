@@ -217,11 +217,9 @@ static int opt_run(oar_kernel_ctx_t *k, const opt_spec_t *sp, opt_t *o, span_fn 
     ns = 0;
     for (const char *const *s = sp->states; *s && rc == OAR_OK; s += 2, ns++) {
         o->out[ns] = NULL;
-        if (!o->in[ns]) continue;
-        if (oar_k_out_count(k, s[1]) == 0)
-            rc = oar_k_error(k, OAR_ERR_INVALID, "input %s is given but output %s is not", s[0], s[1]);
-        else
-            rc = state_out(k, s[1], dt, numel, &o->out[ns]);
+        /* an absent output is a dispensable one (MeanGradOut of plain rmsprop) */
+        if (!o->in[ns] || oar_k_out_count(k, s[1]) == 0) continue;
+        rc = state_out(k, s[1], dt, numel, &o->out[ns]);
     }
     if (rc != OAR_OK) goto done;
 
@@ -230,7 +228,7 @@ static int opt_run(oar_kernel_ctx_t *k, const opt_spec_t *sp, opt_t *o, span_fn 
     } else if (sp->sparse == SP_ROWS) {
         /* untouched rows keep their values, also when the output is a new buffer */
         for (int i = 0; i < ns; i++)
-            if (o->in[i] && o->out[i] != o->in[i] && numel > 0)
+            if (o->in[i] && o->out[i] && o->out[i] != o->in[i] && numel > 0)
                 memcpy(o->out[i], o->in[i], (size_t)numel * es);
         for (int64_t j = 0; j < m.n; j++)
             fn(o, m.rows[j] * width, (m.rows[j] + 1) * width, (const char *)m.vals + j * width * (int64_t)es);
