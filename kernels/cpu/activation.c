@@ -153,6 +153,12 @@ ACT(elu, par_alpha, "X", x > C(0) ? x : p1 * (exp(x) - C(1)), v > C(0) ? g : g *
 /* log(1 + e^x) without overflow: max(x, 0) + log1p(e^-|x|); d/dx = sigmoid(x) */
 ACT(softplus, par_none, "X", (x > C(0) ? x : C(0)) + log1p(exp(-fabs(x))), g / (C(1) + exp(-v)))
 ACT(pow, par_pow, "X", pow(x, p1), g * p1 * pow(v, p1 - C(1)))
+ACT(cos, par_none, "X", cos(x), -g * sin(v))
+ACT(sin, par_none, "X", sin(x), g * cos(v))
+ACT(floor, par_none, "X", floor(x), ((void)v, (void)g, C(0)))
+ACT(ceil, par_none, "X", ceil(x), ((void)v, (void)g, C(0)))
+ACT(round, par_none, "X", round(x), ((void)v, (void)g, C(0)))
+ACT(sign, par_none, "X", (real)((x > C(0)) - (x < C(0))), ((void)v, (void)g, C(0)))
 ACT(clip, par_clip, "X", x < p1 ? p1 : (x > p2 ? p2 : x), (v > p1 && v < p2) ? g : C(0))
 
 /* gelu, exact: x Phi(x); d/dx = Phi(x) + x phi(x) */
