@@ -6,7 +6,7 @@ CC       ?= gcc
 CFLAGS   ?= -O2 -fPIC
 OPT      ?= -O3 -march=native
 OAR_CFLAGS = -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -fPIC $(OPT) -fopenmp \
-             -Isrc -Ibuild $(OPENBLAS_INC) $(EXTRA_CFLAGS)
+             -fno-math-errno -Isrc -Ibuild $(OPENBLAS_INC) $(EXTRA_CFLAGS)
 OPENBLAS_INC ?= -I/usr/include/x86_64-linux-gnu/openblas-pthread -I/usr/include/openblas
 LIBS     = -lprotobuf-c -lopenblas -lm -lpthread -fopenmp
 # never unmapped by dlclose: LuaJIT closes its ffi.load'ed libraries at lua_close
@@ -71,3 +71,43 @@ install: all
 
 clean:
 	rm -rf $(BUILD) $(CDEF)
+
+# ---- fuzzing (clang + libFuzzer): `make fuzz` builds fuzz/fuzz_program.c and
+# fuzz/fuzz_tensor.c against the library sources compiled with the sanitizers
+# (in build/fuzz, apart from the main build) and runs each for FUZZ_SECONDS,
+# starting from the committed seeds in fuzz/corpus/ (never written to: new
+# inputs go to build/fuzz/work/). See fuzz/README.md.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_DIR     = $(BUILD)/fuzz
+FUZZ_SAN     = -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_CFLAGS  = -std=c11 -g -O1 -D_GNU_SOURCE -fopenmp -Wall -Wextra -Werror $(FUZZ_SAN) \
+               -fsanitize=fuzzer-no-link -Isrc -I$(FUZZ_DIR) $(OPENBLAS_INC)
+FUZZ_SRC     = $(wildcard src/*.c src/ops/*.c kernels/cpu/*.c)
+FUZZ_OBJ     = $(patsubst %.c,$(FUZZ_DIR)/%.o,$(FUZZ_SRC)) $(FUZZ_DIR)/framework.pb-c.o
+FUZZ_TARGETS = $(FUZZ_DIR)/fuzz_program $(FUZZ_DIR)/fuzz_tensor
+FUZZ_LIBS    = -lprotobuf-c -lopenblas -lm -lpthread
+.SECONDARY: $(FUZZ_OBJ)
+
+$(FUZZ_DIR)/framework.pb-c.c: proto/framework.proto
+	@mkdir -p $(FUZZ_DIR)
+	protoc-c --c_out=$(FUZZ_DIR) -Iproto proto/framework.proto
+$(FUZZ_DIR)/framework.pb-c.h: $(FUZZ_DIR)/framework.pb-c.c
+
+$(FUZZ_DIR)/framework.pb-c.o: $(FUZZ_DIR)/framework.pb-c.c
+	$(FUZZ_CC) -std=c11 -g -O1 $(FUZZ_SAN) -fsanitize=fuzzer-no-link -I$(FUZZ_DIR) -c $< -o $@
+
+$(FUZZ_DIR)/%.o: %.c $(FUZZ_DIR)/framework.pb-c.h $(wildcard src/*.h kernels/cpu/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+
+$(FUZZ_DIR)/fuzz_%: fuzz/fuzz_%.c $(FUZZ_OBJ)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) $(FUZZ_LIBS)
+
+fuzz: $(FUZZ_TARGETS)
+	@for t in program tensor; do \
+	  mkdir -p $(FUZZ_DIR)/work/$$t; \
+	  echo "== fuzz_$$t for $(FUZZ_SECONDS)s"; \
+	  $(FUZZ_DIR)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    -artifact_prefix=$(FUZZ_DIR)/fuzz_$$t- $(FUZZ_DIR)/work/$$t fuzz/corpus/$$t || exit 1; \
+	done
