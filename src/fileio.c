@@ -74,7 +74,12 @@ int oar_file_write_atomic(const char *path, const void *data, size_t n) {
     if (fd < 0) {
         rc = oar_error(OAR_ERR_IO, "cannot create a temp file next to '%s': %s", path, strerror(errno));
     } else {
-        if (write_fully(fd, data, n) != 0 || fsync(fd) != 0)
+        /* mkstemp creates 0600; give the file the mode it replaces, or 0644 */
+        struct stat old;
+        mode_t mode = stat(path, &old) == 0 ? (old.st_mode & 07777) : 0644;
+        if (fchmod(fd, mode) != 0)
+            rc = oar_error(OAR_ERR_IO, "setting the mode of '%s': %s", tmp, strerror(errno));
+        if (rc == OAR_OK && (write_fully(fd, data, n) != 0 || fsync(fd) != 0))
             rc = oar_error(OAR_ERR_IO, "writing '%s': %s", tmp, strerror(errno));
         if (close(fd) != 0 && rc == OAR_OK) rc = oar_error(OAR_ERR_IO, "closing '%s': %s", tmp, strerror(errno));
         if (rc == OAR_OK && rename(tmp, path) != 0)

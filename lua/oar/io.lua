@@ -1,0 +1,676 @@
+-- oar.io: saving and loading variables, checkpoints and inference models
+-- (Fluid's fluid.io). Like Fluid, every save or load builds a small program
+-- of save/load ops (save, save_combine, load, load_combine) and runs it with
+-- the executor. Two guarantees go beyond Fluid:
+--   * every file is replaced atomically (temp file, fsync, rename), so a crash
+--     leaves either the old or the new file;
+--   * a load that fails leaves the scope exactly as it was: the load program
+--     runs in a fresh scope, and only when every variable loaded and checked
+--     do the tensors move into the target scope.
+-- save_persistables also saves the global random generator state (variable
+-- "@RNG_STATE@", int64 [4]) and load_persistables restores it, so training
+-- resumed from a checkpoint continues bit for bit.
+local ffi = require("ffi")
+local lib = require("oar.lib")
+local framework = require("oar.framework")
+local tensor = require("oar.tensor")
+local scope_mod = require("oar.scope")
+local executor_mod = require("oar.executor")
+local C = lib.C
+
+-- random generator state (src/op.h) and mkdir(2); declared here only when no
+-- other module has declared them already
+pcall(ffi.cdef, [[
+int oar_rng_get_state(uint64_t state[4]);
+int oar_rng_set_state(const uint64_t state[4]);
+]])
+pcall(ffi.cdef, [[
+int mkdir(const char *pathname, unsigned int mode);
+char *strerror(int errnum);
+]])
+
+local raise, describe = framework.raise, framework.describe
+local Program = framework.Program
+
+local M = {}
+
+M.RNG_STATE_NAME = "@RNG_STATE@"
+M.MODEL_FILENAME = "__model__"
+local RNG = M.RNG_STATE_NAME
+local EEXIST = 17
+local INT64 = 3
+
+-- ---- argument checks ---------------------------------------------------------
+local function is_executor(x) return getmetatable(x) == executor_mod.ExecutorClass end
+
+local function check_executor(exe, who)
+  if not is_executor(exe) then
+    raise(string.format("%s: 'executor' must be an oar Executor, got %s", who, describe(exe)))
+  end
+  if exe.handle == nil then raise(who .. ": the executor is closed") end
+end
+
+local function check_dirname(d, who)
+  if type(d) ~= "string" or d == "" then
+    raise(string.format("%s: 'dirname' must be a non-empty directory path, got %s", who, describe(d)))
+  end
+  if d:find("\0", 1, true) then raise(who .. ": 'dirname' contains a NUL byte") end
+end
+
+-- a file name inside dirname: one path component
+local function check_filename(f, who, what)
+  if type(f) ~= "string" or f == "" then
+    raise(string.format("%s: '%s' must be a non-empty file name, got %s", who, what, describe(f)))
+  end
+  if f:find("\0", 1, true) then raise(string.format("%s: '%s' contains a NUL byte", who, what)) end
+  if f:find("/", 1, true) or f == "." or f == ".." then
+    raise(string.format("%s: '%s' must name a file inside dirname, not a path ('%s')", who, what, f))
+  end
+end
+
+local function check_program(p, who)
+  if p == nil then return framework.default_main_program() end
+  if not framework.is_program(p) then
+    raise(string.format("%s: 'main_program' must be a Program, got %s", who, describe(p)))
+  end
+  return p
+end
+
+local function check_scope(s, who)
+  if s == nil then return scope_mod.global_scope() end
+  if not scope_mod.is_scope(s) then
+    raise(string.format("%s: 'scope' must be an oar Scope, got %s", who, describe(s)))
+  end
+  return s
+end
+
+local function join(dir, name)
+  dir = dir:gsub("/+$", "")
+  if dir == "" then dir = "/" end
+  if dir:sub(-1) == "/" then return dir .. name end
+  return dir .. "/" .. name
+end
+
+-- mkdir -p, without a shell
+local function mkdir_p(dir, who)
+  local path = dir:sub(1, 1) == "/" and "/" or ""
+  for part in dir:gmatch("[^/]+") do
+    path = path .. part
+    if part ~= "." and part ~= ".." then
+      if ffi.C.mkdir(path, tonumber("755", 8)) ~= 0 then
+        local err = ffi.errno()
+        if err ~= EEXIST then
+          raise(string.format("%s: cannot create directory '%s': %s", who, path, ffi.string(ffi.C.strerror(err))))
+        end
+      end
+    end
+    path = path .. "/"
+  end
+end
+
+local function file_exists(path)
+  local f = io.open(path, "rb")
+  if f then f:close() return true end
+  return false
+end
+
+-- An error from a nested call, re-raised at the user's line with `who` in front.
+local function strip_location(msg)
+  return (tostring(msg):gsub("^[^:\n]+:%d+: ", ""))
+end
+
+local function rethrow(who, msg)
+  raise(who .. ": " .. strip_location(msg))
+end
+
+-- ---- which variables ---------------------------------------------------------
+local function var_type(v) return v.type end
+
+-- Fluid's is_persistable: persistable, and not the feed/fetch lists or a raw var
+function M.is_persistable(v)
+  if not framework.is_variable(v) then return false end
+  local t = var_type(v)
+  if t == "feed_minibatch" or t == "fetch_list" or t == "raw" then return false end
+  return v.persistable
+end
+
+function M.is_parameter(v) return framework.is_parameter(v) end
+
+-- Variables of `program` (all blocks, first declaration of each name) that
+-- satisfy predicate.
+local function filter_vars(program, predicate)
+  local out, seen = {}, {}
+  for _, v in ipairs(program:list_vars()) do
+    local name = rawget(v, "name")
+    if not seen[name] and predicate(v) then
+      seen[name] = true
+      out[#out + 1] = v
+    end
+  end
+  return out
+end
+
+M.get_program_parameter = function(program)
+  return filter_vars(check_program(program, "get_program_parameter"), M.is_parameter)
+end
+M.get_program_persistable_vars = function(program)
+  return filter_vars(check_program(program, "get_program_persistable_vars"), M.is_persistable)
+end
+
+-- The variables to save or load: an explicit list (Variables or names of the
+-- program's global block), or those the predicate selects.
+local function select_vars(program, vars, predicate, who)
+  if vars ~= nil then
+    if framework.is_variable(vars) or type(vars) == "string" then vars = { vars } end
+    if type(vars) ~= "table" then
+      raise(string.format("%s: 'vars' must be a list of Variables, got %s", who, describe(vars)))
+    end
+    local out, seen = {}, {}
+    for i, v in ipairs(vars) do
+      if type(v) == "string" then
+        local found = program:global_block():find_var_recursive(v)
+        if not found then
+          raise(string.format("%s: vars[%d]: no variable '%s' in the program", who, i, v))
+        end
+        v = found
+      elseif not framework.is_variable(v) then
+        raise(string.format("%s: vars[%d] must be a Variable or a name, got %s", who, i, describe(v)))
+      end
+      local t = var_type(v)
+      if t ~= "lod_tensor" then
+        raise(string.format("%s: variable '%s' is a %s; only LoD tensors can be saved and loaded",
+          who, rawget(v, "name"), tostring(t)))
+      end
+      local name = rawget(v, "name")
+      if not seen[name] then
+        seen[name] = true
+        out[#out + 1] = v
+      end
+    end
+    return out
+  end
+  if predicate == nil then
+    raise(who .. ": give either 'vars' (a list of Variables) or 'predicate' (a function)")
+  end
+  if type(predicate) ~= "function" then
+    raise(string.format("%s: 'predicate' must be a function, got %s", who, describe(predicate)))
+  end
+  return filter_vars(program, function(v) return var_type(v) == "lod_tensor" and predicate(v) end)
+end
+
+-- ---- the save/load programs --------------------------------------------------
+-- spec of a variable to clone into a save/load program
+local function var_spec(v)
+  local spec = {
+    name = rawget(v, "name"), dtype = v.dtype, type = "lod_tensor",
+    lod_level = v.lod_level, persistable = true,
+  }
+  -- a shape never set (rank -1) stays unknown, so the load op checks no rank
+  if C.oar_var_desc_ndim(v:_desc()) >= 0 then spec.shape = v.shape end
+  return spec
+end
+
+local function names_sorted(specs)
+  table.sort(specs, function(a, b) return a.name < b.name end)
+  return specs
+end
+
+-- Builds the program: one `op_one` per file, or one `op_combined` over all.
+local function build_program(specs, dirname, filename, op_one, op_combined, slot)
+  local prog = Program()
+  local block = prog:global_block()
+  local vars = {}
+  for i, s in ipairs(specs) do vars[i] = block:create_var(s) end
+  if filename then
+    block:append_op{ type = op_combined, inputs = slot == "X" and { X = vars } or nil,
+      outputs = slot == "Out" and { Out = vars } or nil,
+      attrs = { file_path = join(dirname, filename) } }
+  else
+    for _, v in ipairs(vars) do
+      block:append_op{ type = op_one, inputs = slot == "X" and { X = { v } } or nil,
+        outputs = slot == "Out" and { Out = { v } } or nil,
+        attrs = { file_path = join(dirname, rawget(v, "name")) } }
+    end
+  end
+  return prog
+end
+
+local function run(exe, prog, scope, who)
+  local ok, err = pcall(exe.run, exe, prog, { scope = scope })
+  if not ok then rethrow(who, err) end
+end
+
+-- the global random generator's state as an int64 [4] tensor
+local function rng_state_tensor(who)
+  local st = ffi.new("uint64_t[4]")
+  if C.oar_rng_get_state(st) ~= 0 then raise(who .. ": " .. lib.last_error()) end
+  local dims = ffi.new("int64_t[1]", 4)
+  local out = ffi.new("oar_tensor_t *[1]")
+  if C.oar_tensor_from_data(INT64, dims, 1, st, out) ~= 0 then raise(who .. ": " .. lib.last_error()) end
+  return tensor.wrap(out[0])
+end
+
+-- The four state words held by a loaded "@RNG_STATE@" tensor, checked.
+local function rng_words(t, where, who)
+  local shape = t:shape()
+  if t:dtype() ~= "int64" or #shape ~= 1 or shape[1] ~= 4 then
+    raise(string.format("%s: '%s' in '%s' is %s %s; a random generator state is int64 [4]", who, RNG, where,
+      t:dtype(), framework.shape_text(shape)))
+  end
+  local words = ffi.new("uint64_t[4]")
+  ffi.copy(words, t:data(), 32)
+  if words[0] == 0 and words[1] == 0 and words[2] == 0 and words[3] == 0 then
+    raise(string.format("%s: '%s' in '%s' is all zeros, not a random generator state", who, RNG, where))
+  end
+  return words
+end
+
+-- Saves the tensors of `vars` (in `scope`) plus `extra` ({name, tensor}).
+-- The save program runs against a fresh scope that shares the tensors, so
+-- nothing is created in the user's scope and a missing value is an error
+-- here rather than an empty variable there.
+local function save_core(who, exe, dirname, vars, filename, scope, extra)
+  local specs, snapshot = {}, scope_mod.new()
+  for _, v in ipairs(vars) do
+    local name = rawget(v, "name")
+    if not filename then check_filename(name, who, "variable name") end
+    local sv = scope:find_var(name)
+    if not sv or not sv:is_initialized() then
+      raise(string.format("%s: variable '%s' has no value in the scope (did you run the startup program?)",
+        who, name))
+    end
+    if sv:type() ~= "lod_tensor" then
+      raise(string.format("%s: variable '%s' holds a %s; only LoD tensors can be saved", who, name, sv:type()))
+    end
+    local t = sv:get_tensor()
+    if C.oar_tensor_data(t.handle) == nil and t:numel() > 0 then
+      raise(string.format("%s: variable '%s' has no data (did you run the startup program?)", who, name))
+    end
+    snapshot:var(name):set_tensor(t)
+    specs[#specs + 1] = var_spec(v)
+  end
+  for _, e in ipairs(extra or {}) do
+    snapshot:var(e.name):set_tensor(e.tensor)
+    specs[#specs + 1] = { name = e.name, dtype = e.tensor:dtype(), shape = e.tensor:shape(), persistable = true }
+  end
+  if #specs == 0 then return 0 end
+  if filename then names_sorted(specs) end
+  local prog = build_program(specs, dirname, filename, "save", "save_combine", "X")
+  mkdir_p(dirname, who)
+  run(exe, prog, snapshot, who)
+  return #specs
+end
+
+-- One load attempt: runs the load program in a fresh scope and returns the
+-- name -> Tensor map, or nil and the error message.
+local function try_load(exe, dirname, specs, filename)
+  local ok, prog = pcall(build_program, specs, dirname, filename, "load", "load_combine", "Out")
+  if not ok then return nil, prog end
+  local fresh = scope_mod.new()
+  local ran, err = pcall(exe.run, exe, prog, { scope = fresh })
+  if not ran then return nil, err end
+  local loaded = {}
+  for _, s in ipairs(specs) do
+    local v = fresh:find_local_var(s.name)
+    if not v or v:type() ~= "lod_tensor" then
+      return nil, string.format("variable '%s' was not loaded", s.name)
+    end
+    loaded[s.name] = v:get_tensor()
+  end
+  return loaded
+end
+
+-- Loads `vars` into `scope`; with_rng: nil (no generator state), "optional"
+-- (restore it when the checkpoint holds one).
+local function load_core(who, exe, dirname, vars, filename, scope, with_rng)
+  local specs = {}
+  for _, v in ipairs(vars) do
+    if not filename then check_filename(rawget(v, "name"), who, "variable name") end
+    specs[#specs + 1] = var_spec(v)
+  end
+  if filename then
+    local path = join(dirname, filename)
+    if not file_exists(path) then
+      raise(string.format("%s: cannot open '%s': no such file", who, path))
+    end
+  end
+  -- the state record rides along when the checkpoint has one
+  local rng_spec = { name = RNG, dtype = "int64", shape = { 4 }, persistable = true }
+  local loaded, err
+  if with_rng and not filename then
+    if file_exists(join(dirname, RNG)) then specs[#specs + 1] = rng_spec end
+    if #specs == 0 then return 0 end
+    loaded, err = try_load(exe, dirname, specs, nil)
+  elseif with_rng then
+    local with = { unpack(specs) }
+    with[#with + 1] = rng_spec
+    loaded, err = try_load(exe, dirname, names_sorted(with), filename)
+    if not loaded and #specs > 0 then
+      local plain = try_load(exe, dirname, names_sorted(specs), filename)
+      if plain then loaded, err = plain, nil end
+    end
+  else
+    if #specs == 0 then return 0 end
+    loaded, err = try_load(exe, dirname, names_sorted(specs), filename)
+  end
+  if not loaded then rethrow(who, err) end
+
+  -- every check before anything changes
+  local words = loaded[RNG] and rng_words(loaded[RNG], filename and join(dirname, filename) or join(dirname, RNG), who)
+  local targets = {}
+  for _, s in ipairs(specs) do
+    if s.name ~= RNG then
+      local existing = scope:find_var(s.name)
+      if existing and existing:is_initialized() and existing:type() ~= "lod_tensor" then
+        raise(string.format("%s: variable '%s' in the scope holds a %s, not a tensor; nothing was loaded",
+          who, s.name, existing:type()))
+      end
+      targets[#targets + 1] = { existing, s.name }
+    end
+  end
+  -- the move: shares the loaded buffers into the scope's variables
+  for _, tv in ipairs(targets) do
+    local var = tv[1] or scope:var(tv[2])
+    var:set_tensor(loaded[tv[2]])
+  end
+  if words and C.oar_rng_set_state(words) ~= 0 then raise(who .. ": " .. lib.last_error()) end
+  return #targets
+end
+
+-- ---- argument shapes -------------------------------------------------------------
+local function is_plain_table(x) return type(x) == "table" and getmetatable(x) == nil end
+
+-- save_vars(exe, dirname, main_program, vars|predicate, filename|predicate, filename)
+-- or save_vars{executor=, dirname=, main_program=, vars=, predicate=, filename=, scope=}
+local function vars_args(who, executor, dirname, main_program, vars, a5, a6)
+  local o
+  if is_plain_table(executor) and dirname == nil then
+    o = executor
+  else
+    o = { executor = executor, dirname = dirname, main_program = main_program }
+    if type(vars) == "function" then o.predicate = vars else o.vars = vars end
+    for _, a in ipairs({ a5, a6 }) do
+      if type(a) == "function" then o.predicate = a
+      elseif type(a) == "string" then o.filename = a
+      elseif is_plain_table(a) then for k, v in pairs(a) do o[k] = v end
+      elseif a ~= nil then raise(string.format("%s: unexpected argument %s", who, describe(a))) end
+    end
+  end
+  check_executor(o.executor, who)
+  check_dirname(o.dirname, who)
+  if o.filename ~= nil then check_filename(o.filename, who, "filename") end
+  o.main_program = check_program(o.main_program, who)
+  o.scope = check_scope(o.scope, who)
+  return o
+end
+
+-- save_params(exe, dirname, main_program, filename|{filename=, scope=}) or a keyword table
+local function simple_args(who, executor, dirname, main_program, a4)
+  local o
+  if is_plain_table(executor) and dirname == nil then
+    o = executor
+  else
+    o = { executor = executor, dirname = dirname, main_program = main_program }
+    if type(a4) == "string" then o.filename = a4
+    elseif is_plain_table(a4) then for k, v in pairs(a4) do o[k] = v end
+    elseif a4 ~= nil then raise(string.format("%s: 'filename' must be a string, got %s", who, describe(a4))) end
+  end
+  check_executor(o.executor, who)
+  check_dirname(o.dirname, who)
+  if o.filename ~= nil then check_filename(o.filename, who, "filename") end
+  o.main_program = check_program(o.main_program, who)
+  o.scope = check_scope(o.scope, who)
+  return o
+end
+
+-- ---- the public functions -----------------------------------------------------------
+function M.save_vars(...)
+  local who = "save_vars"
+  local o = vars_args(who, ...)
+  local vars = select_vars(o.main_program, o.vars, o.predicate, who)
+  save_core(who, o.executor, o.dirname, vars, o.filename, o.scope)
+end
+
+function M.load_vars(...)
+  local who = "load_vars"
+  local o = vars_args(who, ...)
+  local vars = select_vars(o.main_program, o.vars, o.predicate, who)
+  load_core(who, o.executor, o.dirname, vars, o.filename, o.scope)
+end
+
+function M.save_params(...)
+  local who = "save_params"
+  local o = simple_args(who, ...)
+  save_core(who, o.executor, o.dirname, select_vars(o.main_program, nil, M.is_parameter, who), o.filename, o.scope)
+end
+
+function M.load_params(...)
+  local who = "load_params"
+  local o = simple_args(who, ...)
+  load_core(who, o.executor, o.dirname, select_vars(o.main_program, nil, M.is_parameter, who), o.filename, o.scope)
+end
+
+-- Persistables (parameters, optimizer state, counters) and the random
+-- generator state: everything training needs to resume.
+function M.save_persistables(...)
+  local who = "save_persistables"
+  local o = simple_args(who, ...)
+  local vars = select_vars(o.main_program, nil, M.is_persistable, who)
+  for _, v in ipairs(vars) do
+    if rawget(v, "name") == RNG then raise(who .. ": the program declares a variable named " .. RNG .. ", a reserved name") end
+  end
+  save_core(who, o.executor, o.dirname, vars, o.filename, o.scope, { { name = RNG, tensor = rng_state_tensor(who) } })
+end
+
+function M.load_persistables(...)
+  local who = "load_persistables"
+  local o = simple_args(who, ...)
+  local vars = select_vars(o.main_program, nil, M.is_persistable, who)
+  load_core(who, o.executor, o.dirname, vars, o.filename, o.scope, "optional")
+end
+
+-- ---- inference models --------------------------------------------------------------
+local function name_list(x, who, what)
+  if type(x) == "string" or framework.is_variable(x) then x = { x } end
+  if type(x) ~= "table" or #x == 0 then
+    raise(string.format("%s: '%s' must be a non-empty list, got %s", who, what, describe(x)))
+  end
+  local out, seen = {}, {}
+  for i, v in ipairs(x) do
+    local name
+    if type(v) == "string" and v ~= "" then name = v
+    elseif framework.is_variable(v) then name = rawget(v, "name")
+    else raise(string.format("%s: %s[%d] must be a %s, got %s", who, what, i,
+      what == "feeded_var_names" and "variable name" or "Variable", describe(v))) end
+    if seen[name] then raise(string.format("%s: '%s' appears twice in %s", who, name, what)) end
+    seen[name] = true
+    out[i] = name
+  end
+  return out
+end
+
+local function remove_feed_fetch(prog)
+  local block = prog:global_block()
+  for i = block:num_ops() - 1, 0, -1 do
+    local t = block:op(i).type
+    if t == "feed" or t == "fetch" then block:_remove_op(i) end
+  end
+  for _, v in ipairs(block:vars()) do
+    local t = v.type
+    if t == "feed_minibatch" or t == "fetch_list" then block:_remove_var(rawget(v, "name")) end
+  end
+end
+
+-- Ops of block 0 that compute a fed variable go: feeding it replaces them
+-- (Fluid's _prune_with_input).
+local function drop_feed_producers(prog, feeds)
+  local block, fed, removed = prog:global_block(), {}, false
+  for _, n in ipairs(feeds) do fed[n] = true end
+  for i = block:num_ops() - 1, 0, -1 do
+    local op = block:op(i)
+    for _, n in ipairs(op:output_arg_names()) do
+      if fed[n] then block:_remove_op(i) removed = true break end
+    end
+  end
+  return removed
+end
+
+-- save_inference_model(dirname, feeded_var_names, target_vars, executor,
+--   main_program, model_filename|{model_filename=, params_filename=, scope=}, params_filename)
+-- -> names of the targets.
+function M.save_inference_model(dirname, feeded_var_names, target_vars, executor, main_program, a6, a7)
+  local who = "save_inference_model"
+  local o = {}
+  if is_plain_table(dirname) and feeded_var_names == nil then
+    o = dirname
+    o.feeded_var_names = o.feeded_var_names or o.feed_names
+  else
+    o = { dirname = dirname, feeded_var_names = feeded_var_names, target_vars = target_vars,
+          executor = executor, main_program = main_program }
+    if is_plain_table(a6) then for k, v in pairs(a6) do o[k] = v end
+    elseif type(a6) == "string" then o.model_filename = a6
+    elseif a6 ~= nil then raise(string.format("%s: 'model_filename' must be a string, got %s", who, describe(a6))) end
+    if type(a7) == "string" then o.params_filename = a7
+    elseif a7 ~= nil then raise(string.format("%s: 'params_filename' must be a string, got %s", who, describe(a7))) end
+  end
+  check_dirname(o.dirname, who)
+  local feeds = name_list(o.feeded_var_names, who, "feeded_var_names")
+  local targets = name_list(o.target_vars, who, "target_vars")
+  check_executor(o.executor, who)
+  local program = check_program(o.main_program, who)
+  local scope = check_scope(o.scope, who)
+  local model_filename = o.model_filename or M.MODEL_FILENAME
+  check_filename(model_filename, who, "model_filename")
+  if o.params_filename ~= nil then check_filename(o.params_filename, who, "params_filename") end
+  if o.params_filename == model_filename then
+    raise(string.format("%s: model_filename and params_filename are both '%s'", who, model_filename))
+  end
+
+  local copy = program:clone()
+  remove_feed_fetch(copy)
+  local gb = copy:global_block()
+  for _, n in ipairs(feeds) do
+    if not gb:has_var(n) then
+      raise(string.format("%s: feed '%s' is not a variable of the program's global block", who, n))
+    end
+  end
+  for _, n in ipairs(targets) do
+    if not gb:has_var(n) then
+      raise(string.format("%s: target '%s' is not a variable of the program's global block", who, n))
+    end
+  end
+  local ok, pruned = pcall(copy.prune, copy, targets)
+  if not ok then rethrow(who, pruned) end
+  if drop_feed_producers(pruned, feeds) then
+    ok, pruned = pcall(pruned.prune, pruned, targets)
+    if not ok then rethrow(who, pruned) end
+  end
+  pruned:_inference_optimize()
+  local block = pruned:global_block()
+  for _, n in ipairs(feeds) do
+    if not block:has_var(n) then
+      raise(string.format("%s: feed '%s' is not needed to compute the targets (%s); leave it out of " ..
+        "feeded_var_names", who, n, table.concat(targets, ", ")))
+    end
+  end
+  for _, n in ipairs({ "feed", "fetch" }) do
+    if block:has_var(n) then
+      raise(string.format("%s: the program has its own variable '%s', the name inference models reserve " ..
+        "for the %s list", who, n, n))
+    end
+  end
+  local feed_var = block:create_var{ name = "feed", type = "feed_minibatch", persistable = true }
+  local fetch_var = block:create_var{ name = "fetch", type = "fetch_list", persistable = true }
+  for i, n in ipairs(feeds) do
+    block:prepend_op{ type = "feed", inputs = { X = { feed_var } }, outputs = { Out = { n } },
+      attrs = { col = i - 1 } }
+  end
+  for i, n in ipairs(targets) do
+    block:append_op{ type = "fetch", inputs = { X = { n } }, outputs = { Out = { fetch_var } },
+      attrs = { col = i - 1 } }
+  end
+
+  -- parameters first, then __model__: a directory with a model has its parameters
+  local params = filter_vars(pruned, M.is_persistable)
+  mkdir_p(o.dirname, who)
+  save_core(who, o.executor, o.dirname, params, o.params_filename, scope)
+  local bytes = pruned:serialize()
+  local path = join(o.dirname, model_filename)
+  if C.oar_file_write(path, bytes, #bytes) ~= 0 then raise(who .. ": " .. lib.last_error()) end
+  return targets
+end
+
+local function read_file(path, who)
+  local data, n = ffi.new("void *[1]"), ffi.new("size_t[1]")
+  if C.oar_file_read(path, data, n) ~= 0 then raise(who .. ": " .. lib.last_error()) end
+  local s = ffi.string(data[0], n[0])
+  C.oar_free(data[0])
+  return s
+end
+
+-- load_inference_model(dirname, executor, model_filename|{model_filename=,
+--   params_filename=, scope=}, params_filename)
+-- -> program (feed/fetch ops stripped; run it with exe:run{feed=, fetch_list=fetch_targets}),
+--    feed names, fetch targets (Variables), both in column order.
+function M.load_inference_model(dirname, executor, a3, a4)
+  local who = "load_inference_model"
+  local o
+  if is_plain_table(dirname) and executor == nil then
+    o = dirname
+  else
+    o = { dirname = dirname, executor = executor }
+    if is_plain_table(a3) then for k, v in pairs(a3) do o[k] = v end
+    elseif type(a3) == "string" then o.model_filename = a3
+    elseif a3 ~= nil then raise(string.format("%s: 'model_filename' must be a string, got %s", who, describe(a3))) end
+    if type(a4) == "string" then o.params_filename = a4
+    elseif a4 ~= nil then raise(string.format("%s: 'params_filename' must be a string, got %s", who, describe(a4))) end
+  end
+  check_dirname(o.dirname, who)
+  check_executor(o.executor, who)
+  local scope = check_scope(o.scope, who)
+  local model_filename = o.model_filename or M.MODEL_FILENAME
+  check_filename(model_filename, who, "model_filename")
+  if o.params_filename ~= nil then check_filename(o.params_filename, who, "params_filename") end
+
+  local path = join(o.dirname, model_filename)
+  local bytes = read_file(path, who)
+  local ok, prog = pcall(Program.parse, bytes)
+  if not ok then rethrow(who, path .. ": " .. strip_location(prog)) end
+
+  local block = prog:global_block()
+  local feeds, fetches = {}, {}
+  local nfeed, nfetch = 0, 0
+  for _, op in ipairs(block:ops()) do
+    local t = op.type
+    if t == "feed" or t == "fetch" then
+      local col = op:attr("col")
+      local args = t == "feed" and op:output("Out") or op:input("X")
+      local list = t == "feed" and feeds or fetches
+      if type(col) ~= "number" or col < 0 or #args ~= 1 or list[col + 1] then
+        raise(string.format("%s: %s: a %s op has a bad column (%s) or slot", who, path, t, tostring(col)))
+      end
+      list[col + 1] = args[1]
+      if t == "feed" then nfeed = nfeed + 1 else nfetch = nfetch + 1 end
+    end
+  end
+  for _, l in ipairs({ { feeds, nfeed, "feed" }, { fetches, nfetch, "fetch" } }) do
+    for i = 1, l[2] do
+      if not l[1][i] then
+        raise(string.format("%s: %s: %s columns are not 0..%d", who, path, l[3], l[2] - 1))
+      end
+    end
+  end
+  if nfeed == 0 or nfetch == 0 then
+    raise(string.format("%s: %s has %d feed and %d fetch ops; an inference model needs both " ..
+      "(was it written by save_inference_model?)", who, path, nfeed, nfetch))
+  end
+  remove_feed_fetch(prog)
+
+  local params = filter_vars(prog, M.is_persistable)
+  load_core(who, o.executor, o.dirname, params, o.params_filename, scope)
+  local fetch_targets = {}
+  for i, n in ipairs(fetches) do fetch_targets[i] = block:var(n) end
+  return prog, feeds, fetch_targets
+end
+
+return M
