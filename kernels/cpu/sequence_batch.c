@@ -1,0 +1,253 @@
+/*
+ * sequence_batch.c — the sequence-to-batch layout, activations, GEMM and
+ * argument helpers shared by the sequence, lstm and gru CPU kernels
+ * (see sequence_batch.h).
+ */
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cblas.h>
+#include "sequence_batch.h"
+
+static const char *nm(const char *s) { return s ? s : "?"; }
+
+/* ---- layout ----------------------------------------------------------------- */
+
+typedef struct { int64_t len, idx; } len_idx_t;
+
+static int by_len_desc(const void *a, const void *b)
+{
+    const len_idx_t *x = a, *y = b;
+    if (x->len != y->len) return x->len > y->len ? -1 : 1;
+    return x->idx < y->idx ? -1 : (x->idx > y->idx);
+}
+
+void oar_seqb_free(oar_seqb_t *b)
+{
+    free(b->order);
+    free(b->step_start);
+    free(b->row_of);
+    memset(b, 0, sizeof *b);
+}
+
+int oar_seqb_make(oar_seqb_t *b, const int64_t *offs, int64_t noffs, bool reverse)
+{
+    memset(b, 0, sizeof *b);
+    b->nseq = noffs > 0 ? noffs - 1 : 0;
+    b->rows = noffs > 0 ? offs[noffs - 1] - offs[0] : 0;
+    int64_t maxlen = 0;
+    for (int64_t s = 0; s < b->nseq; s++)
+        if (offs[s + 1] - offs[s] > maxlen) maxlen = offs[s + 1] - offs[s];
+    b->nsteps = maxlen;
+    len_idx_t *li = oar_xmalloc(sizeof *li * (size_t)(b->nseq > 0 ? b->nseq : 1));
+    b->order = oar_xmalloc(sizeof *b->order * (size_t)(b->nseq > 0 ? b->nseq : 1));
+    b->step_start = oar_xmalloc(sizeof *b->step_start * (size_t)(maxlen + 1));
+    b->row_of = oar_xmalloc(sizeof *b->row_of * (size_t)(b->rows > 0 ? b->rows : 1));
+    if (!li || !b->order || !b->step_start || !b->row_of) {
+        free(li);
+        oar_seqb_free(b);
+        return OAR_ERR_NOMEM;
+    }
+    for (int64_t s = 0; s < b->nseq; s++) {
+        li[s].len = offs[s + 1] - offs[s];
+        li[s].idx = s;
+    }
+    if (b->nseq > 1) qsort(li, (size_t)b->nseq, sizeof *li, by_len_desc);
+    for (int64_t s = 0; s < b->nseq; s++) b->order[s] = li[s].idx;
+    /* step t holds the sorted prefix of sequences longer than t */
+    int64_t r = 0, alive = b->nseq;
+    for (int64_t t = 0; t < maxlen; t++) {
+        while (alive > 0 && li[alive - 1].len <= t) alive--;
+        b->step_start[t] = r;
+        for (int64_t s = 0; s < alive; s++) {
+            int64_t q = li[s].idx, len = li[s].len;
+            b->row_of[r++] = offs[q] + (reverse ? len - 1 - t : t);
+        }
+    }
+    b->step_start[maxlen] = r;
+    free(li);
+    return OAR_OK;
+}
+
+void oar_seqb_gather(const oar_seqb_t *b, const void *src, void *dst, int64_t width, size_t esize)
+{
+    size_t rb = (size_t)width * esize;
+    for (int64_t r = 0; r < b->rows; r++)
+        memcpy((char *)dst + (size_t)r * rb, (const char *)src + (size_t)b->row_of[r] * rb, rb);
+}
+
+void oar_seqb_scatter(const oar_seqb_t *b, const void *src, void *dst, int64_t width, size_t esize)
+{
+    size_t rb = (size_t)width * esize;
+    for (int64_t r = 0; r < b->rows; r++)
+        memcpy((char *)dst + (size_t)b->row_of[r] * rb, (const char *)src + (size_t)r * rb, rb);
+}
+
+void oar_seqb_sort_rows(const oar_seqb_t *b, const void *src, void *dst, int64_t width, size_t esize)
+{
+    size_t rb = (size_t)width * esize;
+    for (int64_t s = 0; s < b->nseq; s++)
+        memcpy((char *)dst + (size_t)s * rb, (const char *)src + (size_t)b->order[s] * rb, rb);
+}
+
+void oar_seqb_unsort_rows(const oar_seqb_t *b, const void *src, void *dst, int64_t width, size_t esize)
+{
+    size_t rb = (size_t)width * esize;
+    for (int64_t s = 0; s < b->nseq; s++)
+        memcpy((char *)dst + (size_t)b->order[s] * rb, (const char *)src + (size_t)s * rb, rb);
+}
+
+/* ---- activations --------------------------------------------------------------- */
+
+static const char *const act_names[] = {"identity", "sigmoid", "tanh", "relu"};
+
+int oar_act_code(const char *name)
+{
+    if (!name) return -1;
+    for (int i = 0; i < 4; i++)
+        if (strcmp(name, act_names[i]) == 0) return i;
+    return -1;
+}
+
+const char *oar_act_name(int code) { return code >= 0 && code < 4 ? act_names[code] : "?"; }
+
+/* sigmoid written so that neither branch overflows */
+#define ACT_IMPL(SFX, T, EXP, TANH)                                                   \
+    void oar_act_fwd_##SFX(int act, T *x, int64_t n)                                  \
+    {                                                                                 \
+        switch (act) {                                                                \
+        case OAR_ACT_SIGMOID:                                                         \
+            for (int64_t i = 0; i < n; i++) {                                         \
+                T v = x[i];                                                           \
+                if (v >= 0) x[i] = (T)1 / ((T)1 + EXP(-v));                           \
+                else { T e = EXP(v); x[i] = e / ((T)1 + e); }                         \
+            }                                                                         \
+            break;                                                                    \
+        case OAR_ACT_TANH:                                                            \
+            for (int64_t i = 0; i < n; i++) x[i] = TANH(x[i]);                        \
+            break;                                                                    \
+        case OAR_ACT_RELU:                                                            \
+            for (int64_t i = 0; i < n; i++) x[i] = x[i] > 0 ? x[i] : 0;               \
+            break;                                                                    \
+        default:                                                                      \
+            break;                                                                    \
+        }                                                                             \
+    }                                                                                 \
+    void oar_act_bwd_##SFX(int act, const T *y, T *g, int64_t n)                      \
+    {                                                                                 \
+        switch (act) {                                                                \
+        case OAR_ACT_SIGMOID:                                                         \
+            for (int64_t i = 0; i < n; i++) g[i] *= y[i] * ((T)1 - y[i]);             \
+            break;                                                                    \
+        case OAR_ACT_TANH:                                                            \
+            for (int64_t i = 0; i < n; i++) g[i] *= (T)1 - y[i] * y[i];               \
+            break;                                                                    \
+        case OAR_ACT_RELU:                                                            \
+            for (int64_t i = 0; i < n; i++) g[i] = y[i] > 0 ? g[i] : 0;               \
+            break;                                                                    \
+        default:                                                                      \
+            break;                                                                    \
+        }                                                                             \
+    }
+
+ACT_IMPL(f32, float, expf, tanhf)
+ACT_IMPL(f64, double, exp, tanh)
+
+/* ---- BLAS ------------------------------------------------------------------------ */
+
+void oar_sk_gemm(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
+                 const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc)
+{
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) {   /* empty sum: C = beta C */
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                if (dtype == OAR_FP32) { float *c = (float *)C + i * ldc + j; *c = beta == 0 ? 0.0f : (float)beta * *c; }
+                else { double *c = (double *)C + i * ldc + j; *c = beta == 0 ? 0.0 : beta * *c; }
+            }
+        return;
+    }
+    enum CBLAS_TRANSPOSE a = ta ? CblasTrans : CblasNoTrans, bt = tb ? CblasTrans : CblasNoTrans;
+    if (dtype == OAR_FP32)
+        cblas_sgemm(CblasRowMajor, a, bt, (int)M, (int)N, (int)K, (float)alpha, A, (int)lda, B, (int)ldb,
+                    (float)beta, C, (int)ldc);
+    else
+        cblas_dgemm(CblasRowMajor, a, bt, (int)M, (int)N, (int)K, alpha, A, (int)lda, B, (int)ldb,
+                    beta, C, (int)ldc);
+}
+
+int oar_sk_blas_dims(oar_kernel_ctx_t *k, int n, const int64_t *dims)
+{
+    for (int i = 0; i < n; i++)
+        if (dims[i] < 0 || dims[i] > INT_MAX)
+            return oar_k_error(k, OAR_ERR_RANGE, "size %lld exceeds the BLAS int range", (long long)dims[i]);
+    return OAR_OK;
+}
+
+/* ---- arguments -------------------------------------------------------------------- */
+
+static int in_common(oar_kernel_ctx_t *k, const char *slot, int dtype, const oar_tensor_t **t,
+                     const void **p, bool optional)
+{
+    *t = oar_k_in(k, slot, 0);
+    *p = NULL;
+    if (!*t) {
+        if (optional && !oar_k_in_var(k, slot, 0)) return OAR_OK;
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", slot, nm(oar_k_in_name(k, slot, 0)));
+    }
+    if (dtype >= 0 && (*t)->dtype != dtype)
+        return oar_k_error(k, OAR_ERR_DTYPE, "input %s '%s' has dtype %s, expected %s", slot,
+                           nm(oar_k_in_name(k, slot, 0)), nm(oar_dtype_name((*t)->dtype)),
+                           nm(oar_dtype_name(dtype)));
+    *p = oar_tensor_data((oar_tensor_t *)*t);
+    if (!*p && oar_tensor_numel_of(*t) > 0)
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' holds no data", slot, nm(oar_k_in_name(k, slot, 0)));
+    return OAR_OK;
+}
+
+int oar_sk_in(oar_kernel_ctx_t *k, const char *slot, int dtype, const oar_tensor_t **t, const void **p)
+{
+    return in_common(k, slot, dtype, t, p, false);
+}
+
+int oar_sk_opt_in(oar_kernel_ctx_t *k, const char *slot, int dtype, const oar_tensor_t **t, const void **p)
+{
+    return in_common(k, slot, dtype, t, p, true);
+}
+
+int oar_sk_out(oar_kernel_ctx_t *k, const char *slot, int dtype, int64_t numel, bool optional, void **p)
+{
+    *p = NULL;
+    oar_tensor_t *t = oar_k_out(k, slot, 0);
+    if (!t) {
+        if (optional) return OAR_OK;
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s has no tensor variable", slot);
+    }
+    if (oar_tensor_numel_of(t) != numel) {
+        char b[160];
+        return oar_k_error(k, OAR_ERR_SHAPE, "output %s '%s' has shape %s, expected %lld elements", slot,
+                           nm(oar_k_out_name(k, slot, 0)), oar_shape_str(t->dims, t->ndim, b, sizeof b),
+                           (long long)numel);
+    }
+    *p = oar_k_out_data(k, slot, 0, dtype);
+    if (!*p) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate output %s", slot);
+    return OAR_OK;
+}
+
+int oar_sk_lod(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t *t,
+               const int64_t **offs, int64_t *noffs)
+{
+    if (t->lod_levels < 1)
+        return oar_k_error(k, OAR_ERR_INVALID, "input %s '%s' has no LoD; a LoD tensor (level >= 1) is required",
+                           slot, nm(oar_k_in_name(k, slot, 0)));
+    int l = t->lod_levels - 1;
+    *offs = t->lod[l];
+    *noffs = t->lod_size[l];
+    int64_t rows = t->ndim > 0 ? t->dims[0] : 1;
+    if (*noffs < 1 || (*offs)[*noffs - 1] != rows)
+        return oar_k_error(k, OAR_ERR_SHAPE, "input %s '%s': LoD level %d ends at %lld but the tensor has %lld rows",
+                           slot, nm(oar_k_in_name(k, slot, 0)), l,
+                           (long long)(*noffs > 0 ? (*offs)[*noffs - 1] : 0), (long long)rows);
+    return OAR_OK;
+}

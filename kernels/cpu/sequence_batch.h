@@ -1,0 +1,93 @@
+/*
+ * sequence_batch.h — helpers shared by the CPU kernels of the sequence ops,
+ * lstm/lstm_unit and gru/gru_unit (kernels/cpu/sequence*.c, lstm.c, gru.c).
+ *
+ * Sequence-to-batch layout. A recurrent op over a LoD batch of sequences
+ * runs time step by time step; to make each step one GEMM the rows of all
+ * sequences at step t are gathered next to each other. The sequences are
+ * sorted by length, longest first (stable, so equal lengths keep their
+ * order); step t holds the sequences longer than t, in that sorted order, so
+ * the rows of step t+1 are a prefix of those of step t and the recurrence
+ * from one step to the next is a prefix-to-prefix product. With `reverse`,
+ * step t of a sequence is its t-th row counted from its end.
+ *
+ *     LoD {0, 2, 5, 6}  (lengths 2, 3, 1)  ->  order {1, 0, 2}
+ *     step 0: rows 2, 0, 5    step 1: rows 3, 1    step 2: row 4
+ *     step_start {0, 3, 5, 6}, row_of {2, 0, 5, 3, 1, 4}
+ *
+ * Empty sequences take part in no step.
+ */
+#ifndef OAR_KERNELS_CPU_SEQUENCE_BATCH_H
+#define OAR_KERNELS_CPU_SEQUENCE_BATCH_H
+#include <stdbool.h>
+#include <stdint.h>
+#include "op.h"
+
+typedef struct oar_seqb {
+    int64_t nseq;          /* sequences */
+    int64_t rows;          /* rows of the LoD tensor (= sum of lengths) */
+    int64_t nsteps;        /* the longest length */
+    int64_t *order;        /* [nseq] sorted position -> sequence index */
+    int64_t *step_start;   /* [nsteps + 1] first batch row of each step */
+    int64_t *row_of;       /* [rows] batch row -> LoD tensor row */
+} oar_seqb_t;
+
+/* Builds the layout of the sequences given by offs[0..noffs); OAR_ERR_NOMEM
+ * on allocation failure (the layout is then empty and freeable). */
+int oar_seqb_make(oar_seqb_t *b, const int64_t *offs, int64_t noffs, bool reverse);
+void oar_seqb_free(oar_seqb_t *b);
+/* rows of step t: [step_start[t], step_start[t + 1]) */
+static inline int64_t oar_seqb_count(const oar_seqb_t *b, int64_t t)
+{
+    return b->step_start[t + 1] - b->step_start[t];
+}
+
+/* dst[batch row r] = src[row_of[r]] (gather) and dst[row_of[r]] = src[r]
+ * (scatter); rows of `width` elements of `esize` bytes */
+void oar_seqb_gather(const oar_seqb_t *b, const void *src, void *dst, int64_t width, size_t esize);
+void oar_seqb_scatter(const oar_seqb_t *b, const void *src, void *dst, int64_t width, size_t esize);
+/* per-sequence rows (initial states): dst[s] = src[order[s]] (to sorted
+ * order) and dst[order[s]] = src[s] (back) */
+void oar_seqb_sort_rows(const oar_seqb_t *b, const void *src, void *dst, int64_t width, size_t esize);
+void oar_seqb_unsort_rows(const oar_seqb_t *b, const void *src, void *dst, int64_t width, size_t esize);
+
+/* ---- activations (Fluid's codes: gru_unit's INT attrs use them) ---------- */
+enum { OAR_ACT_IDENTITY = 0, OAR_ACT_SIGMOID = 1, OAR_ACT_TANH = 2, OAR_ACT_RELU = 3 };
+/* "identity" | "sigmoid" | "tanh" | "relu" -> code, -1 if unknown */
+int oar_act_code(const char *name);
+const char *oar_act_name(int code);
+/* x = act(x) in place over n elements */
+void oar_act_fwd_f32(int act, float *x, int64_t n);
+void oar_act_fwd_f64(int act, double *x, int64_t n);
+/* g *= act'(.) written from the activation's output y */
+void oar_act_bwd_f32(int act, const float *y, float *g, int64_t n);
+void oar_act_bwd_f64(int act, const double *y, double *g, int64_t n);
+
+/* ---- BLAS ----------------------------------------------------------------- */
+/* row-major C (M x N) = alpha op(A) op(B) + beta C on float32 or float64;
+ * callers check sizes with oar_sk_blas_dims first */
+void oar_sk_gemm(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
+                 const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc);
+/* error unless every value fits BLAS's int */
+int oar_sk_blas_dims(oar_kernel_ctx_t *k, int n, const int64_t *dims);
+
+/* ---- kernel argument helpers ------------------------------------------------ */
+/* an input that must be present and hold data of dtype (any dtype when -1) */
+int oar_sk_in(oar_kernel_ctx_t *k, const char *slot, int dtype, const oar_tensor_t **t, const void **p);
+/* an optional input: *t NULL when absent */
+int oar_sk_opt_in(oar_kernel_ctx_t *k, const char *slot, int dtype, const oar_tensor_t **t, const void **p);
+/* writable output data holding numel elements; *p NULL (OK) when the output
+ * is absent or @EMPTY@ and `optional` */
+int oar_sk_out(oar_kernel_ctx_t *k, const char *slot, int dtype, int64_t numel, bool optional, void **p);
+/* the LoD level the sequence ops work on (the last one) of input `slot`:
+ * error when the tensor has no LoD or its last offset is not its row count */
+int oar_sk_lod(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t *t,
+               const int64_t **offs, int64_t *noffs);
+/* element count of one row (product of dims[1..]) */
+static inline int64_t oar_sk_row_width(const oar_tensor_t *t)
+{
+    int64_t w = 1;
+    for (int i = 1; i < t->ndim; i++) w *= t->dims[i];
+    return w;
+}
+#endif
