@@ -3,6 +3,7 @@
  * files) and an optional LoD with Fluid's validity rules. */
 #include "tensor.h"
 #include "error.h"
+#include "mempool.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,20 +21,21 @@ static oar_buffer_t *buffer_new(size_t bytes)
     }
     oar_buffer_t *b = oar_xcalloc(1, sizeof *b);
     if (!b) return NULL;
-    /* round up so vector kernels may touch whole 64-byte lines at the tail */
-    size_t cap = bytes ? (bytes + OAR_ALIGN - 1) / OAR_ALIGN * OAR_ALIGN : OAR_ALIGN;
-    void *p = NULL;
-    if (posix_memalign(&p, OAR_ALIGN, cap) != 0 || !p) {
+    size_t cap = 0;
+    void *p = oar_pool_alloc(bytes, &cap);
+    if (!p) {
         free(b);
         oar_error(OAR_ERR_NOMEM, "out of memory allocating %zu bytes", bytes);
         return NULL;
     }
+    /* new tensors read as zeros; the pool hands back used blocks */
     memset(p, 0, cap);
     b->refcount = 1;
     b->place = OAR_PLACE_CPU;
     b->device = 0;
     b->data = p;
     b->bytes = bytes;
+    b->cap = cap;
     return b;
 }
 
@@ -46,7 +48,7 @@ static void buffer_release(oar_buffer_t *b)
 {
     if (!b) return;
     if (__atomic_sub_fetch(&b->refcount, 1, __ATOMIC_ACQ_REL) == 0) {
-        free(b->data);
+        oar_pool_free(b->data, b->cap);
         free(b);
     }
 }

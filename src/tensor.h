@@ -12,6 +12,7 @@ typedef struct oar_buffer {
     int place, device;
     void *data;
     size_t bytes;
+    size_t cap;                /* bytes actually allocated (>= bytes) */
 } oar_buffer_t;
 
 struct oar_tensor {

@@ -1,0 +1,90 @@
+/* mempool.c — best-fit cache of large blocks (>= 64 KiB). Small blocks go
+ * straight to malloc, whose own bins already serve them well. A cached block
+ * is reused for a request of at least half its size. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include "mempool.h"
+
+#define ALIGN 64
+#define POOL_MIN ((size_t)64 << 10)
+#define SLOTS 128
+
+typedef struct { void *p; size_t cap; } block_t;
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static block_t g_blocks[SLOTS];
+static int g_n;
+static size_t g_cached, g_limit;
+
+static size_t limit(void) {
+    if (!g_limit) {
+        const char *env = getenv("OAR_POOL_LIMIT_MB");
+        long mb = env ? strtol(env, NULL, 10) : 512;
+        g_limit = (size_t)(mb < 0 ? 0 : mb) << 20;
+        if (!g_limit) g_limit = 1;  /* 0 disables caching: nothing fits in 1 byte */
+    }
+    return g_limit;
+}
+
+static size_t round_up(size_t bytes) {
+    size_t cap = bytes ? (bytes + ALIGN - 1) / ALIGN * ALIGN : ALIGN;
+    if (cap >= POOL_MIN) cap = (cap + 4095) / 4096 * 4096;   /* whole pages */
+    return cap;
+}
+
+void *oar_pool_alloc(size_t bytes, size_t *cap) {
+    if (bytes > SIZE_MAX - 8192) return NULL;
+    size_t want = round_up(bytes);
+    if (want >= POOL_MIN) {
+        pthread_mutex_lock(&g_lock);
+        int best = -1;
+        for (int i = 0; i < g_n; i++)
+            if (g_blocks[i].cap >= want && g_blocks[i].cap / 2 <= want &&
+                (best < 0 || g_blocks[i].cap < g_blocks[best].cap))
+                best = i;
+        if (best >= 0) {
+            block_t b = g_blocks[best];
+            g_blocks[best] = g_blocks[--g_n];
+            g_cached -= b.cap;
+            pthread_mutex_unlock(&g_lock);
+            *cap = b.cap;
+            return b.p;
+        }
+        pthread_mutex_unlock(&g_lock);
+    }
+    void *p = NULL;
+    if (posix_memalign(&p, ALIGN, want) != 0) return NULL;
+    *cap = want;
+    return p;
+}
+
+void oar_pool_free(void *p, size_t cap) {
+    if (!p) return;
+    if (cap >= POOL_MIN) {
+        pthread_mutex_lock(&g_lock);
+        if (g_n < SLOTS && g_cached + cap <= limit()) {
+            g_blocks[g_n++] = (block_t){p, cap};
+            g_cached += cap;
+            pthread_mutex_unlock(&g_lock);
+            return;
+        }
+        pthread_mutex_unlock(&g_lock);
+    }
+    free(p);
+}
+
+size_t oar_pool_cached(void) {
+    pthread_mutex_lock(&g_lock);
+    size_t n = g_cached;
+    pthread_mutex_unlock(&g_lock);
+    return n;
+}
+
+void oar_pool_trim(void) {
+    pthread_mutex_lock(&g_lock);
+    for (int i = 0; i < g_n; i++) free(g_blocks[i].p);
+    g_n = 0;
+    g_cached = 0;
+    pthread_mutex_unlock(&g_lock);
+}
