@@ -7,6 +7,7 @@ local M = {}
 ffi.cdef(require("oar.cdef"))
 ffi.cdef[[
 void free(void *ptr);
+int setenv(const char *name, const char *value, int overwrite);
 ]]
 
 local function find_library()
@@ -32,6 +33,11 @@ if not libpath then
         "`eval \"$(luarocks --lua-version=5.1 path)\"`.", 0)
 end
 M.path = libpath
+-- OpenMP worker threads that spin after a parallel loop steal the cores
+-- OpenBLAS's threads need for the next GEMM; let them sleep instead (read
+-- by libgomp when liboar loads it, so it must be set first; a user's own
+-- setting wins).
+ffi.C.setenv("OMP_WAIT_POLICY", "PASSIVE", 0)
 M.C = ffi.load(libpath)
 local C = M.C
 
