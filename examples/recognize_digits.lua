@@ -253,6 +253,7 @@ local function train(name, opts)
   return acc
 end
 
+io.stdout:setvbuf("line")
 local opts = parse_args(arg or {})
 local ok, err = pcall(fashion_mnist.load, "train", opts.data_dir)
 if not ok then
