@@ -25,6 +25,10 @@ BUILD    = build
 C_SRC    = $(wildcard src/*.c src/ops/*.c kernels/cpu/*.c)
 C_OBJ    = $(patsubst %.c,$(BUILD)/%.o,$(C_SRC)) $(BUILD)/framework.pb-c.o
 CU_SRC   = $(wildcard kernels/cuda/*.cu)
+# CUDA support is compiled in only when there are CUDA kernels to build
+ifeq ($(CU_SRC),)
+NVCC :=
+endif
 ifneq ($(NVCC),)
 CU_OBJ   = $(patsubst %.cu,$(BUILD)/%.o,$(CU_SRC))
 OAR_CFLAGS += -DOAR_WITH_CUDA -I$(CUDA_HOME)/include
