@@ -516,3 +516,60 @@ describe("stack", function()
       T.tensor(iota(6, 0.1, 1), { shape = { 2, 3 } }) } } }
   end)
 end)
+
+describe("compile-time shapes with an unknown batch dimension", function()
+  local function dims_of(block, name)
+    local v = C.oar_block_find_var(block, name)
+    assert.is_true(v ~= nil, "no var " .. name)
+    local nd = C.oar_var_desc_ndim(v)
+    local d = C.oar_var_desc_dims(v)
+    local out = {}
+    for i = 0, nd - 1 do out[i + 1] = tonumber(d[i]) end
+    return out
+  end
+
+  it("infers -1 where the batch decides and runs with any batch", function()
+    local prog, block = new_program()
+    declare(block, "x", { -1, 2, 3 })
+    declare(block, "y", { -1, 1, 4 })
+    local ops = {
+      { "reshape", { X = { "x" } }, { Out = { "r1" } }, { shape = { 0, -1 } }, { -1, 6 } },
+      { "reshape2", { X = { "x" } }, { Out = { "r2" }, XShape = { "r2s" } }, { shape = { -1, 3 } }, { -1, 3 } },
+      { "squeeze", { X = { "y" } }, { Out = { "s1" } }, { axes = {} }, { -1, 4 } },
+      { "unsqueeze", { X = { "x" } }, { Out = { "u1" } }, { axes = { 1 } }, { -1, 1, 2, 3 } },
+      { "flatten", { X = { "x" } }, { Out = { "f1" } }, { axis = 1 }, { -1, 6 } },
+      { "flatten", { X = { "x" } }, { Out = { "f2" } }, { axis = 2 }, { -1, 3 } },
+      { "transpose", { X = { "x" } }, { Out = { "t1" } }, { axis = { 2, 0, 1 } }, { 3, -1, 2 } },
+      { "concat", { X = { "r1", "f1" } }, { Out = { "c1" } }, { axis = 1 }, { -1, 12 } },
+      { "concat", { X = { "r1", "f1" } }, { Out = { "c0" } }, { axis = 0 }, { -1, 6 } },
+      { "split", { X = { "r1" } }, { Out = { "p1", "p2" } }, { num = 2, axis = 1 }, { -1, 3 } },
+      { "stack", { X = { "r1", "f1" } }, { Y = { "k1" } }, { axis = 1 }, { -1, 2, 6 } },
+    }
+    for _, o in ipairs(ops) do
+      T.append_op(block, o[1], o[2], o[3], o[4])
+      local first
+      for _, names in pairs(o[3]) do first = first or names[1] end
+      local out = o[3].Out and o[3].Out[1] or o[3].Y[1]
+      assert.are.same(o[5], dims_of(block, out), o[1] .. " -> " .. out)
+    end
+    assert.are.same({ 0, -1, 2, 3 }, dims_of(block, "r2s"))
+    -- copied unknown batch cancels, so the rest is checked at compile time
+    expect_error(function() T.append_op(block, "reshape", { X = { "x" } }, { Out = { "bad" } }, { shape = { 0, 5 } }) end,
+      "reshape", "[-1, 2, 3]", "known part", "[-1, 5]")
+    -- an unknown dim that is not copied leaves -1 unknown
+    T.append_op(block, "reshape", { X = { "x" } }, { Out = { "r3" } }, { shape = { 3, -1 } })
+    assert.are.same({ 3, -1 }, dims_of(block, "r3"))
+    local X = iota(4 * 6)
+    local Y = iota(4 * 4)
+    local r = T.run_program(prog, { x = T.tensor(X, { shape = { 4, 2, 3 } }), y = T.tensor(Y, { shape = { 4, 1, 4 } }) },
+      { "r1", "s1", "t1", "c1", "c0", "p2", "k1" })
+    assert.are.same({ 4, 6 }, r[1].shape)
+    assert.are.same({ 4, 4 }, r[2].shape)
+    assert.are.same({ 3, 4, 2 }, r[3].shape)
+    assert.are.same({ 4, 12 }, r[4].shape)
+    assert.are.same({ 8, 6 }, r[5].shape)
+    assert.are.same({ 4, 3 }, r[6].shape)
+    assert.are.same(slice_ref(X, { 4, 6 }, 1, 3, 6), r[6].data)
+    assert.are.same({ 4, 2, 6 }, r[7].shape)
+  end)
+end)

@@ -242,12 +242,14 @@ static int reshape_request(oar_infer_ctx_t *c, int64_t *s, int *n, bool *hint_on
 
 /* Fluid's rules: 0 copies X's dim at that index, one -1 is inferred from
  * the element count, everything else is taken as is and must match X's
- * element count. Unknown (-1) input dims leave what depends on them -1. */
+ * element count. At compile time an unknown (-1) X dim copied by a 0 cancels
+ * out (reshape [-1, 2, 3] to [0, -1] gives [-1, 6]); any other unknown
+ * leaves the -1 dimension unknown. */
 static int reshape_apply(oar_infer_ctx_t *c, const int64_t *x, int nx, const int64_t *s, int n,
                          bool hint_only, int64_t *out)
 {
-    char bx[160];
-    int unk = -1;
+    char bx[160], bo[160];
+    int unk = -1, copied_unknown = 0;
     int64_t known = 1;
     bool known_ok = true;
     for (int i = 0; i < n; i++) {
@@ -267,34 +269,35 @@ static int reshape_apply(oar_infer_ctx_t *c, const int64_t *x, int nx, const int
                                     "shape %s", i, i, nm(oar_ic_in_name(c, "X", 0)),
                                     oar_shape_str(x, nx, bx, sizeof bx));
             v = x[i];
+            if (v < 0) { out[i] = -1; copied_unknown++; continue; }
         } else if (v < 0) {
             return oar_ic_error(c, OAR_ERR_SHAPE, "shape[%d] = %lld is invalid: a dimension is positive, "
                                 "0 (copy X's) or -1 (inferred)", i, (long long)v);
         }
         out[i] = v;
-        if (v < 0) known_ok = false;
-        else if (oar_mul_checked(known, v, &known) != OAR_OK)
+        if (oar_mul_checked(known, v, &known) != OAR_OK)
             return oar_ic_error(c, OAR_ERR_SHAPE, "requested shape overflows int64");
     }
-    bool x_known = true;
+    int x_unknown = 0;
     int64_t xn = 1;
     for (int i = 0; i < nx; i++) {
-        if (x[i] < 0) { x_known = false; continue; }
+        if (x[i] < 0) { x_unknown++; continue; }
         if (oar_mul_checked(xn, x[i], &xn) != OAR_OK) return OAR_ERR_SHAPE;
     }
-    if (!x_known || !known_ok) return OAR_OK;
-    char bo[160];
+    /* compare what is known on both sides once the copied unknowns cancel */
+    if (!known_ok || x_unknown != copied_unknown) return OAR_OK;
+    const char *what = x_unknown ? " (known part)" : "";
     if (unk >= 0) {
         if (known == 0 || xn % known != 0)
-            return oar_ic_error(c, OAR_ERR_SHAPE, "cannot reshape X '%s' of shape %s (%lld elements) to %s: "
+            return oar_ic_error(c, OAR_ERR_SHAPE, "cannot reshape X '%s' of shape %s (%lld elements%s) to %s: "
                                 "the -1 dimension cannot be inferred", nm(oar_ic_in_name(c, "X", 0)),
-                                oar_shape_str(x, nx, bx, sizeof bx), (long long)xn,
+                                oar_shape_str(x, nx, bx, sizeof bx), (long long)xn, what,
                                 oar_shape_str(s, n, bo, sizeof bo));
         out[unk] = xn / known;
     } else if (known != xn) {
-        return oar_ic_error(c, OAR_ERR_SHAPE, "cannot reshape X '%s' of shape %s (%lld elements) to %s "
+        return oar_ic_error(c, OAR_ERR_SHAPE, "cannot reshape X '%s' of shape %s (%lld elements%s) to %s "
                             "(%lld elements)", nm(oar_ic_in_name(c, "X", 0)), oar_shape_str(x, nx, bx, sizeof bx),
-                            (long long)xn, oar_shape_str(out, n, bo, sizeof bo), (long long)known);
+                            (long long)xn, what, oar_shape_str(out, n, bo, sizeof bo), (long long)known);
     }
     return OAR_OK;
 }
