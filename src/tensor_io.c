@@ -239,6 +239,12 @@ int oar_tensor_read_record(const uint8_t *data, size_t n, size_t *consumed, cons
                              r.what, crc, want);
         }
         r.at += TRAILER_BYTES;
+    } else if (r.n > r.at && r.n - r.at < TRAILER_BYTES &&
+               memcmp(r.p + r.at, TRAILER_MAGIC, r.n - r.at < 4 ? r.n - r.at : 4) == 0) {
+        /* the record ends in the first bytes of a trailer: the file was cut */
+        oar_tensor_free(t);
+        return oar_error(OAR_ERR_FORMAT, "%s: truncated tensor record: the checksum trailer needs %d bytes at offset %zu, "
+                         "%zu left", r.what, TRAILER_BYTES, r.at, r.n - r.at);
     }
     *consumed = r.at;
     *out = t;

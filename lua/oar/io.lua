@@ -380,16 +380,18 @@ end
 -- ---- argument shapes -------------------------------------------------------------
 local function is_plain_table(x) return type(x) == "table" and getmetatable(x) == nil end
 
--- save_vars(exe, dirname, main_program, vars|predicate, filename|predicate, filename)
+-- save_vars(exe, dirname, main_program, vars|predicate, [predicate], [filename], [{scope=, ...}])
 -- or save_vars{executor=, dirname=, main_program=, vars=, predicate=, filename=, scope=}
-local function vars_args(who, executor, dirname, main_program, vars, a5, a6)
+local function vars_args(who, executor, dirname, main_program, vars, a5, a6, a7)
   local o
   if is_plain_table(executor) and dirname == nil then
     o = executor
   else
     o = { executor = executor, dirname = dirname, main_program = main_program }
     if type(vars) == "function" then o.predicate = vars else o.vars = vars end
-    for _, a in ipairs({ a5, a6 }) do
+    local rest = { a5, a6, a7 }
+    for i = 1, 3 do
+      local a = rest[i]
       if type(a) == "function" then o.predicate = a
       elseif type(a) == "string" then o.filename = a
       elseif is_plain_table(a) then for k, v in pairs(a) do o[k] = v end
@@ -404,16 +406,21 @@ local function vars_args(who, executor, dirname, main_program, vars, a5, a6)
   return o
 end
 
--- save_params(exe, dirname, main_program, filename|{filename=, scope=}) or a keyword table
-local function simple_args(who, executor, dirname, main_program, a4)
+-- save_params(exe, dirname, main_program, filename, {filename=, scope=}) (either
+-- or both of the last two) or a keyword table
+local function simple_args(who, executor, dirname, main_program, a4, a5)
   local o
   if is_plain_table(executor) and dirname == nil then
     o = executor
   else
     o = { executor = executor, dirname = dirname, main_program = main_program }
-    if type(a4) == "string" then o.filename = a4
-    elseif is_plain_table(a4) then for k, v in pairs(a4) do o[k] = v end
-    elseif a4 ~= nil then raise(string.format("%s: 'filename' must be a string, got %s", who, describe(a4))) end
+    local rest = { a4, a5 }
+    for i = 1, 2 do
+      local a = rest[i]
+      if type(a) == "string" then o.filename = a
+      elseif is_plain_table(a) then for k, v in pairs(a) do o[k] = v end
+      elseif a ~= nil then raise(string.format("%s: 'filename' must be a string, got %s", who, describe(a))) end
+    end
   end
   check_executor(o.executor, who)
   check_dirname(o.dirname, who)
