@@ -305,7 +305,9 @@ static int arg_k(oar_kernel_ctx_t *k, bool is_max)
     if (!out) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out has no tensor variable");
     if (out == x) return oar_k_error(k, OAR_ERR_INVALID, "Out is X itself; arg_max/arg_min cannot run in place");
     int64_t m = pre * post;
-    int64_t *idx = dt == OAR_INT64 ? oar_k_out_data(k, "Out", 0, OAR_INT64) : oar_xmalloc(sizeof(int64_t) * (size_t)(m ? m : 1));
+    /* int32 output: compute into scratch int64 first, then narrow */
+    int64_t *idx = dt == OAR_INT64 ? oar_k_out_data(k, "Out", 0, OAR_INT64)
+                                   : oar_xmalloc(sizeof(int64_t) * (size_t)(m ? m : 1));
     if (!idx) return OAR_ERR_NOMEM;
     const void *xv = data_of(x);
     switch (x->dtype) {

@@ -97,7 +97,8 @@ static int ce_prepare(oar_kernel_ctx_t *k, int dt, ce_t *c)
         int64_t C_ = c.classes;                                                                    \
         if (c.soft) {                                                                              \
             const T *z = data_of(c.label);                                                         \
-            const int64_t work = c.n * C_; PAR_FOR for (int64_t i = 0; i < c.n; i++) {                                  \
+            const int64_t work = c.n * C_;                                                         \
+            PAR_FOR for (int64_t i = 0; i < c.n; i++) {                                            \
                 double s = 0;                                                                      \
                 for (int64_t j = 0; j < C_; j++)                                                   \
                     if (z[i * C_ + j] != 0) s -= (double)z[i * C_ + j] * tol_log(x[i * C_ + j]);   \
@@ -105,7 +106,8 @@ static int ce_prepare(oar_kernel_ctx_t *k, int dt, ce_t *c)
             }                                                                                      \
         } else {                                                                                   \
             const int64_t *l = data_of(c.label);                                                   \
-            const int64_t work = c.n; PAR_FOR for (int64_t i = 0; i < c.n; i++)                                         \
+            const int64_t work = c.n;                                                              \
+            PAR_FOR for (int64_t i = 0; i < c.n; i++)                                              \
                 y[i] = l[i] == c.ignore ? (T)0 : (T)-tol_log(x[i * C_ + l[i]]);                    \
         }                                                                                          \
         return OAR_OK;                                                                             \
@@ -124,7 +126,8 @@ static int ce_prepare(oar_kernel_ctx_t *k, int dt, ce_t *c)
         int64_t C_ = c.classes;                                                                    \
         if (c.soft) {                                                                              \
             const T *z = data_of(c.label);                                                         \
-            const int64_t work = c.n * C_; PAR_FOR for (int64_t i = 0; i < c.n * C_; i++)                               \
+            const int64_t work = c.n * C_;                                                         \
+            PAR_FOR for (int64_t i = 0; i < c.n * C_; i++)                                         \
                 dx[i] = z[i] == 0 ? (T)0 : -g[i / C_] * z[i] / x[i];                               \
         } else {                                                                                   \
             const int64_t *l = data_of(c.label);                                                   \
@@ -179,7 +182,8 @@ static int swce_prepare(oar_kernel_ctx_t *k, const char *slot, int dt, swce_t *s
         T *loss = sm ? oar_k_out_data(k, "Loss", 0, DT) : NULL;                                    \
         if (!loss) return OAR_ERR_NOMEM;                                                           \
         const int64_t C_ = s.classes, P = s.post, rows = s.pre * s.post;                           \
-        const int64_t work = rows * C_; PAR_FOR for (int64_t r = 0; r < rows; r++) {                                    \
+        const int64_t work = rows * C_;                                                            \
+        PAR_FOR for (int64_t r = 0; r < rows; r++) {                                               \
             int64_t base = (r / P) * C_ * P + r % P;                                               \
             double mx = -INFINITY, sum = 0;                                                        \
             for (int64_t c = 0; c < C_; c++) mx = fmax(mx, (double)x[base + c * P]);               \
@@ -215,7 +219,8 @@ static int swce_prepare(oar_kernel_ctx_t *k, const char *slot, int dt, swce_t *s
         const T *sm = data_of(smt), *g = data_of(gt);                                              \
         T *dx = oar_k_out_data(k, "Logits@GRAD", 0, DT);                                           \
         if (!dx) return OAR_ERR_NOMEM;                                                             \
-        const int64_t work = rows * C_; PAR_FOR for (int64_t r = 0; r < rows; r++) {                                    \
+        const int64_t work = rows * C_;                                                            \
+        PAR_FOR for (int64_t r = 0; r < rows; r++) {                                               \
             int64_t base = (r / P) * C_ * P + r % P;                                               \
             if (s.soft) {                                                                          \
                 const T *z = data_of(s.label);                                                     \
@@ -264,7 +269,8 @@ static double sce_scale(const oar_op_desc_t *op, const double *zd, const float *
         double scale = sce_scale(oar_k_op(k), ZD, ZF, n, ignore);                                  \
         T *out = oar_k_out_data(k, "Out", 0, DT);                                                  \
         if (!out) return OAR_ERR_NOMEM;                                                            \
-        const int64_t work = n; PAR_FOR for (int64_t i = 0; i < n; i++) {                                               \
+        const int64_t work = n;                                                                    \
+        PAR_FOR for (int64_t i = 0; i < n; i++) {                                                  \
             double xv = x[i], zv = z[i];                                                           \
             out[i] = ignored(zv, ignore) ? (T)0                                                    \
                    : (T)((fmax(xv, 0) - xv * zv + log1p(exp(-fabs(xv)))) * scale);                 \
@@ -285,7 +291,8 @@ static double sce_scale(const oar_op_desc_t *op, const double *zd, const float *
         double scale = sce_scale(oar_k_op(k), ZD, ZF, n, ignore);                                  \
         T *dx = oar_k_out_data(k, "X@GRAD", 0, DT);                                                \
         if (!dx) return OAR_ERR_NOMEM;                                                             \
-        const int64_t work = n; PAR_FOR for (int64_t i = 0; i < n; i++) {                                               \
+        const int64_t work = n;                                                                    \
+        PAR_FOR for (int64_t i = 0; i < n; i++) {                                                  \
             double xv = x[i], zv = z[i];                                                           \
             dx[i] = ignored(zv, ignore) ? (T)0 : (T)((1.0 / (1.0 + exp(-xv)) - zv) * g[i] * scale); \
         }                                                                                          \

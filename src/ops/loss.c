@@ -184,7 +184,9 @@ static int swce_infer(oar_infer_ctx_t *c)
     return oar_ic_share_lod(c, "Logits", 0, "Loss", 0);
 }
 
-/* the fused grad needs only Softmax, Label and Loss@GRAD */
+/* The fused grad needs only Softmax, Label and Loss@GRAD. As in Fluid, a
+ * gradient flowing into the Softmax output is not propagated to Logits:
+ * Softmax is for inspection (accuracy), the loss is what is trained. */
 static int swce_grad_maker(oar_grad_ctx_t *g)
 {
     oar_op_desc_t *op = oar_gc_new_op(g, "softmax_with_cross_entropy_grad");
