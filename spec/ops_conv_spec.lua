@@ -139,10 +139,15 @@ describe("conv2d forward", function()
     end)
   end
 
-  it("splits a large batch into chunks (float32)", function()
-    -- C*kh*kw*oh*ow = 16*9*64*64 values per image: the 8M-element column budget
-    -- holds 14 images, so 16 images run as chunks of 14 and 2
-    case({ 16, 16, 64, 64 }, { 2, 16, 3, 3 }, { paddings = { 1, 1 } }, "float32", 5)
+  -- sizes here pass the kernel's threading threshold (2^18 multiply-adds)
+  it("one large image (GEMM columns split across threads)", function()
+    case({ 1, 8, 40, 40 }, { 4, 8, 3, 3 }, { paddings = { 1, 1 } }, "float32", 5)
+    case({ 1, 16, 48, 48 }, { 16, 8, 3, 3 }, { groups = 2, strides = { 2, 2 } }, "float64", 6)
+    case({ 1, 64, 24, 24 }, { 32, 64, 1, 1 }, {}, "float32", 7)
+  end)
+
+  it("a LeNet-sized batch (images split across threads)", function()
+    case({ 16, 20, 12, 12 }, { 50, 20, 5, 5 }, {}, "float32", 8)
   end)
 
   it("infers the output shape at compile time with an unknown batch", function()
@@ -168,6 +173,78 @@ describe("conv2d forward", function()
     local d = C.oar_var_desc_dims(y)
     -- (32 + 4 - 5) / 2 + 1 = 16, (30 + 2 - 5) / 2 + 1 = 14
     assert.same({ -1, 8, 16, 14 }, { tonumber(d[0]), tonumber(d[1]), tonumber(d[2]), tonumber(d[3]) })
+  end)
+end)
+
+-- direct gradients of sum(Output * dy): dInput and dFilter by plain loops
+local function conv_grad_ref(x, xs, w, ws, dy, a)
+  a = a or {}
+  local st, dl = a.strides or { 1, 1 }, a.dilations or { 1, 1 }
+  local pd = pads4(a.paddings)
+  local groups = a.groups or 1
+  local N, C, H, W = xs[1], xs[2], xs[3], xs[4]
+  local M, CG, KH, KW = ws[1], ws[2], ws[3], ws[4]
+  local OH = math.floor((H + pd[1] + pd[2] - (dl[1] * (KH - 1) + 1)) / st[1]) + 1
+  local OW = math.floor((W + pd[3] + pd[4] - (dl[2] * (KW - 1) + 1)) / st[2]) + 1
+  local MG = M / groups
+  local dx, dw = {}, {}
+  for i = 1, numel(xs) do dx[i] = 0 end
+  for i = 1, numel(ws) do dw[i] = 0 end
+  for n = 0, N - 1 do
+    for m = 0, M - 1 do
+      local g = math.floor(m / MG)
+      for oh = 0, OH - 1 do
+        for ow = 0, OW - 1 do
+          local d = dy[((n * M + m) * OH + oh) * OW + ow + 1]
+          for c = 0, CG - 1 do
+            for i = 0, KH - 1 do
+              local ih = oh * st[1] - pd[1] + i * dl[1]
+              if ih >= 0 and ih < H then
+                for j = 0, KW - 1 do
+                  local iw = ow * st[2] - pd[3] + j * dl[2]
+                  if iw >= 0 and iw < W then
+                    local xi = ((n * C + g * CG + c) * H + ih) * W + iw + 1
+                    local wi = ((m * CG + c) * KH + i) * KW + j + 1
+                    dw[wi] = dw[wi] + d * x[xi]
+                    dx[xi] = dx[xi] + d * w[wi]
+                  end
+                end
+              end
+            end
+          end
+        end
+      end
+    end
+  end
+  return dx, dw, { N, M, OH, OW }
+end
+
+local function grad_ref_case(xs, ws, attrs, dtype, seed)
+  local x = rand_values(numel(xs), seed)
+  local w = rand_values(numel(ws), seed + 1)
+  local _, oshape = conv_ref(x, xs, w, ws, attrs)
+  local dy = rand_values(numel(oshape), seed + 2)
+  local dx, dw = conv_grad_ref(x, xs, w, ws, dy, attrs)
+  local r = T.run{ type = "conv2d_grad", attrs = attrs,
+    inputs = { Input = T.tensor(x, { shape = xs, dtype = dtype }), Filter = T.tensor(w, { shape = ws, dtype = dtype }),
+               ["Output@GRAD"] = T.tensor(dy, { shape = oshape, dtype = dtype }) },
+    outputs = { ["Input@GRAD"] = 1, ["Filter@GRAD"] = 1 } }
+  local tol = dtype == "float32" and 2e-4 or 1e-10
+  T.assert_close(r["Input@GRAD"][1], { shape = xs, data = dx }, tol, tol, "Input@GRAD")
+  T.assert_close(r["Filter@GRAD"][1], { shape = ws, data = dw }, tol, tol, "Filter@GRAD")
+end
+
+describe("conv2d_grad against direct loops", function()
+  it("a batch split across threads (per-thread Filter@GRAD sums)", function()
+    grad_ref_case({ 9, 6, 10, 10 }, { 8, 6, 3, 3 }, { paddings = { 1, 1 } }, "float64", 20)
+    grad_ref_case({ 9, 6, 10, 10 }, { 8, 6, 3, 3 }, { paddings = { 1, 1 } }, "float32", 20)
+  end)
+  it("one large image (columns split across threads)", function()
+    grad_ref_case({ 1, 16, 40, 40 }, { 12, 8, 3, 3 }, { groups = 2, strides = { 1, 2 }, dilations = { 2, 1 } }, "float64", 30)
+  end)
+  it("1x1 with groups, threaded", function()
+    grad_ref_case({ 4, 32, 16, 16 }, { 16, 16, 1, 1 }, { groups = 2 }, "float64", 40)
+    grad_ref_case({ 1, 32, 24, 24 }, { 16, 32, 1, 1 }, {}, "float64", 41)
   end)
 end)
 

@@ -1,23 +1,31 @@
 /* conv.c — CPU kernels of conv2d / depthwise_conv2d and their grads:
  * im2col + OpenBLAS GEMM.
  *
- * Layout of the work: images are processed in chunks whose columns are laid
- * side by side in one [C*kh*kw, b*oh*ow] matrix, so one wide GEMM per group
- * does a whole chunk. Small images (LeNet-sized) thus become a few big GEMMs
- * that OpenBLAS threads well, instead of many tiny ones; large images get
- * chunks of one image, where the GEMM is big already. The price is a
- * transpose between [M, b, P] and [b, M, P] around the GEMM, which is cheap
- * next to it. 1x1 stride-1 unpadded convolutions skip im2col: the image
- * itself is the column matrix. */
+ * Threading: all parallelism is OpenMP, and OpenBLAS is held to one thread
+ * while these kernels run, so that two thread pools never compete for the
+ * cores (OpenBLAS's workers and libgomp's both spin while idle).
+ *  - batch mode (at least as many images as threads): threads take whole
+ *    images; each unfolds its image into its own column buffer, small enough
+ *    to stay in cache, and runs single-threaded GEMMs straight into the
+ *    output. Filter@GRAD is summed per thread, then reduced.
+ *  - image mode (fewer images than threads, e.g. inference on one large
+ *    image): images go one by one; im2col splits over channels and every
+ *    GEMM splits its output columns across threads.
+ * Measured on LeNet shapes, per-image column buffers beat unfolding a whole
+ * batch into one wide matrix for one big GEMM: the wide matrix does not fit
+ * in cache and writing it costs as much as the GEMM.
+ * 1x1 stride-1 unpadded convolutions skip im2col: the image itself is the
+ * column matrix. */
 #include <cblas.h>
 #include <limits.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 #include "im2col.h"
 #include "desc.h"
 
-/* Column buffer budget per chunk, in elements (32 MiB of float). */
-#define CONV_COL_BUDGET ((int64_t)8 << 20)
+/* below this many multiply-adds a call runs on one thread */
+#define CONV_PAR_MIN_MACS ((int64_t)1 << 18)
 
 typedef struct conv_geom {
     int64_t n, c, h, w;       /* input */
@@ -25,7 +33,8 @@ typedef struct conv_geom {
     int64_t oh, ow, p;        /* output, p = oh*ow */
     int64_t groups, cg, mg;   /* channels per group in and out */
     int64_t kg;               /* GEMM depth per group: cg*kh*kw */
-    int64_t nb;               /* images per chunk */
+    int64_t img, ktot;        /* input values per image; column rows (kg*groups) */
+    int threads;              /* OpenMP threads for this call */
     bool direct;              /* 1x1, stride 1, no padding: no im2col */
     oar_win2d_t win;
 } conv_geom_t;
@@ -42,6 +51,9 @@ static int conv_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tens
     if (x->dtype != w->dtype)
         return oar_k_error(k, OAR_ERR_DTYPE, "Input '%s' is %s but Filter '%s' is %s",
                            xn, oar_dtype_name(x->dtype), wn, oar_dtype_name(w->dtype));
+    if (x->dtype != oar_k_dtype(k))
+        return oar_k_error(k, OAR_ERR_DTYPE, "Input '%s' is %s, the kernel is %s", xn,
+                           oar_dtype_name(x->dtype), oar_dtype_name(oar_k_dtype(k)));
     int64_t st[2], dl[2], pd[4];
     OAR_TRY(oar_win_attr_pair(k, "strides", 1, st));
     OAR_TRY(oar_win_attr_pair(k, "dilations", 1, dl));
@@ -81,27 +93,40 @@ static int conv_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tens
     }
     g->oh = o[0]; g->ow = o[1];
     g->cg = g->c / g->groups; g->mg = g->m / g->groups;
-    int64_t p, kg, ktot, xnum;
+    int64_t p, kg, ktot, img, macs;
     if (oar_mul_checked(g->oh, g->ow, &p) || oar_mul_checked(g->cg, g->kh * g->kw, &kg) ||
-        oar_mul_checked(g->c, g->kh * g->kw, &ktot) || oar_mul_checked(g->c, g->h * g->w, &xnum))
+        oar_mul_checked(g->c, g->kh * g->kw, &ktot) || oar_mul_checked(g->c, g->h * g->w, &img) ||
+        oar_mul_checked(ktot, p, &macs) || oar_mul_checked(macs, g->mg, &macs))
         return oar_k_error(k, OAR_ERR_SHAPE, "sizes overflow: Input %s, Filter %s", xs, ws);
-    g->p = p; g->kg = kg;
     /* BLAS takes int dimensions */
     if (p > INT_MAX || kg > INT_MAX || g->m > INT_MAX)
         return oar_k_error(k, OAR_ERR_SHAPE,
                            "Input %s with Filter %s exceeds the GEMM size limit (%d per dimension)",
                            xs, ws, INT_MAX);
+    g->p = p; g->kg = kg; g->ktot = ktot; g->img = img;
     g->direct = g->kh == 1 && g->kw == 1 && st[0] == 1 && st[1] == 1 &&
                 pd[0] == 0 && pd[1] == 0 && pd[2] == 0 && pd[3] == 0;
-    int64_t nb = CONV_COL_BUDGET / (ktot * p > 0 ? ktot * p : 1);
-    if (nb < 1) nb = 1;
-    if (nb > g->n) nb = g->n;
-    if (nb * p > INT_MAX) nb = INT_MAX / p;
-    g->nb = nb < 1 ? 1 : nb;
+    g->threads = 1;
+    if (g->n > 0 && macs * g->n >= CONV_PAR_MIN_MACS) {
+        g->threads = omp_get_max_threads();
+        if (g->threads < 1) g->threads = 1;
+    }
     g->win = (oar_win2d_t){.c = g->c, .h = g->h, .w = g->w, .kh = g->kh, .kw = g->kw,
                            .oh = g->oh, .ow = g->ow, .sh = st[0], .sw = st[1],
                            .pt = pd[0], .pl = pd[2], .dh = dl[0], .dw = dl[1]};
     return OAR_OK;
+}
+
+/* OpenBLAS runs single-threaded inside these kernels (see the top comment);
+ * the previous count is restored on the way out. */
+static int blas_single_begin(void) {
+    int n = openblas_get_num_threads();
+    if (n > 1) openblas_set_num_threads(1);
+    return n;
+}
+
+static void blas_single_end(int n) {
+    if (n > 1) openblas_set_num_threads(n);
 }
 
 /* ---- dtype-generic helpers ---------------------------------------------- */
@@ -131,47 +156,65 @@ static void col2im(int dt, const void *col, const oar_win2d_t *g, int64_t ld, vo
 #define AT(ptr, off, esz) ((void *)((char *)(ptr) + (size_t)(off) * (esz)))
 #define CAT_(ptr, off, esz) ((const void *)((const char *)(ptr) + (size_t)(off) * (esz)))
 
-/* im2col of images [n0, n0+b) side by side, threads over images */
-static void chunk_im2col(int dt, const void *x, const conv_geom_t *g, int64_t n0, int64_t b, void *col) {
-    size_t esz = oar_dtype_size(dt);
-    int64_t img = g->c * g->h * g->w, ld = b * g->p;
-    #pragma omp parallel for schedule(static) if (b > 1 && b * g->kg * g->groups * g->p >= (1 << 15))
-    for (int64_t i = 0; i < b; i++)
-        im2col(dt, CAT_(x, (n0 + i) * img, esz), &g->win, AT(col, i * g->p, esz), ld);
-}
-
-/* [M, b*P] (image i at column i*P) <-> [b, M, P] */
-static void unchunk(size_t esz, const void *tmp, const conv_geom_t *g, int64_t b, void *y) {
-    int64_t ld = b * g->p;
-    #pragma omp parallel for collapse(2) schedule(static) if (b * g->m * g->p >= (1 << 16))
-    for (int64_t i = 0; i < b; i++)
-        for (int64_t m = 0; m < g->m; m++)
-            memcpy(AT(y, (i * g->m + m) * g->p, esz), CAT_(tmp, m * ld + i * g->p, esz), (size_t)g->p * esz);
-}
-
-static void rechunk(size_t esz, const void *y, const conv_geom_t *g, int64_t b, void *tmp) {
-    int64_t ld = b * g->p;
-    #pragma omp parallel for collapse(2) schedule(static) if (b * g->m * g->p >= (1 << 16))
-    for (int64_t i = 0; i < b; i++)
-        for (int64_t m = 0; m < g->m; m++)
-            memcpy(AT(tmp, m * ld + i * g->p, esz), CAT_(y, (i * g->m + m) * g->p, esz), (size_t)g->p * esz);
-}
-
-static int alloc_work(oar_kernel_ctx_t *k, const conv_geom_t *g, size_t esz, bool need_col,
-                      void **col, void **tmp) {
-    *col = *tmp = NULL;
-    if (need_col && !g->direct) {
-        *col = oar_xmalloc((size_t)(g->kg * g->groups) * (size_t)(g->nb * g->p) * esz);
-        if (!*col) return oar_k_error(k, OAR_ERR_NOMEM, "no memory for the im2col buffer");
+/* C[m, n] (+)= op(A) op(B), with the n columns of C split across `threads`
+ * (each block a single-threaded BLAS call). With tb, B is stored [n, kk]. */
+static void pgemm(int dt, int threads, bool ta, bool tb, int64_t m, int64_t n, int64_t kk,
+                  const void *a, int64_t lda, const void *b, int64_t ldb,
+                  double beta, void *c, int64_t ldc) {
+    if (threads <= 1 || n < 32) {
+        gemm(dt, ta, tb, m, n, kk, a, lda, b, ldb, beta, c, ldc);
+        return;
     }
-    if (g->nb > 1 && !g->direct) {
-        *tmp = oar_xmalloc((size_t)g->m * (size_t)(g->nb * g->p) * esz);
-        if (!*tmp) {
-            free(*col); *col = NULL;
-            return oar_k_error(k, OAR_ERR_NOMEM, "no memory for the GEMM output buffer");
+    const size_t esz = oar_dtype_size(dt);
+    const int64_t block = (((n + threads - 1) / threads) + 15) / 16 * 16;
+    #pragma omp parallel for num_threads(threads) schedule(static)
+    for (int t = 0; t < threads; t++) {
+        int64_t n0 = t * block;
+        if (n0 >= n) continue;
+        int64_t nn = n - n0 < block ? n - n0 : block;
+        gemm(dt, ta, tb, m, nn, kk, a, lda, CAT_(b, tb ? n0 * ldb : n0, esz), ldb, beta,
+             AT(c, n0, esz), ldc);
+    }
+}
+
+/* one image: y[M, P] = W_g * col_g per group; col: this caller's buffer */
+static void fwd_image(int dt, const conv_geom_t *g, const void *x, const void *w, void *y, void *col,
+                      int threads) {
+    const size_t esz = oar_dtype_size(dt);
+    const int64_t P = g->p, KG = g->kg, MG = g->mg;
+    const void *b = x;
+    if (!g->direct) {
+        im2col(dt, x, &g->win, col, P);
+        b = col;
+    }
+    for (int64_t gr = 0; gr < g->groups; gr++)
+        pgemm(dt, threads, false, false, MG, P, KG, CAT_(w, gr * MG * KG, esz), KG,
+              CAT_(b, gr * KG * P, esz), P, 0.0, AT(y, gr * MG * P, esz), P);
+}
+
+/* one image's grads: dw += dY_g col_g^T (when dw), dx = col2im(W_g^T dY_g) (when dx;
+ * dx must be zero on entry unless direct) */
+static void bwd_image(int dt, const conv_geom_t *g, const void *x, const void *w, const void *dy,
+                      void *dx, void *dw, void *col, int threads) {
+    const size_t esz = oar_dtype_size(dt);
+    const int64_t P = g->p, KG = g->kg, MG = g->mg;
+    if (dw) {
+        const void *b = x;
+        if (!g->direct) {
+            im2col(dt, x, &g->win, col, P);
+            b = col;
         }
+        for (int64_t gr = 0; gr < g->groups; gr++)
+            pgemm(dt, threads, false, true, MG, KG, P, CAT_(dy, gr * MG * P, esz), P,
+                  CAT_(b, gr * KG * P, esz), P, 1.0, AT(dw, gr * MG * KG, esz), KG);
     }
-    return OAR_OK;
+    if (dx) {
+        void *dcol = g->direct ? dx : col;
+        for (int64_t gr = 0; gr < g->groups; gr++)
+            pgemm(dt, threads, true, false, KG, P, MG, CAT_(w, gr * MG * KG, esz), KG,
+                  CAT_(dy, gr * MG * P, esz), P, 0.0, AT(dcol, gr * KG * P, esz), P);
+        if (!g->direct) col2im(dt, col, &g->win, P, dx);
+    }
 }
 
 static int get_inputs(oar_kernel_ctx_t *k, const oar_tensor_t **x, const oar_tensor_t **w) {
@@ -184,6 +227,19 @@ static int get_inputs(oar_kernel_ctx_t *k, const oar_tensor_t **x, const oar_ten
     return OAR_OK;
 }
 
+/* batch mode when every thread gets at least one image */
+static bool batch_mode(const conv_geom_t *g) { return g->threads == 1 || g->n >= g->threads; }
+
+/* column buffers, one per thread in batch mode; NULL for direct convs */
+static int alloc_cols(oar_kernel_ctx_t *k, const conv_geom_t *g, size_t esz, void **col) {
+    *col = NULL;
+    if (g->direct) return OAR_OK;
+    size_t nbuf = batch_mode(g) ? (size_t)g->threads : 1;
+    *col = oar_xmalloc(nbuf * (size_t)g->ktot * (size_t)g->p * esz);
+    if (!*col) return oar_k_error(k, OAR_ERR_NOMEM, "no memory for the im2col buffer");
+    return OAR_OK;
+}
+
 /* ---- forward -------------------------------------------------------------- */
 static int conv_fwd(oar_kernel_ctx_t *k) {
     const int dt = oar_k_dtype(k);
@@ -191,39 +247,34 @@ static int conv_fwd(oar_kernel_ctx_t *k) {
     OAR_TRY(get_inputs(k, &xt, &wt));
     conv_geom_t g;
     OAR_TRY(conv_setup(k, xt, wt, &g));
-    if (xt->dtype != dt)
-        return oar_k_error(k, OAR_ERR_DTYPE, "Input is %s, kernel is %s", oar_dtype_name(xt->dtype), oar_dtype_name(dt));
+    const void *x = xt->buf->data, *w = wt->buf->data;
     oar_tensor_t *yt = oar_k_out(k, "Output", 0);
     if (!yt) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Output is missing");
     const int64_t want[4] = {g.n, g.m, g.oh, g.ow};
     if (yt->ndim != 4 || memcmp(yt->dims, want, sizeof want) != 0) OAR_TRY(oar_tensor_resize(yt, want, 4));
     void *y = oar_k_out_data(k, "Output", 0, dt);
     if (!y) return OAR_ERR_NOMEM;
-    const void *x = xt->buf->data, *w = wt->buf->data;
-    const size_t esz = oar_dtype_size(dt);
-    const int64_t img = g.c * g.h * g.w, P = g.p, KG = g.kg, MG = g.mg;
     if (g.n == 0) return OAR_OK;
-    if (g.direct) {
+    const size_t esz = oar_dtype_size(dt);
+    const int64_t ysz = g.m * g.p, csz = g.ktot * g.p;
+    void *col;
+    OAR_TRY(alloc_cols(k, &g, esz, &col));
+    const int T = g.threads;
+    const int saved = T > 1 ? blas_single_begin() : 0;
+    if (batch_mode(&g)) {
+        #pragma omp parallel num_threads(T) if (T > 1)
+        {
+            void *mine = col ? AT(col, (int64_t)omp_get_thread_num() * csz, esz) : NULL;
+            #pragma omp for schedule(static)
+            for (int64_t i = 0; i < g.n; i++)
+                fwd_image(dt, &g, CAT_(x, i * g.img, esz), w, AT(y, i * ysz, esz), mine, 1);
+        }
+    } else {
         for (int64_t i = 0; i < g.n; i++)
-            for (int64_t gr = 0; gr < g.groups; gr++)
-                gemm(dt, false, false, MG, P, KG, CAT_(w, gr * MG * KG, esz), KG,
-                     CAT_(x, i * img + gr * KG * P, esz), P, 0.0,
-                     AT(y, (i * g.m + gr * MG) * P, esz), P);
-        return OAR_OK;
+            fwd_image(dt, &g, CAT_(x, i * g.img, esz), w, AT(y, i * ysz, esz), col, T);
     }
-    void *col, *tmp;
-    OAR_TRY(alloc_work(k, &g, esz, true, &col, &tmp));
-    for (int64_t n0 = 0; n0 < g.n; n0 += g.nb) {
-        int64_t b = g.n - n0 < g.nb ? g.n - n0 : g.nb, ld = b * P;
-        chunk_im2col(dt, x, &g, n0, b, col);
-        void *dst = b == 1 ? AT(y, n0 * g.m * P, esz) : tmp;
-        for (int64_t gr = 0; gr < g.groups; gr++)
-            gemm(dt, false, false, MG, ld, KG, CAT_(w, gr * MG * KG, esz), KG,
-                 CAT_(col, gr * KG * ld, esz), ld, 0.0, AT(dst, gr * MG * ld, esz), ld);
-        if (b > 1) unchunk(esz, tmp, &g, b, AT(y, n0 * g.m * P, esz));
-    }
+    if (T > 1) blas_single_end(saved);
     free(col);
-    free(tmp);
     return OAR_OK;
 }
 
@@ -259,51 +310,58 @@ static int conv_bwd(oar_kernel_ctx_t *k) {
                            oar_shape_str(dyt->dims, dyt->ndim, a, sizeof a), oar_dtype_name(dt),
                            oar_shape_str(want, 4, b, sizeof b));
     }
+    const void *x = xt->buf->data, *w = wt->buf->data, *dy = dyt->buf->data;
     int rc;
     void *dx = grad_out(k, "Input@GRAD", xt, dt, &rc);
     if (rc) return rc;
     void *dw = grad_out(k, "Filter@GRAD", wt, dt, &rc);
     if (rc) return rc;
     if ((!dx && !dw) || g.n == 0) return OAR_OK;
-    const void *x = xt->buf->data, *w = wt->buf->data, *dy = dyt->buf->data;
     const size_t esz = oar_dtype_size(dt);
-    const int64_t img = g.c * g.h * g.w, P = g.p, KG = g.kg, MG = g.mg;
-    if (g.direct) {
-        for (int64_t i = 0; i < g.n; i++)
-            for (int64_t gr = 0; gr < g.groups; gr++) {
-                const void *dyg = CAT_(dy, (i * g.m + gr * MG) * P, esz);
-                if (dw)
-                    gemm(dt, false, true, MG, KG, P, dyg, P, CAT_(x, i * img + gr * KG * P, esz), P, 1.0,
-                         AT(dw, gr * MG * KG, esz), KG);
-                if (dx)
-                    gemm(dt, true, false, KG, P, MG, CAT_(w, gr * MG * KG, esz), KG, dyg, P, 0.0,
-                         AT(dx, i * img + gr * KG * P, esz), P);
-            }
-        return OAR_OK;
+    const int64_t ysz = g.m * g.p, csz = g.ktot * g.p, wsz = g.m * g.kg;
+    const int T = g.threads;
+    const bool batch = batch_mode(&g);
+    void *col, *dwx = NULL;
+    OAR_TRY(alloc_cols(k, &g, esz, &col));
+    /* threads other than the first sum their images' Filter@GRAD apart */
+    if (dw && batch && T > 1) {
+        dwx = oar_xcalloc((size_t)(T - 1) * (size_t)wsz, esz);
+        if (!dwx) {
+            free(col);
+            return oar_k_error(k, OAR_ERR_NOMEM, "no memory for per-thread Filter@GRAD sums");
+        }
     }
-    void *col, *tmp;
-    OAR_TRY(alloc_work(k, &g, esz, true, &col, &tmp));
-    for (int64_t n0 = 0; n0 < g.n; n0 += g.nb) {
-        int64_t b = g.n - n0 < g.nb ? g.n - n0 : g.nb, ld = b * P;
-        const void *dyc = CAT_(dy, n0 * g.m * P, esz);
-        if (b > 1) { rechunk(esz, dyc, &g, b, tmp); dyc = tmp; }
-        if (dw) {
-            chunk_im2col(dt, x, &g, n0, b, col);
-            for (int64_t gr = 0; gr < g.groups; gr++)
-                gemm(dt, false, true, MG, KG, ld, CAT_(dyc, gr * MG * ld, esz), ld,
-                     CAT_(col, gr * KG * ld, esz), ld, 1.0, AT(dw, gr * MG * KG, esz), KG);
+    const int saved = T > 1 ? blas_single_begin() : 0;
+    if (batch) {
+        #pragma omp parallel num_threads(T) if (T > 1)
+        {
+            const int t = omp_get_thread_num();
+            void *mine = col ? AT(col, (int64_t)t * csz, esz) : NULL;
+            void *dwt = !dw ? NULL : t == 0 ? dw : AT(dwx, (int64_t)(t - 1) * wsz, esz);
+            #pragma omp for schedule(static)
+            for (int64_t i = 0; i < g.n; i++)
+                bwd_image(dt, &g, CAT_(x, i * g.img, esz), w, CAT_(dy, i * ysz, esz),
+                          dx ? AT(dx, i * g.img, esz) : NULL, dwt, mine, 1);
         }
-        if (dx) {
-            for (int64_t gr = 0; gr < g.groups; gr++)
-                gemm(dt, true, false, KG, ld, MG, CAT_(w, gr * MG * KG, esz), KG,
-                     CAT_(dyc, gr * MG * ld, esz), ld, 0.0, AT(col, gr * KG * ld, esz), ld);
-            #pragma omp parallel for schedule(static) if (b > 1 && b * g.kg * g.groups * P >= (1 << 15))
-            for (int64_t i = 0; i < b; i++)
-                col2im(dt, CAT_(col, i * P, esz), &g.win, ld, AT(dx, (n0 + i) * img, esz));
+    } else {
+        for (int64_t i = 0; i < g.n; i++)
+            bwd_image(dt, &g, CAT_(x, i * g.img, esz), w, CAT_(dy, i * ysz, esz),
+                      dx ? AT(dx, i * g.img, esz) : NULL, dw, col, T);
+    }
+    if (T > 1) blas_single_end(saved);
+    if (dwx) {
+        for (int t = 1; t < T; t++) {
+            if (dt == OAR_FP32) {
+                const float *s = (const float *)dwx + (size_t)(t - 1) * (size_t)wsz;
+                for (int64_t j = 0; j < wsz; j++) ((float *)dw)[j] += s[j];
+            } else {
+                const double *s = (const double *)dwx + (size_t)(t - 1) * (size_t)wsz;
+                for (int64_t j = 0; j < wsz; j++) ((double *)dw)[j] += s[j];
+            }
         }
+        free(dwx);
     }
     free(col);
-    free(tmp);
     return OAR_OK;
 }
 

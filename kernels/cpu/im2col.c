@@ -83,8 +83,9 @@ void FN(oar_im2col, OAR_IM2COL_SUF)(const T *x, const oar_win2d_t *g, T *col, in
                     }
                     const T *xr = xc + ih * W;
                     for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0;
+                    /* rows are short (often < 32): an inline loop beats memcpy calls */
                     if (g->sw == 1) {
-                        if (hi > lo) memcpy(d + lo, xr + lo + woff, (size_t)(hi - lo) * sizeof(T));
+                        for (int64_t ow = lo; ow < hi; ow++) d[ow] = xr[ow + woff];
                     } else {
                         const int64_t sw = g->sw;
                         for (int64_t ow = lo; ow < hi; ow++) d[ow] = xr[ow * sw + woff];
@@ -115,7 +116,10 @@ void FN(oar_col2im, OAR_IM2COL_SUF)(const T *col, const oar_win2d_t *g, int64_t 
                     const T *s = src + oh * OW;
                     T *xr = xc + ih * W;
                     const int64_t sw = g->sw;
-                    for (int64_t ow = lo; ow < hi; ow++) xr[ow * sw + woff] += s[ow];
+                    if (sw == 1)
+                        for (int64_t ow = lo; ow < hi; ow++) xr[ow + woff] += s[ow];
+                    else
+                        for (int64_t ow = lo; ow < hi; ow++) xr[ow * sw + woff] += s[ow];
                 }
             }
         }
