@@ -1,0 +1,443 @@
+/*
+ * lstm.c — CPU kernels of lstm, lstm_unit and their grads (definitions and
+ * formulas in src/ops/lstm.c).
+ *
+ * lstm runs on the sequence-to-batch layout (sequence_batch.h): the gates of
+ * every time step are computed for all sequences still running at once, so
+ * the recurrence is one GEMM per step, [n_t, D] x [D, 4D], and the rows of
+ * step t+1 are a prefix of those of step t. BatchGate holds the activated
+ * gates and BatchCellPreAct the cell states in that order; the grad walks the
+ * steps backwards from them, adds each step's dGate W^T into the previous
+ * step's hidden grad, and finds Weight@GRAD with one GEMM over all steps
+ * (previous hiddens^T dGate).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "op.h"
+#include "sequence_batch.h"
+
+typedef struct lstm_acts { int gate, cell, cand; } lstm_acts_t;
+
+/* peephole weights W_ic, W_fc, W_oc (NULL without peepholes) */
+typedef struct peep { const void *ci, *cf, *co; } peep_t;
+
+#define LSTM_STEPS(SFX, T)                                                            \
+    /* g [n, 4D]: pre-activations in, activated gates out; cp [n, D] or NULL */      \
+    static void step_fwd_##SFX(int64_t n, int64_t D, T *g, const T *cp, T *c, T *h,   \
+                               const T *ci, const T *cf, const T *co, const lstm_acts_t *act) \
+    {                                                                                 \
+        for (int64_t r = 0; r < n; r++) {                                             \
+            T *a = g + r * 4 * D, *i = a + D, *f = a + 2 * D, *o = a + 3 * D;         \
+            const T *cpr = cp ? cp + r * D : NULL;                                    \
+            T *cr = c + r * D, *hr = h + r * D;                                       \
+            oar_act_fwd_##SFX(act->cand, a, D);                                       \
+            if (cpr && ci)                                                            \
+                for (int64_t j = 0; j < D; j++) { i[j] += cpr[j] * ci[j]; f[j] += cpr[j] * cf[j]; } \
+            oar_act_fwd_##SFX(act->gate, i, 2 * D);                                   \
+            for (int64_t j = 0; j < D; j++) cr[j] = a[j] * i[j] + (cpr ? cpr[j] * f[j] : 0); \
+            if (co) for (int64_t j = 0; j < D; j++) o[j] += cr[j] * co[j];            \
+            oar_act_fwd_##SFX(act->gate, o, D);                                       \
+            memcpy(hr, cr, sizeof(T) * (size_t)D);                                    \
+            oar_act_fwd_##SFX(act->cell, hr, D);                                      \
+            for (int64_t j = 0; j < D; j++) hr[j] *= o[j];                            \
+        }                                                                             \
+    }                                                                                 \
+    /* From the activated gates g, cells c and previous cells cp (or NULL), the      \
+     * hidden grads dh and cell grads dc of n rows: dg [n, 4D] (pre-activation     \
+     * grads), dcp += (when not NULL), peephole grads dci/dcf/dco +=.             \
+     * tmp holds 2D values. */                                                    \
+    static void step_bwd_##SFX(int64_t n, int64_t D, const T *g, const T *c, const T *cp, \
+                               const T *dh, const T *dc, T *dg, T *dcp,               \
+                               const T *ci, const T *cf, const T *co, T *dci, T *dcf, T *dco, \
+                               const lstm_acts_t *act, T *tmp)                        \
+    {                                                                                 \
+        T *tc = tmp, *t2 = tmp + D;                                                   \
+        for (int64_t r = 0; r < n; r++) {                                             \
+            const T *a = g + r * 4 * D, *i = a + D, *f = a + 2 * D, *o = a + 3 * D;   \
+            const T *cr = c + r * D, *cpr = cp ? cp + r * D : NULL;                   \
+            const T *dhr = dh + r * D, *dcr_in = dc ? dc + r * D : NULL;              \
+            T *da = dg + r * 4 * D, *di = da + D, *df = da + 2 * D, *dout = da + 3 * D; \
+            memcpy(tc, cr, sizeof(T) * (size_t)D);                                    \
+            oar_act_fwd_##SFX(act->cell, tc, D);                                      \
+            for (int64_t j = 0; j < D; j++) { dout[j] = dhr[j] * tc[j]; t2[j] = dhr[j] * o[j]; } \
+            oar_act_bwd_##SFX(act->gate, o, dout, D);                                 \
+            oar_act_bwd_##SFX(act->cell, tc, t2, D);                                  \
+            /* t2 becomes the total cell grad */                                      \
+            for (int64_t j = 0; j < D; j++) {                                         \
+                T s = t2[j] + (dcr_in ? dcr_in[j] : 0);                               \
+                if (co) s += dout[j] * co[j];                                         \
+                t2[j] = s;                                                            \
+                da[j] = s * i[j];                                                     \
+                di[j] = s * a[j];                                                     \
+                df[j] = cpr ? s * cpr[j] : 0;                                         \
+            }                                                                         \
+            oar_act_bwd_##SFX(act->cand, a, da, D);                                   \
+            oar_act_bwd_##SFX(act->gate, i, di, 2 * D);                               \
+            if (dcp) {                                                                \
+                T *d = dcp + r * D;                                                   \
+                for (int64_t j = 0; j < D; j++)                                       \
+                    d[j] += t2[j] * f[j] + (ci ? di[j] * ci[j] + df[j] * cf[j] : 0);  \
+            }                                                                         \
+            if (dco) for (int64_t j = 0; j < D; j++) dco[j] += dout[j] * cr[j];       \
+            if (dci && cpr)                                                           \
+                for (int64_t j = 0; j < D; j++) { dci[j] += di[j] * cpr[j]; dcf[j] += df[j] * cpr[j]; } \
+        }                                                                             \
+    }
+
+LSTM_STEPS(f32, float)
+LSTM_STEPS(f64, double)
+
+static void step_fwd(int dt, int64_t n, int64_t D, void *g, const void *cp, void *c, void *h, const peep_t *p,
+                     const lstm_acts_t *act)
+{
+    if (dt == OAR_FP32) step_fwd_f32(n, D, g, cp, c, h, p->ci, p->cf, p->co, act);
+    else step_fwd_f64(n, D, g, cp, c, h, p->ci, p->cf, p->co, act);
+}
+
+static void step_bwd(int dt, int64_t n, int64_t D, const void *g, const void *c, const void *cp, const void *dh,
+                     const void *dc, void *dg, void *dcp, const peep_t *p, void *dpeep, const lstm_acts_t *act,
+                     void *tmp)
+{
+    size_t es = oar_dtype_size(dt);
+    void *dci = dpeep, *dcf = dpeep ? (char *)dpeep + es * (size_t)D : NULL,
+         *dco = dpeep ? (char *)dpeep + 2 * es * (size_t)D : NULL;
+    if (dt == OAR_FP32)
+        step_bwd_f32(n, D, g, c, cp, dh, dc, dg, dcp, p->ci, p->cf, p->co, dci, dcf, dco, act, tmp);
+    else
+        step_bwd_f64(n, D, g, c, cp, dh, dc, dg, dcp, p->ci, p->cf, p->co, dci, dcf, dco, act, tmp);
+}
+
+/* y[r] += b for rows of width w */
+static void add_row_bias(int dt, void *y, const void *b, int64_t rows, int64_t w)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        if (dt == OAR_FP32) { float *yr = (float *)y + r * w; const float *bb = b; for (int64_t j = 0; j < w; j++) yr[j] += bb[j]; }
+        else { double *yr = (double *)y + r * w; const double *bb = b; for (int64_t j = 0; j < w; j++) yr[j] += bb[j]; }
+    }
+}
+
+/* dst[j] (+)= sum over rows of x[r][j] */
+static void col_sum(int dt, const void *x, int64_t rows, int64_t w, void *dst)
+{
+    if (dt == OAR_FP32) {
+        float *d = dst;
+        memset(d, 0, sizeof(float) * (size_t)w);
+        for (int64_t r = 0; r < rows; r++) for (int64_t j = 0; j < w; j++) d[j] += ((const float *)x)[r * w + j];
+    } else {
+        double *d = dst;
+        memset(d, 0, sizeof(double) * (size_t)w);
+        for (int64_t r = 0; r < rows; r++) for (int64_t j = 0; j < w; j++) d[j] += ((const double *)x)[r * w + j];
+    }
+}
+
+static int lstm_acts(oar_kernel_ctx_t *k, lstm_acts_t *a)
+{
+    const oar_op_desc_t *op = oar_k_op(k);
+    a->gate = oar_act_code(oar_attr_s(op, "gate_activation"));
+    a->cell = oar_act_code(oar_attr_s(op, "cell_activation"));
+    a->cand = oar_act_code(oar_attr_s(op, "candidate_activation"));
+    if (a->gate < 0 || a->cell < 0 || a->cand < 0)
+        return oar_k_error(k, OAR_ERR_INVALID, "unknown activation (gate '%s', cell '%s', candidate '%s')",
+                           oar_attr_s(op, "gate_activation"), oar_attr_s(op, "cell_activation"),
+                           oar_attr_s(op, "candidate_activation"));
+    return OAR_OK;
+}
+
+/* everything both kernels read */
+typedef struct lstm_args {
+    int dt;
+    size_t es;
+    int64_t T, D;
+    const oar_tensor_t *in, *h0t, *c0t, *bt;
+    const void *x, *h0, *c0, *w, *b;
+    peep_t peep;
+    lstm_acts_t act;
+    oar_seqb_t sb;
+} lstm_args_t;
+
+static int lstm_setup(oar_kernel_ctx_t *k, lstm_args_t *a)
+{
+    memset(a, 0, sizeof *a);
+    a->dt = oar_k_dtype(k);
+    a->es = oar_dtype_size(a->dt);
+    const oar_tensor_t *wt;
+    OAR_TRY(oar_sk_in(k, "Input", a->dt, &a->in, &a->x));
+    OAR_TRY(oar_sk_in(k, "Weight", a->dt, &wt, &a->w));
+    OAR_TRY(oar_sk_opt_in(k, "H0", a->dt, &a->h0t, &a->h0));
+    OAR_TRY(oar_sk_opt_in(k, "C0", a->dt, &a->c0t, &a->c0));
+    OAR_TRY(oar_sk_opt_in(k, "Bias", a->dt, &a->bt, &a->b));
+    OAR_TRY(lstm_acts(k, &a->act));
+    if (wt->ndim != 2 || wt->dims[1] != 4 * wt->dims[0] || a->in->ndim != 2 || a->in->dims[1] != wt->dims[1])
+        return oar_k_error(k, OAR_ERR_SHAPE, "Input [T, 4D] and Weight [D, 4D] do not agree");
+    a->T = a->in->dims[0];
+    a->D = wt->dims[0];
+    bool peep = oar_attr_b(oar_k_op(k), "use_peepholes") && a->b;
+    if (a->b && oar_tensor_numel_of(a->bt) != (peep ? 7 : 4) * a->D)
+        return oar_k_error(k, OAR_ERR_SHAPE, "Bias has %lld values; expected %lld",
+                           (long long)oar_tensor_numel_of(a->bt), (long long)((peep ? 7 : 4) * a->D));
+    if (peep) {
+        a->peep.ci = (const char *)a->b + a->es * (size_t)(4 * a->D);
+        a->peep.cf = (const char *)a->b + a->es * (size_t)(5 * a->D);
+        a->peep.co = (const char *)a->b + a->es * (size_t)(6 * a->D);
+    }
+    const int64_t *offs;
+    int64_t no;
+    OAR_TRY(oar_sk_lod(k, "Input", a->in, &offs, &no));
+    for (int s = 0; s < 2; s++) {
+        const oar_tensor_t *t = s ? a->c0t : a->h0t;
+        if (t && oar_tensor_numel_of(t) != (no - 1) * a->D)
+            return oar_k_error(k, OAR_ERR_SHAPE, "%s has %lld values; expected [%lld sequences, %lld]",
+                               s ? "C0" : "H0", (long long)oar_tensor_numel_of(t), (long long)(no - 1), (long long)a->D);
+    }
+    int64_t dims[3] = {a->T, 4 * a->D, no};
+    OAR_TRY(oar_sk_blas_dims(k, 3, dims));
+    if (oar_seqb_make(&a->sb, offs, no, oar_attr_b(oar_k_op(k), "is_reverse")) != OAR_OK)
+        return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate the batch layout of %lld sequences", (long long)(no - 1));
+    return OAR_OK;
+}
+
+/* checked scratch of n elements (zeroed) */
+static void *scratch(oar_kernel_ctx_t *k, int64_t n, size_t es, int *rc)
+{
+    void *p = oar_xcalloc((size_t)(n > 0 ? n : 1), es);
+    if (!p) *rc = oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate %lld scratch values", (long long)n);
+    return p;
+}
+
+static int lstm_fwd(oar_kernel_ctx_t *k)
+{
+    lstm_args_t a;
+    int rc = lstm_setup(k, &a);
+    if (rc != OAR_OK) { oar_seqb_free(&a.sb); return rc; }
+    int64_t T = a.T, D = a.D;
+    size_t es = a.es;
+    void *hid, *cell, *bg, *bc, *h0s = NULL, *c0s = NULL, *hb = NULL;
+    if ((rc = oar_sk_out(k, "Hidden", a.dt, T * D, false, &hid)) != OAR_OK ||
+        (rc = oar_sk_out(k, "Cell", a.dt, T * D, false, &cell)) != OAR_OK ||
+        (rc = oar_sk_out(k, "BatchGate", a.dt, T * 4 * D, false, &bg)) != OAR_OK ||
+        (rc = oar_sk_out(k, "BatchCellPreAct", a.dt, T * D, false, &bc)) != OAR_OK)
+        goto done;
+    hb = scratch(k, T * D, es, &rc);
+    if (!hb) goto done;
+    if (a.h0 && !(h0s = scratch(k, a.sb.nseq * D, es, &rc))) goto done;
+    if (a.c0 && !(c0s = scratch(k, a.sb.nseq * D, es, &rc))) goto done;
+    if (h0s) oar_seqb_sort_rows(&a.sb, a.h0, h0s, D, es);
+    if (c0s) oar_seqb_sort_rows(&a.sb, a.c0, c0s, D, es);
+    oar_seqb_gather(&a.sb, a.x, bg, 4 * D, es);
+    if (a.b) add_row_bias(a.dt, bg, a.b, T, 4 * D);
+    for (int64_t t = 0; t < a.sb.nsteps; t++) {
+        int64_t s0 = a.sb.step_start[t], n = oar_seqb_count(&a.sb, t);
+        char *g = (char *)bg + es * (size_t)(s0 * 4 * D);
+        const void *hp = t > 0 ? (char *)hb + es * (size_t)(a.sb.step_start[t - 1] * D) : h0s;
+        const void *cp = t > 0 ? (char *)bc + es * (size_t)(a.sb.step_start[t - 1] * D) : c0s;
+        if (hp) oar_sk_gemm(a.dt, false, false, n, 4 * D, D, 1.0, hp, D, a.w, 4 * D, 1.0, g, 4 * D);
+        step_fwd(a.dt, n, D, g, cp, (char *)bc + es * (size_t)(s0 * D), (char *)hb + es * (size_t)(s0 * D),
+                 &a.peep, &a.act);
+    }
+    oar_seqb_scatter(&a.sb, hb, hid, D, es);
+    oar_seqb_scatter(&a.sb, bc, cell, D, es);
+done:
+    free(hb);
+    free(h0s);
+    free(c0s);
+    oar_seqb_free(&a.sb);
+    return rc;
+}
+
+static int lstm_bwd(oar_kernel_ctx_t *k)
+{
+    lstm_args_t a;
+    int rc = lstm_setup(k, &a);
+    if (rc != OAR_OK) { oar_seqb_free(&a.sb); return rc; }
+    int64_t T = a.T, D = a.D;
+    size_t es = a.es;
+    const oar_tensor_t *ht, *ct, *bgt, *bct, *dht, *dct = NULL;
+    const void *hid, *cell, *bg, *bc, *dhid, *dcell = NULL;
+    void *dx = NULL, *dh0 = NULL, *dc0 = NULL, *dw = NULL, *dbias = NULL;
+    void *dhb = NULL, *dcb = NULL, *dgb = NULL, *hprev = NULL, *h0s = NULL, *c0s = NULL, *dh0s = NULL, *dc0s = NULL,
+         *tmp = NULL;
+    if ((rc = oar_sk_in(k, "Hidden", a.dt, &ht, &hid)) != OAR_OK ||
+        (rc = oar_sk_in(k, "Cell", a.dt, &ct, &cell)) != OAR_OK ||
+        (rc = oar_sk_in(k, "BatchGate", a.dt, &bgt, &bg)) != OAR_OK ||
+        (rc = oar_sk_in(k, "BatchCellPreAct", a.dt, &bct, &bc)) != OAR_OK ||
+        (rc = oar_sk_in(k, "Hidden@GRAD", a.dt, &dht, &dhid)) != OAR_OK ||
+        (rc = oar_sk_opt_in(k, "Cell@GRAD", a.dt, &dct, &dcell)) != OAR_OK)
+        goto done;
+    if (oar_tensor_numel_of(bgt) != T * 4 * D || oar_tensor_numel_of(bct) != T * D ||
+        oar_tensor_numel_of(dht) != T * D || (dct && oar_tensor_numel_of(dct) != T * D)) {
+        rc = oar_k_error(k, OAR_ERR_SHAPE, "BatchGate, BatchCellPreAct, Hidden@GRAD or Cell@GRAD does not match "
+                         "Input [%lld, %lld]", (long long)T, (long long)(4 * D));
+        goto done;
+    }
+    if ((rc = oar_sk_out(k, "Input@GRAD", a.dt, T * 4 * D, true, &dx)) != OAR_OK ||
+        (rc = oar_sk_out(k, "Weight@GRAD", a.dt, 4 * D * D, true, &dw)) != OAR_OK)
+        goto done;
+    if (a.h0 && (rc = oar_sk_out(k, "H0@GRAD", a.dt, a.sb.nseq * D, true, &dh0)) != OAR_OK) goto done;
+    if (a.c0 && (rc = oar_sk_out(k, "C0@GRAD", a.dt, a.sb.nseq * D, true, &dc0)) != OAR_OK) goto done;
+    if (a.b && (rc = oar_sk_out(k, "Bias@GRAD", a.dt, oar_tensor_numel_of(a.bt), true, &dbias)) != OAR_OK) goto done;
+    if (!(dhb = scratch(k, T * D, es, &rc)) || !(dcb = scratch(k, T * D, es, &rc)) ||
+        !(dgb = scratch(k, T * 4 * D, es, &rc)) || !(tmp = scratch(k, 2 * D, es, &rc)))
+        goto done;
+    if (a.h0 && !(h0s = scratch(k, a.sb.nseq * D, es, &rc))) goto done;
+    if (a.c0 && !(c0s = scratch(k, a.sb.nseq * D, es, &rc))) goto done;
+    if (dh0 && !(dh0s = scratch(k, a.sb.nseq * D, es, &rc))) goto done;
+    if (dc0 && !(dc0s = scratch(k, a.sb.nseq * D, es, &rc))) goto done;
+    if (h0s) oar_seqb_sort_rows(&a.sb, a.h0, h0s, D, es);
+    if (c0s) oar_seqb_sort_rows(&a.sb, a.c0, c0s, D, es);
+    oar_seqb_gather(&a.sb, dhid, dhb, D, es);
+    if (dcell) oar_seqb_gather(&a.sb, dcell, dcb, D, es);
+    void *dpeep = dbias && a.peep.ci ? (char *)dbias + es * (size_t)(4 * D) : NULL;
+    if (dpeep) memset(dpeep, 0, es * (size_t)(3 * D));
+    /* the previous hiddens in batch order, for the weight grad */
+    if (dw) {
+        if (!(hprev = scratch(k, T * D, es, &rc))) goto done;
+        for (int64_t t = 0; t < a.sb.nsteps; t++) {
+            int64_t s0 = a.sb.step_start[t], n = oar_seqb_count(&a.sb, t);
+            char *dst = (char *)hprev + es * (size_t)(s0 * D);
+            if (t == 0) {
+                if (h0s) memcpy(dst, h0s, es * (size_t)(n * D));
+                continue;
+            }
+            int64_t p0 = a.sb.step_start[t - 1];
+            for (int64_t s = 0; s < n; s++)
+                memcpy(dst + es * (size_t)(s * D), (const char *)hid + es * (size_t)(a.sb.row_of[p0 + s] * D),
+                       es * (size_t)D);
+        }
+    }
+    for (int64_t t = a.sb.nsteps - 1; t >= 0; t--) {
+        int64_t s0 = a.sb.step_start[t], n = oar_seqb_count(&a.sb, t);
+        int64_t p0 = t > 0 ? a.sb.step_start[t - 1] : 0;
+        const void *cp = t > 0 ? (const char *)bc + es * (size_t)(p0 * D) : c0s;
+        void *dcp = t > 0 ? (char *)dcb + es * (size_t)(p0 * D) : dc0s;
+        char *dg = (char *)dgb + es * (size_t)(s0 * 4 * D);
+        step_bwd(a.dt, n, D, (const char *)bg + es * (size_t)(s0 * 4 * D), (const char *)bc + es * (size_t)(s0 * D),
+                 cp, (char *)dhb + es * (size_t)(s0 * D), (char *)dcb + es * (size_t)(s0 * D), dg, dcp, &a.peep,
+                 dpeep, &a.act, tmp);
+        /* the previous hidden's grad: dG W^T */
+        if (t > 0)
+            oar_sk_gemm(a.dt, false, true, n, D, 4 * D, 1.0, dg, 4 * D, a.w, 4 * D, 1.0,
+                        (char *)dhb + es * (size_t)(p0 * D), D);
+        else if (dh0s)
+            oar_sk_gemm(a.dt, false, true, n, D, 4 * D, 1.0, dg, 4 * D, a.w, 4 * D, 0.0, dh0s, D);
+    }
+    if (dw) oar_sk_gemm(a.dt, true, false, D, 4 * D, T, 1.0, hprev, D, dgb, 4 * D, 0.0, dw, 4 * D);
+    if (dx) oar_seqb_scatter(&a.sb, dgb, dx, 4 * D, es);
+    if (dbias) col_sum(a.dt, dgb, T, 4 * D, dbias);
+    if (dh0) oar_seqb_unsort_rows(&a.sb, dh0s, dh0, D, es);
+    if (dc0) oar_seqb_unsort_rows(&a.sb, dc0s, dc0, D, es);
+done:
+    free(dhb); free(dcb); free(dgb); free(hprev); free(h0s); free(c0s); free(dh0s); free(dc0s); free(tmp);
+    oar_seqb_free(&a.sb);
+    return rc;
+}
+
+OAR_REGISTER_KERNEL("lstm", OAR_PLACE_CPU, OAR_FP32, lstm_fwd)
+OAR_REGISTER_KERNEL("lstm_grad", OAR_PLACE_CPU, OAR_FP32, lstm_bwd)
+static int lstm_fwd64(oar_kernel_ctx_t *k) { return lstm_fwd(k); }
+static int lstm_bwd64(oar_kernel_ctx_t *k) { return lstm_bwd(k); }
+OAR_REGISTER_KERNEL("lstm", OAR_PLACE_CPU, OAR_FP64, lstm_fwd64)
+OAR_REGISTER_KERNEL("lstm_grad", OAR_PLACE_CPU, OAR_FP64, lstm_bwd64)
+
+/* ---- lstm_unit ---------------------------------------------------------------------- */
+
+#define UNIT(SFX, T)                                                                  \
+    static T sig_##SFX(T v) { T x = v; oar_act_fwd_##SFX(OAR_ACT_SIGMOID, &x, 1); return x; } \
+    static T tnh_##SFX(T v) { T x = v; oar_act_fwd_##SFX(OAR_ACT_TANH, &x, 1); return x; }   \
+    static void unit_fwd_##SFX(int64_t N, int64_t D, const T *x, const T *cp, T *c, T *h, T fb) \
+    {                                                                                 \
+        for (int64_t r = 0; r < N; r++) {                                             \
+            const T *xr = x + r * 4 * D;                                              \
+            for (int64_t j = 0; j < D; j++) {                                         \
+                T i = sig_##SFX(xr[j]), f = sig_##SFX(xr[D + j] + fb);                \
+                T o = sig_##SFX(xr[2 * D + j]), g = tnh_##SFX(xr[3 * D + j]);          \
+                T cv = f * cp[r * D + j] + i * g;                                     \
+                c[r * D + j] = cv;                                                    \
+                h[r * D + j] = o * tnh_##SFX(cv);                                     \
+            }                                                                         \
+        }                                                                             \
+    }                                                                                 \
+    static void unit_bwd_##SFX(int64_t N, int64_t D, const T *x, const T *cp, const T *c, \
+                               const T *dc, const T *dh, T *dx, T *dcp, T fb)         \
+    {                                                                                 \
+        for (int64_t r = 0; r < N; r++) {                                             \
+            const T *xr = x + r * 4 * D;                                              \
+            for (int64_t j = 0; j < D; j++) {                                         \
+                int64_t q = r * D + j;                                                \
+                T i = sig_##SFX(xr[j]), f = sig_##SFX(xr[D + j] + fb);                \
+                T o = sig_##SFX(xr[2 * D + j]), g = tnh_##SFX(xr[3 * D + j]);          \
+                T tc = tnh_##SFX(c[q]);                                               \
+                T dct = dc[q] + dh[q] * o * ((T)1 - tc * tc);                         \
+                if (dcp) dcp[q] = dct * f;                                            \
+                if (dx) {                                                             \
+                    T *d = dx + r * 4 * D;                                            \
+                    d[j] = dct * g * i * ((T)1 - i);                                  \
+                    d[D + j] = dct * cp[q] * f * ((T)1 - f);                          \
+                    d[2 * D + j] = dh[q] * tc * o * ((T)1 - o);                       \
+                    d[3 * D + j] = dct * i * ((T)1 - g * g);                          \
+                }                                                                     \
+            }                                                                         \
+        }                                                                             \
+    }
+
+UNIT(f32, float)
+UNIT(f64, double)
+
+static int unit_dims(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tensor_t *cp, int64_t *N, int64_t *D)
+{
+    if (x->ndim != 2 || cp->ndim != 2 || x->dims[0] != cp->dims[0] || x->dims[1] != 4 * cp->dims[1]) {
+        char bx[128], bc[128];
+        return oar_k_error(k, OAR_ERR_SHAPE, "X shape %s and C_prev shape %s: expected [N, 4D] and [N, D]",
+                           oar_shape_str(x->dims, x->ndim, bx, sizeof bx), oar_shape_str(cp->dims, cp->ndim, bc, sizeof bc));
+    }
+    *N = cp->dims[0];
+    *D = cp->dims[1];
+    return OAR_OK;
+}
+
+static int unit_fwd(oar_kernel_ctx_t *k)
+{
+    int dt = oar_k_dtype(k);
+    const oar_tensor_t *x, *cp;
+    const void *xp, *cpp;
+    OAR_TRY(oar_sk_in(k, "X", dt, &x, &xp));
+    OAR_TRY(oar_sk_in(k, "C_prev", dt, &cp, &cpp));
+    int64_t N = 0, D = 0;
+    OAR_TRY(unit_dims(k, x, cp, &N, &D));
+    void *c, *h;
+    OAR_TRY(oar_sk_out(k, "C", dt, N * D, false, &c));
+    OAR_TRY(oar_sk_out(k, "H", dt, N * D, false, &h));
+    double fb = oar_attr_f(oar_k_op(k), "forget_bias");
+    if (dt == OAR_FP32) unit_fwd_f32(N, D, xp, cpp, c, h, (float)fb);
+    else unit_fwd_f64(N, D, xp, cpp, c, h, fb);
+    return OAR_OK;
+}
+
+static int unit_bwd(oar_kernel_ctx_t *k)
+{
+    int dt = oar_k_dtype(k);
+    const oar_tensor_t *x, *cp, *c, *dc, *dh;
+    const void *xp, *cpp, *cv, *dcv, *dhv;
+    OAR_TRY(oar_sk_in(k, "X", dt, &x, &xp));
+    OAR_TRY(oar_sk_in(k, "C_prev", dt, &cp, &cpp));
+    OAR_TRY(oar_sk_in(k, "C", dt, &c, &cv));
+    OAR_TRY(oar_sk_in(k, "C@GRAD", dt, &dc, &dcv));
+    OAR_TRY(oar_sk_in(k, "H@GRAD", dt, &dh, &dhv));
+    int64_t N = 0, D = 0;
+    OAR_TRY(unit_dims(k, x, cp, &N, &D));
+    if (oar_tensor_numel_of(c) != N * D || oar_tensor_numel_of(dc) != N * D || oar_tensor_numel_of(dh) != N * D)
+        return oar_k_error(k, OAR_ERR_SHAPE, "C, C@GRAD and H@GRAD must be [%lld, %lld]", (long long)N, (long long)D);
+    void *dx, *dcp;
+    OAR_TRY(oar_sk_out(k, "X@GRAD", dt, N * 4 * D, true, &dx));
+    OAR_TRY(oar_sk_out(k, "C_prev@GRAD", dt, N * D, true, &dcp));
+    double fb = oar_attr_f(oar_k_op(k), "forget_bias");
+    if (dt == OAR_FP32) unit_bwd_f32(N, D, xp, cpp, cv, dcv, dhv, dx, dcp, (float)fb);
+    else unit_bwd_f64(N, D, xp, cpp, cv, dcv, dhv, dx, dcp, fb);
+    return OAR_OK;
+}
+
+OAR_REGISTER_KERNEL("lstm_unit", OAR_PLACE_CPU, OAR_FP32, unit_fwd)
+OAR_REGISTER_KERNEL("lstm_unit_grad", OAR_PLACE_CPU, OAR_FP32, unit_bwd)
+static int unit_fwd64(oar_kernel_ctx_t *k) { return unit_fwd(k); }
+static int unit_bwd64(oar_kernel_ctx_t *k) { return unit_bwd(k); }
+OAR_REGISTER_KERNEL("lstm_unit", OAR_PLACE_CPU, OAR_FP64, unit_fwd64)
+OAR_REGISTER_KERNEL("lstm_unit_grad", OAR_PLACE_CPU, OAR_FP64, unit_bwd64)

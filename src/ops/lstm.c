@@ -1,0 +1,283 @@
+/*
+ * lstm.c — definitions of lstm (Fluid's dynamic LSTM over LoD sequences),
+ * lstm_unit (one step) and their grads. Kernels in kernels/cpu/lstm.c.
+ *
+ * lstm: Input [T, 4D] (x already projected, LoD level >= 1), H0/C0 [N, D]
+ * optional (one row per sequence, zeros when absent), Weight [D, 4D], Bias
+ * [1, 4D] or, with use_peepholes, [1, 7D] (gate biases then the peephole
+ * weights W_ic, W_fc, W_oc). Gate blocks in Input/Weight/Bias are ordered
+ * {candidate, input, forget, output}, as Fluid's:
+ *
+ *     g = Input_t + h_{t-1} Weight + b
+ *     a = act_cand(g_c)
+ *     i = act_gate(g_i + W_ic . c_{t-1}),  f = act_gate(g_f + W_fc . c_{t-1})
+ *     c_t = a . i + c_{t-1} . f
+ *     o = act_gate(g_o + W_oc . c_t)
+ *     h_t = o . act_cell(c_t)
+ *
+ * Outputs: Hidden and Cell [T, D] with Input's LoD; BatchGate [T, 4D] (the
+ * activated gates a, i, f, o) and BatchCellPreAct [T, D] (c_t before the cell
+ * activation), both in the kernel's time-major batch order, for lstm_grad.
+ * is_reverse runs every sequence from its end.
+ *
+ * lstm_unit: X [N, 4D], C_prev [N, D] -> C, H [N, D]; gate blocks {i, f, o, g}:
+ * c = sigmoid(x_f + forget_bias) c_prev + sigmoid(x_i) tanh(x_g),
+ * h = sigmoid(x_o) tanh(c).
+ */
+#include <stdio.h>
+#include <string.h>
+#include "op.h"
+
+#define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
+
+static const char *nm(const char *s) { return s ? s : "?"; }
+
+static int check_act(oar_infer_ctx_t *c, const char *attr)
+{
+    static const char *const names[] = {"identity", "sigmoid", "tanh", "relu"};
+    const char *v = oar_attr_s(oar_ic_op(c), attr);
+    for (int i = 0; i < 4; i++)
+        if (v && strcmp(v, names[i]) == 0) return OAR_OK;
+    return oar_ic_error(c, OAR_ERR_INVALID, "attr %s is '%s'; expected identity, sigmoid, tanh or relu", attr, nm(v));
+}
+
+static int check_float(oar_infer_ctx_t *c, const char *slot, int want)
+{
+    int dt = oar_ic_in_dtype(c, slot, 0);
+    if (dt < 0) return OAR_OK;
+    if (want < 0 && dt != OAR_FP32 && dt != OAR_FP64)
+        return oar_ic_error(c, OAR_ERR_DTYPE, "input %s '%s' has dtype %s; expected float32 or float64", slot,
+                            nm(oar_ic_in_name(c, slot, 0)), nm(oar_dtype_name(dt)));
+    if (want >= 0 && dt != want)
+        return oar_ic_error(c, OAR_ERR_DTYPE, "input %s '%s' has dtype %s; expected %s like the others", slot,
+                            nm(oar_ic_in_name(c, slot, 0)), nm(oar_dtype_name(dt)), nm(oar_dtype_name(want)));
+    return OAR_OK;
+}
+
+/* a 2-D input of shape [rows, cols] (-1: any) */
+static int check_2d(oar_infer_ctx_t *c, const char *slot, int64_t rows, int64_t cols, const char *what,
+                    const int64_t **out)
+{
+    int nd;
+    const int64_t *d = oar_ic_in_dims(c, slot, 0, &nd);
+    if (!d) return OAR_ERR_SHAPE;
+    if (nd != 2 || (rows >= 0 && !oar_dim_eq(d[0], rows)) || (cols >= 0 && !oar_dim_eq(d[1], cols))) {
+        char b[160];
+        return oar_ic_error(c, OAR_ERR_SHAPE, "input %s '%s' has shape %s; expected %s", slot,
+                            nm(oar_ic_in_name(c, slot, 0)), oar_shape_str(d, nd, b, sizeof b), what);
+    }
+    if (out) *out = d;
+    return OAR_OK;
+}
+
+/* run time: the sequence count of Input's last LoD level */
+static int num_seqs(oar_infer_ctx_t *c, const char *slot, int64_t *nseq)
+{
+    const oar_tensor_t *t = oar_ic_in_tensor(c, slot, 0);
+    if (!t) return OAR_ERR_NOT_FOUND;
+    if (t->lod_levels < 1)
+        return oar_ic_error(c, OAR_ERR_INVALID, "input %s '%s' has no LoD; a LoD tensor of sequences is required",
+                            slot, nm(oar_ic_in_name(c, slot, 0)));
+    int l = t->lod_levels - 1;
+    int64_t rows = t->ndim > 0 ? t->dims[0] : 0;
+    if (t->lod[l][t->lod_size[l] - 1] != rows)
+        return oar_ic_error(c, OAR_ERR_SHAPE, "input %s '%s': LoD ends at %lld but the tensor has %lld rows", slot,
+                            nm(oar_ic_in_name(c, slot, 0)), (long long)t->lod[l][t->lod_size[l] - 1], (long long)rows);
+    *nseq = t->lod_size[l] - 1;
+    return OAR_OK;
+}
+
+/* ---- lstm ---------------------------------------------------------------------- */
+static const oar_slot_def_t lstm_in[] = {
+    {"Input", 0}, {"H0", OAR_SLOT_DISPENSABLE}, {"C0", OAR_SLOT_DISPENSABLE}, {"Weight", 0},
+    {"Bias", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
+static const oar_slot_def_t lstm_out[] = {
+    {"Hidden", 0}, {"Cell", 0}, {"BatchGate", 0}, {"BatchCellPreAct", 0}, {NULL, 0}};
+static const oar_attr_def_t lstm_attrs[] = {
+    {"use_peepholes", OAR_ATTR_BOOLEAN, 1, NULL, false, 0, 0},
+    {"is_reverse", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    {"gate_activation", OAR_ATTR_STRING, 0, "sigmoid", false, 0, 0},
+    {"cell_activation", OAR_ATTR_STRING, 0, "tanh", false, 0, 0},
+    {"candidate_activation", OAR_ATTR_STRING, 0, "tanh", false, 0, 0},
+    ATTR_END};
+
+/* checks every input; *t rows of Input (-1 unknown), *d the hidden size */
+static int lstm_check(oar_infer_ctx_t *c, int64_t *t, int64_t *d)
+{
+    OAR_TRY(check_act(c, "gate_activation"));
+    OAR_TRY(check_act(c, "cell_activation"));
+    OAR_TRY(check_act(c, "candidate_activation"));
+    const int64_t *w = NULL, *in = NULL;
+    OAR_TRY(check_2d(c, "Weight", -1, -1, "[D, 4D]", &w));
+    char b[160];
+    if (w[0] >= 0 && w[1] >= 0 && w[1] != 4 * w[0]) {
+        return oar_ic_error(c, OAR_ERR_SHAPE, "input Weight '%s' has shape %s; expected [D, 4D]",
+                            nm(oar_ic_in_name(c, "Weight", 0)), oar_shape_str(w, 2, b, sizeof b));
+    }
+    int64_t hd = w[0] >= 0 ? w[0] : (w[1] >= 0 ? w[1] / 4 : -1);
+    snprintf(b, sizeof b, "[T, 4D] = [T, %lld] (D = %lld from Weight)", (long long)(hd >= 0 ? 4 * hd : -1), (long long)hd);
+    OAR_TRY(check_2d(c, "Input", -1, hd >= 0 ? 4 * hd : -1, b, &in));
+    if (hd < 0 && in[1] >= 0) hd = in[1] / 4;
+    int dt = oar_ic_in_dtype(c, "Input", 0);
+    OAR_TRY(check_float(c, "Input", -1));
+    OAR_TRY(check_float(c, "Weight", dt));
+    bool peep = oar_attr_b(oar_ic_op(c), "use_peepholes");
+    if (oar_ic_in_count(c, "Bias") > 0) {
+        int64_t bw = hd >= 0 ? (peep ? 7 : 4) * hd : -1;
+        snprintf(b, sizeof b, "[1, %s] = [1, %lld]%s", peep ? "7D" : "4D", (long long)bw,
+                 peep ? " (use_peepholes: 4D gate biases and 3D peephole weights)" : "");
+        OAR_TRY(check_2d(c, "Bias", 1, bw, b, NULL));
+        OAR_TRY(check_float(c, "Bias", dt));
+    }
+    int64_t nseq = -1;
+    if (oar_ic_runtime(c)) OAR_TRY(num_seqs(c, "Input", &nseq));
+    for (int k = 0; k < 2; k++) {
+        const char *slot = k == 0 ? "H0" : "C0";
+        if (oar_ic_in_count(c, slot) == 0) continue;
+        snprintf(b, sizeof b, "[N, D] = [%lld, %lld] (N = the number of sequences)", (long long)nseq, (long long)hd);
+        OAR_TRY(check_2d(c, slot, nseq, hd, b, NULL));
+        OAR_TRY(check_float(c, slot, dt));
+    }
+    *t = in[0];
+    *d = hd;
+    return OAR_OK;
+}
+
+static int lstm_infer(oar_infer_ctx_t *c)
+{
+    int64_t t, d;
+    OAR_TRY(lstm_check(c, &t, &d));
+    int dt = oar_ic_in_dtype(c, "Input", 0);
+    int64_t hd[2] = {t, d}, gd[2] = {t, d >= 0 ? 4 * d : -1};
+    OAR_TRY(oar_ic_set_out(c, "Hidden", 0, hd, 2, dt));
+    OAR_TRY(oar_ic_set_out(c, "Cell", 0, hd, 2, dt));
+    OAR_TRY(oar_ic_set_out(c, "BatchGate", 0, gd, 2, dt));
+    OAR_TRY(oar_ic_set_out(c, "BatchCellPreAct", 0, hd, 2, dt));
+    OAR_TRY(oar_ic_share_lod(c, "Input", 0, "Hidden", 0));
+    return oar_ic_share_lod(c, "Input", 0, "Cell", 0);
+}
+
+static int lstm_grad_maker(oar_grad_ctx_t *g)
+{
+    oar_op_desc_t *op = oar_gc_new_op(g, "lstm_grad");
+    if (!op) return OAR_ERR_NOMEM;
+    static const char *const ins[] = {"Input", "H0", "C0", "Weight", "Bias"};
+    static const char *const outs[] = {"Hidden", "Cell", "BatchGate", "BatchCellPreAct"};
+    for (int i = 0; i < 5; i++) OAR_TRY(oar_gc_in(g, op, ins[i]));
+    for (int i = 0; i < 4; i++) OAR_TRY(oar_gc_out(g, op, outs[i]));
+    OAR_TRY(oar_gc_out_grad(g, op, "Hidden"));
+    OAR_TRY(oar_gc_out_grad(g, op, "Cell"));
+    for (int i = 0; i < 5; i++) OAR_TRY(oar_gc_in_grad(g, op, ins[i]));
+    return OAR_OK;
+}
+
+static const oar_op_def_t lstm_def = {
+    .type = "lstm", .inputs = lstm_in, .outputs = lstm_out, .attrs = lstm_attrs,
+    .infer = lstm_infer, .grad = lstm_grad_maker, .dtype_slot = "Input"};
+OAR_REGISTER_OP(lstm_def)
+
+static const oar_slot_def_t lstm_grad_in[] = {
+    {"Input", 0}, {"H0", OAR_SLOT_DISPENSABLE}, {"C0", OAR_SLOT_DISPENSABLE}, {"Weight", 0},
+    {"Bias", OAR_SLOT_DISPENSABLE}, {"Hidden", 0}, {"Cell", 0}, {"BatchGate", 0}, {"BatchCellPreAct", 0},
+    {"Hidden@GRAD", 0}, {"Cell@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
+static const oar_slot_def_t lstm_grad_out[] = {
+    {"Input@GRAD", OAR_SLOT_DISPENSABLE}, {"H0@GRAD", OAR_SLOT_DISPENSABLE}, {"C0@GRAD", OAR_SLOT_DISPENSABLE},
+    {"Weight@GRAD", OAR_SLOT_DISPENSABLE}, {"Bias@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
+
+static int lstm_grad_infer(oar_infer_ctx_t *c)
+{
+    int64_t t, d;
+    OAR_TRY(lstm_check(c, &t, &d));
+    static const char *const same[] = {"Hidden", "Cell", "BatchCellPreAct", "Hidden@GRAD", "Cell@GRAD", "BatchGate"};
+    for (int i = 0; i < 6; i++) {
+        if (oar_ic_in_count(c, same[i]) == 0) continue;
+        char b[96];
+        snprintf(b, sizeof b, "[T, %s] = [%lld, %lld]", i == 5 ? "4D" : "D", (long long)t,
+                 (long long)(i == 5 ? 4 * d : d));
+        OAR_TRY(check_2d(c, same[i], t, i == 5 ? (d >= 0 ? 4 * d : -1) : d, b, NULL));
+    }
+    return oar_infer_grad_like_inputs(c);
+}
+
+static const oar_op_def_t lstm_grad_def = {
+    .type = "lstm_grad", .inputs = lstm_grad_in, .outputs = lstm_grad_out, .attrs = lstm_attrs,
+    .infer = lstm_grad_infer, .dtype_slot = "Input"};
+OAR_REGISTER_OP(lstm_grad_def)
+
+/* ---- lstm_unit ---------------------------------------------------------------------- */
+static const oar_slot_def_t unit_in[] = {{"X", 0}, {"C_prev", 0}, {NULL, 0}};
+static const oar_slot_def_t unit_out[] = {{"C", 0}, {"H", 0}, {NULL, 0}};
+static const oar_attr_def_t unit_attrs[] = {
+    {"forget_bias", OAR_ATTR_FLOAT, 0, NULL, false, 0, 0},
+    ATTR_END};
+
+static int unit_check(oar_infer_ctx_t *c, int64_t *n, int64_t *d)
+{
+    const int64_t *cp = NULL, *x = NULL;
+    OAR_TRY(check_2d(c, "C_prev", -1, -1, "[N, D]", &cp));
+    char b[96];
+    snprintf(b, sizeof b, "[N, 4D] = [%lld, %lld] (from C_prev)", (long long)cp[0],
+             (long long)(cp[1] >= 0 ? 4 * cp[1] : -1));
+    OAR_TRY(check_2d(c, "X", cp[0], cp[1] >= 0 ? 4 * cp[1] : -1, b, &x));
+    OAR_TRY(check_float(c, "X", -1));
+    OAR_TRY(check_float(c, "C_prev", oar_ic_in_dtype(c, "X", 0)));
+    *n = x[0] >= 0 ? x[0] : cp[0];
+    *d = cp[1] >= 0 ? cp[1] : (x[1] >= 0 ? x[1] / 4 : -1);
+    if (x[1] >= 0 && x[1] % 4 != 0)
+        return oar_ic_error(c, OAR_ERR_SHAPE, "input X '%s' has %lld columns; expected a multiple of 4",
+                            nm(oar_ic_in_name(c, "X", 0)), (long long)x[1]);
+    return OAR_OK;
+}
+
+static int unit_infer(oar_infer_ctx_t *c)
+{
+    int64_t n, d;
+    OAR_TRY(unit_check(c, &n, &d));
+    int64_t od[2] = {n, d};
+    int dt = oar_ic_in_dtype(c, "X", 0);
+    OAR_TRY(oar_ic_set_out(c, "C", 0, od, 2, dt));
+    OAR_TRY(oar_ic_set_out(c, "H", 0, od, 2, dt));
+    OAR_TRY(oar_ic_share_lod(c, "X", 0, "C", 0));
+    return oar_ic_share_lod(c, "X", 0, "H", 0);
+}
+
+static int unit_grad_maker(oar_grad_ctx_t *g)
+{
+    oar_op_desc_t *op = oar_gc_new_op(g, "lstm_unit_grad");
+    if (!op) return OAR_ERR_NOMEM;
+    OAR_TRY(oar_gc_in(g, op, "X"));
+    OAR_TRY(oar_gc_in(g, op, "C_prev"));
+    OAR_TRY(oar_gc_out(g, op, "C"));
+    OAR_TRY(oar_gc_out_grad(g, op, "C"));
+    OAR_TRY(oar_gc_out_grad(g, op, "H"));
+    OAR_TRY(oar_gc_in_grad(g, op, "X"));
+    return oar_gc_in_grad(g, op, "C_prev");
+}
+
+static const oar_op_def_t lstm_unit_def = {
+    .type = "lstm_unit", .inputs = unit_in, .outputs = unit_out, .attrs = unit_attrs,
+    .infer = unit_infer, .grad = unit_grad_maker, .dtype_slot = "X"};
+OAR_REGISTER_OP(lstm_unit_def)
+
+static const oar_slot_def_t unit_grad_in[] = {
+    {"X", 0}, {"C_prev", 0}, {"C", 0}, {"C@GRAD", 0}, {"H@GRAD", 0}, {NULL, 0}};
+static const oar_slot_def_t unit_grad_out[] = {
+    {"X@GRAD", OAR_SLOT_DISPENSABLE}, {"C_prev@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
+
+static int unit_grad_infer(oar_infer_ctx_t *c)
+{
+    int64_t n, d;
+    OAR_TRY(unit_check(c, &n, &d));
+    static const char *const same[] = {"C", "C@GRAD", "H@GRAD"};
+    for (int i = 0; i < 3; i++) {
+        char b[64];
+        snprintf(b, sizeof b, "[N, D] = [%lld, %lld]", (long long)n, (long long)d);
+        OAR_TRY(check_2d(c, same[i], n, d, b, NULL));
+    }
+    return oar_infer_grad_like_inputs(c);
+}
+
+static const oar_op_def_t lstm_unit_grad_def = {
+    .type = "lstm_unit_grad", .inputs = unit_grad_in, .outputs = unit_grad_out, .attrs = unit_attrs,
+    .infer = unit_grad_infer, .dtype_slot = "X"};
+OAR_REGISTER_OP(lstm_unit_grad_def)
