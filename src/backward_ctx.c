@@ -33,22 +33,27 @@ const char *oar_bw_grad_name(oar_bw_pass_t *P, const char *fwd)
     return g;
 }
 
+/* the entry of a grad name no helper handed out (built by hand in a maker):
+ * its forward var is the part before "@GRAD"; -1 on failure */
+static int hand_built_entry(oar_bw_pass_t *P, const char *name)
+{
+    const char *at = strstr(name, OAR_GRAD_SUFFIX);
+    char *f = oar_bw_pool_strdup(&P->pool, name), *g = oar_bw_pool_strdup(&P->pool, name);
+    if (!f || !g) return -1;
+    if (at) f[at - name] = '\0';
+    if (oar_grow((void **)&P->entries, &P->capentries, P->nentries + 1, sizeof *P->entries) != OAR_OK) return -1;
+    int e = P->nentries;
+    if (oar_strmap_put(&P->gfwd, g, e) != OAR_OK) return -1;
+    P->entries[e].fwd = f;
+    P->entries[e].grad = g;
+    P->nentries++;
+    return e;
+}
+
 int oar_bw_alias(oar_bw_pass_t *P, const char *name, const char *of)
 {
     int e = oar_strmap_get(&P->gfwd, of);
-    if (e < 0) {
-        /* a hand-built grad name: its forward var is the part before @GRAD */
-        const char *at = strstr(of, OAR_GRAD_SUFFIX);
-        char *f = oar_bw_pool_strdup(&P->pool, of), *g = oar_bw_pool_strdup(&P->pool, of);
-        if (!f || !g) return OAR_ERR_NOMEM;
-        if (at) f[at - of] = '\0';
-        OAR_TRY(oar_grow((void **)&P->entries, &P->capentries, P->nentries + 1, sizeof *P->entries));
-        e = P->nentries;
-        OAR_TRY(oar_strmap_put(&P->gfwd, g, e));
-        P->entries[e].fwd = f;
-        P->entries[e].grad = g;
-        P->nentries++;
-    }
+    if (e < 0 && (e = hand_built_entry(P, of)) < 0) return OAR_ERR_NOMEM;
     const char *key = oar_bw_pool_strdup(&P->pool, name);
     if (!key) return OAR_ERR_NOMEM;
     return oar_strmap_put(&P->gfwd, key, e);
@@ -62,10 +67,8 @@ const char *oar_bw_fwd_of(oar_bw_run_t *R, const char *name)
     /* like Fluid, any name with @GRAD is a gradient (makers may build them by hand) */
     const char *at = strstr(name, OAR_GRAD_SUFFIX);
     if (!at || at == name) return NULL;
-    char *f = oar_bw_pool_strdup(&R->P->pool, name);
-    if (!f) return NULL;
-    f[at - name] = '\0';
-    return f;
+    e = hand_built_entry(R->P, name);
+    return e >= 0 ? R->P->entries[e].fwd : NULL;
 }
 
 bool oar_bw_no_grad(oar_bw_pass_t *P, oar_block_t *b, const char *var)
