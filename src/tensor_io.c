@@ -201,7 +201,10 @@ static int read_record(reader_t *r, oar_tensor_t **out) {
         rc = oar_error(OAR_ERR_FORMAT, "%s: unsupported tensor version %u", r->what, version);
     if (rc == OAR_OK) rc = read_desc(r, &dtype, dims, &ndim);
     int64_t numel = 0;
-    if (rc == OAR_OK) rc = oar_shape_numel(dims, ndim, &numel);
+    if (rc == OAR_OK) {
+        rc = oar_shape_numel(dims, ndim, &numel);
+        if (rc != OAR_OK) oar_error_prefix("%s: ", r->what);
+    }
     size_t bytes = 0;
     if (rc == OAR_OK) {
         size_t es = oar_dtype_size(dtype);
