@@ -18,6 +18,8 @@ typedef struct oar_prep_op {
     oar_pslot_t *ins; int nins;
     oar_pslot_t *outs; int nouts;
     oar_kernel_fn kernels[OAR_NUM_DTYPES];
+    unsigned char kplace[OAR_NUM_DTYPES];  /* place of kernels[t]: a CUDA executor falls back to CPU */
+    bool host_inputs;        /* OAR_OP_NO_KERNEL op that reads its inputs on the host */
     int dispatch_id;         /* var id whose tensor dtype picks the kernel, -1 none */
     int fallback_dtype;      /* when the dispatch var has no dtype yet */
     char *context;           /* "op 'mul' (block 0, #3, created at x.lua:5)" */
@@ -40,6 +42,7 @@ struct oar_kernel_ctx {
     oar_variable_t **vars;       /* var table of this block run */
     oar_scope_t *scope;
     int dtype;
+    int place, device;           /* where the running kernel works (oar_k_out_data allocates there) */
 };
 
 struct oar_infer_ctx {

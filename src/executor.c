@@ -2,14 +2,29 @@
  * every name its ops use), then run it: bind the var table to scope
  * variables (one hash lookup per name per run, none per op), and for each op
  * run its run-time inference and its kernel. Temporaries live in a local
- * scope under the caller's scope, dropped when the run ends. */
+ * scope under the caller's scope, dropped when the run ends.
+ *
+ * Places: a CUDA executor runs each op's CUDA kernel, or its CPU kernel when
+ * the op has none. Before a kernel runs, every input tensor not on the
+ * kernel's place is moved there (Fluid's data transform), and outputs are
+ * allocated there (oar_k_out_data). Ops without kernels (control flow, io,
+ * print) read their inputs on the host, except the place-aware ones below.
+ * Feeds go to the device before the run, fetches come back to the host. A
+ * CPU executor takes the same path only once device memory was ever used in
+ * the process (a tensor could then be on a device); otherwise it runs as
+ * before, with no per-op placement work. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "device.h"
 #include "exec.h"
 #include "scope.h"
 #include "strmap.h"
+
+/* ops without kernels that handle tensors on any place: assign copies on
+ * the source's place, shape reads dims only */
+static const char *const k_place_aware[] = {"assign", "shape", NULL};
 
 #define CACHE_SIZE 32
 
@@ -26,9 +41,9 @@ int oar_executor_new(int place_kind, int device, oar_executor_t **out) {
     if (!out) return oar_error(OAR_ERR_INVALID, "oar_executor_new: NULL out");
     if (place_kind != OAR_PLACE_CPU && place_kind != OAR_PLACE_CUDA)
         return oar_error(OAR_ERR_INVALID, "unknown place kind %d", place_kind);
-    if (place_kind == OAR_PLACE_CUDA && !oar_is_compiled_with_cuda())
-        return oar_error(OAR_ERR_UNSUPPORTED, "CUDAPlace(%d): oar was built without CUDA (nvcc was not found at build time)", device);
     if (device < 0) return oar_error(OAR_ERR_INVALID, "device %d is negative", device);
+    /* without CUDA, a driver, a GPU or that device: a clear error now */
+    if (place_kind == OAR_PLACE_CUDA) OAR_TRY(oar_device_check(device));
     oar_executor_t *e = oar_xcalloc(1, sizeof *e);
     if (!e) return OAR_ERR_NOMEM;
     e->place = place_kind;
@@ -103,11 +118,19 @@ static int prepare_op(oar_executor_t *e, oar_block_t *b, names_builder_t *nb, in
     bool any = false;
     for (int t = 0; t < OAR_NUM_DTYPES; t++) {
         op->kernels[t] = oar_registry_kernel(d->type, e->place, t);
+        op->kplace[t] = (unsigned char)e->place;
+        if (!op->kernels[t] && e->place != OAR_PLACE_CPU) {   /* fall back to the CPU kernel */
+            op->kernels[t] = oar_registry_kernel(d->type, OAR_PLACE_CPU, t);
+            op->kplace[t] = OAR_PLACE_CPU;
+        }
         any = any || op->kernels[t];
     }
     if (!(op->def->flags & OAR_OP_NO_KERNEL) && !any)
         return oar_error(OAR_ERR_UNSUPPORTED, "%s: no %s kernel is registered", op->context,
-                         e->place == OAR_PLACE_CPU ? "CPU" : "CUDA");
+                         e->place == OAR_PLACE_CPU ? "CPU" : "CUDA or CPU");
+    op->host_inputs = (op->def->flags & OAR_OP_NO_KERNEL) != 0;
+    for (int j = 0; op->host_inputs && k_place_aware[j]; j++)
+        if (strcmp(d->type, k_place_aware[j]) == 0) op->host_inputs = false;
     /* the dispatch input: the declared slot, else the first present input */
     op->dispatch_id = -1;
     const oar_pslot_t *ds = op->def->dtype_slot ? oar_pslot_find(op->ins, op->nins, op->def->dtype_slot) : NULL;
@@ -216,6 +239,16 @@ static int bind_vars(const oar_prepared_t *p, oar_scope_t *persist, oar_scope_t 
 /* ---- running ----------------------------------------------------------- */
 static bool is_float(int dtype) { return dtype == OAR_FP32 || dtype == OAR_FP64; }
 
+/* first non-finite value of a host float tensor: its index, or -1 */
+static int64_t first_non_finite(const oar_tensor_t *t, double *val) {
+    int64_t n = oar_tensor_numel_of(t);
+    for (int64_t i = 0; i < n; i++) {
+        double x = t->dtype == OAR_FP32 ? ((float *)t->buf->data)[i] : ((double *)t->buf->data)[i];
+        if (!isfinite(x)) { *val = x; return i; }
+    }
+    return -1;
+}
+
 static int check_finite(const oar_prep_op_t *op, oar_variable_t **vars) {
     for (int s = 0; s < op->nouts; s++)
         for (int a = 0; a < op->outs[s].n; a++) {
@@ -223,13 +256,22 @@ static int check_finite(const oar_prep_op_t *op, oar_variable_t **vars) {
             if (id < 0 || vars[id]->type != OAR_VAR_LOD_TENSOR) continue;
             oar_tensor_t *t = vars[id]->u.tensor;
             if (!t || !oar_tensor_has_data(t) || !is_float(t->dtype)) continue;
-            int64_t n = oar_tensor_numel_of(t);
-            for (int64_t i = 0; i < n; i++) {
-                double x = t->dtype == OAR_FP32 ? ((float *)t->buf->data)[i] : ((double *)t->buf->data)[i];
-                if (!isfinite(x))
-                    return oar_error(OAR_ERR_NUMERIC, "%s: output %s ('%s') contains %s at flat index %lld",
-                                     op->context, op->outs[s].name, vars[id]->name, isnan(x) ? "NaN" : "Inf", (long long)i);
+            double x = 0;
+            int64_t at;
+            if (t->buf->place == OAR_PLACE_CPU) {
+                at = first_non_finite(t, &x);
+            } else {   /* a host copy of a device output */
+                oar_tensor_t *h;
+                OAR_TRY(oar_tensor_new_empty(&h));
+                int rc = oar_tensor_share(h, t);
+                if (rc == OAR_OK) rc = oar_tensor_to_place(h, OAR_PLACE_CPU, 0);
+                at = rc == OAR_OK ? first_non_finite(h, &x) : -1;
+                oar_tensor_free(h);
+                OAR_TRY(rc);
             }
+            if (at >= 0)
+                return oar_error(OAR_ERR_NUMERIC, "%s: output %s ('%s') contains %s at flat index %lld",
+                                 op->context, op->outs[s].name, vars[id]->name, isnan(x) ? "NaN" : "Inf", (long long)at);
         }
     return OAR_OK;
 }
@@ -268,11 +310,70 @@ static int run_op(oar_kernel_ctx_t *k) {
     return fn(k);
 }
 
+/* Moves every input tensor of the op to place/device. */
+static int move_inputs(oar_kernel_ctx_t *k, int place, int device) {
+    const oar_prep_op_t *op = k->op;
+    for (int s = 0; s < op->nins; s++)
+        for (int a = 0; a < op->ins[s].n; a++) {
+            int id = op->ins[s].ids[a];
+            if (id < 0) continue;
+            oar_variable_t *v = k->vars[id];
+            oar_tensor_t *t = v->type == OAR_VAR_LOD_TENSOR ? v->u.tensor
+                            : v->type == OAR_VAR_SELECTED_ROWS ? v->u.rows->value : NULL;
+            if (!t || !oar_tensor_has_data(t)) continue;
+            if (t->buf->place == place && (place == OAR_PLACE_CPU || t->buf->device == device)) continue;
+            int rc = oar_tensor_to_place(t, place, device);
+            if (rc != OAR_OK) {
+                oar_error_prefix("input %s ('%s') to %s: ", op->ins[s].name, v->name,
+                                 place == OAR_PLACE_CPU ? "the host" : "the CUDA device");
+                return rc;
+            }
+        }
+    return OAR_OK;
+}
+
+/* run_op with placement: the kernel's place is picked with the kernel, its
+ * inputs go there before run-time inference (which may read them), and its
+ * outputs are allocated there. */
+static int run_op_placed(oar_kernel_ctx_t *k) {
+    const oar_prep_op_t *op = k->op;
+    k->place = OAR_PLACE_CPU;
+    k->device = 0;
+    if (op->def->flags & OAR_OP_NO_KERNEL) {
+        if (op->host_inputs) OAR_TRY(move_inputs(k, OAR_PLACE_CPU, 0));
+        return op->def->run(k);
+    }
+    OAR_TRY(check_inputs_set(op, k->vars));
+    int dtype = op->fallback_dtype;
+    if (op->dispatch_id >= 0) {
+        oar_variable_t *v = k->vars[op->dispatch_id];
+        const oar_tensor_t *t = v->type == OAR_VAR_LOD_TENSOR ? v->u.tensor
+                              : v->type == OAR_VAR_SELECTED_ROWS ? v->u.rows->value : NULL;
+        if (t && t->dtype >= 0) dtype = t->dtype;
+    }
+    oar_kernel_fn fn = (dtype >= 0 && dtype < OAR_NUM_DTYPES) ? op->kernels[dtype] : NULL;
+    if (!fn) {
+        const char *dn = oar_dtype_name(dtype);
+        return oar_error(OAR_ERR_UNSUPPORTED, "%s: no %s kernel for dtype %s", op->context,
+                         k->exe->place == OAR_PLACE_CPU ? "CPU" : "CUDA or CPU", dn ? dn : "unknown");
+    }
+    if (op->kplace[dtype] != OAR_PLACE_CPU) {
+        k->place = op->kplace[dtype];
+        k->device = k->exe->device;
+    }
+    OAR_TRY(move_inputs(k, k->place, k->device));
+    OAR_TRY(oar_infer_runtime(k));
+    k->dtype = dtype;
+    return fn(k);
+}
+
 static int run_ops(oar_executor_t *e, const oar_prepared_t *p, oar_variable_t **vars, oar_scope_t *scope) {
-    oar_kernel_ctx_t k = {.exe = e, .prep = p, .vars = vars, .scope = scope};
+    oar_kernel_ctx_t k = {.exe = e, .prep = p, .vars = vars, .scope = scope,
+                          .place = OAR_PLACE_CPU, .device = 0};
+    const bool placed = e->place != OAR_PLACE_CPU || oar_device_ever_used;
     for (int i = 0; i < p->nops; i++) {
         k.op = &p->ops[i];
-        int rc = run_op(&k);
+        int rc = placed ? run_op_placed(&k) : run_op(&k);
         if (rc != OAR_OK) {
             /* add the op's context unless a nested run already named an op */
             const char *msg = oar_last_error();
@@ -332,6 +433,18 @@ static int fetch_one(oar_scope_t *local, const char *name, bool persistable, oar
         return oar_error(OAR_ERR_DTYPE, "fetch '%s': only LoD tensors can be fetched (the variable is of type %d)", name, v->type);
     if (!oar_tensor_has_data(v->u.tensor))
         return oar_error(OAR_ERR_NOT_FOUND, "fetch '%s': the variable has no data", name);
+    if (v->u.tensor->buf->place != OAR_PLACE_CPU) {
+        /* a host copy, sharing nothing with the device tensor */
+        OAR_TRY(oar_tensor_new_empty(out));
+        int rc = oar_tensor_share(*out, v->u.tensor);
+        if (rc == OAR_OK) rc = oar_tensor_to_place(*out, OAR_PLACE_CPU, 0);
+        if (rc != OAR_OK) {
+            oar_tensor_free(*out);
+            *out = NULL;
+            oar_error_prefix("fetch '%s': ", name);
+        }
+        return rc;
+    }
     /* a persistable lives on and will be updated in place: hand out a copy */
     if (persistable) return oar_tensor_copy(v->u.tensor, out);
     return oar_variable_get_tensor(v, out);
@@ -363,8 +476,15 @@ int oar_executor_run(oar_executor_t *e, oar_program_t *prog, int block_idx, oar_
         oar_variable_t *v = id >= 0 ? vars[id] : NULL;
         if (!v) rc = oar_scope_var(local, feed_names[i], &v);
         if (rc == OAR_OK) rc = oar_variable_set_tensor(v, feeds[i]);
+        /* a CUDA executor works on device copies of the feeds */
+        if (rc == OAR_OK && e->place != OAR_PLACE_CPU) {
+            rc = oar_tensor_to_place(v->u.tensor, e->place, e->device);
+            if (rc != OAR_OK) oar_error_prefix("feed '%s': ", feed_names[i]);
+        }
     }
     if (rc == OAR_OK) rc = run_ops(e, p, vars, local);
+    /* kernel failures that surface only when the device finishes belong to this run */
+    if (rc == OAR_OK && e->place != OAR_PLACE_CPU) rc = oar_device_sync(e->device);
     for (int i = 0; rc == OAR_OK && i < nfetch; i++) {
         int id = find_name(p, fetch_names[i]);
         rc = fetch_one(local, fetch_names[i], id >= 0 && p->persistable[id], &fetched[i]);

@@ -69,7 +69,7 @@ void *oar_k_out_data(oar_kernel_ctx_t *k, const char *slot, int i, int dtype) {
         oar_error(OAR_ERR_NOT_FOUND, "%s: output slot '%s' has no tensor variable %d", k->op->desc->type, slot, i);
         return NULL;
     }
-    return oar_tensor_mutable(t, dtype);
+    return oar_tensor_mutable_on(t, dtype, k->place, k->device);
 }
 
 oar_scope_t *oar_k_scope(oar_kernel_ctx_t *k) { return k->scope; }

@@ -56,7 +56,8 @@ enum {
     OAR_ERR_FORMAT = -7,     /* malformed program or tensor file */
     OAR_ERR_RANGE = -8,      /* index out of range */
     OAR_ERR_NUMERIC = -9,    /* NaN/Inf found, division by zero */
-    OAR_ERR_UNSUPPORTED = -10 /* no kernel for this place/dtype */
+    OAR_ERR_UNSUPPORTED = -10, /* no kernel for this place/dtype */
+    OAR_ERR_DEVICE = -11     /* a CUDA runtime/cuBLAS/cuDNN call failed */
 };
 const char *oar_last_error(void);
 void oar_clear_error(void);
@@ -82,6 +83,7 @@ size_t oar_dtype_size(int dtype);          /* 0 for an unknown dtype */
 const char *oar_dtype_name(int dtype);     /* "float32", ... or NULL */
 int oar_dtype_from_name(const char *name); /* -1 if unknown */
 bool oar_is_compiled_with_cuda(void);
+int oar_cuda_device_count(void);           /* 0 without CUDA, a driver or a GPU */
 
 /* ---- tensors (refcounted) ---------------------------------------------- */
 typedef struct oar_tensor oar_tensor_t;
@@ -96,7 +98,7 @@ int oar_tensor_dtype(const oar_tensor_t *t);
 int oar_tensor_ndim(const oar_tensor_t *t);
 const int64_t *oar_tensor_dims(const oar_tensor_t *t);
 int64_t oar_tensor_numel(const oar_tensor_t *t);
-void *oar_tensor_data(oar_tensor_t *t);                /* NULL until allocated */
+void *oar_tensor_data(oar_tensor_t *t);                /* NULL until allocated or on a device */
 int oar_tensor_place(const oar_tensor_t *t);
 int oar_tensor_copy(const oar_tensor_t *src, oar_tensor_t **out); /* deep copy incl. LoD */
 /* LoD: level l has n_l offsets; offsets are 0-based and nondecreasing */
@@ -130,6 +132,8 @@ int oar_scope_erase(oar_scope_t *s, const char *name);
 int oar_scope_num_vars(oar_scope_t *s);
 const char *oar_scope_var_name(oar_scope_t *s, int i); /* creation order */
 int oar_scope_num_kids(oar_scope_t *s);
+/* scopes alive in this process (a debugging aid: leak checks in specs) */
+int oar_debug_live_scopes(void);
 
 int oar_variable_type(const oar_variable_t *v);        /* oar_var_type_t, 0 if still empty */
 const char *oar_variable_name(const oar_variable_t *v);

@@ -1,7 +1,9 @@
-/* tensor.c — dense tensors: dtype, int64 dims, a refcounted 64-byte aligned
- * buffer (CPU allocation only; CUDA buffers are made by the CUDA runtime
- * files) and an optional LoD with Fluid's validity rules. */
+/* tensor.c — dense tensors: dtype, int64 dims, a refcounted buffer on a
+ * place (CPU: 64-byte aligned blocks from the host pool; CUDA: blocks from
+ * the device layer, src/device.h) and an optional LoD with Fluid's validity
+ * rules. The LoD, dims and dtype always live on the host. */
 #include "tensor.h"
+#include "device.h"
 #include "error.h"
 #include "mempool.h"
 
@@ -12,7 +14,9 @@
 
 /* ---- buffers ------------------------------------------------------------ */
 
-static oar_buffer_t *buffer_new(size_t bytes)
+/* A buffer of `bytes` on place/device, zeroed when `zero` (new tensors read
+ * as zeros; both pools hand back used blocks). */
+static oar_buffer_t *buffer_new_on(size_t bytes, int place, int device, bool zero)
 {
     if (bytes > OAR_MAX_BYTES) {
         oar_error(OAR_ERR_NOMEM, "out of memory allocating %zu bytes (over the %zu byte limit)",
@@ -22,21 +26,41 @@ static oar_buffer_t *buffer_new(size_t bytes)
     oar_buffer_t *b = oar_xcalloc(1, sizeof *b);
     if (!b) return NULL;
     size_t cap = 0;
-    void *p = oar_pool_alloc(bytes, &cap);
-    if (!p) {
-        free(b);
-        oar_error(OAR_ERR_NOMEM, "out of memory allocating %zu bytes", bytes);
-        return NULL;
+    void *p = NULL;
+    if (place == OAR_PLACE_CUDA) {
+        int rc = oar_device_alloc(device, bytes, &p);
+        if (rc == OAR_OK && zero) rc = oar_device_memset_zero(p, bytes, device);
+        if (rc != OAR_OK) {
+            oar_device_free(device, p);
+            free(b);
+            return NULL;
+        }
+        cap = bytes;
+    } else {
+        p = oar_pool_alloc(bytes, &cap);
+        if (!p) {
+            free(b);
+            oar_error(OAR_ERR_NOMEM, "out of memory allocating %zu bytes", bytes);
+            return NULL;
+        }
+        if (zero) memset(p, 0, cap);
+        device = 0;
     }
-    /* new tensors read as zeros; the pool hands back used blocks */
-    memset(p, 0, cap);
     b->refcount = 1;
-    b->place = OAR_PLACE_CPU;
-    b->device = 0;
+    b->place = place;
+    b->device = device;
     b->data = p;
     b->bytes = bytes;
     b->cap = cap;
     return b;
+}
+
+static oar_buffer_t *buffer_new(size_t bytes) { return buffer_new_on(bytes, OAR_PLACE_CPU, 0, true); }
+
+/* the buffer is on place (and, for CUDA, on device) */
+static bool buffer_on(const oar_buffer_t *b, int place, int device)
+{
+    return b->place == place && (place == OAR_PLACE_CPU || b->device == device);
 }
 
 static void buffer_retain(oar_buffer_t *b)
@@ -48,7 +72,8 @@ static void buffer_release(oar_buffer_t *b)
 {
     if (!b) return;
     if (__atomic_sub_fetch(&b->refcount, 1, __ATOMIC_ACQ_REL) == 0) {
-        oar_pool_free(b->data, b->cap);
+        if (b->place == OAR_PLACE_CUDA) oar_device_free(b->device, b->data);
+        else oar_pool_free(b->data, b->cap);
         free(b);
     }
 }
@@ -200,7 +225,16 @@ int oar_tensor_dtype(const oar_tensor_t *t) { return t ? t->dtype : -1; }
 int oar_tensor_ndim(const oar_tensor_t *t) { return t ? t->ndim : 0; }
 const int64_t *oar_tensor_dims(const oar_tensor_t *t) { return t ? t->dims : NULL; }
 int64_t oar_tensor_numel(const oar_tensor_t *t) { return t ? oar_tensor_numel_of(t) : 0; }
-void *oar_tensor_data(oar_tensor_t *t) { return oar_tensor_has_data(t) ? t->buf->data : NULL; }
+void *oar_tensor_data(oar_tensor_t *t)
+{
+    if (!oar_tensor_has_data(t)) return NULL;
+    if (t->buf->place != OAR_PLACE_CPU) {
+        oar_error(OAR_ERR_UNSUPPORTED, "the tensor's data is on CUDAPlace(%d), not in host memory: "
+                  "copy it to the host first (oar_tensor_to_place(t, OAR_PLACE_CPU, 0))", t->buf->device);
+        return NULL;
+    }
+    return t->buf->data;
+}
 int oar_tensor_place(const oar_tensor_t *t) { return t && t->buf ? t->buf->place : OAR_PLACE_CPU; }
 
 int oar_tensor_lod_levels(const oar_tensor_t *t) { return t ? t->lod_levels : 0; }
@@ -236,7 +270,7 @@ int oar_tensor_resize(oar_tensor_t *t, const int64_t *dims, int ndim)
     return OAR_OK;
 }
 
-void *oar_tensor_mutable(oar_tensor_t *t, int dtype)
+void *oar_tensor_mutable_on(oar_tensor_t *t, int dtype, int place, int device)
 {
     if (!t) {
         oar_error(OAR_ERR_INVALID, "oar_tensor_mutable: NULL tensor");
@@ -247,14 +281,47 @@ void *oar_tensor_mutable(oar_tensor_t *t, int dtype)
     if (check_shape(t->dims, t->ndim, dtype, NULL, &bytes) != OAR_OK) return NULL;
     oar_buffer_t *b = t->buf;
     bool shared = b && __atomic_load_n(&b->refcount, __ATOMIC_ACQUIRE) > 1;
-    if (!b || !b->data || b->bytes < bytes || shared || b->place != OAR_PLACE_CPU) {
-        oar_buffer_t *nb = buffer_new(bytes);
+    if (!b || !b->data || b->bytes < bytes || shared || !buffer_on(b, place, device)) {
+        oar_buffer_t *nb = buffer_new_on(bytes, place, device, true);
         if (!nb) return NULL;
         buffer_release(b);
         t->buf = nb;
     }
     t->dtype = dtype;
     return t->buf->data;
+}
+
+void *oar_tensor_mutable(oar_tensor_t *t, int dtype)
+{
+    return oar_tensor_mutable_on(t, dtype, OAR_PLACE_CPU, 0);
+}
+
+int oar_tensor_to_place(oar_tensor_t *t, int place, int device)
+{
+    if (!t) return oar_error(OAR_ERR_INVALID, "oar_tensor_to_place: NULL tensor");
+    if (place != OAR_PLACE_CPU && place != OAR_PLACE_CUDA)
+        return oar_error(OAR_ERR_INVALID, "oar_tensor_to_place: unknown place kind %d", place);
+    oar_buffer_t *b = t->buf;
+    if (!b || !b->data || buffer_on(b, place, device)) return OAR_OK;
+    /* the bytes the tensor uses (a reused buffer may be larger) */
+    size_t bytes = b->bytes, esize = t->dtype >= 0 ? oar_dtype_size((int)t->dtype) : 0;
+    int64_t n = oar_tensor_numel_of(t);
+    if (esize > 0 && n >= 0 && (size_t)n * esize <= bytes) bytes = (size_t)n * esize;
+    int dev = place == OAR_PLACE_CUDA ? device : b->device;
+    oar_buffer_t *nb = buffer_new_on(bytes, place, device, false);
+    if (!nb) {
+        oar_error_prefix("moving a tensor of %zu bytes to %s: ", bytes,
+                         place == OAR_PLACE_CPU ? "the host" : "the device");
+        return OAR_ERR_NOMEM;
+    }
+    int rc = oar_device_copy(nb->data, place, b->data, b->place, bytes, dev);
+    if (rc != OAR_OK) {
+        buffer_release(nb);
+        return rc;
+    }
+    buffer_release(b);
+    t->buf = nb;
+    return OAR_OK;
 }
 
 int oar_tensor_share(oar_tensor_t *t, const oar_tensor_t *src)
@@ -287,17 +354,22 @@ int oar_tensor_copy_into(oar_tensor_t *t, const oar_tensor_t *src)
         memcpy(old_dims, t->dims, sizeof old_dims);
         memcpy(t->dims, src->dims, sizeof t->dims);
         t->ndim = src->ndim;
-        void *dst = oar_tensor_mutable(t, src->dtype);
-        if (!dst) {
+        /* the copy stays on src's place */
+        const oar_buffer_t *sb = src->buf;
+        void *dst = oar_tensor_mutable_on(t, src->dtype, sb->place, sb->device);
+        size_t bytes = (size_t)oar_tensor_numel_of(src) * oar_dtype_size(src->dtype);
+        rc = !dst ? OAR_ERR_NOMEM
+           : bytes == 0 ? OAR_OK
+           : sb->place == OAR_PLACE_CPU ? (memmove(dst, sb->data, bytes), OAR_OK)
+           : oar_device_copy(dst, sb->place, sb->data, sb->place, bytes, sb->device);
+        if (rc != OAR_OK) {
             /* leave t as it was */
             memcpy(t->dims, old_dims, sizeof old_dims);
             t->ndim = old_ndim;
             t->dtype = old_dtype;
             lod_copy_free(&c);
-            return OAR_ERR_NOMEM;
+            return rc;
         }
-        size_t bytes = (size_t)oar_tensor_numel_of(src) * oar_dtype_size(src->dtype);
-        if (bytes > 0) memmove(dst, src->buf->data, bytes);
     } else {
         buffer_release(t->buf);
         t->buf = NULL;

@@ -33,9 +33,17 @@ int oar_tensor_resize(oar_tensor_t *t, const int64_t *dims, int ndim);
  * another tensor (then the old one is left to its other owners: read inputs
  * before asking for an in-place output). NULL with OAR_ERR_NOMEM set on failure. */
 void *oar_tensor_mutable(oar_tensor_t *t, int dtype);
+/* The same on a place: a buffer on another place (or CUDA device) is replaced
+ * by a new one on `place`, like a shared one. oar_tensor_mutable is
+ * oar_tensor_mutable_on(t, dtype, OAR_PLACE_CPU, 0). */
+void *oar_tensor_mutable_on(oar_tensor_t *t, int dtype, int place, int device);
+/* Moves t's data to place/device (Fluid's data transform): a new buffer there
+ * receives a copy and t drops its old buffer, which other sharers keep.
+ * Nothing to do when t has no data or is there already. */
+int oar_tensor_to_place(oar_tensor_t *t, int place, int device);
 /* t takes src's dims, dtype, buffer (shared) and LoD. */
 int oar_tensor_share(oar_tensor_t *t, const oar_tensor_t *src);
-/* deep copy of data, dims and LoD into existing t */
+/* deep copy of data, dims and LoD into existing t; the data stays on src's place */
 int oar_tensor_copy_into(oar_tensor_t *t, const oar_tensor_t *src);
 int oar_tensor_copy_lod(oar_tensor_t *dst, const oar_tensor_t *src);
 void oar_tensor_clear_lod(oar_tensor_t *t);
