@@ -107,29 +107,6 @@ static void step_bwd(int dt, int64_t n, int64_t D, const void *g, const void *c,
         step_bwd_f64(n, D, g, c, cp, dh, dc, dg, dcp, p->ci, p->cf, p->co, dci, dcf, dco, act, tmp);
 }
 
-/* y[r] += b for rows of width w */
-static void add_row_bias(int dt, void *y, const void *b, int64_t rows, int64_t w)
-{
-    for (int64_t r = 0; r < rows; r++) {
-        if (dt == OAR_FP32) { float *yr = (float *)y + r * w; const float *bb = b; for (int64_t j = 0; j < w; j++) yr[j] += bb[j]; }
-        else { double *yr = (double *)y + r * w; const double *bb = b; for (int64_t j = 0; j < w; j++) yr[j] += bb[j]; }
-    }
-}
-
-/* dst[j] (+)= sum over rows of x[r][j] */
-static void col_sum(int dt, const void *x, int64_t rows, int64_t w, void *dst)
-{
-    if (dt == OAR_FP32) {
-        float *d = dst;
-        memset(d, 0, sizeof(float) * (size_t)w);
-        for (int64_t r = 0; r < rows; r++) for (int64_t j = 0; j < w; j++) d[j] += ((const float *)x)[r * w + j];
-    } else {
-        double *d = dst;
-        memset(d, 0, sizeof(double) * (size_t)w);
-        for (int64_t r = 0; r < rows; r++) for (int64_t j = 0; j < w; j++) d[j] += ((const double *)x)[r * w + j];
-    }
-}
-
 static int lstm_acts(oar_kernel_ctx_t *k, lstm_acts_t *a)
 {
     const oar_op_desc_t *op = oar_k_op(k);
@@ -224,7 +201,7 @@ static int lstm_fwd(oar_kernel_ctx_t *k)
     if (h0s) oar_seqb_sort_rows(&a.sb, a.h0, h0s, D, es);
     if (c0s) oar_seqb_sort_rows(&a.sb, a.c0, c0s, D, es);
     oar_seqb_gather(&a.sb, a.x, bg, 4 * D, es);
-    if (a.b) add_row_bias(a.dt, bg, a.b, T, 4 * D);
+    if (a.b) oar_sk_add_row(a.dt, bg, a.b, T, 4 * D);
     for (int64_t t = 0; t < a.sb.nsteps; t++) {
         int64_t s0 = a.sb.step_start[t], n = oar_seqb_count(&a.sb, t);
         char *g = (char *)bg + es * (size_t)(s0 * 4 * D);
@@ -322,7 +299,7 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
     }
     if (dw) oar_sk_gemm(a.dt, true, false, D, 4 * D, T, 1.0, hprev, D, dgb, 4 * D, 0.0, dw, 4 * D);
     if (dx) oar_seqb_scatter(&a.sb, dgb, dx, 4 * D, es);
-    if (dbias) col_sum(a.dt, dgb, T, 4 * D, dbias);
+    if (dbias) oar_sk_col_sum(a.dt, dgb, T, 4 * D, dbias);
     if (dh0) oar_seqb_unsort_rows(&a.sb, dh0s, dh0, D, es);
     if (dc0) oar_seqb_unsort_rows(&a.sb, dc0s, dc0, D, es);
 done:

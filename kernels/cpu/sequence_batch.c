@@ -177,6 +177,36 @@ void oar_sk_gemm(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K, d
                     beta, C, (int)ldc);
 }
 
+void oar_sk_add_row(int dtype, void *y, const void *b, int64_t rows, int64_t w)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        if (dtype == OAR_FP32) {
+            float *yr = (float *)y + r * w;
+            const float *bb = b;
+            for (int64_t j = 0; j < w; j++) yr[j] += bb[j];
+        } else {
+            double *yr = (double *)y + r * w;
+            const double *bb = b;
+            for (int64_t j = 0; j < w; j++) yr[j] += bb[j];
+        }
+    }
+}
+
+void oar_sk_col_sum(int dtype, const void *x, int64_t rows, int64_t w, void *dst)
+{
+    if (dtype == OAR_FP32) {
+        float *d = dst;
+        memset(d, 0, sizeof(float) * (size_t)w);
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t j = 0; j < w; j++) d[j] += ((const float *)x)[r * w + j];
+    } else {
+        double *d = dst;
+        memset(d, 0, sizeof(double) * (size_t)w);
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t j = 0; j < w; j++) d[j] += ((const double *)x)[r * w + j];
+    }
+}
+
 int oar_sk_blas_dims(oar_kernel_ctx_t *k, int n, const int64_t *dims)
 {
     for (int i = 0; i < n; i++)

@@ -68,6 +68,9 @@ void oar_act_bwd_f64(int act, const double *y, double *g, int64_t n);
  * callers check sizes with oar_sk_blas_dims first */
 void oar_sk_gemm(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
                  const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc);
+/* y[r] += b for rows of width w; dst = column sums of x [rows, w] */
+void oar_sk_add_row(int dtype, void *y, const void *b, int64_t rows, int64_t w);
+void oar_sk_col_sum(int dtype, const void *x, int64_t rows, int64_t w, void *dst);
 /* error unless every value fits BLAS's int */
 int oar_sk_blas_dims(oar_kernel_ctx_t *k, int n, const int64_t *dims);
 

@@ -1,0 +1,374 @@
+/*
+ * gru.c — CPU kernels of gru, gru_unit and their grads (definitions and
+ * formulas in src/ops/gru.c).
+ *
+ * One GRU step over n rows is two GEMMs with elementwise work around them:
+ * gates += h_p W_ur, activate u and r, r . h_p, candidate += (r . h_p) W_c,
+ * activate c, mix. gru runs the steps on the sequence-to-batch layout
+ * (sequence_batch.h), so a step's rows are those of all sequences still
+ * running; gru_unit is one step over all its rows. The grads run the steps
+ * backwards and find Weight@GRAD with one GEMM per weight block over all
+ * steps (previous hiddens^T dGate_ur and (r . h_p)^T dGate_c).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "op.h"
+#include "sequence_batch.h"
+
+typedef struct gru_cfg { int act, gate; bool origin; } gru_cfg_t;
+
+#define GRU_STEPS(SFX, T)                                                             \
+    /* activates u and r of g [n, 3D]; rhp = r . hp (zeros without hp) */             \
+    static void fwd_gates_##SFX(int64_t n, int64_t D, T *g, const T *hp, T *rhp, const gru_cfg_t *cf) \
+    {                                                                                 \
+        for (int64_t r = 0; r < n; r++) {                                             \
+            T *gr = g + r * 3 * D;                                                    \
+            oar_act_fwd_##SFX(cf->gate, gr, 2 * D);                                   \
+            for (int64_t j = 0; j < D; j++) rhp[r * D + j] = hp ? gr[D + j] * hp[r * D + j] : 0; \
+        }                                                                             \
+    }                                                                                 \
+    /* activates c and mixes the new hidden h */                                      \
+    static void fwd_out_##SFX(int64_t n, int64_t D, T *g, const T *hp, T *h, const gru_cfg_t *cf) \
+    {                                                                                 \
+        for (int64_t r = 0; r < n; r++) {                                             \
+            T *u = g + r * 3 * D, *c = u + 2 * D;                                     \
+            oar_act_fwd_##SFX(cf->act, c, D);                                         \
+            for (int64_t j = 0; j < D; j++) {                                         \
+                T p = hp ? hp[r * D + j] : 0;                                         \
+                h[r * D + j] = cf->origin ? u[j] * p + ((T)1 - u[j]) * c[j]           \
+                                          : u[j] * c[j] + ((T)1 - u[j]) * p;          \
+            }                                                                         \
+        }                                                                             \
+    }                                                                                 \
+    /* dG of u and c from dh; dhp += the direct part of dh (when dhp) */               \
+    static void bwd_uc_##SFX(int64_t n, int64_t D, const T *g, const T *hp, const T *dh, T *dg, \
+                             T *dhp, const gru_cfg_t *cf)                              \
+    {                                                                                 \
+        for (int64_t r = 0; r < n; r++) {                                             \
+            const T *u = g + r * 3 * D, *c = u + 2 * D;                               \
+            T *du = dg + r * 3 * D, *dc = du + 2 * D;                                 \
+            for (int64_t j = 0; j < D; j++) {                                         \
+                T p = hp ? hp[r * D + j] : 0, d = dh[r * D + j];                      \
+                du[j] = cf->origin ? d * (p - c[j]) : d * (c[j] - p);                 \
+                dc[j] = cf->origin ? d * ((T)1 - u[j]) : d * u[j];                    \
+                if (dhp) dhp[r * D + j] += cf->origin ? d * u[j] : d * ((T)1 - u[j]); \
+            }                                                                         \
+            oar_act_bwd_##SFX(cf->gate, u, du, D);                                    \
+            oar_act_bwd_##SFX(cf->act, c, dc, D);                                     \
+        }                                                                             \
+    }                                                                                 \
+    /* dG of r from drhp = dG_c W_c^T; dhp += drhp . r (when dhp) */                   \
+    static void bwd_r_##SFX(int64_t n, int64_t D, const T *g, const T *hp, const T *drhp, T *dg, \
+                            T *dhp, const gru_cfg_t *cf)                               \
+    {                                                                                 \
+        for (int64_t r = 0; r < n; r++) {                                             \
+            const T *rg = g + r * 3 * D + D;                                          \
+            T *dr = dg + r * 3 * D + D;                                               \
+            for (int64_t j = 0; j < D; j++) {                                         \
+                dr[j] = hp ? drhp[r * D + j] * hp[r * D + j] : 0;                     \
+                if (dhp && hp) dhp[r * D + j] += drhp[r * D + j] * rg[j];             \
+            }                                                                         \
+            oar_act_bwd_##SFX(cf->gate, rg, dr, D);                                   \
+        }                                                                             \
+    }
+
+GRU_STEPS(f32, float)
+GRU_STEPS(f64, double)
+
+/* one forward step: g [n, 3D] holds x (+ bias) and gets the activated gates;
+ * hp [n, D] or NULL; writes rhp and h */
+static void step_fwd(int dt, int64_t n, int64_t D, void *g, const void *hp, const void *w, void *rhp, void *h,
+                     const gru_cfg_t *cf)
+{
+    size_t es = oar_dtype_size(dt);
+    const char *wc = (const char *)w + es * (size_t)(2 * D * D);
+    char *gc = (char *)g + es * (size_t)(2 * D);
+    if (hp) oar_sk_gemm(dt, false, false, n, 2 * D, D, 1.0, hp, D, w, 2 * D, 1.0, g, 3 * D);
+    if (dt == OAR_FP32) fwd_gates_f32(n, D, g, hp, rhp, cf);
+    else fwd_gates_f64(n, D, g, hp, rhp, cf);
+    if (hp) oar_sk_gemm(dt, false, false, n, D, D, 1.0, rhp, D, wc, D, 1.0, gc, 3 * D);
+    if (dt == OAR_FP32) fwd_out_f32(n, D, g, hp, h, cf);
+    else fwd_out_f64(n, D, g, hp, h, cf);
+}
+
+/* one backward step: dg [n, 3D] gets the pre-activation grads; dhp += the
+ * previous hidden's grad (when not NULL); drhp scratch [n, D] */
+static void step_bwd(int dt, int64_t n, int64_t D, const void *g, const void *hp, const void *w, const void *dh,
+                     void *dg, void *dhp, void *drhp, const gru_cfg_t *cf)
+{
+    size_t es = oar_dtype_size(dt);
+    const char *wc = (const char *)w + es * (size_t)(2 * D * D);
+    if (dt == OAR_FP32) bwd_uc_f32(n, D, g, hp, dh, dg, dhp, cf);
+    else bwd_uc_f64(n, D, g, hp, dh, dg, dhp, cf);
+    if (hp)
+        oar_sk_gemm(dt, false, true, n, D, D, 1.0, (const char *)dg + es * (size_t)(2 * D), 3 * D, wc, D, 0.0, drhp, D);
+    if (dt == OAR_FP32) bwd_r_f32(n, D, g, hp, drhp, dg, dhp, cf);
+    else bwd_r_f64(n, D, g, hp, drhp, dg, dhp, cf);
+    if (hp && dhp) oar_sk_gemm(dt, false, true, n, D, 2 * D, 1.0, dg, 3 * D, w, 2 * D, 1.0, dhp, D);
+}
+
+/* Weight@GRAD of rows: [D, 2D] block = hp^T dG_ur, [D, D] block = rhp^T dG_c */
+static void weight_grad(int dt, int64_t rows, int64_t D, const void *hp, const void *rhp, const void *dg, void *dw)
+{
+    size_t es = oar_dtype_size(dt);
+    oar_sk_gemm(dt, true, false, D, 2 * D, rows, 1.0, hp, D, dg, 3 * D, 0.0, dw, 2 * D);
+    oar_sk_gemm(dt, true, false, D, D, rows, 1.0, rhp, D, (const char *)dg + es * (size_t)(2 * D), 3 * D, 0.0,
+                (char *)dw + es * (size_t)(2 * D * D), D);
+}
+
+static void *scratch(oar_kernel_ctx_t *k, int64_t n, size_t es, int *rc)
+{
+    void *p = oar_xcalloc((size_t)(n > 0 ? n : 1), es);
+    if (!p) *rc = oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate %lld scratch values", (long long)n);
+    return p;
+}
+
+/* Input-like [rows, 3D] and Weight [D, 3D] agree; Bias (optional) holds 3D */
+static int check_shapes(oar_kernel_ctx_t *k, const char *in_slot, const oar_tensor_t *in, const oar_tensor_t *wt,
+                        const oar_tensor_t *bt, int64_t *D)
+{
+    if (wt->ndim != 2 || wt->dims[1] != 3 * wt->dims[0] || in->ndim != 2 || in->dims[1] != wt->dims[1]) {
+        char bi[128], bw[128];
+        return oar_k_error(k, OAR_ERR_SHAPE, "%s shape %s and Weight shape %s: expected [N, 3D] and [D, 3D]", in_slot,
+                           oar_shape_str(in->dims, in->ndim, bi, sizeof bi), oar_shape_str(wt->dims, wt->ndim, bw, sizeof bw));
+    }
+    *D = wt->dims[0];
+    if (bt && oar_tensor_numel_of(bt) != 3 * *D)
+        return oar_k_error(k, OAR_ERR_SHAPE, "Bias has %lld values; expected %lld", (long long)oar_tensor_numel_of(bt),
+                           (long long)(3 * *D));
+    int64_t dims[2] = {in->dims[0], 3 * *D};
+    return oar_sk_blas_dims(k, 2, dims);
+}
+
+/* ---- gru ------------------------------------------------------------------------------- */
+typedef struct gru_args {
+    int dt;
+    size_t es;
+    int64_t T, D;
+    const oar_tensor_t *in, *h0t, *bt;
+    const void *x, *h0, *w, *b;
+    gru_cfg_t cf;
+    oar_seqb_t sb;
+} gru_args_t;
+
+static int gru_setup(oar_kernel_ctx_t *k, gru_args_t *a)
+{
+    memset(a, 0, sizeof *a);
+    a->dt = oar_k_dtype(k);
+    a->es = oar_dtype_size(a->dt);
+    const oar_tensor_t *wt;
+    OAR_TRY(oar_sk_in(k, "Input", a->dt, &a->in, &a->x));
+    OAR_TRY(oar_sk_in(k, "Weight", a->dt, &wt, &a->w));
+    OAR_TRY(oar_sk_opt_in(k, "H0", a->dt, &a->h0t, &a->h0));
+    OAR_TRY(oar_sk_opt_in(k, "Bias", a->dt, &a->bt, &a->b));
+    OAR_TRY(check_shapes(k, "Input", a->in, wt, a->bt, &a->D));
+    a->T = a->in->dims[0];
+    const oar_op_desc_t *op = oar_k_op(k);
+    a->cf.act = oar_act_code(oar_attr_s(op, "activation"));
+    a->cf.gate = oar_act_code(oar_attr_s(op, "gate_activation"));
+    a->cf.origin = oar_attr_b(op, "origin_mode");
+    if (a->cf.act < 0 || a->cf.gate < 0)
+        return oar_k_error(k, OAR_ERR_INVALID, "unknown activation (activation '%s', gate_activation '%s')",
+                           oar_attr_s(op, "activation"), oar_attr_s(op, "gate_activation"));
+    const int64_t *offs;
+    int64_t no;
+    OAR_TRY(oar_sk_lod(k, "Input", a->in, &offs, &no));
+    if (a->h0t && oar_tensor_numel_of(a->h0t) != (no - 1) * a->D)
+        return oar_k_error(k, OAR_ERR_SHAPE, "H0 has %lld values; expected [%lld sequences, %lld]",
+                           (long long)oar_tensor_numel_of(a->h0t), (long long)(no - 1), (long long)a->D);
+    if (oar_seqb_make(&a->sb, offs, no, oar_attr_b(op, "is_reverse")) != OAR_OK)
+        return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate the batch layout of %lld sequences", (long long)(no - 1));
+    return OAR_OK;
+}
+
+/* rows of the previous step's hidden for step t (t > 0), else the sorted H0 */
+static const void *prev_rows(const gru_args_t *a, const void *batch_hidden, const void *h0s, int64_t t)
+{
+    if (t == 0) return h0s;
+    return (const char *)batch_hidden + a->es * (size_t)(a->sb.step_start[t - 1] * a->D);
+}
+
+static int gru_fwd(oar_kernel_ctx_t *k)
+{
+    gru_args_t a;
+    int rc = gru_setup(k, &a);
+    if (rc != OAR_OK) { oar_seqb_free(&a.sb); return rc; }
+    int64_t T = a.T, D = a.D;
+    size_t es = a.es;
+    void *bg, *brhp, *bh, *hid, *h0s = NULL;
+    if ((rc = oar_sk_out(k, "BatchGate", a.dt, T * 3 * D, false, &bg)) != OAR_OK ||
+        (rc = oar_sk_out(k, "BatchResetHiddenPrev", a.dt, T * D, false, &brhp)) != OAR_OK ||
+        (rc = oar_sk_out(k, "BatchHidden", a.dt, T * D, false, &bh)) != OAR_OK ||
+        (rc = oar_sk_out(k, "Hidden", a.dt, T * D, false, &hid)) != OAR_OK)
+        goto done;
+    if (a.h0) {
+        if (!(h0s = scratch(k, a.sb.nseq * D, es, &rc))) goto done;
+        oar_seqb_sort_rows(&a.sb, a.h0, h0s, D, es);
+    }
+    oar_seqb_gather(&a.sb, a.x, bg, 3 * D, es);
+    if (a.b) oar_sk_add_row(a.dt, bg, a.b, T, 3 * D);
+    for (int64_t t = 0; t < a.sb.nsteps; t++) {
+        int64_t s0 = a.sb.step_start[t], n = oar_seqb_count(&a.sb, t);
+        step_fwd(a.dt, n, D, (char *)bg + es * (size_t)(s0 * 3 * D), prev_rows(&a, bh, h0s, t), a.w,
+                 (char *)brhp + es * (size_t)(s0 * D), (char *)bh + es * (size_t)(s0 * D), &a.cf);
+    }
+    oar_seqb_scatter(&a.sb, bh, hid, D, es);
+done:
+    free(h0s);
+    oar_seqb_free(&a.sb);
+    return rc;
+}
+
+static int gru_bwd(oar_kernel_ctx_t *k)
+{
+    gru_args_t a;
+    int rc = gru_setup(k, &a);
+    if (rc != OAR_OK) { oar_seqb_free(&a.sb); return rc; }
+    int64_t T = a.T, D = a.D;
+    size_t es = a.es;
+    const oar_tensor_t *bgt, *brt, *bht, *dht;
+    const void *bg, *brhp, *bh, *dhid;
+    void *dx = NULL, *dh0 = NULL, *dw = NULL, *dbias = NULL;
+    void *dhb = NULL, *dgb = NULL, *hprev = NULL, *h0s = NULL, *dh0s = NULL, *drhp = NULL;
+    if ((rc = oar_sk_in(k, "BatchGate", a.dt, &bgt, &bg)) != OAR_OK ||
+        (rc = oar_sk_in(k, "BatchResetHiddenPrev", a.dt, &brt, &brhp)) != OAR_OK ||
+        (rc = oar_sk_in(k, "BatchHidden", a.dt, &bht, &bh)) != OAR_OK ||
+        (rc = oar_sk_in(k, "Hidden@GRAD", a.dt, &dht, &dhid)) != OAR_OK)
+        goto done;
+    if (oar_tensor_numel_of(bgt) != T * 3 * D || oar_tensor_numel_of(brt) != T * D ||
+        oar_tensor_numel_of(bht) != T * D || oar_tensor_numel_of(dht) != T * D) {
+        rc = oar_k_error(k, OAR_ERR_SHAPE, "BatchGate, BatchResetHiddenPrev, BatchHidden or Hidden@GRAD does not "
+                         "match Input [%lld, %lld]", (long long)T, (long long)(3 * D));
+        goto done;
+    }
+    if ((rc = oar_sk_out(k, "Input@GRAD", a.dt, T * 3 * D, true, &dx)) != OAR_OK ||
+        (rc = oar_sk_out(k, "Weight@GRAD", a.dt, 3 * D * D, true, &dw)) != OAR_OK)
+        goto done;
+    if (a.h0 && (rc = oar_sk_out(k, "H0@GRAD", a.dt, a.sb.nseq * D, true, &dh0)) != OAR_OK) goto done;
+    if (a.b && (rc = oar_sk_out(k, "Bias@GRAD", a.dt, 3 * D, true, &dbias)) != OAR_OK) goto done;
+    if (!(dhb = scratch(k, T * D, es, &rc)) || !(dgb = scratch(k, T * 3 * D, es, &rc)) ||
+        !(drhp = scratch(k, T * D, es, &rc)))
+        goto done;
+    if (a.h0) {
+        if (!(h0s = scratch(k, a.sb.nseq * D, es, &rc))) goto done;
+        oar_seqb_sort_rows(&a.sb, a.h0, h0s, D, es);
+    }
+    if (dh0 && !(dh0s = scratch(k, a.sb.nseq * D, es, &rc))) goto done;
+    oar_seqb_gather(&a.sb, dhid, dhb, D, es);
+    for (int64_t t = a.sb.nsteps - 1; t >= 0; t--) {
+        int64_t s0 = a.sb.step_start[t], n = oar_seqb_count(&a.sb, t);
+        void *dhp = t > 0 ? (char *)dhb + es * (size_t)(a.sb.step_start[t - 1] * D) : dh0s;
+        step_bwd(a.dt, n, D, (const char *)bg + es * (size_t)(s0 * 3 * D), prev_rows(&a, bh, h0s, t), a.w,
+                 (char *)dhb + es * (size_t)(s0 * D), (char *)dgb + es * (size_t)(s0 * 3 * D), dhp, drhp, &a.cf);
+    }
+    if (dw) {
+        /* the previous hiddens in batch order (zeros at step 0 without H0) */
+        if (!(hprev = scratch(k, T * D, es, &rc))) goto done;
+        for (int64_t t = 0; t < a.sb.nsteps; t++) {
+            const void *src = prev_rows(&a, bh, h0s, t);
+            if (src)
+                memcpy((char *)hprev + es * (size_t)(a.sb.step_start[t] * D), src,
+                       es * (size_t)(oar_seqb_count(&a.sb, t) * D));
+        }
+        weight_grad(a.dt, T, D, hprev, brhp, dgb, dw);
+    }
+    if (dx) oar_seqb_scatter(&a.sb, dgb, dx, 3 * D, es);
+    if (dbias) oar_sk_col_sum(a.dt, dgb, T, 3 * D, dbias);
+    if (dh0) oar_seqb_unsort_rows(&a.sb, dh0s, dh0, D, es);
+done:
+    free(dhb); free(dgb); free(hprev); free(h0s); free(dh0s); free(drhp);
+    oar_seqb_free(&a.sb);
+    return rc;
+}
+
+OAR_REGISTER_KERNEL("gru", OAR_PLACE_CPU, OAR_FP32, gru_fwd)
+OAR_REGISTER_KERNEL("gru_grad", OAR_PLACE_CPU, OAR_FP32, gru_bwd)
+static int gru_fwd64(oar_kernel_ctx_t *k) { return gru_fwd(k); }
+static int gru_bwd64(oar_kernel_ctx_t *k) { return gru_bwd(k); }
+OAR_REGISTER_KERNEL("gru", OAR_PLACE_CPU, OAR_FP64, gru_fwd64)
+OAR_REGISTER_KERNEL("gru_grad", OAR_PLACE_CPU, OAR_FP64, gru_bwd64)
+
+/* ---- gru_unit ------------------------------------------------------------------------------ */
+typedef struct unit_args {
+    int dt;
+    int64_t N, D;
+    const oar_tensor_t *bt;
+    const void *x, *hp, *w, *b;
+    gru_cfg_t cf;
+} unit_args_t;
+
+static int unit_setup(oar_kernel_ctx_t *k, unit_args_t *a)
+{
+    memset(a, 0, sizeof *a);
+    a->dt = oar_k_dtype(k);
+    const oar_tensor_t *in, *hpt, *wt;
+    OAR_TRY(oar_sk_in(k, "Input", a->dt, &in, &a->x));
+    OAR_TRY(oar_sk_in(k, "HiddenPrev", a->dt, &hpt, &a->hp));
+    OAR_TRY(oar_sk_in(k, "Weight", a->dt, &wt, &a->w));
+    OAR_TRY(oar_sk_opt_in(k, "Bias", a->dt, &a->bt, &a->b));
+    OAR_TRY(check_shapes(k, "Input", in, wt, a->bt, &a->D));
+    a->N = in->dims[0];
+    if (oar_tensor_numel_of(hpt) != a->N * a->D)
+        return oar_k_error(k, OAR_ERR_SHAPE, "HiddenPrev has %lld values; expected [%lld, %lld]",
+                           (long long)oar_tensor_numel_of(hpt), (long long)a->N, (long long)a->D);
+    const oar_op_desc_t *op = oar_k_op(k);
+    a->cf.act = oar_attr_i(op, "activation");
+    a->cf.gate = oar_attr_i(op, "gate_activation");
+    a->cf.origin = oar_attr_b(op, "origin_mode");
+    if (a->cf.act < 0 || a->cf.act > 3 || a->cf.gate < 0 || a->cf.gate > 3)
+        return oar_k_error(k, OAR_ERR_INVALID, "activation codes %d / %d: expected 0..3", a->cf.act, a->cf.gate);
+    return OAR_OK;
+}
+
+static int unit_fwd(oar_kernel_ctx_t *k)
+{
+    unit_args_t a;
+    OAR_TRY(unit_setup(k, &a));
+    void *g, *rhp, *h;
+    OAR_TRY(oar_sk_out(k, "Gate", a.dt, a.N * 3 * a.D, false, &g));
+    OAR_TRY(oar_sk_out(k, "ResetHiddenPrev", a.dt, a.N * a.D, false, &rhp));
+    OAR_TRY(oar_sk_out(k, "Hidden", a.dt, a.N * a.D, false, &h));
+    memcpy(g, a.x, oar_dtype_size(a.dt) * (size_t)(a.N * 3 * a.D));
+    if (a.b) oar_sk_add_row(a.dt, g, a.b, a.N, 3 * a.D);
+    step_fwd(a.dt, a.N, a.D, g, a.hp, a.w, rhp, h, &a.cf);
+    return OAR_OK;
+}
+
+static int unit_bwd(oar_kernel_ctx_t *k)
+{
+    unit_args_t a;
+    OAR_TRY(unit_setup(k, &a));
+    int64_t N = a.N, D = a.D;
+    size_t es = oar_dtype_size(a.dt);
+    const oar_tensor_t *gt, *rt, *dht;
+    const void *g, *rhp, *dh;
+    OAR_TRY(oar_sk_in(k, "Gate", a.dt, &gt, &g));
+    OAR_TRY(oar_sk_in(k, "ResetHiddenPrev", a.dt, &rt, &rhp));
+    OAR_TRY(oar_sk_in(k, "Hidden@GRAD", a.dt, &dht, &dh));
+    if (oar_tensor_numel_of(gt) != N * 3 * D || oar_tensor_numel_of(rt) != N * D || oar_tensor_numel_of(dht) != N * D)
+        return oar_k_error(k, OAR_ERR_SHAPE, "Gate, ResetHiddenPrev or Hidden@GRAD does not match [%lld, %lld]",
+                           (long long)N, (long long)D);
+    void *dx, *dhp, *dw, *db = NULL;
+    OAR_TRY(oar_sk_out(k, "Input@GRAD", a.dt, N * 3 * D, true, &dx));
+    OAR_TRY(oar_sk_out(k, "HiddenPrev@GRAD", a.dt, N * D, true, &dhp));
+    OAR_TRY(oar_sk_out(k, "Weight@GRAD", a.dt, 3 * D * D, true, &dw));
+    if (a.b) OAR_TRY(oar_sk_out(k, "Bias@GRAD", a.dt, 3 * D, true, &db));
+    int rc = OAR_OK;
+    void *dg = scratch(k, N * 3 * D, es, &rc), *drhp = dg ? scratch(k, N * D, es, &rc) : NULL;
+    if (!dg || !drhp) { free(dg); return rc; }
+    if (dhp) memset(dhp, 0, es * (size_t)(N * D));
+    step_bwd(a.dt, N, D, g, a.hp, a.w, dh, dg, dhp, drhp, &a.cf);
+    if (dw) weight_grad(a.dt, N, D, a.hp, rhp, dg, dw);
+    if (dx) memcpy(dx, dg, es * (size_t)(N * 3 * D));
+    if (db) oar_sk_col_sum(a.dt, dg, N, 3 * D, db);
+    free(dg);
+    free(drhp);
+    return OAR_OK;
+}
+
+OAR_REGISTER_KERNEL("gru_unit", OAR_PLACE_CPU, OAR_FP32, unit_fwd)
+OAR_REGISTER_KERNEL("gru_unit_grad", OAR_PLACE_CPU, OAR_FP32, unit_bwd)
+static int unit_fwd64(oar_kernel_ctx_t *k) { return unit_fwd(k); }
+static int unit_bwd64(oar_kernel_ctx_t *k) { return unit_bwd(k); }
+OAR_REGISTER_KERNEL("gru_unit", OAR_PLACE_CPU, OAR_FP64, unit_fwd64)
+OAR_REGISTER_KERNEL("gru_unit_grad", OAR_PLACE_CPU, OAR_FP64, unit_bwd64)
