@@ -114,14 +114,9 @@ oar_op_desc_t *oar_gc_new_op(oar_grad_ctx_t *g, const char *type)
     oar_op_desc_t *op;
     int rc = oar_op_desc_new(type, &op);
     if (rc != OAR_OK) { gc_fail(g, rc); return NULL; }
+    /* every forward attr, as Fluid does: grad kernels read them without
+     * their definitions declaring them all */
     rc = oar_op_desc_copy_attrs(op, g->fwd);
-    /* a registered grad op gets only the attrs it declares: the forward op's
-     * others (its sub_block, say) mean nothing to it */
-    if (rc == OAR_OK && oar_registry_op(type)) {
-        for (int i = op->nattrs - 1; i >= 0 && rc == OAR_OK; i--)
-            if (oar_op_attr_type(type, op->attrs[i].name) < 0)
-                rc = oar_op_desc_remove_attr(op, op->attrs[i].name);
-    }
     if (rc == OAR_OK && oar_op_desc_attr_type(op, "op_role_var") >= 0)
         rc = oar_op_desc_remove_attr(op, "op_role_var");
     if (rc == OAR_OK) rc = oar_bw_set_role(op, OAR_ROLE_BACKWARD);
