@@ -754,7 +754,9 @@ local function set_attr(op, op_type, name, value, prog)
         if t == A.BLOCKS then x = block_idx_of(x, op_type, name, prog) end
         if type(x) == "boolean" then x = x and 1 or 0 end
         if type(x) == "string" and dtypes.name(x) then x = dtypes.enum(x) end
-        if not is_int(x) or (t ~= A.LONGS and math.abs(x) > INT32_MAX) then bad("a list of integers") end
+        if not is_int(x) or (t ~= A.LONGS and math.abs(x) > INT32_MAX) then
+          bad(string.format("a list of %sintegers (item %d is %s)", t == A.LONGS and "" or "32-bit ", i, describe(x)))
+        end
         arr[i - 1] = x
       end
       if t == A.INTS then rc = C.oar_op_desc_set_attr_ints(op, name, arr, n)
