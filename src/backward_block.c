@@ -58,15 +58,21 @@ static int set_arg(char **slot_arg, const char *name)
     return OAR_OK;
 }
 
-/* Grads of outer vars flow into a sub-block run from the enclosing grad op. */
+/* Grads of outer vars (and of vars the grad op links in) flow into a
+ * sub-block run from the enclosing grad op. */
 static bool flows_in(oar_bw_run_t *R, const char *fwd)
 {
-    return !R->top && !oar_block_find_var(R->fwd_block, fwd);
+    if (R->top) return false;
+    return !oar_block_find_var(R->fwd_block, fwd) || (R->linked && oar_bw_names_has(R->linked, fwd));
 }
 
+/* zeros for a grad nothing produced; for a tensor array, an array with no
+ * items (array grad ops read a missing item as zeros) */
 static int fill_zeros(oar_bw_run_t *R, oar_bw_list_t *out, const char *fwd, const char *grad)
 {
-    oar_op_desc_t *op = oar_bw_new_op("fill_zeros_like");
+    const oar_var_desc_t *f = oar_block_find_var_recursive(R->fwd_block, fwd);
+    bool array = f && f->type == OAR_VAR_LOD_TENSOR_ARRAY && oar_op_is_registered("fill_zeros_like_array");
+    oar_op_desc_t *op = oar_bw_new_op(array ? "fill_zeros_like_array" : "fill_zeros_like");
     if (!op) return OAR_ERR_NOMEM;
     int rc = oar_op_desc_set_input(op, "X", &fwd, 1);
     if (rc == OAR_OK) rc = oar_op_desc_set_output(op, "Out", &grad, 1);
@@ -443,6 +449,11 @@ int oar_bw_run_block(oar_bw_run_t *R, oar_op_desc_t *const *fwd_ops, int nfwd)
 
 int oar_bw_run_sub_block(oar_bw_run_t *up, int fwd_idx)
 {
+    return oar_bw_run_sub_block_linked(up, fwd_idx, NULL);
+}
+
+int oar_bw_run_sub_block_linked(oar_bw_run_t *up, int fwd_idx, const oar_bw_names_t *linked)
+{
     oar_bw_pass_t *P = up->P;
     oar_block_t *parent = up->target;
     oar_program_t *p = P->p;
@@ -462,11 +473,26 @@ int oar_bw_run_sub_block(oar_bw_run_t *up, int fwd_idx)
     if (fwd->nops > 0 && !(ops = oar_xmalloc((size_t)fwd->nops * sizeof *ops))) return OAR_ERR_NOMEM;
     int nops = fwd->nops;
     if (nops) memcpy(ops, fwd->ops, (size_t)nops * sizeof *ops);
-    oar_bw_run_t R = { .P = P, .fwd_block = fwd, .target = nb, .top = false, .up = up };
+    oar_bw_run_t R = { .P = P, .fwd_block = fwd, .target = nb, .top = false, .up = up, .linked = linked };
     P->depth++;
     int rc = oar_bw_run_block(&R, ops, nops);
     P->depth--;
     free(ops);
     oar_bw_names_free(&R.written);
     return rc == OAR_OK ? nb->idx : rc;
+}
+
+int oar_gc_grad_block_linked(oar_grad_ctx_t *g, int fwd_block, const char *const *linked, int n)
+{
+    if (!g) return oar_error(OAR_ERR_INVALID, "oar_gc_grad_block_linked: NULL context");
+    if (n < 0 || (n > 0 && !linked)) return oar_error(OAR_ERR_INVALID, "oar_gc_grad_block_linked: bad name list");
+    oar_bw_names_t set = {0};
+    int rc = OAR_OK;
+    for (int i = 0; i < n && rc == OAR_OK; i++)
+        rc = linked[i] ? oar_bw_names_add_copy(&set, linked[i])
+                       : oar_error(OAR_ERR_INVALID, "oar_gc_grad_block_linked: NULL name %d", i);
+    if (rc == OAR_OK) rc = oar_bw_run_sub_block_linked(g->R, fwd_block, &set);
+    oar_bw_names_free(&set);
+    if (rc < 0 && g->status == OAR_OK) g->status = rc;
+    return rc;
 }

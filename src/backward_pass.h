@@ -88,6 +88,7 @@ typedef struct oar_bw_run {
     oar_block_t *target;          /* where grad ops go */
     bool top;                     /* block 0 run (seeded); else grads of outer vars flow in */
     struct oar_bw_run *up;        /* the run whose grad maker started this one */
+    const oar_bw_names_t *linked; /* vars of fwd_block whose grads the grad op links in (may be NULL) */
     oar_bw_list_t list;
     oar_bw_names_t written;       /* names the committed ops write */
 } oar_bw_run_t;
@@ -118,6 +119,9 @@ int oar_bw_run_block(oar_bw_run_t *R, oar_op_desc_t *const *fwd_ops, int nfwd);
 /* A nested run over forward block `fwd_idx` into a new child of R's target;
  * returns the new block's idx or a negative status. */
 int oar_bw_run_sub_block(oar_bw_run_t *R, int fwd_idx);
+/* the same, where the grads of `linked` (vars declared in the sub-block) are
+ * provided by the enclosing grad op at run time, like grads of outer vars */
+int oar_bw_run_sub_block_linked(oar_bw_run_t *R, int fwd_idx, const oar_bw_names_t *linked);
 /* the name `grad` ended up with in block 0 (after renames) */
 const char *oar_bw_final_name(oar_bw_pass_t *P, const char *grad);
 /* makes a grad-pass op of `type` with op_role Backward; NULL on failure */

@@ -157,6 +157,11 @@ int oar_grad_default(oar_grad_ctx_t *g);
 /* Builds the grad block of forward sub-block `fwd_block` (recursing into the
  * backward pass); returns its idx or a negative status. */
 int oar_gc_grad_block(oar_grad_ctx_t *g, int fwd_block);
+/* The same, for an op that provides at run time the gradients of `linked`,
+ * variables declared in the sub-block (a recurrent op's step outputs and
+ * updated memories): inside the grad block they count as given, like the
+ * grads of outer variables. */
+int oar_gc_grad_block_linked(oar_grad_ctx_t *g, int fwd_block, const char *const *linked, int n);
 /* names the pass must treat as not needing a gradient (no_grad set) */
 bool oar_gc_no_grad(const oar_grad_ctx_t *g, const char *var);
 

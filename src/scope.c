@@ -19,6 +19,11 @@
 
 enum { GC_IN_SET = 1, GC_EXPANDED = 2, GC_LIVE = 4, GC_DYING = 8 };
 
+/* scopes alive in the process (oar_debug_live_scopes) */
+static int g_live_scopes;
+
+int oar_debug_live_scopes(void) { return __atomic_load_n(&g_live_scopes, __ATOMIC_RELAXED); }
+
 typedef struct { oar_scope_t **p; int n, cap; } svec_t;
 
 static int svec_push(svec_t *v, oar_scope_t *s)
@@ -70,6 +75,7 @@ static void destroy(oar_scope_t **dead, int n)
     for (int i = 0; i < n; i++) {
         free(dead[i]->kids);
         free(dead[i]);
+        __atomic_sub_fetch(&g_live_scopes, 1, __ATOMIC_RELAXED);
     }
 }
 
@@ -154,6 +160,7 @@ static int scope_alloc(oar_scope_t *parent, oar_scope_t **out)
     oar_scope_t *s = oar_xcalloc(1, sizeof *s);
     if (!s) return OAR_ERR_NOMEM;
     s->refcount = 1;
+    __atomic_add_fetch(&g_live_scopes, 1, __ATOMIC_RELAXED);
     if (parent) {
         s->parent = parent;
         parent->refcount++;
