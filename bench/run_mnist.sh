@@ -2,11 +2,14 @@
 # run_mnist.sh: MNIST-style training throughput, oar against PyTorch, on this
 # machine in one run (see bench/RESULTS.md for recorded figures).
 #
-#   bench/run_mnist.sh [--batches N] [--warmup N] [--models mlp,conv]
+#   [ROUNDS=R] bench/run_mnist.sh [--batches N] [--warmup N] [--models mlp,conv]
 #
 # Each framework is run with 1 and with 2 threads (PyTorch: set_num_threads;
 # oar: OMP_NUM_THREADS and OPENBLAS_NUM_THREADS) and its better figure is
-# kept. Models and batch sizes: mlp 784-512-256-10 at batch 128, LeNet at
+# kept. With ROUNDS=R (default 1) the whole measurement is repeated R times,
+# the frameworks taking turns, and the best figure of each is kept: on a
+# machine shared with other jobs the best of several runs is the closest to
+# the uncontended speed. Models and batch sizes: mlp 784-512-256-10 at batch 128, LeNet at
 # batch 64, Adam lr 0.001, on Fashion-MNIST (bench/torch_mnist.py says more).
 # The last lines are "<model>: oar X samples/s, PyTorch Y samples/s, oar/PyTorch R".
 set -uo pipefail
@@ -23,9 +26,13 @@ trap 'rm -rf "$LOG"' EXIT
 
 echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 
+ROUNDS=${ROUNDS:-1}
+touch "$LOG/torch" "$LOG/oar"
+for ((round = 1; round <= ROUNDS; round++)); do
+[[ $ROUNDS -gt 1 ]] && echo "== round $round of $ROUNDS (load $(cut -d' ' -f1 /proc/loadavg))"
 echo "== PyTorch"
 if python3 -c "import torch" 2>/dev/null; then
-  python3 bench/torch_mnist.py --threads 1,2 "${ARGS[@]}" | tee "$LOG/torch"
+  python3 bench/torch_mnist.py --threads 1,2 "${ARGS[@]}" | tee -a "$LOG/torch"
 else
   echo "PyTorch is not installed (pip install torch numpy): its side is skipped"
 fi
@@ -40,8 +47,9 @@ for t in 1 2; do
   sed "s/^RESULT oar \([a-z]*\) \(.*\)$/RESULT oar \1 \2 threads=$t/" "$LOG/oar$t" | grep -v '^oar (' \
     | sed "s/^oar   \([a-z]*\)/oar   \1 threads $t/" | tee -a "$LOG/oar"
 done
+done
 
-echo "== oar / PyTorch (best of 1 and 2 threads each)"
+echo "== oar / PyTorch (best of 1 and 2 threads${ROUNDS:+ and $ROUNDS round(s)} each)"
 for m in ${MODELS//,/ }; do
   awk -v m="$m" '
     $1 == "RESULT" && $3 == m { if ($4 > best[$2]) { best[$2] = $4; th[$2] = $5 } }
