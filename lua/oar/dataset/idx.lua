@@ -17,17 +17,17 @@ local ffi = require("ffi")
 
 local M = {}
 
-local zdecl = [[
-typedef struct gzFile_s *gzFile;
-gzFile gzopen(const char *path, const char *mode);
-int gzread(gzFile file, void *buf, unsigned int len);
-int gzwrite(gzFile file, const void *buf, unsigned int len);
-int gzclose(gzFile file);
-const char *gzerror(gzFile file, int *errnum);
-]]
--- Another module may already have declared some of these; a redefinition
--- error then only means the declarations exist.
-pcall(ffi.cdef, zdecl)
+local zdecl = {
+  "typedef struct gzFile_s *gzFile;",
+  "gzFile gzopen(const char *path, const char *mode);",
+  "int gzread(gzFile file, void *buf, unsigned int len);",
+  "int gzwrite(gzFile file, const void *buf, unsigned int len);",
+  "int gzclose(gzFile file);",
+  "const char *gzerror(gzFile file, int *errnum);",
+}
+-- Another module may already have declared some of these (a redefinition
+-- error then only means the declaration exists): declare them one by one.
+for _, decl in ipairs(zdecl) do pcall(ffi.cdef, decl) end
 
 local function load_zlib()
   local errs = {}
