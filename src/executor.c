@@ -19,6 +19,7 @@
 #include <string.h>
 #include "device.h"
 #include "exec.h"
+#include "profiler.h"
 #include "scope.h"
 #include "strmap.h"
 

@@ -298,6 +298,9 @@ int oar_executor_run(oar_executor_t *e, oar_program_t *p, int block_idx, oar_sco
 /* ---- flags ------------------------------------------------------------- */
 int oar_set_flag(const char *name, int64_t value);  /* "check_nan_inf", "num_threads" */
 int64_t oar_get_flag(const char *name);
+/* with the "profile" flag set, the executor times every op by type */
+const char *oar_profile_report(void);   /* a table, valid until the next call */
+void oar_profile_reset(void);
 uint64_t oar_random_seed(void);
 void oar_set_random_seed(uint64_t seed);
 

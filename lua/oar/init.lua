@@ -62,8 +62,14 @@ oar.get_flags = flags.get_flags
 oar.seed = flags.seed
 
 -- modules written elsewhere join when present (io, datasets, ...)
+local aliases = { DataFeeder = function() return require("oar.data_feeder") end }
 setmetatable(oar, {
   __index = function(t, k)
+    if aliases[k] then
+      local v = aliases[k]()
+      rawset(t, k, v)
+      return v
+    end
     if type(k) ~= "string" or not k:match("^[%a_][%w_]*$") then return nil end
     local ok, mod = pcall(require, "oar." .. k)
     if ok then
