@@ -5,11 +5,13 @@
  * clipped window size when `exclusive` (or adaptive), else by kh*kw, as Fluid.
  * A window that lies wholly in the padding yields 0 and passes no gradient.
  * Max pooling routes the gradient to the first maximum in row-major window
- * order; a NaN in a window is its maximum, so NaNs propagate.
+ * order; a NaN in a window makes its maximum NaN, so NaNs propagate.
  *
  * The typed part is written once below the #else and instantiated for float
  * and double by including this file into itself. */
 #ifndef OAR_POOL_T
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "im2col.h"
 #include "desc.h"
@@ -95,6 +97,19 @@ static int pool_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, pool_geom_t *g
     return OAR_OK;
 }
 
+/* [lo, hi) window bounds of every output row and column, computed once */
+static int64_t *window_bounds(oar_kernel_ctx_t *k, const pool_geom_t *g) {
+    int64_t *b = oar_xmalloc(sizeof(int64_t) * 2 * (size_t)(g->oh + g->ow));
+    if (!b) {
+        oar_k_error(k, OAR_ERR_NOMEM, "no memory for %lld window bounds", (long long)(g->oh + g->ow));
+        return NULL;
+    }
+    for (int64_t i = 0; i < g->oh; i++) window(i, g->h, g->oh, g->kh, g->sh, g->pt, g->adaptive, &b[2 * i], &b[2 * i + 1]);
+    int64_t *wb = b + 2 * g->oh;
+    for (int64_t j = 0; j < g->ow; j++) window(j, g->w, g->ow, g->kw, g->sw, g->pl, g->adaptive, &wb[2 * j], &wb[2 * j + 1]);
+    return b;
+}
+
 static const oar_tensor_t *input_x(oar_kernel_ctx_t *k, int dt) {
     const oar_tensor_t *x = oar_k_in(k, "X", 0);
     if (!oar_tensor_has_data(x)) {
@@ -119,10 +134,14 @@ static int pool_fwd(oar_kernel_ctx_t *k) {
     if (!yt) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out is missing");
     const int64_t want[4] = {x->dims[0], x->dims[1], g.oh, g.ow};
     if (yt->ndim != 4 || memcmp(yt->dims, want, sizeof want) != 0) OAR_TRY(oar_tensor_resize(yt, want, 4));
+    const void *xd = x->buf->data;
     void *y = oar_k_out_data(k, "Out", 0, dt);
     if (!y) return OAR_ERR_NOMEM;
-    if (dt == OAR_FP32) pool_fwd_f32(x->buf->data, y, &g);
-    else pool_fwd_f64(x->buf->data, y, &g);
+    int64_t *b = window_bounds(k, &g);
+    if (!b) return OAR_ERR_NOMEM;
+    if (dt == OAR_FP32) pool_fwd_f32(xd, y, &g, b, b + 2 * g.oh);
+    else pool_fwd_f64(xd, y, &g, b, b + 2 * g.oh);
+    free(b);
     return OAR_OK;
 }
 
@@ -147,11 +166,15 @@ static int pool_bwd(oar_kernel_ctx_t *k) {
     if (!dxt) return OAR_OK;
     if (dxt->ndim != 4 || memcmp(dxt->dims, x->dims, sizeof want) != 0)
         OAR_TRY(oar_tensor_resize(dxt, x->dims, 4));
+    const void *xd = x->buf->data, *dyd = dy->buf->data;
     void *dx = oar_k_out_data(k, "X@GRAD", 0, dt);
     if (!dx) return OAR_ERR_NOMEM;
+    int64_t *b = window_bounds(k, &g);
+    if (!b) return OAR_ERR_NOMEM;
     memset(dx, 0, (size_t)oar_tensor_numel_of(x) * oar_dtype_size(dt));
-    if (dt == OAR_FP32) pool_bwd_f32(x->buf->data, dy->buf->data, dx, &g);
-    else pool_bwd_f64(x->buf->data, dy->buf->data, dx, &g);
+    if (dt == OAR_FP32) pool_bwd_f32(xd, dyd, dx, &g, b, b + 2 * g.oh);
+    else pool_bwd_f64(xd, dyd, dx, &g, b, b + 2 * g.oh);
+    free(b);
     return OAR_OK;
 }
 
@@ -169,45 +192,62 @@ OAR_REGISTER_KERNEL("pool2d_grad", OAR_PLACE_CPU, OAR_FP64, pool2d_grad_f64)
 #define FN_(name, suf) name##_##suf
 #define FN(name, suf) FN_(name, suf)
 
-static void FN(pool_fwd, OAR_POOL_SUF)(const T *x, T *y, const pool_geom_t *g) {
+/* hb/wb: window bounds per output row/column, as [lo, hi) pairs */
+static void FN(pool_fwd, OAR_POOL_SUF)(const T *x, T *y, const pool_geom_t *g, const int64_t *hb,
+                                       const int64_t *wb) {
     const int64_t H = g->h, W = g->w, OH = g->oh, OW = g->ow;
+    const bool is_max = g->is_max, by_window = g->exclusive || g->adaptive;
+    const T full = (T)(g->kh * g->kw);
     #pragma omp parallel for schedule(static) if (g->planes * OH * OW * g->kh * g->kw >= POOL_PAR_MIN)
     for (int64_t pl = 0; pl < g->planes; pl++) {
         const T *xp = x + pl * H * W;
         T *yp = y + pl * OH * OW;
         for (int64_t i = 0; i < OH; i++) {
-            int64_t h0, h1;
-            window(i, H, OH, g->kh, g->sh, g->pt, g->adaptive, &h0, &h1);
+            const int64_t h0 = hb[2 * i], h1 = hb[2 * i + 1];
             for (int64_t j = 0; j < OW; j++) {
-                int64_t w0, w1;
-                window(j, W, OW, g->kw, g->sw, g->pl, g->adaptive, &w0, &w1);
+                const int64_t w0 = wb[2 * j], w1 = wb[2 * j + 1];
                 T r = 0;
-                if (h0 < h1 && w0 < w1) {
-                    if (g->is_max) {
+                if (h1 - h0 == 2 && w1 - w0 == 2) {
+                    /* the common full 2x2 window, unrolled */
+                    const T *p = xp + h0 * W + w0;
+                    const T a0 = p[0], a1 = p[1], a2 = p[W], a3 = p[W + 1];
+                    if (is_max) {
+                        const T m01 = a1 > a0 ? a1 : a0, m23 = a3 > a2 ? a3 : a2;
+                        r = m23 > m01 ? m23 : m01;
+                        if ((a0 != a0) | (a1 != a1) | (a2 != a2) | (a3 != a3)) r = (T)NAN;
+                    } else {
+                        r = (a0 + a1 + a2 + a3) / (by_window ? (T)4 : full);
+                    }
+                } else if (h0 < h1 && w0 < w1) {
+                    if (is_max) {
+                        /* branch-free: the max as vmaxss, NaNs tracked on the side */
+                        int nan = 0;
                         r = xp[h0 * W + w0];
                         for (int64_t a = h0; a < h1; a++)
                             for (int64_t b = w0; b < w1; b++) {
-                                T v = xp[a * W + b];
-                                if (v > r || v != v) r = v;
-                                if (r != r) goto done;
+                                const T v = xp[a * W + b];
+                                r = v > r ? v : r;
+                                nan |= v != v;
                             }
+                        if (nan) r = (T)NAN;
                     } else {
-                        T s = 0;
+                        T sum = 0;
                         for (int64_t a = h0; a < h1; a++)
-                            for (int64_t b = w0; b < w1; b++) s += xp[a * W + b];
-                        int64_t cnt = (g->exclusive || g->adaptive) ? (h1 - h0) * (w1 - w0) : g->kh * g->kw;
-                        r = s / (T)cnt;
+                            for (int64_t b = w0; b < w1; b++) sum += xp[a * W + b];
+                        r = sum / (by_window ? (T)((h1 - h0) * (w1 - w0)) : full);
                     }
                 }
-            done:
                 yp[i * OW + j] = r;
             }
         }
     }
 }
 
-static void FN(pool_bwd, OAR_POOL_SUF)(const T *x, const T *dy, T *dx, const pool_geom_t *g) {
+static void FN(pool_bwd, OAR_POOL_SUF)(const T *x, const T *dy, T *dx, const pool_geom_t *g, const int64_t *hb,
+                                       const int64_t *wb) {
     const int64_t H = g->h, W = g->w, OH = g->oh, OW = g->ow;
+    const bool is_max = g->is_max, by_window = g->exclusive || g->adaptive;
+    const T full = (T)(g->kh * g->kw);
     /* planes write disjoint parts of dx */
     #pragma omp parallel for schedule(static) if (g->planes * OH * OW * g->kh * g->kw >= POOL_PAR_MIN)
     for (int64_t pl = 0; pl < g->planes; pl++) {
@@ -215,25 +255,27 @@ static void FN(pool_bwd, OAR_POOL_SUF)(const T *x, const T *dy, T *dx, const poo
         const T *dyp = dy + pl * OH * OW;
         T *dxp = dx + pl * H * W;
         for (int64_t i = 0; i < OH; i++) {
-            int64_t h0, h1;
-            window(i, H, OH, g->kh, g->sh, g->pt, g->adaptive, &h0, &h1);
+            const int64_t h0 = hb[2 * i], h1 = hb[2 * i + 1];
             for (int64_t j = 0; j < OW; j++) {
-                int64_t w0, w1;
-                window(j, W, OW, g->kw, g->sw, g->pl, g->adaptive, &w0, &w1);
+                const int64_t w0 = wb[2 * j], w1 = wb[2 * j + 1];
                 if (h0 >= h1 || w0 >= w1) continue;
                 const T d = dyp[i * OW + j];
-                if (g->is_max) {
+                if (is_max) {
                     int64_t at = h0 * W + w0;
                     T r = xp[at];
                     for (int64_t a = h0; a < h1; a++)
                         for (int64_t b = w0; b < w1; b++) {
-                            T v = xp[a * W + b];
-                            if (v > r || (v != v && r == r)) { r = v; at = a * W + b; }
+                            const T v = xp[a * W + b];
+                            /* the first maximum wins ties; the first NaN wins outright.
+                             * Selects rather than branches: the argmax of real data is
+                             * unpredictable */
+                            const int64_t take = (v > r) | ((v != v) & (r == r));
+                            r = take ? v : r;
+                            at ^= (at ^ (a * W + b)) & -take;
                         }
                     dxp[at] += d;
                 } else {
-                    int64_t cnt = (g->exclusive || g->adaptive) ? (h1 - h0) * (w1 - w0) : g->kh * g->kw;
-                    const T s = d / (T)cnt;
+                    const T s = d / (by_window ? (T)((h1 - h0) * (w1 - w0)) : full);
                     for (int64_t a = h0; a < h1; a++)
                         for (int64_t b = w0; b < w1; b++) dxp[a * W + b] += s;
                 }
