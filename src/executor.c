@@ -374,7 +374,9 @@ static int run_ops(oar_executor_t *e, const oar_prepared_t *p, oar_variable_t **
     const bool placed = e->place != OAR_PLACE_CPU || oar_device_ever_used;
     for (int i = 0; i < p->nops; i++) {
         k.op = &p->ops[i];
+        double t0 = oar_flag_profile ? oar_profile_now() : 0;
         int rc = placed ? run_op_placed(&k) : run_op(&k);
+        if (oar_flag_profile) oar_profile_add(k.op->desc->type, oar_profile_now() - t0);
         if (rc != OAR_OK) {
             /* add the op's context unless a nested run already named an op */
             const char *msg = oar_last_error();
