@@ -142,3 +142,104 @@ describe("examples/c_predict", function()
     assert.matches("load: .*" .. wname:gsub("%p", "%%%0") .. ".*checksum mismatch", out)
   end)
 end)
+
+describe("the C predictor API through the FFI", function()
+  local ffi = require("ffi")
+  local C = require("oar.lib").C
+  local dir
+  before_each(function() dir = tmpdir() end)
+  after_each(function() os.execute("rm -rf " .. sh_quote(dir)) end)
+
+  local function last_error() return ffi.string(C.oar_last_error()) end
+
+  local function load(d)
+    local out = ffi.new("oar_predictor_t *[1]")
+    local rc = C.oar_predictor_load(d, out)
+    if rc ~= 0 then return nil, last_error() end
+    return ffi.gc(out[0], C.oar_predictor_free)
+  end
+
+  it("runs, and refuses bad arguments with a status and a message", function()
+    local exe = train_model(dir, nil)
+    local p = assert(load(dir))
+    local data = ffi.new("const float *[1]")
+    local dims = ffi.new("const int64_t *[1]")
+    local nd = ffi.new("int[1]")
+    assert.is_true(C.oar_predictor_get_output(p, 0, data, dims, nd) < 0)
+    assert.matches("output 0: the model has not been run", last_error())
+    assert.is_true(C.oar_predictor_run(p) < 0)
+    assert.matches("input 'pixels' was not set", last_error())
+    local x = ffi.new("float[10]", { 1, 2, 3, 4, 5, 0.5, 0.25, 0, -1, -2 })
+    local d2 = ffi.new("int64_t[2]", { 2, 5 })
+    assert.is_true(C.oar_predictor_set_input(p, "pixels", x, d2, 99) < 0)
+    assert.matches("bad ndims 99", last_error())
+    assert.is_true(C.oar_predictor_set_input(p, "pixels", nil, d2, 2) < 0)
+    assert.matches("NULL data for 10 elements", last_error())
+    local neg = ffi.new("int64_t[2]", { 2, -5 })
+    assert.is_true(C.oar_predictor_set_input(p, "pixels", x, neg, 2) < 0)
+    assert.is_true(C.oar_predictor_set_input(p, "pixels", x, d2, 2) == 0)
+    assert.equal(0, C.oar_predictor_run(p))
+    assert.is_true(C.oar_predictor_get_output(p, 1, data, dims, nd) < 0)
+    assert.matches("output index 1 outside %[0, 1%)", last_error())
+    assert.is_true(C.oar_predictor_get_output(p, -1, data, dims, nd) < 0)
+    assert.equal(0, C.oar_predictor_get_output(p, 0, data, dims, nd))
+    assert.equal(2, nd[0])
+    assert.equal(2, tonumber(dims[0][0]))
+    assert.equal(3, tonumber(dims[0][1]))
+    -- the same numbers as the Lua side
+    local scope = oar.Scope()
+    local prog, _, fetches = oar.io.load_inference_model(dir, exe, { scope = scope })
+    local want = exe:run(prog, { feed = { pixels = { { 1, 2, 3, 4, 5 }, { 0.5, 0.25, 0, -1, -2 } } },
+      fetch_list = fetches, scope = scope })[1]
+    for i = 0, 5 do
+      assert.is_true(math.abs(data[0][i] - want:get(math.floor(i / 3) + 1, i % 3 + 1)) < 1e-6)
+    end
+    assert.is_true(C.oar_predictor_run(nil) < 0)
+    assert.is_true(C.oar_predictor_load(nil, ffi.new("oar_predictor_t *[1]")) < 0)
+    assert.is_true(C.oar_predictor_load(dir, nil) < 0)
+    C.oar_predictor_free(nil)
+  end)
+
+  it("refuses models that read or write files, and parameters named like paths", function()
+    -- a model whose forward pass would also save a file
+    local main = oar.Program()
+    local out
+    oar.program_guard(main, oar.Program(), function()
+      local x = layers.data{ name = "x", shape = { 2 } }
+      out = layers.scale{ x = x, scale = 2 }
+      main:global_block():append_op{ type = "save", inputs = { X = { x } },
+        attrs = { file_path = dir .. "/stolen" } }
+    end)
+    local exe = oar.Executor()
+    oar.io.save_inference_model(dir, { "x" }, { out }, exe, main, { scope = oar.Scope() })
+    -- save_inference_model prunes the save op away: put it back by hand
+    local prog = oar.Program.parse(io.open(dir .. "/__model__", "rb"):read("*a"))
+    prog:global_block():append_op{ type = "save", inputs = { X = { "x" } }, attrs = { file_path = dir .. "/stolen" } }
+    local bytes = prog:serialize()
+    assert.equal(0, C.oar_file_write(dir .. "/__model__", bytes, #bytes))
+    local p, err = load(dir)
+    assert.is_nil(p)
+    assert.matches("is a 'save' op: an inference model may not read or write files", err)
+    local ok, lerr = pcall(oar.io.load_inference_model, dir, exe, { scope = oar.Scope() })
+    assert.is_false(ok)
+    assert.matches("is a 'save' op; an inference model may not read or write files", lerr)
+    assert.is_nil(io.open(dir .. "/stolen", "rb"))
+
+    -- a persistable named "../x" would read outside the model directory
+    local m2 = oar.Program()
+    local o2
+    oar.program_guard(m2, oar.Program(), function()
+      local x = layers.data{ name = "x", shape = { 2 } }
+      o2 = layers.fc{ input = x, size = 1, param_attr = oar.ParamAttr{ name = "../evil" }, bias_attr = false }
+    end)
+    local s = oar.Scope()
+    s:var("../evil"):set_tensor(oar.Tensor({ { 1 }, { 1 } }, "float32"))
+    oar.io.save_inference_model(dir .. "/m2", { "x" }, { o2 }, exe, m2, { params_filename = "__params__", scope = s })
+    -- combined parameters: fine
+    assert.truthy(load(dir .. "/m2"))
+    os.remove(dir .. "/m2/__params__")
+    p, err = load(dir .. "/m2")
+    assert.is_nil(p)
+    assert.matches("parameter '%.%./evil' cannot name a file", err)
+  end)
+end)

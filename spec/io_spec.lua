@@ -523,3 +523,73 @@ describe("oar.io argument checks", function()
     assert.is_nil(io.open(dir .. "/PWNED", "rb"))
   end)
 end)
+
+describe("save/load ops: save_as_fp16 and load_as_fp16", function()
+  local dir
+  before_each(function() dir = tmpdir() end)
+  after_each(function() rmtree(dir) end)
+
+  -- half bits computed by hand: sign | exponent << 10 | fraction, ties to even
+  local cases = {
+    { 1, 0x3c00 }, { -2.5, 0xc100 }, { 65504, 0x7bff }, { 70000, 0x7c00 }, { 2 ^ -24, 0x0001 },
+    { 1 + 2 ^ -11, 0x3c00 },        -- halfway between 0x3c00 and 0x3c01: to the even one
+    { 1 + 3 * 2 ^ -11, 0x3c02 },    -- halfway between 0x3c01 and 0x3c02: to the even one
+    { 0.5, 0x3800 }, { -0.0, 0x8000 },
+  }
+
+  local function run_op(spec, scope)
+    local prog = oar.Program()
+    local b = prog:global_block()
+    local v = b:create_var{ name = "v", shape = { #cases }, dtype = spec.dtype or "float32", persistable = true }
+    b:append_op{ type = spec.type, inputs = spec.type == "save" and { X = { v } } or nil,
+      outputs = spec.type == "load" and { Out = { v } } or nil, attrs = spec.attrs }
+    oar.Executor():run(prog, { scope = scope })
+  end
+
+  it("writes float16 records from float32 and float64 tensors", function()
+    os.execute("mkdir -p '" .. dir .. "'")
+    for _, dtype in ipairs({ "float32", "float64" }) do
+      local values = {}
+      for i, c in ipairs(cases) do values[i] = c[1] end
+      local s = oar.Scope()
+      s:var("v"):set_tensor(oar.Tensor(values, dtype))
+      run_op({ type = "save", dtype = dtype, attrs = { file_path = dir .. "/h", save_as_fp16 = true } }, s)
+      local s2 = oar.Scope()
+      run_op({ type = "load", dtype = "float16", attrs = { file_path = dir .. "/h" } }, s2)
+      local t = s2:find_var("v"):get_tensor()
+      assert.equal("float16", t:dtype())
+      for i, c in ipairs(cases) do assert.equal(c[2], t:data()[i - 1], dtype .. " case " .. i) end
+    end
+  end)
+
+  it("converts float32 records to float16 when loading with load_as_fp16", function()
+    os.execute("mkdir -p '" .. dir .. "'")
+    local values = {}
+    for i, c in ipairs(cases) do values[i] = c[1] end
+    local s = oar.Scope()
+    s:var("v"):set_tensor(oar.Tensor(values, "float32"))
+    run_op({ type = "save", attrs = { file_path = dir .. "/f" } }, s)
+    local s2 = oar.Scope()
+    run_op({ type = "load", dtype = "float16", attrs = { file_path = dir .. "/f", load_as_fp16 = true } }, s2)
+    local t = s2:find_var("v"):get_tensor()
+    for i, c in ipairs(cases) do assert.equal(c[2], t:data()[i - 1], "case " .. i) end
+    -- an integer tensor does not convert
+    local si = oar.Scope()
+    si:var("v"):set_tensor(oar.Tensor({ 1, 2, 3, 4, 5, 6, 7, 8, 9 }, "int32"))
+    local ok, err = pcall(run_op, { type = "save", dtype = "int32", attrs = { file_path = dir .. "/i", save_as_fp16 = true } }, si)
+    assert.is_false(ok)
+    assert.matches("'v' is int32; only float32 and float64 tensors convert to float16", err)
+    assert.is_nil(io.open(dir .. "/i", "rb"))
+  end)
+
+  it("refuses to overwrite when overwrite is false", function()
+    os.execute("mkdir -p '" .. dir .. "'")
+    write_bytes(dir .. "/keep", "precious")
+    local s = oar.Scope()
+    s:var("v"):set_tensor(oar.Tensor{ shape = { #cases } })
+    local ok, err = pcall(run_op, { type = "save", attrs = { file_path = dir .. "/keep", overwrite = false } }, s)
+    assert.is_false(ok)
+    assert.matches("exists and overwrite is false", err)
+    assert.equal("precious", read_bytes(dir .. "/keep"))
+  end)
+end)

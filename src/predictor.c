@@ -31,6 +31,11 @@ static char *join(const char *dir, const char *name) {
     return p;
 }
 
+static bool is_file_op(const char *type) {
+    return strcmp(type, "save") == 0 || strcmp(type, "save_combine") == 0 || strcmp(type, "load") == 0 ||
+           strcmp(type, "load_combine") == 0;
+}
+
 /* Takes the feed/fetch ops out of block 0, recording names by column. */
 static int strip_feed_fetch(oar_predictor_t *p) {
     oar_block_t *b = oar_program_block(p->program, 0);
@@ -55,6 +60,14 @@ static int strip_feed_fetch(oar_predictor_t *p) {
             if (!names[col]) return OAR_ERR_NOMEM;
             if (col > maxcol) maxcol = col;
         }
+    }
+    /* an inference model computes; it has no business reading or writing files */
+    for (int bi = 0; bi < oar_program_num_blocks(p->program); bi++) {
+        oar_block_t *sb = oar_program_block(p->program, bi);
+        for (int i = 0; i < sb->nops; i++)
+            if (is_file_op(sb->ops[i]->type))
+                return oar_error(OAR_ERR_FORMAT, "block %d, op #%d is a '%s' op: an inference model may not read or "
+                                 "write files", bi, i, sb->ops[i]->type);
     }
     if (p->nfeed == 0 || p->nfetch == 0)
         return oar_error(OAR_ERR_FORMAT, "the model has %d feed and %d fetch ops; it needs both (was it saved "
@@ -125,7 +138,13 @@ static int load_params(oar_predictor_t *p, const char *dir) {
         free(data);
     } else {
         for (int i = 0; i < n && rc == OAR_OK; i++) {
-            char *file = join(dir, params[i]->name);
+            const char *name = params[i]->name;
+            if (strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+                rc = oar_error(OAR_ERR_FORMAT, "parameter '%s' cannot name a file in '%s' (the model would need "
+                               "__params__)", name, dir);
+                break;
+            }
+            char *file = join(dir, name);
             uint8_t *data = NULL;
             size_t size = 0, used = 0;
             oar_tensor_t *t = NULL;

@@ -671,6 +671,16 @@ function M.load_inference_model(dirname, executor, a3, a4)
     raise(string.format("%s: %s has %d feed and %d fetch ops; an inference model needs both " ..
       "(was it written by save_inference_model?)", who, path, nfeed, nfetch))
   end
+  -- an inference model computes; it has no business reading or writing files
+  for bi = 0, prog:num_blocks() - 1 do
+    for i, op in ipairs(prog:block(bi):ops()) do
+      local t = op.type
+      if t == "save" or t == "save_combine" or t == "load" or t == "load_combine" then
+        raise(string.format("%s: %s: block %d, op #%d is a '%s' op; an inference model may not read or write files",
+          who, path, bi, i - 1, t))
+      end
+    end
+  end
   remove_feed_fetch(prog)
 
   local params = filter_vars(prog, M.is_persistable)

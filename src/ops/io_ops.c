@@ -1,7 +1,10 @@
 /* io_ops.c — save, load, save_combine, load_combine (Fluid's file ops) and
  * feed/fetch (the ops Fluid's inference models carry at their ends).
  * Saving builds the whole file in memory and replaces the target atomically;
- * loading parses and checks every record before any variable changes. */
+ * loading parses and checks every record before any variable changes.
+ * save_as_fp16 / load_as_fp16 convert float32/float64 to float16 (round to
+ * nearest even) on the way out / in, like Fluid's attrs of the same names. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -29,13 +32,53 @@ static int check_path(oar_kernel_ctx_t *k, const char *path, bool writing) {
     return OAR_OK;
 }
 
+/* IEEE half bits of x, rounded to nearest even (float inputs convert to
+ * double exactly, so one routine serves float32 and float64). */
+static uint16_t to_half(double x) {
+    uint16_t sign = signbit(x) ? 0x8000 : 0;
+    double a = fabs(x);
+    if (isnan(x)) return (uint16_t)(sign | 0x7E00);
+    if (a >= 65520.0) return (uint16_t)(sign | 0x7C00);             /* rounds to infinity */
+    if (a < 0x1p-14) return (uint16_t)(sign | (uint16_t)nearbyint(a * 0x1p24)); /* subnormal (1024: the least normal) */
+    int e;
+    double m = frexp(a, &e);                                          /* a = m * 2^e, m in [0.5, 1) */
+    int exp = e - 1 + 15;
+    int frac = (int)nearbyint((m * 2.0 - 1.0) * 1024.0);
+    if (frac == 1024) { frac = 0; exp++; }
+    return (uint16_t)(sign | (exp << 10) | frac);
+}
+
+/* A float16 copy of a float32/float64 tensor (LoD kept); float16 is shared. */
+static int as_half(oar_kernel_ctx_t *k, const char *name, oar_tensor_t *t, oar_tensor_t **out) {
+    if (t->dtype == OAR_FP16) { *out = oar_tensor_retain(t); return OAR_OK; }
+    if (t->dtype != OAR_FP32 && t->dtype != OAR_FP64)
+        return oar_k_error(k, OAR_ERR_DTYPE, "'%s' is %s; only float32 and float64 tensors convert to float16", name,
+                           oar_dtype_name(t->dtype));
+    oar_tensor_t *h;
+    OAR_TRY(oar_tensor_copy(t, &h));
+    int64_t n = oar_tensor_numel_of(t);
+    const void *src = oar_tensor_data(t);
+    uint16_t *dst = oar_tensor_mutable(h, OAR_FP16);
+    if (!dst) { oar_tensor_free(h); return OAR_ERR_NOMEM; }
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = to_half(t->dtype == OAR_FP32 ? (double)((const float *)src)[i] : ((const double *)src)[i]);
+    *out = h;
+    return OAR_OK;
+}
+
 static int append_input(oar_kernel_ctx_t *k, oar_bytes_t *b, int i) {
     oar_variable_t *v = oar_k_in_var(k, "X", i);
     const char *name = oar_k_in_name(k, "X", i);
     if (!v || v->type != OAR_VAR_LOD_TENSOR || !oar_tensor_has_data(v->u.tensor))
         return oar_k_error(k, OAR_ERR_NOT_FOUND, "variable '%s' has no tensor to save", name ? name : "?");
-    int rc = oar_tensor_write_record(b, v->u.tensor);
+    oar_tensor_t *t = v->u.tensor, *half = NULL;
+    if (oar_attr_b(oar_k_op(k), "save_as_fp16")) {
+        OAR_TRY(as_half(k, name, t, &half));
+        t = half;
+    }
+    int rc = oar_tensor_write_record(b, t);
     if (rc != OAR_OK) oar_error_prefix("%s: variable '%s': ", oar_k_op(k)->type, name);
+    oar_tensor_free(half);
     return rc;
 }
 
@@ -76,6 +119,7 @@ static int run_load(oar_kernel_ctx_t *k) {
     const char *path = oar_attr_s(oar_k_op(k), "file_path");
     OAR_TRY(check_path(k, path, false));
     int n = oar_k_out_count(k, "Out");
+    bool as_fp16 = oar_attr_b(oar_k_op(k), "load_as_fp16");
     uint8_t *data = NULL;
     size_t size = 0;
     OAR_TRY(oar_file_read_all(path, LOAD_LIMIT, &data, &size));
@@ -85,10 +129,14 @@ static int run_load(oar_kernel_ctx_t *k) {
     for (int i = 0; i < n && rc == OAR_OK; i++) {
         size_t used = 0;
         rc = oar_tensor_read_record(data + at, size - at, &used, path, &loaded[i]);
-        if (rc == OAR_OK) {
-            at += used;
-            rc = check_declared(k, oar_k_out_name(k, "Out", i), loaded[i], path);
+        if (rc == OAR_OK) at += used;
+        if (rc == OAR_OK && as_fp16) {
+            oar_tensor_t *half = NULL;
+            rc = as_half(k, oar_k_out_name(k, "Out", i), loaded[i], &half);
+            oar_tensor_free(loaded[i]);
+            loaded[i] = half;
         }
+        if (rc == OAR_OK) rc = check_declared(k, oar_k_out_name(k, "Out", i), loaded[i], path);
     }
     if (rc == OAR_OK && at != size)
         rc = oar_k_error(k, OAR_ERR_FORMAT, "'%s' has %zu bytes after the %d tensor(s) expected", path, size - at, n);
