@@ -219,23 +219,19 @@ oar_var_desc_t *oar_block_find_var(oar_block_t *b, const char *name)
     return i >= 0 ? b->vars[i] : NULL;
 }
 
-/* Fluid's lookup: the block and its parents, then, for grad blocks on the
- * way (forward_block_idx set), the forward block they differentiate and its
- * parents: grad ops read the forward sub-block's vars. Bounded so that a
- * malformed (cyclic) chain cannot loop. */
+/* Fluid's lookup, with a grad block's forward block first: the block, then
+ * for a grad block (forward_block_idx set) the forward block it
+ * differentiates and that block's chain (grad ops read the forward
+ * sub-block's vars, which shadow outer ones of the same name), then the
+ * parent, and so on. Bounded so that a malformed (cyclic) chain cannot loop. */
 static oar_var_desc_t *find_var_linked(oar_block_t *b, const char *name, int depth)
 {
     int steps = 0, limit = b && b->program ? b->program->nblocks : 1;
     for (oar_block_t *c = b; c; c = oar_program_block(c->program, c->parent_idx)) {
         oar_var_desc_t *v = oar_block_find_var(c, name);
         if (v) return v;
-        if (++steps > limit) return NULL;
-    }
-    if (depth >= limit) return NULL;
-    steps = 0;
-    for (oar_block_t *c = b; c; c = oar_program_block(c->program, c->parent_idx)) {
-        if (c->forward_block_idx >= 0 && c->forward_block_idx != c->idx) {
-            oar_var_desc_t *v = find_var_linked(oar_program_block(c->program, c->forward_block_idx), name, depth + 1);
+        if (c->forward_block_idx >= 0 && c->forward_block_idx != c->idx && depth < limit) {
+            v = find_var_linked(oar_program_block(c->program, c->forward_block_idx), name, depth + 1);
             if (v) return v;
         }
         if (++steps > limit) return NULL;

@@ -85,8 +85,9 @@ static int check_units(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t
 {
     int64_t have = t ? oar_cf_units(t, level) : 0;
     if (have != want)
-        return oar_k_error(k, OAR_ERR_SHAPE, "input %s '%s' has %lld %s at level %d; %s", slot, in_name(k, slot),
-                           (long long)have, t && t->lod_levels > level ? "sequences" : "rows", level, why);
+        return oar_k_error(k, OAR_ERR_SHAPE, "input %s '%s' has %lld %s at level %d, expected %lld (%s)", slot,
+                           in_name(k, slot), (long long)have, t && t->lod_levels > level ? "sequences" : "rows", level,
+                           (long long)want, why);
     return OAR_OK;
 }
 
@@ -251,8 +252,8 @@ static int merge_sides(oar_kernel_ctx_t *k, int level, int64_t ntrue, int64_t nf
     *it = tensor_in(k, "InTrue", false, &rc);
     *if_ = tensor_in(k, "InFalse", false, &rc);
     OAR_TRY(rc);
-    if (ntrue > 0 || *it) OAR_TRY(check_units(k, "InTrue", *it, level, ntrue, "that many Mask entries are true"));
-    if (nfalse > 0 || *if_) OAR_TRY(check_units(k, "InFalse", *if_, level, nfalse, "that many Mask entries are false"));
+    if (ntrue > 0 || *it) OAR_TRY(check_units(k, "InTrue", *it, level, ntrue, "the Mask entries that are true"));
+    if (nfalse > 0 || *if_) OAR_TRY(check_units(k, "InFalse", *if_, level, nfalse, "the Mask entries that are false"));
     *like = *it ? *it : *if_;
     if (!*like)
         return oar_k_error(k, OAR_ERR_NOT_FOUND, "neither InTrue '%s' nor InFalse '%s' has a value", in_name(k, "InTrue"),

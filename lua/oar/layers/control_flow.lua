@@ -895,7 +895,8 @@ function DynamicRNN:static_input(x)
   return shrink_in(self.helper.main_program:current_block(), reordered, self.step_idx, self.rank_table)
 end
 
--- memory{init=, need_reorder=false} or memory{shape=, value=0, dtype="float32"}
+-- memory{init=, need_reorder=false} or memory{shape=, value=0, dtype=} (dtype: the
+-- first step input's by default)
 function DynamicRNN:memory(a)
   self:_in_block("DynamicRNN:memory")
   if is_variable(a) then a = { init = a } end
@@ -906,8 +907,8 @@ function DynamicRNN:memory(a)
   if init == nil then
     if type(a.shape) ~= "table" then raise("DynamicRNN:memory: give 'init' or 'shape'") end
     if #self.input_arrays == 0 then raise("DynamicRNN:memory: call step_input before memory{shape=...}") end
-    local dtype = check.dtype("DynamicRNN:memory", "dtype", a.dtype, "float32")
     local first = self.input_arrays[1]
+    local dtype = check.dtype("DynamicRNN:memory", "dtype", a.dtype, first.dtype)
     local in0 = unique_var(parent, self.helper.name .. ".in0", { dtype = first.dtype })
     parent:append_op{ type = "read_from_array", inputs = { X = { first }, I = { self.zero_idx } },
                       outputs = { Out = { in0 } } }
