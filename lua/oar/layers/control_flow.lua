@@ -627,7 +627,8 @@ function IfElse:output(...)
   end
 end
 
--- ie(): the outputs merged in row order (one Variable per output)
+-- ie(): the outputs merged in row order (one Variable per output); when
+-- only one side was built, that side's outputs as they are
 function IfElse:__call()
   if self.status ~= nil then raise("IfElse(): call it after the blocks, not inside one") end
   local t, f = self.outs[true], self.outs[false]
@@ -637,13 +638,14 @@ function IfElse:__call()
   end
   local prog = self.helper.main_program
   if prog:current_block().idx ~= self.parent.idx then raise("IfElse(): call it in the block the IfElse was made in") end
+  -- like Fluid, a single built side gives its outputs unmerged (its rows only)
+  if #t == 0 then return unpack(f) end
+  if #f == 0 then return unpack(t) end
   local merged = {}
-  for i = 1, math.max(#t, #f) do
-    local ref = t[i] or f[i]
+  for i = 1, #t do
+    local ref = t[i]
     local out = unique_var(self.parent, self.helper.name .. ".merged", { dtype = ref.dtype })
-    local inputs = { X = { self.cond }, Mask = { self.cond } }
-    if t[i] then inputs.InTrue = { t[i] } end
-    if f[i] then inputs.InFalse = { f[i] } end
+    local inputs = { X = { self.cond }, Mask = { self.cond }, InTrue = { t[i] }, InFalse = { f[i] } }
     self.parent:append_op{ type = "merge_lod_tensor", inputs = inputs, outputs = { Out = { out } },
                            attrs = { level = 0 } }
     merged[i] = out
