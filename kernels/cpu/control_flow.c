@@ -3,6 +3,8 @@
  * and the LoD unit gatherer. */
 #include "control_flow.h"
 
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -200,4 +202,173 @@ void oar_cf_gather_free(oar_cf_gather_t *g)
     for (int k = 0; k < OAR_MAX_LOD; k++) free(g->lod[k]);
     free(g->pieces);
     memset(g, 0, sizeof *g);
+}
+
+/* ---- op plumbing shared by the array and rank-table ops ------------------ */
+
+const char *oar_cf_in_name(oar_kernel_ctx_t *k, const char *slot)
+{
+    const char *n = oar_k_in_name(k, slot, 0);
+    return n ? n : "?";
+}
+
+/* a tensor input that holds a value (a zero-size tensor counts) */
+int oar_cf_tensor_in(oar_kernel_ctx_t *k, const char *slot, oar_tensor_t **out)
+{
+    oar_variable_t *v = oar_k_in_var(k, slot, 0);
+    oar_tensor_t *t = v && v->type == OAR_VAR_LOD_TENSOR ? v->u.tensor : NULL;
+    if (!v || v->type == 0 || !t || t->dtype < 0)
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", slot, oar_cf_in_name(k, slot));
+    if (t->buf && t->buf->place != OAR_PLACE_CPU)
+        return oar_k_error(k, OAR_ERR_UNSUPPORTED, "input %s '%s' is not in CPU memory", slot, oar_cf_in_name(k, slot));
+    *out = t;
+    return OAR_OK;
+}
+
+/* an optional tensor input: NULL when absent or never written */
+oar_tensor_t *oar_cf_tensor_opt(oar_kernel_ctx_t *k, const char *slot)
+{
+    oar_variable_t *v = oar_k_in_var(k, slot, 0);
+    if (!v || v->type != OAR_VAR_LOD_TENSOR || !v->u.tensor || v->u.tensor->dtype < 0) return NULL;
+    return v->u.tensor;
+}
+
+oar_tensor_t *oar_cf_tensor_out(oar_kernel_ctx_t *k, const char *slot)
+{
+    oar_variable_t *v = oar_k_out_var(k, slot, 0);
+    if (!v) {
+        oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s is missing", slot);
+        return NULL;
+    }
+    oar_tensor_t *t = oar_var_tensor(v);
+    if (!t) oar_error_prefix("%s: output %s: ", oar_k_op(k)->type, slot);
+    return t;
+}
+
+/* the step index in input `slot`: one integer element, not negative */
+int oar_cf_index_in(oar_kernel_ctx_t *k, const char *slot, int64_t *out)
+{
+    oar_tensor_t *t = NULL;
+    OAR_TRY(oar_cf_tensor_in(k, slot, &t));
+    if (oar_tensor_numel_of(t) != 1 || !oar_tensor_has_data(t)) {
+        char b[128];
+        return oar_k_error(k, OAR_ERR_SHAPE, "index %s '%s' must hold one element, it has shape %s", slot,
+                           oar_cf_in_name(k, slot), oar_shape_str(t->dims, t->ndim, b, sizeof b));
+    }
+    int64_t i = 0;
+    switch (t->dtype) {
+    case OAR_INT64: i = *(const int64_t *)t->buf->data; break;
+    case OAR_INT32: i = *(const int32_t *)t->buf->data; break;
+    default:
+        return oar_k_error(k, OAR_ERR_DTYPE, "index %s '%s' must be int64 or int32, it is %s", slot,
+                           oar_cf_in_name(k, slot), oar_dtype_name(t->dtype) ? oar_dtype_name(t->dtype) : "?");
+    }
+    if (i < 0 || i >= INT_MAX)
+        return oar_k_error(k, OAR_ERR_RANGE, "index %s '%s' is %lld; array indices run from 0 to %d", slot,
+                           oar_cf_in_name(k, slot), (long long)i, INT_MAX - 1);
+    *out = i;
+    return OAR_OK;
+}
+
+/* the array of an input; a never-written variable reads as the empty array */
+int oar_cf_array_in(oar_kernel_ctx_t *k, const char *slot, oar_tensor_array_t **out)
+{
+    static oar_tensor_array_t empty;
+    oar_variable_t *v = oar_k_in_var(k, slot, 0);
+    if (!v || v->type == 0) { *out = &empty; return OAR_OK; }
+    if (v->type != OAR_VAR_LOD_TENSOR_ARRAY)
+        return oar_k_error(k, OAR_ERR_DTYPE, "input %s '%s' must be a tensor array", slot, oar_cf_in_name(k, slot));
+    *out = v->u.array;
+    return OAR_OK;
+}
+
+int oar_cf_array_out(oar_kernel_ctx_t *k, const char *slot, oar_tensor_array_t **out)
+{
+    oar_variable_t *v = oar_k_out_var(k, slot, 0);
+    if (!v) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s is missing", slot);
+    *out = oar_var_array(v);
+    if (!*out) {
+        oar_error_prefix("%s: output %s: ", oar_k_op(k)->type, slot);
+        return OAR_ERR_DTYPE;
+    }
+    return OAR_OK;
+}
+
+int oar_cf_table_in(oar_kernel_ctx_t *k, const char *slot, const oar_rank_table_t **out)
+{
+    oar_variable_t *v = oar_k_in_var(k, slot, 0);
+    if (!v || v->type != OAR_VAR_LOD_RANK_TABLE)
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' must be a LoD rank table (made by lod_rank_table)",
+                           slot, oar_cf_in_name(k, slot));
+    *out = v->u.rank;
+    return OAR_OK;
+}
+
+/* replaces item i of a (growing it) with a new reference sharing t */
+int oar_cf_array_set(oar_tensor_array_t *a, int64_t i, const oar_tensor_t *t)
+{
+    if (i >= a->n) OAR_TRY(oar_array_resize(a, (int)i + 1));
+    oar_tensor_t *item = NULL;
+    OAR_TRY(oar_tensor_new_empty(&item));
+    int rc = oar_tensor_share(item, t);
+    if (rc != OAR_OK) { oar_tensor_free(item); return rc; }
+    oar_tensor_free(a->items[i]);
+    a->items[i] = item;
+    return OAR_OK;
+}
+
+/* item i of a gradient array += g (the first contribution is shared) */
+int oar_cf_array_accumulate(oar_tensor_array_t *a, int64_t i, const oar_tensor_t *g, const char *what)
+{
+    const oar_tensor_t *have = i < a->n ? a->items[i] : NULL;
+    if (!have || have->dtype < 0) return oar_cf_array_set(a, i, g);
+    oar_tensor_t *sum = NULL;
+    OAR_TRY(oar_tensor_copy(have, &sum));
+    int rc = oar_cf_add_into(sum, g, what);
+    if (rc == OAR_OK) rc = oar_cf_array_set(a, i, sum);
+    oar_tensor_free(sum);
+    return rc;
+}
+
+/* ---- compile-time inference helpers ------------------------------------- */
+
+/* out slot i gets in slot j's shape and dtype when they are known */
+int oar_cf_infer_like(oar_infer_ctx_t *c, const char *in, const char *out, bool batch_unknown)
+{
+    int nd;
+    const int64_t *d = oar_ic_in_dims(c, in, 0, &nd);
+    if (!d) { oar_clear_error(); return OAR_OK; }
+    int64_t dims[OAR_MAX_DIMS];
+    memcpy(dims, d, sizeof(int64_t) * (size_t)nd);
+    if (batch_unknown && nd > 0) dims[0] = -1;
+    return oar_ic_set_out(c, out, 0, dims, nd, oar_ic_in_dtype(c, in, 0));
+}
+
+int oar_cf_set_lod_level(oar_infer_ctx_t *c, const char *out, int level)
+{
+    return oar_ic_set_out_lod_level(c, out, 0, level < 0 ? 0 : level);
+}
+
+int oar_cf_scalar_int64_infer(oar_infer_ctx_t *c)
+{
+    int64_t one = 1;
+    return oar_ic_set_out(c, "Out", 0, &one, 1, OAR_INT64);
+}
+
+/* a grad op with input slot "S@GRAD" read in place and output slot "S@GRAD" */
+int oar_cf_inplace_array_grad(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *fwd_slot)
+{
+    char gslot[64];
+    snprintf(gslot, sizeof gslot, "%s%s", fwd_slot, OAR_GRAD_SUFFIX);
+    OAR_TRY(oar_gc_in_grad(g, op, fwd_slot));
+    int n = oar_op_desc_output_count(op, gslot);
+    if (n <= 0) return OAR_OK;
+    const char *names[1] = {oar_op_desc_output_arg(op, gslot, 0)};
+    return oar_op_desc_set_input(op, gslot, names, 1);
+}
+
+int oar_cf_x_grad_infer(oar_infer_ctx_t *c)
+{
+    OAR_TRY(oar_cf_infer_like(c, "X", "X@GRAD", false));
+    return oar_cf_set_lod_level(c, "X@GRAD", oar_ic_in_lod_level(c, "X", 0));
 }

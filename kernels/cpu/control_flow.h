@@ -50,4 +50,32 @@ int oar_cf_gather_add(oar_cf_gather_t *g, const oar_tensor_t *src, int level, in
 int oar_cf_gather_finish(oar_cf_gather_t *g, oar_tensor_t *dst, const oar_tensor_t *like,
                          int extra_top, const int64_t *const *top, const int64_t *top_n);
 void oar_cf_gather_free(oar_cf_gather_t *g);
+/* ---- op plumbing (array_ops.c, lod_rank_ops.c) ---------------------------- */
+/* the name of input slot arg 0, "?" when absent */
+const char *oar_cf_in_name(oar_kernel_ctx_t *k, const char *slot);
+/* a LoD tensor input with a value (zero-size counts); errors name the op and slot */
+int oar_cf_tensor_in(oar_kernel_ctx_t *k, const char *slot, oar_tensor_t **out);
+/* an optional tensor input: NULL when absent or never written */
+oar_tensor_t *oar_cf_tensor_opt(oar_kernel_ctx_t *k, const char *slot);
+/* the tensor of output slot arg 0 (NULL with an error) */
+oar_tensor_t *oar_cf_tensor_out(oar_kernel_ctx_t *k, const char *slot);
+/* a step index: one int64/int32 element, not negative */
+int oar_cf_index_in(oar_kernel_ctx_t *k, const char *slot, int64_t *out);
+/* the array of an input; a never-written variable reads as the empty array */
+int oar_cf_array_in(oar_kernel_ctx_t *k, const char *slot, oar_tensor_array_t **out);
+int oar_cf_array_out(oar_kernel_ctx_t *k, const char *slot, oar_tensor_array_t **out);
+int oar_cf_table_in(oar_kernel_ctx_t *k, const char *slot, const oar_rank_table_t **out);
+/* item i of a := a new reference sharing t (the array grows to i + 1) */
+int oar_cf_array_set(oar_tensor_array_t *a, int64_t i, const oar_tensor_t *t);
+/* item i of a gradient array += g (the first contribution is shared) */
+int oar_cf_array_accumulate(oar_tensor_array_t *a, int64_t i, const oar_tensor_t *g, const char *what);
+/* compile time: out gets in's shape (batch dim -1 when batch_unknown) and dtype, when known */
+int oar_cf_infer_like(oar_infer_ctx_t *c, const char *in, const char *out, bool batch_unknown);
+int oar_cf_set_lod_level(oar_infer_ctx_t *c, const char *out, int level);
+/* Out: int64 [1] */
+int oar_cf_scalar_int64_infer(oar_infer_ctx_t *c);
+/* output slot "S@GRAD" for fwd slot S, also read in place as input slot "S@GRAD" */
+int oar_cf_inplace_array_grad(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *fwd_slot);
+/* X@GRAD like X */
+int oar_cf_x_grad_infer(oar_infer_ctx_t *c);
 #endif

@@ -1,0 +1,525 @@
+/* lod_rank_ops.c — LoD rank tables and the ops DynamicRNN builds on them:
+ * lod_rank_table (a level's sequences sorted by length, longest first),
+ * max_sequence_len, lod_tensor_to_array (one item per step, holding that
+ * step of every sequence still running), array_to_lod_tensor (back),
+ * shrink_rnn_memory (a memory cut to the sequences still running) and
+ * reorder_lod_tensor_by_rank, with their grads (array gradients accumulate
+ * in place, see array_ops.c). */
+#include "op.h"
+#include "../../kernels/cpu/control_flow.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
+#define DISP OAR_SLOT_DISPENSABLE
+
+static const oar_slot_def_t x_in[] = {{"X", 0}, {NULL, 0}};
+static const oar_slot_def_t out_slot[] = {{"Out", 0}, {NULL, 0}};
+static const oar_slot_def_t x_grad_out[] = {{"X@GRAD", 0}, {NULL, 0}};
+
+static int array_grad_infer(oar_infer_ctx_t *c)
+{
+    return oar_ic_set_out_var_type(c, "X@GRAD", 0, OAR_VAR_LOD_TENSOR_ARRAY);
+}
+
+/* ---- lod_rank_table, max_sequence_len ------------------------------------- */
+static const oar_attr_def_t level_attrs[] = {
+    {"level", OAR_ATTR_INT, 0, NULL, false, 0, OAR_MAX_LOD - 1}, ATTR_END};
+
+static int rank_table_infer(oar_infer_ctx_t *c)
+{
+    return oar_ic_set_out_var_type(c, "Out", 0, OAR_VAR_LOD_RANK_TABLE);
+}
+
+static int cmp_rank(const void *a, const void *b)
+{
+    const oar_rank_item_t *x = a, *y = b;
+    if (x->length != y->length) return x->length > y->length ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;   /* stable: by index */
+}
+
+static int rank_table_run(oar_kernel_ctx_t *k)
+{
+    oar_tensor_t *x = NULL;
+    OAR_TRY(oar_cf_tensor_in(k, "X", &x));
+    int level = oar_attr_i(oar_k_op(k), "level");
+    if (x->lod_levels <= level)
+        return oar_k_error(k, OAR_ERR_SHAPE, "input X '%s' has %d LoD levels; a rank table of level %d needs "
+                           "more than %d", oar_cf_in_name(k, "X"), x->lod_levels, level, level);
+    if (level > 1)
+        return oar_k_error(k, OAR_ERR_UNSUPPORTED, "rank tables of level %d are not supported (levels 0 and 1 are)",
+                           level);
+    oar_variable_t *ov = oar_k_out_var(k, "Out", 0);
+    oar_rank_table_t *t = ov ? oar_var_rank_table(ov) : NULL;
+    if (!t) return ov ? OAR_ERR_DTYPE : oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out is missing");
+    const int64_t *lod = x->lod[level];
+    int64_t n = x->lod_size[level] - 1;
+    oar_rank_item_t *items = oar_xmalloc((size_t)(n > 0 ? n : 1) * sizeof *items);
+    int64_t *coarse = NULL;
+    int64_t ncoarse = level > 0 ? x->lod_size[0] : 0;
+    if (items && ncoarse > 0 && (coarse = oar_xmalloc((size_t)ncoarse * sizeof *coarse)))
+        memcpy(coarse, x->lod[0], (size_t)ncoarse * sizeof *coarse);
+    if (!items || (ncoarse > 0 && !coarse)) { free(items); free(coarse); return OAR_ERR_NOMEM; }
+    for (int64_t i = 0; i < n; i++) {
+        items[i].index = i;
+        items[i].length = lod[i + 1] - lod[i];
+    }
+    qsort(items, (size_t)n, sizeof *items, cmp_rank);
+    free(t->items);
+    free(t->coarse_lod);
+    t->level = level;
+    t->items = items;
+    t->n = n;
+    t->coarse_lod = coarse;
+    t->coarse_n = ncoarse;
+    return OAR_OK;
+}
+
+static const oar_op_def_t rank_table_def = {
+    .type = "lod_rank_table", .inputs = x_in, .outputs = out_slot, .attrs = level_attrs,
+    .infer = rank_table_infer, .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = rank_table_run};
+OAR_REGISTER_OP(rank_table_def)
+
+static const oar_slot_def_t table_in_slots[] = {{"RankTable", 0}, {NULL, 0}};
+
+static int max_len_run(oar_kernel_ctx_t *k)
+{
+    const oar_rank_table_t *t = NULL;
+    OAR_TRY(oar_cf_table_in(k, "RankTable", &t));
+    oar_tensor_t *out = oar_cf_tensor_out(k, "Out");
+    if (!out) return OAR_ERR_INVALID;
+    int64_t one = 1;
+    OAR_TRY(oar_tensor_resize(out, &one, 1));
+    int64_t *p = oar_tensor_mutable(out, OAR_INT64);
+    if (!p) return OAR_ERR_NOMEM;
+    *p = t->n > 0 ? t->items[0].length : 0;
+    return OAR_OK;
+}
+
+static const oar_op_def_t max_len_def = {
+    .type = "max_sequence_len", .inputs = table_in_slots, .outputs = out_slot, .infer = oar_cf_scalar_int64_infer,
+    .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = max_len_run};
+OAR_REGISTER_OP(max_len_def)
+
+/* The table must describe x's LoD at its level: same sequence count and lengths. */
+static int check_table(oar_kernel_ctx_t *k, const oar_rank_table_t *t, const oar_tensor_t *x, const char *slot)
+{
+    if (x->lod_levels <= t->level)
+        return oar_k_error(k, OAR_ERR_SHAPE, "input %s '%s' has %d LoD levels; the rank table is of level %d",
+                           slot, oar_cf_in_name(k, slot), x->lod_levels, t->level);
+    int64_t n = x->lod_size[t->level] - 1;
+    if (n != t->n)
+        return oar_k_error(k, OAR_ERR_SHAPE, "input %s '%s' has %lld sequences at LoD level %d; the rank table "
+                           "has %lld", slot, oar_cf_in_name(k, slot), (long long)n, t->level, (long long)t->n);
+    for (int64_t r = 0; r < t->n; r++) {
+        int64_t u = t->items[r].index;
+        if (x->lod[t->level][u + 1] - x->lod[t->level][u] != t->items[r].length)
+            return oar_k_error(k, OAR_ERR_SHAPE, "sequence %lld of %s '%s' has length %lld; the rank table says %lld",
+                               (long long)u, slot, oar_cf_in_name(k, slot),
+                               (long long)(x->lod[t->level][u + 1] - x->lod[t->level][u]), (long long)t->items[r].length);
+    }
+    return OAR_OK;
+}
+
+/* ---- lod_tensor_to_array ----------------------------------------------------- */
+/* Item t holds element t of every sequence longer than t, in rank order. */
+static const oar_slot_def_t lta_in[] = {{"X", 0}, {"RankTable", 0}, {NULL, 0}};
+
+static int lta_infer(oar_infer_ctx_t *c)
+{
+    OAR_TRY(oar_ic_set_out_var_type(c, "Out", 0, OAR_VAR_LOD_TENSOR_ARRAY));
+    OAR_TRY(oar_cf_infer_like(c, "X", "Out", true));
+    return oar_cf_set_lod_level(c, "Out", oar_ic_in_lod_level(c, "X", 0) - 1);
+}
+
+static int64_t count_longer(const oar_rank_table_t *t, int64_t step)
+{
+    int64_t c = 0;
+    while (c < t->n && t->items[c].length > step) c++;
+    return c;
+}
+
+static int lta_run(oar_kernel_ctx_t *k)
+{
+    oar_tensor_t *x = NULL;
+    const oar_rank_table_t *t = NULL;
+    oar_tensor_array_t *a = NULL;
+    OAR_TRY(oar_cf_tensor_in(k, "X", &x));
+    OAR_TRY(oar_cf_table_in(k, "RankTable", &t));
+    OAR_TRY(check_table(k, t, x, "X"));
+    OAR_TRY(oar_cf_array_out(k, "Out", &a));
+    int64_t steps = t->n > 0 ? t->items[0].length : 0;
+    if (steps >= INT_MAX) return oar_k_error(k, OAR_ERR_RANGE, "sequences of %lld steps", (long long)steps);
+    OAR_TRY(oar_array_resize(a, 0));
+    OAR_TRY(oar_array_resize(a, (int)steps));
+    int lv = t->level;
+    for (int64_t s = 0; s < steps; s++) {
+        oar_cf_gather_t g;
+        int rc = oar_cf_gather_init(&g, oar_cf_unit_levels(x, lv + 1));
+        for (int64_t r = 0; r < count_longer(t, s) && rc == OAR_OK; r++)
+            rc = oar_cf_gather_add(&g, x, lv + 1, x->lod[lv][t->items[r].index] + s);
+        oar_tensor_t *item = NULL;
+        if (rc == OAR_OK) rc = oar_tensor_new_empty(&item);
+        if (rc == OAR_OK) rc = oar_cf_gather_finish(&g, item, x, 0, NULL, NULL);
+        oar_cf_gather_free(&g);
+        if (rc != OAR_OK) { oar_tensor_free(item); return rc; }
+        a->items[s] = item;
+    }
+    return OAR_OK;
+}
+
+static int lta_grad(oar_grad_ctx_t *g)
+{
+    const oar_op_desc_t *f = oar_gc_fwd(g);
+    if (oar_gc_no_grad(g, oar_op_desc_input_arg(f, "X", 0))) return OAR_OK;
+    oar_op_desc_t *op = oar_gc_new_op(g, "lod_tensor_to_array_grad");
+    if (!op) return OAR_ERR_NOMEM;
+    OAR_TRY(oar_gc_in(g, op, "X"));
+    OAR_TRY(oar_gc_in(g, op, "RankTable"));
+    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
+    return oar_gc_in_grad(g, op, "X");
+}
+
+static const oar_op_def_t lta_def = {
+    .type = "lod_tensor_to_array", .inputs = lta_in, .outputs = out_slot, .infer = lta_infer, .grad = lta_grad,
+    .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = lta_run};
+OAR_REGISTER_OP(lta_def)
+
+/* X@GRAD: zeros like X, then each gradient item's rows back where they came from */
+static const oar_slot_def_t lta_grad_in[] = {{"X", 0}, {"RankTable", 0}, {"Out@GRAD", 0}, {NULL, 0}};
+
+static int lta_grad_run(oar_kernel_ctx_t *k)
+{
+    oar_tensor_t *x = NULL;
+    const oar_rank_table_t *t = NULL;
+    oar_tensor_array_t *ga = NULL;
+    OAR_TRY(oar_cf_tensor_in(k, "X", &x));
+    OAR_TRY(oar_cf_table_in(k, "RankTable", &t));
+    OAR_TRY(check_table(k, t, x, "X"));
+    OAR_TRY(oar_cf_array_in(k, "Out@GRAD", &ga));
+    oar_tensor_t *out = oar_cf_tensor_out(k, "X@GRAD");
+    if (!out) return OAR_ERR_INVALID;
+    OAR_TRY(oar_cf_zeros_like(out, x));
+    OAR_TRY(oar_tensor_copy_lod(out, x));
+    int lv = t->level;
+    for (int64_t s = 0; s < ga->n; s++) {
+        const oar_tensor_t *item = ga->items[s];
+        if (!item || item->dtype < 0) continue;
+        int64_t off = 0;
+        for (int64_t r = 0; r < count_longer(t, s); r++) {
+            int64_t r0, r1;
+            oar_cf_unit_rows(x, lv + 1, x->lod[lv][t->items[r].index] + s, &r0, &r1);
+            if (off + (r1 - r0) > (item->ndim ? item->dims[0] : 0))
+                return oar_k_error(k, OAR_ERR_SHAPE, "gradient item %lld of '%s' has %lld rows, fewer than step %lld "
+                                   "of '%s' holds", (long long)s, oar_cf_in_name(k, "Out@GRAD"),
+                                   (long long)(item->ndim ? item->dims[0] : 0), (long long)s, oar_cf_in_name(k, "X"));
+            OAR_TRY(oar_cf_copy_rows(out, r0, item, off, r1 - r0));
+            off += r1 - r0;
+        }
+    }
+    return OAR_OK;
+}
+
+static const oar_op_def_t lta_grad_def = {
+    .type = "lod_tensor_to_array_grad", .inputs = lta_grad_in, .outputs = x_grad_out, .infer = oar_cf_x_grad_infer,
+    .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = lta_grad_run};
+OAR_REGISTER_OP(lta_grad_def)
+
+/* ---- array_to_lod_tensor ------------------------------------------------------ */
+/* Out's sequence u (in the original order) is element t of item t, at the
+ * rank position r of u, for t below u's length. */
+static int atl_infer(oar_infer_ctx_t *c)
+{
+    OAR_TRY(oar_cf_infer_like(c, "X", "Out", true));
+    return oar_cf_set_lod_level(c, "Out", oar_ic_in_lod_level(c, "X", 0) + 1);
+}
+
+/* rank position of each sequence (caller frees) */
+static int64_t *rank_positions(const oar_rank_table_t *t)
+{
+    int64_t *pos = oar_xmalloc((size_t)(t->n > 0 ? t->n : 1) * sizeof *pos);
+    if (!pos) return NULL;
+    for (int64_t r = 0; r < t->n; r++) pos[t->items[r].index] = r;
+    return pos;
+}
+
+/* the items of a the table needs, checked: item s holds count_longer(s) units */
+static int check_items(oar_kernel_ctx_t *k, const oar_rank_table_t *t, const oar_tensor_array_t *a,
+                       const char *slot, const oar_tensor_t **like)
+{
+    int64_t steps = t->n > 0 ? t->items[0].length : 0;
+    *like = NULL;
+    if (a->n < steps)
+        return oar_k_error(k, OAR_ERR_SHAPE, "array %s '%s' has %d items; the rank table's longest sequence has %lld steps",
+                           slot, oar_cf_in_name(k, slot), a->n, (long long)steps);
+    for (int64_t s = 0; s < steps; s++) {
+        const oar_tensor_t *it = a->items[s];
+        if (!it || it->dtype < 0)
+            return oar_k_error(k, OAR_ERR_NOT_FOUND, "item %lld of array %s '%s' was never written", (long long)s,
+                               slot, oar_cf_in_name(k, slot));
+        if (oar_cf_units(it, 0) != count_longer(t, s))
+            return oar_k_error(k, OAR_ERR_SHAPE, "item %lld of array %s '%s' holds %lld sequences/rows; %lld sequences "
+                               "are longer than %lld steps", (long long)s, slot, oar_cf_in_name(k, slot),
+                               (long long)oar_cf_units(it, 0), (long long)count_longer(t, s), (long long)s);
+        if (!*like) *like = it;
+    }
+    return OAR_OK;
+}
+
+static int atl_run(oar_kernel_ctx_t *k)
+{
+    oar_tensor_array_t *a = NULL;
+    const oar_rank_table_t *t = NULL;
+    const oar_tensor_t *like = NULL;
+    OAR_TRY(oar_cf_array_in(k, "X", &a));
+    OAR_TRY(oar_cf_table_in(k, "RankTable", &t));
+    OAR_TRY(check_items(k, t, a, "X", &like));
+    if (!like)
+        return oar_k_error(k, OAR_ERR_SHAPE, "array X '%s' has no items to build a tensor from (all sequences are empty)",
+                           oar_cf_in_name(k, "X"));
+    oar_tensor_t *out = oar_cf_tensor_out(k, "Out");
+    if (!out) return OAR_ERR_INVALID;
+    int64_t *pos = rank_positions(t);
+    int64_t *offs = oar_xmalloc((size_t)(t->n + 1) * sizeof *offs);
+    oar_cf_gather_t g;
+    int rc = pos && offs ? oar_cf_gather_init(&g, oar_cf_unit_levels(like, 0)) : OAR_ERR_NOMEM;
+    if (rc == OAR_OK) {
+        offs[0] = 0;
+        for (int64_t u = 0; u < t->n && rc == OAR_OK; u++) {
+            int64_t len = t->items[pos[u]].length;
+            offs[u + 1] = offs[u] + len;
+            for (int64_t s = 0; s < len && rc == OAR_OK; s++) rc = oar_cf_gather_add(&g, a->items[s], 0, pos[u]);
+        }
+        const int64_t *top[2];
+        int64_t top_n[2];
+        int ntop = 0;
+        if (t->level > 0) { top[ntop] = t->coarse_lod; top_n[ntop++] = t->coarse_n; }
+        top[ntop] = offs;
+        top_n[ntop++] = t->n + 1;
+        if (rc == OAR_OK) rc = oar_cf_gather_finish(&g, out, like, ntop, top, top_n);
+        oar_cf_gather_free(&g);
+    }
+    free(pos);
+    free(offs);
+    return rc;
+}
+
+static int atl_grad(oar_grad_ctx_t *g)
+{
+    const oar_op_desc_t *f = oar_gc_fwd(g);
+    if (oar_gc_no_grad(g, oar_op_desc_input_arg(f, "X", 0))) return OAR_OK;
+    oar_op_desc_t *op = oar_gc_new_op(g, "array_to_lod_tensor_grad");
+    if (!op) return OAR_ERR_NOMEM;
+    OAR_TRY(oar_gc_in(g, op, "X"));
+    OAR_TRY(oar_gc_in(g, op, "RankTable"));
+    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
+    return oar_cf_inplace_array_grad(g, op, "X");
+}
+
+static const oar_op_def_t atl_def = {
+    .type = "array_to_lod_tensor", .inputs = lta_in, .outputs = out_slot, .infer = atl_infer, .grad = atl_grad,
+    .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = atl_run};
+OAR_REGISTER_OP(atl_def)
+
+/* item s of X@GRAD += the rows of Out@GRAD that came from item s */
+static const oar_slot_def_t atl_grad_in[] = {
+    {"X", 0}, {"RankTable", 0}, {"Out@GRAD", 0}, {"X@GRAD", DISP}, {NULL, 0}};
+
+static int atl_grad_run(oar_kernel_ctx_t *k)
+{
+    oar_tensor_array_t *a = NULL, *ga = NULL;
+    const oar_rank_table_t *t = NULL;
+    const oar_tensor_t *like = NULL;
+    oar_tensor_t *og = NULL;
+    OAR_TRY(oar_cf_array_in(k, "X", &a));
+    OAR_TRY(oar_cf_table_in(k, "RankTable", &t));
+    OAR_TRY(check_items(k, t, a, "X", &like));
+    OAR_TRY(oar_cf_tensor_in(k, "Out@GRAD", &og));
+    OAR_TRY(oar_cf_array_out(k, "X@GRAD", &ga));
+    int64_t steps = t->n > 0 ? t->items[0].length : 0;
+    oar_tensor_t **parts = oar_xcalloc((size_t)(steps > 0 ? steps : 1), sizeof *parts);
+    int64_t *pos = rank_positions(t);
+    int rc = parts && pos ? OAR_OK : OAR_ERR_NOMEM;
+    for (int64_t s = 0; s < steps && rc == OAR_OK; s++) rc = oar_cf_new_zeros_like(a->items[s], &parts[s]);
+    int64_t off = 0, orows = og->ndim ? og->dims[0] : 0;
+    for (int64_t u = 0; u < t->n && rc == OAR_OK; u++)
+        for (int64_t s = 0; s < t->items[pos[u]].length && rc == OAR_OK; s++) {
+            int64_t r0, r1;
+            oar_cf_unit_rows(a->items[s], 0, pos[u], &r0, &r1);
+            if (off + r1 - r0 > orows)
+                rc = oar_k_error(k, OAR_ERR_SHAPE, "Out@GRAD '%s' has %lld rows, fewer than the output it is the gradient of",
+                                 oar_cf_in_name(k, "Out@GRAD"), (long long)orows);
+            else rc = oar_cf_copy_rows(parts[s], r0, og, off, r1 - r0);
+            off += r1 - r0;
+        }
+    for (int64_t s = 0; s < steps && rc == OAR_OK; s++)
+        rc = oar_cf_array_accumulate(ga, s, parts[s], oar_k_out_name(k, "X@GRAD", 0));
+    for (int64_t s = 0; parts && s < steps; s++) oar_tensor_free(parts[s]);
+    free(parts);
+    free(pos);
+    return rc;
+}
+
+static const oar_op_def_t atl_grad_def = {
+    .type = "array_to_lod_tensor_grad", .inputs = atl_grad_in, .outputs = x_grad_out, .infer = array_grad_infer,
+    .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = atl_grad_run};
+OAR_REGISTER_OP(atl_grad_def)
+
+/* ---- shrink_rnn_memory -------------------------------------------------------- */
+/* Out = the first k sequences (rows) of X, k = the sequences longer than I. */
+static const oar_slot_def_t shrink_in[] = {{"X", 0}, {"I", 0}, {"RankTable", 0}, {NULL, 0}};
+
+static int shrink_infer(oar_infer_ctx_t *c)
+{
+    OAR_TRY(oar_cf_infer_like(c, "X", "Out", true));
+    return oar_ic_share_lod(c, "X", 0, "Out", 0);
+}
+
+static int shrink_run(oar_kernel_ctx_t *k)
+{
+    oar_tensor_t *x = NULL;
+    int64_t i = 0;
+    const oar_rank_table_t *t = NULL;
+    OAR_TRY(oar_cf_tensor_in(k, "X", &x));
+    OAR_TRY(oar_cf_index_in(k, "I", &i));
+    OAR_TRY(oar_cf_table_in(k, "RankTable", &t));
+    int64_t keep = count_longer(t, i);
+    if (keep > oar_cf_units(x, 0))
+        return oar_k_error(k, OAR_ERR_SHAPE, "input X '%s' has %lld sequences/rows; step %lld needs %lld",
+                           oar_cf_in_name(k, "X"), (long long)oar_cf_units(x, 0), (long long)i, (long long)keep);
+    oar_tensor_t *out = oar_cf_tensor_out(k, "Out");
+    if (!out) return OAR_ERR_INVALID;
+    oar_cf_gather_t g;
+    int rc = oar_cf_gather_init(&g, oar_cf_unit_levels(x, 0));
+    for (int64_t u = 0; u < keep && rc == OAR_OK; u++) rc = oar_cf_gather_add(&g, x, 0, u);
+    if (rc == OAR_OK) rc = oar_cf_gather_finish(&g, out, x, 0, NULL, NULL);
+    oar_cf_gather_free(&g);
+    return rc;
+}
+
+static int shrink_grad(oar_grad_ctx_t *g)
+{
+    const oar_op_desc_t *f = oar_gc_fwd(g);
+    if (oar_gc_no_grad(g, oar_op_desc_input_arg(f, "X", 0))) return OAR_OK;
+    oar_op_desc_t *op = oar_gc_new_op(g, "shrink_rnn_memory_grad");
+    if (!op) return OAR_ERR_NOMEM;
+    OAR_TRY(oar_gc_in(g, op, "X"));
+    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
+    return oar_gc_in_grad(g, op, "X");
+}
+
+static const oar_op_def_t shrink_def = {
+    .type = "shrink_rnn_memory", .inputs = shrink_in, .outputs = out_slot, .infer = shrink_infer,
+    .grad = shrink_grad, .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = shrink_run};
+OAR_REGISTER_OP(shrink_def)
+
+/* X@GRAD: Out@GRAD in the first rows, zeros below */
+static const oar_slot_def_t shrink_grad_in[] = {{"X", 0}, {"Out@GRAD", DISP}, {NULL, 0}};
+
+static int shrink_grad_run(oar_kernel_ctx_t *k)
+{
+    oar_tensor_t *x = NULL;
+    OAR_TRY(oar_cf_tensor_in(k, "X", &x));
+    oar_tensor_t *og = oar_cf_tensor_opt(k, "Out@GRAD");
+    oar_tensor_t *out = oar_cf_tensor_out(k, "X@GRAD");
+    if (!out) return OAR_ERR_INVALID;
+    OAR_TRY(oar_cf_zeros_like(out, x));
+    OAR_TRY(oar_tensor_copy_lod(out, x));
+    if (!og) return OAR_OK;
+    int64_t n = og->ndim ? og->dims[0] : 0;
+    if (n > (x->ndim ? x->dims[0] : 0))
+        return oar_k_error(k, OAR_ERR_SHAPE, "Out@GRAD '%s' has %lld rows, more than X '%s' (%lld)", oar_cf_in_name(k, "Out@GRAD"),
+                           (long long)n, oar_cf_in_name(k, "X"), (long long)(x->ndim ? x->dims[0] : 0));
+    return oar_cf_copy_rows(out, 0, og, 0, n);
+}
+
+static const oar_op_def_t shrink_grad_def = {
+    .type = "shrink_rnn_memory_grad", .inputs = shrink_grad_in, .outputs = x_grad_out, .infer = oar_cf_x_grad_infer,
+    .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = shrink_grad_run};
+OAR_REGISTER_OP(shrink_grad_def)
+
+/* ---- reorder_lod_tensor_by_rank --------------------------------------------------- */
+/* Out's r-th sequence (row, without LoD) is X's items[r].index-th. */
+static const oar_slot_def_t reorder_in[] = {{"X", 0}, {"RankTable", 0}, {NULL, 0}};
+
+static int reorder_infer(oar_infer_ctx_t *c)
+{
+    OAR_TRY(oar_cf_infer_like(c, "X", "Out", false));
+    return oar_ic_share_lod(c, "X", 0, "Out", 0);
+}
+
+static int check_reorder(oar_kernel_ctx_t *k, const oar_rank_table_t *t, const oar_tensor_t *x)
+{
+    if (oar_cf_units(x, 0) != t->n)
+        return oar_k_error(k, OAR_ERR_SHAPE, "input X '%s' has %lld sequences/rows; the rank table orders %lld",
+                           oar_cf_in_name(k, "X"), (long long)oar_cf_units(x, 0), (long long)t->n);
+    return OAR_OK;
+}
+
+static int reorder_run(oar_kernel_ctx_t *k)
+{
+    oar_tensor_t *x = NULL;
+    const oar_rank_table_t *t = NULL;
+    OAR_TRY(oar_cf_tensor_in(k, "X", &x));
+    OAR_TRY(oar_cf_table_in(k, "RankTable", &t));
+    OAR_TRY(check_reorder(k, t, x));
+    oar_tensor_t *out = oar_cf_tensor_out(k, "Out");
+    if (!out) return OAR_ERR_INVALID;
+    oar_cf_gather_t g;
+    int rc = oar_cf_gather_init(&g, oar_cf_unit_levels(x, 0));
+    for (int64_t r = 0; r < t->n && rc == OAR_OK; r++) rc = oar_cf_gather_add(&g, x, 0, t->items[r].index);
+    if (rc == OAR_OK) rc = oar_cf_gather_finish(&g, out, x, 0, NULL, NULL);
+    oar_cf_gather_free(&g);
+    return rc;
+}
+
+static int reorder_grad(oar_grad_ctx_t *g)
+{
+    const oar_op_desc_t *f = oar_gc_fwd(g);
+    if (oar_gc_no_grad(g, oar_op_desc_input_arg(f, "X", 0))) return OAR_OK;
+    oar_op_desc_t *op = oar_gc_new_op(g, "reorder_lod_tensor_by_rank_grad");
+    if (!op) return OAR_ERR_NOMEM;
+    OAR_TRY(oar_gc_in(g, op, "X"));
+    OAR_TRY(oar_gc_in(g, op, "RankTable"));
+    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
+    return oar_gc_in_grad(g, op, "X");
+}
+
+static const oar_op_def_t reorder_def = {
+    .type = "reorder_lod_tensor_by_rank", .inputs = reorder_in, .outputs = out_slot, .infer = reorder_infer,
+    .grad = reorder_grad, .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = reorder_run};
+OAR_REGISTER_OP(reorder_def)
+
+static const oar_slot_def_t reorder_grad_in[] = {{"X", 0}, {"RankTable", 0}, {"Out@GRAD", 0}, {NULL, 0}};
+
+static int reorder_grad_run(oar_kernel_ctx_t *k)
+{
+    oar_tensor_t *x = NULL, *og = NULL;
+    const oar_rank_table_t *t = NULL;
+    OAR_TRY(oar_cf_tensor_in(k, "X", &x));
+    OAR_TRY(oar_cf_table_in(k, "RankTable", &t));
+    OAR_TRY(oar_cf_tensor_in(k, "Out@GRAD", &og));
+    OAR_TRY(check_reorder(k, t, x));
+    oar_tensor_t *out = oar_cf_tensor_out(k, "X@GRAD");
+    if (!out) return OAR_ERR_INVALID;
+    OAR_TRY(oar_cf_zeros_like(out, x));
+    OAR_TRY(oar_tensor_copy_lod(out, x));
+    int64_t off = 0, orows = og->ndim ? og->dims[0] : 0;
+    for (int64_t r = 0; r < t->n; r++) {
+        int64_t r0, r1;
+        oar_cf_unit_rows(x, 0, t->items[r].index, &r0, &r1);
+        if (off + r1 - r0 > orows)
+            return oar_k_error(k, OAR_ERR_SHAPE, "Out@GRAD '%s' has %lld rows; X '%s' has more",
+                               oar_cf_in_name(k, "Out@GRAD"), (long long)orows, oar_cf_in_name(k, "X"));
+        OAR_TRY(oar_cf_copy_rows(out, r0, og, off, r1 - r0));
+        off += r1 - r0;
+    }
+    return OAR_OK;
+}
+
+static const oar_op_def_t reorder_grad_def = {
+    .type = "reorder_lod_tensor_by_rank_grad", .inputs = reorder_grad_in, .outputs = x_grad_out,
+    .infer = oar_cf_x_grad_infer, .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = reorder_grad_run};
+OAR_REGISTER_OP(reorder_grad_def)
