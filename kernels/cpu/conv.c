@@ -15,7 +15,13 @@
  * batch into one wide matrix for one big GEMM: the wide matrix does not fit
  * in cache and writing it costs as much as the GEMM.
  * 1x1 stride-1 unpadded convolutions skip im2col: the image itself is the
- * column matrix. */
+ * column matrix. Depthwise convolutions (one input channel per group) use
+ * direct loops instead: their GEMMs would be a row each, and their column
+ * matrices kh*kw times the image.
+ *
+ * The typed depthwise loops are written once below the #else and
+ * instantiated for float and double by including this file into itself. */
+#ifndef OAR_CONV_T
 #include <cblas.h>
 #include <limits.h>
 #include <omp.h>
@@ -128,6 +134,20 @@ static int blas_single_begin(void) {
 static void blas_single_end(int n) {
     if (n > 1) openblas_set_num_threads(n);
 }
+
+#define OAR_CONV_T float
+#define OAR_CONV_SUF f32
+#include "conv.c"
+#undef OAR_CONV_T
+#undef OAR_CONV_SUF
+#define OAR_CONV_T double
+#define OAR_CONV_SUF f64
+#include "conv.c"
+#undef OAR_CONV_T
+#undef OAR_CONV_SUF
+
+/* depthwise: one input channel per group, several groups */
+static bool depthwise(const conv_geom_t *g) { return g->cg == 1 && g->groups > 1; }
 
 /* ---- dtype-generic helpers ---------------------------------------------- */
 static void gemm(int dt, bool ta, bool tb, int64_t m, int64_t n, int64_t kk,
@@ -255,6 +275,11 @@ static int conv_fwd(oar_kernel_ctx_t *k) {
     void *y = oar_k_out_data(k, "Output", 0, dt);
     if (!y) return OAR_ERR_NOMEM;
     if (g.n == 0) return OAR_OK;
+    if (depthwise(&g)) {
+        if (dt == OAR_FP32) dw_fwd_f32(x, w, y, &g);
+        else dw_fwd_f64(x, w, y, &g);
+        return OAR_OK;
+    }
     const size_t esz = oar_dtype_size(dt);
     const int64_t ysz = g.m * g.p, csz = g.ktot * g.p;
     void *col;
@@ -317,6 +342,16 @@ static int conv_bwd(oar_kernel_ctx_t *k) {
     void *dw = grad_out(k, "Filter@GRAD", wt, dt, &rc);
     if (rc) return rc;
     if ((!dx && !dw) || g.n == 0) return OAR_OK;
+    if (depthwise(&g)) {
+        if (dt == OAR_FP32) {
+            if (dx) dw_bwd_data_f32(w, dy, dx, &g);
+            if (dw) dw_bwd_filter_f32(x, dy, dw, &g);
+        } else {
+            if (dx) dw_bwd_data_f64(w, dy, dx, &g);
+            if (dw) dw_bwd_filter_f64(x, dy, dw, &g);
+        }
+        return OAR_OK;
+    }
     const size_t esz = oar_dtype_size(dt);
     const int64_t ysz = g.m * g.p, csz = g.ktot * g.p, wsz = g.m * g.kg;
     const int T = g.threads;
@@ -381,3 +416,111 @@ OAR_REGISTER_KERNEL("depthwise_conv2d", OAR_PLACE_CPU, OAR_FP32, dwconv2d_f32)
 OAR_REGISTER_KERNEL("depthwise_conv2d", OAR_PLACE_CPU, OAR_FP64, dwconv2d_f64)
 OAR_REGISTER_KERNEL("depthwise_conv2d_grad", OAR_PLACE_CPU, OAR_FP32, dwconv2d_grad_f32)
 OAR_REGISTER_KERNEL("depthwise_conv2d_grad", OAR_PLACE_CPU, OAR_FP64, dwconv2d_grad_f64)
+
+#else /* typed part: direct depthwise loops */
+#define T OAR_CONV_T
+#define FN_(name, suf) name##_##suf
+#define FN(name, suf) FN_(name, suf)
+
+/* y[n, m] = sum over taps of w[m, tap] * shifted x[n, m / mult]; one pass
+ * over the output plane per tap keeps the plane in L1 */
+static void FN(dw_fwd, OAR_CONV_SUF)(const T *x, const T *w, T *y, const conv_geom_t *g) {
+    const int64_t C = g->c, H = g->h, W = g->w, M = g->m, OH = g->oh, OW = g->ow;
+    const int64_t KH = g->kh, KW = g->kw, mult = g->mg;
+    const oar_win2d_t *v = &g->win;
+    #pragma omp parallel for collapse(2) schedule(static) num_threads(g->threads) if (g->threads > 1)
+    for (int64_t n = 0; n < g->n; n++)
+        for (int64_t m = 0; m < M; m++) {
+            const T *xc = x + (n * C + m / mult) * H * W;
+            const T *wm = w + m * KH * KW;
+            T *ym = y + (n * M + m) * OH * OW;
+            memset(ym, 0, sizeof(T) * (size_t)(OH * OW));
+            for (int64_t i = 0; i < KH; i++)
+                for (int64_t j = 0; j < KW; j++) {
+                    const T wv = wm[i * KW + j];
+                    const int64_t woff = j * v->dw - v->pl;
+                    int64_t lo, hi;
+                    oar_win_valid_cols(woff, v->sw, W, OW, &lo, &hi);
+                    for (int64_t oh = 0; oh < OH; oh++) {
+                        const int64_t ih = oh * v->sh - v->pt + i * v->dh;
+                        if (ih < 0 || ih >= H) continue;
+                        const T *xr = xc + ih * W;
+                        T *yr = ym + oh * OW;
+                        if (v->sw == 1)
+                            for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xr[ow + woff];
+                        else
+                            for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xr[ow * v->sw + woff];
+                    }
+                }
+        }
+}
+
+/* dx[n, c] = sum over the c-th group's outputs and taps; dx zeroed on entry */
+static void FN(dw_bwd_data, OAR_CONV_SUF)(const T *w, const T *dy, T *dx, const conv_geom_t *g) {
+    const int64_t C = g->c, H = g->h, W = g->w, M = g->m, OH = g->oh, OW = g->ow;
+    const int64_t KH = g->kh, KW = g->kw, mult = g->mg;
+    const oar_win2d_t *v = &g->win;
+    #pragma omp parallel for collapse(2) schedule(static) num_threads(g->threads) if (g->threads > 1)
+    for (int64_t n = 0; n < g->n; n++)
+        for (int64_t c = 0; c < C; c++) {
+            T *xc = dx + (n * C + c) * H * W;
+            for (int64_t m = c * mult; m < (c + 1) * mult; m++) {
+                const T *wm = w + m * KH * KW;
+                const T *gm = dy + (n * M + m) * OH * OW;
+                for (int64_t i = 0; i < KH; i++)
+                    for (int64_t j = 0; j < KW; j++) {
+                        const T wv = wm[i * KW + j];
+                        const int64_t woff = j * v->dw - v->pl;
+                        int64_t lo, hi;
+                        oar_win_valid_cols(woff, v->sw, W, OW, &lo, &hi);
+                        for (int64_t oh = 0; oh < OH; oh++) {
+                            const int64_t ih = oh * v->sh - v->pt + i * v->dh;
+                            if (ih < 0 || ih >= H) continue;
+                            T *xr = xc + ih * W;
+                            const T *gr = gm + oh * OW;
+                            if (v->sw == 1)
+                                for (int64_t ow = lo; ow < hi; ow++) xr[ow + woff] += wv * gr[ow];
+                            else
+                                for (int64_t ow = lo; ow < hi; ow++) xr[ow * v->sw + woff] += wv * gr[ow];
+                        }
+                    }
+            }
+        }
+}
+
+/* dw[m, tap] = sum over images and positions of dy * shifted x; each thread
+ * owns whole output channels, so the sums need no reduction */
+static void FN(dw_bwd_filter, OAR_CONV_SUF)(const T *x, const T *dy, T *dw, const conv_geom_t *g) {
+    const int64_t C = g->c, H = g->h, W = g->w, M = g->m, OH = g->oh, OW = g->ow;
+    const int64_t KH = g->kh, KW = g->kw, mult = g->mg;
+    const oar_win2d_t *v = &g->win;
+    #pragma omp parallel for schedule(static) num_threads(g->threads) if (g->threads > 1)
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t i = 0; i < KH; i++)
+            for (int64_t j = 0; j < KW; j++) {
+                const int64_t woff = j * v->dw - v->pl;
+                int64_t lo, hi;
+                oar_win_valid_cols(woff, v->sw, W, OW, &lo, &hi);
+                T s = 0;
+                for (int64_t n = 0; n < g->n; n++) {
+                    const T *xc = x + (n * C + m / mult) * H * W;
+                    const T *gm = dy + (n * M + m) * OH * OW;
+                    for (int64_t oh = 0; oh < OH; oh++) {
+                        const int64_t ih = oh * v->sh - v->pt + i * v->dh;
+                        if (ih < 0 || ih >= H) continue;
+                        const T *xr = xc + ih * W;
+                        const T *gr = gm + oh * OW;
+                        if (v->sw == 1)
+                            for (int64_t ow = lo; ow < hi; ow++) s += gr[ow] * xr[ow + woff];
+                        else
+                            for (int64_t ow = lo; ow < hi; ow++) s += gr[ow] * xr[ow * v->sw + woff];
+                    }
+                }
+                dw[(m * KH + i) * KW + j] = s;
+            }
+}
+
+#undef T
+#undef FN
+#undef FN_
+#endif

@@ -8,18 +8,6 @@
 #include "im2col.h"
 #include "desc.h"
 
-/* The range [lo, hi) of output columns ow whose input column
- * ow*sw + off falls inside [0, w); clamped to [0, ow_n]. */
-static inline void valid_cols(int64_t off, int64_t sw, int64_t w, int64_t ow_n,
-                              int64_t *lo, int64_t *hi) {
-    int64_t a = off >= 0 ? 0 : (-off + sw - 1) / sw;
-    int64_t b = (w - 1 - off) >= 0 ? (w - 1 - off) / sw + 1 : 0;
-    if (a > ow_n) a = ow_n;
-    if (b > ow_n) b = ow_n;
-    if (b < a) b = a;
-    *lo = a; *hi = b;
-}
-
 /* Parallelize over channels only when one image carries enough work; callers
  * that split a batch across threads already run this inside a parallel region,
  * where the nested region stays serial. */
@@ -73,7 +61,7 @@ void FN(oar_im2col, OAR_IM2COL_SUF)(const T *x, const oar_win2d_t *g, T *col, in
                 T *dst = col + ((c * KH + i) * KW + j) * ld;
                 const int64_t woff = j * g->dw - g->pl;
                 int64_t lo, hi;
-                valid_cols(woff, g->sw, W, OW, &lo, &hi);
+                oar_win_valid_cols(woff, g->sw, W, OW, &lo, &hi);
                 for (int64_t oh = 0; oh < OH; oh++) {
                     T *d = dst + oh * OW;
                     const int64_t ih = oh * g->sh - g->pt + i * g->dh;
@@ -109,7 +97,7 @@ void FN(oar_col2im, OAR_IM2COL_SUF)(const T *col, const oar_win2d_t *g, int64_t 
                 const T *src = col + ((c * KH + i) * KW + j) * ld;
                 const int64_t woff = j * g->dw - g->pl;
                 int64_t lo, hi;
-                valid_cols(woff, g->sw, W, OW, &lo, &hi);
+                oar_win_valid_cols(woff, g->sw, W, OW, &lo, &hi);
                 for (int64_t oh = 0; oh < OH; oh++) {
                     const int64_t ih = oh * g->sh - g->pt + i * g->dh;
                     if (ih < 0 || ih >= H) continue;

@@ -16,6 +16,18 @@ typedef struct oar_win2d {
     int64_t dh, dw;         /* dilations */
 } oar_win2d_t;
 
+/* The range [lo, hi) of output columns ow whose input column ow*sw + off
+ * falls inside [0, w), clamped to [0, ow_n]. */
+static inline void oar_win_valid_cols(int64_t off, int64_t sw, int64_t w, int64_t ow_n,
+                                      int64_t *lo, int64_t *hi) {
+    int64_t a = off >= 0 ? 0 : (-off + sw - 1) / sw;
+    int64_t b = (w - 1 - off) >= 0 ? (w - 1 - off) / sw + 1 : 0;
+    if (a > ow_n) a = ow_n;
+    if (b > ow_n) b = ow_n;
+    if (b < a) b = a;
+    *lo = a; *hi = b;
+}
+
 /* Rows of the column matrix are (channel, ki, kj) in that order, so the rows of
  * channel group g are contiguous; columns are output positions (oh, ow).
  * Row r is written at col + r*ld, so several images can be laid side by side
