@@ -116,6 +116,23 @@ describe("IfElse", function()
     end
   end)
 
+  it("runs an empty batch: neither side runs, the outputs have 0 rows", function()
+    local r = CF.build(function()
+      local x = layers.data{ name = "x", shape = { 3 }, dtype = "float64" }
+      local c = layers.data{ name = "c", shape = { 1 }, dtype = "bool" }
+      x.stop_gradient = false
+      local ie = layers.IfElse(c)
+      ie:true_block(function() ie:output(layers.fc{ input = ie:input(x), size = 2 }) end)
+      ie:false_block(function() ie:output(layers.fc{ input = ie:input(x), size = 2 }) end)
+      local o = ie()
+      return layers.reduce_sum{ input = o }, { x }, { o }
+    end)
+    local out = CF.run(r, { x = oar.Tensor{ shape = { 0, 3 }, dtype = "float64" },
+                            c = oar.Tensor{ shape = { 0, 1 }, dtype = "bool" } }, { r.extra[1], r.grads[1] })
+    assert.same({ 0, 2 }, out[1]:shape())
+    assert.same({ 0, 3 }, out[2]:shape())
+  end)
+
   it("works nested in a block of another IfElse", function()
     local r = CF.build(function()
       local x = layers.data{ name = "x", shape = { 3 }, dtype = "float64" }

@@ -202,6 +202,7 @@ typedef struct gvar {
     const char *outer;        /* the outer gradient name (slot arg), NULL when not wanted */
     oar_variable_t *fwd_var;  /* the forward variable */
     bool array;
+    bool written;             /* the grad block writes `inner` */
     int carried;              /* X: index of the same var in Out, -1 if none */
     oar_tensor_t *g;          /* Out tensors: the gradient linked into the next step (owned) */
     oar_tensor_t *acc;        /* X tensors that are not carried: sum over steps (owned) */
@@ -257,6 +258,7 @@ static int gplan_init(oar_kernel_ctx_t *k, const char *xs, const char *os, const
         for (int j = 0; j < p->nout; j++)
             if (strcmp(p->out[j].fwd, x->fwd) == 0) x->carried = j;
         rc = grad_name(x->fwd, x->inner, sizeof x->inner);
+        x->written = rc == OAR_OK && block_writes(p->gblock, x->inner);
     }
     if (rc != OAR_OK) gplan_free(p);
     return rc;
@@ -307,7 +309,7 @@ static int gplan_link_in(oar_kernel_ctx_t *k, gplan_t *p, oar_scope_t *s, const 
     }
     for (int i = 0; i < p->nx; i++) {
         gvar_t *x = &p->x[i];
-        if (!x->array || !x->outer || !block_writes(p->gblock, x->inner)) continue;
+        if (!x->array || !x->outer || !x->written) continue;
         OAR_TRY(array_link_in(s, x->inner, oar_k_out_var(k, xgs, i)));
     }
     return OAR_OK;
@@ -325,10 +327,10 @@ static int gplan_collect(oar_kernel_ctx_t *k, gplan_t *p, oar_scope_t *s, const 
         gvar_t *x = &p->x[i];
         if (!x->outer) continue;
         if (x->array) {
-            if (block_writes(p->gblock, x->inner)) rc = array_link_out(s, x->inner, oar_k_out_var(k, xgs, i));
+            if (x->written) rc = array_link_out(s, x->inner, oar_k_out_var(k, xgs, i));
             continue;
         }
-        oar_tensor_t *lt = block_writes(p->gblock, x->inner) ? local_value(s, x->inner) : NULL;
+        oar_tensor_t *lt = x->written ? local_value(s, x->inner) : NULL;
         if (x->carried >= 0) {
             if (lt && !next[x->carried]) rc = share_new(lt, &next[x->carried]);
         } else if (lt) {

@@ -255,7 +255,7 @@ static int merge_sides(oar_kernel_ctx_t *k, int level, int64_t ntrue, int64_t nf
     if (ntrue > 0 || *it) OAR_TRY(check_units(k, "InTrue", *it, level, ntrue, "the Mask entries that are true"));
     if (nfalse > 0 || *if_) OAR_TRY(check_units(k, "InFalse", *if_, level, nfalse, "the Mask entries that are false"));
     *like = *it ? *it : *if_;
-    if (!*like)
+    if (!*like && ntrue + nfalse > 0)
         return oar_k_error(k, OAR_ERR_NOT_FOUND, "neither InTrue '%s' nor InFalse '%s' has a value", in_name(k, "InTrue"),
                            in_name(k, "InFalse"));
     if (*it && *if_ && ((*it)->dtype != (*if_)->dtype || oar_cf_row_bytes(*it) != oar_cf_row_bytes(*if_) ||
@@ -268,6 +268,29 @@ static int merge_sides(oar_kernel_ctx_t *k, int level, int64_t ntrue, int64_t nf
                            (*if_)->lod_levels);
     }
     return OAR_OK;
+}
+
+/* Out with 0 rows, its other dims and dtype from its declaration */
+static int empty_like_desc(oar_kernel_ctx_t *k, oar_tensor_t *out)
+{
+    const oar_op_desc_t *op = oar_k_op(k);
+    const char *name = oar_k_out_name(k, "Out", 0);
+    const oar_var_desc_t *v = op->block && name ? oar_block_find_var_recursive(op->block, name) : NULL;
+    char b[128];
+    if (!v || v->ndim < 1 || v->dtype < 0)
+        return oar_k_error(k, OAR_ERR_SHAPE, "the batch is empty and Out '%s' has no declared shape to give its 0 rows",
+                           name ? name : "?");
+    int64_t dims[OAR_MAX_DIMS];
+    for (int i = 0; i < v->ndim; i++) {
+        dims[i] = i == 0 ? 0 : v->dims[i];
+        if (dims[i] < 0)
+            return oar_k_error(k, OAR_ERR_SHAPE, "the batch is empty and Out '%s' is declared %s: its row shape is unknown",
+                               name, oar_shape_str(v->dims, v->ndim, b, sizeof b));
+    }
+    oar_tensor_reset(out);
+    oar_tensor_clear_lod(out);
+    OAR_TRY(oar_tensor_resize(out, dims, v->ndim));
+    return oar_tensor_mutable(out, v->dtype) ? OAR_OK : OAR_ERR_NOMEM;
 }
 
 static int merge_run(oar_kernel_ctx_t *k)
@@ -283,6 +306,10 @@ static int merge_run(oar_kernel_ctx_t *k)
     rc = merge_sides(k, level, ntrue, n - ntrue, &it, &if_, &like);
     oar_tensor_t *out = rc == OAR_OK ? tensor_out(k, "Out") : NULL;
     if (rc == OAR_OK && !out) rc = OAR_ERR_INVALID;
+    if (rc == OAR_OK && !like) {   /* an empty batch: neither side ran */
+        free(mask);
+        return empty_like_desc(k, out);
+    }
     /* levels above `level` come from X, which holds the complete LoD */
     int top = 0;
     if (rc == OAR_OK && level > 0) {
