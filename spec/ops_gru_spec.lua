@@ -78,7 +78,7 @@ end
 local function case_inputs(c, seed, dtype)
   local D, rows = c.D, c.lod[#c.lod]
   local ins = {
-    Input = T.tensor(rand_values(rows * 3 * D, seed, 1.5), { shape = { rows, 3 * D }, lod = { c.lod }, dtype = dtype }),
+    Input = T.tensor(rand_values(rows * 3 * D, seed, c.scale or 1.5), { shape = { rows, 3 * D }, lod = { c.lod }, dtype = dtype }),
     Weight = T.tensor(rand_values(D * 3 * D, seed + 1, 0.8), { shape = { D, 3 * D }, dtype = dtype }),
   }
   if c.bias ~= false then ins.Bias = T.tensor(rand_values(3 * D, seed + 2, 0.5), { shape = { 1, 3 * D }, dtype = dtype }) end
@@ -98,6 +98,8 @@ local CASES = {
   { name = "relu candidate, tanh gates, no bias", D = 2, lod = { 0, 1, 3, 6 }, act = "relu", gate = "tanh", bias = false },
   { name = "one sequence of length 1 with H0", D = 4, lod = { 0, 1 }, h0 = true },
   { name = "an empty sequence among others", D = 2, lod = { 0, 2, 2, 5 }, h0 = true, reverse = true },
+  -- 8-wide vector activations plus a scalar tail
+  { name = "hidden size 9, large pre-activations", D = 9, lod = { 0, 3, 4 }, h0 = true, scale = 6 },
 }
 
 describe("gru", function()

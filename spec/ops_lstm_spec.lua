@@ -80,7 +80,7 @@ local function case_inputs(c, seed, dtype)
   local D, rows = c.D, c.lod[#c.lod]
   local nseq = #c.lod - 1
   local ins = {
-    Input = T.tensor(rand_values(rows * 4 * D, seed, 1.5), { shape = { rows, 4 * D }, lod = { c.lod }, dtype = dtype }),
+    Input = T.tensor(rand_values(rows * 4 * D, seed, c.scale or 1.5), { shape = { rows, 4 * D }, lod = { c.lod }, dtype = dtype }),
     Weight = T.tensor(rand_values(D * 4 * D, seed + 1, 0.8), { shape = { D, 4 * D }, dtype = dtype }),
   }
   if c.bias ~= false then
@@ -106,6 +106,8 @@ local CASES = {
   { name = "only C0, tanh gates, no bias", D = 2, lod = { 0, 3, 5 }, c0 = true, gate = "tanh", bias = false },
   { name = "one sequence of length 1", D = 4, lod = { 0, 1 }, peep = true, h0 = true },
   { name = "an empty sequence among others", D = 2, lod = { 0, 2, 2, 5 }, peep = true, h0 = true, c0 = true },
+  -- 8-wide vector activations plus a scalar tail
+  { name = "hidden size 9, large pre-activations", D = 9, lod = { 0, 2, 5 }, peep = true, h0 = true, scale = 6 },
 }
 
 describe("lstm", function()

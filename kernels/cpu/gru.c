@@ -116,6 +116,7 @@ static void weight_grad(int dt, int64_t rows, int64_t D, const void *hp, const v
                 (char *)dw + es * (size_t)(2 * D * D), D);
 }
 
+/* zeroed scratch of n elements */
 static void *scratch(oar_kernel_ctx_t *k, int64_t n, size_t es, int *rc)
 {
     void *p = oar_xcalloc((size_t)(n > 0 ? n : 1), es);
@@ -207,11 +208,13 @@ static int gru_fwd(oar_kernel_ctx_t *k)
     }
     oar_seqb_gather(&a.sb, a.x, bg, 3 * D, es);
     if (a.b) oar_sk_add_row(a.dt, bg, a.b, T, 3 * D);
+    int blas = oar_sk_blas_hold(a.sb.nseq * 3 * D * D);
     for (int64_t t = 0; t < a.sb.nsteps; t++) {
         int64_t s0 = a.sb.step_start[t], n = oar_seqb_count(&a.sb, t);
         step_fwd(a.dt, n, D, (char *)bg + es * (size_t)(s0 * 3 * D), prev_rows(&a, bh, h0s, t), a.w,
                  (char *)brhp + es * (size_t)(s0 * D), (char *)bh + es * (size_t)(s0 * D), &a.cf);
     }
+    oar_sk_blas_release(blas);
     oar_seqb_scatter(&a.sb, bh, hid, D, es);
 done:
     free(h0s);
@@ -255,12 +258,14 @@ static int gru_bwd(oar_kernel_ctx_t *k)
     }
     if (dh0 && !(dh0s = scratch(k, a.sb.nseq * D, es, &rc))) goto done;
     oar_seqb_gather(&a.sb, dhid, dhb, D, es);
+    int blas = oar_sk_blas_hold(a.sb.nseq * 3 * D * D);
     for (int64_t t = a.sb.nsteps - 1; t >= 0; t--) {
         int64_t s0 = a.sb.step_start[t], n = oar_seqb_count(&a.sb, t);
         void *dhp = t > 0 ? (char *)dhb + es * (size_t)(a.sb.step_start[t - 1] * D) : dh0s;
         step_bwd(a.dt, n, D, (const char *)bg + es * (size_t)(s0 * 3 * D), prev_rows(&a, bh, h0s, t), a.w,
                  (char *)dhb + es * (size_t)(s0 * D), (char *)dgb + es * (size_t)(s0 * 3 * D), dhp, drhp, &a.cf);
     }
+    oar_sk_blas_release(blas);
     if (dw) {
         /* the previous hiddens in batch order (zeros at step 0 without H0) */
         if (!(hprev = scratch(k, T * D, es, &rc))) goto done;

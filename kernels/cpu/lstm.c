@@ -173,13 +173,17 @@ static int lstm_setup(oar_kernel_ctx_t *k, lstm_args_t *a)
     return OAR_OK;
 }
 
-/* checked scratch of n elements (zeroed) */
-static void *scratch(oar_kernel_ctx_t *k, int64_t n, size_t es, int *rc)
+/* checked scratch of n elements, zeroed unless `dirty` (then the caller
+ * writes all of it) */
+static void *scratch_any(oar_kernel_ctx_t *k, int64_t n, size_t es, bool dirty, int *rc)
 {
-    void *p = oar_xcalloc((size_t)(n > 0 ? n : 1), es);
+    size_t count = (size_t)(n > 0 ? n : 1);
+    void *p = dirty ? oar_xmalloc(count * es) : oar_xcalloc(count, es);
     if (!p) *rc = oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate %lld scratch values", (long long)n);
     return p;
 }
+static void *scratch(oar_kernel_ctx_t *k, int64_t n, size_t es, int *rc) { return scratch_any(k, n, es, false, rc); }
+static void *scratch_dirty(oar_kernel_ctx_t *k, int64_t n, size_t es, int *rc) { return scratch_any(k, n, es, true, rc); }
 
 static int lstm_fwd(oar_kernel_ctx_t *k)
 {
@@ -194,7 +198,7 @@ static int lstm_fwd(oar_kernel_ctx_t *k)
         (rc = oar_sk_out(k, "BatchGate", a.dt, T * 4 * D, false, &bg)) != OAR_OK ||
         (rc = oar_sk_out(k, "BatchCellPreAct", a.dt, T * D, false, &bc)) != OAR_OK)
         goto done;
-    hb = scratch(k, T * D, es, &rc);
+    hb = scratch_dirty(k, T * D, es, &rc);
     if (!hb) goto done;
     if (a.h0 && !(h0s = scratch(k, a.sb.nseq * D, es, &rc))) goto done;
     if (a.c0 && !(c0s = scratch(k, a.sb.nseq * D, es, &rc))) goto done;
@@ -202,6 +206,7 @@ static int lstm_fwd(oar_kernel_ctx_t *k)
     if (c0s) oar_seqb_sort_rows(&a.sb, a.c0, c0s, D, es);
     oar_seqb_gather(&a.sb, a.x, bg, 4 * D, es);
     if (a.b) oar_sk_add_row(a.dt, bg, a.b, T, 4 * D);
+    int blas = oar_sk_blas_hold(a.sb.nseq * 4 * D * D);
     for (int64_t t = 0; t < a.sb.nsteps; t++) {
         int64_t s0 = a.sb.step_start[t], n = oar_seqb_count(&a.sb, t);
         char *g = (char *)bg + es * (size_t)(s0 * 4 * D);
@@ -211,6 +216,7 @@ static int lstm_fwd(oar_kernel_ctx_t *k)
         step_fwd(a.dt, n, D, g, cp, (char *)bc + es * (size_t)(s0 * D), (char *)hb + es * (size_t)(s0 * D),
                  &a.peep, &a.act);
     }
+    oar_sk_blas_release(blas);
     oar_seqb_scatter(&a.sb, hb, hid, D, es);
     oar_seqb_scatter(&a.sb, bc, cell, D, es);
 done:
@@ -252,8 +258,8 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
     if (a.h0 && (rc = oar_sk_out(k, "H0@GRAD", a.dt, a.sb.nseq * D, true, &dh0)) != OAR_OK) goto done;
     if (a.c0 && (rc = oar_sk_out(k, "C0@GRAD", a.dt, a.sb.nseq * D, true, &dc0)) != OAR_OK) goto done;
     if (a.b && (rc = oar_sk_out(k, "Bias@GRAD", a.dt, oar_tensor_numel_of(a.bt), true, &dbias)) != OAR_OK) goto done;
-    if (!(dhb = scratch(k, T * D, es, &rc)) || !(dcb = scratch(k, T * D, es, &rc)) ||
-        !(dgb = scratch(k, T * 4 * D, es, &rc)) || !(tmp = scratch(k, 2 * D, es, &rc)))
+    if (!(dhb = scratch_dirty(k, T * D, es, &rc)) || !(dcb = scratch_any(k, T * D, es, dcell != NULL, &rc)) ||
+        !(dgb = scratch_dirty(k, T * 4 * D, es, &rc)) || !(tmp = scratch_dirty(k, 2 * D, es, &rc)))
         goto done;
     if (a.h0 && !(h0s = scratch(k, a.sb.nseq * D, es, &rc))) goto done;
     if (a.c0 && !(c0s = scratch(k, a.sb.nseq * D, es, &rc))) goto done;
@@ -281,6 +287,7 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
                        es * (size_t)D);
         }
     }
+    int blas = oar_sk_blas_hold(a.sb.nseq * 4 * D * D);
     for (int64_t t = a.sb.nsteps - 1; t >= 0; t--) {
         int64_t s0 = a.sb.step_start[t], n = oar_seqb_count(&a.sb, t);
         int64_t p0 = t > 0 ? a.sb.step_start[t - 1] : 0;
@@ -297,6 +304,7 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
         else if (dh0s)
             oar_sk_gemm(a.dt, false, true, n, D, 4 * D, 1.0, dg, 4 * D, a.w, 4 * D, 0.0, dh0s, D);
     }
+    oar_sk_blas_release(blas);
     if (dw) oar_sk_gemm(a.dt, true, false, D, 4 * D, T, 1.0, hprev, D, dgb, 4 * D, 0.0, dw, 4 * D);
     if (dx) oar_seqb_scatter(&a.sb, dgb, dx, 4 * D, es);
     if (dbias) oar_sk_col_sum(a.dt, dgb, T, 4 * D, dbias);

@@ -71,6 +71,13 @@ void oar_sk_gemm(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K, d
 /* y[r] += b for rows of width w; dst = column sums of x [rows, w] */
 void oar_sk_add_row(int dtype, void *y, const void *b, int64_t rows, int64_t w);
 void oar_sk_col_sum(int dtype, const void *x, int64_t rows, int64_t w, void *dst);
+/* Recurrent steps are many small GEMMs, where OpenBLAS's worker threads
+ * cost more (spinning, waking) than they save: hold OpenBLAS to one thread
+ * while products of `macs` multiply-adds run, when that is below
+ * OAR_SK_BLAS_PAR_MIN. Returns what oar_sk_blas_release restores. */
+#define OAR_SK_BLAS_PAR_MIN ((int64_t)1 << 22)
+int oar_sk_blas_hold(int64_t macs);
+void oar_sk_blas_release(int saved);
 /* error unless every value fits BLAS's int */
 int oar_sk_blas_dims(oar_kernel_ctx_t *k, int n, const int64_t *dims);
 
