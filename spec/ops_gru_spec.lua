@@ -146,6 +146,13 @@ describe("gru", function()
     end
   end)
 
+  it("runs a batch whose sequences are all empty", function()
+    local res = T.run{ type = "gru",
+      inputs = { Input = T.tensor({}, { shape = { 0, 6 }, lod = { { 0, 0 } } }),
+                 Weight = T.tensor(rand_values(12, 1), { shape = { 2, 6 } }) } }
+    assert.are.same({ 0, 2 }, res.Hidden[1].shape)
+  end)
+
   it("rejects an Input without LoD and H0 with the wrong row count", function()
     local ins = case_inputs(CASES[1], 1)
     ins.Input.lod = nil

@@ -161,6 +161,15 @@ describe("lstm", function()
     end
   end)
 
+  it("runs a batch whose sequences are all empty", function()
+    local res = T.run{ type = "lstm", attrs = { use_peepholes = false },
+      inputs = { Input = T.tensor({}, { shape = { 0, 8 }, lod = { { 0, 0, 0 } } }),
+                 Weight = T.tensor(rand_values(16, 1), { shape = { 2, 8 } }),
+                 H0 = T.tensor(rand_values(4, 2), { shape = { 2, 2 } }) } }
+    assert.are.same({ 0, 2 }, res.Hidden[1].shape)
+    assert.are.same({ 0, 2 }, res.Cell[1].shape)
+  end)
+
   it("rejects an Input without LoD, naming the op and the variable", function()
     local ins = case_inputs(CASES[2], 1)
     ins.Input.lod = nil
