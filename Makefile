@@ -58,8 +58,10 @@ $(BUILD)/%.o: %.cu $(wildcard src/*.h kernels/cuda/*.h)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
+# linked to a temp name and renamed: a process loading the library never
+# sees a half-written file
 $(LIB): $(C_OBJ) $(CU_OBJ)
-	$(CC) -shared -o $@ $^ $(LIBS)
+	$(CC) -shared -o $@.tmp.$$$$ $^ $(LIBS) && mv -f $@.tmp.$$$$ $@
 
 # The FFI declarations are the preprocessor-free section of oar.h.
 $(CDEF): src/oar.h tools/gen_cdef.sh
