@@ -8,6 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+int oar_cf_host(const oar_tensor_t *t)
+{
+    if (!oar_tensor_has_data(t) || t->buf->place == OAR_PLACE_CPU) return OAR_OK;
+    return oar_tensor_to_place((oar_tensor_t *)t, OAR_PLACE_CPU, 0);
+}
+
 size_t oar_cf_row_bytes(const oar_tensor_t *t)
 {
     size_t n = oar_dtype_size(t->dtype);
@@ -42,6 +48,8 @@ int oar_cf_add_into(oar_tensor_t *acc, const oar_tensor_t *x, const char *what)
 {
     if (!oar_tensor_has_data(acc) || !oar_tensor_has_data(x))
         return oar_error(OAR_ERR_INVALID, "adding gradients of '%s': a tensor has no data", what);
+    OAR_TRY(oar_cf_host(acc));
+    OAR_TRY(oar_cf_host(x));
     int64_t n = oar_tensor_numel_of(acc);
     if (n != oar_tensor_numel_of(x) || acc->dtype != x->dtype) {
         char a[128], b[128];
@@ -73,6 +81,8 @@ int oar_cf_copy_rows(oar_tensor_t *dst, int64_t d0, const oar_tensor_t *src, int
                          (long long)s0, (long long)(s0 + n), (long long)d0, (long long)(d0 + n));
     if (!oar_tensor_has_data((oar_tensor_t *)src) || !oar_tensor_has_data(dst))
         return oar_error(OAR_ERR_INVALID, "row copy: a tensor has no data");
+    OAR_TRY(oar_cf_host(src));
+    OAR_TRY(oar_cf_host(dst));
     memcpy((char *)dst->buf->data + (size_t)d0 * rb, (const char *)src->buf->data + (size_t)s0 * rb,
            (size_t)n * rb);
     return OAR_OK;
@@ -176,6 +186,7 @@ int oar_cf_gather_finish(oar_cf_gather_t *g, oar_tensor_t *dst, const oar_tensor
         }
         if (g->pieces[i].r1 > g->pieces[i].r0 && !oar_tensor_has_data((oar_tensor_t *)s))
             return oar_error(OAR_ERR_INVALID, "gather: a source tensor has no data");
+        OAR_TRY(oar_cf_host(s));
     }
     oar_tensor_reset(dst);
     OAR_TRY(oar_tensor_resize(dst, dims, nd));
@@ -219,8 +230,11 @@ int oar_cf_tensor_in(oar_kernel_ctx_t *k, const char *slot, oar_tensor_t **out)
     oar_tensor_t *t = v && v->type == OAR_VAR_LOD_TENSOR ? v->u.tensor : NULL;
     if (!v || v->type == 0 || !t || t->dtype < 0)
         return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", slot, oar_cf_in_name(k, slot));
-    if (t->buf && t->buf->place != OAR_PLACE_CPU)
-        return oar_k_error(k, OAR_ERR_UNSUPPORTED, "input %s '%s' is not in CPU memory", slot, oar_cf_in_name(k, slot));
+    int rc = oar_cf_host(t);
+    if (rc != OAR_OK) {
+        oar_error_prefix("%s: input %s '%s' to the host: ", oar_k_op(k)->type, slot, oar_cf_in_name(k, slot));
+        return rc;
+    }
     *out = t;
     return OAR_OK;
 }

@@ -7,6 +7,9 @@
 #define OAR_KERNELS_CPU_CONTROL_FLOW_H
 #include "op.h"
 
+/* moves t's data to host memory when it is on a device (control-flow ops
+ * read values: conditions, indices, masks, rows) */
+int oar_cf_host(const oar_tensor_t *t);
 /* bytes of one row (dims[1:] elements) of t */
 size_t oar_cf_row_bytes(const oar_tensor_t *t);
 

@@ -501,6 +501,7 @@ static int scalar_cond(oar_kernel_ctx_t *k, const char *slot, int i, bool *out)
         return oar_k_error(k, OAR_ERR_SHAPE, "condition %s '%s' must hold one element, it has shape %s", slot,
                            name ? name : "?", oar_shape_str(t->dims, t->ndim, b, sizeof b));
     }
+    OAR_TRY(oar_cf_host(t));
     const void *d = t->buf->data;
     switch (t->dtype) {
     case OAR_BOOL: case OAR_UINT8: case OAR_INT8: *out = *(const uint8_t *)d != 0; break;
@@ -674,6 +675,7 @@ static int mask_index(oar_kernel_ctx_t *k, int n, int *out)
     if (!t || !oar_tensor_has_data(t) || oar_tensor_numel_of(t) != 1)
         return oar_k_error(k, OAR_ERR_SHAPE, "Mask '%s' must hold one integer", name ? name : "?");
     long long m;
+    OAR_TRY(oar_cf_host(t));
     switch (t->dtype) {
     case OAR_INT32: m = *(const int32_t *)t->buf->data; break;
     case OAR_INT64: m = *(const int64_t *)t->buf->data; break;

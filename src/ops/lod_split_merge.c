@@ -58,6 +58,7 @@ static int read_mask(oar_kernel_ctx_t *k, bool **out, int64_t *n, int64_t *ntrue
     int64_t cnt = oar_tensor_numel_of(m);
     if (cnt > 0 && !oar_tensor_has_data(m))
         return oar_k_error(k, OAR_ERR_NOT_FOUND, "input Mask '%s' has no data", in_name(k, "Mask"));
+    OAR_TRY(oar_cf_host(m));
     bool *b = oar_xmalloc((size_t)(cnt > 0 ? cnt : 1));
     if (!b) return OAR_ERR_NOMEM;
     const void *d = cnt > 0 ? m->buf->data : NULL;

@@ -84,6 +84,7 @@ static int slice_step(const oar_tensor_t *x, int64_t t, oar_tensor_t **out)
     void *d = rc == OAR_OK ? oar_tensor_mutable(s, x->dtype) : NULL;
     if (rc == OAR_OK && !d) rc = OAR_ERR_NOMEM;
     size_t b = step_bytes(x);
+    if (rc == OAR_OK) rc = oar_cf_host(x);
     if (rc == OAR_OK && b > 0) memcpy(d, (const char *)x->buf->data + (size_t)t * b, b);
     if (rc != OAR_OK) { oar_tensor_free(s); return rc; }
     *out = s;
@@ -113,6 +114,8 @@ static int put_step(oar_tensor_t *dst, int64_t T, int64_t t, const oar_tensor_t 
     }
     size_t n = step_bytes(dst);
     if (n > 0 && !oar_tensor_has_data((oar_tensor_t *)v)) return oar_error(OAR_ERR_INVALID, "'%s' has no data", what);
+    OAR_TRY(oar_cf_host(v));
+    OAR_TRY(oar_cf_host(dst));
     if (n > 0) memcpy((char *)dst->buf->data + (size_t)t * n, v->buf->data, n);
     return OAR_OK;
 }
