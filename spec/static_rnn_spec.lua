@@ -166,6 +166,53 @@ describe("StaticRNN", function()
     CF.check_grads(r, { x = x, h0 = h0 })
   end)
 
+  it("runs an IfElse inside its step, forward and backward", function()
+    local TT, NN, DD = 3, 4, 2
+    local r = CF.build(function()
+      local x = layers.data{ name = "x", shape = { TT, NN, DD }, dtype = "float64", append_batch_size = false }
+      local c = layers.data{ name = "c", shape = { TT, NN, 1 }, dtype = "bool", append_batch_size = false }
+      x.stop_gradient = false
+      local rnn = layers.StaticRNN()
+      rnn:step(function()
+        local x_t = rnn:step_input(x)
+        local c_t = rnn:step_input(c)
+        local h = rnn:memory{ shape = { -1, DD }, batch_ref = x_t, value = 0.5 }
+        local ie = layers.IfElse(c_t)
+        ie:true_block(function() ie:output(layers.tanh(ie:input(x_t) + ie:input(h))) end)
+        ie:false_block(function() ie:output(ie:input(x_t) * ie:input(h) + 1) end)
+        local nh = ie()
+        rnn:update_memory(h, nh)
+        rnn:output(nh)
+      end)
+      local o = rnn()
+      return layers.mean(o * o), { x }, { o }
+    end)
+    local x = rnd(11, TT, NN, DD)
+    local masks = { { true, false, true, true }, { false, false, false, false }, { true, true, true, true } }
+    local c = {}
+    for t = 1, TT do
+      c[t] = {}
+      for n = 1, NN do c[t][n] = { masks[t][n] } end
+    end
+    local feeds = { x = x, c = { data = c, dtype = "bool" } }
+    local out = CF.run(r, feeds, r.extra)
+    local want, h = {}, {}
+    for n = 1, NN do h[n] = { 0.5, 0.5 } end
+    for t = 1, TT do
+      for n = 1, NN do
+        local nh = {}
+        for d = 1, DD do
+          local xv, hv = x[t][n][d], h[n][d]
+          nh[d] = masks[t][n] and math.tanh(xv + hv) or xv * hv + 1
+          want[#want + 1] = nh[d]
+        end
+        h[n] = nh
+      end
+    end
+    CF.assert_near(CF.flat(out[1]), want, 1e-12, "o")
+    CF.check_grads(r, feeds)
+  end)
+
   it("survives serialization of its program", function()
     local r = build_general()
     local x, h0 = rnd(7, T, N, D), rnd(8, N, H)
