@@ -76,6 +76,10 @@ describe("scopes of a run", function()
     assert.equal(base + 2 + T, live())
     exe:run(main, { feed = { x = x }, fetch_list = { loss }, scope = scope })
     assert.equal(base + 2 + T, live())   -- the next run replaces them
+    -- a test-mode clone keeps none (and drops what the training run kept)
+    local test_prog = main:clone{ for_test = true }
+    exe:run(test_prog, { feed = { x = x }, scope = scope })
+    assert.equal(base + 1, live())
     scope = nil
     assert.equal(base, live())
   end)

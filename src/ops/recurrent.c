@@ -8,7 +8,7 @@
  *   - the step's variable named like output j is copied to outputs[j][t].
  * `parameters` lists the outer variables the step block reads; they are
  * found through the scope chain. With reverse=true the steps run from T-1
- * down to 0. In training (is_train) the step scopes are kept for
+ * down to 0. In training (is_train, and not is_test) the step scopes are kept for
  * recurrent_grad, which re-enters them last step first: it links
  * outputs@GRAD[t] and the gradient of the updated memories (the next
  * step's ex_states gradient, zeros after the last step) in, runs the grad
@@ -33,6 +33,8 @@ static const oar_attr_def_t rnn_attrs[] = {
     {"reverse", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
     {"is_train", OAR_ATTR_BOOLEAN, 1, NULL, false, 0, 0},
     {"has_states", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    /* not in Fluid: set by clone(for_test), like is_train=false */
+    {"is_test", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
     ATTR_END};
 
 static oar_tensor_t *var_value(oar_variable_t *v)
@@ -218,7 +220,7 @@ static int rnn_run(oar_kernel_ctx_t *k)
     if (sv) {
         if (!(keep = oar_var_step_scopes(sv))) return OAR_ERR_DTYPE;
         oar_step_scopes_clear(keep);
-        if (!oar_attr_b(op, "is_train")) keep = NULL;
+        if (!oar_attr_b(op, "is_train") || oar_attr_b(op, "is_test")) keep = NULL;
     }
     bool reverse = oar_attr_b(op, "reverse");
     oar_scope_t *prev = NULL;
