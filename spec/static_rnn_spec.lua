@@ -157,6 +157,32 @@ describe("StaticRNN", function()
     CF.check_grads(r, { x = rnd(3, T, N, D), h0 = rnd(4, N, H) })
   end)
 
+  it("runs its steps from the last with the recurrent op's reverse attr", function()
+    local r = build_general()
+    for _, prog in ipairs({ r.main, r.forward }) do
+      for _, op in ipairs(prog:global_block():ops()) do
+        if op.type == "recurrent" or op.type == "recurrent_grad" then op:set_attr("reverse", true) end
+      end
+    end
+    local x, h0 = rnd(9, T, N, D), rnd(10, N, H)
+    local out = CF.run(r, { x = x, h0 = h0 }, r.extra)
+    local rev = {}
+    for t = 1, T do rev[t] = x[T + 1 - t] end
+    local w1, w2 = reference(r, rev, h0)
+    -- the reference ran over the reversed sequence: put its steps back in place
+    local back1, back2 = {}, {}
+    local per = N * H
+    for t = 1, T do
+      for k = 1, per do
+        back1[(T - t) * per + k] = w1[(t - 1) * per + k]
+        back2[(T - t) * per + k] = w2[(t - 1) * per + k]
+      end
+    end
+    CF.assert_near(CF.flat(out[1]), back1, 1e-12, "o1")
+    CF.assert_near(CF.flat(out[2]), back2, 1e-12, "o2")
+    CF.check_grads(r, { x = x, h0 = h0 })
+  end)
+
   it("handles sequences of one step", function()
     local r = build_general{ T = 1 }
     local x, h0 = rnd(5, 1, N, D), rnd(6, N, H)
