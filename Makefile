@@ -87,7 +87,7 @@ FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_DIR     = $(BUILD)/fuzz
 FUZZ_SAN     = -fsanitize=address,undefined -fno-sanitize-recover=undefined
-FUZZ_CFLAGS  = -std=c11 -g -O1 -D_GNU_SOURCE -fopenmp -Wall -Wextra -Werror $(FUZZ_SAN) \
+FUZZ_CFLAGS  = -std=c11 -g -O1 -march=native -D_GNU_SOURCE -fopenmp -Wall -Wextra -Werror $(FUZZ_SAN) \
                -fsanitize=fuzzer-no-link -Isrc -I$(FUZZ_DIR) $(OPENBLAS_INC)
 FUZZ_SRC     = $(wildcard src/*.c src/ops/*.c kernels/cpu/*.c)
 FUZZ_OBJ     = $(patsubst %.c,$(FUZZ_DIR)/%.o,$(FUZZ_SRC)) $(FUZZ_DIR)/framework.pb-c.o

@@ -4,7 +4,9 @@
  * status and a message or returns a program that passed oar_program_validate.
  * An accepted program must then survive the round trip: it serializes, the
  * bytes parse again, the second serialization is byte-identical to the
- * first, and a clone validates and serializes to the same bytes too. Any
+ * first, and a clone validates and serializes to the same bytes too. The
+ * passes run on loaded programs (prune to one of block 0's vars, the
+ * inference cleanup) must leave programs that validate and parse back. Any
  * violation aborts (a finding); sanitizers catch memory and UB errors. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,22 @@ static void finding(const char *what) {
 static void check_error_message(void) {
     const char *msg = oar_last_error();
     if (!msg || !*msg) finding("a rejected program left no error message");
+}
+
+/* q must validate, serialize, and parse back. */
+static void must_stay_valid(oar_program_t *q, const char *what) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "%s does not validate", what);
+    if (oar_program_validate(q) != OAR_OK) finding(msg);
+    void *b = NULL;
+    size_t n = 0;
+    snprintf(msg, sizeof msg, "%s does not serialize", what);
+    if (oar_program_serialize(q, &b, &n) != OAR_OK) finding(msg);
+    oar_program_t *r = NULL;
+    snprintf(msg, sizeof msg, "%s does not parse back", what);
+    if (oar_program_parse(b, n, &r) != OAR_OK) finding(msg);
+    oar_program_free(r);
+    oar_free(b);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -45,6 +63,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (oar_program_serialize(c, &b3, &n3) != OAR_OK) finding("a clone does not serialize");
     if (n1 != n3 || memcmp(b1, b3, n1) != 0) finding("a clone serializes differently from its original");
     if (oar_program_num_blocks(c) != oar_program_num_blocks(p)) finding("a clone has a different block count");
+
+    /* the passes that run on loaded programs must keep them valid */
+    oar_block_t *b0 = oar_program_block(p, 0);
+    int nvars = oar_block_num_vars(b0);
+    if (nvars > 0) {
+        const char *target = oar_var_desc_name(oar_block_var_at(b0, (int)(size % (size_t)nvars)));
+        oar_program_t *pruned = NULL;
+        if (oar_program_prune(p, &target, 1, &pruned) == OAR_OK) {
+            must_stay_valid(pruned, "a pruned program");
+            oar_program_free(pruned);
+        } else {
+            check_error_message();
+        }
+    }
+    if (oar_program_inference_optimize(c) == OAR_OK) must_stay_valid(c, "an inference-optimized program");
+    else check_error_message();
 
     oar_free(b1);
     oar_free(b2);

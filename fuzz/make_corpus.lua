@@ -59,6 +59,56 @@ do -- nested blocks: vars and ops in sub-blocks that read their ancestors' vars
   programs.nested_blocks = main
 end
 
+-- control flow, when these layers are present: sub-blocks run by ops
+-- (BLOCK attrs), step scopes, tensor arrays, LoD sequences
+if layers.While then
+  local main = oar.Program()
+  oar.program_guard(main, oar.Program(), function()
+    local i = layers.fill_constant{shape = {1}, dtype = "int64", value = 0}
+    local n = layers.fill_constant{shape = {1}, dtype = "int64", value = 3}
+    local cond = layers.less_than{x = i, y = n}
+    local loop = layers.While(cond)
+    loop:block(function()
+      layers.increment{x = i, value = 1}
+      layers.less_than{x = i, y = n, cond = cond}
+    end)
+  end)
+  programs.while_loop = main
+end
+
+if layers.IfElse then
+  local main, startup = oar.Program(), oar.Program()
+  oar.program_guard(main, startup, function()
+    local x = layers.data{name = "x", shape = {4}}
+    local zero = layers.fill_constant_batch_size_like{input = x, shape = {-1, 1}, dtype = "float32", value = 0}
+    local cond = layers.less_than{x = layers.reduce_sum{input = x, dim = 1, keep_dim = true}, y = zero}
+    local ie = layers.IfElse(cond)
+    ie:true_block(function() ie:output(layers.scale{x = ie:input(x), scale = 2}) end)
+    ie:false_block(function() ie:output(layers.fc{input = ie:input(x), size = 4}) end)
+    local out = ie()
+    oar.optimizer.SGD{learning_rate = 0.1}:minimize(layers.mean(out))
+  end)
+  programs.ifelse_backward = main
+end
+
+if layers.DynamicRNN and layers.sequence_pool then
+  local main, startup = oar.Program(), oar.Program()
+  oar.program_guard(main, startup, function()
+    local seq = layers.data{name = "seq", shape = {3}, lod_level = 1}
+    local drnn = layers.DynamicRNN()
+    drnn:block(function()
+      local w = drnn:step_input(seq)
+      local m = drnn:memory{shape = {4}, value = 0}
+      local h = layers.fc{input = {w, m}, size = 4, act = "tanh"}
+      drnn:update_memory(m, h)
+      drnn:output(h)
+    end)
+    local pooled = layers.sequence_pool{input = drnn(), pool_type = "max"}
+    oar.optimizer.Adam{learning_rate = 0.01}:minimize(layers.mean(pooled))
+  end)
+  programs.dynamic_rnn = main
+end
+
 do -- an inference model's layout: feed ops first, fetch ops last
   local main = oar.Program()
   oar.program_guard(main, oar.Program(), function()
