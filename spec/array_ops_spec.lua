@@ -233,6 +233,27 @@ describe("LoD rank tables", function()
   end)
 end)
 
+describe("lod_reset", function()
+  it("gives the data a LoD from target_lod, from Y's values or from Y's LoD", function()
+    local x = T.tensor({ 1, 2, 3, 4, 5, 6 }, { shape = { 3, 2 } })
+    T.check_output{ type = "lod_reset", inputs = { X = x }, attrs = { target_lod = { 0, 1, 3 } },
+      expect = { Out = { shape = { 3, 2 }, data = { 1, 2, 3, 4, 5, 6 }, lod = { { 0, 1, 3 } } } } }
+    T.check_output{ type = "lod_reset", inputs = { X = x, Y = T.tensor({ 0, 2, 3 }, { shape = { 3 }, dtype = "int32" }) },
+      expect = { Out = { shape = { 3, 2 }, data = { 1, 2, 3, 4, 5, 6 }, lod = { { 0, 2, 3 } } } } }
+    T.check_output{ type = "lod_reset",
+      inputs = { X = x, Y = T.tensor({ 9, 9, 9 }, { shape = { 3, 1 }, lod = { { 0, 3 } } }) },
+      expect = { Out = { shape = { 3, 2 }, data = { 1, 2, 3, 4, 5, 6 }, lod = { { 0, 3 } } } } }
+    T.check_grad{ type = "lod_reset", inputs = { X = x }, attrs = { target_lod = { 0, 1, 3 } }, wrt = { "X" } }
+  end)
+
+  it("refuses offsets that do not cover X's rows", function()
+    expect_error(function()
+      T.run{ type = "lod_reset", inputs = { X = T.tensor({ 1, 2, 3 }, { shape = { 3, 1 } }) },
+             attrs = { target_lod = { 0, 2 } } }
+    end, "lod_reset", "end at X's 3 rows")
+  end)
+end)
+
 describe("split_lod_tensor and merge_lod_tensor", function()
   local X = T.tensor({ 1, 2, 3, 4, 5, 6, 7, 8 }, { shape = { 4, 2 } })
   local MASK = T.tensor({ true, false, true, true }, { shape = { 4, 1 }, dtype = "bool" })

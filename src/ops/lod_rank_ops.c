@@ -523,3 +523,122 @@ static const oar_op_def_t reorder_grad_def = {
     .type = "reorder_lod_tensor_by_rank_grad", .inputs = reorder_grad_in, .outputs = x_grad_out,
     .infer = oar_cf_x_grad_infer, .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = reorder_grad_run};
 OAR_REGISTER_OP(reorder_grad_def)
+
+/* ---- lod_reset ------------------------------------------------------------------ */
+/* Out shares X's data with a new LoD: Y's LoD when Y has one, else Y's values
+ * (int32/int64 offsets), else attr target_lod; with append=true that level
+ * is added below X's levels. The grad passes Out@GRAD back with X's LoD. */
+static const oar_slot_def_t reset_in[] = {{"X", 0}, {"Y", DISP}, {NULL, 0}};
+static const oar_attr_def_t reset_attrs[] = {
+    {"target_lod", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
+    {"append", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    ATTR_END};
+
+static int reset_infer(oar_infer_ctx_t *c)
+{
+    OAR_TRY(oar_cf_infer_like(c, "X", "Out", false));
+    int have = oar_ic_in_lod_level(c, "X", 0);
+    int levels = 1;
+    if (oar_ic_in_count(c, "Y") > 0 && oar_ic_in_lod_level(c, "Y", 0) > 0) levels = oar_ic_in_lod_level(c, "Y", 0);
+    else if (oar_attr_b(oar_ic_op(c), "append") && have > 0) levels = have + 1;
+    return oar_cf_set_lod_level(c, "Out", levels);
+}
+
+static int reset_run(oar_kernel_ctx_t *k)
+{
+    oar_tensor_t *x = NULL;
+    OAR_TRY(oar_cf_tensor_in(k, "X", &x));
+    oar_tensor_t *y = oar_cf_tensor_opt(k, "Y");
+    oar_tensor_t *out = oar_cf_tensor_out(k, "Out");
+    if (!out) return OAR_ERR_INVALID;
+    int64_t rows = x->ndim ? x->dims[0] : 1;
+    if (y && y->lod_levels > 0) {
+        int64_t last = y->lod[y->lod_levels - 1][y->lod_size[y->lod_levels - 1] - 1];
+        if (last != rows)
+            return oar_k_error(k, OAR_ERR_SHAPE, "Y '%s' has a LoD over %lld rows; X '%s' has %lld",
+                               oar_cf_in_name(k, "Y"), (long long)last, oar_cf_in_name(k, "X"), (long long)rows);
+        OAR_TRY(oar_tensor_share(out, x));
+        return oar_tensor_copy_lod(out, y);
+    }
+    int64_t n = 0;
+    int64_t *offs = NULL;
+    if (y) {
+        OAR_TRY(oar_cf_host(y));
+        n = oar_tensor_numel_of(y);
+        if (y->dtype != OAR_INT32 && y->dtype != OAR_INT64)
+            return oar_k_error(k, OAR_ERR_DTYPE, "Y '%s' holds offsets: it must be int32 or int64, it is %s",
+                               oar_cf_in_name(k, "Y"), oar_dtype_name(y->dtype) ? oar_dtype_name(y->dtype) : "?");
+        if (n > 0 && !(offs = oar_xmalloc((size_t)n * sizeof *offs))) return OAR_ERR_NOMEM;
+        for (int64_t i = 0; i < n; i++)
+            offs[i] = y->dtype == OAR_INT32 ? ((const int32_t *)y->buf->data)[i] : ((const int64_t *)y->buf->data)[i];
+    } else {
+        int cnt = 0;
+        const int32_t *t = oar_attr_ints(oar_k_op(k), "target_lod", &cnt);
+        n = cnt;
+        if (n > 0 && !(offs = oar_xmalloc((size_t)n * sizeof *offs))) return OAR_ERR_NOMEM;
+        for (int64_t i = 0; i < n; i++) offs[i] = t[i];
+    }
+    int rc = OAR_OK;
+    if (n < 2 || offs[0] != 0 || offs[n - 1] != rows)
+        rc = oar_k_error(k, OAR_ERR_SHAPE, "the target LoD must have at least 2 offsets, start at 0 and end at X's %lld "
+                         "rows (X is '%s')", (long long)rows, oar_cf_in_name(k, "X"));
+    for (int64_t i = 1; i < n && rc == OAR_OK; i++)
+        if (offs[i] < offs[i - 1])
+            rc = oar_k_error(k, OAR_ERR_SHAPE, "the target LoD decreases at offset %lld (%lld after %lld)", (long long)i,
+                             (long long)offs[i], (long long)offs[i - 1]);
+    bool append = oar_attr_b(oar_k_op(k), "append") && x->lod_levels > 0;
+    int levels = append ? x->lod_levels + 1 : 1;
+    if (rc == OAR_OK && levels > OAR_MAX_LOD) rc = oar_k_error(k, OAR_ERR_SHAPE, "appending makes %d LoD levels", levels);
+    if (rc == OAR_OK) rc = oar_tensor_share(out, x);
+    if (rc == OAR_OK) {
+        const int64_t *lod[OAR_MAX_LOD];
+        int64_t sizes[OAR_MAX_LOD];
+        for (int l = 0; l < levels - 1; l++) { lod[l] = x->lod[l]; sizes[l] = x->lod_size[l]; }
+        lod[levels - 1] = offs;
+        sizes[levels - 1] = n;
+        /* appended, the new level splits the rows and X's last level must
+         * count its sequences: the LoD is checked like any other */
+        rc = oar_tensor_set_lod(out, levels, lod, sizes);
+        if (rc != OAR_OK && append) oar_error_prefix("lod_reset: appending a level to X's LoD: ");
+    }
+    free(offs);
+    return rc;
+}
+
+static int reset_grad(oar_grad_ctx_t *g)
+{
+    const oar_op_desc_t *f = oar_gc_fwd(g);
+    if (oar_gc_no_grad(g, oar_op_desc_input_arg(f, "X", 0))) return OAR_OK;
+    oar_op_desc_t *op = oar_gc_new_op(g, "lod_reset_grad");
+    if (!op) return OAR_ERR_NOMEM;
+    OAR_TRY(oar_gc_in(g, op, "X"));
+    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
+    return oar_gc_in_grad(g, op, "X");
+}
+
+static const oar_op_def_t reset_def = {
+    .type = "lod_reset", .inputs = reset_in, .outputs = out_slot, .attrs = reset_attrs, .infer = reset_infer,
+    .grad = reset_grad, .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = reset_run};
+OAR_REGISTER_OP(reset_def)
+
+static const oar_slot_def_t reset_grad_in[] = {{"X", 0}, {"Out@GRAD", 0}, {NULL, 0}};
+
+static int reset_grad_run(oar_kernel_ctx_t *k)
+{
+    oar_tensor_t *x = NULL, *og = NULL;
+    OAR_TRY(oar_cf_tensor_in(k, "X", &x));
+    OAR_TRY(oar_cf_tensor_in(k, "Out@GRAD", &og));
+    if (oar_tensor_numel_of(og) != oar_tensor_numel_of(x))
+        return oar_k_error(k, OAR_ERR_SHAPE, "Out@GRAD '%s' has %lld elements, X '%s' %lld", oar_cf_in_name(k, "Out@GRAD"),
+                           (long long)oar_tensor_numel_of(og), oar_cf_in_name(k, "X"), (long long)oar_tensor_numel_of(x));
+    oar_tensor_t *out = oar_cf_tensor_out(k, "X@GRAD");
+    if (!out) return OAR_ERR_INVALID;
+    OAR_TRY(oar_tensor_share(out, og));
+    OAR_TRY(oar_tensor_resize(out, x->dims, x->ndim));
+    return oar_tensor_copy_lod(out, x);
+}
+
+static const oar_op_def_t reset_grad_def = {
+    .type = "lod_reset_grad", .inputs = reset_grad_in, .outputs = x_grad_out, .attrs = reset_attrs,
+    .infer = oar_cf_x_grad_infer, .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = reset_grad_run};
+OAR_REGISTER_OP(reset_grad_def)

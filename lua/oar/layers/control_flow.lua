@@ -343,6 +343,22 @@ function M.shrink_memory(a, i, t)
     check.variable("shrink_memory", "i", a.i), check.variable("shrink_memory", "table", a.table))
 end
 
+-- lod_reset{x=, y=, target_lod=, append=false}: x's data with a new LoD
+-- (y's LoD, or y's values as offsets, or target_lod)
+function M.lod_reset(a, y, target_lod)
+  if is_variable(a) then a = { x = a, y = y, target_lod = target_lod } end
+  local x = check.variable("lod_reset", "x", a.x)
+  check.opt_variable("lod_reset", "y", a.y)
+  if a.y == nil and type(a.target_lod) ~= "table" then
+    check.fail("lod_reset", "target_lod", "a list of offsets (or give y)", a.target_lod)
+  end
+  local helper = LayerHelper("lod_reset", a)
+  local out = helper:create_variable_for_type_inference(x.dtype)
+  helper:append_op{ type = "lod_reset", inputs = { X = { x }, Y = a.y and { a.y } or nil }, outputs = { Out = { out } },
+    attrs = { target_lod = a.target_lod or {}, append = check.boolean("lod_reset", "append", a.append, false) } }
+  return out
+end
+
 -- ---- While ------------------------------------------------------------------------------
 
 local While = {}
