@@ -44,9 +44,9 @@ local function in_sub_block(prog, fn, ssa)
   local block = prog:create_block()
   if ssa then ssa_blocks(prog)[block.idx] = true end
   local res = { framework.protected(function()
+    -- a failing closure may leave a nested block current: return to ours first
     if prog:current_block().idx ~= block.idx then prog._current = block.idx end
     prog:rollback()
-    assert(prog:current_block().idx == parent.idx)
   end, fn) }
   return block, res
 end
