@@ -74,6 +74,7 @@ install: all
 	mkdir -p $(INST_LIBDIR) $(INST_LUADIR)/oar
 	cp $(LIB) $(INST_LIBDIR)/liboar.so
 	cp -r lua/oar/. $(INST_LUADIR)/oar/
+	if [ -n "$(INST_BINDIR)" ]; then mkdir -p $(INST_BINDIR) && cp bin/oar $(INST_BINDIR)/oar; fi
 
 clean:
 	rm -rf $(BUILD) $(CDEF)
