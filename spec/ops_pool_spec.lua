@@ -226,6 +226,20 @@ describe("pool2d gradients", function()
     T.assert_close(res["X@GRAD"][1], { shape = { 1, 1, 2, 2 }, data = { 3, 0, 0, 0 } })
   end)
 
+  it("2x2 windows route to the first maximum wherever it is", function()
+    -- four 2x2 windows of a 2x8 image: maxima at (0,0) tie, (0,1) tie, (1,0), (1,1)
+    local x = { 0, 0, 3, 3, -1, -2, 5, 1,
+                0, 0, 1, 2, -0.5, -3, 4, 6 }
+    local res = T.run{ type = "pool2d_grad",
+      inputs = { X = T.tensor(x, { shape = { 1, 1, 2, 8 } }),
+                 Out = T.tensor({ 0, 3, -0.5, 6 }, { shape = { 1, 1, 1, 4 } }),
+                 ["Out@GRAD"] = T.tensor({ 1, 2, 3, 4 }, { shape = { 1, 1, 1, 4 } }) },
+      attrs = { pooling_type = "max", ksize = { 2, 2 }, strides = { 2, 2 } }, outputs = { ["X@GRAD"] = 1 } }
+    T.assert_close(res["X@GRAD"][1], { shape = { 1, 1, 2, 8 }, data = {
+      1, 0, 2, 0, 0, 0, 0, 0,
+      0, 0, 0, 0, 3, 0, 0, 4 } })
+  end)
+
   it("overlapping max windows accumulate into the shared argmax", function()
     -- 1x3 row {1, 5, 2}, k 2 stride 1: both windows pick 5
     local res = T.run{ type = "pool2d_grad",

@@ -260,6 +260,27 @@ static void FN(pool_bwd, OAR_POOL_SUF)(const T *x, const T *dy, T *dx, const poo
                 const int64_t w0 = wb[2 * j], w1 = wb[2 * j + 1];
                 if (h0 >= h1 || w0 >= w1) continue;
                 const T d = dyp[i * OW + j];
+                if (h1 - h0 == 2 && w1 - w0 == 2) {
+                    /* the common full 2x2 window, unrolled and branch-free: the
+                     * first NaN, else the first element equal to the maximum */
+                    T *q = dxp + h0 * W + w0;
+                    if (is_max) {
+                        const T *p = xp + h0 * W + w0;
+                        const T a0 = p[0], a1 = p[1], a2 = p[W], a3 = p[W + 1];
+                        const T m01 = a1 > a0 ? a1 : a0, m23 = a3 > a2 ? a3 : a2;
+                        const T m = m23 > m01 ? m23 : m01;
+                        const unsigned nan = (unsigned)(a0 != a0) | (unsigned)(a1 != a1) << 1 |
+                                             (unsigned)(a2 != a2) << 2 | (unsigned)(a3 != a3) << 3;
+                        const unsigned eq = (unsigned)(a0 == m) | (unsigned)(a1 == m) << 1 |
+                                            (unsigned)(a2 == m) << 2 | (unsigned)(a3 == m) << 3;
+                        const unsigned first = (unsigned)__builtin_ctz(nan ? nan : eq);
+                        q[(first >> 1) * W + (first & 1)] += d;
+                    } else {
+                        const T sh = d / (by_window ? (T)4 : full);
+                        q[0] += sh; q[1] += sh; q[W] += sh; q[W + 1] += sh;
+                    }
+                    continue;
+                }
                 if (is_max) {
                     int64_t at = h0 * W + w0;
                     T r = xp[at];
