@@ -24,7 +24,10 @@ function M.Executor(place)
   end
   local out = ffi.new("oar_executor_t *[1]")
   if C.oar_executor_new(place.kind, place.device, out) ~= 0 then
-    raise("Executor(" .. tostring(place) .. "): " .. lib.last_error())
+    -- without CUDA, a driver or a GPU, C says why (naming the place once)
+    local msg, prefix = lib.last_error(), tostring(place) .. ": "
+    if msg:sub(1, #prefix) == prefix then msg = msg:sub(#prefix + 1) end
+    raise("Executor(" .. tostring(place) .. "): " .. msg)
   end
   return setmetatable({ place = place, handle = ffi.gc(out[0], C.oar_executor_free) }, Executor)
 end

@@ -36,4 +36,10 @@ function M.is_compiled_with_cuda()
   return C.oar_is_compiled_with_cuda() == true
 end
 
+-- Usable CUDA devices: 0 without CUDA in the build, a driver or a GPU. An
+-- Executor on CUDAPlace(n) needs n < cuda_device_count() and says why not.
+function M.cuda_device_count()
+  return tonumber(C.oar_cuda_device_count())
+end
+
 return M
