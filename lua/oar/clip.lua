@@ -71,6 +71,16 @@ end
 -- Returns new {param, grad} pairs with clipped gradients; the ops are
 -- optimize ops of the gradients' program.
 function Clip:apply(params_grads)
+  if type(params_grads) ~= "table" or framework.is_variable(params_grads) then
+    raise("GradientClip:apply: 'params_grads' must be a list of {param, grad} pairs, got " ..
+      framework.describe(params_grads))
+  end
+  for i, pg in ipairs(params_grads) do
+    if type(pg) ~= "table" or not framework.is_variable(pg[1]) or (pg[2] ~= nil and not framework.is_variable(pg[2])) then
+      raise(string.format("GradientClip:apply: item %d of 'params_grads' must be {param, grad} (Variables), got %s",
+        i, framework.describe(pg)))
+    end
+  end
   local out = {}
   local live = {}
   for i, pg in ipairs(params_grads) do
@@ -125,5 +135,7 @@ function Clip:__tostring()
   if self.kind == "value" then return string.format("GradientClipByValue(%g, %g)", self.min, self.max) end
   return string.format("GradientClipBy%s(%g)", self.kind == "norm" and "Norm" or "GlobalNorm", self.clip_norm)
 end
+
+require("oar.framework")._guard_methods(Clip, M.is_clip, "GradientClip", {})
 
 return M

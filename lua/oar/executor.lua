@@ -138,4 +138,6 @@ end
 
 function Executor:__tostring() return "Executor(" .. tostring(self.place) .. ")" end
 
+require("oar.framework")._guard_methods(Executor, function(x) return getmetatable(x) == Executor end, "Executor", {})
+
 return M

@@ -207,6 +207,10 @@ function Program:current_block() return self:block(self._current) end
 function Program:create_block(parent_idx)
   check_program(self, "Program:create_block")
   parent_idx = parent_idx or self._current
+  if type(parent_idx) ~= "number" or parent_idx % 1 ~= 0 or parent_idx < 0 or parent_idx >= self:num_blocks() then
+    raise(string.format("Program:create_block: 'parent_idx' must be a block index in 0..%d, got %s",
+      self:num_blocks() - 1, describe(parent_idx)))
+  end
   local out = ffi.new("oar_block_t *[1]")
   if C.oar_program_append_block(self.handle, parent_idx, out) ~= 0 then
     raise("Program:create_block: " .. lib.last_error())
@@ -367,13 +371,17 @@ function M.default_startup_program()
   return startup_program
 end
 
+-- switch_main_program(p) / switch_startup_program(p): p becomes the default;
+-- returns the previous one.
 function M.switch_main_program(p)
+  if not is_program(p) then raise("switch_main_program: 'program' must be a Program, got " .. describe(p)) end
   local old = M.default_main_program()
   main_program = p
   return old
 end
 
 function M.switch_startup_program(p)
+  if not is_program(p) then raise("switch_startup_program: 'program' must be a Program, got " .. describe(p)) end
   local old = M.default_startup_program()
   startup_program = p
   return old
@@ -1101,10 +1109,12 @@ function Operator:attr_names()
 end
 
 function Operator:has_attr(name)
+  check_name(name, "Operator:has_attr")
   return C.oar_op_desc_attr_type(self.handle, name) >= 0
 end
 
 function Operator:attr_type(name)
+  check_name(name, "Operator:attr_type")
   local t = C.oar_op_desc_attr_type(self.handle, name)
   return attr_type_names[t]
 end
@@ -1179,6 +1189,7 @@ function Operator:attr(name)
 end
 
 function Operator:block_attr_id(name)
+  check_name(name, "Operator:block_attr_id")
   return block_attr_value(self.handle, name)
 end
 
@@ -1328,5 +1339,27 @@ function Program:to_dot()
   lines[#lines + 1] = "}"
   return table.concat(lines, "\n") .. "\n"
 end
+
+-- ==== methods called on the wrong thing ==============================================
+-- prog.block(3) or Block.var("x") (a '.' for a ':') would fail somewhere
+-- inside with a message about oar's internals, or hand C a bad handle; every
+-- public method checks its receiver first.
+local function guard_methods(class, test, what, static)
+  for name, f in pairs(class) do
+    if type(f) == "function" and not name:match("^_") and not static[name] then
+      class[name] = function(self, ...)
+        if not test(self) then
+          raise(string.format("%s:%s: call it with ':' on a %s, got %s", what, name, what, describe(self)))
+        end
+        return f(self, ...)
+      end
+    end
+  end
+end
+guard_methods(Program, is_program, "Program", { new = true, parse = true, parse_from_string = true })
+guard_methods(Block, is_block, "Block", {})
+guard_methods(Operator, is_operator, "Operator", {})
+guard_methods(Variable, is_variable, "Variable", {})
+M._guard_methods = guard_methods
 
 return M

@@ -85,6 +85,14 @@ function M.is_initializer(x) return getmetatable(x) == Initializer end
 
 -- fan_in, fan_out of a weight shape: [in, out] for fc, [out, in, k...] for conv
 function M.compute_fans(shape)
+  if type(shape) ~= "table" then
+    raise("compute_fans: 'shape' must be a list of positive integers, got " .. framework.describe(shape))
+  end
+  for i, d in ipairs(shape) do
+    if type(d) ~= "number" then
+      raise(string.format("compute_fans: 'shape' item %d must be a number, got %s", i, framework.describe(d)))
+    end
+  end
   if #shape == 0 then return 1, 1 end
   if #shape == 1 then return shape[1], shape[1] end
   if #shape == 2 then return shape[1], shape[2] end
@@ -148,5 +156,7 @@ end
 function Initializer:__tostring()
   return "Initializer(" .. self.kind .. ")"
 end
+
+require("oar.framework")._guard_methods(Initializer, M.is_initializer, "Initializer", {})
 
 return M

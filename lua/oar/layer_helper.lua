@@ -285,4 +285,7 @@ function LayerHelper:unary(op_type, x, attrs, out_dtype)
   return out
 end
 
+framework._guard_methods(LayerHelper, function(x) return getmetatable(x) == LayerHelper end, "LayerHelper",
+  { new = true, args = true })
+
 return LayerHelper

@@ -153,12 +153,33 @@ function Optimizer:minimize(loss, opts, parameter_list, no_grad_set)
 end
 
 function Optimizer:backward(loss, opts)
+  local who = self.kind.name .. ":backward"
+  if not is_variable(loss) then raise(who .. ": 'loss' must be a Variable, got " .. describe(loss)) end
+  if opts == nil then opts = {} end
+  if type(opts) ~= "table" then raise(who .. ": options must be a table, got " .. describe(opts)) end
   return backward.append_backward(loss, { parameter_list = opts.parameter_list, no_grad_set = opts.no_grad_set })
 end
 
 -- clip, regularize, then the update ops; returns the optimize ops
 function Optimizer:apply_gradients(params_grads, program, startup)
+  local who = self.kind.name .. ":apply_gradients"
+  if type(params_grads) ~= "table" or is_variable(params_grads) then
+    raise(who .. ": 'params_grads' must be a list of {param, grad} pairs, got " .. describe(params_grads))
+  end
+  for i, pg in ipairs(params_grads) do
+    if type(pg) ~= "table" or not is_variable(pg[1]) or (pg[2] ~= nil and not is_variable(pg[2])) then
+      raise(string.format("%s: item %d of 'params_grads' must be {param, grad} (Variables), got %s", who, i,
+        describe(pg)))
+    end
+  end
+  if program == nil and params_grads[1] then program = params_grads[1][1].block.program end
+  if not framework.is_program(program) then
+    raise(who .. ": 'program' must be a Program, got " .. describe(program))
+  end
   startup = startup or framework.default_startup_program()
+  if not framework.is_program(startup) then
+    raise(who .. ": 'startup_program' must be a Program, got " .. describe(startup))
+  end
   table.sort(params_grads, function(a, b) return a[1].name < b[1].name end)
   local pg = params_grads
   if self.grad_clip then pg = self.grad_clip:apply(pg) end
@@ -323,5 +344,7 @@ for name, kind in pairs(kinds) do
   M[name .. "Optimizer"] = M[name]
 end
 M.kinds = kinds
+
+require("oar.framework")._guard_methods(Optimizer, function(x) return getmetatable(x) == Optimizer end, "Optimizer", {})
 
 return M

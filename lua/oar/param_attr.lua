@@ -70,4 +70,6 @@ function ParamAttr:__tostring()
     tostring(self.learning_rate), tostring(self.trainable))
 end
 
+require("oar.framework")._guard_methods(ParamAttr, is_param_attr, "ParamAttr", {})
+
 return M

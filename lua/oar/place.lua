@@ -42,4 +42,6 @@ function M.cuda_device_count()
   return tonumber(C.oar_cuda_device_count())
 end
 
+require("oar.framework")._guard_methods(Place, M.is_place, "Place", {})
+
 return M

@@ -32,6 +32,12 @@ end
 
 -- Appends ops computing the decay term of `param` to `block`; returns it.
 function Regularizer:decay_term(param, block)
+  if not framework.is_variable(param) then
+    framework.raise("Regularizer:decay_term: 'param' must be a Variable, got " .. framework.describe(param))
+  end
+  if not framework.is_block(block) then
+    framework.raise("Regularizer:decay_term: 'block' must be a Block, got " .. framework.describe(block))
+  end
   local decay = block:create_var{ dtype = param.dtype, shape = param.shape, lod_level = param.lod_level }
   if self.kind == "l2" then
     block:append_op{ type = "scale", inputs = { X = { param } }, outputs = { Out = { decay } },
@@ -48,8 +54,21 @@ end
 -- For each {param, grad}: grad + decay(param) with the param's own
 -- regularizer, else `regularization`. Returns the new pairs.
 function M.append_regularization_ops(params_grads, regularization)
+  if type(params_grads) ~= "table" or framework.is_variable(params_grads) then
+    framework.raise("append_regularization_ops: 'params_grads' must be a list of {param, grad} pairs, got " ..
+      framework.describe(params_grads))
+  end
+  if regularization ~= nil and not M.is_regularizer(regularization) then
+    framework.raise("append_regularization_ops: 'regularization' must be L1Decay or L2Decay, got " ..
+      framework.describe(regularization))
+  end
   local out = {}
   for i, pg in ipairs(params_grads) do
+    if type(pg) ~= "table" or not framework.is_variable(pg[1])
+        or (pg[2] ~= nil and not framework.is_variable(pg[2])) then
+      framework.raise(string.format("append_regularization_ops: item %d of 'params_grads' must be {param, grad} " ..
+        "(Variables), got %s", i, framework.describe(pg)))
+    end
     local param, grad = pg[1], pg[2]
     local reg = rawget(param, "regularizer") or regularization
     if grad == nil or reg == nil then
@@ -72,5 +91,7 @@ function M.append_regularization_ops(params_grads, regularization)
   end
   return out
 end
+
+require("oar.framework")._guard_methods(Regularizer, M.is_regularizer, "Regularizer", {})
 
 return M

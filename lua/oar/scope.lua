@@ -21,6 +21,9 @@ M.is_scope = is_scope
 
 -- Wraps an oar_scope_t* that we hold one reference to.
 local function wrap(ptr)
+  if type(ptr) ~= "cdata" or not ffi.istype("oar_scope_t *", ptr) or ptr == nil then
+    raise("scope.wrap: expected a non-NULL oar_scope_t* cdata, got " .. tostring(ptr))
+  end
   return setmetatable({ handle = ffi.gc(ptr, C.oar_scope_free) }, Scope)
 end
 M.wrap = wrap
@@ -119,6 +122,7 @@ function Scope:local_var_names()
 end
 
 function Scope:__tostring()
+  check_self(self, "__tostring")
   return string.format("Scope(%d vars, %d kids)", C.oar_scope_num_vars(self.handle),
     C.oar_scope_num_kids(self.handle))
 end
@@ -130,21 +134,30 @@ local kind_names = {
   [13] = "lod_tensor_array", [17] = "raw",
 }
 
-function ScopeVar:name() return ffi.string(C.oar_variable_name(self.handle)) end
+local function check_var(v, who)
+  if getmetatable(v) ~= ScopeVar then raise(who .. ": call it with ':' on a scope variable") end
+end
+
+function ScopeVar:name()
+  check_var(self, "ScopeVar:name")
+  return ffi.string(C.oar_variable_name(self.handle))
+end
 
 -- "lod_tensor", "lod_tensor_array", ... or "empty" before anything is stored
 function ScopeVar:type()
+  check_var(self, "ScopeVar:type")
   local t = C.oar_variable_type(self.handle)
   return kind_names[t] or tostring(t)
 end
 
 function ScopeVar:is_initialized()
+  check_var(self, "ScopeVar:is_initialized")
   return C.oar_variable_type(self.handle) ~= 0
 end
 
 -- The held tensor (shares its data), created empty when the variable is new.
 function ScopeVar:get_tensor()
-  if getmetatable(self) ~= ScopeVar then raise("get_tensor: call it with ':' on a scope variable") end
+  check_var(self, "get_tensor")
   local out = ffi.new("oar_tensor_t *[1]")
   if C.oar_variable_get_tensor(self.handle, out) ~= 0 then
     raise("get_tensor: " .. lib.last_error())
@@ -154,7 +167,7 @@ end
 
 -- Stores `t` (an oar Tensor, or a nested table converted as float32).
 function ScopeVar:set_tensor(t, dtype)
-  if getmetatable(self) ~= ScopeVar then raise("set_tensor: call it with ':' on a scope variable") end
+  check_var(self, "set_tensor")
   if type(t) == "table" and not tensor.is_tensor(t) then t = tensor(t, dtype) end
   if not tensor.is_tensor(t) then
     raise("set_tensor: expected an oar Tensor, got " .. type(t))
@@ -166,10 +179,12 @@ end
 
 -- length and items of a LOD_TENSOR_ARRAY variable
 function ScopeVar:array_size()
+  check_var(self, "array_size")
   return C.oar_variable_array_size(self.handle)
 end
 
 function ScopeVar:array_get(i)
+  check_var(self, "array_get")
   if type(i) ~= "number" or i % 1 ~= 0 then raise("array_get: index must be an integer") end
   local out = ffi.new("oar_tensor_t *[1]")
   if C.oar_variable_array_get(self.handle, i - 1, out) ~= 0 then
@@ -208,5 +223,9 @@ function M.scope_guard(scope, fn)
 end
 
 setmetatable(M, { __call = function() return M.new() end })
+
+require("oar.framework")._guard_methods(Scope, is_scope, "Scope", {})
+require("oar.framework")._guard_methods(ScopeVar, function(x) return getmetatable(x) == ScopeVar end,
+  "ScopeVariable", {})
 
 return M

@@ -17,6 +17,9 @@ M.is_tensor = is_tensor
 
 -- Wraps an owned oar_tensor_t* (one reference, handed to the GC).
 function M.wrap(ptr)
+  if type(ptr) ~= "cdata" or not ffi.istype("oar_tensor_t *", ptr) or ptr == nil then
+    raise("tensor.wrap: expected a non-NULL oar_tensor_t* cdata, got " .. tostring(ptr))
+  end
   return setmetatable({ handle = ffi.gc(ptr, C.oar_tensor_free) }, Tensor)
 end
 
@@ -382,5 +385,7 @@ function Tensor:__tostring()
   end
   return s .. ")"
 end
+
+require("oar.framework")._guard_methods(Tensor, is_tensor, "Tensor", {})
 
 return M

@@ -113,6 +113,7 @@ function M.patch()
   end
   -- v:astype("int64") like Fluid
   framework.Variable.astype = function(self, dtype)
+    if not is_variable(self) then raise("Variable:astype: call it with ':' on a Variable, got " .. framework.describe(self)) end
     local require_dtypes = require("oar.dtypes")
     return cast(self, require_dtypes.check(dtype, "Variable:astype"))
   end
