@@ -155,6 +155,28 @@ describe("conv2d forward", function()
     case({ 16, 20, 12, 12 }, { 50, 20, 5, 5 }, {}, "float32", 8)
   end)
 
+  it("padding_algorithm SAME pads to ceil(in / stride) (extra at the end) and drops dilations", function()
+    local xs, ws = { 2, 2, 6, 7 }, { 3, 2, 3, 3 }
+    local x, w = rand_values(numel(xs), 61), rand_values(numel(ws), 62)
+    -- height: out 3, pad sum 2*2 + 3 - 6 = 1 -> {0, 1}; width: out 4, pad sum 3*2 + 3 - 7 = 2 -> {1, 1}
+    local want, oshape = conv_ref(x, xs, w, ws, { strides = { 2, 2 }, paddings = { 0, 1, 1, 1 } })
+    assert.same({ 2, 3, 3, 4 }, oshape)
+    T.check_output{ type = "conv2d",
+      inputs = { Input = T.tensor(x, { shape = xs }), Filter = T.tensor(w, { shape = ws }) },
+      attrs = { strides = { 2, 2 }, paddings = { 5, 5 }, dilations = { 2, 2 }, padding_algorithm = "SAME" },
+      outputs = { Output = 1 }, expect = { Output = { shape = oshape, data = want } }, atol = 1e-10 }
+  end)
+
+  it("padding_algorithm VALID ignores paddings", function()
+    local xs, ws = { 1, 2, 6, 6 }, { 2, 2, 3, 2 }
+    local x, w = rand_values(numel(xs), 63), rand_values(numel(ws), 64)
+    local want, oshape = conv_ref(x, xs, w, ws, { dilations = { 1, 2 } })
+    T.check_output{ type = "conv2d",
+      inputs = { Input = T.tensor(x, { shape = xs }), Filter = T.tensor(w, { shape = ws }) },
+      attrs = { paddings = { 2, 2 }, dilations = { 1, 2 }, padding_algorithm = "VALID" },
+      outputs = { Output = 1 }, expect = { Output = { shape = oshape, data = want } }, atol = 1e-10 }
+  end)
+
   it("infers the output shape at compile time with an unknown batch", function()
     local ffi = require("ffi")
     local lib = require("oar.lib")
@@ -317,6 +339,10 @@ describe("conv2d errors", function()
     assert.truthy(e:find("dilations {2, 2}", 1, true))
     assert.truthy(e:find("strides {1, 1}", 1, true))
     assert.truthy(e:find("paddings {0, 0, 0, 0}", 1, true))
+  end)
+  it("rejects an unknown padding_algorithm", function()
+    local e = err_of(function() run({ 1, 1, 3, 3 }, { 1, 1, 2, 2 }, { padding_algorithm = "FULL" }) end)
+    assert.truthy(e:find("padding_algorithm", 1, true) and e:find("FULL", 1, true))
   end)
   it("rejects data_format NHWC", function()
     local e = err_of(function() run({ 1, 1, 3, 3 }, { 1, 1, 2, 2 }, { data_format = "NHWC" }) end)

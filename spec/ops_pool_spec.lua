@@ -144,6 +144,22 @@ describe("pool2d forward", function()
         (21 + 22) / 2, (23 + 24) / 2, 25 } } } }
   end)
 
+  it("padding_algorithm SAME and VALID", function()
+    -- 5x5, k 2, s 2: SAME gives out 3 with pad sum 1 -> {0, 1} (the extra at the end)
+    local x = {}
+    for i = 1, 25 do x[i] = i end
+    local want, oshape = pool_ref(x, { 1, 1, 5, 5 }, { type = "avg", ksize = { 2, 2 }, strides = { 2, 2 },
+      paddings = { 0, 1, 0, 1 } })
+    assert.same({ 1, 1, 3, 3 }, oshape)
+    T.check_output{ type = "pool2d", inputs = { X = T.tensor(x, { shape = { 1, 1, 5, 5 } }) },
+      attrs = { pooling_type = "avg", ksize = { 2, 2 }, strides = { 2, 2 }, paddings = { 3, 3 }, padding_algorithm = "SAME" },
+      expect = { Out = { shape = oshape, data = want } } }
+    want, oshape = pool_ref(x, { 1, 1, 5, 5 }, { type = "max", ksize = { 2, 2 }, strides = { 2, 2 } })
+    T.check_output{ type = "pool2d", inputs = { X = T.tensor(x, { shape = { 1, 1, 5, 5 } }) },
+      attrs = { pooling_type = "max", ksize = { 2, 2 }, strides = { 2, 2 }, paddings = { 1, 1 }, padding_algorithm = "VALID" },
+      expect = { Out = { shape = oshape, data = want } } }
+  end)
+
   it("global pooling ignores ksize and paddings", function()
     T.check_output{ type = "pool2d", inputs = { X = T.tensor(x33, { shape = { 1, 1, 3, 3 } }) },
       attrs = { pooling_type = "avg", ksize = { 1, 1 }, paddings = { 2, 2 }, global_pooling = true },

@@ -77,6 +77,10 @@ static int conv_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tens
     g->m = w->dims[0]; g->kh = w->dims[2]; g->kw = w->dims[3];
     if (g->m < 1 || w->dims[1] < 1 || g->kh < 1 || g->kw < 1)
         return oar_k_error(k, OAR_ERR_SHAPE, "Filter '%s' has an empty dimension: shape %s", wn, ws);
+    const char *algo = oar_attr_s(op, "padding_algorithm");
+    if (!oar_win_resolve_pads(algo, &x->dims[2], &w->dims[2], st, pd, dl))
+        return oar_k_error(k, OAR_ERR_INVALID, "attr padding_algorithm = \"%s\" must be \"EXPLICIT\", \"SAME\" or \"VALID\"",
+                           algo);
     if (g->c != w->dims[1] * g->groups || g->m % g->groups != 0)
         return oar_k_error(k, OAR_ERR_SHAPE,
                            "Input '%s' %s and Filter '%s' %s do not agree with groups = %lld "

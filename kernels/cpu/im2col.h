@@ -3,6 +3,7 @@
  * and pool kernels. */
 #ifndef OAR_KERNELS_CPU_IM2COL_H
 #define OAR_KERNELS_CPU_IM2COL_H
+#include <stdbool.h>
 #include <stdint.h>
 #include "op.h"
 
@@ -26,6 +27,29 @@ static inline void oar_win_valid_cols(int64_t off, int64_t sw, int64_t w, int64_
     if (b > ow_n) b = ow_n;
     if (b < a) b = a;
     *lo = a; *hi = b;
+}
+
+/* Fluid's padding_algorithm: "SAME" pads (extra on the bottom/right) so that
+ * out = ceil(in / stride) and, for convolutions, sets dilations to 1
+ * (dil may be NULL for pooling); "VALID" drops the padding; "EXPLICIT" or
+ * empty keeps pads. Returns false for any other name. */
+static inline bool oar_win_resolve_pads(const char *algo, const int64_t in[2], const int64_t k[2],
+                                        const int64_t st[2], int64_t pads[4], int64_t *dil) {
+    if (!algo || !algo[0] || __builtin_strcmp(algo, "EXPLICIT") == 0) return true;
+    bool same = __builtin_strcmp(algo, "SAME") == 0;
+    if (!same && __builtin_strcmp(algo, "VALID") != 0) return false;
+    for (int i = 0; i < 2; i++) {
+        int64_t sum = 0;
+        if (same) {
+            int64_t out = (in[i] + st[i] - 1) / st[i];
+            sum = (out - 1) * st[i] + k[i] - in[i];
+            if (sum < 0) sum = 0;
+            if (dil) dil[i] = 1;
+        }
+        pads[2 * i] = sum / 2;
+        pads[2 * i + 1] = sum - sum / 2;
+    }
+    return true;
 }
 
 /* Rows of the column matrix are (channel, ki, kj) in that order, so the rows of

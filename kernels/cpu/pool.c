@@ -77,6 +77,10 @@ static int pool_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, pool_geom_t *g
             return oar_k_error(k, OAR_ERR_INVALID,
                                "ksize {%lld, %lld} and strides {%lld, %lld} must be >= 1, paddings >= 0",
                                (long long)ks[0], (long long)ks[1], (long long)st[0], (long long)st[1]);
+    const char *algo = oar_attr_s(op, "padding_algorithm");
+    if (!global && !oar_win_resolve_pads(algo, &x->dims[2], ks, st, pd, NULL))
+        return oar_k_error(k, OAR_ERR_INVALID,
+                           "attr padding_algorithm = \"%s\" must be \"EXPLICIT\", \"SAME\" or \"VALID\"", algo);
     int64_t o[2];
     for (int i = 0; i < 2; i++) {
         if (global) { o[i] = 1; continue; }

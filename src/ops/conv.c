@@ -1,6 +1,7 @@
 /* conv.c — conv2d and depthwise_conv2d (NCHW) with their grad ops.
  * Kernels in kernels/cpu/conv.c (im2col + GEMM). */
 #include "op.h"
+#include "../../kernels/cpu/im2col.h"   /* window geometry shared with the kernels */
 
 #include <stdio.h>
 #include <string.h>
@@ -19,6 +20,7 @@ static const oar_attr_def_t conv_attrs[] = {
     {.name = "dilations", .type = OAR_ATTR_INTS},
     {.name = "groups", .type = OAR_ATTR_INT, .def = 1, .min = 1, .max = 2147483647.0},
     {.name = "data_format", .type = OAR_ATTR_STRING, .def_str = "NCHW"},
+    {.name = "padding_algorithm", .type = OAR_ATTR_STRING, .def_str = "EXPLICIT"},
     {.name = "use_cudnn", .type = OAR_ATTR_BOOLEAN, .def = 1},
     {.name = "use_mkldnn", .type = OAR_ATTR_BOOLEAN, .def = 0},
     {.name = "workspace_size_MB", .type = OAR_ATTR_INT, .def = 512},
@@ -103,10 +105,17 @@ static int conv_infer(oar_infer_ctx_t *c) {
     if (w[0] >= 0 && w[0] % groups != 0)
         return oar_ic_error(c, OAR_ERR_SHAPE, "Filter '%s' %s: %lld output channels are not divisible by groups = %lld",
                             oar_ic_in_name(c, "Filter", 0), ws, (long long)w[0], (long long)groups);
+    /* SAME/VALID pads depend on both spatial sizes; unknown ones leave the output unknown */
+    const char *algo = oar_attr_s(op, "padding_algorithm");
+    const int64_t probe[2] = {x[2] < 0 ? 1 : x[2], x[3] < 0 ? 1 : x[3]};
+    if (!oar_win_resolve_pads(algo, probe, &w[2], st, pd, dl))
+        return oar_ic_error(c, OAR_ERR_INVALID,
+                            "attr padding_algorithm = \"%s\" must be \"EXPLICIT\", \"SAME\" or \"VALID\"", algo);
+    const bool explicit_pads = !algo || !algo[0] || strcmp(algo, "EXPLICIT") == 0;
     int64_t out[4] = {x[0], w[0], -1, -1};
     for (int i = 0; i < 2; i++) {
         int64_t in = x[2 + i], k = w[2 + i];
-        if (in < 0 || k < 0) continue;
+        if (in < 0 || k < 0 || (!explicit_pads && (x[2] < 0 || x[3] < 0))) continue;
         if (in == 0)
             return oar_ic_error(c, OAR_ERR_SHAPE, "Input '%s' %s has an empty spatial dimension",
                                 oar_ic_in_name(c, "Input", 0), xs);

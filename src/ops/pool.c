@@ -1,6 +1,7 @@
 /* pool.c — pool2d (max/avg over NCHW windows) and pool2d_grad.
  * Kernels in kernels/cpu/pool.c. */
 #include "op.h"
+#include "../../kernels/cpu/im2col.h"   /* window geometry shared with the kernels */
 
 #include <string.h>
 
@@ -23,6 +24,7 @@ static const oar_attr_def_t pool_attrs[] = {
     {.name = "use_mkldnn", .type = OAR_ATTR_BOOLEAN, .def = 0},
     {.name = "use_quantizer", .type = OAR_ATTR_BOOLEAN, .def = 0},
     {.name = "data_format", .type = OAR_ATTR_STRING, .def_str = "NCHW"},
+    {.name = "padding_algorithm", .type = OAR_ATTR_STRING, .def_str = "EXPLICIT"},
     {.name = "is_test", .type = OAR_ATTR_BOOLEAN, .def = 0},
     {.name = NULL}};
 
@@ -75,13 +77,20 @@ static int pool_infer(oar_infer_ctx_t *c) {
                              "attr paddings must hold 2 values {h, w} or 4 {top, bottom, left, right}, got %d", np);
     for (int i = 0; i < 4; i++)
         if (pd[i] < 0) return oar_ic_error(c, OAR_ERR_INVALID, "attr paddings must be >= 0");
+    /* SAME/VALID pads depend on both spatial sizes; unknown ones leave the output unknown */
+    const char *algo = oar_attr_s(op, "padding_algorithm");
+    const int64_t probe[2] = {x[2] < 0 ? 1 : x[2], x[3] < 0 ? 1 : x[3]};
+    if (!global && !oar_win_resolve_pads(algo, probe, ks, st, pd, NULL))
+        return oar_ic_error(c, OAR_ERR_INVALID,
+                            "attr padding_algorithm = \"%s\" must be \"EXPLICIT\", \"SAME\" or \"VALID\"", algo);
+    const bool explicit_pads = !algo || !algo[0] || strcmp(algo, "EXPLICIT") == 0;
     if (global) pd[0] = pd[1] = pd[2] = pd[3] = 0;
     int64_t out[4] = {x[0], x[1], -1, -1};
     for (int i = 0; i < 2; i++) {
         if (global) { out[2 + i] = 1; continue; }
         if (adaptive) { out[2 + i] = ks[i]; continue; }
         int64_t in = x[2 + i];
-        if (in < 0) continue;
+        if (in < 0 || (!explicit_pads && (x[2] < 0 || x[3] < 0))) continue;
         int64_t room = in + pd[2 * i] + pd[2 * i + 1] - ks[i];
         if (ceil_mode) room += st[i] - 1;
         int64_t o = room < 0 ? 0 : room / st[i] + 1;
