@@ -1,0 +1,292 @@
+/*
+ * conv.cu — CUDA kernels of conv2d / depthwise_conv2d and their grads on
+ * cuDNN (NCHW; float32, float64), with the CPU kernels' geometry
+ * (kernels/cpu/conv.c): strides, dilations, groups, paddings {h, w} or
+ * {top, bottom, left, right}.
+ *
+ * cuDNN pads symmetrically; asymmetric paddings are applied by copying the
+ * input into a zero-padded buffer and convolving it without padding (the
+ * input grad is computed for the padded buffer and cropped). Algorithms come
+ * from cuDNN's heuristics (the *_v7 queries), the first that fits the op's
+ * workspace_size_MB. Convolutions use plain FMA math (no TF32), so results
+ * match the CPU kernels to float rounding.
+ */
+#include <limits.h>
+#include "cuda_common.h"
+extern "C" {
+#include "../cpu/im2col.h"
+}
+
+using namespace oarcu;
+
+namespace {
+
+struct TensorDesc {
+    cudnnTensorDescriptor_t d = nullptr;
+    ~TensorDesc() { if (d) cudnnDestroyTensorDescriptor(d); }
+};
+struct FilterDesc {
+    cudnnFilterDescriptor_t d = nullptr;
+    ~FilterDesc() { if (d) cudnnDestroyFilterDescriptor(d); }
+};
+struct ConvDesc {
+    cudnnConvolutionDescriptor_t d = nullptr;
+    ~ConvDesc() { if (d) cudnnDestroyConvolutionDescriptor(d); }
+};
+
+struct Geom {
+    int64_t n, c, h, w, m, kh, kw, oh, ow, groups;
+    int64_t st[2], dl[2], pd[4];
+    bool padded;          /* asymmetric paddings: convolve an explicitly padded copy */
+    int64_t hp, wp;       /* the input's (padded) height and width as cuDNN sees it */
+};
+
+int conv_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tensor_t *w, Geom *g)
+{
+    char xs[128], ws[128];
+    const char *xn = nm(oar_k_in_name(k, "Input", 0)), *wn = nm(oar_k_in_name(k, "Filter", 0));
+    oar_shape_str(x->dims, x->ndim, xs, sizeof xs);
+    oar_shape_str(w->dims, w->ndim, ws, sizeof ws);
+    if (x->ndim != 4) return oar_k_error(k, OAR_ERR_SHAPE, "Input '%s' must be 4-D NCHW, got shape %s", xn, xs);
+    if (w->ndim != 4) return oar_k_error(k, OAR_ERR_SHAPE, "Filter '%s' must be 4-D, got shape %s", wn, ws);
+    if (x->dtype != w->dtype)
+        return oar_k_error(k, OAR_ERR_DTYPE, "Input '%s' is %s but Filter '%s' is %s", xn, oar_dtype_name(x->dtype), wn,
+                           oar_dtype_name(w->dtype));
+    OAR_TRY(oar_win_attr_pair(k, "strides", 1, g->st));
+    OAR_TRY(oar_win_attr_pair(k, "dilations", 1, g->dl));
+    OAR_TRY(oar_win_attr_pads(k, g->pd));
+    g->groups = oar_attr_i(oar_k_op(k), "groups");
+    if (g->groups < 1) return oar_k_error(k, OAR_ERR_INVALID, "attr groups = %lld must be >= 1", (long long)g->groups);
+    for (int i = 0; i < 2; i++)
+        if (g->st[i] < 1 || g->dl[i] < 1 || g->pd[2 * i] < 0 || g->pd[2 * i + 1] < 0)
+            return oar_k_error(k, OAR_ERR_INVALID, "strides {%lld, %lld} and dilations {%lld, %lld} must be >= 1 and "
+                               "paddings >= 0", (long long)g->st[0], (long long)g->st[1], (long long)g->dl[0],
+                               (long long)g->dl[1]);
+    g->n = x->dims[0]; g->c = x->dims[1]; g->h = x->dims[2]; g->w = x->dims[3];
+    g->m = w->dims[0]; g->kh = w->dims[2]; g->kw = w->dims[3];
+    if (g->m < 1 || w->dims[1] < 1 || g->kh < 1 || g->kw < 1)
+        return oar_k_error(k, OAR_ERR_SHAPE, "Filter '%s' has an empty dimension: shape %s", wn, ws);
+    if (g->c != w->dims[1] * g->groups || g->m % g->groups != 0)
+        return oar_k_error(k, OAR_ERR_SHAPE, "Input '%s' %s and Filter '%s' %s do not agree with groups = %lld (need "
+                           "C == Filter[1] * groups and Filter[0] divisible by groups)", xn, xs, wn, ws,
+                           (long long)g->groups);
+    if (g->h < 1 || g->w < 1) return oar_k_error(k, OAR_ERR_SHAPE, "Input '%s' %s has an empty spatial dimension", xn, xs);
+    int64_t o[2];
+    for (int i = 0; i < 2; i++) {
+        int64_t room = x->dims[2 + i] + g->pd[2 * i] + g->pd[2 * i + 1] - (g->dl[i] * (w->dims[2 + i] - 1) + 1);
+        if (room < 0)
+            return oar_k_error(k, OAR_ERR_SHAPE, "output %s would be empty: Input '%s' %s, Filter '%s' %s",
+                               i == 0 ? "height" : "width", xn, xs, wn, ws);
+        o[i] = room / g->st[i] + 1;
+    }
+    g->oh = o[0]; g->ow = o[1];
+    g->padded = g->pd[0] != g->pd[1] || g->pd[2] != g->pd[3];
+    g->hp = g->padded ? g->h + g->pd[0] + g->pd[1] : g->h;
+    g->wp = g->padded ? g->w + g->pd[2] + g->pd[3] : g->w;
+    const int64_t big[] = {g->n, g->c, g->hp, g->wp, g->m, g->oh, g->ow, g->c * g->hp * g->wp, g->m * g->oh * g->ow};
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
+        if (big[i] > INT_MAX)
+            return oar_k_error(k, OAR_ERR_RANGE, "Input %s with Filter %s exceeds cuDNN's int dimensions", xs, ws);
+    return OAR_OK;
+}
+
+/* the descriptors of one convolution */
+struct Descs {
+    TensorDesc x, y;
+    FilterDesc w;
+    ConvDesc conv;
+    cudnnDataType_t type;
+};
+
+int make_descs(oar_kernel_ctx_t *k, const Geom &g, int dt, Descs *d)
+{
+    d->type = dt == OAR_FP64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+    OAR_CUDNN(k, cudnnCreateTensorDescriptor(&d->x.d), "cudnnCreateTensorDescriptor");
+    OAR_CUDNN(k, cudnnCreateTensorDescriptor(&d->y.d), "cudnnCreateTensorDescriptor");
+    OAR_CUDNN(k, cudnnCreateFilterDescriptor(&d->w.d), "cudnnCreateFilterDescriptor");
+    OAR_CUDNN(k, cudnnCreateConvolutionDescriptor(&d->conv.d), "cudnnCreateConvolutionDescriptor");
+    OAR_CUDNN(k, cudnnSetTensor4dDescriptor(d->x.d, CUDNN_TENSOR_NCHW, d->type, (int)g.n, (int)g.c, (int)g.hp, (int)g.wp),
+              "cudnnSetTensor4dDescriptor (Input)");
+    OAR_CUDNN(k, cudnnSetTensor4dDescriptor(d->y.d, CUDNN_TENSOR_NCHW, d->type, (int)g.n, (int)g.m, (int)g.oh, (int)g.ow),
+              "cudnnSetTensor4dDescriptor (Output)");
+    OAR_CUDNN(k, cudnnSetFilter4dDescriptor(d->w.d, d->type, CUDNN_TENSOR_NCHW, (int)g.m, (int)(g.c / g.groups),
+                                            (int)g.kh, (int)g.kw), "cudnnSetFilter4dDescriptor");
+    const int ph = g.padded ? 0 : (int)g.pd[0], pw = g.padded ? 0 : (int)g.pd[2];
+    OAR_CUDNN(k, cudnnSetConvolution2dDescriptor(d->conv.d, ph, pw, (int)g.st[0], (int)g.st[1], (int)g.dl[0],
+                                                 (int)g.dl[1], CUDNN_CROSS_CORRELATION, d->type),
+              "cudnnSetConvolution2dDescriptor");
+    OAR_CUDNN(k, cudnnSetConvolutionGroupCount(d->conv.d, (int)g.groups), "cudnnSetConvolutionGroupCount");
+    OAR_CUDNN(k, cudnnSetConvolutionMathType(d->conv.d, CUDNN_FMA_MATH), "cudnnSetConvolutionMathType");
+    return OAR_OK;
+}
+
+size_t workspace_limit(oar_kernel_ctx_t *k)
+{
+    int64_t mb = oar_attr_i(oar_k_op(k), "workspace_size_MB");
+    if (mb <= 0) mb = 512;
+    return (size_t)mb << 20;
+}
+
+/* the first heuristic algorithm that works within the workspace limit */
+template <class Perf>
+int pick(oar_kernel_ctx_t *k, const Perf *perf, int n, size_t limit, const char *what, int *algo, size_t *ws)
+{
+    for (int i = 0; i < n; i++)
+        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit) {
+            *algo = (int)perf[i].algo;
+            *ws = perf[i].memory;
+            return OAR_OK;
+        }
+    return oar_k_error(k, OAR_ERR_UNSUPPORTED, "cuDNN offers no %s algorithm for this convolution within the "
+                       "workspace limit of %zu MB (attr workspace_size_MB)", what, limit >> 20);
+}
+
+template <class T>
+__global__ void pad_k(const T *x, T *xp, int64_t planes, int64_t h, int64_t w, int64_t hp, int64_t wp, int64_t pt,
+                      int64_t pl)
+{
+    OAR_CU_LOOP(q, planes * hp * wp) {
+        const int64_t j = q % wp, i = (q / wp) % hp, p = q / (wp * hp), a = i - pt, b = j - pl;
+        xp[q] = (a >= 0 && a < h && b >= 0 && b < w) ? x[(p * h + a) * w + b] : T(0);
+    }
+}
+
+template <class T>
+__global__ void crop_k(const T *xp, T *x, int64_t planes, int64_t h, int64_t w, int64_t hp, int64_t wp, int64_t pt,
+                       int64_t pl)
+{
+    OAR_CU_LOOP(q, planes * h * w) {
+        const int64_t b = q % w, a = (q / w) % h, p = q / (w * h);
+        x[q] = xp[(p * hp + a + pt) * wp + b + pl];
+    }
+}
+
+/* Input as cuDNN sees it: itself, or a zero-padded copy in `buf` */
+template <class T>
+int input_view(oar_kernel_ctx_t *k, const Geom &g, const void *x, Scratch &buf, const void **view)
+{
+    *view = x;
+    if (!g.padded) return OAR_OK;
+    const int64_t n = g.n * g.c * g.hp * g.wp;
+    OAR_TRY(buf.alloc(k, sizeof(T) * (size_t)n, "padded input"));
+    pad_k<T><<<grid_for(n), kThreads>>>((const T *)x, buf.as<T>(), g.n * g.c, g.h, g.w, g.hp, g.wp, g.pd[0], g.pd[2]);
+    OAR_CU_LAUNCH(k, "pad");
+    *view = buf.p;
+    return OAR_OK;
+}
+
+template <class T>
+int conv_fwd(oar_kernel_ctx_t *k, int dt)
+{
+    const oar_tensor_t *x, *w;
+    const void *xd, *wd;
+    OAR_TRY(in_tensor(k, "Input", 0, dt, -1, &x, &xd));
+    OAR_TRY(in_tensor(k, "Filter", 0, dt, -1, &w, &wd));
+    Geom g;
+    OAR_TRY(conv_setup(k, x, w, &g));
+    void *y;
+    OAR_TRY(out_data(k, "Output", dt, g.n * g.m * g.oh * g.ow, &y));
+    if (g.n == 0) return OAR_OK;
+    cudnnHandle_t h;
+    OAR_TRY(dnn_handle(k, &h));
+    Descs d;
+    OAR_TRY(make_descs(k, g, dt, &d));
+    Scratch padded, ws;
+    const void *xv;
+    OAR_TRY(input_view<T>(k, g, xd, padded, &xv));
+    cudnnConvolutionFwdAlgoPerf_t perf[8];
+    int got = 0, algo = 0;
+    size_t wsz = 0;
+    OAR_CUDNN(k, cudnnGetConvolutionForwardAlgorithm_v7(h, d.x.d, d.w.d, d.conv.d, d.y.d, 8, &got, perf),
+              "cudnnGetConvolutionForwardAlgorithm_v7");
+    OAR_TRY(pick(k, perf, got, workspace_limit(k), "forward", &algo, &wsz));
+    OAR_TRY(ws.alloc(k, wsz, "cuDNN workspace"));
+    const T one = 1, zero = 0;
+    OAR_CUDNN(k, cudnnConvolutionForward(h, &one, d.x.d, xv, d.w.d, wd, d.conv.d, (cudnnConvolutionFwdAlgo_t)algo,
+                                         ws.p, wsz, &zero, d.y.d, y), "cudnnConvolutionForward");
+    return OAR_OK;
+}
+
+template <class T>
+int conv_bwd(oar_kernel_ctx_t *k, int dt)
+{
+    const oar_tensor_t *x, *w, *dy;
+    const void *xd, *wd, *dyd;
+    OAR_TRY(in_tensor(k, "Input", 0, dt, -1, &x, &xd));
+    OAR_TRY(in_tensor(k, "Filter", 0, dt, -1, &w, &wd));
+    Geom g;
+    OAR_TRY(conv_setup(k, x, w, &g));
+    OAR_TRY(in_tensor(k, "Output@GRAD", 0, dt, g.n * g.m * g.oh * g.ow, &dy, &dyd));
+    void *dx, *dw;
+    OAR_TRY(out_data_opt(k, "Input@GRAD", dt, oar_tensor_numel_of(x), &dx));
+    OAR_TRY(out_data_opt(k, "Filter@GRAD", dt, oar_tensor_numel_of(w), &dw));
+    if (!dx && !dw) return OAR_OK;
+    if (g.n == 0) {   /* no images: the filter grad is an empty sum */
+        if (dw) OAR_CU(k, cudaMemsetAsync(dw, 0, sizeof(T) * (size_t)oar_tensor_numel_of(w), 0), "cudaMemsetAsync");
+        return OAR_OK;
+    }
+    cudnnHandle_t h;
+    OAR_TRY(dnn_handle(k, &h));
+    Descs d;
+    OAR_TRY(make_descs(k, g, dt, &d));
+    const size_t limit = workspace_limit(k);
+    const T one = 1, zero = 0;
+    if (dx) {
+        cudnnConvolutionBwdDataAlgoPerf_t perf[8];
+        int got = 0, algo = 0;
+        size_t wsz = 0;
+        OAR_CUDNN(k, cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w.d, d.y.d, d.conv.d, d.x.d, 8, &got, perf),
+                  "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+        OAR_TRY(pick(k, perf, got, limit, "backward-data", &algo, &wsz));
+        Scratch ws, dpad;
+        OAR_TRY(ws.alloc(k, wsz, "cuDNN workspace"));
+        void *target = dx;
+        if (g.padded) {
+            OAR_TRY(dpad.alloc(k, sizeof(T) * (size_t)(g.n * g.c * g.hp * g.wp), "padded input grad"));
+            target = dpad.p;
+        }
+        OAR_CUDNN(k, cudnnConvolutionBackwardData(h, &one, d.w.d, wd, d.y.d, dyd, d.conv.d,
+                                                  (cudnnConvolutionBwdDataAlgo_t)algo, ws.p, wsz, &zero, d.x.d, target),
+                  "cudnnConvolutionBackwardData");
+        if (g.padded) {
+            const int64_t n = g.n * g.c * g.h * g.w;
+            crop_k<T><<<grid_for(n), kThreads>>>(dpad.as<T>(), (T *)dx, g.n * g.c, g.h, g.w, g.hp, g.wp, g.pd[0], g.pd[2]);
+            OAR_CU_LAUNCH(k, "crop");
+        }
+    }
+    if (dw) {
+        cudnnConvolutionBwdFilterAlgoPerf_t perf[8];
+        int got = 0, algo = 0;
+        size_t wsz = 0;
+        OAR_CUDNN(k, cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x.d, d.y.d, d.conv.d, d.w.d, 8, &got, perf),
+                  "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+        OAR_TRY(pick(k, perf, got, limit, "backward-filter", &algo, &wsz));
+        Scratch ws, padded;
+        const void *xv;
+        OAR_TRY(input_view<T>(k, g, xd, padded, &xv));
+        OAR_TRY(ws.alloc(k, wsz, "cuDNN workspace"));
+        OAR_CUDNN(k, cudnnConvolutionBackwardFilter(h, &one, d.x.d, xv, d.y.d, dyd, d.conv.d,
+                                                    (cudnnConvolutionBwdFilterAlgo_t)algo, ws.p, wsz, &zero, d.w.d, dw),
+                  "cudnnConvolutionBackwardFilter");
+    }
+    return OAR_OK;
+}
+
+int conv2d_f32(oar_kernel_ctx_t *k) { return conv_fwd<float>(k, OAR_FP32); }
+int conv2d_f64(oar_kernel_ctx_t *k) { return conv_fwd<double>(k, OAR_FP64); }
+int conv2d_grad_f32(oar_kernel_ctx_t *k) { return conv_bwd<float>(k, OAR_FP32); }
+int conv2d_grad_f64(oar_kernel_ctx_t *k) { return conv_bwd<double>(k, OAR_FP64); }
+int dw_conv2d_f32(oar_kernel_ctx_t *k) { return conv_fwd<float>(k, OAR_FP32); }
+int dw_conv2d_f64(oar_kernel_ctx_t *k) { return conv_fwd<double>(k, OAR_FP64); }
+int dw_conv2d_grad_f32(oar_kernel_ctx_t *k) { return conv_bwd<float>(k, OAR_FP32); }
+int dw_conv2d_grad_f64(oar_kernel_ctx_t *k) { return conv_bwd<double>(k, OAR_FP64); }
+OAR_REGISTER_KERNEL("conv2d", OAR_PLACE_CUDA, OAR_FP32, conv2d_f32)
+OAR_REGISTER_KERNEL("conv2d", OAR_PLACE_CUDA, OAR_FP64, conv2d_f64)
+OAR_REGISTER_KERNEL("conv2d_grad", OAR_PLACE_CUDA, OAR_FP32, conv2d_grad_f32)
+OAR_REGISTER_KERNEL("conv2d_grad", OAR_PLACE_CUDA, OAR_FP64, conv2d_grad_f64)
+OAR_REGISTER_KERNEL("depthwise_conv2d", OAR_PLACE_CUDA, OAR_FP32, dw_conv2d_f32)
+OAR_REGISTER_KERNEL("depthwise_conv2d", OAR_PLACE_CUDA, OAR_FP64, dw_conv2d_f64)
+OAR_REGISTER_KERNEL("depthwise_conv2d_grad", OAR_PLACE_CUDA, OAR_FP32, dw_conv2d_grad_f32)
+OAR_REGISTER_KERNEL("depthwise_conv2d_grad", OAR_PLACE_CUDA, OAR_FP64, dw_conv2d_grad_f64)
+
+}  // namespace

@@ -1,0 +1,181 @@
+/*
+ * cuda_common.h — what every CUDA kernel file shares: the C runtime headers
+ * (wrapped for C++), status checks that turn CUDA/cuBLAS/cuDNN failures
+ * into oar errors naming the call (oar_k_error adds the op, the executor its
+ * context), launch geometry, typed access to device tensors, scratch device
+ * memory, block reductions and the counter-based random generator.
+ *
+ * Kernels run on the device's default stream, in the order they are
+ * launched; scratch blocks freed right after a launch may be handed out
+ * again because everything that uses them is queued on that same stream.
+ */
+#ifndef OAR_CUDA_COMMON_H
+#define OAR_CUDA_COMMON_H
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cuda_runtime.h>
+#include <cublas_v2.h>
+#include <cudnn.h>
+extern "C" {
+#include "op.h"
+#include "exec.h"
+#include "device.h"
+}
+
+namespace oarcu {
+
+/* ---- status ------------------------------------------------------------ */
+/* An oar error for a failed CUDA runtime call; `call` names it. */
+int cuda_fail(oar_kernel_ctx_t *k, cudaError_t e, const char *call);
+int cublas_fail(oar_kernel_ctx_t *k, cublasStatus_t s, const char *call);
+int cudnn_fail(oar_kernel_ctx_t *k, cudnnStatus_t s, const char *call);
+
+#define OAR_CU(k, call, name) do { cudaError_t e_ = (call); \
+    if (e_ != cudaSuccess) return oarcu::cuda_fail((k), e_, (name)); } while (0)
+/* after a <<<...>>> launch: launch errors (bad geometry, no device) */
+#define OAR_CU_LAUNCH(k, name) do { cudaError_t e_ = cudaGetLastError(); \
+    if (e_ != cudaSuccess) return oarcu::cuda_fail((k), e_, "launch of kernel " name); } while (0)
+#define OAR_CUBLAS(k, call, name) do { cublasStatus_t s_ = (call); \
+    if (s_ != CUBLAS_STATUS_SUCCESS) return oarcu::cublas_fail((k), s_, (name)); } while (0)
+#define OAR_CUDNN(k, call, name) do { cudnnStatus_t s_ = (call); \
+    if (s_ != CUDNN_STATUS_SUCCESS) return oarcu::cudnn_fail((k), s_, (name)); } while (0)
+
+/* one cuBLAS / cuDNN handle per device, made on first use, on the default stream */
+int blas_handle(oar_kernel_ctx_t *k, cublasHandle_t *h);
+int dnn_handle(oar_kernel_ctx_t *k, cudnnHandle_t *h);
+
+/* ---- launch geometry ----------------------------------------------------- */
+constexpr int kThreads = 256;
+/* blocks for n elements handled by grid-stride loops (capped: each thread loops) */
+static inline unsigned grid_for(int64_t n, int threads = kThreads)
+{
+    int64_t b = (n + threads - 1) / threads;
+    if (b < 1) b = 1;
+    if (b > 65536) b = 65536;
+    return (unsigned)b;
+}
+#define OAR_CU_LOOP(i, n) \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
+
+/* ---- tensors ----------------------------------------------------------- */
+static inline const char *nm(const char *s) { return s ? s : "?"; }
+
+/* Input `slot`[i] with dtype `dtype` (-1: any) and `numel` elements (-1: any),
+ * on the kernel's device; *p its data (NULL when empty). */
+int in_tensor(oar_kernel_ctx_t *k, const char *slot, int i, int dtype, int64_t numel,
+              const oar_tensor_t **t, const void **p);
+/* Output `slot`[0] data of dtype on the kernel's device, sized by inference;
+ * numel >= 0 checks its size. */
+int out_data(oar_kernel_ctx_t *k, const char *slot, int dtype, int64_t numel, void **p);
+/* the same for an optional output: *p NULL and OAR_OK when absent */
+int out_data_opt(oar_kernel_ctx_t *k, const char *slot, int dtype, int64_t numel, void **p);
+
+/* ---- scratch device memory ---------------------------------------------- */
+struct Scratch {
+    int device = 0;
+    void *p = nullptr;
+    Scratch() = default;
+    Scratch(const Scratch &) = delete;
+    Scratch &operator=(const Scratch &) = delete;
+    ~Scratch() { if (p) oar_device_free(device, p); }
+    /* bytes (0 allowed) on the kernel's device; error names what it is for */
+    int alloc(oar_kernel_ctx_t *k, size_t bytes, const char *what);
+    template <class T> T *as() const { return static_cast<T *>(p); }
+};
+
+/* Host <-> device copies on the kernel's device (synchronous for the host). */
+int to_host(oar_kernel_ctx_t *k, void *dst, const void *src, size_t bytes, const char *what);
+int to_device(oar_kernel_ctx_t *k, void *dst, const void *src, size_t bytes, const char *what);
+
+/* A device "first bad position" flag for range checks done inside kernels:
+ * kernels call flag_bad(f, i); check() copies it back (one 8-byte sync) and
+ * gives the smallest flagged position, or -1. */
+struct BadFlag {
+    Scratch s;
+    int init(oar_kernel_ctx_t *k);
+    unsigned long long *ptr() const { return s.as<unsigned long long>(); }
+    int check(oar_kernel_ctx_t *k, int64_t *first);
+};
+__device__ inline void flag_bad(unsigned long long *f, int64_t i) { atomicMin(f, (unsigned long long)i); }
+
+/* ---- reductions ------------------------------------------------------------ */
+template <class T> __device__ inline T warp_sum(T v)
+{
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    return v;
+}
+template <class T> __device__ inline T warp_max(T v)
+{
+    for (int o = 16; o > 0; o >>= 1) { T w = __shfl_down_sync(0xffffffffu, v, o); v = w > v ? w : v; }
+    return v;
+}
+/* Sum over the block (blockDim.x a multiple of 32, at most 1024); every
+ * thread gets the result. `sh` holds 32 values. */
+template <class T> __device__ inline T block_sum(T v, T *sh)
+{
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    v = warp_sum(v);
+    __syncthreads();   /* sh may still be read by an earlier call */
+    if (lane == 0) sh[w] = v;
+    __syncthreads();
+    const int nw = (blockDim.x + 31) >> 5;
+    T r = lane < nw ? sh[lane] : T(0);
+    if (w == 0) r = warp_sum(r);
+    if (threadIdx.x == 0) sh[0] = r;
+    __syncthreads();
+    return sh[0];
+}
+/* Max over the block; NaN wins (a NaN in the data makes the result NaN). */
+template <class T> __device__ inline T block_max(T v, T *sh)
+{
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    for (int o = 16; o > 0; o >>= 1) {
+        T u = __shfl_down_sync(0xffffffffu, v, o);
+        if (u > v || u != u) v = u;
+    }
+    __syncthreads();
+    if (lane == 0) sh[w] = v;
+    __syncthreads();
+    const int nw = (blockDim.x + 31) >> 5;
+    if (w == 0) {
+        T r = lane < nw ? sh[lane] : sh[0];
+        for (int o = 16; o > 0; o >>= 1) {
+            T u = __shfl_down_sync(0xffffffffu, r, o);
+            if (u > r || u != u) r = u;
+        }
+        if (lane == 0) sh[0] = r;
+    }
+    __syncthreads();
+    return sh[0];
+}
+
+/* ---- random numbers ---------------------------------------------------------
+ * Counter-based: element i of a draw with key `key` is a hash of (key, i),
+ * so every thread draws independently and a seed fixes the values. The key
+ * comes from oar's generator (oar_rng_next, or an op-local one for a seed
+ * attr), one 64-bit draw per op call. */
+__host__ __device__ inline uint64_t mix64(uint64_t z)
+{
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+__device__ inline uint64_t ctr_bits(uint64_t key, uint64_t ctr) { return mix64(key ^ mix64(ctr)); }
+/* uniform in [0, 1) with 53 random bits */
+__device__ inline double ctr_uniform(uint64_t key, uint64_t ctr)
+{
+    return (double)(ctr_bits(key, ctr) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* ---- dtype dispatch ---------------------------------------------------------- */
+#define OAR_CU_FLOAT_SWITCH(dt, T, ...)                 \
+    switch (dt) {                                        \
+    case OAR_FP32: { typedef float T; __VA_ARGS__; break; }  \
+    case OAR_FP64: { typedef double T; __VA_ARGS__; break; } \
+    default: break;                                      \
+    }
+
+}  // namespace oarcu
+#endif

@@ -1,0 +1,475 @@
+/*
+ * device.cu — the CUDA device layer (src/device.h) and the helpers of
+ * cuda_common.h.
+ *
+ * Memory: a caching allocator per device. Requests are rounded (512 B steps
+ * below 1 MiB, 64 KiB steps above) and served best-fit from the device's
+ * cached blocks when one is at most twice the request; otherwise cudaMalloc.
+ * Freed blocks go back to the cache (no cudaFree, which would synchronize
+ * the device). When cudaMalloc runs out of memory the device's cache is
+ * released and the allocation retried. A table of live blocks maps each
+ * pointer to its size, since oar_device_free receives only the pointer.
+ *
+ * Everything runs on each device's default stream; copies that involve the
+ * host are synchronous for the host, so its memory may be reused at once.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include "cuda_common.h"
+
+#define OAR_MAX_DEVICES 64
+
+namespace {
+
+struct Block { void *p; size_t cap; };
+
+struct Pool {
+    Block *cached = nullptr;            /* free blocks kept for reuse */
+    int ncached = 0, capcached = 0;
+    void **keys = nullptr;              /* live blocks: open addressing, linear probing */
+    size_t *caps = nullptr;
+    size_t slots = 0, nlive = 0;        /* slots: 0 or a power of two */
+    cublasHandle_t blas = nullptr;
+    cudnnHandle_t dnn = nullptr;
+};
+
+Pool g_pools[OAR_MAX_DEVICES];
+pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+
+pthread_once_t g_count_once = PTHREAD_ONCE_INIT;
+int g_count = 0;
+cudaError_t g_count_err = cudaSuccess;
+
+void count_devices()
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        g_count_err = e;
+        n = 0;
+        (void)cudaGetLastError();   /* leave no sticky error behind */
+    }
+    g_count = n;
+}
+
+thread_local int t_current = -1;
+
+/* makes `device` current for this thread; status with the error set */
+int set_device(int device)
+{
+    if (device == t_current) return OAR_OK;
+    cudaError_t e = cudaSetDevice(device);
+    if (e != cudaSuccess)
+        return oar_error(OAR_ERR_DEVICE, "cudaSetDevice(%d) failed: %s", device, cudaGetErrorString(e));
+    t_current = device;
+    return OAR_OK;
+}
+
+int check_index(int device, const char *what)
+{
+    if (device < 0 || device >= OAR_MAX_DEVICES)
+        return oar_error(OAR_ERR_RANGE, "%s: CUDA device %d is out of range", what, device);
+    return OAR_OK;
+}
+
+size_t round_cap(size_t bytes)
+{
+    if (bytes <= 512) return 512;
+    if (bytes < ((size_t)1 << 20)) return (bytes + 511) & ~(size_t)511;
+    const size_t step = (size_t)64 << 10;
+    return (bytes + step - 1) & ~(step - 1);
+}
+
+size_t slot_of(const Pool &pl, const void *p)
+{
+    return (size_t)oarcu::mix64((uint64_t)(uintptr_t)p) & (pl.slots - 1);
+}
+
+/* live table; callers hold g_lock */
+bool live_grow(Pool &pl)
+{
+    size_t n = pl.slots ? pl.slots * 2 : 256;
+    void **keys = (void **)calloc(n, sizeof *keys);
+    size_t *caps = (size_t *)calloc(n, sizeof *caps);
+    if (!keys || !caps) { free(keys); free(caps); return false; }
+    void **ok = pl.keys;
+    size_t *oc = pl.caps, on = pl.slots;
+    pl.keys = keys; pl.caps = caps; pl.slots = n;
+    for (size_t i = 0; i < on; i++)
+        if (ok[i]) {
+            size_t j = slot_of(pl, ok[i]);
+            while (pl.keys[j]) j = (j + 1) & (n - 1);
+            pl.keys[j] = ok[i];
+            pl.caps[j] = oc[i];
+        }
+    free(ok);
+    free(oc);
+    return true;
+}
+
+bool live_put(Pool &pl, void *p, size_t cap)
+{
+    if ((pl.nlive + 1) * 2 > pl.slots && !live_grow(pl)) return false;
+    size_t j = slot_of(pl, p);
+    while (pl.keys[j]) j = (j + 1) & (pl.slots - 1);
+    pl.keys[j] = p;
+    pl.caps[j] = cap;
+    pl.nlive++;
+    return true;
+}
+
+/* removes p (backward-shift deletion); its capacity, or 0 when unknown */
+size_t live_take(Pool &pl, void *p)
+{
+    if (!pl.slots) return 0;
+    const size_t mask = pl.slots - 1;
+    size_t j = slot_of(pl, p);
+    while (pl.keys[j] && pl.keys[j] != p) j = (j + 1) & mask;
+    if (!pl.keys[j]) return 0;
+    size_t cap = pl.caps[j];
+    pl.keys[j] = nullptr;
+    pl.nlive--;
+    for (size_t i = (j + 1) & mask; pl.keys[i]; i = (i + 1) & mask) {
+        size_t h = slot_of(pl, pl.keys[i]);
+        /* move entry i into the hole j when its home h does not lie in (j, i] */
+        bool in_range = j < i ? (h > j && h <= i) : (h > j || h <= i);
+        if (!in_range) {
+            pl.keys[j] = pl.keys[i];
+            pl.caps[j] = pl.caps[i];
+            pl.keys[i] = nullptr;
+            j = i;
+        }
+    }
+    return cap;
+}
+
+/* best cached block for `want`; callers hold g_lock */
+void *cache_take(Pool &pl, size_t want, size_t *cap)
+{
+    int best = -1;
+    for (int i = 0; i < pl.ncached; i++) {
+        size_t c = pl.cached[i].cap;
+        if (c >= want && c / 2 <= want && (best < 0 || c < pl.cached[best].cap)) best = i;
+    }
+    if (best < 0) return nullptr;
+    Block b = pl.cached[best];
+    pl.cached[best] = pl.cached[--pl.ncached];
+    *cap = b.cap;
+    return b.p;
+}
+
+bool cache_put(Pool &pl, void *p, size_t cap)
+{
+    if (pl.ncached == pl.capcached) {
+        int n = pl.capcached ? pl.capcached * 2 : 64;
+        Block *c = (Block *)realloc(pl.cached, sizeof *c * (size_t)n);
+        if (!c) return false;
+        pl.cached = c;
+        pl.capcached = n;
+    }
+    pl.cached[pl.ncached++] = Block{p, cap};
+    return true;
+}
+
+/* gives every cached block of the device back to CUDA */
+void cache_release(int device)
+{
+    pthread_mutex_lock(&g_lock);
+    Pool &pl = g_pools[device];
+    Block *blocks = pl.cached;
+    int n = pl.ncached;
+    pl.cached = nullptr;
+    pl.ncached = pl.capcached = 0;
+    pthread_mutex_unlock(&g_lock);
+    for (int i = 0; i < n; i++) cudaFree(blocks[i].p);
+    free(blocks);
+}
+
+const char *place_name(int place) { return place == OAR_PLACE_CPU ? "host" : "device"; }
+
+}  // namespace
+
+/* ---- the device layer (src/device.h) ------------------------------------ */
+extern "C" {
+
+int oar_device_count(void)
+{
+    pthread_once(&g_count_once, count_devices);
+    return g_count;
+}
+
+int oar_device_check(int device)
+{
+    int n = oar_device_count();
+    if (n == 0) {
+        if (g_count_err != cudaSuccess)
+            return oar_error(OAR_ERR_UNSUPPORTED, "CUDAPlace(%d): no CUDA device is available "
+                             "(cudaGetDeviceCount: %s)", device, cudaGetErrorString(g_count_err));
+        return oar_error(OAR_ERR_UNSUPPORTED, "CUDAPlace(%d): no CUDA device is available "
+                         "(cudaGetDeviceCount found none)", device);
+    }
+    if (device < 0 || device >= n || device >= OAR_MAX_DEVICES)
+        return oar_error(OAR_ERR_RANGE, "CUDAPlace(%d): there %s only %d CUDA device%s (0 to %d)", device,
+                         n == 1 ? "is" : "are", n, n == 1 ? "" : "s", n - 1);
+    return OAR_OK;
+}
+
+int oar_device_alloc(int device, size_t bytes, void **out)
+{
+    if (!out) return oar_error(OAR_ERR_INVALID, "oar_device_alloc: NULL out");
+    *out = nullptr;
+    OAR_TRY(check_index(device, "oar_device_alloc"));
+    const size_t want = round_cap(bytes);
+    if (want < bytes) return oar_error(OAR_ERR_NOMEM, "device allocation of %zu bytes is too large", bytes);
+    Pool &pl = g_pools[device];
+    size_t cap = 0;
+    pthread_mutex_lock(&g_lock);
+    void *p = cache_take(pl, want, &cap);
+    if (p && !live_put(pl, p, cap)) {
+        cache_put(pl, p, cap);
+        pthread_mutex_unlock(&g_lock);
+        return oar_error(OAR_ERR_NOMEM, "out of host memory tracking device blocks");
+    }
+    pthread_mutex_unlock(&g_lock);
+    if (p) { *out = p; return OAR_OK; }
+    OAR_TRY(set_device(device));
+    cudaError_t e = cudaMalloc(&p, want);
+    if (e == cudaErrorMemoryAllocation) {
+        (void)cudaGetLastError();
+        cache_release(device);
+        e = cudaMalloc(&p, want);
+    }
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return oar_error(e == cudaErrorMemoryAllocation ? OAR_ERR_NOMEM : OAR_ERR_DEVICE,
+                         "cudaMalloc of %zu bytes on CUDA device %d failed: %s", want, device,
+                         cudaGetErrorString(e));
+    }
+    pthread_mutex_lock(&g_lock);
+    bool ok = live_put(pl, p, want);
+    if (ok) oar_device_ever_used = 1;
+    pthread_mutex_unlock(&g_lock);
+    if (!ok) {
+        cudaFree(p);
+        return oar_error(OAR_ERR_NOMEM, "out of host memory tracking device blocks");
+    }
+    *out = p;
+    return OAR_OK;
+}
+
+void oar_device_free(int device, void *p)
+{
+    if (!p || device < 0 || device >= OAR_MAX_DEVICES) return;
+    Pool &pl = g_pools[device];
+    pthread_mutex_lock(&g_lock);
+    size_t cap = live_take(pl, p);
+    bool kept = cap > 0 && cache_put(pl, p, cap);
+    pthread_mutex_unlock(&g_lock);
+    if (!kept && set_device(device) == OAR_OK) cudaFree(p);
+}
+
+int oar_device_copy(void *dst, int dst_place, const void *src, int src_place, size_t bytes, int device)
+{
+    if (bytes == 0) return OAR_OK;
+    if (!dst || !src) return oar_error(OAR_ERR_INVALID, "oar_device_copy: NULL pointer");
+    if (dst_place == OAR_PLACE_CPU && src_place == OAR_PLACE_CPU) {
+        memmove(dst, src, bytes);
+        return OAR_OK;
+    }
+    OAR_TRY(check_index(device, "oar_device_copy"));
+    OAR_TRY(set_device(device));
+    cudaError_t e;
+    const char *call = "cudaMemcpy";
+    if (dst_place == OAR_PLACE_CUDA && src_place == OAR_PLACE_CUDA) {
+        call = "cudaMemcpyAsync";
+        e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, 0);
+    } else {
+        e = cudaMemcpy(dst, src, bytes, dst_place == OAR_PLACE_CUDA ? cudaMemcpyHostToDevice
+                                                                      : cudaMemcpyDeviceToHost);
+    }
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return oar_error(OAR_ERR_DEVICE, "%s of %zu bytes (%s to %s, CUDA device %d) failed: %s", call, bytes,
+                         place_name(src_place), place_name(dst_place), device, cudaGetErrorString(e));
+    }
+    return OAR_OK;
+}
+
+int oar_device_memset_zero(void *p, size_t bytes, int device)
+{
+    if (bytes == 0) return OAR_OK;
+    OAR_TRY(check_index(device, "oar_device_memset_zero"));
+    OAR_TRY(set_device(device));
+    cudaError_t e = cudaMemsetAsync(p, 0, bytes, 0);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return oar_error(OAR_ERR_DEVICE, "cudaMemsetAsync of %zu bytes on CUDA device %d failed: %s", bytes,
+                         device, cudaGetErrorString(e));
+    }
+    return OAR_OK;
+}
+
+int oar_device_sync(int device)
+{
+    OAR_TRY(check_index(device, "oar_device_sync"));
+    OAR_TRY(set_device(device));
+    cudaError_t e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return oar_error(OAR_ERR_DEVICE, "cudaDeviceSynchronize on CUDA device %d failed (a kernel queued "
+                         "earlier failed): %s", device, cudaGetErrorString(e));
+    }
+    return OAR_OK;
+}
+
+}  // extern "C"
+
+/* ---- helpers of cuda_common.h --------------------------------------------- */
+namespace oarcu {
+
+int cuda_fail(oar_kernel_ctx_t *k, cudaError_t e, const char *call)
+{
+    (void)cudaGetLastError();   /* clear a non-sticky error so later calls are not blamed */
+    int status = e == cudaErrorMemoryAllocation ? OAR_ERR_NOMEM : OAR_ERR_DEVICE;
+    return oar_k_error(k, status, "%s failed on CUDA device %d: %s (%s)", call, k->device,
+                       cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+int cublas_fail(oar_kernel_ctx_t *k, cublasStatus_t s, const char *call)
+{
+    int status = s == CUBLAS_STATUS_ALLOC_FAILED ? OAR_ERR_NOMEM : OAR_ERR_DEVICE;
+    return oar_k_error(k, status, "%s failed on CUDA device %d: %s (%s)", call, k->device,
+                       cublasGetStatusString(s), cublasGetStatusName(s));
+}
+
+int cudnn_fail(oar_kernel_ctx_t *k, cudnnStatus_t s, const char *call)
+{
+    int status = s == CUDNN_STATUS_ALLOC_FAILED ? OAR_ERR_NOMEM
+               : s == CUDNN_STATUS_NOT_SUPPORTED ? OAR_ERR_UNSUPPORTED : OAR_ERR_DEVICE;
+    return oar_k_error(k, status, "%s failed on CUDA device %d: %s", call, k->device, cudnnGetErrorString(s));
+}
+
+int blas_handle(oar_kernel_ctx_t *k, cublasHandle_t *h)
+{
+    const int d = k->device;
+    if (d < 0 || d >= OAR_MAX_DEVICES) return oar_k_error(k, OAR_ERR_RANGE, "CUDA device %d is out of range", d);
+    if (set_device(d) != OAR_OK) return oar_k_error(k, OAR_ERR_DEVICE, "%s", oar_last_error());
+    pthread_mutex_lock(&g_lock);
+    Pool &pl = g_pools[d];
+    cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
+    if (!pl.blas) s = cublasCreate(&pl.blas);
+    *h = pl.blas;
+    pthread_mutex_unlock(&g_lock);
+    if (s != CUBLAS_STATUS_SUCCESS) return cublas_fail(k, s, "cublasCreate");
+    return OAR_OK;
+}
+
+int dnn_handle(oar_kernel_ctx_t *k, cudnnHandle_t *h)
+{
+    const int d = k->device;
+    if (d < 0 || d >= OAR_MAX_DEVICES) return oar_k_error(k, OAR_ERR_RANGE, "CUDA device %d is out of range", d);
+    if (set_device(d) != OAR_OK) return oar_k_error(k, OAR_ERR_DEVICE, "%s", oar_last_error());
+    pthread_mutex_lock(&g_lock);
+    Pool &pl = g_pools[d];
+    cudnnStatus_t s = CUDNN_STATUS_SUCCESS;
+    if (!pl.dnn) s = cudnnCreate(&pl.dnn);
+    *h = pl.dnn;
+    pthread_mutex_unlock(&g_lock);
+    if (s != CUDNN_STATUS_SUCCESS) return cudnn_fail(k, s, "cudnnCreate");
+    return OAR_OK;
+}
+
+int in_tensor(oar_kernel_ctx_t *k, const char *slot, int i, int dtype, int64_t numel,
+              const oar_tensor_t **t, const void **p)
+{
+    *p = nullptr;
+    *t = oar_k_in(k, slot, i);
+    const char *name = nm(oar_k_in_name(k, slot, i));
+    if (!*t || (*t)->dtype < 0)
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", slot, name);
+    if (dtype >= 0 && (*t)->dtype != dtype)
+        return oar_k_error(k, OAR_ERR_DTYPE, "input %s '%s' has dtype %s, expected %s", slot, name,
+                           nm(oar_dtype_name((*t)->dtype)), nm(oar_dtype_name(dtype)));
+    int64_t n = oar_tensor_numel_of(*t);
+    if (numel >= 0 && n != numel) {
+        char b[128];
+        return oar_k_error(k, OAR_ERR_SHAPE, "input %s '%s' has shape %s (%lld elements), expected %lld elements",
+                           slot, name, oar_shape_str((*t)->dims, (*t)->ndim, b, sizeof b), (long long)n,
+                           (long long)numel);
+    }
+    if (n == 0) return OAR_OK;
+    if (!oar_tensor_has_data(*t))
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no data", slot, name);
+    const oar_buffer_t *b = (*t)->buf;
+    if (b->place != OAR_PLACE_CUDA || b->device != k->device)
+        return oar_k_error(k, OAR_ERR_INVALID, "input %s '%s' is not on CUDA device %d", slot, name, k->device);
+    *p = b->data;
+    return OAR_OK;
+}
+
+int out_data(oar_kernel_ctx_t *k, const char *slot, int dtype, int64_t numel, void **p)
+{
+    *p = nullptr;
+    oar_tensor_t *t = oar_k_out(k, slot, 0);
+    if (!t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s has no tensor variable", slot);
+    if (numel >= 0 && oar_tensor_numel_of(t) != numel)
+        return oar_k_error(k, OAR_ERR_SHAPE, "output %s '%s' has %lld elements, expected %lld", slot,
+                           nm(oar_k_out_name(k, slot, 0)), (long long)oar_tensor_numel_of(t), (long long)numel);
+    *p = oar_k_out_data(k, slot, 0, dtype);
+    if (!*p) {
+        oar_error_prefix("%s: output %s: ", oar_k_op(k)->type, slot);
+        return OAR_ERR_NOMEM;
+    }
+    return OAR_OK;
+}
+
+int out_data_opt(oar_kernel_ctx_t *k, const char *slot, int dtype, int64_t numel, void **p)
+{
+    *p = nullptr;
+    if (!oar_k_out(k, slot, 0)) return OAR_OK;
+    return out_data(k, slot, dtype, numel, p);
+}
+
+int Scratch::alloc(oar_kernel_ctx_t *k, size_t bytes, const char *what)
+{
+    if (p) oar_device_free(device, p);
+    p = nullptr;
+    device = k->device;
+    if (oar_device_alloc(device, bytes, &p) != OAR_OK) {
+        p = nullptr;
+        oar_error_prefix("%s: %s: ", oar_k_op(k)->type, what);
+        return OAR_ERR_NOMEM;
+    }
+    return OAR_OK;
+}
+
+int to_host(oar_kernel_ctx_t *k, void *dst, const void *src, size_t bytes, const char *what)
+{
+    int rc = oar_device_copy(dst, OAR_PLACE_CPU, src, OAR_PLACE_CUDA, bytes, k->device);
+    if (rc != OAR_OK) oar_error_prefix("%s: %s: ", oar_k_op(k)->type, what);
+    return rc;
+}
+
+int to_device(oar_kernel_ctx_t *k, void *dst, const void *src, size_t bytes, const char *what)
+{
+    int rc = oar_device_copy(dst, OAR_PLACE_CUDA, src, OAR_PLACE_CPU, bytes, k->device);
+    if (rc != OAR_OK) oar_error_prefix("%s: %s: ", oar_k_op(k)->type, what);
+    return rc;
+}
+
+int BadFlag::init(oar_kernel_ctx_t *k)
+{
+    OAR_TRY(s.alloc(k, sizeof(unsigned long long), "range-check flag"));
+    OAR_CU(k, cudaMemsetAsync(s.p, 0xff, sizeof(unsigned long long), 0), "cudaMemsetAsync");
+    return OAR_OK;
+}
+
+int BadFlag::check(oar_kernel_ctx_t *k, int64_t *first)
+{
+    unsigned long long v = 0;
+    OAR_TRY(to_host(k, &v, s.p, sizeof v, "reading the range-check flag"));
+    *first = v == ~0ull ? -1 : (int64_t)v;
+    return OAR_OK;
+}
+
+}  // namespace oarcu

@@ -1,0 +1,312 @@
+/*
+ * matmul.cu — CUDA kernels of mul, matmul and their grads on cuBLAS
+ * (float32, float64), with the CPU kernels' shapes and formulas
+ * (kernels/cpu/matmul.c).
+ *
+ * cuBLAS is column-major; a row-major matrix read column-major is its
+ * transpose, so row-major C = op(A) op(B) is computed as the column-major
+ * C^T = op(B)^T op(A)^T: the operands swap and M/N swap, the transpose
+ * flags and leading dimensions stay. Batches whose operands either follow
+ * Out's batches or are shared by all of them run as one strided-batched
+ * GEMM; other broadcast patterns, and grads summed over broadcast batches,
+ * run one GEMM per batch (accumulating with beta = 1).
+ */
+#include <limits.h>
+#include "cuda_common.h"
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunknown-pragmas"
+#include "../cpu/broadcast.h"
+#pragma GCC diagnostic pop
+
+using namespace oarcu;
+
+namespace {
+
+template <class T>
+__global__ void scale_mat_k(T *c, int64_t m, int64_t n, int64_t ldc, T beta)
+{
+    OAR_CU_LOOP(i, m * n) {
+        T *p = c + (i / n) * ldc + i % n;
+        *p = beta == T(0) ? T(0) : beta * *p;
+    }
+}
+
+/* count GEMMs C_i (M x N, ld ldc) = alpha op(A_i) op(B_i) + beta C_i, row-major,
+ * operand i at base + i * stride (stride 0: shared) */
+int gemm(oar_kernel_ctx_t *k, int dt, bool ta, bool tb, int M, int N, int K, double alpha,
+         const void *A, int lda, long long sa, const void *B, int ldb, long long sb, double beta,
+         void *C, int ldc, long long sc, int count)
+{
+    if (M == 0 || N == 0 || count == 0) return OAR_OK;
+    const size_t es = oar_dtype_size(dt);
+    if (K == 0) {   /* empty sum: C = beta C */
+        for (int i = 0; i < count; i++) {
+            char *c = (char *)C + (size_t)(i * sc) * es;
+            if (dt == OAR_FP32) scale_mat_k<float><<<grid_for((int64_t)M * N), kThreads>>>((float *)c, M, N, ldc, (float)beta);
+            else scale_mat_k<double><<<grid_for((int64_t)M * N), kThreads>>>((double *)c, M, N, ldc, beta);
+            OAR_CU_LAUNCH(k, "scale_mat");
+        }
+        return OAR_OK;
+    }
+    cublasHandle_t h;
+    OAR_TRY(blas_handle(k, &h));
+    const cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (dt == OAR_FP32) {
+        const float a = (float)alpha, b = (float)beta;
+        if (count == 1)
+            OAR_CUBLAS(k, cublasSgemm(h, opb, opa, N, M, K, &a, (const float *)B, ldb, (const float *)A, lda, &b,
+                                      (float *)C, ldc), "cublasSgemm");
+        else
+            OAR_CUBLAS(k, cublasSgemmStridedBatched(h, opb, opa, N, M, K, &a, (const float *)B, ldb, sb,
+                                                    (const float *)A, lda, sa, &b, (float *)C, ldc, sc, count),
+                       "cublasSgemmStridedBatched");
+    } else {
+        const double a = alpha, b = beta;
+        if (count == 1)
+            OAR_CUBLAS(k, cublasDgemm(h, opb, opa, N, M, K, &a, (const double *)B, ldb, (const double *)A, lda, &b,
+                                      (double *)C, ldc), "cublasDgemm");
+        else
+            OAR_CUBLAS(k, cublasDgemmStridedBatched(h, opb, opa, N, M, K, &a, (const double *)B, ldb, sb,
+                                                    (const double *)A, lda, sa, &b, (double *)C, ldc, sc, count),
+                       "cublasDgemmStridedBatched");
+    }
+    return OAR_OK;
+}
+
+int mm(oar_kernel_ctx_t *k, int dt, bool ta, bool tb, int M, int N, int K, double alpha, const void *A, int lda,
+       const void *B, int ldb, double beta, void *C, int ldc)
+{
+    return gemm(k, dt, ta, tb, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1);
+}
+
+/* cuBLAS takes int sizes */
+int check_int(oar_kernel_ctx_t *k, int64_t M, int64_t N, int64_t K)
+{
+    if (M > INT_MAX || N > INT_MAX || K > INT_MAX || M < 0 || N < 0 || K < 0)
+        return oar_k_error(k, OAR_ERR_RANGE, "product of [%lld x %lld] and [%lld x %lld] exceeds the cuBLAS int range",
+                           (long long)M, (long long)K, (long long)K, (long long)N);
+    return OAR_OK;
+}
+
+/* writable grad output, or NULL with OAR_OK when not wanted */
+int grad_out(oar_kernel_ctx_t *k, const char *slot, int dt, void **p)
+{
+    return out_data_opt(k, slot, dt, -1, p);
+}
+
+/* ---- mul -------------------------------------------------------------------- */
+struct MulDims { int64_t M, K, N; };
+
+int mul_setup(oar_kernel_ctx_t *k, int dt, MulDims *m, const void **x, const void **y)
+{
+    const oar_tensor_t *xt, *yt;
+    OAR_TRY(in_tensor(k, "X", 0, dt, -1, &xt, x));
+    OAR_TRY(in_tensor(k, "Y", 0, dt, -1, &yt, y));
+    const oar_op_desc_t *op = oar_k_op(k);
+    int xnf = oar_attr_i(op, "x_num_col_dims"), ynf = oar_attr_i(op, "y_num_col_dims");
+    if (xnf < 1 || xnf >= xt->ndim || ynf < 1 || ynf >= yt->ndim)
+        return oar_k_error(k, OAR_ERR_SHAPE, "x_num_col_dims %d / y_num_col_dims %d out of range for ranks %d and %d",
+                           xnf, ynf, xt->ndim, yt->ndim);
+    m->M = 1; m->K = 1; m->N = 1;
+    int64_t ky = 1;
+    for (int i = 0; i < xt->ndim; i++) *(i < xnf ? &m->M : &m->K) *= xt->dims[i];
+    for (int i = 0; i < yt->ndim; i++) *(i < ynf ? &ky : &m->N) *= yt->dims[i];
+    if (ky != m->K) {
+        char bx[128], by[128];
+        return oar_k_error(k, OAR_ERR_SHAPE, "X shape %s flattened to [%lld, %lld] does not multiply Y shape %s "
+                           "flattened to [%lld, %lld]", oar_shape_str(xt->dims, xt->ndim, bx, sizeof bx),
+                           (long long)m->M, (long long)m->K, oar_shape_str(yt->dims, yt->ndim, by, sizeof by),
+                           (long long)ky, (long long)m->N);
+    }
+    return check_int(k, m->M, m->N, m->K);
+}
+
+int mul_fwd(oar_kernel_ctx_t *k)
+{
+    const int dt = oar_k_dtype(k);
+    MulDims m;
+    const void *x, *y;
+    OAR_TRY(mul_setup(k, dt, &m, &x, &y));
+    void *o;
+    OAR_TRY(out_data(k, "Out", dt, m.M * m.N, &o));
+    return mm(k, dt, false, false, (int)m.M, (int)m.N, (int)m.K, 1.0, x, (int)m.K, y, (int)m.N, 0.0, o, (int)m.N);
+}
+
+int mul_bwd(oar_kernel_ctx_t *k)
+{
+    const int dt = oar_k_dtype(k);
+    MulDims m;
+    const void *x, *y, *g;
+    const oar_tensor_t *gt;
+    OAR_TRY(mul_setup(k, dt, &m, &x, &y));
+    OAR_TRY(in_tensor(k, "Out@GRAD", 0, dt, m.M * m.N, &gt, &g));
+    void *dx, *dy;
+    OAR_TRY(grad_out(k, "X@GRAD", dt, &dx));
+    OAR_TRY(grad_out(k, "Y@GRAD", dt, &dy));
+    const int M = (int)m.M, N = (int)m.N, K = (int)m.K;
+    /* dX = G Y^T, dY = X^T G */
+    if (dx) OAR_TRY(mm(k, dt, false, true, M, K, N, 1.0, g, N, y, N, 0.0, dx, K));
+    if (dy) OAR_TRY(mm(k, dt, true, false, K, N, M, 1.0, x, K, g, N, 0.0, dy, N));
+    return OAR_OK;
+}
+
+/* ---- matmul ----------------------------------------------------------------- */
+struct MmArgs {
+    oar_mm_shape_t s;
+    const void *x, *y;
+    int ldx, ldy;
+    double alpha;
+    size_t esz;
+};
+
+int matmul_setup(oar_kernel_ctx_t *k, int dt, MmArgs *a)
+{
+    const oar_tensor_t *xt, *yt;
+    OAR_TRY(in_tensor(k, "X", 0, dt, -1, &xt, &a->x));
+    OAR_TRY(in_tensor(k, "Y", 0, dt, -1, &yt, &a->y));
+    const oar_op_desc_t *op = oar_k_op(k);
+    bool tx = oar_attr_b(op, "transpose_X"), ty = oar_attr_b(op, "transpose_Y");
+    if (oar_mm_shape(xt->dims, xt->ndim, yt->dims, yt->ndim, tx, ty, &a->s) != OAR_MM_OK) {
+        char bx[128], by[128];
+        return oar_k_error(k, OAR_ERR_SHAPE, "X shape %s (transpose_X %d) and Y shape %s (transpose_Y %d) do not multiply",
+                           oar_shape_str(xt->dims, xt->ndim, bx, sizeof bx), tx,
+                           oar_shape_str(yt->dims, yt->ndim, by, sizeof by), ty);
+    }
+    OAR_TRY(check_int(k, a->s.M, a->s.N, a->s.K));
+    if (a->s.batch > INT_MAX) return oar_k_error(k, OAR_ERR_RANGE, "%lld batches exceed the cuBLAS int range",
+                                                 (long long)a->s.batch);
+    a->ldx = (int)(a->s.tx ? a->s.M : a->s.K);
+    a->ldy = (int)(a->s.y_vec ? 1 : (a->s.ty ? a->s.K : a->s.N));
+    a->alpha = oar_attr_f(op, "alpha");
+    a->esz = oar_dtype_size(dt);
+    return OAR_OK;
+}
+
+/* batch b of Out -> batch index of X and Y (broadcast dims repeat) */
+void batch_map(const oar_mm_shape_t *s, int64_t b, int64_t *xb, int64_t *yb)
+{
+    int64_t xi = 0, yi = 0, xs = 1, ys = 1;
+    for (int d = s->bnd - 1; d >= 0; d--) {
+        int64_t i = b % s->bdims[d];
+        b /= s->bdims[d];
+        if (s->xb[d] != 1) xi += i * xs;
+        if (s->yb[d] != 1) yi += i * ys;
+        xs *= s->xb[d];
+        ys *= s->yb[d];
+    }
+    *xb = xi;
+    *yb = yi;
+}
+
+bool foldable(const oar_mm_shape_t *s) { return !s->tx && s->ybatch == 1 && s->xbatch == s->batch; }
+/* each operand follows Out's batches or is shared by all: one strided-batched GEMM */
+bool uniform(const oar_mm_shape_t *s)
+{
+    return (s->xbatch == s->batch || s->xbatch == 1) && (s->ybatch == s->batch || s->ybatch == 1);
+}
+
+int matmul_fwd(oar_kernel_ctx_t *k)
+{
+    const int dt = oar_k_dtype(k);
+    MmArgs a;
+    OAR_TRY(matmul_setup(k, dt, &a));
+    const oar_mm_shape_t *s = &a.s;
+    void *ov;
+    OAR_TRY(out_data(k, "Out", dt, s->batch * s->M * s->N, &ov));
+    char *o = (char *)ov;
+    const int M = (int)s->M, N = (int)s->N, K = (int)s->K;
+    if (foldable(s) && s->batch * s->M <= INT_MAX)
+        return mm(k, dt, false, s->ty, (int)(s->batch * s->M), N, K, a.alpha, a.x, a.ldx, a.y, a.ldy, 0.0, o, N);
+    if (uniform(s))
+        return gemm(k, dt, s->tx, s->ty, M, N, K, a.alpha, a.x, a.ldx, s->xbatch == 1 ? 0 : s->M * s->K,
+                    a.y, a.ldy, s->ybatch == 1 ? 0 : s->K * s->N, 0.0, o, N, s->M * s->N, (int)s->batch);
+    for (int64_t b = 0; b < s->batch; b++) {
+        int64_t xb, yb;
+        batch_map(s, b, &xb, &yb);
+        OAR_TRY(mm(k, dt, s->tx, s->ty, M, N, K, a.alpha, (const char *)a.x + xb * s->M * s->K * a.esz, a.ldx,
+                   (const char *)a.y + yb * s->K * s->N * a.esz, a.ldy, 0.0, o + b * s->M * s->N * a.esz, N));
+    }
+    return OAR_OK;
+}
+
+/* With Out = alpha op(X) op(Y) and G = dOut:
+ *   dX = alpha G op(Y)^T        (tX: alpha op(Y) G^T)
+ *   dY = alpha op(X)^T G        (tY: alpha G^T op(X))
+ * A grad whose operand was broadcast over batches is summed over them. */
+int matmul_bwd(oar_kernel_ctx_t *k)
+{
+    const int dt = oar_k_dtype(k);
+    MmArgs a;
+    OAR_TRY(matmul_setup(k, dt, &a));
+    const oar_mm_shape_t *s = &a.s;
+    const oar_tensor_t *gt;
+    const void *gv;
+    OAR_TRY(in_tensor(k, "Out@GRAD", 0, dt, s->batch * s->M * s->N, &gt, &gv));
+    void *dxv, *dyv;
+    OAR_TRY(grad_out(k, "X@GRAD", dt, &dxv));
+    OAR_TRY(grad_out(k, "Y@GRAD", dt, &dyv));
+    char *dx = (char *)dxv, *dy = (char *)dyv;
+    const char *g = (const char *)gv, *x = (const char *)a.x, *y = (const char *)a.y;
+    const int M = (int)s->M, N = (int)s->N, K = (int)s->K;
+    const double al = a.alpha;
+    if (foldable(s) && s->batch * s->M <= INT_MAX) {
+        const int BM = (int)(s->batch * s->M);
+        if (dx) OAR_TRY(mm(k, dt, false, !s->ty, BM, K, N, al, g, N, y, a.ldy, 0.0, dx, K));
+        if (dy) {
+            if (s->ty) OAR_TRY(mm(k, dt, true, false, N, K, BM, al, g, N, x, a.ldx, 0.0, dy, K));
+            else OAR_TRY(mm(k, dt, true, false, K, N, BM, al, x, a.ldx, g, N, 0.0, dy, N));
+        }
+        return OAR_OK;
+    }
+    const int64_t xsz = s->M * s->K, ysz = s->K * s->N, gsz = s->M * s->N;
+    const bool x_red = s->xbatch != s->batch, y_red = s->ybatch != s->batch;
+    if (uniform(s) && !x_red && !y_red) {
+        const int B = (int)s->batch;
+        const long long xs = xsz, ys = ysz, gs = gsz;
+        if (dx) {
+            if (s->tx) OAR_TRY(gemm(k, dt, s->ty, true, K, M, N, al, y, a.ldy, ys, g, N, gs, 0.0, dx, M, xs, B));
+            else OAR_TRY(gemm(k, dt, false, !s->ty, M, K, N, al, g, N, gs, y, a.ldy, ys, 0.0, dx, K, xs, B));
+        }
+        if (dy) {
+            if (s->ty) OAR_TRY(gemm(k, dt, true, s->tx, N, K, M, al, g, N, gs, x, a.ldx, xs, 0.0, dy, K, ys, B));
+            else OAR_TRY(gemm(k, dt, !s->tx, false, K, N, M, al, x, a.ldx, xs, g, N, gs, 0.0, dy, N, ys, B));
+        }
+        return OAR_OK;
+    }
+    if (dx && x_red) OAR_CU(k, cudaMemsetAsync(dx, 0, (size_t)(s->xbatch * xsz) * a.esz, 0), "cudaMemsetAsync");
+    if (dy && y_red) OAR_CU(k, cudaMemsetAsync(dy, 0, (size_t)(s->ybatch * ysz) * a.esz, 0), "cudaMemsetAsync");
+    for (int64_t b = 0; b < s->batch; b++) {
+        int64_t xb, yb;
+        batch_map(s, b, &xb, &yb);
+        const char *xp = x + xb * xsz * a.esz, *yp = y + yb * ysz * a.esz, *gp = g + b * gsz * a.esz;
+        if (dx) {
+            char *d = dx + xb * xsz * a.esz;
+            double beta = x_red ? 1.0 : 0.0;
+            if (s->tx) OAR_TRY(mm(k, dt, s->ty, true, K, M, N, al, yp, a.ldy, gp, N, beta, d, M));
+            else OAR_TRY(mm(k, dt, false, !s->ty, M, K, N, al, gp, N, yp, a.ldy, beta, d, K));
+        }
+        if (dy) {
+            char *d = dy + yb * ysz * a.esz;
+            double beta = y_red ? 1.0 : 0.0;
+            if (s->ty) OAR_TRY(mm(k, dt, true, s->tx, N, K, M, al, gp, N, xp, a.ldx, beta, d, K));
+            else OAR_TRY(mm(k, dt, !s->tx, false, K, N, M, al, xp, a.ldx, gp, N, beta, d, N));
+        }
+    }
+    return OAR_OK;
+}
+
+int mul_fwd64(oar_kernel_ctx_t *k) { return mul_fwd(k); }
+int mul_bwd64(oar_kernel_ctx_t *k) { return mul_bwd(k); }
+int matmul_fwd64(oar_kernel_ctx_t *k) { return matmul_fwd(k); }
+int matmul_bwd64(oar_kernel_ctx_t *k) { return matmul_bwd(k); }
+
+OAR_REGISTER_KERNEL("mul", OAR_PLACE_CUDA, OAR_FP32, mul_fwd)
+OAR_REGISTER_KERNEL("mul_grad", OAR_PLACE_CUDA, OAR_FP32, mul_bwd)
+OAR_REGISTER_KERNEL("mul", OAR_PLACE_CUDA, OAR_FP64, mul_fwd64)
+OAR_REGISTER_KERNEL("mul_grad", OAR_PLACE_CUDA, OAR_FP64, mul_bwd64)
+OAR_REGISTER_KERNEL("matmul", OAR_PLACE_CUDA, OAR_FP32, matmul_fwd)
+OAR_REGISTER_KERNEL("matmul_grad", OAR_PLACE_CUDA, OAR_FP32, matmul_bwd)
+OAR_REGISTER_KERNEL("matmul", OAR_PLACE_CUDA, OAR_FP64, matmul_fwd64)
+OAR_REGISTER_KERNEL("matmul_grad", OAR_PLACE_CUDA, OAR_FP64, matmul_bwd64)
+
+}  // namespace

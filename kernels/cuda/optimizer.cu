@@ -1,0 +1,353 @@
+/*
+ * optimizer.cu — CUDA kernels of sgd, momentum and adam (float32, float64)
+ * with the CPU kernels' update rules (kernels/cpu/optimizer.c).
+ *
+ * Every input is read (its pointer taken) before any output is requested,
+ * since ParamOut is normally Param itself. The one-element inputs
+ * (LearningRate, Beta1Pow, ...) stay on the device and are read by the
+ * kernels, so a step needs no host round trip.
+ *
+ * A SELECTED_ROWS gradient (rows on the host, values on the device) has
+ * its rows checked on the host, then either
+ *  - sgd, adam with lazy_mode: duplicate rows are merged (sorted on the host,
+ *    values summed on the device) and only those rows are updated, or
+ *  - momentum, adam: the gradient is densified (absent rows are zero) and
+ *    every element steps, which is the dense update of the densified gradient.
+ */
+#include <stdlib.h>
+#include "cuda_common.h"
+
+using namespace oarcu;
+
+namespace {
+
+/* a one-element float32/float64 device input; `def` when p is NULL */
+struct DScalar { const void *p; int f64; double def; };
+__device__ inline double ld(const DScalar &s)
+{
+    if (!s.p) return s.def;
+    return s.f64 ? *(const double *)s.p : (double)*(const float *)s.p;
+}
+
+/* update element q of the gradient: the parameter element it belongs to */
+struct Idx { const int64_t *rows; int64_t width; };
+__device__ inline int64_t pidx(const Idx &ix, int64_t q)
+{
+    return ix.rows ? ix.rows[q / ix.width] * ix.width + q % ix.width : q;
+}
+
+template <class T>
+__global__ void sgd_k(const T *p, T *po, const T *g, int64_t n, DScalar lr, Idx ix)
+{
+    const T l = (T)ld(lr);
+    OAR_CU_LOOP(q, n) {
+        const int64_t i = pidx(ix, q);
+        po[i] = p[i] - l * g[q];
+    }
+}
+
+/* v = mu v + g; p -= lr v  (nesterov: p -= lr (g + mu v)) */
+template <class T>
+__global__ void momentum_k(const T *p, T *po, const T *v, T *vo, const T *g, int64_t n, DScalar lr, T mu, bool nest,
+                           Idx ix)
+{
+    const T l = (T)ld(lr);
+    OAR_CU_LOOP(q, n) {
+        const int64_t i = pidx(ix, q);
+        const T gq = g[q], vn = mu * v[i] + gq, pv = p[i];
+        vo[i] = vn;
+        po[i] = nest ? pv - (gq + mu * vn) * l : pv - l * vn;
+    }
+}
+
+/* Fluid 1.8 adam: lr_t = lr sqrt(1 - beta2^t) / (1 - beta1^t),
+ * p -= lr_t m1 / (sqrt(m2) + eps sqrt(1 - beta2^t)) */
+template <class T>
+__global__ void adam_k(const T *p, T *po, const T *m1, T *m1o, const T *m2, T *m2o, const T *g, int64_t n,
+                       DScalar lr, DScalar b1p, DScalar b2p, DScalar beta1, DScalar beta2, double eps, Idx ix)
+{
+    const double bp1 = ld(b1p), bp2 = ld(b2p);
+    const T b1 = (T)ld(beta1), b2 = (T)ld(beta2);
+    const T lr_t = (T)(ld(lr) * sqrt(1.0 - bp2) / (1.0 - bp1));
+    const T eps_t = (T)(eps * sqrt(1.0 - bp2));
+    OAR_CU_LOOP(q, n) {
+        const int64_t i = pidx(ix, q);
+        const T gq = g[q];
+        const T a = b1 * m1[i] + (T(1) - b1) * gq;
+        const T b = b2 * m2[i] + (T(1) - b2) * gq * gq;
+        const T pv = p[i];
+        m1o[i] = a;
+        m2o[i] = b;
+        po[i] = pv - lr_t * a / (sqrt(b) + eps_t);
+    }
+}
+
+/* Beta1PowOut = Beta1Pow * beta1 (and beta2), after the update read them */
+__global__ void adam_pow_k(DScalar b1p, DScalar b2p, DScalar beta1, DScalar beta2, void *o1, int o1_f64, void *o2,
+                           int o2_f64)
+{
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    const double v1 = ld(b1p) * ld(beta1), v2 = ld(b2p) * ld(beta2);
+    if (o1) { if (o1_f64) *(double *)o1 = v1; else *(float *)o1 = (float)v1; }
+    if (o2) { if (o2_f64) *(double *)o2 = v2; else *(float *)o2 = (float)v2; }
+}
+
+template <class T>
+__global__ void scatter_k(const int64_t *dst_rows, const T *val, T *out, int64_t nrows, int64_t width)
+{
+    OAR_CU_LOOP(q, nrows * width) atomicAdd(out + dst_rows[q / width] * width + q % width, val[q]);
+}
+
+/* ---- inputs ------------------------------------------------------------------- */
+int scalar_in(oar_kernel_ctx_t *k, const char *slot, DScalar *s, double def)
+{
+    s->p = nullptr;
+    s->f64 = 0;
+    s->def = def;
+    if (oar_k_in_count(k, slot) == 0 || !oar_k_in(k, slot, 0)) {
+        if (def == def) return OAR_OK;   /* optional with a default */
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s has no value", slot);
+    }
+    const oar_tensor_t *t;
+    OAR_TRY(in_tensor(k, slot, 0, -1, 1, &t, &s->p));
+    if (t->dtype != OAR_FP32 && t->dtype != OAR_FP64)
+        return oar_k_error(k, OAR_ERR_DTYPE, "input %s '%s' has dtype %s, expected float32 or float64", slot,
+                           nm(oar_k_in_name(k, slot, 0)), nm(oar_dtype_name(t->dtype)));
+    s->f64 = t->dtype == OAR_FP64;
+    return OAR_OK;
+}
+
+struct Grad {
+    bool sparse = false;
+    const void *dense = nullptr;      /* dense Grad, or the densified / merged sparse one */
+    Scratch buf, rows;                /* densified or merged values; merged rows on the device */
+    int64_t n = 0;                    /* elements to update */
+    Idx ix{nullptr, 1};
+};
+
+struct RowRef { int64_t row, idx; };
+int cmp_ref(const void *a, const void *b)
+{
+    const RowRef *x = (const RowRef *)a, *y = (const RowRef *)b;
+    if (x->row != y->row) return x->row < y->row ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* the gradient of a step: dense, densified (merge == false) or merged rows */
+template <class T>
+int grad_in(oar_kernel_ctx_t *k, int dt, int64_t numel, int64_t height, int64_t width, bool merge, Grad *g)
+{
+    oar_variable_t *gv = oar_k_in_var(k, "Grad", 0);
+    g->sparse = gv && oar_variable_type(gv) == OAR_VAR_SELECTED_ROWS;
+    if (!g->sparse) {
+        const oar_tensor_t *t;
+        OAR_TRY(in_tensor(k, "Grad", 0, dt, numel, &t, &g->dense));
+        g->n = numel;
+        return OAR_OK;
+    }
+    const oar_selected_rows_t *sr = gv->u.rows;
+    const char *gname = nm(oar_k_in_name(k, "Grad", 0));
+    const int64_t nr = sr->nrows;
+    int64_t need;
+    if (oar_mul_checked(nr, width, &need) != OAR_OK) return OAR_ERR_SHAPE;
+    const oar_tensor_t *v = sr->value;
+    if (nr > 0) {
+        if (!v || !oar_tensor_has_data(v))
+            return oar_k_error(k, OAR_ERR_NOT_FOUND, "sparse Grad '%s' has %lld rows but no value tensor", gname,
+                               (long long)nr);
+        if (v->dtype != dt)
+            return oar_k_error(k, OAR_ERR_DTYPE, "sparse Grad '%s' has dtype %s, expected %s like Param", gname,
+                               nm(oar_dtype_name(v->dtype)), oar_dtype_name(dt));
+        if (oar_tensor_numel_of(v) != need)
+            return oar_k_error(k, OAR_ERR_SHAPE, "sparse Grad '%s' has %lld rows and %lld values; Param rows have "
+                               "%lld elements, so %lld values were expected", gname, (long long)nr,
+                               (long long)oar_tensor_numel_of(v), (long long)width, (long long)need);
+        if (v->buf->place != OAR_PLACE_CUDA || v->buf->device != k->device)
+            return oar_k_error(k, OAR_ERR_INVALID, "sparse Grad '%s': its value is not on CUDA device %d", gname,
+                               k->device);
+    }
+    for (int64_t i = 0; i < nr; i++)
+        if (sr->rows[i] < 0 || sr->rows[i] >= height)
+            return oar_k_error(k, OAR_ERR_RANGE, "sparse Grad '%s' names row %lld, but Param '%s' has %lld rows",
+                               gname, (long long)sr->rows[i], nm(oar_k_in_name(k, "Param", 0)), (long long)height);
+    const size_t es = sizeof(T);
+    if (!merge) {   /* densify */
+        OAR_TRY(g->buf.alloc(k, es * (size_t)numel, "densified gradient"));
+        if (numel > 0) OAR_CU(k, cudaMemsetAsync(g->buf.p, 0, es * (size_t)numel, 0), "cudaMemsetAsync");
+        if (need > 0) {
+            OAR_TRY(g->rows.alloc(k, sizeof(int64_t) * (size_t)nr, "gradient rows"));
+            OAR_TRY(to_device(k, g->rows.p, sr->rows, sizeof(int64_t) * (size_t)nr, "gradient rows"));
+            scatter_k<T><<<grid_for(need), kThreads>>>(g->rows.as<int64_t>(), (const T *)v->buf->data, g->buf.as<T>(),
+                                                       nr, width);
+            OAR_CU_LAUNCH(k, "densify sparse gradient");
+        }
+        g->dense = g->buf.p;
+        g->n = numel;
+        return OAR_OK;
+    }
+    /* merge: distinct rows sorted, each row's values summed */
+    g->n = 0;
+    if (nr == 0) return OAR_OK;
+    RowRef *refs = (RowRef *)oar_xmalloc(sizeof *refs * (size_t)nr);
+    int64_t *map = refs ? (int64_t *)oar_xmalloc(sizeof *map * (size_t)nr * 2) : nullptr;
+    if (!map) { free(refs); return OAR_ERR_NOMEM; }
+    int64_t *urows = map + nr, nu = 0;
+    for (int64_t i = 0; i < nr; i++) refs[i] = RowRef{sr->rows[i], i};
+    qsort(refs, (size_t)nr, sizeof *refs, cmp_ref);
+    for (int64_t i = 0; i < nr; i++) {
+        if (nu == 0 || urows[nu - 1] != refs[i].row) urows[nu++] = refs[i].row;
+        map[refs[i].idx] = nu - 1;
+    }
+    free(refs);
+    Scratch dmap;
+    int rc = dmap.alloc(k, sizeof(int64_t) * (size_t)nr, "gradient row map");
+    if (rc == OAR_OK) rc = g->rows.alloc(k, sizeof(int64_t) * (size_t)nu, "merged gradient rows");
+    if (rc == OAR_OK) rc = g->buf.alloc(k, es * (size_t)(nu * width), "merged gradient");
+    if (rc == OAR_OK) rc = to_device(k, dmap.p, map, sizeof(int64_t) * (size_t)nr, "gradient row map");
+    if (rc == OAR_OK) rc = to_device(k, g->rows.p, urows, sizeof(int64_t) * (size_t)nu, "merged gradient rows");
+    free(map);
+    OAR_TRY(rc);
+    if (nu * width > 0) {
+        OAR_CU(k, cudaMemsetAsync(g->buf.p, 0, es * (size_t)(nu * width), 0), "cudaMemsetAsync");
+        scatter_k<T><<<grid_for(need), kThreads>>>(dmap.as<int64_t>(), (const T *)v->buf->data, g->buf.as<T>(), nr,
+                                                   width);
+        OAR_CU_LAUNCH(k, "merge sparse gradient");
+    }
+    g->dense = g->buf.p;
+    g->n = nu * width;
+    g->ix = Idx{g->rows.as<int64_t>(), width};
+    return OAR_OK;
+}
+
+/* Param and the state inputs (slots[i]) with Param's dtype and size */
+struct Opt {
+    int dt;
+    int64_t numel, height, width;
+    const void *in[3];
+    void *out[3];
+};
+
+int states_in(oar_kernel_ctx_t *k, int dt, const char *const *ins, int n, Opt *o)
+{
+    o->dt = dt;
+    const oar_tensor_t *pt;
+    OAR_TRY(in_tensor(k, "Param", 0, dt, -1, &pt, &o->in[0]));
+    o->numel = oar_tensor_numel_of(pt);
+    o->height = pt->ndim > 0 ? pt->dims[0] : 1;
+    o->width = o->height > 0 ? o->numel / o->height : 0;
+    for (int i = 1; i < n; i++) {
+        const oar_tensor_t *t;
+        OAR_TRY(in_tensor(k, ins[i], 0, dt, o->numel, &t, &o->in[i]));
+    }
+    return OAR_OK;
+}
+
+/* outputs; with a row update, states whose output got a new buffer start as a copy */
+int states_out(oar_kernel_ctx_t *k, const char *const *outs, int n, bool rows_only, Opt *o)
+{
+    const size_t bytes = oar_dtype_size(o->dt) * (size_t)o->numel;
+    for (int i = 0; i < n; i++) {
+        OAR_TRY(out_data(k, outs[i], o->dt, o->numel, &o->out[i]));
+        if (rows_only && o->out[i] != o->in[i] && bytes > 0)
+            OAR_CU(k, cudaMemcpyAsync(o->out[i], o->in[i], bytes, cudaMemcpyDeviceToDevice, 0), "cudaMemcpyAsync");
+    }
+    return OAR_OK;
+}
+
+/* ---- sgd ------------------------------------------------------------------------ */
+template <class T>
+int sgd_run(oar_kernel_ctx_t *k, int dt)
+{
+    static const char *const ins[] = {"Param"}, *const outs[] = {"ParamOut"};
+    Opt o;
+    OAR_TRY(states_in(k, dt, ins, 1, &o));
+    DScalar lr;
+    OAR_TRY(scalar_in(k, "LearningRate", &lr, NAN));
+    Grad g;
+    OAR_TRY(grad_in<T>(k, dt, o.numel, o.height, o.width, true, &g));
+    OAR_TRY(states_out(k, outs, 1, g.sparse, &o));
+    if (g.n == 0) return OAR_OK;
+    sgd_k<T><<<grid_for(g.n), kThreads>>>((const T *)o.in[0], (T *)o.out[0], (const T *)g.dense, g.n, lr, g.ix);
+    OAR_CU_LAUNCH(k, "sgd");
+    return OAR_OK;
+}
+
+/* ---- momentum -------------------------------------------------------------------- */
+template <class T>
+int momentum_run(oar_kernel_ctx_t *k, int dt)
+{
+    static const char *const ins[] = {"Param", "Velocity"}, *const outs[] = {"ParamOut", "VelocityOut"};
+    const oar_op_desc_t *d = oar_k_op(k);
+    Opt o;
+    OAR_TRY(states_in(k, dt, ins, 2, &o));
+    DScalar lr;
+    OAR_TRY(scalar_in(k, "LearningRate", &lr, NAN));
+    Grad g;
+    OAR_TRY(grad_in<T>(k, dt, o.numel, o.height, o.width, false, &g));
+    OAR_TRY(states_out(k, outs, 2, false, &o));
+    if (g.n == 0) return OAR_OK;
+    momentum_k<T><<<grid_for(g.n), kThreads>>>((const T *)o.in[0], (T *)o.out[0], (const T *)o.in[1], (T *)o.out[1],
+                                               (const T *)g.dense, g.n, lr, (T)oar_attr_f(d, "mu"),
+                                               oar_attr_b(d, "use_nesterov"), g.ix);
+    OAR_CU_LAUNCH(k, "momentum");
+    return OAR_OK;
+}
+
+/* ---- adam ------------------------------------------------------------------------- */
+template <class T>
+int adam_run(oar_kernel_ctx_t *k, int dt)
+{
+    static const char *const ins[] = {"Param", "Moment1", "Moment2"};
+    static const char *const outs[] = {"ParamOut", "Moment1Out", "Moment2Out"};
+    const oar_op_desc_t *d = oar_k_op(k);
+    Opt o;
+    OAR_TRY(states_in(k, dt, ins, 3, &o));
+    DScalar lr, b1p, b2p, beta1, beta2;
+    OAR_TRY(scalar_in(k, "LearningRate", &lr, NAN));
+    OAR_TRY(scalar_in(k, "Beta1Pow", &b1p, NAN));
+    OAR_TRY(scalar_in(k, "Beta2Pow", &b2p, NAN));
+    /* Beta1Tensor/Beta2Tensor override the attrs (schedules of beta) */
+    OAR_TRY(scalar_in(k, "Beta1Tensor", &beta1, oar_attr_f(d, "beta1")));
+    OAR_TRY(scalar_in(k, "Beta2Tensor", &beta2, oar_attr_f(d, "beta2")));
+    const bool lazy = oar_attr_b(d, "lazy_mode");
+    Grad g;
+    OAR_TRY(grad_in<T>(k, dt, o.numel, o.height, o.width, lazy, &g));
+    OAR_TRY(states_out(k, outs, 3, g.sparse && lazy, &o));
+    if (g.n > 0) {
+        adam_k<T><<<grid_for(g.n), kThreads>>>((const T *)o.in[0], (T *)o.out[0], (const T *)o.in[1], (T *)o.out[1],
+                                               (const T *)o.in[2], (T *)o.out[2], (const T *)g.dense, g.n, lr, b1p, b2p,
+                                               beta1, beta2, oar_attr_f(d, "epsilon"), g.ix);
+        OAR_CU_LAUNCH(k, "adam");
+    }
+    /* the powers advance after the update read them (same stream) */
+    void *o1 = nullptr, *o2 = nullptr;
+    int f1 = 0, f2 = 0;
+    if (oar_k_out_count(k, "Beta1PowOut") > 0 && oar_k_out(k, "Beta1PowOut", 0)) {
+        f1 = b1p.f64;
+        OAR_TRY(out_data(k, "Beta1PowOut", f1 ? OAR_FP64 : OAR_FP32, 1, &o1));
+    }
+    if (oar_k_out_count(k, "Beta2PowOut") > 0 && oar_k_out(k, "Beta2PowOut", 0)) {
+        f2 = b2p.f64;
+        OAR_TRY(out_data(k, "Beta2PowOut", f2 ? OAR_FP64 : OAR_FP32, 1, &o2));
+    }
+    if (o1 || o2) {
+        adam_pow_k<<<1, 32>>>(b1p, b2p, beta1, beta2, o1, f1, o2, f2);
+        OAR_CU_LAUNCH(k, "adam beta powers");
+    }
+    return OAR_OK;
+}
+
+int sgd_f32(oar_kernel_ctx_t *k) { return sgd_run<float>(k, OAR_FP32); }
+int sgd_f64(oar_kernel_ctx_t *k) { return sgd_run<double>(k, OAR_FP64); }
+int momentum_f32(oar_kernel_ctx_t *k) { return momentum_run<float>(k, OAR_FP32); }
+int momentum_f64(oar_kernel_ctx_t *k) { return momentum_run<double>(k, OAR_FP64); }
+int adam_f32(oar_kernel_ctx_t *k) { return adam_run<float>(k, OAR_FP32); }
+int adam_f64(oar_kernel_ctx_t *k) { return adam_run<double>(k, OAR_FP64); }
+OAR_REGISTER_KERNEL("sgd", OAR_PLACE_CUDA, OAR_FP32, sgd_f32)
+OAR_REGISTER_KERNEL("sgd", OAR_PLACE_CUDA, OAR_FP64, sgd_f64)
+OAR_REGISTER_KERNEL("momentum", OAR_PLACE_CUDA, OAR_FP32, momentum_f32)
+OAR_REGISTER_KERNEL("momentum", OAR_PLACE_CUDA, OAR_FP64, momentum_f64)
+OAR_REGISTER_KERNEL("adam", OAR_PLACE_CUDA, OAR_FP32, adam_f32)
+OAR_REGISTER_KERNEL("adam", OAR_PLACE_CUDA, OAR_FP64, adam_f64)
+
+}  // namespace

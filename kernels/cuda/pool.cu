@@ -1,0 +1,213 @@
+/*
+ * pool.cu — CUDA kernels of pool2d and pool2d_grad (NCHW, max/avg;
+ * float32, float64) with exactly the CPU kernels' semantics
+ * (kernels/cpu/pool.c): windows [i*s - p, i*s - p + k) clipped to the input
+ * (adaptive: [floor(i*H/OH), ceil((i+1)*H/OH))), ceil_mode, asymmetric
+ * paddings, exclusive or kh*kw averages, a window wholly in the padding
+ * giving 0, and max routing the gradient to the first maximum in row-major
+ * window order with NaNs propagating.
+ *
+ * These are oar's own kernels rather than cuDNN's pooling: cuDNN has no
+ * ceil_mode, adaptive windows or asymmetric padding, and its max-pooling
+ * grad breaks ties (frequent after a ReLU: windows of zeros) its own way,
+ * so results would differ from the CPU's. Forward: one thread per output;
+ * grad: one thread per output adding into X@GRAD (atomics, as windows may
+ * overlap).
+ */
+#include "cuda_common.h"
+extern "C" {
+#include "../cpu/im2col.h"
+}
+
+using namespace oarcu;
+
+namespace {
+
+struct Geom {
+    int64_t planes, h, w, oh, ow;
+    int64_t kh, kw, sh, sw, pt, pl;
+    bool is_max, exclusive, adaptive;
+};
+
+__device__ inline void window(int64_t i, int64_t in, int64_t out, int64_t k, int64_t s, int64_t p, bool adaptive,
+                              int64_t *lo, int64_t *hi)
+{
+    if (adaptive) {
+        *lo = i * in / out;
+        *hi = ((i + 1) * in + out - 1) / out;
+        return;
+    }
+    int64_t a = i * s - p, b = a + k;
+    *lo = a < 0 ? 0 : a;
+    *hi = b > in ? in : b;
+}
+
+int pool_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, Geom *g)
+{
+    const oar_op_desc_t *op = oar_k_op(k);
+    const char *xn = nm(oar_k_in_name(k, "X", 0));
+    char xs[128];
+    oar_shape_str(x->dims, x->ndim, xs, sizeof xs);
+    if (x->ndim != 4) return oar_k_error(k, OAR_ERR_SHAPE, "X '%s' must be 4-D NCHW, got shape %s", xn, xs);
+    const char *type = oar_attr_s(op, "pooling_type");
+    if (!type || (strcmp(type, "max") != 0 && strcmp(type, "avg") != 0))
+        return oar_k_error(k, OAR_ERR_INVALID, "attr pooling_type = \"%s\" must be \"max\" or \"avg\"", type ? type : "");
+    g->is_max = strcmp(type, "max") == 0;
+    g->exclusive = oar_attr_b(op, "exclusive");
+    g->adaptive = oar_attr_b(op, "adaptive");
+    const bool global = oar_attr_b(op, "global_pooling"), ceil_mode = oar_attr_b(op, "ceil_mode");
+    int64_t ks[2], st[2], pd[4];
+    OAR_TRY(oar_win_attr_pair(k, "strides", 1, st));
+    OAR_TRY(oar_win_attr_pads(k, pd));
+    if (global) {
+        ks[0] = x->dims[2];
+        ks[1] = x->dims[3];
+        pd[0] = pd[1] = pd[2] = pd[3] = 0;
+        g->adaptive = false;
+    } else {
+        OAR_TRY(oar_win_attr_pair(k, "ksize", 0, ks));
+    }
+    for (int i = 0; i < 2; i++)
+        if ((!global && ks[i] < 1) || st[i] < 1 || pd[2 * i] < 0 || pd[2 * i + 1] < 0)
+            return oar_k_error(k, OAR_ERR_INVALID, "ksize {%lld, %lld} and strides {%lld, %lld} must be >= 1, paddings >= 0",
+                               (long long)ks[0], (long long)ks[1], (long long)st[0], (long long)st[1]);
+    int64_t o[2];
+    for (int i = 0; i < 2; i++) {
+        if (global) { o[i] = 1; continue; }
+        if (g->adaptive) { o[i] = ks[i]; continue; }
+        int64_t room = x->dims[2 + i] + pd[2 * i] + pd[2 * i + 1] - ks[i] + (ceil_mode ? st[i] - 1 : 0);
+        o[i] = room < 0 ? 0 : room / st[i] + 1;
+        if (o[i] <= 0)
+            return oar_k_error(k, OAR_ERR_SHAPE, "output would be empty: X '%s' %s, ksize {%lld, %lld}, strides {%lld, %lld}, "
+                               "paddings {%lld, %lld, %lld, %lld}", xn, xs, (long long)ks[0], (long long)ks[1],
+                               (long long)st[0], (long long)st[1], (long long)pd[0], (long long)pd[1], (long long)pd[2],
+                               (long long)pd[3]);
+    }
+    if (oar_mul_checked(x->dims[0], x->dims[1], &g->planes)) return oar_k_error(k, OAR_ERR_SHAPE, "X '%s' %s is too large", xn, xs);
+    g->h = x->dims[2]; g->w = x->dims[3]; g->oh = o[0]; g->ow = o[1];
+    g->kh = ks[0]; g->kw = ks[1]; g->sh = st[0]; g->sw = st[1]; g->pt = pd[0]; g->pl = pd[2];
+    return OAR_OK;
+}
+
+template <class T>
+__global__ void pool_fwd_k(const T *x, T *y, Geom g)
+{
+    OAR_CU_LOOP(q, g.planes * g.oh * g.ow) {
+        const int64_t j = q % g.ow, i = (q / g.ow) % g.oh, pl = q / (g.ow * g.oh);
+        const T *xp = x + pl * g.h * g.w;
+        int64_t h0, h1, w0, w1;
+        window(i, g.h, g.oh, g.kh, g.sh, g.pt, g.adaptive, &h0, &h1);
+        window(j, g.w, g.ow, g.kw, g.sw, g.pl, g.adaptive, &w0, &w1);
+        T r = 0;
+        if (h0 < h1 && w0 < w1) {
+            if (g.is_max) {
+                r = xp[h0 * g.w + w0];
+                for (int64_t a = h0; a < h1 && r == r; a++)
+                    for (int64_t b = w0; b < w1; b++) {
+                        T v = xp[a * g.w + b];
+                        if (v > r || v != v) r = v;
+                        if (r != r) break;
+                    }
+            } else {
+                T s = 0;
+                for (int64_t a = h0; a < h1; a++)
+                    for (int64_t b = w0; b < w1; b++) s += xp[a * g.w + b];
+                const int64_t cnt = (g.exclusive || g.adaptive) ? (h1 - h0) * (w1 - w0) : g.kh * g.kw;
+                r = s / (T)cnt;
+            }
+        }
+        y[q] = r;
+    }
+}
+
+template <class T>
+__global__ void pool_bwd_k(const T *x, const T *dy, T *dx, Geom g)
+{
+    OAR_CU_LOOP(q, g.planes * g.oh * g.ow) {
+        const int64_t j = q % g.ow, i = (q / g.ow) % g.oh, pl = q / (g.ow * g.oh);
+        const T *xp = x + pl * g.h * g.w;
+        T *dxp = dx + pl * g.h * g.w;
+        int64_t h0, h1, w0, w1;
+        window(i, g.h, g.oh, g.kh, g.sh, g.pt, g.adaptive, &h0, &h1);
+        window(j, g.w, g.ow, g.kw, g.sw, g.pl, g.adaptive, &w0, &w1);
+        if (h0 >= h1 || w0 >= w1) continue;
+        const T d = dy[q];
+        if (g.is_max) {
+            int64_t at = h0 * g.w + w0;
+            T r = xp[at];
+            for (int64_t a = h0; a < h1; a++)
+                for (int64_t b = w0; b < w1; b++) {
+                    T v = xp[a * g.w + b];
+                    if (v > r || (v != v && r == r)) { r = v; at = a * g.w + b; }
+                }
+            atomicAdd(dxp + at, d);
+        } else {
+            const int64_t cnt = (g.exclusive || g.adaptive) ? (h1 - h0) * (w1 - w0) : g.kh * g.kw;
+            const T s = d / (T)cnt;
+            for (int64_t a = h0; a < h1; a++)
+                for (int64_t b = w0; b < w1; b++) atomicAdd(dxp + a * g.w + b, s);
+        }
+    }
+}
+
+template <class T>
+int pool_fwd(oar_kernel_ctx_t *k, int dt)
+{
+    const oar_tensor_t *x;
+    const void *xd;
+    OAR_TRY(in_tensor(k, "X", 0, dt, -1, &x, &xd));
+    if (!xd) return oar_k_error(k, OAR_ERR_NOT_FOUND, "X '%s' has no data", nm(oar_k_in_name(k, "X", 0)));
+    Geom g;
+    OAR_TRY(pool_setup(k, x, &g));
+    oar_tensor_t *yt = oar_k_out(k, "Out", 0);
+    if (!yt) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out is missing");
+    const int64_t want[4] = {x->dims[0], x->dims[1], g.oh, g.ow};
+    if (yt->ndim != 4 || memcmp(yt->dims, want, sizeof want) != 0) OAR_TRY(oar_tensor_resize(yt, want, 4));
+    void *y;
+    OAR_TRY(out_data(k, "Out", dt, g.planes * g.oh * g.ow, &y));
+    const int64_t n = g.planes * g.oh * g.ow;
+    if (n == 0) return OAR_OK;
+    pool_fwd_k<T><<<grid_for(n), kThreads>>>((const T *)xd, (T *)y, g);
+    OAR_CU_LAUNCH(k, "pool2d");
+    return OAR_OK;
+}
+
+template <class T>
+int pool_bwd(oar_kernel_ctx_t *k, int dt)
+{
+    const oar_tensor_t *x, *dy;
+    const void *xd, *dyd;
+    OAR_TRY(in_tensor(k, "X", 0, dt, -1, &x, &xd));
+    if (!xd) return oar_k_error(k, OAR_ERR_NOT_FOUND, "X '%s' has no data", nm(oar_k_in_name(k, "X", 0)));
+    Geom g;
+    OAR_TRY(pool_setup(k, x, &g));
+    const int64_t want[4] = {x->dims[0], x->dims[1], g.oh, g.ow};
+    OAR_TRY(in_tensor(k, "Out@GRAD", 0, dt, -1, &dy, &dyd));
+    if (dy->ndim != 4 || memcmp(dy->dims, want, sizeof want) != 0) {
+        char a[128], b[128];
+        return oar_k_error(k, OAR_ERR_SHAPE, "Out@GRAD '%s' is %s, expected %s", nm(oar_k_in_name(k, "Out@GRAD", 0)),
+                           oar_shape_str(dy->dims, dy->ndim, a, sizeof a), oar_shape_str(want, 4, b, sizeof b));
+    }
+    oar_tensor_t *dxt = oar_k_out(k, "X@GRAD", 0);
+    if (!dxt) return OAR_OK;
+    if (dxt->ndim != 4 || memcmp(dxt->dims, x->dims, sizeof want) != 0) OAR_TRY(oar_tensor_resize(dxt, x->dims, 4));
+    void *dx;
+    const int64_t xn = oar_tensor_numel_of(x), n = g.planes * g.oh * g.ow;
+    OAR_TRY(out_data(k, "X@GRAD", dt, xn, &dx));
+    if (xn > 0) OAR_CU(k, cudaMemsetAsync(dx, 0, sizeof(T) * (size_t)xn, 0), "cudaMemsetAsync");
+    if (n == 0) return OAR_OK;
+    pool_bwd_k<T><<<grid_for(n), kThreads>>>((const T *)xd, (const T *)dyd, (T *)dx, g);
+    OAR_CU_LAUNCH(k, "pool2d_grad");
+    return OAR_OK;
+}
+
+int pool2d_f32(oar_kernel_ctx_t *k) { return pool_fwd<float>(k, OAR_FP32); }
+int pool2d_f64(oar_kernel_ctx_t *k) { return pool_fwd<double>(k, OAR_FP64); }
+int pool2d_grad_f32(oar_kernel_ctx_t *k) { return pool_bwd<float>(k, OAR_FP32); }
+int pool2d_grad_f64(oar_kernel_ctx_t *k) { return pool_bwd<double>(k, OAR_FP64); }
+OAR_REGISTER_KERNEL("pool2d", OAR_PLACE_CUDA, OAR_FP32, pool2d_f32)
+OAR_REGISTER_KERNEL("pool2d", OAR_PLACE_CUDA, OAR_FP64, pool2d_f64)
+OAR_REGISTER_KERNEL("pool2d_grad", OAR_PLACE_CUDA, OAR_FP32, pool2d_grad_f32)
+OAR_REGISTER_KERNEL("pool2d_grad", OAR_PLACE_CUDA, OAR_FP64, pool2d_grad_f64)
+
+}  // namespace
