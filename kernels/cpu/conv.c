@@ -116,8 +116,10 @@ static int conv_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tens
     g->p = p; g->kg = kg; g->ktot = ktot; g->img = img;
     g->direct = g->kh == 1 && g->kw == 1 && st[0] == 1 && st[1] == 1 &&
                 pd[0] == 0 && pd[1] == 0 && pd[2] == 0 && pd[3] == 0;
+    int64_t total;
+    if (oar_mul_checked(macs, g->n, &total)) total = INT64_MAX;
     g->threads = 1;
-    if (g->n > 0 && macs * g->n >= CONV_PAR_MIN_MACS) {
+    if (g->n > 0 && total >= CONV_PAR_MIN_MACS) {
         g->threads = omp_get_max_threads();
         if (g->threads < 1) g->threads = 1;
     }
@@ -258,9 +260,11 @@ static bool batch_mode(const conv_geom_t *g) { return g->threads == 1 || g->n >=
 static int alloc_cols(oar_kernel_ctx_t *k, const conv_geom_t *g, size_t esz, void **col) {
     *col = NULL;
     if (g->direct) return OAR_OK;
-    size_t nbuf = batch_mode(g) ? (size_t)g->threads : 1;
-    *col = oar_xmalloc(nbuf * (size_t)g->ktot * (size_t)g->p * esz);
-    if (!*col) return oar_k_error(k, OAR_ERR_NOMEM, "no memory for the im2col buffer");
+    int64_t n = 0;
+    if (oar_mul_checked(g->ktot, g->p, &n) || oar_mul_checked(n, batch_mode(g) ? g->threads : 1, &n) ||
+        oar_mul_checked(n, (int64_t)esz, &n) || !(*col = oar_xmalloc((size_t)n)))
+        return oar_k_error(k, OAR_ERR_NOMEM, "no memory for the im2col buffer (%lld x %lld values)",
+                           (long long)g->ktot, (long long)g->p);
     return OAR_OK;
 }
 
