@@ -1741,6 +1741,7 @@ describe("API: errors and flags", function()
     assert.truthy(err:find(THIS_FILE .. ":" .. line, 1, true), err)
     assert.truthy(err:find("[2, 3]", 1, true), err)
     assert.truthy(err:find("[3, 3]", 1, true), err)
+    assert.truthy(err:find("'x'", 1, true) and err:find("'y'", 1, true), err)     -- the variables
     -- a compile-time one
     local cline
     local err2 = errmsg(build, function()
@@ -1752,6 +1753,7 @@ describe("API: errors and flags", function()
     end)
     assert.truthy(err2:find("elementwise_add", 1, true), err2)
     assert.truthy(err2:find(THIS_FILE .. ":" .. cline, 1, true), err2)
+    assert.truthy(err2:find("'a'", 1, true) and err2:find("'b'", 1, true), err2)
     -- a feed of the wrong shape and dtype names the variable and both
     local err3 = errmsg(run, main, startup, { x = { { 1, 2 } }, y = { { 1, 2, 3 } } }, { z })
     assert.truthy(err3:find("'x'", 1, true), err3)

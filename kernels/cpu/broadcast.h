@@ -233,9 +233,9 @@ static inline int oar_bcast_setup(oar_kernel_ctx_t *k, oar_bargs_t *a)
     int axis = oar_bcast_axis(oar_k_op(k));
     if (oar_bcast_shape(a->x->dims, a->x->ndim, a->y->dims, a->y->ndim, axis, od, xp, yp, &nd)) {
         char bx[128], by[128];
-        return oar_k_error(k, OAR_ERR_SHAPE, "Y shape %s does not broadcast to X shape %s at axis %d",
-                           oar_shape_str(a->y->dims, a->y->ndim, by, sizeof by),
-                           oar_shape_str(a->x->dims, a->x->ndim, bx, sizeof bx), axis);
+        return oar_k_error(k, OAR_ERR_SHAPE, "Y ('%s') shape %s does not broadcast to X ('%s') shape %s at axis %d",
+                           oar_k_in_name(k, "Y", 0), oar_shape_str(a->y->dims, a->y->ndim, by, sizeof by),
+                           oar_k_in_name(k, "X", 0), oar_shape_str(a->x->dims, a->x->ndim, bx, sizeof bx), axis);
     }
     oar_bplan_make(&a->plan, od, xp, yp, nd);
     a->xn = oar_tensor_numel_of(a->x);
@@ -308,15 +308,17 @@ static inline int oar_bcast_infer(oar_infer_ctx_t *c, int out_dtype)
     if (!yd) return OAR_ERR_SHAPE;
     int xt = oar_ic_in_dtype(c, "X", 0), yt = oar_ic_in_dtype(c, "Y", 0);
     if (xt >= 0 && yt >= 0 && xt != yt)
-        return oar_ic_error(c, OAR_ERR_DTYPE, "X dtype %s and Y dtype %s differ",
-                            oar_dtype_name(xt), oar_dtype_name(yt));
+        return oar_ic_error(c, OAR_ERR_DTYPE, "X ('%s') dtype %s and Y ('%s') dtype %s differ",
+                            oar_ic_in_name(c, "X", 0), oar_dtype_name(xt), oar_ic_in_name(c, "Y", 0),
+                            oar_dtype_name(yt));
     int axis = oar_bcast_axis(oar_ic_op(c));
     int64_t od[OAR_MAX_DIMS];
     int rc = oar_bcast_shape(xd, xn, yd, yn, axis, od, NULL, NULL, &nd);
     if (rc != OAR_BCAST_OK) {
         char bx[160], by[160];
-        return oar_ic_error(c, OAR_ERR_SHAPE, "Y shape %s does not broadcast to X shape %s at axis %d%s",
-                            oar_shape_str(yd, yn, by, sizeof by), oar_shape_str(xd, xn, bx, sizeof bx),
+        return oar_ic_error(c, OAR_ERR_SHAPE, "Y ('%s') shape %s does not broadcast to X ('%s') shape %s at axis %d%s",
+                            oar_ic_in_name(c, "Y", 0), oar_shape_str(yd, yn, by, sizeof by),
+                            oar_ic_in_name(c, "X", 0), oar_shape_str(xd, xn, bx, sizeof bx),
                             axis, rc == OAR_BCAST_AXIS ? " (axis out of range)" : "");
     }
     OAR_TRY(oar_ic_set_out(c, "Out", 0, od, nd, out_dtype >= 0 ? out_dtype : xt));
