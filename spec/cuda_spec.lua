@@ -1,0 +1,636 @@
+-- CUDA kernels against the CPU kernels (tag: gpu). Each case builds a
+-- one-op program, runs it on a CPU and on a CUDA executor with the same
+-- random inputs, and compares every output and the gradients the backward
+-- pass computes through the op (loss = sum of the means of the chosen
+-- outputs). Ops with random draws are compared through what does not depend
+-- on the draws (ranges, moments, the mask's consistency). Whole training
+-- steps of an MLP and of a LeNet-style net are compared too, starting from
+-- the same parameters. Where no GPU can be used the spec says so and skips.
+local ffi = require("ffi")
+local oar = require("oar")
+local lib = require("oar.lib")
+local place = require("oar.place")
+local T = require("spec.helpers.op_test")
+local tensor = require("oar.tensor")
+local C = lib.C
+local layers = oar.layers
+
+local CPU, GPU = C.OAR_PLACE_CPU, C.OAR_PLACE_CUDA
+
+local function check(rc, what)
+  if rc ~= 0 then error((what and (what .. ": ") or "") .. lib.last_error(), 2) end
+end
+
+-- ---- inputs ------------------------------------------------------------------
+local state = 20240229
+local function rnd()   -- [0, 1), deterministic
+  state = (state * 1103515245 + 12345) % 2147483648
+  return state / 2147483648
+end
+
+local function numel(shape)
+  local n = 1
+  for _, d in ipairs(shape) do n = n * d end
+  return n
+end
+
+-- uniform values in [lo, hi) (an optional `away` keeps |x| >= away, for kinks)
+local function rand(shape, lo, hi, dtype, away)
+  local d = {}
+  for i = 1, numel(shape) do
+    local x
+    repeat x = lo + (hi - lo) * rnd() until not away or math.abs(x) >= away
+    d[i] = x
+  end
+  return T.tensor(d, { shape = shape, dtype = dtype or "float32" })
+end
+
+local function randint(shape, n)
+  local d = {}
+  for i = 1, numel(shape) do d[i] = math.floor(rnd() * n) end
+  return T.tensor(d, { shape = shape, dtype = "int64" })
+end
+
+-- each row a distribution over the last dim
+local function probs(rows, cols, dtype)
+  local d = {}
+  for r = 0, rows - 1 do
+    local s = 0
+    for c = 1, cols do d[r * cols + c] = 0.05 + rnd(); s = s + d[r * cols + c] end
+    for c = 1, cols do d[r * cols + c] = d[r * cols + c] / s end
+  end
+  return T.tensor(d, { shape = { rows, cols }, dtype = dtype or "float32" })
+end
+
+-- ---- one-op programs ------------------------------------------------------------
+local function new_program()
+  local out = ffi.new("oar_program_t*[1]")
+  check(C.oar_program_new(out))
+  return ffi.gc(out[0], C.oar_program_free)
+end
+
+local function declare(block, name, v)
+  local out = ffi.new("oar_var_desc_t*[1]")
+  check(C.oar_block_var_new(block, name, out), "var " .. name)
+  local dims = ffi.new("int64_t[?]", math.max(#v.shape, 1))
+  for i, d in ipairs(v.shape) do dims[i - 1] = d end
+  check(C.oar_var_desc_set_shape(out[0], dims, #v.shape))
+  check(C.oar_var_desc_set_dtype(out[0], T.DTYPES[v.dtype or "float32"]))
+  return out[0]
+end
+
+-- spec: type, inputs {Slot = value | {values}}, attrs, outputs {Slot = count | {names}},
+-- persist {input slots declared persistable}, grad {wrt = {slots}, of = {slots}}.
+-- Returns the program, the feeds and the names to fetch with labels.
+local function build(spec)
+  local prog = new_program()
+  local block = C.oar_program_block(prog, 0)
+  local feeds, in_names = {}, {}
+  local slots = {}
+  for slot in pairs(spec.inputs) do slots[#slots + 1] = slot end
+  table.sort(slots)
+  for _, slot in ipairs(slots) do
+    local val = spec.inputs[slot]
+    local list = val.is_test_tensor and { val } or val
+    in_names[slot] = {}
+    for i, v in ipairs(list) do
+      local name = "in_" .. slot .. "_" .. i
+      local d = declare(block, name, v)
+      if spec.persist and spec.persist[slot] then check(C.oar_var_desc_set_persistable(d, true)) end
+      feeds[name] = v
+      in_names[slot][i] = name
+    end
+  end
+  local outs = {}
+  local wanted = spec.outputs
+  if not wanted then
+    wanted = {}
+    for i = 0, C.oar_op_num_output_slots(spec.type) - 1 do
+      local s = ffi.string(C.oar_op_output_slot_at(spec.type, i))
+      if bit.band(C.oar_op_output_flags(spec.type, s), 2) == 0 then wanted[s] = 1 end
+    end
+  end
+  local fetch, labels = {}, {}
+  for slot, w in pairs(wanted) do
+    outs[slot] = {}
+    if type(w) == "table" then
+      for i, n in ipairs(w) do outs[slot][i] = n end
+    else
+      for i = 1, w do outs[slot][i] = "out_" .. slot .. "_" .. i end
+    end
+    if not (spec.skip and spec.skip[slot]) then
+      for i, n in ipairs(outs[slot]) do
+        fetch[#fetch + 1] = n
+        labels[#fetch] = spec.type .. " " .. slot .. "[" .. i .. "]"
+      end
+    end
+  end
+  T.append_op(block, spec.type, in_names, outs, spec.attrs)
+  if spec.grad then
+    local means = {}
+    for _, slot in ipairs(spec.grad.of or { "Out" }) do
+      for i, name in ipairs(outs[slot]) do
+        local m = "mean_" .. slot .. "_" .. i
+        T.append_op(block, "mean", { X = { name } }, { Out = { m } }, {})
+        means[#means + 1] = m
+      end
+    end
+    local loss = means[1]
+    if #means > 1 then
+      loss = "loss"
+      T.append_op(block, "sum", { X = means }, { Out = { loss } }, {})
+    end
+    local wrt = {}
+    for _, slot in ipairs(spec.grad.wrt) do
+      for _, n in ipairs(in_names[slot]) do wrt[#wrt + 1] = n end
+    end
+    local grads = ffi.new("char**[1]")
+    check(C.oar_backward_gradients(prog, lib.cstrings({ loss }), 1, nil, lib.cstrings(wrt), #wrt, nil, 0, grads),
+      "backward")
+    for i = 1, #wrt do
+      local p = grads[0][i - 1]
+      assert(p ~= nil, "no gradient path to " .. wrt[i])
+      fetch[#fetch + 1] = ffi.string(p)
+      labels[#fetch] = spec.type .. " d" .. wrt[i]
+    end
+    C.oar_strings_free(grads[0], #wrt)
+  end
+  return prog, feeds, fetch, labels
+end
+
+local function executor(kind)
+  local out = ffi.new("oar_executor_t*[1]")
+  check(C.oar_executor_new(kind, 0, out), "executor")
+  return ffi.gc(out[0], C.oar_executor_free)
+end
+
+-- runs prog on `kind`; {Lua view of each fetched tensor}, or nil and the error
+local function run_on(kind, prog, feeds, fetch)
+  local exe = executor(kind)
+  local sout = ffi.new("oar_scope_t*[1]")
+  check(C.oar_scope_new(sout))
+  local scope = ffi.gc(sout[0], C.oar_scope_free)
+  local names, keep = {}, {}
+  for name in pairs(feeds) do names[#names + 1] = name end
+  table.sort(names)
+  local ftensors = ffi.new("oar_tensor_t*[?]", math.max(#names, 1))
+  for i, name in ipairs(names) do
+    keep[i] = T.to_c(feeds[name])
+    ftensors[i - 1] = keep[i]
+  end
+  local out = ffi.new("oar_tensor_t*[?]", math.max(#fetch, 1))
+  local rc = C.oar_executor_run(exe, prog, 0, scope, #names, lib.cstrings(names), ftensors, #fetch,
+                                lib.cstrings(fetch), out)
+  if rc ~= 0 then return nil, lib.last_error() end
+  local res = {}
+  for i = 1, #fetch do
+    local t = ffi.gc(out[i - 1], C.oar_tensor_free)
+    assert.are.equal(CPU, C.oar_tensor_place(t))   -- fetches come back to the host
+    res[i] = T.from_c(t)
+  end
+  return res
+end
+
+-- Runs the case on both places and compares everything fetched.
+local function same(spec)
+  local prog, feeds, fetch, labels = build(spec)
+  local want = assert(run_on(CPU, prog, feeds, fetch))
+  local got, err = run_on(GPU, prog, feeds, fetch)
+  assert(got, err)
+  local atol, rtol = spec.atol or 1e-5, spec.rtol or 1e-4
+  for i = 1, #fetch do T.assert_close(got[i], want[i], atol, rtol, labels[i] .. " (CUDA vs CPU)") end
+  return got, want
+end
+
+-- The same error on both places (a message matching `pattern` each).
+local function same_error(spec, pattern)
+  local prog, feeds, fetch = build(spec)
+  local ok, err = run_on(CPU, prog, feeds, fetch)
+  assert.is_nil(ok)
+  assert.matches(pattern, err)
+  ok, err = run_on(GPU, prog, feeds, fetch)
+  assert.is_nil(ok)
+  assert.matches(pattern, err)
+end
+
+-- an oar Tensor holding a test value (its own reference to the C tensor)
+local function to_tensor(v)
+  return tensor.wrap(C.oar_tensor_retain(T.to_c(v)))
+end
+
+local function mean_of(v)
+  local s = 0
+  for _, x in ipairs(v.data) do s = s + x end
+  return s / #v.data
+end
+
+-- ---- whole training steps ---------------------------------------------------------
+-- Builds the net, initializes on the CPU, copies the parameters to a second
+-- scope, takes `steps` optimizer steps on each place with the same feeds and
+-- compares the losses and the final parameters.
+local function same_training(net, make_feed, steps, make_opt, tol)
+  local main, startup = oar.Program(), oar.Program()
+  main.random_seed, startup.random_seed = 5, 5
+  local loss, test
+  oar.program_guard(main, startup, function()
+    loss = net()
+    test = main:clone{ for_test = true }
+    make_opt():minimize(loss)
+  end)
+  local cpu, gpu = oar.Executor(oar.CPUPlace()), oar.Executor(oar.CUDAPlace(0))
+  local sc, sg = oar.Scope(), oar.Scope()
+  cpu:run(startup, { scope = sc })
+  for _, name in ipairs(sc:local_var_names()) do
+    local v = sc:find_var(name)
+    if v:type() == "lod_tensor" then sg:var(name):set_tensor(v:get_tensor():clone()) end
+  end
+  for step = 1, steps do
+    local feed = make_feed()
+    local lc = cpu:run(main, { feed = feed, fetch_list = { loss }, scope = sc })[1]:totable()
+    local lg = gpu:run(main, { feed = feed, fetch_list = { loss }, scope = sg })[1]:totable()
+    assert.is_true(math.abs(lc[1] - lg[1]) <= tol * (1 + math.abs(lc[1])),
+      ("step %d: loss %.8g on the CPU, %.8g on CUDA"):format(step, lc[1], lg[1]))
+  end
+  local params = {}
+  for _, p in ipairs(main:all_parameters()) do params[#params + 1] = p.name end
+  assert.is_true(#params > 0)
+  local feed = make_feed()
+  local pc = cpu:run(test, { feed = feed, fetch_list = params, scope = sc })
+  local pg = gpu:run(test, { feed = feed, fetch_list = params, scope = sg })
+  for i, name in ipairs(params) do
+    local a, b = T.from_c(pc[i].handle), T.from_c(pg[i].handle)
+    T.assert_close(b, a, tol, tol, "parameter " .. name .. " after " .. steps .. " steps (CUDA vs CPU)")
+  end
+end
+
+local function mnist_feed(image_shape, batch)
+  return function()
+    local shape = { batch }
+    for _, d in ipairs(image_shape) do shape[#shape + 1] = d end
+    return { img = to_tensor(rand(shape, -1, 1)), label = to_tensor(randint({ batch, 1 }, 10)) }
+  end
+end
+
+describe("CUDA kernels #gpu", function()
+  local devices = place.cuda_device_count()
+  if devices == 0 then
+    local why = oar.is_compiled_with_cuda() and "no CUDA device is available (driver or GPU missing)"
+                or "oar was built without CUDA"
+    print("cuda_spec: skipping the CUDA comparisons: " .. why)
+    pending("no GPU: " .. why)
+    return
+  end
+
+  describe("elementwise ops", function()
+    for _, op in ipairs({ "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div" }) do
+      it(op .. " with equal shapes, a bias row and a channel vector, with grads", function()
+        local y_lo = op == "elementwise_div" and 0.5 or -1
+        same{ type = op, inputs = { X = rand({ 4, 5 }, -1, 1), Y = rand({ 4, 5 }, y_lo, 2) },
+              grad = { wrt = { "X", "Y" } } }
+        same{ type = op, inputs = { X = rand({ 6, 3 }, -1, 1), Y = rand({ 3 }, y_lo, 2) },
+              grad = { wrt = { "X", "Y" } } }
+        same{ type = op, inputs = { X = rand({ 2, 3, 4, 5 }, -1, 1), Y = rand({ 3 }, y_lo, 2) },
+              attrs = { axis = 1 }, grad = { wrt = { "X", "Y" } } }
+        -- many rows summed per Y element (the block reduction)
+        same{ type = op, inputs = { X = rand({ 8, 4, 6, 6 }, -1, 1), Y = rand({ 4, 1, 1 }, y_lo, 2) },
+              attrs = { axis = 1 }, grad = { wrt = { "X", "Y" } } }
+        -- both sides broadcast
+        same{ type = op, inputs = { X = rand({ 3, 1 }, -1, 1), Y = rand({ 1, 4 }, y_lo, 2) },
+              grad = { wrt = { "X", "Y" } } }
+      end)
+    end
+    it("float64", function()
+      same{ type = "elementwise_mul", inputs = { X = rand({ 5, 7 }, -1, 1, "float64"), Y = rand({ 7 }, -1, 1, "float64") },
+            grad = { wrt = { "X", "Y" } }, atol = 1e-12, rtol = 1e-12 }
+    end)
+  end)
+
+  describe("activations", function()
+    local cases = {
+      relu = {}, sigmoid = {}, tanh = {}, exp = {}, abs = {}, square = {}, softplus = {}, sin = {}, cos = {},
+      log = { lo = 0.1, hi = 3 }, sqrt = { lo = 0.1, hi = 3 }, reciprocal = { lo = 0.5, hi = 2 },
+      leaky_relu = { attrs = { alpha = 0.1 } }, elu = { attrs = { alpha = 0.7 } },
+      gelu = {}, gelu_tanh = { op = "gelu", attrs = { approximate = true } },
+      clip = { attrs = { min = -0.3, max = 0.4 } }, pow = { lo = 0.1, hi = 2, attrs = { factor = 2.5 } },
+    }
+    for name, c in pairs(cases) do
+      it(name .. " and its grad", function()
+        same{ type = c.op or name, inputs = { X = rand({ 3, 17 }, c.lo or -2, c.hi or 2, nil, 0.05) }, attrs = c.attrs,
+              grad = { wrt = { "X" } } }
+      end)
+    end
+  end)
+
+  describe("softmax", function()
+    it("over the last axis and a middle one, with grads", function()
+      same{ type = "softmax", inputs = { X = rand({ 7, 10 }, -3, 3) }, grad = { wrt = { "X" } } }
+      same{ type = "softmax", inputs = { X = rand({ 2, 5, 3 }, -3, 3) }, attrs = { axis = 1 }, grad = { wrt = { "X" } } }
+      same{ type = "softmax", inputs = { X = rand({ 3, 700 }, -3, 3) }, grad = { wrt = { "X" } } }
+      same{ type = "log_softmax", inputs = { X = rand({ 7, 10 }, -3, 3) }, grad = { wrt = { "X" } } }
+    end)
+  end)
+
+  describe("mul and matmul (cuBLAS)", function()
+    it("mul as fc computes it, with grads", function()
+      same{ type = "mul", inputs = { X = rand({ 8, 20 }, -1, 1), Y = rand({ 20, 7 }, -1, 1) }, grad = { wrt = { "X", "Y" } } }
+      same{ type = "mul", inputs = { X = rand({ 4, 3, 2, 2 }, -1, 1), Y = rand({ 12, 5 }, -1, 1) },
+            attrs = { x_num_col_dims = 1 }, grad = { wrt = { "X", "Y" } } }
+      same{ type = "mul", inputs = { X = rand({ 1, 9 }, -1, 1), Y = rand({ 9, 1 }, -1, 1) }, grad = { wrt = { "X", "Y" } } }
+    end)
+    it("matmul with transposes, batches, broadcast batches, vectors and alpha, with grads", function()
+      local function mm(xs, ys, attrs)
+        same{ type = "matmul", inputs = { X = rand(xs, -1, 1), Y = rand(ys, -1, 1) }, attrs = attrs,
+              grad = { wrt = { "X", "Y" } } }
+      end
+      mm({ 4, 6 }, { 6, 3 })
+      mm({ 6, 4 }, { 6, 3 }, { transpose_X = true })
+      mm({ 4, 6 }, { 3, 6 }, { transpose_Y = true, alpha = 0.5 })
+      mm({ 6, 4 }, { 3, 6 }, { transpose_X = true, transpose_Y = true })
+      mm({ 2, 3, 4, 5 }, { 5, 2 })
+      mm({ 3, 4, 5 }, { 3, 5, 2 })
+      mm({ 3, 5, 4 }, { 3, 2, 5 }, { transpose_X = true, transpose_Y = true })
+      mm({ 4, 5 }, { 3, 5, 2 })
+      mm({ 2, 1, 4, 5 }, { 1, 3, 5, 2 })
+      mm({ 5 }, { 5 })
+      mm({ 5 }, { 2, 5, 3 })
+      mm({ 2, 4, 5 }, { 5 })
+    end)
+    it("float64", function()
+      same{ type = "matmul", inputs = { X = rand({ 3, 4, 5 }, -1, 1, "float64"), Y = rand({ 5, 6 }, -1, 1, "float64") },
+            grad = { wrt = { "X", "Y" } }, atol = 1e-12, rtol = 1e-12 }
+    end)
+  end)
+
+  describe("reductions", function()
+    it("mean, reduce_sum, reduce_mean, reduce_max with grads", function()
+      same{ type = "mean", inputs = { X = rand({ 5, 6 }, -1, 1) }, grad = { wrt = { "X" } } }
+      same{ type = "mean", inputs = { X = rand({ 300, 400 }, -1, 1) }, grad = { wrt = { "X" } }, atol = 1e-5 }
+      same{ type = "reduce_sum", inputs = { X = rand({ 3, 4, 5 }, -1, 1) }, attrs = { dim = { 1 } }, grad = { wrt = { "X" } } }
+      same{ type = "reduce_sum", inputs = { X = rand({ 3, 4, 5 }, -1, 1) }, attrs = { dim = { 0, 2 }, keep_dim = true },
+            grad = { wrt = { "X" } } }
+      same{ type = "reduce_sum", inputs = { X = rand({ 4, 70000 }, -1, 1) }, attrs = { dim = { 1 } },
+            grad = { wrt = { "X" } }, atol = 1e-3 }
+      same{ type = "reduce_mean", inputs = { X = rand({ 3, 4, 5 }, -1, 1) }, attrs = { reduce_all = true },
+            grad = { wrt = { "X" } } }
+      same{ type = "reduce_mean", inputs = { X = rand({ 6, 5 }, -1, 1) }, attrs = { dim = { -1 } }, grad = { wrt = { "X" } } }
+      same{ type = "reduce_max", inputs = { X = rand({ 6, 5 }, -1, 1) }, attrs = { dim = { 0 } }, grad = { wrt = { "X" } } }
+    end)
+  end)
+
+  describe("tensor ops", function()
+    it("scale, cast, sum, fill_zeros_like, fill_constant", function()
+      same{ type = "scale", inputs = { X = rand({ 4, 3 }, -1, 1) }, attrs = { scale = 2.5, bias = 0.5 }, grad = { wrt = { "X" } } }
+      same{ type = "scale", inputs = { X = rand({ 4, 3 }, -1, 1) }, attrs = { scale = -2, bias = 1, bias_after_scale = false } }
+      same{ type = "cast", inputs = { X = rand({ 3, 4 }, -300, 300) }, attrs = { in_dtype = 5, out_dtype = 2 } }
+      same{ type = "cast", inputs = { X = rand({ 3, 4 }, -300, 300) }, attrs = { in_dtype = 5, out_dtype = 20 } }
+      same{ type = "cast", inputs = { X = randint({ 7 }, 100) }, attrs = { in_dtype = 3, out_dtype = 6 } }
+      same{ type = "sum", inputs = { X = { rand({ 3, 4 }, -1, 1), rand({ 3, 4 }, -1, 1), rand({ 3, 4 }, -1, 1) } },
+            grad = { wrt = { "X" } } }
+      same{ type = "fill_zeros_like", inputs = { X = rand({ 5, 2 }, -1, 1) } }
+      same{ type = "fill_constant", inputs = {}, attrs = { shape = { 3, 4 }, dtype = 5, value = 1.25 } }
+      same{ type = "fill_constant", inputs = {}, attrs = { shape = { 2 }, dtype = 6, str_value = "0.1" } }
+      same{ type = "fill_constant", inputs = {}, attrs = { shape = { 2 }, dtype = 5, value = 3, force_cpu = true } }
+    end)
+    it("sum of more inputs than one kernel call takes", function()
+      local xs = {}
+      for i = 1, 40 do xs[i] = rand({ 2, 3 }, -1, 1) end
+      same{ type = "sum", inputs = { X = xs } }
+    end)
+  end)
+
+  describe("losses and metrics", function()
+    it("cross_entropy with hard and soft labels, with grads", function()
+      same{ type = "cross_entropy", inputs = { X = probs(6, 5), Label = randint({ 6, 1 }, 5) }, grad = { wrt = { "X" }, of = { "Y" } } }
+      same{ type = "cross_entropy", inputs = { X = probs(6, 5), Label = probs(6, 5) }, attrs = { soft_label = true },
+            grad = { wrt = { "X" }, of = { "Y" } } }
+      local lbl = randint({ 4, 1 }, 3)
+      lbl.data[2] = -100
+      same{ type = "cross_entropy", inputs = { X = probs(4, 3), Label = lbl }, attrs = { ignore_index = -100 },
+            grad = { wrt = { "X" }, of = { "Y" } } }
+    end)
+    it("softmax_with_cross_entropy, hard and soft labels and another axis, with grads", function()
+      same{ type = "softmax_with_cross_entropy", inputs = { Logits = rand({ 8, 10 }, -3, 3), Label = randint({ 8, 1 }, 10) },
+            grad = { wrt = { "Logits" }, of = { "Loss" } } }
+      same{ type = "softmax_with_cross_entropy", inputs = { Logits = rand({ 5, 4 }, -3, 3), Label = probs(5, 4) },
+            attrs = { soft_label = true }, grad = { wrt = { "Logits" }, of = { "Loss" } } }
+      same{ type = "softmax_with_cross_entropy", inputs = { Logits = rand({ 2, 4, 3 }, -3, 3), Label = randint({ 2, 1, 3 }, 4) },
+            attrs = { axis = 1 }, grad = { wrt = { "Logits" }, of = { "Loss" } } }
+    end)
+    it("square_error_cost with grads", function()
+      same{ type = "square_error_cost", inputs = { X = rand({ 6, 1 }, -1, 1), Y = rand({ 6, 1 }, -1, 1) },
+            grad = { wrt = { "X", "Y" } } }
+    end)
+    it("labels out of range fail on both places", function()
+      local lbl = randint({ 3, 1 }, 4)
+      lbl.data[3] = 7
+      same_error({ type = "cross_entropy", inputs = { X = probs(3, 4), Label = lbl } }, "holds 7 at row 2")
+      same_error({ type = "softmax_with_cross_entropy", inputs = { Logits = rand({ 3, 4 }, -1, 1), Label = lbl } },
+                 "holds 7 at row 2")
+    end)
+    it("top_k (small and large k) with grads, and accuracy", function()
+      same{ type = "top_k", inputs = { X = rand({ 5, 10 }, -1, 1) }, attrs = { k = 1 }, grad = { wrt = { "X" } } }
+      same{ type = "top_k", inputs = { X = rand({ 5, 10 }, -1, 1) }, attrs = { k = 3 }, grad = { wrt = { "X" } } }
+      same{ type = "top_k", inputs = { X = rand({ 3, 50 }, -1, 1) }, attrs = { k = 30 }, grad = { wrt = { "X" } } }
+      local ties = T.tensor({ 1, 2, 2, 0, 2, 1 }, { shape = { 2, 3 }, dtype = "float32" })
+      same{ type = "top_k", inputs = { X = ties }, attrs = { k = 2 } }
+      local ind = randint({ 16, 3 }, 10)
+      same{ type = "accuracy", inputs = { Out = rand({ 16, 3 }, 0, 1), Indices = ind, Label = randint({ 16, 1 }, 10) } }
+    end)
+  end)
+
+  describe("lookup_table", function()
+    it("rows, padding and the dense grad", function()
+      local ids = randint({ 7, 1 }, 6)
+      ids.data[3] = ids.data[1]
+      same{ type = "lookup_table", inputs = { W = rand({ 6, 4 }, -1, 1), Ids = ids }, grad = { wrt = { "W" } } }
+      same{ type = "lookup_table", inputs = { W = rand({ 6, 4 }, -1, 1), Ids = ids }, attrs = { padding_idx = ids.data[2] },
+            grad = { wrt = { "W" } } }
+    end)
+    it("an id out of range fails on both places", function()
+      same_error({ type = "lookup_table", inputs = { W = rand({ 6, 4 }, -1, 1),
+                   Ids = T.tensor({ 1, 6 }, { shape = { 2, 1 }, dtype = "int64" }) } }, "holds 6 at position 1")
+    end)
+  end)
+
+  describe("optimizers", function()
+    local function opt_case(op, states, extra)
+      local inputs = { Param = rand({ 5, 3 }, -1, 1), Grad = rand({ 5, 3 }, -1, 1),
+                       LearningRate = T.tensor({ 0.1 }, { shape = { 1 }, dtype = "float32" }) }
+      local outputs = { ParamOut = 1 }
+      for slot, v in pairs(states) do inputs[slot] = v; outputs[slot .. "Out"] = 1 end
+      for slot, v in pairs(extra.inputs or {}) do inputs[slot] = v end
+      for slot, v in pairs(extra.outputs or {}) do outputs[slot] = v end
+      same{ type = op, inputs = inputs, outputs = outputs, attrs = extra.attrs }
+    end
+    it("sgd, momentum (plain, nesterov), adam", function()
+      opt_case("sgd", {}, {})
+      opt_case("momentum", { Velocity = rand({ 5, 3 }, -1, 1) }, { attrs = { mu = 0.9 } })
+      opt_case("momentum", { Velocity = rand({ 5, 3 }, -1, 1) }, { attrs = { mu = 0.8, use_nesterov = true } })
+      local pow = function(v) return T.tensor({ v }, { shape = { 1 }, dtype = "float32" }) end
+      opt_case("adam", { Moment1 = rand({ 5, 3 }, -1, 1), Moment2 = rand({ 5, 3 }, 0, 1) },
+               { inputs = { Beta1Pow = pow(0.9 ^ 3), Beta2Pow = pow(0.999 ^ 3) },
+                 outputs = { Beta1PowOut = 1, Beta2PowOut = 1 }, attrs = { beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8 } })
+    end)
+    it("sparse gradients through lookup_table: sgd and adam (lazy and not)", function()
+      for _, c in ipairs({ { opt = "SGD" }, { opt = "Adam" }, { opt = "Adam", lazy = true }, { opt = "Momentum" } }) do
+        same_training(function()
+          local ids = layers.data{ name = "img", shape = { 1 }, dtype = "int64" }
+          local lbl = layers.data{ name = "label", shape = { 1 }, dtype = "int64" }
+          local emb = layers.embedding{ input = ids, size = { 10, 4 }, is_sparse = true }
+          local pred = layers.fc{ input = emb, size = 10, act = "softmax" }
+          return layers.mean(layers.cross_entropy{ input = pred, label = lbl })
+        end, function()
+          return { img = to_tensor(randint({ 6, 1 }, 10)), label = to_tensor(randint({ 6, 1 }, 10)) }
+        end, 3, function()
+          if c.opt == "SGD" then return oar.optimizer.SGD{ learning_rate = 0.5 } end
+          if c.opt == "Momentum" then return oar.optimizer.Momentum{ learning_rate = 0.2, momentum = 0.9 } end
+          return oar.optimizer.Adam{ learning_rate = 0.05, lazy_mode = c.lazy }
+        end, 1e-4)
+      end
+    end)
+  end)
+
+  describe("convolution, pooling, batch norm", function()
+    it("conv2d: strides, paddings (also asymmetric), dilations, groups, with grads", function()
+      local function conv(xs, ws, attrs, dtype)
+        same{ type = "conv2d", inputs = { Input = rand(xs, -1, 1, dtype), Filter = rand(ws, -1, 1, dtype) }, attrs = attrs,
+              outputs = { Output = 1 }, grad = { wrt = { "Input", "Filter" }, of = { "Output" } }, atol = 1e-4 }
+      end
+      conv({ 2, 3, 9, 9 }, { 4, 3, 3, 3 }, {})
+      conv({ 2, 3, 9, 8 }, { 4, 3, 3, 3 }, { strides = { 2, 2 }, paddings = { 1, 1 } })
+      conv({ 1, 2, 7, 7 }, { 3, 2, 3, 2 }, { paddings = { 0, 2, 1, 0 } })
+      conv({ 1, 2, 9, 9 }, { 2, 2, 3, 3 }, { dilations = { 2, 2 }, paddings = { 2, 2 } })
+      conv({ 2, 4, 6, 6 }, { 6, 2, 3, 3 }, { groups = 2, paddings = { 1, 1 } })
+      conv({ 2, 3, 6, 6 }, { 4, 3, 1, 1 }, {}, "float64")
+      same{ type = "depthwise_conv2d", inputs = { Input = rand({ 2, 3, 6, 6 }, -1, 1), Filter = rand({ 3, 1, 3, 3 }, -1, 1) },
+            attrs = { groups = 3, paddings = { 1, 1 } }, grad = { wrt = { "Input", "Filter" }, of = { "Output" } }, atol = 1e-4 }
+    end)
+    it("pool2d: max (with ReLU-like ties), avg exclusive/inclusive, ceil_mode, global, adaptive, with grads", function()
+      local function pool(x, attrs)
+        same{ type = "pool2d", inputs = { X = x }, attrs = attrs, grad = { wrt = { "X" } } }
+      end
+      local relu_like = rand({ 2, 3, 8, 8 }, -1, 1)
+      for i, v in ipairs(relu_like.data) do if v < 0.3 then relu_like.data[i] = 0 end end
+      pool(relu_like, { pooling_type = "max", ksize = { 2, 2 }, strides = { 2, 2 } })
+      pool(rand({ 2, 3, 7, 7 }, -1, 1), { pooling_type = "max", ksize = { 3, 3 }, strides = { 2, 2 }, paddings = { 1, 1 } })
+      pool(rand({ 2, 3, 7, 7 }, -1, 1), { pooling_type = "avg", ksize = { 3, 3 }, strides = { 2, 2 }, paddings = { 1, 1 } })
+      pool(rand({ 2, 3, 7, 7 }, -1, 1), { pooling_type = "avg", ksize = { 3, 3 }, strides = { 2, 2 }, paddings = { 1, 1 },
+                                           exclusive = false })
+      pool(rand({ 1, 2, 7, 7 }, -1, 1), { pooling_type = "max", ksize = { 2, 2 }, strides = { 2, 2 }, ceil_mode = true })
+      pool(rand({ 1, 2, 6, 6 }, -1, 1), { pooling_type = "avg", ksize = { 2, 3 }, paddings = { 0, 1, 1, 0 } })
+      pool(rand({ 2, 3, 5, 5 }, -1, 1), { pooling_type = "avg", global_pooling = true })
+      pool(rand({ 2, 3, 7, 5 }, -1, 1), { pooling_type = "max", ksize = { 3, 2 }, adaptive = true })
+    end)
+    it("batch_norm: training (running statistics updated in place), test mode, NHWC, with grads", function()
+      local function bn(xs, attrs, c)
+        same{ type = "batch_norm",
+              inputs = { X = rand(xs, -1, 2), Scale = rand({ c }, 0.5, 1.5), Bias = rand({ c }, -1, 1),
+                         Mean = rand({ c }, -0.1, 0.1), Variance = rand({ c }, 0.5, 1.5) },
+              persist = { Mean = true, Variance = true },
+              outputs = { Y = 1, MeanOut = { "in_Mean_1" }, VarianceOut = { "in_Variance_1" }, SavedMean = 1,
+                          SavedVariance = 1 },
+              attrs = attrs, grad = { wrt = { "X", "Scale", "Bias" }, of = { "Y" } }, atol = 1e-4 }
+      end
+      bn({ 4, 3, 5, 5 }, { momentum = 0.9, epsilon = 1e-5 }, 3)
+      bn({ 6, 4 }, { momentum = 0.8 }, 4)
+      bn({ 2, 5, 5, 3 }, { data_layout = "NHWC" }, 3)
+      bn({ 4, 3, 5, 5 }, { is_test = true }, 3)
+      bn({ 4, 3, 5, 5 }, { use_global_stats = true }, 3)
+    end)
+  end)
+
+  describe("random ops", function()
+    it("uniform_random and gaussian_random draw in range with the right moments", function()
+      local prog, feeds, fetch = build{ type = "uniform_random", inputs = {},
+                                        attrs = { shape = { 200, 100 }, min = -2, max = 3, dtype = 5 } }
+      local u = assert(run_on(GPU, prog, feeds, fetch))[1]
+      local lo, hi = math.huge, -math.huge
+      for _, x in ipairs(u.data) do lo = math.min(lo, x); hi = math.max(hi, x) end
+      assert.is_true(lo >= -2 and hi < 3 and lo < -1.99 and hi > 2.99)
+      assert.is_true(math.abs(mean_of(u) - 0.5) < 0.05)
+      prog, feeds, fetch = build{ type = "gaussian_random", inputs = {},
+                                  attrs = { shape = { 200, 100 }, mean = 1, std = 2, dtype = 5 } }
+      local g = assert(run_on(GPU, prog, feeds, fetch))[1]
+      local m = mean_of(g)
+      local v = 0
+      for _, x in ipairs(g.data) do v = v + (x - m) ^ 2 end
+      v = v / #g.data
+      assert.is_true(math.abs(m - 1) < 0.06 and math.abs(v - 4) < 0.2)
+      -- a seed fixes the draws
+      prog, feeds, fetch = build{ type = "uniform_random", inputs = {}, attrs = { shape = { 8 }, seed = 3, dtype = 5 } }
+      local a = assert(run_on(GPU, prog, feeds, fetch))[1]
+      local b = assert(run_on(GPU, prog, feeds, fetch))[1]
+      T.assert_close(a, b, 0, 0, "seeded draws")
+    end)
+    it("dropout keeps about 1 - p, scales by the mask, and its grad follows the mask", function()
+      local x = rand({ 100, 50 }, 0.5, 1.5)
+      for _, impl in ipairs({ "downgrade_in_infer", "upscale_in_train" }) do
+        local prog, feeds, fetch = build{ type = "dropout", inputs = { X = x }, outputs = { Out = 1, Mask = 1 },
+                                          attrs = { dropout_prob = 0.3, dropout_implementation = impl },
+                                          grad = { wrt = { "X" } } }
+        local r = assert(run_on(GPU, prog, feeds, fetch))
+        local out, mask, dx = r[1], r[2], r[3]
+        if fetch[1]:find("Mask") then out, mask = mask, out end
+        local f = impl == "upscale_in_train" and 1 / 0.7 or 1
+        local kept, n = 0, #x.data
+        for i = 1, n do
+          local m = mask.data[i]
+          kept = kept + m
+          assert.is_true(math.abs(out.data[i] - (m == 1 and x.data[i] * f or 0)) < 1e-5)
+          assert.is_true(math.abs(dx.data[i] - (m == 1 and f / n or 0)) < 1e-7)
+        end
+        assert.is_true(math.abs(kept / n - 0.7) < 0.03)
+      end
+      -- test mode is deterministic: x * (1 - p)
+      same{ type = "dropout", inputs = { X = x }, outputs = { Out = 1 }, attrs = { dropout_prob = 0.3, is_test = true } }
+    end)
+  end)
+
+  describe("executor placement", function()
+    it("runs an op without a CUDA kernel on the CPU between CUDA ops", function()
+      local main, startup = oar.Program(), oar.Program()
+      local y
+      oar.program_guard(main, startup, function()
+        local x = layers.data{ name = "x", shape = { 6 } }
+        local h = layers.layer_norm{ input = layers.relu(x) }
+        y = layers.scale{ x = layers.tanh(h), scale = 2 }
+      end)
+      local cpu, gpu = oar.Executor(oar.CPUPlace()), oar.Executor(oar.CUDAPlace(0))
+      local sc, sg = oar.Scope(), oar.Scope()
+      cpu:run(startup, { scope = sc })
+      gpu:run(startup, { scope = sg })
+      local feed = { x = to_tensor(rand({ 4, 6 }, -1, 1)) }
+      local a = cpu:run(main, { feed = feed, fetch_list = { y }, scope = sc })[1]
+      local b = gpu:run(main, { feed = feed, fetch_list = { y }, scope = sg })[1]
+      T.assert_close(T.from_c(b.handle), T.from_c(a.handle), 1e-5, 1e-4, "mixed placement")
+    end)
+  end)
+
+  describe("training steps", function()
+    it("an MLP with Adam", function()
+      same_training(function()
+        local img = layers.data{ name = "img", shape = { 784 }, dtype = "float32" }
+        local lbl = layers.data{ name = "label", shape = { 1 }, dtype = "int64" }
+        local h1 = layers.fc{ input = img, size = 64, act = "relu" }
+        local h2 = layers.fc{ input = h1, size = 32, act = "relu" }
+        local pred = layers.fc{ input = h2, size = 10, act = "softmax" }
+        return layers.mean(layers.cross_entropy{ input = pred, label = lbl })
+      end, mnist_feed({ 784 }, 16), 3, function() return oar.optimizer.Adam{ learning_rate = 0.001 } end, 2e-4)
+    end)
+    it("a LeNet-style net with batch norm and Momentum", function()
+      same_training(function()
+        local img = layers.data{ name = "img", shape = { 1, 28, 28 }, dtype = "float32" }
+        local lbl = layers.data{ name = "label", shape = { 1 }, dtype = "int64" }
+        local c1 = layers.conv2d{ input = img, num_filters = 6, filter_size = 5, act = "relu" }
+        local p1 = layers.pool2d{ input = c1, pool_size = 2, pool_stride = 2, pool_type = "max" }
+        local b1 = layers.batch_norm{ input = p1 }
+        local c2 = layers.conv2d{ input = b1, num_filters = 8, filter_size = 5, act = "relu" }
+        local p2 = layers.pool2d{ input = c2, pool_size = 2, pool_stride = 2, pool_type = "max" }
+        local pred = layers.fc{ input = p2, size = 10, act = "softmax" }
+        return layers.mean(layers.cross_entropy{ input = pred, label = lbl })
+      end, mnist_feed({ 1, 28, 28 }, 8), 3, function()
+        return oar.optimizer.Momentum{ learning_rate = 0.01, momentum = 0.9 }
+      end, 5e-4)
+    end)
+  end)
+end)
