@@ -102,12 +102,31 @@ local function is_operator(x) return getmetatable(x) == Operator end
 M.is_program, M.is_block, M.is_variable = is_program, is_block, is_variable
 M.is_parameter, M.is_operator = is_parameter, is_operator
 
+-- a short list of plain values as "{1, 2, 3}", else nil
+local function list_text(t)
+  if getmetatable(t) ~= nil then return nil end
+  local n = #t
+  if n > 8 then return nil end
+  local count = 0
+  for _ in pairs(t) do count = count + 1 end
+  if count ~= n then return nil end
+  local parts = {}
+  for i = 1, n do
+    local v = t[i]
+    if type(v) == "number" or type(v) == "boolean" then parts[i] = tostring(v)
+    elseif type(v) == "string" and #v <= 40 then parts[i] = string.format("%q", v)
+    else return nil end
+  end
+  return "{" .. table.concat(parts, ", ") .. "}"
+end
+
 local function describe(x)
   if is_variable(x) then return "Variable '" .. rawget(x, "name") .. "'" end
   if is_program(x) then return "Program" end
   if is_block(x) then return "Block" end
   if type(x) == "string" then return "string '" .. x .. "'" end
-  return type(x) == "table" and "table" or (type(x) .. " " .. tostring(x))
+  if type(x) == "table" then return list_text(x) or "table" end
+  return type(x) .. " " .. tostring(x)
 end
 M.describe = describe
 

@@ -61,8 +61,9 @@ static int mul_infer(oar_infer_ctx_t *c)
         return oar_ic_error(c, OAR_ERR_NOMEM, "element count of X shape %s or Y shape %s overflows", bx, by);
     if (!oar_dim_eq(kx, ky))
         return oar_ic_error(c, OAR_ERR_SHAPE,
-                            "X shape %s flattened at %d has %lld columns but Y shape %s flattened at %d has %lld rows",
-                            bx, xnf, (long long)kx, by, ynf, (long long)ky);
+                            "X '%s' shape %s flattened at %d has %lld columns but Y '%s' shape %s flattened at %d has %lld rows",
+                            oar_ic_in_name(c, "X", 0), bx, xnf, (long long)kx, oar_ic_in_name(c, "Y", 0), by, ynf,
+                            (long long)ky);
     if (xnf + (yn - ynf) > OAR_MAX_DIMS)
         return oar_ic_error(c, OAR_ERR_SHAPE, "Out would have more than %d dims", OAR_MAX_DIMS);
     int64_t od[OAR_MAX_DIMS];
@@ -122,9 +123,12 @@ static int matmul_infer(oar_infer_ctx_t *c)
             return oar_ic_error(c, OAR_ERR_SHAPE, "X shape %s and Y shape %s: both need rank >= 1", bx, by);
         if (rc == OAR_MM_K)
             return oar_ic_error(c, OAR_ERR_SHAPE,
-                                "X shape %s (transpose_X %s) and Y shape %s (transpose_Y %s) do not multiply: inner dims differ",
-                                bx, tx ? "true" : "false", by, ty ? "true" : "false");
-        return oar_ic_error(c, OAR_ERR_SHAPE, "batch dims of X shape %s and Y shape %s do not broadcast", bx, by);
+                                "X '%s' shape %s (transpose_X %s) and Y '%s' shape %s (transpose_Y %s) do not multiply: "
+                                "inner dims differ",
+                                oar_ic_in_name(c, "X", 0), bx, tx ? "true" : "false", oar_ic_in_name(c, "Y", 0), by,
+                                ty ? "true" : "false");
+        return oar_ic_error(c, OAR_ERR_SHAPE, "batch dims of X '%s' shape %s and Y '%s' shape %s do not broadcast",
+                            oar_ic_in_name(c, "X", 0), bx, oar_ic_in_name(c, "Y", 0), by);
     }
     OAR_TRY(oar_ic_set_out(c, "Out", 0, s.out, s.ond, oar_ic_in_dtype(c, "X", 0)));
     return oar_ic_share_lod(c, "X", 0, "Out", 0);
