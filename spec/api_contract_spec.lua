@@ -1124,6 +1124,67 @@ describe("API: control flow samples", function()
     near(want, out[1]:totable(), 1e-5)
   end)
 
+  it("DynamicRNN: memory{init=} and static_input, rows back in the input's order", function()
+    -- sequence A = {1}, B = {2, 3} (B is longer, so the step order differs from the input order)
+    local seq = oar.Tensor({ { 1 }, { 2 }, { 3 } }, "float32")
+    seq:set_lod({ { 0, 1, 3 } })
+    local main, startup, out_var = build(function()
+      local s = layers.data{ name = "seq", shape = { 1 }, lod_level = 1 }
+      local h0 = layers.data{ name = "h0", shape = { 1 } }
+      local st = layers.data{ name = "st", shape = { 1 } }
+      local drnn = layers.DynamicRNN()
+      drnn:block(function()
+        local w = drnn:step_input(s)
+        local m = drnn:memory{ init = h0, need_reorder = true }   -- Fluid's default keeps h0 in rank order
+        local c = drnn:static_input(st)
+        local h = m + w + c
+        drnn:update_memory(m, h)
+        drnn:output(h)
+      end)
+      return drnn()
+    end)
+    local out = run(main, startup, { seq = seq, h0 = { { 10 }, { 20 } }, st = { { 100 }, { 200 } } }, { out_var })
+    -- A: 10 + 1 + 100; B: 20 + 2 + 200, then 222 + 3 + 200
+    near({ { 111 }, { 222 }, { 425 } }, out[1]:totable())
+    assert.are.same({ { 0, 1, 3 } }, out[1]:lod())
+  end)
+
+  it("gradients flow through IfElse, StaticRNN and cond", function()
+    local g = {}
+    local main, startup = build(function()
+      local x = layers.data{ name = "x", shape = { 2 } }
+      x.stop_gradient = false
+      local col = layers.data{ name = "c", shape = { 1 } }
+      local cond = layers.less_than{ x = col, y = layers.fill_constant{ shape = { 1 }, dtype = "float32", value = 0 } }
+      local ie = layers.IfElse(cond)
+      ie:true_block(function() ie:output(layers.scale{ x = ie:input(x), scale = 3 }) end)
+      ie:false_block(function() local xf = ie:input(x); ie:output(xf * xf) end)
+      local o = ie()
+      g.ie = oar.gradients({ layers.reduce_sum(o) }, { x })[1]
+      local p = layers.data{ name = "p", shape = { 1 }, dtype = "bool", append_batch_size = false }
+      local r = layers.cond(p, function() return x * 5 end, function() return x * 7 end)
+      g.cond = oar.gradients({ layers.reduce_sum(r) }, { x })[1]
+      local seq = layers.data{ name = "tx", shape = { 2, 1, 1 }, append_batch_size = false }
+      seq.stop_gradient = false
+      local rnn = layers.StaticRNN()
+      rnn:step(function()
+        local x_t = rnn:step_input(seq)
+        local h = rnn:memory{ shape = { -1, 1 }, batch_ref = x_t, value = 1 }
+        local nh = h * x_t
+        rnn:update_memory(h, nh)
+        rnn:step_output(nh)
+      end)
+      local o2 = rnn()
+      g.rnn = oar.gradients({ layers.reduce_sum(o2) }, { seq })[1]
+    end)
+    local out = run(main, startup, { x = { { 1, 2 }, { 3, 4 } }, c = { { -1 }, { 1 } }, p = oar.Tensor({ false }, "bool"),
+                                     tx = { { { 2 } }, { { 5 } } } }, { g.ie, g.cond, g.rnn })
+    near({ { 3, 3 }, { 6, 8 } }, out[1]:totable())      -- row 1 true: 3; row 2 false: 2x
+    near({ { 7, 7 }, { 7, 7 } }, out[2]:totable())      -- the false branch ran
+    -- outputs x1 and x1*x2: d/dx1 = 1 + x2 = 6, d/dx2 = x1 = 2
+    near({ { { 6 } }, { { 2 } } }, out[3]:totable())
+  end)
+
   it("While(cond) with less_than writing into cond; Switch; cond(pred, true_fn, false_fn)", function()
     local main, startup, acc, sw_out, c1, c2 = build(function()
       local i = layers.fill_constant{ shape = { 1 }, dtype = "int64", value = 0 }
