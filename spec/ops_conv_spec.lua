@@ -266,6 +266,29 @@ describe("conv2d_grad against direct loops", function()
     grad_ref_case({ 9, 6, 10, 10 }, { 8, 6, 3, 3 }, { paddings = { 1, 1 } }, "float64", 20)
     grad_ref_case({ 9, 6, 10, 10 }, { 8, 6, 3, 3 }, { paddings = { 1, 1 } }, "float32", 20)
   end)
+  it("gives bit-identical Filter@GRAD with 1 and 2 threads", function()
+    local C = require("oar.lib").C
+    local xs, ws = { 20, 6, 10, 10 }, { 8, 6, 3, 3 }
+    local x, w = rand_values(numel(xs), 70), rand_values(numel(ws), 71)
+    local _, oshape = conv_ref(x, xs, w, ws, {})
+    local dy = rand_values(numel(oshape), 72)
+    local function grads()
+      return T.run{ type = "conv2d_grad",
+        inputs = { Input = T.tensor(x, { shape = xs, dtype = "float32" }), Filter = T.tensor(w, { shape = ws, dtype = "float32" }),
+                   ["Output@GRAD"] = T.tensor(dy, { shape = oshape, dtype = "float32" }) },
+        outputs = { ["Input@GRAD"] = 1, ["Filter@GRAD"] = 1 } }
+    end
+    local before = tonumber(C.oar_get_flag("num_threads"))
+    assert.equals(0, C.oar_set_flag("num_threads", 1))
+    local ok1, r1 = pcall(grads)
+    C.oar_set_flag("num_threads", 2)
+    local ok2, r2 = pcall(grads)
+    C.oar_set_flag("num_threads", before)
+    assert(ok1, r1)
+    assert(ok2, r2)
+    assert.same(r1["Filter@GRAD"][1].data, r2["Filter@GRAD"][1].data)
+    assert.same(r1["Input@GRAD"][1].data, r2["Input@GRAD"][1].data)
+  end)
   it("one large image (columns split across threads)", function()
     grad_ref_case({ 1, 16, 40, 40 }, { 12, 8, 3, 3 }, { groups = 2, strides = { 1, 2 }, dilations = { 2, 1 } }, "float64", 30)
   end)

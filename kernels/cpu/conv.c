@@ -5,9 +5,12 @@
  * while these kernels run, so that two thread pools never compete for the
  * cores (OpenBLAS's workers and libgomp's both spin while idle).
  *  - batch mode (at least as many images as threads): threads take whole
- *    images; each unfolds its image into its own column buffer, small enough
- *    to stay in cache, and runs single-threaded GEMMs straight into the
- *    output. Filter@GRAD is summed per thread, then reduced.
+ *    images as they come (dynamic scheduling keeps both cores busy when one
+ *    is shared with another process); each unfolds its image into its own
+ *    column buffer, small enough to stay in cache, and runs single-threaded
+ *    GEMMs straight into the output. Filter@GRAD is summed per fixed chunk of
+ *    images and the chunks are added in order, so the result does not depend
+ *    on the thread count or on which thread took which chunk.
  *  - image mode (fewer images than threads, e.g. inference on one large
  *    image): images go one by one; im2col splits over channels and every
  *    GEMM splits its output columns across threads.
@@ -32,6 +35,8 @@
 
 /* below this many multiply-adds a call runs on one thread */
 #define CONV_PAR_MIN_MACS ((int64_t)1 << 18)
+/* Filter@GRAD partial sums in batch mode: a fixed count, not one per thread */
+#define CONV_DW_CHUNKS 16
 
 typedef struct conv_geom {
     int64_t n, c, h, w;       /* input */
@@ -298,7 +303,7 @@ static int conv_fwd(oar_kernel_ctx_t *k) {
         #pragma omp parallel num_threads(T) if (T > 1)
         {
             void *mine = col ? AT(col, (int64_t)omp_get_thread_num() * csz, esz) : NULL;
-            #pragma omp for schedule(static)
+            #pragma omp for schedule(dynamic, 1)
             for (int64_t i = 0; i < g.n; i++)
                 fwd_image(dt, &g, CAT_(x, i * g.img, esz), w, AT(y, i * ysz, esz), mine, 1);
         }
@@ -366,25 +371,28 @@ static int conv_bwd(oar_kernel_ctx_t *k) {
     const bool batch = batch_mode(&g);
     void *col, *dwx = NULL;
     OAR_TRY(alloc_cols(k, &g, esz, &col));
-    /* threads other than the first sum their images' Filter@GRAD apart */
-    if (dw && batch && T > 1) {
-        dwx = oar_xcalloc((size_t)(T - 1) * (size_t)wsz, esz);
+    /* chunk c of the batch sums its images' Filter@GRAD into dw (c = 0) or its
+     * own buffer, added in chunk order at the end */
+    const int64_t nch = batch ? (g.n < CONV_DW_CHUNKS ? g.n : CONV_DW_CHUNKS) : 1;
+    if (dw && nch > 1) {
+        dwx = oar_xcalloc((size_t)(nch - 1) * (size_t)wsz, esz);
         if (!dwx) {
             free(col);
-            return oar_k_error(k, OAR_ERR_NOMEM, "no memory for per-thread Filter@GRAD sums");
+            return oar_k_error(k, OAR_ERR_NOMEM, "no memory for %lld Filter@GRAD partial sums", (long long)nch);
         }
     }
     const int saved = T > 1 ? blas_single_begin() : 0;
     if (batch) {
         #pragma omp parallel num_threads(T) if (T > 1)
         {
-            const int t = omp_get_thread_num();
-            void *mine = col ? AT(col, (int64_t)t * csz, esz) : NULL;
-            void *dwt = !dw ? NULL : t == 0 ? dw : AT(dwx, (int64_t)(t - 1) * wsz, esz);
-            #pragma omp for schedule(static)
-            for (int64_t i = 0; i < g.n; i++)
-                bwd_image(dt, &g, CAT_(x, i * g.img, esz), w, CAT_(dy, i * ysz, esz),
-                          dx ? AT(dx, i * g.img, esz) : NULL, dwt, mine, 1);
+            void *mine = col ? AT(col, (int64_t)omp_get_thread_num() * csz, esz) : NULL;
+            #pragma omp for schedule(dynamic, 1)
+            for (int64_t c = 0; c < nch; c++) {
+                void *dwc = !dw ? NULL : c == 0 ? dw : AT(dwx, (c - 1) * wsz, esz);
+                for (int64_t i = c * g.n / nch; i < (c + 1) * g.n / nch; i++)
+                    bwd_image(dt, &g, CAT_(x, i * g.img, esz), w, CAT_(dy, i * ysz, esz),
+                              dx ? AT(dx, i * g.img, esz) : NULL, dwc, mine, 1);
+            }
         }
     } else {
         for (int64_t i = 0; i < g.n; i++)
@@ -393,12 +401,12 @@ static int conv_bwd(oar_kernel_ctx_t *k) {
     }
     if (T > 1) blas_single_end(saved);
     if (dwx) {
-        for (int t = 1; t < T; t++) {
+        for (int64_t c = 1; c < nch; c++) {
             if (dt == OAR_FP32) {
-                const float *s = (const float *)dwx + (size_t)(t - 1) * (size_t)wsz;
+                const float *s = (const float *)dwx + (size_t)(c - 1) * (size_t)wsz;
                 for (int64_t j = 0; j < wsz; j++) ((float *)dw)[j] += s[j];
             } else {
-                const double *s = (const double *)dwx + (size_t)(t - 1) * (size_t)wsz;
+                const double *s = (const double *)dwx + (size_t)(c - 1) * (size_t)wsz;
                 for (int64_t j = 0; j < wsz; j++) ((double *)dw)[j] += s[j];
             }
         }
