@@ -1564,6 +1564,11 @@ describe("API: tensors", function()
     end
     assert.truthy(errmsg(oar.Tensor, { { 1, 2 }, { 3 } }):find("ragged", 1, true))
     assert.truthy(errmsg(oar.Tensor, { 1.5 }, "int32"):find("integer", 1, true))
+    -- no silent wrap-around
+    assert.truthy(errmsg(oar.Tensor, { 300 }, "uint8"):find("uint8", 1, true))
+    assert.truthy(errmsg(oar.Tensor, { 2 ^ 40 }, "int32"):find("int32", 1, true))
+    assert.are.same({ 255, 0 }, oar.Tensor({ 255, 0 }, "uint8"):totable())
+    assert.are.same({ 2 ^ 40 }, oar.Tensor({ 2 ^ 40 }, "int64"):totable())
   end)
 
   it("tensor.from_buffer(ptr, shape, dtype) copies", function()
@@ -1574,6 +1579,8 @@ describe("API: tensors", function()
     assert.are.same({ { 1, 2 }, { 3, 4 }, { 5, 6 } }, t:totable())
     assert.are.equal("float64", t:dtype())
     assert.truthy(errmsg(oar.tensor.from_buffer, nil, { 2 }, "float32"))
+    -- an array knows its size: no reading past it
+    assert.truthy(errmsg(oar.tensor.from_buffer, buf, { 100 }, "float64"):find("bytes", 1, true))
   end)
 
   it("get/set are 1-based; data() is a typed pointer; lod/set_lod; tostring shows values, shape, dtype, LoD", function()

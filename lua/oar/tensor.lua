@@ -41,14 +41,26 @@ local function dims_array(shape, who)
 end
 
 -- ---- element conversion ------------------------------------------------
+-- the integers each integer dtype holds: [low, high)
+local int_range = {
+  uint8 = { 0, 2 ^ 8, "0..255" }, int8 = { -2 ^ 7, 2 ^ 7, "-128..127" }, int16 = { -2 ^ 15, 2 ^ 15, "-32768..32767" },
+  int32 = { -2 ^ 31, 2 ^ 31, "-2^31..2^31-1" }, int64 = { -2 ^ 63, 2 ^ 63, "-2^63..2^63-1" },
+}
+
 local function to_c_value(dtype, v, who)
   if dtype == "bool" then
     if type(v) == "boolean" then return v end
     if type(v) == "number" then return v ~= 0 end
   elseif type(v) == "number" then
     if dtype == "float16" then return dtypes.number_to_half(v) end
-    if dtypes.is_integer(dtype) and v % 1 ~= 0 then
-      raise(string.format("%s: %s is not an integer (tensor dtype %s)", who, tostring(v), dtype))
+    local range = int_range[dtype]
+    if range then
+      if v % 1 ~= 0 then
+        raise(string.format("%s: %s is not an integer (tensor dtype %s)", who, tostring(v), dtype))
+      end
+      if v < range[1] or v >= range[2] then
+        raise(string.format("%s: %s is outside the range of %s (%s)", who, tostring(v), dtype, range[3]))
+      end
     end
     return v
   elseif type(v) == "boolean" then
@@ -148,6 +160,16 @@ function M.from_buffer(ptr, shape, dtype)
   end
   local dt = dtypes.check(dtype or "float32", who)
   local dims, n = dims_array(shape, who)
+  -- an array cdata knows its size: refuse to read past it (a bare pointer cannot tell)
+  local have = not ctype:find("*", 1, true) and ctype:find("[", 1, true) and ffi.sizeof(ptr)
+  if have then
+    local need = ffi.sizeof(dtypes.ctype(dt))
+    for i = 0, n - 1 do need = need * tonumber(dims[i]) end
+    if need > have then
+      raise(string.format("%s: shape [%s] of %s needs %.0f bytes but the array holds %d", who,
+        table.concat(shape, ", "), dt, need, have))
+    end
+  end
   local out = ffi.new("oar_tensor_t *[1]")
   if C.oar_tensor_from_data(dtypes.enum(dt), dims, n, ffi.cast("const void *", ptr), out) ~= 0 then
     raise(who .. ": " .. lib.last_error())
