@@ -86,7 +86,8 @@ static int conv_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tens
     if (!oar_win_resolve_pads(algo, &x->dims[2], &w->dims[2], st, pd, dl))
         return oar_k_error(k, OAR_ERR_INVALID, "attr padding_algorithm = \"%s\" must be \"EXPLICIT\", \"SAME\" or \"VALID\"",
                            algo);
-    if (g->c != w->dims[1] * g->groups || g->m % g->groups != 0)
+    int64_t need_c;
+    if (oar_mul_checked(w->dims[1], g->groups, &need_c) || g->c != need_c || g->m % g->groups != 0)
         return oar_k_error(k, OAR_ERR_SHAPE,
                            "Input '%s' %s and Filter '%s' %s do not agree with groups = %lld "
                            "(need C == Filter[1] * groups and Filter[0] divisible by groups)",
@@ -95,8 +96,11 @@ static int conv_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tens
         return oar_k_error(k, OAR_ERR_SHAPE, "Input '%s' %s has an empty spatial dimension", xn, xs);
     int64_t o[2];
     for (int i = 0; i < 2; i++) {
-        int64_t in = x->dims[2 + i], kk = w->dims[2 + i];
-        int64_t room = in + pd[2 * i] + pd[2 * i + 1] - (dl[i] * (kk - 1) + 1);
+        int64_t in = x->dims[2 + i], kk = w->dims[2 + i], span;
+        if (oar_mul_checked(dl[i], kk - 1, &span) || span > INT64_MAX / 2 || in > INT64_MAX / 4)
+            return oar_k_error(k, OAR_ERR_SHAPE, "sizes overflow: Input %s, Filter %s, dilations {%lld, %lld}",
+                               xs, ws, (long long)dl[0], (long long)dl[1]);
+        int64_t room = in + pd[2 * i] + pd[2 * i + 1] - (span + 1);
         if (room < 0)
             return oar_k_error(k, OAR_ERR_SHAPE,
                                "output %s would be empty: Input '%s' %s, Filter '%s' %s, strides {%lld, %lld}, "
@@ -108,9 +112,10 @@ static int conv_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tens
     }
     g->oh = o[0]; g->ow = o[1];
     g->cg = g->c / g->groups; g->mg = g->m / g->groups;
-    int64_t p, kg, ktot, img, macs;
-    if (oar_mul_checked(g->oh, g->ow, &p) || oar_mul_checked(g->cg, g->kh * g->kw, &kg) ||
-        oar_mul_checked(g->c, g->kh * g->kw, &ktot) || oar_mul_checked(g->c, g->h * g->w, &img) ||
+    int64_t p, kk, hw, kg, ktot, img, macs;
+    if (oar_mul_checked(g->oh, g->ow, &p) || oar_mul_checked(g->kh, g->kw, &kk) ||
+        oar_mul_checked(g->h, g->w, &hw) || oar_mul_checked(g->cg, kk, &kg) ||
+        oar_mul_checked(g->c, kk, &ktot) || oar_mul_checked(g->c, hw, &img) ||
         oar_mul_checked(ktot, p, &macs) || oar_mul_checked(macs, g->mg, &macs))
         return oar_k_error(k, OAR_ERR_SHAPE, "sizes overflow: Input %s, Filter %s", xs, ws);
     /* BLAS takes int dimensions */

@@ -95,13 +95,16 @@ static int conv_infer(oar_infer_ctx_t *c) {
         if (w[i] == 0)
             return oar_ic_error(c, OAR_ERR_SHAPE, "Filter '%s' has an empty dimension: shape %s",
                                 oar_ic_in_name(c, "Filter", 0), ws);
-    if (x[1] >= 0 && w[1] >= 0 && x[1] != w[1] * groups)
+    int64_t need_c = -1;
+    if (w[1] >= 0 && oar_mul_checked(w[1], groups, &need_c))
+        return oar_ic_error(c, OAR_ERR_SHAPE, "Filter '%s' %s with groups = %lld overflows the channel count",
+                            oar_ic_in_name(c, "Filter", 0), ws, (long long)groups);
+    if (x[1] >= 0 && w[1] >= 0 && x[1] != need_c)
         return oar_ic_error(c, OAR_ERR_SHAPE,
                             "Input '%s' %s has %lld channels but Filter '%s' %s with groups = %lld expects "
                             "Filter[1] * groups = %lld",
                             oar_ic_in_name(c, "Input", 0), xs, (long long)x[1],
-                            oar_ic_in_name(c, "Filter", 0), ws, (long long)groups,
-                            (long long)(w[1] * groups));
+                            oar_ic_in_name(c, "Filter", 0), ws, (long long)groups, (long long)need_c);
     if (w[0] >= 0 && w[0] % groups != 0)
         return oar_ic_error(c, OAR_ERR_SHAPE, "Filter '%s' %s: %lld output channels are not divisible by groups = %lld",
                             oar_ic_in_name(c, "Filter", 0), ws, (long long)w[0], (long long)groups);
@@ -119,7 +122,12 @@ static int conv_infer(oar_infer_ctx_t *c) {
         if (in == 0)
             return oar_ic_error(c, OAR_ERR_SHAPE, "Input '%s' %s has an empty spatial dimension",
                                 oar_ic_in_name(c, "Input", 0), xs);
-        int64_t span = dl[i] * (k - 1) + 1;
+        int64_t span;
+        if (oar_mul_checked(dl[i], k - 1, &span) || span >= INT64_MAX / 2 || in > INT64_MAX / 4)
+            return oar_ic_error(c, OAR_ERR_SHAPE, "sizes overflow: Input '%s' %s, Filter '%s' %s, dilations {%lld, %lld}",
+                                oar_ic_in_name(c, "Input", 0), xs, oar_ic_in_name(c, "Filter", 0), ws,
+                                (long long)dl[0], (long long)dl[1]);
+        span += 1;
         int64_t room = in + pd[2 * i] + pd[2 * i + 1] - span;
         if (room < 0)
             return oar_ic_error(c, OAR_ERR_SHAPE,

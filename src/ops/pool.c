@@ -91,6 +91,8 @@ static int pool_infer(oar_infer_ctx_t *c) {
         if (adaptive) { out[2 + i] = ks[i]; continue; }
         int64_t in = x[2 + i];
         if (in < 0 || (!explicit_pads && (x[2] < 0 || x[3] < 0))) continue;
+        if (in > INT64_MAX / 4)
+            return oar_ic_error(c, OAR_ERR_SHAPE, "X '%s' %s is too large", oar_ic_in_name(c, "X", 0), xs);
         int64_t room = in + pd[2 * i] + pd[2 * i + 1] - ks[i];
         if (ceil_mode) room += st[i] - 1;
         int64_t o = room < 0 ? 0 : room / st[i] + 1;
