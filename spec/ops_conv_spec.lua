@@ -177,6 +177,12 @@ describe("conv2d forward", function()
       outputs = { Output = 1 }, expect = { Output = { shape = oshape, data = want } }, atol = 1e-10 }
   end)
 
+  it("handles an empty batch", function()
+    local r = T.run{ type = "conv2d", outputs = { Output = 1 },
+      inputs = { Input = T.tensor({}, { shape = { 0, 2, 5, 5 } }), Filter = T.tensor(rand_values(36), { shape = { 2, 2, 3, 3 } }) } }
+    assert.same({ 0, 2, 3, 3 }, r.Output[1].shape)
+  end)
+
   it("infers the output shape at compile time with an unknown batch", function()
     local ffi = require("ffi")
     local lib = require("oar.lib")

@@ -176,6 +176,12 @@ describe("pool2d forward", function()
       expect = { Out = { shape = { 1, 1, 1, 3 }, data = { 1.5, 3, 4.5 } } } }
   end)
 
+  it("handles an empty batch", function()
+    local r = T.run{ type = "pool2d", inputs = { X = T.tensor({}, { shape = { 0, 3, 4, 4 } }) },
+      attrs = { pooling_type = "max", ksize = { 2, 2 }, strides = { 2, 2 } } }
+    assert.same({ 0, 3, 2, 2 }, r.Out[1].shape)
+  end)
+
   it("propagates NaN through max pooling", function()
     local r = T.run{ type = "pool2d", inputs = { X = T.tensor({ 1, 0 / 0, 3, 4 }, { shape = { 1, 1, 2, 2 } }) },
       attrs = { pooling_type = "max", ksize = { 2, 2 } } }

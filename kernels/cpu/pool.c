@@ -81,6 +81,8 @@ static int pool_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, pool_geom_t *g
     if (!global && !oar_win_resolve_pads(algo, &x->dims[2], ks, st, pd, NULL))
         return oar_k_error(k, OAR_ERR_INVALID,
                            "attr padding_algorithm = \"%s\" must be \"EXPLICIT\", \"SAME\" or \"VALID\"", algo);
+    if (x->dims[2] > INT64_MAX / 4 || x->dims[3] > INT64_MAX / 4)
+        return oar_k_error(k, OAR_ERR_SHAPE, "X '%s' %s is too large", xn, xs);
     int64_t o[2];
     for (int i = 0; i < 2; i++) {
         if (global) { o[i] = 1; continue; }
@@ -141,6 +143,7 @@ static int pool_fwd(oar_kernel_ctx_t *k) {
     const void *xd = x->buf->data;
     void *y = oar_k_out_data(k, "Out", 0, dt);
     if (!y) return OAR_ERR_NOMEM;
+    if (g.planes == 0) return OAR_OK;
     int64_t *b = window_bounds(k, &g);
     if (!b) return OAR_ERR_NOMEM;
     if (dt == OAR_FP32) pool_fwd_f32(xd, y, &g, b, b + 2 * g.oh);
@@ -173,6 +176,7 @@ static int pool_bwd(oar_kernel_ctx_t *k) {
     const void *xd = x->buf->data, *dyd = dy->buf->data;
     void *dx = oar_k_out_data(k, "X@GRAD", 0, dt);
     if (!dx) return OAR_ERR_NOMEM;
+    if (g.planes == 0) return OAR_OK;
     int64_t *b = window_bounds(k, &g);
     if (!b) return OAR_ERR_NOMEM;
     memset(dx, 0, (size_t)oar_tensor_numel_of(x) * oar_dtype_size(dt));
