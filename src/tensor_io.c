@@ -96,6 +96,9 @@ int oar_tensor_write_record(oar_bytes_t *b, const oar_tensor_t *t) {
     if (data_bytes) {
         if (!oar_tensor_has_data(t) || t->buf->bytes < data_bytes)
             return oar_error(OAR_ERR_INVALID, "serialize: the tensor holds fewer bytes than its shape needs");
+        if (t->buf->place != OAR_PLACE_CPU)
+            return oar_error(OAR_ERR_UNSUPPORTED, "serialize: the tensor's data is on CUDAPlace(%d); copy it to "
+                             "the host first", t->buf->device);
         OAR_TRY(oar_bytes_append(b, t->buf->data, data_bytes));
     }
     uint32_t crc = oar_crc32(0, b->data + start, b->n - start);
