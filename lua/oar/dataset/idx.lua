@@ -212,6 +212,11 @@ function M.write(path, dims, data)
       bytes[i - 1] = v
     end
   elseif type(data) == "cdata" then
+    local size = ffi.sizeof(data)  -- a number for arrays, nil for bare pointers
+    if size and size < n then
+      error(string.format("oar.dataset.idx.write: the data array holds %d bytes, dims %s need %d",
+                          size, table.concat(dims, "x"), n), 2)
+    end
     bytes = ffi.cast("const uint8_t *", data)
   else
     error("oar.dataset.idx.write: data must be a table of bytes or a uint8_t pointer", 2)
