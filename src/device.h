@@ -32,6 +32,9 @@ void oar_device_free(int device, void *p);
  * Host-to-host is a memcpy. Returns once the host side may be reused. */
 int oar_device_copy(void *dst, int dst_place, const void *src, int src_place, size_t bytes, int device);
 int oar_device_memset_zero(void *p, size_t bytes, int device);
+/* Makes `device` the calling thread's current device (kernels launch there);
+ * cheap when it already is. */
+int oar_device_use(int device);
 /* Waits for the device's queued work; reports errors of earlier kernels. */
 int oar_device_sync(int device);
 /* Nonzero once any device block was allocated in this process: until then

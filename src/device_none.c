@@ -48,6 +48,11 @@ int oar_device_memset_zero(void *p, size_t bytes, int device)
     return oar_error(OAR_ERR_UNSUPPORTED, "clearing %zu bytes on CUDA device %d: " NO_CUDA, bytes, device);
 }
 
+int oar_device_use(int device)
+{
+    return oar_error(OAR_ERR_UNSUPPORTED, "using CUDA device %d: " NO_CUDA, device);
+}
+
 int oar_device_sync(int device)
 {
     return oar_error(OAR_ERR_UNSUPPORTED, "synchronizing CUDA device %d: " NO_CUDA, device);

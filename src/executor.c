@@ -361,6 +361,7 @@ static int run_op_placed(oar_kernel_ctx_t *k) {
     if (op->kplace[dtype] != OAR_PLACE_CPU) {
         k->place = op->kplace[dtype];
         k->device = k->exe->device;
+        OAR_TRY(oar_device_use(k->device));   /* the kernel launches on the current device */
     }
     OAR_TRY(move_inputs(k, k->place, k->device));
     OAR_TRY(oar_infer_runtime(k));

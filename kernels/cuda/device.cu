@@ -309,6 +309,12 @@ int oar_device_memset_zero(void *p, size_t bytes, int device)
     return OAR_OK;
 }
 
+int oar_device_use(int device)
+{
+    OAR_TRY(check_index(device, "oar_device_use"));
+    return set_device(device);
+}
+
 int oar_device_sync(int device)
 {
     OAR_TRY(check_index(device, "oar_device_sync"));
