@@ -1368,7 +1368,8 @@ local function guard_methods(class, test, what, static)
     if type(f) == "function" and not name:match("^_") and not static[name] then
       class[name] = function(self, ...)
         if not test(self) then
-          raise(string.format("%s:%s: call it with ':' on a %s, got %s", what, name, what, describe(self)))
+          raise(string.format("%s:%s: call it with ':' on %s %s, got %s", what, name,
+            what:match("^[AEIOU]") and "an" or "a", what, self == nil and "nil" or describe(self)))
         end
         return f(self, ...)
       end

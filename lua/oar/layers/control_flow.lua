@@ -195,6 +195,106 @@ local function is_scalar_bool(v)
   return n == 1
 end
 
+-- ---- argument checks ------------------------------------------------------------
+-- Errors read "<function>: '<argument>' must be <expected>, got <given>"; a
+-- given Variable is shown with its kind, dtype and shape.
+
+local function var_text(v)
+  if v == nil then return "nil" end
+  if not is_variable(v) then return describe(v) end
+  local kind = v.type
+  if kind == "lod_tensor_array" then return "tensor array '" .. v.name .. "'" end
+  if kind == "lod_rank_table" then return "LoD rank table '" .. v.name .. "'" end
+  if kind ~= "lod_tensor" then return tostring(kind) .. " Variable '" .. v.name .. "'" end
+  return string.format("Variable '%s' (%s %s)", v.name, tostring(v.dtype), framework.shape_text(v.shape))
+end
+
+local function bad_arg(who, key, expect, got)
+  raise(string.format("%s: '%s' must be %s, got %s", who, key, expect, var_text(got)))
+end
+
+-- a Variable holding a tensor (not an array, rank table, ...)
+local function tensor_arg(who, key, v)
+  if not is_variable(v) then bad_arg(who, key, "a Variable", v) end
+  if v.type ~= "lod_tensor" then bad_arg(who, key, "a tensor Variable", v) end
+  return v
+end
+
+local function opt_tensor_arg(who, key, v)
+  if v ~= nil then tensor_arg(who, key, v) end
+  return v
+end
+
+local function array_arg(who, key, v)
+  if not is_variable(v) or v.type ~= "lod_tensor_array" then
+    bad_arg(who, key, "a tensor array (made by create_array)", v)
+  end
+  return v
+end
+
+local function rank_table_arg(who, key, v)
+  if not is_variable(v) or v.type ~= "lod_rank_table" then
+    bad_arg(who, key, "a LoD rank table (made by lod_rank_table)", v)
+  end
+  return v
+end
+
+-- the number of elements of a shape, or nil when a dim is unknown
+local function known_numel(shape)
+  local n = 1
+  for _, d in ipairs(shape or {}) do
+    if d < 0 then return nil end
+    n = n * d
+  end
+  return n
+end
+
+-- an array index or step counter: an int64 (or int32) tensor of one element
+local function index_arg(who, key, v)
+  if not is_variable(v) or v.type ~= "lod_tensor" or (v.dtype ~= "int64" and v.dtype ~= "int32") then
+    bad_arg(who, key, "a Variable (int64 [1])", v)
+  end
+  local n = known_numel(v.shape)
+  if n ~= nil and n ~= 1 then bad_arg(who, key, "a Variable (int64 [1])", v) end
+  return v
+end
+
+-- a bool tensor of one element (a scalar condition)
+local function scalar_bool_arg(who, key, v)
+  if not is_variable(v) or v.type ~= "lod_tensor" or not is_scalar_bool(v) then
+    bad_arg(who, key, "a bool Variable of one element", v)
+  end
+  return v
+end
+
+local function name_arg(who, name)
+  if name ~= nil and type(name) ~= "string" then check.fail(who, "name", "a string", name) end
+  return name
+end
+
+-- a shape list: integers, -1 for a dim taken from the batch
+local function shape_arg(who, key, v)
+  local ok = type(v) == "table" and not is_variable(v) and #v > 0
+  if ok then
+    for _, d in ipairs(v) do
+      if type(d) ~= "number" or d % 1 ~= 0 or d < -1 then ok = false end
+    end
+  end
+  if not ok then bad_arg(who, key, "a list of integers (-1 for the batch dim)", v) end
+  return v
+end
+
+-- v must be visible from `block` (declared in it or an ancestor)
+local function visible_arg(who, key, v, block, where)
+  if not block:find_var_recursive(v.name) then
+    raise(string.format("%s: '%s' ('%s') is made inside %s; give a Variable from outside it", who, key, v.name,
+      where))
+  end
+  return v
+end
+
+local args = LayerHelper.args
+
 -- ---- tensor arrays --------------------------------------------------------------
 
 -- create_array(dtype): an empty tensor array
@@ -209,8 +309,7 @@ end
 -- change in place after the array op (layers.increment); its grad op must
 -- see the index the op saw, so the op reads a copy.
 local function index_for(helper, i, who)
-  check.variable(who, "i", i)
-  if i.dtype ~= "int64" and i.dtype ~= "int32" then check.fail(who, "i", "an int64 Variable", i) end
+  index_arg(who, "i", i)
   local prog = helper.main_program
   if ssa_blocks(prog)[prog:current_block().idx] then return i end
   local copy = helper:create_variable_for_type_inference(i.dtype, true)
@@ -221,12 +320,15 @@ end
 
 -- array_write{x=, i=, array=}: array[i] = x; returns the array
 function M.array_write(a, i, array)
-  if is_variable(a) then a = { x = a, i = i, array = array } end
-  local x = check.variable("array_write", "x", a.x)
+  a = args("array_write", a, "x", { i = i, array = array })
+  local x = tensor_arg("array_write", "x", a.x)
   local arr = a.array
-  if arr == nil then arr = M.create_array(x.dtype)
-  else check.variable("array_write", "array", arr) end
-  if arr.type ~= "lod_tensor_array" then check.fail("array_write", "array", "a tensor array", arr) end
+  if arr == nil then
+    index_arg("array_write", "i", a.i)
+    arr = M.create_array(x.dtype)
+  else
+    array_arg("array_write", "array", arr)
+  end
   local helper = LayerHelper("array_write", a)
   local idx = index_for(helper, a.i, "array_write")
   helper:append_op{ type = "write_to_array", inputs = { X = { x }, I = { idx } }, outputs = { Out = { arr } } }
@@ -235,9 +337,8 @@ end
 
 -- array_read{array=, i=}
 function M.array_read(a, i)
-  if is_variable(a) then a = { array = a, i = i } end
-  local arr = check.variable("array_read", "array", a.array)
-  if arr.type ~= "lod_tensor_array" then check.fail("array_read", "array", "a tensor array", arr) end
+  a = args("array_read", a, "array", { i = i })
+  local arr = array_arg("array_read", "array", a.array)
   local helper = LayerHelper("array_read", a)
   local idx = index_for(helper, a.i, "array_read")
   local out = helper:create_variable_for_type_inference(arr.dtype)
@@ -248,7 +349,7 @@ end
 -- array_length(array): int64 [1]
 function M.array_length(a)
   if type(a) == "table" and not is_variable(a) then a = a.array end
-  local arr = check.variable("array_length", "array", a)
+  local arr = array_arg("array_length", "array", a)
   local helper = LayerHelper("array_length", {})
   local out = helper:create_variable_for_type_inference("int64", true)
   helper:append_op{ type = "lod_array_length", inputs = { X = { arr } }, outputs = { Out = { out } } }
@@ -268,11 +369,18 @@ local function rank_table_in(block, x, level)
   return t
 end
 
+-- a LoD level: an integer >= 0
+local function level_arg(who, v)
+  v = check.int(who, "level", v, 0)
+  if v < 0 then check.fail(who, "level", "a LoD level >= 0", v) end
+  return v
+end
+
 -- lod_rank_table{x=, level=0}
 function M.lod_rank_table(a, level)
-  if is_variable(a) then a = { x = a, level = level } end
-  local x = check.variable("lod_rank_table", "x", a.x)
-  return rank_table_in(main_program():current_block(), x, check.int("lod_rank_table", "level", a.level, 0))
+  a = args("lod_rank_table", a, "x", { level = level })
+  local x = tensor_arg("lod_rank_table", "x", a.x)
+  return rank_table_in(main_program():current_block(), x, level_arg("lod_rank_table", a.level))
 end
 
 local function max_len_in(block, table_var)
@@ -282,9 +390,10 @@ local function max_len_in(block, table_var)
   return out
 end
 
+-- max_sequence_len{rank_table=}
 function M.max_sequence_len(a)
-  if is_variable(a) then a = { rank_table = a } end
-  return max_len_in(main_program():current_block(), check.variable("max_sequence_len", "rank_table", a.rank_table))
+  a = args("max_sequence_len", a, "rank_table")
+  return max_len_in(main_program():current_block(), rank_table_arg("max_sequence_len", "rank_table", a.rank_table))
 end
 
 local function to_array_in(block, x, table_var)
@@ -296,9 +405,9 @@ end
 
 -- lod_tensor_to_array{x=, table=}
 function M.lod_tensor_to_array(a, t)
-  if is_variable(a) then a = { x = a, table = t } end
-  return to_array_in(main_program():current_block(), check.variable("lod_tensor_to_array", "x", a.x),
-    check.variable("lod_tensor_to_array", "table", a.table))
+  a = args("lod_tensor_to_array", a, "x", { table = t })
+  return to_array_in(main_program():current_block(), tensor_arg("lod_tensor_to_array", "x", a.x),
+    rank_table_arg("lod_tensor_to_array", "table", a.table))
 end
 
 local function from_array_in(block, arr, table_var)
@@ -310,9 +419,9 @@ end
 
 -- array_to_lod_tensor{x=, table=}
 function M.array_to_lod_tensor(a, t)
-  if is_variable(a) then a = { x = a, table = t } end
-  return from_array_in(main_program():current_block(), check.variable("array_to_lod_tensor", "x", a.x),
-    check.variable("array_to_lod_tensor", "table", a.table))
+  a = args("array_to_lod_tensor", a, "x", { table = t })
+  return from_array_in(main_program():current_block(), array_arg("array_to_lod_tensor", "x", a.x),
+    rank_table_arg("array_to_lod_tensor", "table", a.table))
 end
 
 local function reorder_in(block, x, table_var)
@@ -324,9 +433,9 @@ end
 
 -- reorder_lod_tensor_by_rank{x=, rank_table=}
 function M.reorder_lod_tensor_by_rank(a, t)
-  if is_variable(a) then a = { x = a, rank_table = t } end
-  return reorder_in(main_program():current_block(), check.variable("reorder_lod_tensor_by_rank", "x", a.x),
-    check.variable("reorder_lod_tensor_by_rank", "rank_table", a.rank_table))
+  a = args("reorder_lod_tensor_by_rank", a, "x", { rank_table = t })
+  return reorder_in(main_program():current_block(), tensor_arg("reorder_lod_tensor_by_rank", "x", a.x),
+    rank_table_arg("reorder_lod_tensor_by_rank", "rank_table", a.rank_table))
 end
 
 local function shrink_in(block, x, i, table_var)
@@ -338,19 +447,33 @@ end
 
 -- shrink_memory{x=, i=, table=}
 function M.shrink_memory(a, i, t)
-  if is_variable(a) then a = { x = a, i = i, table = t } end
-  return shrink_in(main_program():current_block(), check.variable("shrink_memory", "x", a.x),
-    check.variable("shrink_memory", "i", a.i), check.variable("shrink_memory", "table", a.table))
+  a = args("shrink_memory", a, "x", { i = i, table = t })
+  return shrink_in(main_program():current_block(), tensor_arg("shrink_memory", "x", a.x),
+    index_arg("shrink_memory", "i", a.i), rank_table_arg("shrink_memory", "table", a.table))
 end
 
 -- lod_reset{x=, y=, target_lod=, append=false}: x's data with a new LoD
 -- (y's LoD, or y's values as offsets, or target_lod)
 function M.lod_reset(a, y, target_lod)
-  if is_variable(a) then a = { x = a, y = y, target_lod = target_lod } end
-  local x = check.variable("lod_reset", "x", a.x)
-  check.opt_variable("lod_reset", "y", a.y)
-  if a.y == nil and type(a.target_lod) ~= "table" then
-    check.fail("lod_reset", "target_lod", "a list of offsets (or give y)", a.target_lod)
+  a = args("lod_reset", a, "x", { y = y, target_lod = target_lod })
+  local x = tensor_arg("lod_reset", "x", a.x)
+  opt_tensor_arg("lod_reset", "y", a.y)
+  local offsets = a.target_lod
+  if offsets ~= nil or a.y == nil then
+    -- offsets of one LoD level: integers from 0, never decreasing
+    local ok = type(offsets) == "table" and not is_variable(offsets)
+    if ok then
+      for k, v in ipairs(offsets) do
+        if type(v) ~= "number" or v % 1 ~= 0 or v < 0 or v > 2147483647 or (k > 1 and v < offsets[k - 1]) then
+          ok = false
+        end
+      end
+      if a.y == nil and (#offsets < 2 or offsets[1] ~= 0) then ok = false end
+    end
+    if not ok then
+      bad_arg("lod_reset", "target_lod", a.y == nil and "a list of offsets like {0, 2, 5} (or give y)"
+        or "a list of offsets like {0, 2, 5}", offsets)
+    end
   end
   local helper = LayerHelper("lod_reset", a)
   local out = helper:create_variable_for_type_inference(x.dtype)
@@ -367,20 +490,15 @@ While.__index = While
 -- While(cond) or While{cond=, is_test=false, name=}: cond is a bool [1]
 -- Variable the loop body updates (less_than{..., cond=cond}).
 function M.While(a, is_test)
-  if is_variable(a) then a = { cond = a, is_test = is_test } end
-  if type(a) ~= "table" then check.fail("While", "cond", "a bool Variable", a) end
-  local cond = check.variable("While", "cond", a.cond)
-  if not is_scalar_bool(cond) then
-    raise(string.format("While: 'cond' must be a bool Variable of one element, '%s' is %s %s", cond.name,
-      tostring(cond.dtype), framework.shape_text(cond.shape)))
-  end
+  a = args("While", a, "cond", { is_test = is_test })
+  local cond = scalar_bool_arg("While", "cond", a.cond)
+  name_arg("While", a.name)
   return setmetatable({ cond = cond, is_test = check.boolean("While", "is_test", a.is_test, false),
                         helper = LayerHelper("while", a), done = false }, While)
 end
 
 -- Builds the loop: fn() appends the body's ops.
 function While:block(fn)
-  if getmetatable(self) ~= While then raise("While:block: call it with ':' on a While") end
   check_fn("While:block", fn)
   if self.done then raise("While:block: the loop body is already built") end
   local prog = self.helper.main_program
@@ -425,17 +543,25 @@ ConditionalBlock.__index = ConditionalBlock
 -- (Fluid's building block: runs fn's ops when the scalar condition holds, or
 -- when every input is non-empty)
 function M.ConditionalBlock(a, is_scalar_condition)
-  if is_variable(a) or (type(a) == "table" and a.inputs == nil and is_variable(a[1])) then
+  if is_variable(a) or type(a) ~= "table" or (a.inputs == nil and a[1] ~= nil) then
     a = { inputs = a, is_scalar_condition = is_scalar_condition }
   end
   local inputs = check.variables("ConditionalBlock", "inputs", a.inputs)
-  return setmetatable({ inputs = inputs,
-    is_scalar = check.boolean("ConditionalBlock", "is_scalar_condition", a.is_scalar_condition, false) },
-    ConditionalBlock)
+  for k, v in ipairs(inputs) do tensor_arg("ConditionalBlock", "inputs[" .. k .. "]", v) end
+  local is_scalar = check.boolean("ConditionalBlock", "is_scalar_condition", a.is_scalar_condition, false)
+  if is_scalar then scalar_bool_arg("ConditionalBlock", "inputs[1]", inputs[1]) end
+  return setmetatable({ inputs = inputs, is_scalar = is_scalar }, ConditionalBlock)
 end
 
 function ConditionalBlock:block(fn)
   check_fn("ConditionalBlock:block", fn)
+  local block = main_program():current_block()
+  for k, v in ipairs(self.inputs) do
+    if not block:find_var_recursive(v.name) then
+      raise(string.format("ConditionalBlock:block: 'inputs[%d]' ('%s') is not visible in the block it is built in",
+        k, v.name))
+    end
+  end
   local res = conditional(main_program(), self.inputs, self.is_scalar, fn)
   return unpack(res, 1, table.maxn(res))
 end
@@ -448,18 +574,15 @@ Switch.__index = Switch
 -- Switch(): sw:case(cond, fn) ... sw:default(fn); the first case whose
 -- (scalar bool) condition holds runs, else the default.
 function M.Switch(name)
+  if type(name) == "table" then name = name.name end
+  name_arg("Switch", name)
   return setmetatable({ helper = LayerHelper("switch", { name = name }), pre_not = nil, has_default = false },
     Switch)
 end
 
 function Switch:case(cond, fn)
-  if getmetatable(self) ~= Switch then raise("Switch:case: call it with ':' on a Switch") end
-  check.variable("Switch:case", "cond", cond)
+  scalar_bool_arg("Switch:case", "cond", cond)
   check_fn("Switch:case", fn)
-  if not is_scalar_bool(cond) then
-    raise(string.format("Switch:case: 'cond' must be a bool Variable of one element, '%s' is %s %s",
-      cond.name, tostring(cond.dtype), framework.shape_text(cond.shape)))
-  end
   if self.has_default then raise("Switch:case: a case after the default would never run") end
   local run_if
   if not self.pre_not then
@@ -474,7 +597,6 @@ function Switch:case(cond, fn)
 end
 
 function Switch:default(fn)
-  if getmetatable(self) ~= Switch then raise("Switch:default: call it with ':' on a Switch") end
   check_fn("Switch:default", fn)
   if not self.pre_not then raise("Switch:default: add a case before the default") end
   if self.has_default then raise("Switch:default: the switch already has a default") end
@@ -509,14 +631,11 @@ function M.cond(pred, true_fn, false_fn, name)
   if type(pred) == "table" and not is_variable(pred) then
     pred, true_fn, false_fn, name = pred.pred, pred.true_fn, pred.false_fn, pred.name
   end
-  check.variable("cond", "pred", pred)
-  if not is_scalar_bool(pred) then
-    raise(string.format("cond: 'pred' must be a bool Variable of one element, '%s' is %s %s", pred.name,
-      tostring(pred.dtype), framework.shape_text(pred.shape)))
-  end
+  scalar_bool_arg("cond", "pred", pred)
   if true_fn == nil and false_fn == nil then raise("cond: give true_fn, false_fn or both") end
-  if true_fn ~= nil then check_fn("cond", true_fn) end
-  if false_fn ~= nil then check_fn("cond", false_fn) end
+  if true_fn ~= nil and type(true_fn) ~= "function" then check.fail("cond", "true_fn", "a function", true_fn) end
+  if false_fn ~= nil and type(false_fn) ~= "function" then check.fail("cond", "false_fn", "a function", false_fn) end
+  name_arg("cond", name)
   local prog = main_program()
   local parent = prog:current_block()
   local helper = LayerHelper("cond", { name = name })
@@ -573,10 +692,10 @@ IfElse.__index = IfElse
 -- ie() merges the outputs back in row order.
 function M.IfElse(cond, name)
   if type(cond) == "table" and not is_variable(cond) then cond, name = cond.cond, cond.name end
-  check.variable("IfElse", "cond", cond)
-  if cond.dtype ~= "bool" then
-    raise(string.format("IfElse: 'cond' must be a bool Variable, '%s' is %s", cond.name, tostring(cond.dtype)))
+  if not is_variable(cond) or cond.type ~= "lod_tensor" or cond.dtype ~= "bool" then
+    bad_arg("IfElse", "cond", "a bool Variable (one entry per row, [N, 1])", cond)
   end
+  name_arg("IfElse", name)
   local helper = LayerHelper("ifelse", { name = name })
   return setmetatable({ cond = cond, helper = helper, parent = helper.main_program:current_block(),
                         inputs = {}, outs = { [true] = {}, [false] = {} }, built = {}, status = nil }, IfElse)
@@ -596,7 +715,6 @@ function IfElse:_cond_part(side)
 end
 
 function IfElse:_branch(side, fn, who)
-  if getmetatable(self) ~= IfElse then raise(who .. ": call it with ':' on an IfElse") end
   check_fn(who, fn)
   if self.status ~= nil then raise(who .. ": called inside another block of the same IfElse") end
   if self.built[side] then raise(who .. ": the " .. tostring(side) .. " block is already built") end
@@ -616,7 +734,8 @@ function IfElse:false_block(fn) return self:_branch(false, fn, "IfElse:false_blo
 -- input(x): inside a block, the rows of x that go to this block
 function IfElse:input(x)
   if self.status == nil then raise("IfElse:input: call it inside true_block or false_block") end
-  check.variable("IfElse:input", "x", x)
+  tensor_arg("IfElse:input", "x", x)
+  visible_arg("IfElse:input", "x", x, self.parent, "the block")
   local pair = self.inputs[x.name]
   if not pair then
     local t = unique_var(self.parent, self.helper.name .. ".input_true", { dtype = x.dtype })
@@ -636,7 +755,7 @@ function IfElse:output(...)
   local list = self.outs[self.status]
   for i = 1, select("#", ...) do
     local v = select(i, ...)
-    check.variable("IfElse:output", "output " .. i, v)
+    tensor_arg("IfElse:output", "output " .. i, v)
     local outside = unique_var(self.parent, self.helper.name .. ".output", { dtype = v.dtype })
     tensor_layers.assign(v, outside)
     list[#list + 1] = outside
@@ -646,6 +765,7 @@ end
 -- ie(): the outputs merged in row order (one Variable per output); when
 -- only one side was built, that side's outputs as they are
 function IfElse:__call()
+  if getmetatable(self) ~= IfElse then raise("IfElse(): call it on an IfElse, got " .. var_text(self)) end
   if self.status ~= nil then raise("IfElse(): call it after the blocks, not inside one") end
   local t, f = self.outs[true], self.outs[false]
   if #t == 0 and #f == 0 then raise("IfElse(): no block gave outputs (use ie:output(...) in the blocks)") end
@@ -678,17 +798,16 @@ StaticRNN.__index = StaticRNN
 -- the step, rnn() returns the outputs [T, N, ...].
 function M.StaticRNN(name)
   if type(name) == "table" then name = name.name end
+  name_arg("StaticRNN", name)
   return setmetatable({ helper = LayerHelper("static_rnn", { name = name }), status = "before",
                         inputs = {}, memories = {}, outputs = {}, seq_len = nil }, StaticRNN)
 end
 
 function StaticRNN:_in_step(who)
-  if getmetatable(self) ~= StaticRNN then raise(who .. ": call it with ':' on a StaticRNN") end
   if self.status ~= "in" then raise(who .. ": call it inside rnn:step(function() ... end)") end
 end
 
 function StaticRNN:step(fn)
-  if getmetatable(self) ~= StaticRNN then raise("StaticRNN:step: call it with ':' on a StaticRNN") end
   check_fn("StaticRNN:step", fn)
   if self.status ~= "before" then raise("StaticRNN:step: the step is already built") end
   local prog = self.helper.main_program
@@ -706,7 +825,8 @@ end
 -- step_input(x): x is [T, N, ...]; inside the step, its [N, ...] slice
 function StaticRNN:step_input(x)
   self:_in_step("StaticRNN:step_input")
-  check.variable("StaticRNN:step_input", "x", x)
+  tensor_arg("StaticRNN:step_input", "x", x)
+  visible_arg("StaticRNN:step_input", "x", x, self.parent, "the step")
   local shape = x.shape
   if #shape < 2 then
     raise(string.format("StaticRNN:step_input: '%s' has shape %s; step inputs are [T, N, ...]", x.name,
@@ -735,7 +855,8 @@ function StaticRNN:memory(a)
     if a.shape == nil or a.batch_ref == nil then
       raise("StaticRNN:memory: give 'init', or 'shape' and 'batch_ref'")
     end
-    local ref = check.variable("StaticRNN:memory", "batch_ref", a.batch_ref)
+    shape_arg("StaticRNN:memory", "shape", a.shape)
+    local ref = tensor_arg("StaticRNN:memory", "batch_ref", a.batch_ref)
     local ref_idx = a.ref_batch_dim_idx
     for _, ipt in ipairs(self.inputs) do
       if ipt.name == ref.name and ipt.block == self.block then
@@ -757,7 +878,8 @@ function StaticRNN:memory(a)
                 output_dim_idx = check.int("StaticRNN:memory", "init_batch_dim_idx", a.init_batch_dim_idx, 0) } }
     init = boot
   end
-  check.variable("StaticRNN:memory", "init", init)
+  tensor_arg("StaticRNN:memory", "init", init)
+  visible_arg("StaticRNN:memory", "init", init, self.parent, "the step")
   local pre = unique_var(self.block, self.helper.name .. ".mem", {
     dtype = init.dtype, shape = #init.shape > 0 and init.shape or nil })
   self.memories[#self.memories + 1] = { init = init, pre = pre }
@@ -767,8 +889,8 @@ end
 -- update_memory(mem, value): the memory's state for the next step
 function StaticRNN:update_memory(mem, value)
   self:_in_step("StaticRNN:update_memory")
-  check.variable("StaticRNN:update_memory", "mem", mem)
-  check.variable("StaticRNN:update_memory", "value", value)
+  tensor_arg("StaticRNN:update_memory", "mem", mem)
+  tensor_arg("StaticRNN:update_memory", "value", value)
   for _, m in ipairs(self.memories) do
     if m.pre.name == mem.name then
       m.value = value
@@ -781,7 +903,7 @@ end
 -- step_output(v): v's value at every step, stacked into [T, N, ...]
 function StaticRNN:step_output(o)
   self:_in_step("StaticRNN:step_output")
-  check.variable("StaticRNN:step_output", "o", o)
+  tensor_arg("StaticRNN:step_output", "o", o)
   local tmp = unique_var(self.block, self.helper.name .. ".step_output", { dtype = o.dtype })
   self.block:append_op{ type = "rnn_memory_helper", inputs = { X = { o } }, outputs = { Out = { tmp } },
                         attrs = { dtype = o.dtype } }
@@ -792,6 +914,8 @@ function StaticRNN:step_output(o)
 end
 
 function StaticRNN:output(...)
+  self:_in_step("StaticRNN:output")
+  for i = 1, select("#", ...) do tensor_arg("StaticRNN:output", "output " .. i, (select(i, ...))) end
   for i = 1, select("#", ...) do self:step_output(select(i, ...)) end
 end
 
@@ -831,6 +955,7 @@ function StaticRNN:_complete(block)
 end
 
 function StaticRNN:__call()
+  if getmetatable(self) ~= StaticRNN then raise("StaticRNN(): call it on a StaticRNN, got " .. var_text(self)) end
   if self.status ~= "after" then raise("StaticRNN(): build the step first (rnn:step(fn))") end
   return unpack(self.outputs)
 end
@@ -847,18 +972,17 @@ DynamicRNN.__index = DynamicRNN
 -- While loop runs the step over the items.
 function M.DynamicRNN(name)
   if type(name) == "table" then name = name.name end
+  name_arg("DynamicRNN", name)
   return setmetatable({ helper = LayerHelper("dynamic_rnn", { name = name }), status = "before",
                         input_arrays = {}, mem_dict = {}, mem_links = {}, output_arrays = {}, outputs = {} },
     DynamicRNN)
 end
 
 function DynamicRNN:_in_block(who)
-  if getmetatable(self) ~= DynamicRNN then raise(who .. ": call it with ':' on a DynamicRNN") end
   if self.status ~= "in" then raise(who .. ": call it inside drnn:block(function() ... end)") end
 end
 
 function DynamicRNN:block(fn)
-  if getmetatable(self) ~= DynamicRNN then raise("DynamicRNN:block: call it with ':' on a DynamicRNN") end
   check_fn("DynamicRNN:block", fn)
   if self.status ~= "before" then raise("DynamicRNN:block: the step is already built") end
   local prog = self.helper.main_program
@@ -886,14 +1010,16 @@ end
 -- longest sequences first)
 function DynamicRNN:step_input(x, level)
   self:_in_block("DynamicRNN:step_input")
-  check.variable("DynamicRNN:step_input", "x", x)
+  tensor_arg("DynamicRNN:step_input", "x", x)
+  level = level_arg("DynamicRNN:step_input", level)
+  visible_arg("DynamicRNN:step_input", "x", x, self.parent, "the step")
   if x.lod_level < 1 then
     raise(string.format("DynamicRNN:step_input: '%s' has lod_level %d; step inputs are LoD sequences", x.name,
       x.lod_level))
   end
   local parent = self.parent
   if not self.rank_table then
-    self.rank_table = rank_table_in(parent, x, level or 0)
+    self.rank_table = rank_table_in(parent, x, level)
     self.max_seq_len = max_len_in(parent, self.rank_table)
     parent:append_op{ type = "less_than", inputs = { X = { self.step_idx }, Y = { self.max_seq_len } },
                       outputs = { Out = { self.cond } }, attrs = { force_cpu = true } }
@@ -907,7 +1033,8 @@ end
 -- or sequence per input sequence)
 function DynamicRNN:static_input(x)
   self:_in_block("DynamicRNN:static_input")
-  check.variable("DynamicRNN:static_input", "x", x)
+  tensor_arg("DynamicRNN:static_input", "x", x)
+  visible_arg("DynamicRNN:static_input", "x", x, self.parent, "the step")
   if not self.rank_table then raise("DynamicRNN:static_input: call step_input first") end
   local reordered = reorder_in(self.parent, x, self.rank_table)
   return shrink_in(self.helper.main_program:current_block(), reordered, self.step_idx, self.rank_table)
@@ -923,7 +1050,8 @@ function DynamicRNN:memory(a)
   local body = self.helper.main_program:current_block()
   local init = a.init
   if init == nil then
-    if type(a.shape) ~= "table" then raise("DynamicRNN:memory: give 'init' or 'shape'") end
+    if a.shape == nil then raise("DynamicRNN:memory: give 'init' or 'shape'") end
+    shape_arg("DynamicRNN:memory", "shape", a.shape)
     if #self.input_arrays == 0 then raise("DynamicRNN:memory: call step_input before memory{shape=...}") end
     local first = self.input_arrays[1]
     local dtype = check.dtype("DynamicRNN:memory", "dtype", a.dtype, first.dtype)
@@ -938,8 +1066,12 @@ function DynamicRNN:memory(a)
       attrs = { shape = shape, dtype = dtype, value = check.number("DynamicRNN:memory", "value", a.value, 0) } }
     init.stop_gradient = true
   else
-    check.variable("DynamicRNN:memory", "init", init)
-    if a.need_reorder then init = reorder_in(parent, init, self.rank_table) end
+    tensor_arg("DynamicRNN:memory", "init", init)
+    visible_arg("DynamicRNN:memory", "init", init, parent, "the step")
+    if check.boolean("DynamicRNN:memory", "need_reorder", a.need_reorder, false) then
+      if not self.rank_table then raise("DynamicRNN:memory: call step_input first") end
+      init = reorder_in(parent, init, self.rank_table)
+    end
   end
   if not self.rank_table then raise("DynamicRNN:memory: call step_input first") end
   local arr = unique_var(parent, self.helper.name .. ".memory_array", { type = "lod_tensor_array", dtype = init.dtype })
@@ -952,8 +1084,8 @@ end
 
 function DynamicRNN:update_memory(ex_mem, new_mem)
   self:_in_block("DynamicRNN:update_memory")
-  check.variable("DynamicRNN:update_memory", "ex_mem", ex_mem)
-  check.variable("DynamicRNN:update_memory", "new_mem", new_mem)
+  tensor_arg("DynamicRNN:update_memory", "ex_mem", ex_mem)
+  tensor_arg("DynamicRNN:update_memory", "new_mem", new_mem)
   local arr = self.mem_dict[ex_mem.name]
   if not arr then
     raise("DynamicRNN:update_memory: '" .. ex_mem.name .. "' is not a memory of this DynamicRNN (made by drnn:memory)")
@@ -964,7 +1096,7 @@ end
 function DynamicRNN:output(...)
   self:_in_block("DynamicRNN:output")
   for i = 1, select("#", ...) do
-    local v = check.variable("DynamicRNN:output", "output " .. i, (select(i, ...)))
+    local v = tensor_arg("DynamicRNN:output", "output " .. i, (select(i, ...)))
     local arr = unique_var(self.parent, self.helper.name .. ".output_array", { type = "lod_tensor_array", dtype = v.dtype })
     M.array_write{ x = v, i = self.step_idx, array = arr }
     self.output_arrays[#self.output_arrays + 1] = arr
@@ -972,6 +1104,7 @@ function DynamicRNN:output(...)
 end
 
 function DynamicRNN:__call()
+  if getmetatable(self) ~= DynamicRNN then raise("DynamicRNN(): call it on a DynamicRNN, got " .. var_text(self)) end
   if self.status ~= "after" then raise("DynamicRNN(): build the step first (drnn:block(fn))") end
   return unpack(self.outputs)
 end
@@ -984,7 +1117,7 @@ end
 -- runs (each step inside a While or an RNN) and returns input. The print op
 -- only looks; gradients flow around it.
 function M.Print(input, a)
-  check.variable("Print", "input", input)
+  tensor_arg("Print", "input", input)
   a = a or {}
   if type(a) ~= "table" then check.fail("Print", "options", "a table", a) end
   local helper = LayerHelper("print", a)
@@ -998,6 +1131,13 @@ function M.Print(input, a)
     print_tensor_lod = check.boolean("Print", "print_tensor_lod", a.print_tensor_lod, true),
     print_phase = check.string("Print", "print_phase", a.print_phase, "both", { "forward", "backward", "both" }) } }
   return input
+end
+
+-- every public method checks it was called with ':' on its own kind of object
+for _, c in ipairs({ { While, "While" }, { ConditionalBlock, "ConditionalBlock" }, { Switch, "Switch" },
+                     { IfElse, "IfElse" }, { StaticRNN, "StaticRNN" }, { DynamicRNN, "DynamicRNN" } }) do
+  local class = c[1]
+  framework._guard_methods(class, function(x) return getmetatable(x) == class end, c[2], {})
 end
 
 M._describe = describe
