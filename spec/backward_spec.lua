@@ -8,101 +8,15 @@ local ffi = require("ffi")
 local lib = require("oar.lib")
 local C = lib.C
 local T = require("spec.helpers.op_test")
-
--- Test-only ops are defined from Lua through the registry, so the
--- definition structs (src/op.h) are declared here.
-local function cdef_once(decl) pcall(ffi.cdef, decl) end
-cdef_once("void *malloc(size_t n);")
-cdef_once("typedef struct oar_slot_def { const char *name; int flags; } oar_slot_def_t;")
-cdef_once([[typedef struct oar_attr_def { const char *name; int type; double def; const char *def_str;
-  bool required; double min, max; } oar_attr_def_t;]])
-cdef_once("typedef struct oar_infer_ctx oar_infer_ctx_t;")
-cdef_once("typedef struct oar_kernel_ctx oar_kernel_ctx_t;")
-cdef_once("typedef struct oar_grad_ctx oar_grad_ctx_t;")
-cdef_once([[typedef struct oar_op_def { const char *type; const oar_slot_def_t *inputs;
-  const oar_slot_def_t *outputs; const oar_attr_def_t *attrs; int (*infer)(oar_infer_ctx_t *c);
-  int (*grad)(oar_grad_ctx_t *g); const char *dtype_slot; int flags; int (*run)(oar_kernel_ctx_t *k); } oar_op_def_t;]])
-cdef_once("int oar_registry_add_op(const oar_op_def_t *def);")
-cdef_once("int oar_infer_same_as(oar_infer_ctx_t *c, const char *in, const char *out);")
-cdef_once("const oar_op_desc_t *oar_gc_fwd(const oar_grad_ctx_t *g);")
-cdef_once("oar_op_desc_t *oar_gc_new_op(oar_grad_ctx_t *g, const char *type);")
-cdef_once("int oar_gc_in(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot);")
-cdef_once("int oar_gc_out(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot);")
-cdef_once("int oar_gc_out_grad(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot);")
-cdef_once("int oar_gc_in_grad(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot);")
-cdef_once("int oar_gc_grad_block(oar_grad_ctx_t *g, int fwd_block);")
-cdef_once("bool oar_gc_no_grad(const oar_grad_ctx_t *g, const char *var);")
-cdef_once("int oar_grad_default(oar_grad_ctx_t *g);")
-cdef_once("int oar_attr_block(const oar_op_desc_t *op, const char *name);")
+local P = require("spec.helpers.program")
+local O = require("spec.helpers.test_ops")
 
 local FP64 = 6
 local ROLE_FORWARD, ROLE_BACKWARD, ROLE_OPTIMIZE, ROLE_LOSS = 0, 1, 2, 256
 local NOT_FOUND = -2
 
 -- ---- test-only ops -------------------------------------------------------
--- The registry keeps pointers, so everything lives in malloc'd memory and
--- the callbacks are never freed (they outlive this file in the process).
-local function cstr(s)
-  local p = ffi.cast("char *", C.malloc(#s + 1))
-  ffi.copy(p, s)
-  return p
-end
-
-local function slots(list)
-  local n = #list
-  local a = ffi.cast("oar_slot_def_t *", C.malloc(ffi.sizeof("oar_slot_def_t") * (n + 1)))
-  for i, s in ipairs(list) do
-    a[i - 1].name = cstr(s[1])
-    a[i - 1].flags = s[2] or 0
-  end
-  a[n].name = nil
-  a[n].flags = 0
-  return a
-end
-
-local function attrs(list)
-  local n = #list
-  local a = ffi.cast("oar_attr_def_t *", C.malloc(ffi.sizeof("oar_attr_def_t") * (n + 1)))
-  ffi.fill(a, ffi.sizeof("oar_attr_def_t") * (n + 1))
-  for i, s in ipairs(list) do
-    a[i - 1].name = cstr(s[1])
-    a[i - 1].type = s[2]
-    a[i - 1].def = s[3] or 0
-  end
-  return a
-end
-
-local function define_op(d)
-  if C.oar_op_is_registered(d.type) then return end
-  local def = ffi.cast("oar_op_def_t *", C.malloc(ffi.sizeof("oar_op_def_t")))
-  ffi.fill(def, ffi.sizeof("oar_op_def_t"))
-  def.type = cstr(d.type)
-  def.inputs = slots(d.inputs)
-  def.outputs = slots(d.outputs)
-  def.attrs = d.attrs and attrs(d.attrs) or nil
-  if d.infer then def.infer = ffi.cast("int (*)(oar_infer_ctx_t *)", d.infer) end
-  if d.grad then def.grad = ffi.cast("int (*)(oar_grad_ctx_t *)", d.grad) end
-  lib.check(C.oar_registry_add_op(def))
-end
-
--- errors inside a callback cannot cross C frames: report them as statuses
-local function guarded(f)
-  return function(...)
-    local ok, rc = pcall(f, ...)
-    if not ok then return -1 end
-    return rc
-  end
-end
-
-local function same_as(pairs_)
-  return guarded(function(c)
-    for _, p in ipairs(pairs_) do
-      local rc = C.oar_infer_same_as(c, p[1], p[2])
-      if rc ~= 0 then return rc end
-    end
-    return 0
-  end)
-end
+local define_op, guarded, same_as = O.define_op, O.guarded, O.same_as
 
 local function try(rc) if rc ~= 0 then error("status " .. rc) end end
 
@@ -161,22 +75,13 @@ define_op{
 
 -- ---- building programs ---------------------------------------------------
 
-local function new_program()
-  local pp = ffi.new("oar_program_t *[1]")
-  lib.check(C.oar_program_new(pp))
-  return ffi.gc(pp[0], C.oar_program_free)
-end
+local new_program = P.new_program
 
+-- a float64 var unless opts.dtype says otherwise
 local function var(b, name, shape, opts)
   opts = opts or {}
-  local vp = ffi.new("oar_var_desc_t *[1]")
-  lib.check(C.oar_block_var_new(b, name, vp))
-  local dims = ffi.new("int64_t[?]", math.max(#shape, 1), shape)
-  lib.check(C.oar_var_desc_set_shape(vp[0], dims, #shape))
-  lib.check(C.oar_var_desc_set_dtype(vp[0], opts.dtype or FP64))
-  if opts.persistable then lib.check(C.oar_var_desc_set_persistable(vp[0], true)) end
-  if opts.stop then lib.check(C.oar_var_desc_set_stop_gradient(vp[0], true)) end
-  return vp[0]
+  return P.new_var(b, name, { dims = shape, dtype = opts.dtype or FP64, persistable = opts.persistable,
+                              stop_gradient = opts.stop })
 end
 
 -- T.append_op, plus BLOCK attrs (sub_block = idx)
@@ -186,26 +91,11 @@ local function op(b, type, ins, outs, attrs)
     if C.oar_op_attr_type(type, k) == 8 then block_attrs[k] = v else plain[k] = v end
   end
   if next(block_attrs) == nil then return T.append_op(b, type, ins, outs, plain) end
-  local out = ffi.new("oar_op_desc_t *[1]")
-  lib.check(C.oar_op_desc_new(type, out))
-  local o = out[0]
-  for slot, names in pairs(ins) do lib.check(C.oar_op_desc_set_input(o, slot, lib.cstrings(names), #names)) end
-  for slot, names in pairs(outs) do lib.check(C.oar_op_desc_set_output(o, slot, lib.cstrings(names), #names)) end
-  for k, v in pairs(block_attrs) do lib.check(C.oar_op_desc_set_attr_block(o, k, v)) end
   assert(next(plain) == nil, "op(): mix of BLOCK and other attrs is not needed here")
-  if C.oar_block_insert_op(b, -1, o) ~= 0 then
-    local msg = lib.last_error()
-    C.oar_op_desc_free(o)
-    error(msg, 2)
-  end
-  return o
+  return P.append_block_op(b, type, ins, outs, block_attrs)
 end
 
-local function new_block(p, parent)
-  local bp = ffi.new("oar_block_t *[1]")
-  lib.check(C.oar_program_append_block(p, parent, bp))
-  return bp[0]
-end
+local new_block = P.new_block
 
 -- ---- reading programs back -----------------------------------------------
 

@@ -4,6 +4,7 @@
 local ffi = require("ffi")
 local lib = require("oar.lib")
 local C = lib.C
+local P = require("spec.helpers.program")
 
 -- internal helpers (src/desc.h) that the public cdef does not carry
 local function cdef_once(decl) pcall(ffi.cdef, decl) end
@@ -27,23 +28,7 @@ local ATTR = { INT = 0, FLOAT = 1, STRING = 2, INTS = 3, FLOATS = 4, STRINGS = 5
 local FP32, FP64, INT64 = 5, 6, 3
 local LOD_TENSOR, SELECTED_ROWS, LOD_TENSOR_ARRAY = 7, 8, 13
 
-local function new_program()
-  local pp = ffi.new("oar_program_t *[1]")
-  lib.check(C.oar_program_new(pp))
-  return ffi.gc(pp[0], C.oar_program_free)
-end
-
-local function new_var(b, name)
-  local vp = ffi.new("oar_var_desc_t *[1]")
-  lib.check(C.oar_block_var_new(b, name, vp))
-  return vp[0]
-end
-
-local function new_block(p, parent)
-  local bp = ffi.new("oar_block_t *[1]")
-  lib.check(C.oar_program_append_block(p, parent, bp))
-  return bp[0]
-end
+local new_program, new_var, new_block = P.new_program, P.new_var, P.new_block
 
 -- a detached op freed by the GC unless it is handed to a block (see attach)
 local function new_op(type)

@@ -7,6 +7,7 @@
 local ffi = require("ffi")
 local lib = require("oar.lib")
 local C = lib.C
+local P = require("spec.helpers.program")
 
 local function cdef_once(decl) pcall(ffi.cdef, decl) end
 cdef_once("int oar_block_insert_op_raw(oar_block_t *b, int pos, oar_op_desc_t *op);")
@@ -109,11 +110,7 @@ end
 local function hex(s) return (s:gsub(".", function(c) return ("%02X "):format(c:byte()) end)) end
 local function unhex(h) return (h:gsub("%s", ""):gsub("..", function(x) return string.char(tonumber(x, 16)) end)) end
 
-local function new_program()
-  local pp = ffi.new("oar_program_t *[1]")
-  lib.check(C.oar_program_new(pp))
-  return ffi.gc(pp[0], C.oar_program_free)
-end
+local new_program = P.new_program
 
 local function serialize(p)
   local buf, n = ffi.new("void *[1]"), ffi.new("size_t[1]")
@@ -131,26 +128,7 @@ local function parse(bytes)
   return ffi.gc(pp[0], C.oar_program_free), rc
 end
 
--- a C array filled element by element (table initializers replicate a single value)
-local function carray(ctype, t)
-  local a = ffi.new(ctype .. "[?]", #t + 1)
-  for i, x in ipairs(t) do a[i - 1] = x end
-  return a
-end
-
-local function new_var(b, name, o)
-  local vp = ffi.new("oar_var_desc_t *[1]")
-  lib.check(C.oar_block_var_new(b, name, vp))
-  local v = vp[0]
-  if o.type then lib.check(C.oar_var_desc_set_type(v, o.type)) end
-  if o.dtype then lib.check(C.oar_var_desc_set_dtype(v, o.dtype)) end
-  if o.dims then lib.check(C.oar_var_desc_set_shape(v, carray("int64_t", o.dims), #o.dims)) end
-  if o.lod_level then lib.check(C.oar_var_desc_set_lod_level(v, o.lod_level)) end
-  if o.persistable then lib.check(C.oar_var_desc_set_persistable(v, true)) end
-  if o.need_check_feed then lib.check(C.oar_var_desc_set_need_check_feed(v, true)) end
-  if o.stop_gradient then lib.check(C.oar_var_desc_set_stop_gradient(v, true)) end
-  return v
-end
+local carray, new_var = P.carray, P.new_var
 
 local setters = {
   [ATTR.INT] = function(op, n, v) return C.oar_op_desc_set_attr_int(op, n, v) end,

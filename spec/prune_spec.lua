@@ -5,20 +5,10 @@ local ffi = require("ffi")
 local lib = require("oar.lib")
 local C = lib.C
 local T = require("spec.helpers.op_test")
+local P = require("spec.helpers.program")
+local O = require("spec.helpers.test_ops")
 
 local function cdef_once(decl) pcall(ffi.cdef, decl) end
-cdef_once("void *malloc(size_t n);")
-cdef_once("typedef struct oar_slot_def { const char *name; int flags; } oar_slot_def_t;")
-cdef_once([[typedef struct oar_attr_def { const char *name; int type; double def; const char *def_str;
-  bool required; double min, max; } oar_attr_def_t;]])
-cdef_once("typedef struct oar_infer_ctx oar_infer_ctx_t;")
-cdef_once("typedef struct oar_kernel_ctx oar_kernel_ctx_t;")
-cdef_once("typedef struct oar_grad_ctx oar_grad_ctx_t;")
-cdef_once([[typedef struct oar_op_def { const char *type; const oar_slot_def_t *inputs;
-  const oar_slot_def_t *outputs; const oar_attr_def_t *attrs; int (*infer)(oar_infer_ctx_t *c);
-  int (*grad)(oar_grad_ctx_t *g); const char *dtype_slot; int flags; int (*run)(oar_kernel_ctx_t *k); } oar_op_def_t;]])
-cdef_once("int oar_registry_add_op(const oar_op_def_t *def);")
-cdef_once("int oar_attr_block(const oar_op_desc_t *op, const char *name);")
 -- OpDesc.is_target has no accessor: read it through a mirror of the leading
 -- fields of struct oar_op_desc (src/desc.h)
 cdef_once([[typedef struct { char *type; void *inputs; int ninputs; void *outputs; int noutputs;
@@ -28,64 +18,22 @@ local FP32, FEED_MINIBATCH, FETCH_LIST = 5, 9, 10
 local ROLE_BACKWARD, ROLE_OPTIMIZE, ROLE_LRSCHED, ROLE_LOSS = 1, 2, 16, 256
 local NOT_FOUND = -2
 
--- A test op that runs sub-block `sub_block` (no infer, no grad, no kernel):
--- the registry keeps pointers, so its definition lives in malloc'd memory.
-local function cstr(s)
-  local p = ffi.cast("char *", C.malloc(#s + 1))
-  ffi.copy(p, s)
-  return p
-end
-if not C.oar_op_is_registered("prunetest_block") then
-  local def = ffi.cast("oar_op_def_t *", C.malloc(ffi.sizeof("oar_op_def_t")))
-  ffi.fill(def, ffi.sizeof("oar_op_def_t"))
-  def.type = cstr("prunetest_block")
-  local ins = ffi.cast("oar_slot_def_t *", C.malloc(ffi.sizeof("oar_slot_def_t") * 2))
-  ins[0].name, ins[0].flags, ins[1].name, ins[1].flags = cstr("X"), 3, nil, 0
-  local outs = ffi.cast("oar_slot_def_t *", C.malloc(ffi.sizeof("oar_slot_def_t") * 2))
-  outs[0].name, outs[0].flags, outs[1].name, outs[1].flags = cstr("Out"), 1, nil, 0
-  local at = ffi.cast("oar_attr_def_t *", C.malloc(ffi.sizeof("oar_attr_def_t") * 2))
-  ffi.fill(at, ffi.sizeof("oar_attr_def_t") * 2)
-  at[0].name, at[0].type = cstr("sub_block"), 8
-  def.inputs, def.outputs, def.attrs = ins, outs, at
-  lib.check(C.oar_registry_add_op(def))
-end
+-- A test op that runs sub-block `sub_block` (no infer, no grad, no kernel)
+O.define_op{ type = "prunetest_block", inputs = { { "X", 3 } }, outputs = { { "Out", 1 } },
+             attrs = { { "sub_block", 8 } } }
 
-local function new_program()
-  local pp = ffi.new("oar_program_t *[1]")
-  lib.check(C.oar_program_new(pp))
-  return ffi.gc(pp[0], C.oar_program_free)
-end
+local new_program = P.new_program
 
 local function var(b, name, shape, opts)
   opts = opts or {}
-  local vp = ffi.new("oar_var_desc_t *[1]")
-  lib.check(C.oar_block_var_new(b, name, vp))
-  if opts.type then lib.check(C.oar_var_desc_set_type(vp[0], opts.type)) end
-  if shape then
-    local dims = ffi.new("int64_t[?]", math.max(#shape, 1), shape)
-    lib.check(C.oar_var_desc_set_shape(vp[0], dims, #shape))
-    lib.check(C.oar_var_desc_set_dtype(vp[0], FP32))
-  end
-  if opts.persistable then lib.check(C.oar_var_desc_set_persistable(vp[0], true)) end
-  if opts.data then lib.check(C.oar_var_desc_set_need_check_feed(vp[0], true)) end
-  return vp[0]
+  return P.new_var(b, name, { type = opts.type, dims = shape, dtype = shape and FP32 or nil,
+                              persistable = opts.persistable, need_check_feed = opts.data })
 end
 
 local op = T.append_op
 
 local function sub_block_op(b, ins, outs, idx)
-  local out = ffi.new("oar_op_desc_t *[1]")
-  lib.check(C.oar_op_desc_new("prunetest_block", out))
-  local o = out[0]
-  lib.check(C.oar_op_desc_set_input(o, "X", lib.cstrings(ins), #ins))
-  lib.check(C.oar_op_desc_set_output(o, "Out", lib.cstrings(outs), #outs))
-  lib.check(C.oar_op_desc_set_attr_block(o, "sub_block", idx))
-  if C.oar_block_insert_op(b, -1, o) ~= 0 then
-    local msg = lib.last_error()
-    C.oar_op_desc_free(o)
-    error(msg, 2)
-  end
-  return o
+  return P.append_block_op(b, "prunetest_block", { X = ins }, { Out = outs }, { sub_block = idx })
 end
 
 local function ops_of(b)

@@ -1,0 +1,111 @@
+-- spec/helpers/test_ops.lua — defining test-only ops from Lua through the
+-- registry (src/op.h), for specs that need an op with a particular shape of
+-- slots, attrs or grad maker that no real op has.
+--
+--   local O = require("spec.helpers.test_ops")
+--   O.define_op{ type = "mytest_copy", inputs = { { "X" } }, outputs = { { "Out" } },
+--                attrs = { { "sub_block", 8 } }, infer = O.same_as({ { "X", "Out" } }) }
+--
+-- The registry keeps pointers, so definitions live in malloc'd memory and
+-- the callbacks are never freed (they outlive the spec file in the process).
+-- Loading this module declares the definition structs and the grad-maker
+-- API (oar_gc_*) to the FFI.
+local ffi = require("ffi")
+local lib = require("oar.lib")
+local C = lib.C
+
+local M = {}
+
+local function cdef_once(decl) pcall(ffi.cdef, decl) end
+cdef_once("void *malloc(size_t n);")
+cdef_once("typedef struct oar_slot_def { const char *name; int flags; } oar_slot_def_t;")
+cdef_once([[typedef struct oar_attr_def { const char *name; int type; double def; const char *def_str;
+  bool required; double min, max; } oar_attr_def_t;]])
+cdef_once("typedef struct oar_infer_ctx oar_infer_ctx_t;")
+cdef_once("typedef struct oar_kernel_ctx oar_kernel_ctx_t;")
+cdef_once("typedef struct oar_grad_ctx oar_grad_ctx_t;")
+cdef_once([[typedef struct oar_op_def { const char *type; const oar_slot_def_t *inputs;
+  const oar_slot_def_t *outputs; const oar_attr_def_t *attrs; int (*infer)(oar_infer_ctx_t *c);
+  int (*grad)(oar_grad_ctx_t *g); const char *dtype_slot; int flags; int (*run)(oar_kernel_ctx_t *k); } oar_op_def_t;]])
+cdef_once("int oar_registry_add_op(const oar_op_def_t *def);")
+cdef_once("int oar_infer_same_as(oar_infer_ctx_t *c, const char *in, const char *out);")
+cdef_once("const oar_op_desc_t *oar_gc_fwd(const oar_grad_ctx_t *g);")
+cdef_once("oar_op_desc_t *oar_gc_new_op(oar_grad_ctx_t *g, const char *type);")
+cdef_once("int oar_gc_in(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot);")
+cdef_once("int oar_gc_out(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot);")
+cdef_once("int oar_gc_out_grad(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot);")
+cdef_once("int oar_gc_in_grad(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot);")
+cdef_once("int oar_gc_grad_block(oar_grad_ctx_t *g, int fwd_block);")
+cdef_once("bool oar_gc_no_grad(const oar_grad_ctx_t *g, const char *var);")
+cdef_once("int oar_grad_default(oar_grad_ctx_t *g);")
+cdef_once("int oar_attr_block(const oar_op_desc_t *op, const char *name);")
+
+-- a malloc'd copy of s
+local function cstr(s)
+  local p = ffi.cast("char *", C.malloc(#s + 1))
+  ffi.copy(p, s)
+  return p
+end
+
+-- { { name, flags }, ... } as a NULL-terminated oar_slot_def_t array
+local function slots(list)
+  local n = #list
+  local a = ffi.cast("oar_slot_def_t *", C.malloc(ffi.sizeof("oar_slot_def_t") * (n + 1)))
+  for i, s in ipairs(list) do
+    a[i - 1].name = cstr(s[1])
+    a[i - 1].flags = s[2] or 0
+  end
+  a[n].name = nil
+  a[n].flags = 0
+  return a
+end
+
+-- { { name, type, default }, ... } as a NULL-terminated oar_attr_def_t array
+local function attrs(list)
+  local n = #list
+  local a = ffi.cast("oar_attr_def_t *", C.malloc(ffi.sizeof("oar_attr_def_t") * (n + 1)))
+  ffi.fill(a, ffi.sizeof("oar_attr_def_t") * (n + 1))
+  for i, s in ipairs(list) do
+    a[i - 1].name = cstr(s[1])
+    a[i - 1].type = s[2]
+    a[i - 1].def = s[3] or 0
+  end
+  return a
+end
+
+-- registers op d.type (once per process): d.inputs, d.outputs as for
+-- slots(), d.attrs as for attrs(), optional d.infer and d.grad callbacks
+function M.define_op(d)
+  if C.oar_op_is_registered(d.type) then return end
+  local def = ffi.cast("oar_op_def_t *", C.malloc(ffi.sizeof("oar_op_def_t")))
+  ffi.fill(def, ffi.sizeof("oar_op_def_t"))
+  def.type = cstr(d.type)
+  def.inputs = slots(d.inputs)
+  def.outputs = slots(d.outputs)
+  def.attrs = d.attrs and attrs(d.attrs) or nil
+  if d.infer then def.infer = ffi.cast("int (*)(oar_infer_ctx_t *)", d.infer) end
+  if d.grad then def.grad = ffi.cast("int (*)(oar_grad_ctx_t *)", d.grad) end
+  lib.check(C.oar_registry_add_op(def))
+end
+
+-- errors inside a callback cannot cross C frames: report them as statuses
+function M.guarded(f)
+  return function(...)
+    local ok, rc = pcall(f, ...)
+    if not ok then return -1 end
+    return rc
+  end
+end
+
+-- an infer callback giving each { in, out } pair's out the desc of in
+function M.same_as(pairs_)
+  return M.guarded(function(c)
+    for _, p in ipairs(pairs_) do
+      local rc = C.oar_infer_same_as(c, p[1], p[2])
+      if rc ~= 0 then return rc end
+    end
+    return 0
+  end)
+end
+
+return M
