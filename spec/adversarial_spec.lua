@@ -8,6 +8,7 @@ local bit = require("bit")
 local oar = require("oar")
 local layers = oar.layers
 local C = require("oar.lib").C
+local F = require("spec.helpers.files")
 
 -- ---- the liveness probe ---------------------------------------------------------
 local probe_prog, probe_out
@@ -107,16 +108,7 @@ local function record(opts)
   return s
 end
 
-local function tmpdir()
-  local d = os.tmpname()
-  os.remove(d)
-  return d
-end
-local function write_bytes(path, s)
-  local f = assert(io.open(path, "wb"))
-  f:write(s)
-  f:close()
-end
+local tmpdir, write_bytes = F.tmpdir, F.write_bytes
 
 -- a program declaring `name` as float32 `shape`, and the load of it from dir
 local function load_into(dir, name, shape, dtype)

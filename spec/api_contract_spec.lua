@@ -1647,17 +1647,8 @@ end)
 
 -- ==== Saving, loading, deploying ===========================================================
 describe("API: saving, loading, deploying", function()
-  local function tmpdir()
-    local d = os.tmpname()
-    os.remove(d)
-    return d
-  end
-  local function rmtree(d) os.execute("rm -rf '" .. d .. "'") end
-  local function exists(path)
-    local f = io.open(path, "rb")
-    if f then f:close() return true end
-    return false
-  end
+  local F = require("spec.helpers.files")
+  local tmpdir, rmtree, exists = F.tmpdir, F.rmtree, F.exists
 
   local function model()
     return build(function()

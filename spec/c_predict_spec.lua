@@ -18,11 +18,7 @@ local function run(cmd)
   return code, out:gsub("exit %d+\n?$", "")
 end
 
-local function tmpdir()
-  local d = os.tmpname()
-  os.remove(d)
-  return d
-end
+local tmpdir = require("spec.helpers.files").tmpdir
 
 local PREDICT = "examples/c_predict/predict"
 

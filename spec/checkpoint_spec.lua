@@ -7,12 +7,8 @@ local ffi = require("ffi")
 local oar = require("oar")
 local layers = oar.layers
 
-local function tmpdir()
-  local d = os.tmpname()
-  os.remove(d)
-  return d
-end
-local function rmtree(d) os.execute("rm -rf '" .. d .. "'") end
+local F = require("spec.helpers.files")
+local tmpdir, rmtree = F.tmpdir, F.rmtree
 
 -- the bytes of every persistable of `prog` in `scope`, by name
 local function state_bytes(prog, scope)

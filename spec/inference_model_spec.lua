@@ -4,32 +4,10 @@
 -- outputs checked against the network computed here in Lua.
 local oar = require("oar")
 local layers = oar.layers
+local F = require("spec.helpers.files")
 
-local function tmpdir()
-  local d = os.tmpname()
-  os.remove(d)
-  return d
-end
-local function rmtree(d) os.execute("rm -rf '" .. d .. "'") end
-local function list_dir(d)
-  local p = io.popen("ls -A '" .. d .. "'")
-  local out = {}
-  for l in p:lines() do out[#out + 1] = l end
-  p:close()
-  table.sort(out)
-  return out
-end
-local function read_bytes(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-local function write_bytes(path, s)
-  local f = assert(io.open(path, "wb"))
-  f:write(s)
-  f:close()
-end
+local tmpdir, rmtree, list_dir = F.tmpdir, F.rmtree, F.list_dir
+local read_bytes, write_bytes = F.read_bytes, F.write_bytes
 
 local W1 = { { 0.1, -0.2, 0.3, 0.4 }, { 0.5, 0.6, -0.7, 0.8 }, { 0.9, 1.0, 1.1, -1.2 } }
 local B1 = { 0.01, 0.02, 0.03, 0.04 }

@@ -4,36 +4,10 @@
 local ffi = require("ffi")
 local oar = require("oar")
 local layers = oar.layers
+local F = require("spec.helpers.files")
 
-local function tmpdir()
-  local d = os.tmpname()   -- /tmp/lua_XXXXXX: a name of our own making
-  os.remove(d)
-  return d
-end
-
-local function rmtree(d) os.execute("rm -rf '" .. d .. "'") end
-
-local function read_bytes(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
-local function write_bytes(path, s)
-  local f = assert(io.open(path, "wb"))
-  f:write(s)
-  f:close()
-end
-
-local function list_dir(d)
-  local p = io.popen("ls -A '" .. d .. "'")
-  local out = {}
-  for l in p:lines() do out[#out + 1] = l end
-  p:close()
-  table.sort(out)
-  return out
-end
+local tmpdir, rmtree, list_dir = F.tmpdir, F.rmtree, F.list_dir
+local read_bytes, write_bytes = F.read_bytes, F.write_bytes
 
 -- A reader of one LoDTensor record (Fluid's format + oar's 12-byte trailer),
 -- independent of the C reader: returns {dtype=, dims=, lod=, values=}, next offset.
