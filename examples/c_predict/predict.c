@@ -1,10 +1,11 @@
 /* predict.c — run a model saved by oar.io.save_inference_model, with no Lua.
  *
- *   ./predict MODEL_DIR [INPUT_FILE]
+ *   ./predict MODEL_DIR [INPUT_FILE [DIM ...]]
  *
- * INPUT_FILE holds whitespace-separated floats for the model's first input;
- * its shape is taken from the count: [1, count] (for the MLP, 784 pixels).
- * Without it, the input is all zeros. Prints the first output's shape and
+ * INPUT_FILE holds whitespace-separated floats for the model's input (named
+ * by $OAR_INPUT_NAME, default "img"); its shape is the DIMs given (e.g.
+ * `1 1 28 28` for the LeNet), else [1, count] (784 pixels for the MLP).
+ * Without a file, the input is 784 zeros. Prints the first output's shape and
  * values, and the index of the largest value (the predicted class). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,9 +45,28 @@ int main(int argc, char **argv) {
         n = cap;
     }
 
-    int64_t dims[2] = {1, (int64_t)n};
+    int64_t dims[8] = {1, (int64_t)n};
+    int ndims = 2;
+    if (argc > 3) {
+        ndims = argc - 3;
+        if (ndims > 8) { fprintf(stderr, "predict: at most 8 dims\n"); free(x); oar_predictor_free(p); return 2; }
+        for (int i = 0; i < ndims; i++) {
+            char *end;
+            long long d = strtoll(argv[3 + i], &end, 10);
+            if (*end || d < 0) { fprintf(stderr, "predict: bad dim '%s'\n", argv[3 + i]); free(x); oar_predictor_free(p); return 2; }
+            dims[i] = d;
+        }
+    }
+    long long want = 1;
+    for (int i = 0; i < ndims; i++) want *= dims[i];
+    if (want != (long long)n) {
+        fprintf(stderr, "predict: the dims hold %lld values, the input has %zu\n", want, n);
+        free(x);
+        oar_predictor_free(p);
+        return 2;
+    }
     const char *input = getenv("OAR_INPUT_NAME");
-    if (oar_predictor_set_input(p, input ? input : "img", x, dims, 2) != OAR_OK) {
+    if (oar_predictor_set_input(p, input ? input : "img", x, dims, ndims) != OAR_OK) {
         free(x);
         int rc = fail("set_input");
         oar_predictor_free(p);
