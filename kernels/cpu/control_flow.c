@@ -318,6 +318,18 @@ int oar_cf_table_in(oar_kernel_ctx_t *k, const char *slot, const oar_rank_table_
     return OAR_OK;
 }
 
+int oar_cf_scalar_int64_out(oar_kernel_ctx_t *k, int64_t v)
+{
+    oar_tensor_t *out = oar_cf_tensor_out(k, "Out");
+    if (!out) return OAR_ERR_INVALID;
+    int64_t one = 1;
+    OAR_TRY(oar_tensor_resize(out, &one, 1));
+    int64_t *p = oar_tensor_mutable(out, OAR_INT64);
+    if (!p) return OAR_ERR_NOMEM;
+    *p = v;
+    return OAR_OK;
+}
+
 /* replaces item i of a (growing it) with a new reference sharing t */
 int oar_cf_array_set(oar_tensor_array_t *a, int64_t i, const oar_tensor_t *t)
 {
@@ -385,4 +397,19 @@ int oar_cf_x_grad_infer(oar_infer_ctx_t *c)
 {
     OAR_TRY(oar_cf_infer_like(c, "X", "X@GRAD", false));
     return oar_cf_set_lod_level(c, "X@GRAD", oar_ic_in_lod_level(c, "X", 0));
+}
+
+int oar_cf_array_grad_infer(oar_infer_ctx_t *c)
+{
+    return oar_ic_set_out_var_type(c, "X@GRAD", 0, OAR_VAR_LOD_TENSOR_ARRAY);
+}
+
+int oar_cf_x_grad_maker(oar_grad_ctx_t *g, const char *type, const char *const *ins, bool x_is_array)
+{
+    if (oar_gc_no_grad(g, oar_op_desc_input_arg(oar_gc_fwd(g), "X", 0))) return OAR_OK;
+    oar_op_desc_t *op = oar_gc_new_op(g, type);
+    if (!op) return OAR_ERR_NOMEM;
+    for (const char *const *in = ins; *in; in++) OAR_TRY(oar_gc_in(g, op, *in));
+    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
+    return x_is_array ? oar_cf_inplace_array_grad(g, op, "X") : oar_gc_in_grad(g, op, "X");
 }

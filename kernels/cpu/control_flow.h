@@ -62,6 +62,8 @@ int oar_cf_tensor_in(oar_kernel_ctx_t *k, const char *slot, oar_tensor_t **out);
 oar_tensor_t *oar_cf_tensor_opt(oar_kernel_ctx_t *k, const char *slot);
 /* the tensor of output slot arg 0 (NULL with an error) */
 oar_tensor_t *oar_cf_tensor_out(oar_kernel_ctx_t *k, const char *slot);
+/* Out := int64 [1] holding v (lengths and counts) */
+int oar_cf_scalar_int64_out(oar_kernel_ctx_t *k, int64_t v);
 /* a step index: one int64/int32 element, not negative */
 int oar_cf_index_in(oar_kernel_ctx_t *k, const char *slot, int64_t *out);
 /* the array of an input; a never-written variable reads as the empty array */
@@ -81,4 +83,11 @@ int oar_cf_scalar_int64_infer(oar_infer_ctx_t *c);
 int oar_cf_inplace_array_grad(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *fwd_slot);
 /* X@GRAD like X */
 int oar_cf_x_grad_infer(oar_infer_ctx_t *c);
+/* X@GRAD is a tensor array (the gradient of an array input) */
+int oar_cf_array_grad_infer(oar_infer_ctx_t *c);
+/* The grad maker of an op whose one differentiable input is X: unless X is in
+ * the no_grad set, grad op `type` reads the forward inputs `ins`
+ * (NULL-terminated) and Out@GRAD and writes X@GRAD, which it also reads in
+ * place when X is a tensor array (`x_is_array`). */
+int oar_cf_x_grad_maker(oar_grad_ctx_t *g, const char *type, const char *const *ins, bool x_is_array);
 #endif

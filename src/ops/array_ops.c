@@ -46,14 +46,7 @@ static int wta_run(oar_kernel_ctx_t *k)
 
 static int wta_grad(oar_grad_ctx_t *g)
 {
-    const oar_op_desc_t *f = oar_gc_fwd(g);
-    if (oar_gc_no_grad(g, oar_op_desc_input_arg(f, "X", 0))) return OAR_OK;
-    oar_op_desc_t *op = oar_gc_new_op(g, "write_to_array_grad");
-    if (!op) return OAR_ERR_NOMEM;
-    OAR_TRY(oar_gc_in(g, op, "X"));
-    OAR_TRY(oar_gc_in(g, op, "I"));
-    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
-    return oar_gc_in_grad(g, op, "X");
+    return oar_cf_x_grad_maker(g, "write_to_array_grad", (const char *const[]){"X", "I", NULL}, false);
 }
 
 static const oar_op_def_t wta_def = {
@@ -120,13 +113,7 @@ static int rfa_run(oar_kernel_ctx_t *k)
 
 static int rfa_grad(oar_grad_ctx_t *g)
 {
-    const oar_op_desc_t *f = oar_gc_fwd(g);
-    if (oar_gc_no_grad(g, oar_op_desc_input_arg(f, "X", 0))) return OAR_OK;
-    oar_op_desc_t *op = oar_gc_new_op(g, "read_from_array_grad");
-    if (!op) return OAR_ERR_NOMEM;
-    OAR_TRY(oar_gc_in(g, op, "I"));
-    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
-    return oar_cf_inplace_array_grad(g, op, "X");
+    return oar_cf_x_grad_maker(g, "read_from_array_grad", (const char *const[]){"I", NULL}, true);
 }
 
 static const oar_op_def_t rfa_def = {
@@ -136,11 +123,6 @@ OAR_REGISTER_OP(rfa_def)
 
 /* item I of X@GRAD += Out@GRAD */
 static const oar_slot_def_t rfa_grad_in[] = {{"I", 0}, {"Out@GRAD", 0}, {"X@GRAD", DISP}, {NULL, 0}};
-
-static int array_grad_infer(oar_infer_ctx_t *c)
-{
-    return oar_ic_set_out_var_type(c, "X@GRAD", 0, OAR_VAR_LOD_TENSOR_ARRAY);
-}
 
 static int rfa_grad_run(oar_kernel_ctx_t *k)
 {
@@ -156,8 +138,8 @@ static int rfa_grad_run(oar_kernel_ctx_t *k)
 }
 
 static const oar_op_def_t rfa_grad_def = {
-    .type = "read_from_array_grad", .inputs = rfa_grad_in, .outputs = x_grad_out, .infer = array_grad_infer,
-    .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = rfa_grad_run};
+    .type = "read_from_array_grad", .inputs = rfa_grad_in, .outputs = x_grad_out,
+    .infer = oar_cf_array_grad_infer, .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = rfa_grad_run};
 OAR_REGISTER_OP(rfa_grad_def)
 
 /* ---- array_length, fill_zeros_like_array ----------------------------------- */
@@ -166,14 +148,7 @@ static int array_length_run(oar_kernel_ctx_t *k)
 {
     oar_tensor_array_t *a = NULL;
     OAR_TRY(oar_cf_array_in(k, "X", &a));
-    oar_tensor_t *out = oar_cf_tensor_out(k, "Out");
-    if (!out) return OAR_ERR_INVALID;
-    int64_t one = 1;
-    OAR_TRY(oar_tensor_resize(out, &one, 1));
-    int64_t *p = oar_tensor_mutable(out, OAR_INT64);
-    if (!p) return OAR_ERR_NOMEM;
-    *p = a->n;
-    return OAR_OK;
+    return oar_cf_scalar_int64_out(k, a->n);
 }
 
 static const oar_op_def_t array_length_def = {
@@ -219,13 +194,7 @@ static int rmh_run(oar_kernel_ctx_t *k)
 
 static int rmh_grad(oar_grad_ctx_t *g)
 {
-    const oar_op_desc_t *f = oar_gc_fwd(g);
-    if (oar_gc_no_grad(g, oar_op_desc_input_arg(f, "X", 0))) return OAR_OK;
-    oar_op_desc_t *op = oar_gc_new_op(g, "rnn_memory_helper_grad");
-    if (!op) return OAR_ERR_NOMEM;
-    OAR_TRY(oar_gc_in(g, op, "X"));
-    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
-    return oar_gc_in_grad(g, op, "X");
+    return oar_cf_x_grad_maker(g, "rnn_memory_helper_grad", (const char *const[]){"X", NULL}, false);
 }
 
 static const oar_op_def_t rmh_def = {

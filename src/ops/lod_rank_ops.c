@@ -19,11 +19,6 @@ static const oar_slot_def_t x_in[] = {{"X", 0}, {NULL, 0}};
 static const oar_slot_def_t out_slot[] = {{"Out", 0}, {NULL, 0}};
 static const oar_slot_def_t x_grad_out[] = {{"X@GRAD", 0}, {NULL, 0}};
 
-static int array_grad_infer(oar_infer_ctx_t *c)
-{
-    return oar_ic_set_out_var_type(c, "X@GRAD", 0, OAR_VAR_LOD_TENSOR_ARRAY);
-}
-
 /* ---- lod_rank_table, max_sequence_len ------------------------------------- */
 static const oar_attr_def_t level_attrs[] = {
     {"level", OAR_ATTR_INT, 0, NULL, false, 0, OAR_MAX_LOD - 1}, ATTR_END};
@@ -88,14 +83,7 @@ static int max_len_run(oar_kernel_ctx_t *k)
 {
     const oar_rank_table_t *t = NULL;
     OAR_TRY(oar_cf_table_in(k, "RankTable", &t));
-    oar_tensor_t *out = oar_cf_tensor_out(k, "Out");
-    if (!out) return OAR_ERR_INVALID;
-    int64_t one = 1;
-    OAR_TRY(oar_tensor_resize(out, &one, 1));
-    int64_t *p = oar_tensor_mutable(out, OAR_INT64);
-    if (!p) return OAR_ERR_NOMEM;
-    *p = t->n > 0 ? t->items[0].length : 0;
-    return OAR_OK;
+    return oar_cf_scalar_int64_out(k, t->n > 0 ? t->items[0].length : 0);
 }
 
 static const oar_op_def_t max_len_def = {
@@ -172,14 +160,7 @@ static int lta_run(oar_kernel_ctx_t *k)
 
 static int lta_grad(oar_grad_ctx_t *g)
 {
-    const oar_op_desc_t *f = oar_gc_fwd(g);
-    if (oar_gc_no_grad(g, oar_op_desc_input_arg(f, "X", 0))) return OAR_OK;
-    oar_op_desc_t *op = oar_gc_new_op(g, "lod_tensor_to_array_grad");
-    if (!op) return OAR_ERR_NOMEM;
-    OAR_TRY(oar_gc_in(g, op, "X"));
-    OAR_TRY(oar_gc_in(g, op, "RankTable"));
-    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
-    return oar_gc_in_grad(g, op, "X");
+    return oar_cf_x_grad_maker(g, "lod_tensor_to_array_grad", (const char *const[]){"X", "RankTable", NULL}, false);
 }
 
 static const oar_op_def_t lta_def = {
@@ -308,14 +289,7 @@ static int atl_run(oar_kernel_ctx_t *k)
 
 static int atl_grad(oar_grad_ctx_t *g)
 {
-    const oar_op_desc_t *f = oar_gc_fwd(g);
-    if (oar_gc_no_grad(g, oar_op_desc_input_arg(f, "X", 0))) return OAR_OK;
-    oar_op_desc_t *op = oar_gc_new_op(g, "array_to_lod_tensor_grad");
-    if (!op) return OAR_ERR_NOMEM;
-    OAR_TRY(oar_gc_in(g, op, "X"));
-    OAR_TRY(oar_gc_in(g, op, "RankTable"));
-    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
-    return oar_cf_inplace_array_grad(g, op, "X");
+    return oar_cf_x_grad_maker(g, "array_to_lod_tensor_grad", (const char *const[]){"X", "RankTable", NULL}, true);
 }
 
 static const oar_op_def_t atl_def = {
@@ -363,8 +337,8 @@ static int atl_grad_run(oar_kernel_ctx_t *k)
 }
 
 static const oar_op_def_t atl_grad_def = {
-    .type = "array_to_lod_tensor_grad", .inputs = atl_grad_in, .outputs = x_grad_out, .infer = array_grad_infer,
-    .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = atl_grad_run};
+    .type = "array_to_lod_tensor_grad", .inputs = atl_grad_in, .outputs = x_grad_out,
+    .infer = oar_cf_array_grad_infer, .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = atl_grad_run};
 OAR_REGISTER_OP(atl_grad_def)
 
 /* ---- shrink_rnn_memory -------------------------------------------------------- */
@@ -401,13 +375,7 @@ static int shrink_run(oar_kernel_ctx_t *k)
 
 static int shrink_grad(oar_grad_ctx_t *g)
 {
-    const oar_op_desc_t *f = oar_gc_fwd(g);
-    if (oar_gc_no_grad(g, oar_op_desc_input_arg(f, "X", 0))) return OAR_OK;
-    oar_op_desc_t *op = oar_gc_new_op(g, "shrink_rnn_memory_grad");
-    if (!op) return OAR_ERR_NOMEM;
-    OAR_TRY(oar_gc_in(g, op, "X"));
-    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
-    return oar_gc_in_grad(g, op, "X");
+    return oar_cf_x_grad_maker(g, "shrink_rnn_memory_grad", (const char *const[]){"X", NULL}, false);
 }
 
 static const oar_op_def_t shrink_def = {
@@ -477,14 +445,8 @@ static int reorder_run(oar_kernel_ctx_t *k)
 
 static int reorder_grad(oar_grad_ctx_t *g)
 {
-    const oar_op_desc_t *f = oar_gc_fwd(g);
-    if (oar_gc_no_grad(g, oar_op_desc_input_arg(f, "X", 0))) return OAR_OK;
-    oar_op_desc_t *op = oar_gc_new_op(g, "reorder_lod_tensor_by_rank_grad");
-    if (!op) return OAR_ERR_NOMEM;
-    OAR_TRY(oar_gc_in(g, op, "X"));
-    OAR_TRY(oar_gc_in(g, op, "RankTable"));
-    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
-    return oar_gc_in_grad(g, op, "X");
+    return oar_cf_x_grad_maker(g, "reorder_lod_tensor_by_rank_grad",
+                               (const char *const[]){"X", "RankTable", NULL}, false);
 }
 
 static const oar_op_def_t reorder_def = {
@@ -607,13 +569,7 @@ static int reset_run(oar_kernel_ctx_t *k)
 
 static int reset_grad(oar_grad_ctx_t *g)
 {
-    const oar_op_desc_t *f = oar_gc_fwd(g);
-    if (oar_gc_no_grad(g, oar_op_desc_input_arg(f, "X", 0))) return OAR_OK;
-    oar_op_desc_t *op = oar_gc_new_op(g, "lod_reset_grad");
-    if (!op) return OAR_ERR_NOMEM;
-    OAR_TRY(oar_gc_in(g, op, "X"));
-    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
-    return oar_gc_in_grad(g, op, "X");
+    return oar_cf_x_grad_maker(g, "lod_reset_grad", (const char *const[]){"X", NULL}, false);
 }
 
 static const oar_op_def_t reset_def = {
