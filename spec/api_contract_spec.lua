@@ -2,6 +2,7 @@
 -- bullet, layer name, keyword default and code-sample call has at least one
 -- assertion here, with expected values worked out by hand in the comments.
 local oar = require("oar")
+local A = require("spec.helpers.api")
 local layers = oar.layers
 
 local THIS_FILE = "api_contract_spec.lua"
@@ -13,21 +14,9 @@ local function errmsg(fn, ...)
   return tostring(err)
 end
 
-local function build(fn)
-  local main, startup = oar.Program(), oar.Program()
-  local res
-  oar.unique_name.guard(function()
-    oar.program_guard(main, startup, function() res = { fn(main, startup) } end)
-  end)
-  return main, startup, unpack(res, 1, table.maxn(res))
-end
+local build = A.build
 
-local function run(main, startup, feed, fetch)
-  local exe = oar.Executor(oar.CPUPlace())
-  local scope = oar.Scope()
-  exe:run(startup, { scope = scope })
-  return exe:run(main, { feed = feed, fetch_list = fetch, scope = scope }), scope, exe
-end
+local run = A.run
 
 -- values of `fetch` after building with fn (which returns the fetch list)
 local function eval(fn, feed)

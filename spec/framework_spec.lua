@@ -1,6 +1,7 @@
 -- Programs, blocks, variables, operators, guards, names, serialization,
 -- clone/prune, text forms, and Variable arithmetic (values computed by hand).
 local oar = require("oar")
+local A = require("spec.helpers.api")
 local layers = oar.layers
 
 local function errmsg(fn, ...)
@@ -9,21 +10,9 @@ local function errmsg(fn, ...)
   return tostring(err)
 end
 
-local function fresh(fn)
-  local main, startup = oar.Program(), oar.Program()
-  local res
-  oar.unique_name.guard(function()
-    oar.program_guard(main, startup, function() res = { fn(main, startup) } end)
-  end)
-  return main, startup, unpack(res)
-end
+local fresh = A.build
 
-local function run(main, startup, feed, fetch)
-  local exe = oar.Executor(oar.CPUPlace())
-  local scope = oar.Scope()
-  exe:run(startup, { scope = scope })
-  return exe:run(main, { feed = feed, fetch_list = fetch, scope = scope })
-end
+local run = A.run
 
 describe("Program and blocks", function()
   it("starts with a global block 0 whose parent is -1", function()

@@ -1,7 +1,7 @@
 -- oar.layers: shapes from compile-time inference, parameters, argument
 -- checks, and values after running (expected values computed in Lua).
 local oar = require("oar")
-local lib = require("oar.lib")
+local A = require("spec.helpers.api")
 local layers = oar.layers
 local Constant = oar.initializer.Constant
 
@@ -11,30 +11,11 @@ local function errmsg(fn, ...)
   return tostring(err)
 end
 
--- an `it` that is pending until every op it needs is registered in C
-local function it_ops(ops, name, fn)
-  local missing = {}
-  for _, op in ipairs(ops) do
-    if not lib.C.oar_op_is_registered(op) then missing[#missing + 1] = op end
-  end
-  if #missing == 0 then it(name, fn) else pending(name .. " (needs ops: " .. table.concat(missing, ", ") .. ")") end
-end
+local it_ops = A.it_ops
 
-local function build(fn)
-  local main, startup = oar.Program(), oar.Program()
-  local res
-  oar.unique_name.guard(function()
-    oar.program_guard(main, startup, function() res = { fn() } end)
-  end)
-  return main, startup, unpack(res)
-end
+local build = A.build
 
-local function run(main, startup, feed, fetch)
-  local exe = oar.Executor(oar.CPUPlace())
-  local scope = oar.Scope()
-  exe:run(startup, { scope = scope })
-  return exe:run(main, { feed = feed, fetch_list = fetch, scope = scope })
-end
+local run = A.run
 
 local function near(expect, got, tol, path)
   tol = tol or 1e-5

@@ -3,7 +3,7 @@
 -- clipping, per-parameter learning rates, learning-rate schedules and
 -- initializer statistics.
 local oar = require("oar")
-local lib = require("oar.lib")
+local A = require("spec.helpers.api")
 local layers = oar.layers
 local Constant = oar.initializer.Constant
 
@@ -13,13 +13,7 @@ local function errmsg(fn, ...)
   return tostring(err)
 end
 
-local function it_ops(ops, name, fn)
-  local missing = {}
-  for _, op in ipairs(ops) do
-    if not lib.C.oar_op_is_registered(op) then missing[#missing + 1] = op end
-  end
-  if #missing == 0 then it(name, fn) else pending(name .. " (needs ops: " .. table.concat(missing, ", ") .. ")") end
-end
+local it_ops = A.it_ops
 
 local function near(expect, got, tol, what)
   tol = tol or 1e-5

@@ -5,6 +5,7 @@
 -- against the op run directly on the layer's parameters (recurrent layers),
 -- gradients reaching every parameter, and argument errors.
 local oar = require("oar")
+local A = require("spec.helpers.api")
 local T = require("spec.helpers.op_test")
 local layers = oar.layers
 
@@ -24,14 +25,7 @@ local function errmsg(fn, ...)
   return tostring(err)
 end
 
-local function build(fn)
-  local main, startup = oar.Program(), oar.Program()
-  local res
-  oar.unique_name.guard(function()
-    oar.program_guard(main, startup, function() res = { fn() } end)
-  end)
-  return main, startup, unpack(res)
-end
+local build = A.build
 
 -- a float32 LoD tensor [rows, width] from flat values
 local function lod_tensor(values, rows, width, lod, dtype)
