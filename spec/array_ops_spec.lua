@@ -9,14 +9,7 @@ local T = require("spec.helpers.op_test")
 local CF = require("spec.helpers.cf_check")
 local layers = oar.layers
 
-local function expect_error(fn, ...)
-  local ok, err = pcall(fn)
-  assert.is_false(ok, "expected an error")
-  err = tostring(err)
-  for _, pat in ipairs({ ... }) do
-    assert.is_truthy(err:find(pat, 1, true), ("error %q does not mention %q"):format(err, pat))
-  end
-end
+local expect_error = require("spec.helpers.expect_error")
 
 -- rows of a [n, d] table as a flat list
 local function flatten(rows)

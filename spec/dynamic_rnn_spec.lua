@@ -6,14 +6,7 @@ local oar = require("oar")
 local CF = require("spec.helpers.cf_check")
 local layers = oar.layers
 
-local function expect_error(fn, ...)
-  local ok, err = pcall(fn)
-  assert.is_false(ok, "expected an error")
-  err = tostring(err)
-  for _, pat in ipairs({ ... }) do
-    assert.is_truthy(err:find(pat, 1, true), ("error %q does not mention %q"):format(err, pat))
-  end
-end
+local expect_error = require("spec.helpers.expect_error")
 
 local function param(r, name) return r.scope:find_var(name):get_tensor():totable() end
 

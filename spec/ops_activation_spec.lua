@@ -1,17 +1,9 @@
 -- Activations: forward values computed here in plain Lua (float64 and
 -- float32), gradients against finite differences, attr handling and errors.
 local T = require("spec.helpers.op_test")
+local R = require("spec.helpers.random")
 
-local function rand_values(n, seed, lo, hi)
-  local s = seed or 7
-  lo, hi = lo or -1, hi or 1
-  local out = {}
-  for i = 1, n do
-    s = (s * 1103515245 + 12345) % 2147483648
-    out[i] = lo + (hi - lo) * (s / 2147483648)
-  end
-  return out
-end
+local rand_values = R.uniform
 
 -- erf by its Maclaurin series (plenty of terms for |x| <= 4)
 local function erf(x)

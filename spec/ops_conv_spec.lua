@@ -1,17 +1,10 @@
 -- conv2d / depthwise_conv2d: forward against a direct convolution written in
 -- plain Lua loops, gradients against finite differences, and error cases.
 local T = require("spec.helpers.op_test")
+local R = require("spec.helpers.random")
 
 -- deterministic values in [-1, 1)
-local function rand_values(n, seed)
-  local s = seed or 12345
-  local out = {}
-  for i = 1, n do
-    s = (s * 1103515245 + 12345) % 2147483648
-    out[i] = s / 1073741824 - 1
-  end
-  return out
-end
+local function rand_values(n, seed) return R.symmetric(n, seed or 12345) end
 
 local function numel(shape)
   local n = 1

@@ -2,17 +2,9 @@
 -- plain Lua over hand-written broadcast shapes, gradients against finite
 -- differences, integer kernels, and error messages.
 local T = require("spec.helpers.op_test")
+local R = require("spec.helpers.random")
 
-local function rand_values(n, seed, lo, hi)
-  local s = seed or 7
-  lo, hi = lo or -1, hi or 1
-  local out = {}
-  for i = 1, n do
-    s = (s * 1103515245 + 12345) % 2147483648
-    out[i] = lo + (hi - lo) * (s / 2147483648)
-  end
-  return out
-end
+local rand_values = R.uniform
 
 local function numel(shape)
   local n = 1

@@ -4,15 +4,7 @@ local T = require("spec.helpers.op_test")
 
 local FP32, FP64, INT32, INT64, BOOL, UINT8 = 5, 6, 2, 3, 0, 20
 
-local function expect_error(fn, ...)
-  local ok, err = pcall(fn)
-  assert.is_false(ok, "expected an error")
-  err = tostring(err)
-  for _, pat in ipairs({ ... }) do
-    assert.is_truthy(err:find(pat, 1, true), ("error %q does not mention %q"):format(err, pat))
-  end
-  return err
-end
+local expect_error = require("spec.helpers.expect_error")
 
 local function filled(n, v)
   local t = {}

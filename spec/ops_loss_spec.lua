@@ -3,15 +3,7 @@
 -- label range errors and finite-difference gradients.
 local T = require("spec.helpers.op_test")
 
-local function expect_error(fn, ...)
-  local ok, err = pcall(fn)
-  assert.is_false(ok, "expected an error")
-  err = tostring(err)
-  for _, pat in ipairs({ ... }) do
-    assert.is_truthy(err:find(pat, 1, true), ("error %q does not mention %q"):format(err, pat))
-  end
-  return err
-end
+local expect_error = require("spec.helpers.expect_error")
 
 local DTYPES = { "float64", "float32" }
 local TOL = { float64 = 1e-12, float32 = 2e-6 }

@@ -4,26 +4,12 @@
 -- whose sequences all differ in length (incl. length 1 and empty ones);
 -- gradients of every input against central differences; errors.
 local T = require("spec.helpers.op_test")
+local R = require("spec.helpers.random")
 local W = require("spec.helpers.sequence_grad")
 
-local function rand_values(n, seed, scale)
-  local s = seed or 7
-  local out = {}
-  for i = 1, n do
-    s = (s * 1103515245 + 12345) % 2147483648
-    out[i] = (s / 1073741824 - 1) * (scale or 1)
-  end
-  return out
-end
+local rand_values = R.symmetric
 
-local function expect_error(fn, ...)
-  local ok, err = pcall(fn)
-  assert.is_false(ok, "expected an error")
-  err = tostring(err)
-  for _, pat in ipairs({ ... }) do
-    assert.is_truthy(err:find(pat, 1, true), ("error %q does not mention %q"):format(err, pat))
-  end
-end
+local expect_error = require("spec.helpers.expect_error")
 
 local ACT = {
   sigmoid = function(v) return 1 / (1 + math.exp(-v)) end,

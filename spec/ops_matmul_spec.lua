@@ -2,16 +2,9 @@
 -- against finite differences (covering the GEMV paths for one-row and
 -- one-column products and batch broadcasting), and shape errors.
 local T = require("spec.helpers.op_test")
+local R = require("spec.helpers.random")
 
-local function rand_values(n, seed)
-  local s = seed or 7
-  local out = {}
-  for i = 1, n do
-    s = (s * 1103515245 + 12345) % 2147483648
-    out[i] = s / 1073741824 - 1
-  end
-  return out
-end
+local function rand_values(n, seed) return R.symmetric(n, seed) end
 
 local function numel(shape)
   local n = 1

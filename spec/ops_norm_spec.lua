@@ -2,6 +2,7 @@
 -- running-stat updates (in place, as Fluid's MeanOut == Mean), test mode,
 -- gradients by finite differences of a weighted loss, and error cases.
 local ffi = require("ffi")
+local R = require("spec.helpers.random")
 local lib = require("oar.lib")
 local T = require("spec.helpers.op_test")
 local C = lib.C
@@ -9,16 +10,7 @@ local C = lib.C
 -- attrs are float32: references use the values the op actually sees
 local function f32(v) return tonumber(ffi.new("float", v)) end
 
-local function rand_values(n, seed, lo, hi)
-  local s = seed or 12345
-  lo, hi = lo or -1, hi or 1
-  local out = {}
-  for i = 1, n do
-    s = (s * 1103515245 + 12345) % 2147483648
-    out[i] = lo + (hi - lo) * s / 2147483648
-  end
-  return out
-end
+local function rand_values(n, seed, lo, hi) return R.uniform(n, seed or 12345, lo, hi) end
 
 local function numel(shape)
   local n = 1

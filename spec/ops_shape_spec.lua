@@ -6,15 +6,7 @@ local T = require("spec.helpers.op_test")
 local lib = require("oar.lib")
 local C = lib.C
 
-local function expect_error(fn, ...)
-  local ok, err = pcall(fn)
-  assert.is_false(ok, "expected an error")
-  err = tostring(err)
-  for _, pat in ipairs({ ... }) do
-    assert.is_truthy(err:find(pat, 1, true), ("error %q does not mention %q"):format(err, pat))
-  end
-  return err
-end
+local expect_error = require("spec.helpers.expect_error")
 
 local function iota(n, scale, off)
   local t = {}

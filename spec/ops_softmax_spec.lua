@@ -1,16 +1,9 @@
 -- softmax and log_softmax: values computed here in plain Lua along any
 -- axis, stability on large inputs, gradients, and errors.
 local T = require("spec.helpers.op_test")
+local R = require("spec.helpers.random")
 
-local function rand_values(n, seed, scale)
-  local s = seed or 7
-  local out = {}
-  for i = 1, n do
-    s = (s * 1103515245 + 12345) % 2147483648
-    out[i] = (s / 1073741824 - 1) * (scale or 2)
-  end
-  return out
-end
+local function rand_values(n, seed, scale) return R.symmetric(n, seed, scale or 2) end
 
 local function numel(shape)
   local n = 1

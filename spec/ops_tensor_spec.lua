@@ -6,15 +6,7 @@ local C = lib.C
 
 local DT = T.DTYPES
 
-local function expect_error(fn, ...)
-  local ok, err = pcall(fn)
-  assert.is_false(ok, "expected an error")
-  err = tostring(err)
-  for _, pat in ipairs({ ... }) do
-    assert.is_truthy(err:find(pat, 1, true), ("error %q does not mention %q"):format(err, pat))
-  end
-  return err
-end
+local expect_error = require("spec.helpers.expect_error")
 
 local function map(t, f)
   local r = {}

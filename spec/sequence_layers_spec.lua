@@ -5,19 +5,12 @@
 -- against the op run directly on the layer's parameters (recurrent layers),
 -- gradients reaching every parameter, and argument errors.
 local oar = require("oar")
+local R = require("spec.helpers.random")
 local A = require("spec.helpers.api")
 local T = require("spec.helpers.op_test")
 local layers = oar.layers
 
-local function rand_values(n, seed, scale)
-  local s = seed or 7
-  local out = {}
-  for i = 1, n do
-    s = (s * 1103515245 + 12345) % 2147483648
-    out[i] = (s / 1073741824 - 1) * (scale or 1)
-  end
-  return out
-end
+local rand_values = R.symmetric
 
 local function errmsg(fn, ...)
   local ok, err = pcall(fn, ...)
