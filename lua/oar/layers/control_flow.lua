@@ -396,11 +396,18 @@ function M.max_sequence_len(a)
   return max_len_in(main_program():current_block(), rank_table_arg("max_sequence_len", "rank_table", a.rank_table))
 end
 
+-- appends op_type{X = x, RankTable = table_var} (an op that reorders or
+-- splits x by a rank table) to block; its Out, named after the op, has x's
+-- dtype and variable type out_type (default: a LoD tensor)
+local function by_rank_table_in(block, op_type, x, table_var, out_type)
+  local out = unique_var(block, op_type, { type = out_type, dtype = x.dtype })
+  append_in(block, { type = op_type, inputs = { X = { x }, RankTable = { table_var } },
+                     outputs = { Out = { out } } })
+  return out
+end
+
 local function to_array_in(block, x, table_var)
-  local arr = unique_var(block, "lod_tensor_to_array", { type = "lod_tensor_array", dtype = x.dtype })
-  append_in(block, { type = "lod_tensor_to_array", inputs = { X = { x }, RankTable = { table_var } },
-                     outputs = { Out = { arr } } })
-  return arr
+  return by_rank_table_in(block, "lod_tensor_to_array", x, table_var, "lod_tensor_array")
 end
 
 -- lod_tensor_to_array{x=, table=}
@@ -411,10 +418,7 @@ function M.lod_tensor_to_array(a, t)
 end
 
 local function from_array_in(block, arr, table_var)
-  local out = unique_var(block, "array_to_lod_tensor", { dtype = arr.dtype })
-  append_in(block, { type = "array_to_lod_tensor", inputs = { X = { arr }, RankTable = { table_var } },
-                     outputs = { Out = { out } } })
-  return out
+  return by_rank_table_in(block, "array_to_lod_tensor", arr, table_var)
 end
 
 -- array_to_lod_tensor{x=, table=}
@@ -425,10 +429,7 @@ function M.array_to_lod_tensor(a, t)
 end
 
 local function reorder_in(block, x, table_var)
-  local out = unique_var(block, "reorder_lod_tensor_by_rank", { dtype = x.dtype })
-  append_in(block, { type = "reorder_lod_tensor_by_rank", inputs = { X = { x }, RankTable = { table_var } },
-                     outputs = { Out = { out } } })
-  return out
+  return by_rank_table_in(block, "reorder_lod_tensor_by_rank", x, table_var)
 end
 
 -- reorder_lod_tensor_by_rank{x=, rank_table=}
