@@ -1082,49 +1082,45 @@ function Operator:output(slot)
   return slot_args(self, slot, C.oar_op_desc_output_count, C.oar_op_desc_output_arg)
 end
 
+-- the strings at_fn(handle, i) for i below count_fn(handle)
+local function indexed_strings(handle, count_fn, at_fn)
+  local out = {}
+  for i = 0, count_fn(handle) - 1 do out[#out + 1] = ffi.string(at_fn(handle, i)) end
+  return out
+end
+
 -- slot names
 function Operator:input_names()
   check_op(self, "input_names")
-  local out = {}
-  for i = 0, C.oar_op_desc_num_inputs(self.handle) - 1 do
-    out[#out + 1] = ffi.string(C.oar_op_desc_input_slot(self.handle, i))
-  end
-  return out
+  return indexed_strings(self.handle, C.oar_op_desc_num_inputs, C.oar_op_desc_input_slot)
 end
 
 function Operator:output_names()
   check_op(self, "output_names")
+  return indexed_strings(self.handle, C.oar_op_desc_num_outputs, C.oar_op_desc_output_slot)
+end
+
+-- the names of every slot op:<slots_method>() lists, through op:<args_method>(slot)
+local function args_of_slots(op, slots_method, args_method)
   local out = {}
-  for i = 0, C.oar_op_desc_num_outputs(self.handle) - 1 do
-    out[#out + 1] = ffi.string(C.oar_op_desc_output_slot(self.handle, i))
+  for _, slot in ipairs(op[slots_method](op)) do
+    for _, n in ipairs(op[args_method](op, slot)) do out[#out + 1] = n end
   end
   return out
 end
 
 -- every variable name read / written, slot by slot
 function Operator:input_arg_names()
-  local out = {}
-  for _, slot in ipairs(self:input_names()) do
-    for _, n in ipairs(self:input(slot)) do out[#out + 1] = n end
-  end
-  return out
+  return args_of_slots(self, "input_names", "input")
 end
 
 function Operator:output_arg_names()
-  local out = {}
-  for _, slot in ipairs(self:output_names()) do
-    for _, n in ipairs(self:output(slot)) do out[#out + 1] = n end
-  end
-  return out
+  return args_of_slots(self, "output_names", "output")
 end
 
 function Operator:attr_names()
   check_op(self, "attr_names")
-  local out = {}
-  for i = 0, C.oar_op_desc_num_attrs(self.handle) - 1 do
-    out[#out + 1] = ffi.string(C.oar_op_desc_attr_name(self.handle, i))
-  end
-  return out
+  return indexed_strings(self.handle, C.oar_op_desc_num_attrs, C.oar_op_desc_attr_name)
 end
 
 function Operator:has_attr(name)
