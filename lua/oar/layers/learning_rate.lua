@@ -83,6 +83,14 @@ local function positive(who, key, v)
   return v
 end
 
+-- the decay step counter over decay_steps, rounded down when staircase:
+-- the progress the exponential, natural_exp and inverse_time schedules use
+local function decay_progress(decay_steps, staircase)
+  local div = scale(M.decay_step_counter(0), 1.0 / decay_steps)
+  if staircase then div = unary("floor", div) end
+  return div
+end
+
 -- lr * decay_rate ^ (step / decay_steps), the exponent floored when staircase
 function M.exponential_decay(learning_rate, decay_steps, decay_rate, staircase)
   local who = "exponential_decay"
@@ -94,9 +102,7 @@ function M.exponential_decay(learning_rate, decay_steps, decay_rate, staircase)
   decay_steps = positive(who, "decay_steps", decay_steps)
   decay_rate = positive(who, "decay_rate", decay_rate)
   return scheduled(function()
-    local step = M.decay_step_counter(0)
-    local div = scale(step, 1.0 / decay_steps)
-    if staircase then div = unary("floor", div) end
+    local div = decay_progress(decay_steps, staircase)
     -- decay_rate ^ div = exp(div * ln(decay_rate))
     return scale(unary("exp", scale(div, math.log(decay_rate))), learning_rate)
   end)
@@ -109,8 +115,7 @@ function M.natural_exp_decay(learning_rate, decay_steps, decay_rate, staircase)
   decay_steps = positive(who, "decay_steps", decay_steps)
   decay_rate = check.number(who, "decay_rate", decay_rate)
   return scheduled(function()
-    local div = scale(M.decay_step_counter(0), 1.0 / decay_steps)
-    if staircase then div = unary("floor", div) end
+    local div = decay_progress(decay_steps, staircase)
     return scale(unary("exp", scale(div, -decay_rate)), learning_rate)
   end)
 end
@@ -122,8 +127,7 @@ function M.inverse_time_decay(learning_rate, decay_steps, decay_rate, staircase)
   decay_steps = positive(who, "decay_steps", decay_steps)
   decay_rate = check.number(who, "decay_rate", decay_rate)
   return scheduled(function()
-    local div = scale(M.decay_step_counter(0), 1.0 / decay_steps)
-    if staircase then div = unary("floor", div) end
+    local div = decay_progress(decay_steps, staircase)
     return binary("div", const(learning_rate), scale(div, decay_rate, 1.0))
   end)
 end
