@@ -266,20 +266,19 @@ for op_type, defaults in pairs(activations) do
   end
 end
 
--- softmax(x) or softmax{input=, axis=-1}
-function M.softmax(a)
-  a = args("softmax", a, "input")
-  local x = check.variable("softmax", "input", a.input or a.x)
-  local helper = LayerHelper("softmax", a)
-  return helper:unary("softmax", x, { axis = check.int("softmax", "axis", a.axis, -1) })
+-- a layer of op_type with input X and attr axis: softmax, log_softmax
+local function softmax_layer(op_type)
+  return function(a)
+    a = args(op_type, a, "input")
+    local x = check.variable(op_type, "input", a.input or a.x)
+    local helper = LayerHelper(op_type, a)
+    return helper:unary(op_type, x, { axis = check.int(op_type, "axis", a.axis, -1) })
+  end
 end
 
-function M.log_softmax(a)
-  a = args("log_softmax", a, "input")
-  local x = check.variable("log_softmax", "input", a.input or a.x)
-  local helper = LayerHelper("log_softmax", a)
-  return helper:unary("log_softmax", x, { axis = check.int("log_softmax", "axis", a.axis, -1) })
-end
+-- softmax(x) or softmax{input=, axis=-1}; log_softmax the same
+M.softmax = softmax_layer("softmax")
+M.log_softmax = softmax_layer("log_softmax")
 
 -- ---- reductions ------------------------------------------------------------------
 -- mean(x) or mean{x=}: the mean of all elements, shape [1]
