@@ -122,6 +122,19 @@ int oar_infer_grad_like_inputs(oar_infer_ctx_t *c);
 /* true if two dims agree, treating -1 (compile time) as a wildcard */
 static inline bool oar_dim_eq(int64_t a, int64_t b) { return a == b || a < 0 || b < 0; }
 
+/* common input checks (src/infer_check.c); errors name slot and variable */
+/* input `slot` is 2-D [rows, cols] (-1: any); `what` describes the expected
+ * shape in the error; *dims (may be NULL) gets its dims */
+int oar_ic_check_2d(oar_infer_ctx_t *c, const char *slot, int64_t rows, int64_t cols, const char *what,
+                    const int64_t **dims);
+/* input `slot` is float32/float64 (like -1) or has dtype `like` (skipped while unknown) */
+int oar_ic_check_float(oar_infer_ctx_t *c, const char *slot, int like);
+/* run time: the sequence count of input `slot`'s last LoD level, which must
+ * end at its row count */
+int oar_ic_seq_count(oar_infer_ctx_t *c, const char *slot, int64_t *nseq);
+/* string attr `attr` names an activation: identity, sigmoid, tanh or relu */
+int oar_ic_check_act_attr(oar_infer_ctx_t *c, const char *attr);
+
 /* ---- kernel context ---------------------------------------------------- */
 const oar_op_desc_t *oar_k_op(const oar_kernel_ctx_t *k);
 int oar_k_in_count(const oar_kernel_ctx_t *k, const char *slot);

@@ -23,21 +23,11 @@
  * Fluid's INT codes 0 identity, 1 sigmoid, 2 tanh, 3 relu.
  */
 #include <stdio.h>
-#include <string.h>
 #include "op.h"
 
 #define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
 
 static const char *nm(const char *s) { return s ? s : "?"; }
-
-static int check_act_name(oar_infer_ctx_t *c, const char *attr)
-{
-    static const char *const names[] = {"identity", "sigmoid", "tanh", "relu"};
-    const char *v = oar_attr_s(oar_ic_op(c), attr);
-    for (int i = 0; i < 4; i++)
-        if (v && strcmp(v, names[i]) == 0) return OAR_OK;
-    return oar_ic_error(c, OAR_ERR_INVALID, "attr %s is '%s'; expected identity, sigmoid, tanh or relu", attr, nm(v));
-}
 
 static int check_act_code(oar_infer_ctx_t *c, const char *attr)
 {
@@ -48,54 +38,26 @@ static int check_act_code(oar_infer_ctx_t *c, const char *attr)
     return OAR_OK;
 }
 
-static int check_dtype(oar_infer_ctx_t *c, const char *slot, int want)
-{
-    int dt = oar_ic_in_dtype(c, slot, 0);
-    if (dt < 0) return OAR_OK;
-    if (want < 0 && dt != OAR_FP32 && dt != OAR_FP64)
-        return oar_ic_error(c, OAR_ERR_DTYPE, "input %s '%s' has dtype %s; expected float32 or float64", slot,
-                            nm(oar_ic_in_name(c, slot, 0)), nm(oar_dtype_name(dt)));
-    if (want >= 0 && dt != want)
-        return oar_ic_error(c, OAR_ERR_DTYPE, "input %s '%s' has dtype %s; expected %s like the others", slot,
-                            nm(oar_ic_in_name(c, slot, 0)), nm(oar_dtype_name(dt)), nm(oar_dtype_name(want)));
-    return OAR_OK;
-}
-
-static int check_2d(oar_infer_ctx_t *c, const char *slot, int64_t rows, int64_t cols, const char *what,
-                    const int64_t **out)
-{
-    int nd;
-    const int64_t *d = oar_ic_in_dims(c, slot, 0, &nd);
-    if (!d) return OAR_ERR_SHAPE;
-    if (nd != 2 || (rows >= 0 && !oar_dim_eq(d[0], rows)) || (cols >= 0 && !oar_dim_eq(d[1], cols))) {
-        char b[160];
-        return oar_ic_error(c, OAR_ERR_SHAPE, "input %s '%s' has shape %s; expected %s", slot,
-                            nm(oar_ic_in_name(c, slot, 0)), oar_shape_str(d, nd, b, sizeof b), what);
-    }
-    if (out) *out = d;
-    return OAR_OK;
-}
-
 /* Weight [D, 3D], Input [rows, 3D], Bias [1, 3D]; *d the hidden size */
 static int check_weights(oar_infer_ctx_t *c, const char *in_slot, int64_t *rows, int64_t *d)
 {
     const int64_t *w = NULL, *in = NULL;
     char b[160];
-    OAR_TRY(check_2d(c, "Weight", -1, -1, "[D, 3D]", &w));
+    OAR_TRY(oar_ic_check_2d(c, "Weight", -1, -1, "[D, 3D]", &w));
     if (w[0] >= 0 && w[1] >= 0 && w[1] != 3 * w[0])
         return oar_ic_error(c, OAR_ERR_SHAPE, "input Weight '%s' has shape %s; expected [D, 3D]",
                             nm(oar_ic_in_name(c, "Weight", 0)), oar_shape_str(w, 2, b, sizeof b));
     int64_t hd = w[0] >= 0 ? w[0] : (w[1] >= 0 ? w[1] / 3 : -1);
     snprintf(b, sizeof b, "[N, 3D] = [N, %lld] (D = %lld from Weight)", (long long)(hd >= 0 ? 3 * hd : -1), (long long)hd);
-    OAR_TRY(check_2d(c, in_slot, -1, hd >= 0 ? 3 * hd : -1, b, &in));
+    OAR_TRY(oar_ic_check_2d(c, in_slot, -1, hd >= 0 ? 3 * hd : -1, b, &in));
     if (hd < 0 && in[1] >= 0) hd = in[1] / 3;
-    OAR_TRY(check_dtype(c, in_slot, -1));
+    OAR_TRY(oar_ic_check_float(c, in_slot, -1));
     int dt = oar_ic_in_dtype(c, in_slot, 0);
-    OAR_TRY(check_dtype(c, "Weight", dt));
+    OAR_TRY(oar_ic_check_float(c, "Weight", dt));
     if (oar_ic_in_count(c, "Bias") > 0) {
         snprintf(b, sizeof b, "[1, 3D] = [1, %lld]", (long long)(hd >= 0 ? 3 * hd : -1));
-        OAR_TRY(check_2d(c, "Bias", 1, hd >= 0 ? 3 * hd : -1, b, NULL));
-        OAR_TRY(check_dtype(c, "Bias", dt));
+        OAR_TRY(oar_ic_check_2d(c, "Bias", 1, hd >= 0 ? 3 * hd : -1, b, NULL));
+        OAR_TRY(oar_ic_check_float(c, "Bias", dt));
     }
     *rows = in[0];
     *d = hd;
@@ -116,28 +78,16 @@ static const oar_attr_def_t gru_attrs[] = {
 
 static int gru_check(oar_infer_ctx_t *c, int64_t *t, int64_t *d)
 {
-    OAR_TRY(check_act_name(c, "activation"));
-    OAR_TRY(check_act_name(c, "gate_activation"));
+    OAR_TRY(oar_ic_check_act_attr(c, "activation"));
+    OAR_TRY(oar_ic_check_act_attr(c, "gate_activation"));
     OAR_TRY(check_weights(c, "Input", t, d));
     int64_t nseq = -1;
-    if (oar_ic_runtime(c)) {
-        const oar_tensor_t *in = oar_ic_in_tensor(c, "Input", 0);
-        if (!in) return OAR_ERR_NOT_FOUND;
-        if (in->lod_levels < 1)
-            return oar_ic_error(c, OAR_ERR_INVALID, "input Input '%s' has no LoD; a LoD tensor of sequences is required",
-                                nm(oar_ic_in_name(c, "Input", 0)));
-        int l = in->lod_levels - 1;
-        if (in->lod[l][in->lod_size[l] - 1] != in->dims[0])
-            return oar_ic_error(c, OAR_ERR_SHAPE, "input Input '%s': LoD ends at %lld but the tensor has %lld rows",
-                                nm(oar_ic_in_name(c, "Input", 0)), (long long)in->lod[l][in->lod_size[l] - 1],
-                                (long long)in->dims[0]);
-        nseq = in->lod_size[l] - 1;
-    }
+    if (oar_ic_runtime(c)) OAR_TRY(oar_ic_seq_count(c, "Input", &nseq));
     if (oar_ic_in_count(c, "H0") > 0) {
         char b[128];
         snprintf(b, sizeof b, "[N, D] = [%lld, %lld] (N = the number of sequences)", (long long)nseq, (long long)*d);
-        OAR_TRY(check_2d(c, "H0", nseq, *d, b, NULL));
-        OAR_TRY(check_dtype(c, "H0", oar_ic_in_dtype(c, "Input", 0)));
+        OAR_TRY(oar_ic_check_2d(c, "H0", nseq, *d, b, NULL));
+        OAR_TRY(oar_ic_check_float(c, "H0", oar_ic_in_dtype(c, "Input", 0)));
     }
     return OAR_OK;
 }
@@ -190,7 +140,7 @@ static int gru_grad_infer(oar_infer_ctx_t *c)
         char b[96];
         int64_t w = i == 4 ? (d >= 0 ? 3 * d : -1) : d;
         snprintf(b, sizeof b, "[T, %s] = [%lld, %lld]", i == 4 ? "3D" : "D", (long long)t, (long long)w);
-        OAR_TRY(check_2d(c, same[i], t, w, b, NULL));
+        OAR_TRY(oar_ic_check_2d(c, same[i], t, w, b, NULL));
     }
     return oar_infer_grad_like_inputs(c);
 }
@@ -217,8 +167,8 @@ static int unit_check(oar_infer_ctx_t *c, int64_t *n, int64_t *d)
     OAR_TRY(check_weights(c, "Input", n, d));
     char b[128];
     snprintf(b, sizeof b, "[N, D] = [%lld, %lld] (N from Input, D from Weight)", (long long)*n, (long long)*d);
-    OAR_TRY(check_2d(c, "HiddenPrev", *n, *d, b, NULL));
-    return check_dtype(c, "HiddenPrev", oar_ic_in_dtype(c, "Input", 0));
+    OAR_TRY(oar_ic_check_2d(c, "HiddenPrev", *n, *d, b, NULL));
+    return oar_ic_check_float(c, "HiddenPrev", oar_ic_in_dtype(c, "Input", 0));
 }
 
 static int unit_infer(oar_infer_ctx_t *c)
@@ -264,10 +214,10 @@ static int unit_grad_infer(oar_infer_ctx_t *c)
     OAR_TRY(unit_check(c, &n, &d));
     char b[96];
     snprintf(b, sizeof b, "[N, 3D] = [%lld, %lld]", (long long)n, (long long)(d >= 0 ? 3 * d : -1));
-    OAR_TRY(check_2d(c, "Gate", n, d >= 0 ? 3 * d : -1, b, NULL));
+    OAR_TRY(oar_ic_check_2d(c, "Gate", n, d >= 0 ? 3 * d : -1, b, NULL));
     snprintf(b, sizeof b, "[N, D] = [%lld, %lld]", (long long)n, (long long)d);
-    OAR_TRY(check_2d(c, "ResetHiddenPrev", n, d, b, NULL));
-    OAR_TRY(check_2d(c, "Hidden@GRAD", n, d, b, NULL));
+    OAR_TRY(oar_ic_check_2d(c, "ResetHiddenPrev", n, d, b, NULL));
+    OAR_TRY(oar_ic_check_2d(c, "Hidden@GRAD", n, d, b, NULL));
     return oar_infer_grad_like_inputs(c);
 }
 

@@ -25,67 +25,11 @@
  * h = sigmoid(x_o) tanh(c).
  */
 #include <stdio.h>
-#include <string.h>
 #include "op.h"
 
 #define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
 
 static const char *nm(const char *s) { return s ? s : "?"; }
-
-static int check_act(oar_infer_ctx_t *c, const char *attr)
-{
-    static const char *const names[] = {"identity", "sigmoid", "tanh", "relu"};
-    const char *v = oar_attr_s(oar_ic_op(c), attr);
-    for (int i = 0; i < 4; i++)
-        if (v && strcmp(v, names[i]) == 0) return OAR_OK;
-    return oar_ic_error(c, OAR_ERR_INVALID, "attr %s is '%s'; expected identity, sigmoid, tanh or relu", attr, nm(v));
-}
-
-static int check_float(oar_infer_ctx_t *c, const char *slot, int want)
-{
-    int dt = oar_ic_in_dtype(c, slot, 0);
-    if (dt < 0) return OAR_OK;
-    if (want < 0 && dt != OAR_FP32 && dt != OAR_FP64)
-        return oar_ic_error(c, OAR_ERR_DTYPE, "input %s '%s' has dtype %s; expected float32 or float64", slot,
-                            nm(oar_ic_in_name(c, slot, 0)), nm(oar_dtype_name(dt)));
-    if (want >= 0 && dt != want)
-        return oar_ic_error(c, OAR_ERR_DTYPE, "input %s '%s' has dtype %s; expected %s like the others", slot,
-                            nm(oar_ic_in_name(c, slot, 0)), nm(oar_dtype_name(dt)), nm(oar_dtype_name(want)));
-    return OAR_OK;
-}
-
-/* a 2-D input of shape [rows, cols] (-1: any) */
-static int check_2d(oar_infer_ctx_t *c, const char *slot, int64_t rows, int64_t cols, const char *what,
-                    const int64_t **out)
-{
-    int nd;
-    const int64_t *d = oar_ic_in_dims(c, slot, 0, &nd);
-    if (!d) return OAR_ERR_SHAPE;
-    if (nd != 2 || (rows >= 0 && !oar_dim_eq(d[0], rows)) || (cols >= 0 && !oar_dim_eq(d[1], cols))) {
-        char b[160];
-        return oar_ic_error(c, OAR_ERR_SHAPE, "input %s '%s' has shape %s; expected %s", slot,
-                            nm(oar_ic_in_name(c, slot, 0)), oar_shape_str(d, nd, b, sizeof b), what);
-    }
-    if (out) *out = d;
-    return OAR_OK;
-}
-
-/* run time: the sequence count of Input's last LoD level */
-static int num_seqs(oar_infer_ctx_t *c, const char *slot, int64_t *nseq)
-{
-    const oar_tensor_t *t = oar_ic_in_tensor(c, slot, 0);
-    if (!t) return OAR_ERR_NOT_FOUND;
-    if (t->lod_levels < 1)
-        return oar_ic_error(c, OAR_ERR_INVALID, "input %s '%s' has no LoD; a LoD tensor of sequences is required",
-                            slot, nm(oar_ic_in_name(c, slot, 0)));
-    int l = t->lod_levels - 1;
-    int64_t rows = t->ndim > 0 ? t->dims[0] : 0;
-    if (t->lod[l][t->lod_size[l] - 1] != rows)
-        return oar_ic_error(c, OAR_ERR_SHAPE, "input %s '%s': LoD ends at %lld but the tensor has %lld rows", slot,
-                            nm(oar_ic_in_name(c, slot, 0)), (long long)t->lod[l][t->lod_size[l] - 1], (long long)rows);
-    *nseq = t->lod_size[l] - 1;
-    return OAR_OK;
-}
 
 /* ---- lstm ---------------------------------------------------------------------- */
 static const oar_slot_def_t lstm_in[] = {
@@ -104,11 +48,11 @@ static const oar_attr_def_t lstm_attrs[] = {
 /* checks every input; *t rows of Input (-1 unknown), *d the hidden size */
 static int lstm_check(oar_infer_ctx_t *c, int64_t *t, int64_t *d)
 {
-    OAR_TRY(check_act(c, "gate_activation"));
-    OAR_TRY(check_act(c, "cell_activation"));
-    OAR_TRY(check_act(c, "candidate_activation"));
+    OAR_TRY(oar_ic_check_act_attr(c, "gate_activation"));
+    OAR_TRY(oar_ic_check_act_attr(c, "cell_activation"));
+    OAR_TRY(oar_ic_check_act_attr(c, "candidate_activation"));
     const int64_t *w = NULL, *in = NULL;
-    OAR_TRY(check_2d(c, "Weight", -1, -1, "[D, 4D]", &w));
+    OAR_TRY(oar_ic_check_2d(c, "Weight", -1, -1, "[D, 4D]", &w));
     char b[160];
     if (w[0] >= 0 && w[1] >= 0 && w[1] != 4 * w[0]) {
         return oar_ic_error(c, OAR_ERR_SHAPE, "input Weight '%s' has shape %s; expected [D, 4D]",
@@ -116,27 +60,27 @@ static int lstm_check(oar_infer_ctx_t *c, int64_t *t, int64_t *d)
     }
     int64_t hd = w[0] >= 0 ? w[0] : (w[1] >= 0 ? w[1] / 4 : -1);
     snprintf(b, sizeof b, "[T, 4D] = [T, %lld] (D = %lld from Weight)", (long long)(hd >= 0 ? 4 * hd : -1), (long long)hd);
-    OAR_TRY(check_2d(c, "Input", -1, hd >= 0 ? 4 * hd : -1, b, &in));
+    OAR_TRY(oar_ic_check_2d(c, "Input", -1, hd >= 0 ? 4 * hd : -1, b, &in));
     if (hd < 0 && in[1] >= 0) hd = in[1] / 4;
     int dt = oar_ic_in_dtype(c, "Input", 0);
-    OAR_TRY(check_float(c, "Input", -1));
-    OAR_TRY(check_float(c, "Weight", dt));
+    OAR_TRY(oar_ic_check_float(c, "Input", -1));
+    OAR_TRY(oar_ic_check_float(c, "Weight", dt));
     bool peep = oar_attr_b(oar_ic_op(c), "use_peepholes");
     if (oar_ic_in_count(c, "Bias") > 0) {
         int64_t bw = hd >= 0 ? (peep ? 7 : 4) * hd : -1;
         snprintf(b, sizeof b, "[1, %s] = [1, %lld]%s", peep ? "7D" : "4D", (long long)bw,
                  peep ? " (use_peepholes: 4D gate biases and 3D peephole weights)" : "");
-        OAR_TRY(check_2d(c, "Bias", 1, bw, b, NULL));
-        OAR_TRY(check_float(c, "Bias", dt));
+        OAR_TRY(oar_ic_check_2d(c, "Bias", 1, bw, b, NULL));
+        OAR_TRY(oar_ic_check_float(c, "Bias", dt));
     }
     int64_t nseq = -1;
-    if (oar_ic_runtime(c)) OAR_TRY(num_seqs(c, "Input", &nseq));
+    if (oar_ic_runtime(c)) OAR_TRY(oar_ic_seq_count(c, "Input", &nseq));
     for (int k = 0; k < 2; k++) {
         const char *slot = k == 0 ? "H0" : "C0";
         if (oar_ic_in_count(c, slot) == 0) continue;
         snprintf(b, sizeof b, "[N, D] = [%lld, %lld] (N = the number of sequences)", (long long)nseq, (long long)hd);
-        OAR_TRY(check_2d(c, slot, nseq, hd, b, NULL));
-        OAR_TRY(check_float(c, slot, dt));
+        OAR_TRY(oar_ic_check_2d(c, slot, nseq, hd, b, NULL));
+        OAR_TRY(oar_ic_check_float(c, slot, dt));
     }
     *t = in[0];
     *d = hd;
@@ -194,7 +138,7 @@ static int lstm_grad_infer(oar_infer_ctx_t *c)
         char b[96];
         snprintf(b, sizeof b, "[T, %s] = [%lld, %lld]", i == 5 ? "4D" : "D", (long long)t,
                  (long long)(i == 5 ? 4 * d : d));
-        OAR_TRY(check_2d(c, same[i], t, i == 5 ? (d >= 0 ? 4 * d : -1) : d, b, NULL));
+        OAR_TRY(oar_ic_check_2d(c, same[i], t, i == 5 ? (d >= 0 ? 4 * d : -1) : d, b, NULL));
     }
     return oar_infer_grad_like_inputs(c);
 }
@@ -214,13 +158,13 @@ static const oar_attr_def_t unit_attrs[] = {
 static int unit_check(oar_infer_ctx_t *c, int64_t *n, int64_t *d)
 {
     const int64_t *cp = NULL, *x = NULL;
-    OAR_TRY(check_2d(c, "C_prev", -1, -1, "[N, D]", &cp));
+    OAR_TRY(oar_ic_check_2d(c, "C_prev", -1, -1, "[N, D]", &cp));
     char b[96];
     snprintf(b, sizeof b, "[N, 4D] = [%lld, %lld] (from C_prev)", (long long)cp[0],
              (long long)(cp[1] >= 0 ? 4 * cp[1] : -1));
-    OAR_TRY(check_2d(c, "X", cp[0], cp[1] >= 0 ? 4 * cp[1] : -1, b, &x));
-    OAR_TRY(check_float(c, "X", -1));
-    OAR_TRY(check_float(c, "C_prev", oar_ic_in_dtype(c, "X", 0)));
+    OAR_TRY(oar_ic_check_2d(c, "X", cp[0], cp[1] >= 0 ? 4 * cp[1] : -1, b, &x));
+    OAR_TRY(oar_ic_check_float(c, "X", -1));
+    OAR_TRY(oar_ic_check_float(c, "C_prev", oar_ic_in_dtype(c, "X", 0)));
     *n = x[0] >= 0 ? x[0] : cp[0];
     *d = cp[1] >= 0 ? cp[1] : (x[1] >= 0 ? x[1] / 4 : -1);
     if (x[1] >= 0 && x[1] % 4 != 0)
@@ -272,7 +216,7 @@ static int unit_grad_infer(oar_infer_ctx_t *c)
     for (int i = 0; i < 3; i++) {
         char b[64];
         snprintf(b, sizeof b, "[N, D] = [%lld, %lld]", (long long)n, (long long)d);
-        OAR_TRY(check_2d(c, same[i], n, d, b, NULL));
+        OAR_TRY(oar_ic_check_2d(c, same[i], n, d, b, NULL));
     }
     return oar_infer_grad_like_inputs(c);
 }

@@ -37,16 +37,6 @@ static bool out_wanted(oar_infer_ctx_t *c, const char *slot)
     return n && strcmp(n, OAR_EMPTY_VAR) != 0;
 }
 
-/* float32/float64 input */
-static int check_float(oar_infer_ctx_t *c, const char *slot)
-{
-    int dt = oar_ic_in_dtype(c, slot, 0);
-    if (dt >= 0 && dt != OAR_FP32 && dt != OAR_FP64)
-        return oar_ic_error(c, OAR_ERR_DTYPE, "input %s '%s' has dtype %s; expected float32 or float64", slot,
-                            nm(oar_ic_in_name(c, slot, 0)), nm(oar_dtype_name(dt)));
-    return OAR_OK;
-}
-
 /* run time: the last LoD level of input `slot`, checked against its rows */
 static int seq_lod(oar_infer_ctx_t *c, const char *slot, const int64_t **offs, int64_t *n)
 {
@@ -94,7 +84,7 @@ static int pool_infer(oar_infer_ctx_t *c)
     int nd;
     const int64_t *xd = oar_ic_in_dims(c, "X", 0, &nd);
     if (!xd) return OAR_ERR_SHAPE;
-    OAR_TRY(check_float(c, "X"));
+    OAR_TRY(oar_ic_check_float(c, "X", -1));
     OAR_TRY(check_pooltype(c));
     if (nd < 1) return oar_ic_error(c, OAR_ERR_SHAPE, "input X '%s' is a scalar; expected [N, ...]", nm(oar_ic_in_name(c, "X", 0)));
     int64_t od[OAR_MAX_DIMS];
@@ -192,7 +182,7 @@ static int softmax_infer(oar_infer_ctx_t *c)
     int nd;
     const int64_t *xd = oar_ic_in_dims(c, "X", 0, &nd);
     if (!xd) return OAR_ERR_SHAPE;
-    OAR_TRY(check_float(c, "X"));
+    OAR_TRY(oar_ic_check_float(c, "X", -1));
     OAR_TRY(check_width1(c, "X", xd, nd));
     if (oar_ic_runtime(c)) {
         const int64_t *offs;
@@ -388,7 +378,7 @@ static int conv_check(oar_infer_ctx_t *c, int64_t *n, int64_t *m)
     if (!xd) return OAR_ERR_SHAPE;
     const int64_t *fd = oar_ic_in_dims(c, "Filter", 0, &fn);
     if (!fd) return OAR_ERR_SHAPE;
-    OAR_TRY(check_float(c, "X"));
+    OAR_TRY(oar_ic_check_float(c, "X", -1));
     char bx[160], bf[160];
     if (xn != 2)
         return oar_ic_error(c, OAR_ERR_SHAPE, "input X '%s' has shape %s; expected [N, D]",
