@@ -116,14 +116,6 @@ static void weight_grad(int dt, int64_t rows, int64_t D, const void *hp, const v
                 (char *)dw + es * (size_t)(2 * D * D), D);
 }
 
-/* zeroed scratch of n elements */
-static void *scratch(oar_kernel_ctx_t *k, int64_t n, size_t es, int *rc)
-{
-    void *p = oar_xcalloc((size_t)(n > 0 ? n : 1), es);
-    if (!p) *rc = oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate %lld scratch values", (long long)n);
-    return p;
-}
-
 /* Input-like [rows, 3D] and Weight [D, 3D] agree; Bias (optional) holds 3D */
 static int check_shapes(oar_kernel_ctx_t *k, const char *in_slot, const oar_tensor_t *in, const oar_tensor_t *wt,
                         const oar_tensor_t *bt, int64_t *D)
@@ -174,12 +166,8 @@ static int gru_setup(oar_kernel_ctx_t *k, gru_args_t *a)
     const int64_t *offs;
     int64_t no;
     OAR_TRY(oar_sk_lod(k, "Input", a->in, &offs, &no));
-    if (a->h0t && oar_tensor_numel_of(a->h0t) != (no - 1) * a->D)
-        return oar_k_error(k, OAR_ERR_SHAPE, "H0 has %lld values; expected [%lld sequences, %lld]",
-                           (long long)oar_tensor_numel_of(a->h0t), (long long)(no - 1), (long long)a->D);
-    if (oar_seqb_make(&a->sb, offs, no, oar_attr_b(op, "is_reverse")) != OAR_OK)
-        return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate the batch layout of %lld sequences", (long long)(no - 1));
-    return OAR_OK;
+    OAR_TRY(oar_sk_check_state(k, "H0", a->h0t, no - 1, a->D));
+    return oar_sk_seqb_make(k, &a->sb, offs, no);
 }
 
 /* rows of the previous step's hidden for step t (t > 0), else the sorted H0 */
@@ -202,10 +190,7 @@ static int gru_fwd(oar_kernel_ctx_t *k)
         (rc = oar_sk_out(k, "BatchHidden", a.dt, T * D, false, &bh)) != OAR_OK ||
         (rc = oar_sk_out(k, "Hidden", a.dt, T * D, false, &hid)) != OAR_OK)
         goto done;
-    if (a.h0) {
-        if (!(h0s = scratch(k, a.sb.nseq * D, es, &rc))) goto done;
-        oar_seqb_sort_rows(&a.sb, a.h0, h0s, D, es);
-    }
+    if (a.h0 && !(h0s = oar_sk_sorted_state(k, &a.sb, a.h0, D, es, &rc))) goto done;
     oar_seqb_gather(&a.sb, a.x, bg, 3 * D, es);
     if (a.b) oar_sk_add_row(a.dt, bg, a.b, T, 3 * D);
     int blas = oar_sk_blas_hold(a.sb.nseq * 3 * D * D);
@@ -249,14 +234,11 @@ static int gru_bwd(oar_kernel_ctx_t *k)
         goto done;
     if (a.h0 && (rc = oar_sk_out(k, "H0@GRAD", a.dt, a.sb.nseq * D, true, &dh0)) != OAR_OK) goto done;
     if (a.b && (rc = oar_sk_out(k, "Bias@GRAD", a.dt, 3 * D, true, &dbias)) != OAR_OK) goto done;
-    if (!(dhb = scratch(k, T * D, es, &rc)) || !(dgb = scratch(k, T * 3 * D, es, &rc)) ||
-        !(drhp = scratch(k, T * D, es, &rc)))
+    if (!(dhb = oar_sk_scratch(k, T * D, es, true, &rc)) || !(dgb = oar_sk_scratch(k, T * 3 * D, es, true, &rc))
+        || !(drhp = oar_sk_scratch(k, T * D, es, true, &rc)))
         goto done;
-    if (a.h0) {
-        if (!(h0s = scratch(k, a.sb.nseq * D, es, &rc))) goto done;
-        oar_seqb_sort_rows(&a.sb, a.h0, h0s, D, es);
-    }
-    if (dh0 && !(dh0s = scratch(k, a.sb.nseq * D, es, &rc))) goto done;
+    if (a.h0 && !(h0s = oar_sk_sorted_state(k, &a.sb, a.h0, D, es, &rc))) goto done;
+    if (dh0 && !(dh0s = oar_sk_scratch(k, a.sb.nseq * D, es, true, &rc))) goto done;
     oar_seqb_gather(&a.sb, dhid, dhb, D, es);
     int blas = oar_sk_blas_hold(a.sb.nseq * 3 * D * D);
     for (int64_t t = a.sb.nsteps - 1; t >= 0; t--) {
@@ -268,7 +250,7 @@ static int gru_bwd(oar_kernel_ctx_t *k)
     oar_sk_blas_release(blas);
     if (dw) {
         /* the previous hiddens in batch order (zeros at step 0 without H0) */
-        if (!(hprev = scratch(k, T * D, es, &rc))) goto done;
+        if (!(hprev = oar_sk_scratch(k, T * D, es, true, &rc))) goto done;
         for (int64_t t = 0; t < a.sb.nsteps; t++) {
             const void *src = prev_rows(&a, bh, h0s, t);
             if (src)
@@ -359,7 +341,8 @@ static int unit_bwd(oar_kernel_ctx_t *k)
     OAR_TRY(oar_sk_out(k, "Weight@GRAD", a.dt, 3 * D * D, true, &dw));
     if (a.b) OAR_TRY(oar_sk_out(k, "Bias@GRAD", a.dt, 3 * D, true, &db));
     int rc = OAR_OK;
-    void *dg = scratch(k, N * 3 * D, es, &rc), *drhp = dg ? scratch(k, N * D, es, &rc) : NULL;
+    void *dg = oar_sk_scratch(k, N * 3 * D, es, true, &rc);
+    void *drhp = dg ? oar_sk_scratch(k, N * D, es, true, &rc) : NULL;
     if (!dg || !drhp) { free(dg); return rc; }
     if (dhp) memset(dhp, 0, es * (size_t)(N * D));
     step_bwd(a.dt, N, D, g, a.hp, a.w, dh, dg, dhp, drhp, &a.cf);

@@ -160,30 +160,12 @@ static int lstm_setup(oar_kernel_ctx_t *k, lstm_args_t *a)
     const int64_t *offs;
     int64_t no;
     OAR_TRY(oar_sk_lod(k, "Input", a->in, &offs, &no));
-    for (int s = 0; s < 2; s++) {
-        const oar_tensor_t *t = s ? a->c0t : a->h0t;
-        if (t && oar_tensor_numel_of(t) != (no - 1) * a->D)
-            return oar_k_error(k, OAR_ERR_SHAPE, "%s has %lld values; expected [%lld sequences, %lld]",
-                               s ? "C0" : "H0", (long long)oar_tensor_numel_of(t), (long long)(no - 1), (long long)a->D);
-    }
+    OAR_TRY(oar_sk_check_state(k, "H0", a->h0t, no - 1, a->D));
+    OAR_TRY(oar_sk_check_state(k, "C0", a->c0t, no - 1, a->D));
     int64_t dims[3] = {a->T, 4 * a->D, no};
     OAR_TRY(oar_sk_blas_dims(k, 3, dims));
-    if (oar_seqb_make(&a->sb, offs, no, oar_attr_b(oar_k_op(k), "is_reverse")) != OAR_OK)
-        return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate the batch layout of %lld sequences", (long long)(no - 1));
-    return OAR_OK;
+    return oar_sk_seqb_make(k, &a->sb, offs, no);
 }
-
-/* checked scratch of n elements, zeroed unless `dirty` (then the caller
- * writes all of it) */
-static void *scratch_any(oar_kernel_ctx_t *k, int64_t n, size_t es, bool dirty, int *rc)
-{
-    size_t count = (size_t)(n > 0 ? n : 1);
-    void *p = dirty ? oar_xmalloc(count * es) : oar_xcalloc(count, es);
-    if (!p) *rc = oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate %lld scratch values", (long long)n);
-    return p;
-}
-static void *scratch(oar_kernel_ctx_t *k, int64_t n, size_t es, int *rc) { return scratch_any(k, n, es, false, rc); }
-static void *scratch_dirty(oar_kernel_ctx_t *k, int64_t n, size_t es, int *rc) { return scratch_any(k, n, es, true, rc); }
 
 static int lstm_fwd(oar_kernel_ctx_t *k)
 {
@@ -198,12 +180,10 @@ static int lstm_fwd(oar_kernel_ctx_t *k)
         (rc = oar_sk_out(k, "BatchGate", a.dt, T * 4 * D, false, &bg)) != OAR_OK ||
         (rc = oar_sk_out(k, "BatchCellPreAct", a.dt, T * D, false, &bc)) != OAR_OK)
         goto done;
-    hb = scratch_dirty(k, T * D, es, &rc);
+    hb = oar_sk_scratch(k, T * D, es, false, &rc);
     if (!hb) goto done;
-    if (a.h0 && !(h0s = scratch(k, a.sb.nseq * D, es, &rc))) goto done;
-    if (a.c0 && !(c0s = scratch(k, a.sb.nseq * D, es, &rc))) goto done;
-    if (h0s) oar_seqb_sort_rows(&a.sb, a.h0, h0s, D, es);
-    if (c0s) oar_seqb_sort_rows(&a.sb, a.c0, c0s, D, es);
+    if (a.h0 && !(h0s = oar_sk_sorted_state(k, &a.sb, a.h0, D, es, &rc))) goto done;
+    if (a.c0 && !(c0s = oar_sk_sorted_state(k, &a.sb, a.c0, D, es, &rc))) goto done;
     oar_seqb_gather(&a.sb, a.x, bg, 4 * D, es);
     if (a.b) oar_sk_add_row(a.dt, bg, a.b, T, 4 * D);
     int blas = oar_sk_blas_hold(a.sb.nseq * 4 * D * D);
@@ -258,22 +238,20 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
     if (a.h0 && (rc = oar_sk_out(k, "H0@GRAD", a.dt, a.sb.nseq * D, true, &dh0)) != OAR_OK) goto done;
     if (a.c0 && (rc = oar_sk_out(k, "C0@GRAD", a.dt, a.sb.nseq * D, true, &dc0)) != OAR_OK) goto done;
     if (a.b && (rc = oar_sk_out(k, "Bias@GRAD", a.dt, oar_tensor_numel_of(a.bt), true, &dbias)) != OAR_OK) goto done;
-    if (!(dhb = scratch_dirty(k, T * D, es, &rc)) || !(dcb = scratch_any(k, T * D, es, dcell != NULL, &rc)) ||
-        !(dgb = scratch_dirty(k, T * 4 * D, es, &rc)) || !(tmp = scratch_dirty(k, 2 * D, es, &rc)))
+    if (!(dhb = oar_sk_scratch(k, T * D, es, false, &rc)) || !(dcb = oar_sk_scratch(k, T * D, es, !dcell, &rc))
+        || !(dgb = oar_sk_scratch(k, T * 4 * D, es, false, &rc)) || !(tmp = oar_sk_scratch(k, 2 * D, es, false, &rc)))
         goto done;
-    if (a.h0 && !(h0s = scratch(k, a.sb.nseq * D, es, &rc))) goto done;
-    if (a.c0 && !(c0s = scratch(k, a.sb.nseq * D, es, &rc))) goto done;
-    if (dh0 && !(dh0s = scratch(k, a.sb.nseq * D, es, &rc))) goto done;
-    if (dc0 && !(dc0s = scratch(k, a.sb.nseq * D, es, &rc))) goto done;
-    if (h0s) oar_seqb_sort_rows(&a.sb, a.h0, h0s, D, es);
-    if (c0s) oar_seqb_sort_rows(&a.sb, a.c0, c0s, D, es);
+    if (a.h0 && !(h0s = oar_sk_sorted_state(k, &a.sb, a.h0, D, es, &rc))) goto done;
+    if (a.c0 && !(c0s = oar_sk_sorted_state(k, &a.sb, a.c0, D, es, &rc))) goto done;
+    if (dh0 && !(dh0s = oar_sk_scratch(k, a.sb.nseq * D, es, true, &rc))) goto done;
+    if (dc0 && !(dc0s = oar_sk_scratch(k, a.sb.nseq * D, es, true, &rc))) goto done;
     oar_seqb_gather(&a.sb, dhid, dhb, D, es);
     if (dcell) oar_seqb_gather(&a.sb, dcell, dcb, D, es);
     void *dpeep = dbias && a.peep.ci ? (char *)dbias + es * (size_t)(4 * D) : NULL;
     if (dpeep) memset(dpeep, 0, es * (size_t)(3 * D));
     /* the previous hiddens in batch order, for the weight grad */
     if (dw) {
-        if (!(hprev = scratch(k, T * D, es, &rc))) goto done;
+        if (!(hprev = oar_sk_scratch(k, T * D, es, true, &rc))) goto done;
         for (int64_t t = 0; t < a.sb.nsteps; t++) {
             int64_t s0 = a.sb.step_start[t], n = oar_seqb_count(&a.sb, t);
             char *dst = (char *)hprev + es * (size_t)(s0 * D);

@@ -403,3 +403,35 @@ int oar_sk_lod(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t *t,
                            (long long)(*noffs > 0 ? (*offs)[*noffs - 1] : 0), (long long)rows);
     return OAR_OK;
 }
+
+void *oar_sk_scratch(oar_kernel_ctx_t *k, int64_t n, size_t es, bool zero, int *rc)
+{
+    size_t count = (size_t)(n > 0 ? n : 1);
+    void *p = zero ? oar_xcalloc(count, es) : oar_xmalloc(count * es);
+    if (!p) *rc = oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate %lld scratch values", (long long)n);
+    return p;
+}
+
+int oar_sk_check_state(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t *t, int64_t nseq, int64_t D)
+{
+    if (t && oar_tensor_numel_of(t) != nseq * D)
+        return oar_k_error(k, OAR_ERR_SHAPE, "%s has %lld values; expected [%lld sequences, %lld]", slot,
+                           (long long)oar_tensor_numel_of(t), (long long)nseq, (long long)D);
+    return OAR_OK;
+}
+
+int oar_sk_seqb_make(oar_kernel_ctx_t *k, oar_seqb_t *b, const int64_t *offs, int64_t noffs)
+{
+    if (oar_seqb_make(b, offs, noffs, oar_attr_b(oar_k_op(k), "is_reverse")) != OAR_OK)
+        return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate the batch layout of %lld sequences",
+                           (long long)(noffs - 1));
+    return OAR_OK;
+}
+
+void *oar_sk_sorted_state(oar_kernel_ctx_t *k, const oar_seqb_t *b, const void *state, int64_t D, size_t es,
+                          int *rc)
+{
+    void *p = oar_sk_scratch(k, b->nseq * D, es, true, rc);
+    if (p) oar_seqb_sort_rows(b, state, p, D, es);
+    return p;
+}

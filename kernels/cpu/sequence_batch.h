@@ -93,6 +93,19 @@ int oar_sk_out(oar_kernel_ctx_t *k, const char *slot, int dtype, int64_t numel, 
  * error when the tensor has no LoD or its last offset is not its row count */
 int oar_sk_lod(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t *t,
                const int64_t **offs, int64_t *noffs);
+
+/* ---- recurrent kernels (lstm.c, gru.c) -------------------------------------- */
+/* checked scratch of n elements of es bytes, zeroed when `zero` (else the
+ * caller writes all of it); NULL with *rc set on failure */
+void *oar_sk_scratch(oar_kernel_ctx_t *k, int64_t n, size_t es, bool zero, int *rc);
+/* an initial state (H0, C0; t NULL when absent) holds one row of D per sequence */
+int oar_sk_check_state(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t *t, int64_t nseq, int64_t D);
+/* oar_seqb_make over the op's sequences, reversed by its is_reverse attr */
+int oar_sk_seqb_make(oar_kernel_ctx_t *k, oar_seqb_t *b, const int64_t *offs, int64_t noffs);
+/* a scratch copy of an initial state's rows [nseq, D] in sorted order */
+void *oar_sk_sorted_state(oar_kernel_ctx_t *k, const oar_seqb_t *b, const void *state, int64_t D, size_t es,
+                          int *rc);
+
 /* element count of one row (product of dims[1..]) */
 static inline int64_t oar_sk_row_width(const oar_tensor_t *t)
 {
