@@ -40,6 +40,14 @@ static const char *arg_name(const oar_infer_ctx_t *c, const char *slot, int i, b
 const char *oar_ic_in_name(const oar_infer_ctx_t *c, const char *slot, int i) { return arg_name(c, slot, i, true); }
 const char *oar_ic_out_name(const oar_infer_ctx_t *c, const char *slot, int i) { return arg_name(c, slot, i, false); }
 
+static bool arg_present(const oar_infer_ctx_t *c, const char *slot, bool input) {
+    const char *n = arg_name(c, slot, 0, input);
+    return n && strcmp(n, OAR_EMPTY_VAR) != 0;
+}
+
+bool oar_ic_in_present(const oar_infer_ctx_t *c, const char *slot) { return arg_present(c, slot, true); }
+bool oar_ic_out_present(const oar_infer_ctx_t *c, const char *slot) { return arg_present(c, slot, false); }
+
 /* compile time: the var desc behind an argument (NULL with an error) */
 static oar_var_desc_t *arg_desc(oar_infer_ctx_t *c, const char *slot, int i, bool input) {
     const char *name = arg_name(c, slot, i, input);

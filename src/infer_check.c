@@ -50,6 +50,23 @@ int oar_ic_seq_count(oar_infer_ctx_t *c, const char *slot, int64_t *nseq)
     return OAR_OK;
 }
 
+int oar_ic_check_same_dims(oar_infer_ctx_t *c, const char *slot, const char *like)
+{
+    int n, ln;
+    const int64_t *d = oar_ic_in_dims(c, slot, 0, &n);
+    const int64_t *l = d ? oar_ic_in_dims(c, like, 0, &ln) : NULL;
+    if (!l) return OAR_ERR_SHAPE;
+    bool same = n == ln;
+    for (int i = 0; same && i < n; i++) same = oar_dim_eq(d[i], l[i]);
+    if (!same) {
+        char a[128], b[128];
+        return oar_ic_error(c, OAR_ERR_SHAPE, "%s '%s' has shape %s but %s '%s' has %s", slot,
+                            oar_ic_in_name(c, slot, 0), oar_shape_str(d, n, a, sizeof a), like,
+                            oar_ic_in_name(c, like, 0), oar_shape_str(l, ln, b, sizeof b));
+    }
+    return OAR_OK;
+}
+
 int oar_ic_check_act_attr(oar_infer_ctx_t *c, const char *attr)
 {
     static const char *const names[] = {"identity", "sigmoid", "tanh", "relu"};

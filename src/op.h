@@ -97,6 +97,10 @@ int oar_ic_in_count(const oar_infer_ctx_t *c, const char *slot);   /* 0 if absen
 int oar_ic_out_count(const oar_infer_ctx_t *c, const char *slot);
 const char *oar_ic_in_name(const oar_infer_ctx_t *c, const char *slot, int i);
 const char *oar_ic_out_name(const oar_infer_ctx_t *c, const char *slot, int i);
+/* slot's argument 0 exists and is not @EMPTY@ (an optional input given, a
+ * grad output the backward pass wants) */
+bool oar_ic_in_present(const oar_infer_ctx_t *c, const char *slot);
+bool oar_ic_out_present(const oar_infer_ctx_t *c, const char *slot);
 /* dims of input i of slot: ndim into *ndim; NULL (and an error set) when the
  * input is missing or its shape unknown. Compile time may contain -1. */
 const int64_t *oar_ic_in_dims(oar_infer_ctx_t *c, const char *slot, int i, int *ndim);
@@ -132,6 +136,8 @@ int oar_ic_check_float(oar_infer_ctx_t *c, const char *slot, int like);
 /* run time: the sequence count of input `slot`'s last LoD level, which must
  * end at its row count */
 int oar_ic_seq_count(oar_infer_ctx_t *c, const char *slot, int64_t *nseq);
+/* input `slot` has the dims of input `like` (-1 matching anything) */
+int oar_ic_check_same_dims(oar_infer_ctx_t *c, const char *slot, const char *like);
 /* string attr `attr` names an activation: identity, sigmoid, tanh or relu */
 int oar_ic_check_act_attr(oar_infer_ctx_t *c, const char *attr);
 

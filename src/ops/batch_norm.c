@@ -40,18 +40,6 @@ static const oar_attr_def_t bn_attrs[] = {
     {.name = "use_mkldnn", .type = OAR_ATTR_BOOLEAN, .def = 0},
     {.name = NULL}};
 
-static bool out_present(oar_infer_ctx_t *c, const char *slot) {
-    if (oar_ic_out_count(c, slot) < 1) return false;
-    const char *n = oar_ic_out_name(c, slot, 0);
-    return n && strcmp(n, OAR_EMPTY_VAR) != 0;
-}
-
-static bool in_present(oar_infer_ctx_t *c, const char *slot) {
-    if (oar_ic_in_count(c, slot) < 1) return false;
-    const char *n = oar_ic_in_name(c, slot, 0);
-    return n && strcmp(n, OAR_EMPTY_VAR) != 0;
-}
-
 /* the channel count of X per data_layout; -1 if unknown at compile time */
 static int channels(oar_infer_ctx_t *c, const int64_t *x, int xn, int64_t *ch) {
     const char *layout = oar_attr_s(oar_ic_op(c), "data_layout");
@@ -93,48 +81,31 @@ static int bn_infer(oar_infer_ctx_t *c) {
     int xdt = oar_ic_in_dtype(c, "X", 0);
     static const char *const vecs[] = {"Scale", "Bias", "Mean", "Variance"};
     for (int i = 0; i < 4; i++) OAR_TRY(check_vec(c, vecs[i], ch, xdt));
-    int64_t dims[OAR_MAX_DIMS];
-    memcpy(dims, x, sizeof(int64_t) * (size_t)xn);
-    OAR_TRY(oar_ic_set_out(c, "Y", 0, dims, xn, xdt));
-    OAR_TRY(oar_ic_share_lod(c, "X", 0, "Y", 0));
+    OAR_TRY(oar_infer_same_as(c, "X", "Y"));
     int64_t cd[1] = {ch};
     static const char *const outs[] = {"MeanOut", "VarianceOut", "SavedMean", "SavedVariance"};
     for (int i = 0; i < 4; i++)
-        if (out_present(c, outs[i])) OAR_TRY(oar_ic_set_out(c, outs[i], 0, cd, 1, xdt));
+        if (oar_ic_out_present(c, outs[i])) OAR_TRY(oar_ic_set_out(c, outs[i], 0, cd, 1, xdt));
     return OAR_OK;
 }
 
 static int bn_grad_infer(oar_infer_ctx_t *c) {
-    int xn, yn;
+    int xn;
     const int64_t *x = oar_ic_in_dims(c, "X", 0, &xn);
     if (!x) return OAR_ERR_SHAPE;
     int64_t ch;
     OAR_TRY(channels(c, x, xn, &ch));
     int xdt = oar_ic_in_dtype(c, "X", 0);
-    const int64_t *dy = oar_ic_in_dims(c, "Y@GRAD", 0, &yn);
-    if (!dy) return OAR_ERR_SHAPE;
-    bool same = yn == xn;
-    for (int i = 0; same && i < xn; i++) same = oar_dim_eq(x[i], dy[i]);
-    if (!same) {
-        char a[128], b[128];
-        return oar_ic_error(c, OAR_ERR_SHAPE, "Y@GRAD '%s' has shape %s but X '%s' has %s",
-                            oar_ic_in_name(c, "Y@GRAD", 0), oar_shape_str(dy, yn, a, sizeof a),
-                            oar_ic_in_name(c, "X", 0), oar_shape_str(x, xn, b, sizeof b));
-    }
+    OAR_TRY(oar_ic_check_same_dims(c, "Y@GRAD", "X"));
     OAR_TRY(check_vec(c, "Scale", ch, xdt));
     OAR_TRY(check_vec(c, "SavedMean", ch, xdt));
     OAR_TRY(check_vec(c, "SavedVariance", ch, xdt));
-    if (in_present(c, "Mean")) OAR_TRY(check_vec(c, "Mean", ch, xdt));
-    if (in_present(c, "Variance")) OAR_TRY(check_vec(c, "Variance", ch, xdt));
-    if (out_present(c, "X@GRAD")) {
-        int64_t dims[OAR_MAX_DIMS];
-        memcpy(dims, x, sizeof(int64_t) * (size_t)xn);
-        OAR_TRY(oar_ic_set_out(c, "X@GRAD", 0, dims, xn, xdt));
-        OAR_TRY(oar_ic_share_lod(c, "X", 0, "X@GRAD", 0));
-    }
+    if (oar_ic_in_present(c, "Mean")) OAR_TRY(check_vec(c, "Mean", ch, xdt));
+    if (oar_ic_in_present(c, "Variance")) OAR_TRY(check_vec(c, "Variance", ch, xdt));
+    if (oar_ic_out_present(c, "X@GRAD")) OAR_TRY(oar_infer_same_as(c, "X", "X@GRAD"));
     int64_t cd[1] = {ch};
-    if (out_present(c, "Scale@GRAD")) OAR_TRY(oar_ic_set_out(c, "Scale@GRAD", 0, cd, 1, xdt));
-    if (out_present(c, "Bias@GRAD")) OAR_TRY(oar_ic_set_out(c, "Bias@GRAD", 0, cd, 1, xdt));
+    if (oar_ic_out_present(c, "Scale@GRAD")) OAR_TRY(oar_ic_set_out(c, "Scale@GRAD", 0, cd, 1, xdt));
+    if (oar_ic_out_present(c, "Bias@GRAD")) OAR_TRY(oar_ic_set_out(c, "Bias@GRAD", 0, cd, 1, xdt));
     return OAR_OK;
 }
 

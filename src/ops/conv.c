@@ -144,19 +144,13 @@ static int conv_infer(oar_infer_ctx_t *c) {
     return oar_ic_set_out(c, "Output", 0, out, 4, xdt);
 }
 
-static bool out_present(oar_infer_ctx_t *c, const char *slot) {
-    if (oar_ic_out_count(c, slot) < 1) return false;
-    const char *n = oar_ic_out_name(c, slot, 0);
-    return n && strcmp(n, OAR_EMPTY_VAR) != 0;
-}
-
 static int conv_grad_infer(oar_infer_ctx_t *c) {
     int n;
     if (!oar_ic_in_dims(c, "Output@GRAD", 0, &n)) return OAR_ERR_SHAPE;
     if (n != 4)
         return oar_ic_error(c, OAR_ERR_SHAPE, "Output@GRAD '%s' must be 4-D, got %d dims",
                             oar_ic_in_name(c, "Output@GRAD", 0), n);
-    if (!out_present(c, "Input@GRAD") && !out_present(c, "Filter@GRAD")) return OAR_OK;
+    if (!oar_ic_out_present(c, "Input@GRAD") && !oar_ic_out_present(c, "Filter@GRAD")) return OAR_OK;
     return oar_infer_grad_like_inputs(c);
 }
 

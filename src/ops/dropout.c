@@ -23,12 +23,6 @@ static const oar_attr_def_t do_attrs[] = {
     {.name = "dropout_implementation", .type = OAR_ATTR_STRING, .def_str = "downgrade_in_infer"},
     {.name = NULL}};
 
-static bool out_present(oar_infer_ctx_t *c, const char *slot) {
-    if (oar_ic_out_count(c, slot) < 1) return false;
-    const char *n = oar_ic_out_name(c, slot, 0);
-    return n && strcmp(n, OAR_EMPTY_VAR) != 0;
-}
-
 static int check_impl(oar_infer_ctx_t *c) {
     const char *impl = oar_attr_s(oar_ic_op(c), "dropout_implementation");
     if (impl && strcmp(impl, "downgrade_in_infer") != 0 && strcmp(impl, "upscale_in_train") != 0)
@@ -45,7 +39,7 @@ static int do_infer(oar_infer_ctx_t *c) {
         return oar_ic_error(c, OAR_ERR_DTYPE, "X '%s' is %s; dropout takes float32 or float64",
                             oar_ic_in_name(c, "X", 0), oar_dtype_name(dt));
     OAR_TRY(oar_infer_same_as(c, "X", "Out"));
-    if (!oar_attr_b(oar_ic_op(c), "is_test") && out_present(c, "Mask")) {
+    if (!oar_attr_b(oar_ic_op(c), "is_test") && oar_ic_out_present(c, "Mask")) {
         int n;
         const int64_t *d = oar_ic_in_dims(c, "X", 0, &n);
         if (!d) return OAR_ERR_SHAPE;
@@ -73,7 +67,7 @@ static int do_grad_infer(oar_infer_ctx_t *c) {
                             oar_ic_in_name(c, "Mask", 0), oar_shape_str(m, mn, a, sizeof a),
                             oar_ic_in_name(c, "Out@GRAD", 0), oar_shape_str(g, gn, b, sizeof b));
     }
-    if (!out_present(c, "X@GRAD")) return OAR_OK;
+    if (!oar_ic_out_present(c, "X@GRAD")) return OAR_OK;
     return oar_infer_same_as(c, "Out@GRAD", "X@GRAD");
 }
 

@@ -12,12 +12,6 @@
 
 static const char *nm(const char *s) { return s ? s : "?"; }
 
-static bool out_wanted(oar_infer_ctx_t *c, const char *slot)
-{
-    const char *n = oar_ic_out_name(c, slot, 0);
-    return n && strcmp(n, OAR_EMPTY_VAR) != 0;
-}
-
 static int int_input(oar_infer_ctx_t *c, const char *slot, bool allow_int32)
 {
     int dt = oar_ic_in_dtype(c, slot, 0);
@@ -103,7 +97,7 @@ static const oar_slot_def_t x_grad_out[] = {{"X@GRAD", OAR_SLOT_DISPENSABLE}, {N
 
 static int gather_grad_infer(oar_infer_ctx_t *c)
 {
-    if (!out_wanted(c, "X@GRAD")) return OAR_OK;
+    if (!oar_ic_out_present(c, "X@GRAD")) return OAR_OK;
     int64_t out[OAR_MAX_DIMS], x[OAR_MAX_DIMS];
     int no = 0, nx = 0;
     OAR_TRY(gather_dims(c, out, &no, x, &nx));
@@ -233,7 +227,7 @@ static const oar_slot_def_t top_k_grad_in[] = {{"X", 0}, {"Indices", 0}, {"Out@G
 /* Indices and Out@GRAD: X's dims with any last dim k <= X's */
 static int top_k_grad_infer(oar_infer_ctx_t *c)
 {
-    if (!out_wanted(c, "X@GRAD")) return OAR_OK;
+    if (!oar_ic_out_present(c, "X@GRAD")) return OAR_OK;
     int nx, ni;
     const int64_t *d = oar_ic_in_dims(c, "X", 0, &nx);
     if (!d) return OAR_ERR_SHAPE;

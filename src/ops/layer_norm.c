@@ -27,13 +27,6 @@ static const oar_attr_def_t ln_attrs[] = {
     {.name = "is_test", .type = OAR_ATTR_BOOLEAN, .def = 0},
     {.name = NULL}};
 
-static bool present(oar_infer_ctx_t *c, const char *slot, bool input) {
-    int n = input ? oar_ic_in_count(c, slot) : oar_ic_out_count(c, slot);
-    if (n < 1) return false;
-    const char *name = input ? oar_ic_in_name(c, slot, 0) : oar_ic_out_name(c, slot, 0);
-    return name && strcmp(name, OAR_EMPTY_VAR) != 0;
-}
-
 /* left/right sizes of X split at begin_norm_axis; -1 where unknown */
 static int split(oar_infer_ctx_t *c, const int64_t *x, int xn, int64_t *left, int64_t *right) {
     int axis = oar_attr_i(oar_ic_op(c), "begin_norm_axis");
@@ -80,12 +73,9 @@ static int ln_infer(oar_infer_ctx_t *c) {
     int64_t left, right;
     OAR_TRY(split(c, x, xn, &left, &right));
     int xdt = oar_ic_in_dtype(c, "X", 0);
-    if (present(c, "Scale", true)) OAR_TRY(check_param(c, "Scale", right, xdt));
-    if (present(c, "Bias", true)) OAR_TRY(check_param(c, "Bias", right, xdt));
-    int64_t dims[OAR_MAX_DIMS];
-    memcpy(dims, x, sizeof(int64_t) * (size_t)xn);
-    OAR_TRY(oar_ic_set_out(c, "Y", 0, dims, xn, xdt));
-    OAR_TRY(oar_ic_share_lod(c, "X", 0, "Y", 0));
+    if (oar_ic_in_present(c, "Scale")) OAR_TRY(check_param(c, "Scale", right, xdt));
+    if (oar_ic_in_present(c, "Bias")) OAR_TRY(check_param(c, "Bias", right, xdt));
+    OAR_TRY(oar_infer_same_as(c, "X", "Y"));
     int64_t ld[1] = {left};
     OAR_TRY(oar_ic_set_out(c, "Mean", 0, ld, 1, xdt));
     OAR_TRY(oar_ic_set_out(c, "Variance", 0, ld, 1, xdt));
@@ -93,27 +83,18 @@ static int ln_infer(oar_infer_ctx_t *c) {
 }
 
 static int ln_grad_infer(oar_infer_ctx_t *c) {
-    int xn, yn;
+    int xn;
     const int64_t *x = oar_ic_in_dims(c, "X", 0, &xn);
     if (!x) return OAR_ERR_SHAPE;
     int64_t left, right;
     OAR_TRY(split(c, x, xn, &left, &right));
-    const int64_t *dy = oar_ic_in_dims(c, "Y@GRAD", 0, &yn);
-    if (!dy) return OAR_ERR_SHAPE;
-    bool same = yn == xn;
-    for (int i = 0; same && i < xn; i++) same = oar_dim_eq(x[i], dy[i]);
-    if (!same) {
-        char a[128], b[128];
-        return oar_ic_error(c, OAR_ERR_SHAPE, "Y@GRAD '%s' has shape %s but X '%s' has %s",
-                            oar_ic_in_name(c, "Y@GRAD", 0), oar_shape_str(dy, yn, a, sizeof a),
-                            oar_ic_in_name(c, "X", 0), oar_shape_str(x, xn, b, sizeof b));
-    }
-    if (present(c, "Scale@GRAD", false) && !present(c, "Scale", true))
+    OAR_TRY(oar_ic_check_same_dims(c, "Y@GRAD", "X"));
+    if (oar_ic_out_present(c, "Scale@GRAD") && !oar_ic_in_present(c, "Scale"))
         return oar_ic_error(c, OAR_ERR_INVALID, "Scale@GRAD is requested but Scale is not an input");
-    if (present(c, "Bias@GRAD", false) && !present(c, "Bias", true))
+    if (oar_ic_out_present(c, "Bias@GRAD") && !oar_ic_in_present(c, "Bias"))
         return oar_ic_error(c, OAR_ERR_INVALID, "Bias@GRAD is requested but Bias is not an input");
     int xdt = oar_ic_in_dtype(c, "X", 0);
-    if (present(c, "Scale", true)) OAR_TRY(check_param(c, "Scale", right, xdt));
+    if (oar_ic_in_present(c, "Scale")) OAR_TRY(check_param(c, "Scale", right, xdt));
     return oar_infer_grad_like_inputs(c);
 }
 

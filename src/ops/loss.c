@@ -17,12 +17,6 @@
 
 static const char *nm(const char *s) { return s ? s : "?"; }
 
-static bool out_wanted(oar_infer_ctx_t *c, const char *slot)
-{
-    const char *n = oar_ic_out_name(c, slot, 0);
-    return n && strcmp(n, OAR_EMPTY_VAR) != 0;
-}
-
 /* Label against input `in` (dims x, rank nx) along class axis `axis`: same
  * rank, equal dims off the axis, 1 (hard, int64) or C (soft, in's dtype) on it. */
 static int check_label(oar_infer_ctx_t *c, const char *in, const int64_t *x, int nx, int axis)
@@ -121,7 +115,7 @@ static const oar_slot_def_t ceg_out[] = {{"X@GRAD", OAR_SLOT_DISPENSABLE}, {NULL
 
 static int ceg_infer(oar_infer_ctx_t *c)
 {
-    if (!out_wanted(c, "X@GRAD")) return OAR_OK;
+    if (!oar_ic_out_present(c, "X@GRAD")) return OAR_OK;
     int nx;
     const int64_t *d = oar_ic_in_dims(c, "X", 0, &nx);
     if (!d) return OAR_ERR_SHAPE;
@@ -207,7 +201,7 @@ static const oar_slot_def_t swceg_out[] = {{"Logits@GRAD", OAR_SLOT_DISPENSABLE}
 
 static int swceg_infer(oar_infer_ctx_t *c)
 {
-    if (!out_wanted(c, "Logits@GRAD")) return OAR_OK;
+    if (!oar_ic_out_present(c, "Logits@GRAD")) return OAR_OK;
     int nx, axis = 0;
     const int64_t *d = oar_ic_in_dims(c, "Softmax", 0, &nx);
     if (!d) return OAR_ERR_SHAPE;
@@ -288,7 +282,7 @@ static const oar_slot_def_t sceg_in[] = {{"X", 0}, {"Label", 0}, {"Out@GRAD", 0}
 
 static int sceg_infer(oar_infer_ctx_t *c)
 {
-    if (!out_wanted(c, "X@GRAD")) return OAR_OK;
+    if (!oar_ic_out_present(c, "X@GRAD")) return OAR_OK;
     int64_t x[OAR_MAX_DIMS];
     int nx = 0;
     OAR_TRY(sce_check(c, x, &nx));

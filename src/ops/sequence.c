@@ -31,12 +31,6 @@
 
 static const char *nm(const char *s) { return s ? s : "?"; }
 
-static bool out_wanted(oar_infer_ctx_t *c, const char *slot)
-{
-    const char *n = oar_ic_out_name(c, slot, 0);
-    return n && strcmp(n, OAR_EMPTY_VAR) != 0;
-}
-
 /* run time: the last LoD level of input `slot`, checked against its rows */
 static int seq_lod(oar_infer_ctx_t *c, const char *slot, const int64_t **offs, int64_t *n)
 {
@@ -100,7 +94,7 @@ static int pool_infer(oar_infer_ctx_t *c)
         OAR_TRY(oar_ic_set_out_lod_level(c, "Out", 0, xl > 0 ? xl - 1 : 0));
     }
     OAR_TRY(oar_ic_set_out(c, "Out", 0, od, nd, oar_ic_in_dtype(c, "X", 0)));
-    if (out_wanted(c, "MaxIndex")) OAR_TRY(oar_ic_set_out(c, "MaxIndex", 0, od, nd, OAR_INT32));
+    if (oar_ic_out_present(c, "MaxIndex")) OAR_TRY(oar_ic_set_out(c, "MaxIndex", 0, od, nd, OAR_INT32));
     return OAR_OK;
 }
 
