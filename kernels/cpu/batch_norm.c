@@ -12,6 +12,7 @@
 #include <string.h>
 #include "op.h"
 #include "desc.h"
+#include "norm_common.h"
 
 typedef struct bn_view { int64_t n, c, s; bool nhwc; } bn_view_t;
 
@@ -47,9 +48,7 @@ static int bn_view(oar_kernel_ctx_t *k, const oar_tensor_t *x, int dt, bn_view_t
     const char *layout = oar_attr_s(oar_k_op(k), "data_layout");
     char xs[128];
     oar_shape_str(x->dims, x->ndim, xs, sizeof xs);
-    if (x->dtype != dt)
-        return oar_k_error(k, OAR_ERR_DTYPE, "X '%s' is %s, expected %s", oar_k_in_name(k, "X", 0),
-                           oar_dtype_name(x->dtype), oar_dtype_name(dt));
+    OAR_TRY(oar_norm_check_dtype(k, x, dt));
     if (x->ndim < 2 || x->ndim > 5)
         return oar_k_error(k, OAR_ERR_SHAPE, "X '%s' must have 2 to 5 dims, got %s", oar_k_in_name(k, "X", 0), xs);
     v->nhwc = layout && strcmp(layout, "NHWC") == 0;
@@ -81,22 +80,18 @@ static const void *vec_in(oar_kernel_ctx_t *k, const char *slot, int64_t c, int 
 
 /* writes a [C] output if the slot is present */
 static int vec_out(oar_kernel_ctx_t *k, const char *slot, int dt, const double *v, int64_t c) {
-    oar_tensor_t *t = oar_k_out(k, slot, 0);
-    if (!t) return OAR_OK;
     int64_t d[1] = {c};
-    if (t->ndim != 1 || t->dims[0] != c) OAR_TRY(oar_tensor_resize(t, d, 1));
-    void *p = oar_k_out_data(k, slot, 0, dt);
-    if (!p) return OAR_ERR_NOMEM;
-    store_vec(dt, v, c, p);
-    return OAR_OK;
+    int rc;
+    void *p = oar_norm_out(k, slot, d, 1, dt, &rc);
+    if (p) store_vec(dt, v, c, p);
+    return rc;
 }
 
 static int bn_fwd(oar_kernel_ctx_t *k) {
     const int dt = oar_k_dtype(k);
     const oar_op_desc_t *op = oar_k_op(k);
-    const oar_tensor_t *x = oar_k_in(k, "X", 0);
-    if (!oar_tensor_has_data(x))
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "X '%s' has no data", oar_k_in_name(k, "X", 0));
+    const oar_tensor_t *x;
+    OAR_TRY(oar_norm_in(k, "X", &x));
     bn_view_t v;
     OAR_TRY(bn_view(k, x, dt, &v));
     /* held before the outputs are requested: an in-place Y may get a new buffer
@@ -145,15 +140,11 @@ static int bn_fwd(oar_kernel_ctx_t *k) {
         }
     }
     for (int64_t c = 0; c < C; c++) { a[c] = sc[c] * istd[c]; b[c] = bi[c]; }
-    oar_tensor_t *yt = oar_k_out(k, "Y", 0);
-    void *y = NULL;
-    if (!yt) { rc = oar_k_error(k, OAR_ERR_NOT_FOUND, "output Y is missing"); goto out; }
-    if (yt != x) {
-        if (yt->ndim != x->ndim || memcmp(yt->dims, x->dims, sizeof(int64_t) * (size_t)x->ndim) != 0)
-            if ((rc = oar_tensor_resize(yt, x->dims, x->ndim))) goto out;
+    void *y = oar_norm_out(k, "Y", x->dims, x->ndim, dt, &rc);
+    if (!y) {
+        if (!rc) rc = oar_k_error(k, OAR_ERR_NOT_FOUND, "output Y is missing");
+        goto out;
     }
-    y = oar_k_out_data(k, "Y", 0, dt);
-    if (!y) { rc = OAR_ERR_NOMEM; goto out; }
     if (dt == OAR_FP32) bn_apply_f32(xd, y, &v, mean, a, b);
     else bn_apply_f64(xd, y, &v, mean, a, b);
     if ((rc = vec_out(k, "MeanOut", dt, rm, C))) goto out;
@@ -168,20 +159,12 @@ out:
 static int bn_bwd(oar_kernel_ctx_t *k) {
     const int dt = oar_k_dtype(k);
     const oar_op_desc_t *op = oar_k_op(k);
-    const oar_tensor_t *x = oar_k_in(k, "X", 0), *dy = oar_k_in(k, "Y@GRAD", 0);
-    if (!oar_tensor_has_data(x))
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "X '%s' has no data", oar_k_in_name(k, "X", 0));
-    if (!oar_tensor_has_data(dy))
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "Y@GRAD '%s' has no data", oar_k_in_name(k, "Y@GRAD", 0));
+    const oar_tensor_t *x, *dy;
+    OAR_TRY(oar_norm_in(k, "X", &x));
+    OAR_TRY(oar_norm_in(k, "Y@GRAD", &dy));
     bn_view_t v;
     OAR_TRY(bn_view(k, x, dt, &v));
-    if (dy->dtype != dt || dy->ndim != x->ndim ||
-        memcmp(dy->dims, x->dims, sizeof(int64_t) * (size_t)x->ndim) != 0) {
-        char a[128], b[128];
-        return oar_k_error(k, OAR_ERR_SHAPE, "Y@GRAD '%s' is %s %s but X is %s %s", oar_k_in_name(k, "Y@GRAD", 0),
-                           oar_dtype_name(dy->dtype), oar_shape_str(dy->dims, dy->ndim, a, sizeof a),
-                           oar_dtype_name(x->dtype), oar_shape_str(x->dims, x->ndim, b, sizeof b));
-    }
+    OAR_TRY(oar_norm_check_dy(k, dy, x));
     const void *xd = x->buf->data, *dyd = dy->buf->data;
     const int64_t C = v.c, cnt = v.n * v.s;
     const bool global = global_stats(op);
@@ -208,8 +191,7 @@ static int bn_bwd(oar_kernel_ctx_t *k) {
     int rc = OAR_OK;
     if ((rc = vec_out(k, "Scale@GRAD", dt, sdyx, C))) goto out;
     if ((rc = vec_out(k, "Bias@GRAD", dt, sdy, C))) goto out;
-    oar_tensor_t *dxt = oar_k_out(k, "X@GRAD", 0);
-    if (!dxt) goto out;
+    if (!oar_k_out(k, "X@GRAD", 0)) goto out;
     for (int64_t c = 0; c < C; c++) {
         A[c] = sc[c] * istd[c];
         if (global || cnt == 0) { B[c] = 0; D[c] = 0; continue; }
@@ -217,10 +199,8 @@ static int bn_bwd(oar_kernel_ctx_t *k) {
         B[c] = -A[c] * istd[c] * sdyx[c] / (double)cnt;
         D[c] = -A[c] * sdy[c] / (double)cnt;
     }
-    if (dxt->ndim != x->ndim || memcmp(dxt->dims, x->dims, sizeof(int64_t) * (size_t)x->ndim) != 0)
-        if ((rc = oar_tensor_resize(dxt, x->dims, x->ndim))) goto out;
-    void *dx = oar_k_out_data(k, "X@GRAD", 0, dt);
-    if (!dx) { rc = OAR_ERR_NOMEM; goto out; }
+    void *dx = oar_norm_out(k, "X@GRAD", x->dims, x->ndim, dt, &rc);
+    if (!dx) goto out;
     if (dt == OAR_FP32) bn_grad_apply_f32(xd, dyd, dx, &v, mean, A, B, D);
     else bn_grad_apply_f64(xd, dyd, dx, &v, mean, A, B, D);
 out:

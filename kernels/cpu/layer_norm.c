@@ -14,6 +14,7 @@
 #include <string.h>
 #include "op.h"
 #include "desc.h"
+#include "norm_common.h"
 
 #define LN_PAR_MIN (1 << 14)
 
@@ -31,9 +32,7 @@
 static int ln_split(oar_kernel_ctx_t *k, const oar_tensor_t *x, int dt, int64_t *left, int64_t *right) {
     const int axis = oar_attr_i(oar_k_op(k), "begin_norm_axis");
     char s[128];
-    if (x->dtype != dt)
-        return oar_k_error(k, OAR_ERR_DTYPE, "X '%s' is %s, expected %s", oar_k_in_name(k, "X", 0),
-                           oar_dtype_name(x->dtype), oar_dtype_name(dt));
+    OAR_TRY(oar_norm_check_dtype(k, x, dt));
     if (axis < 1 || axis >= x->ndim)
         return oar_k_error(k, OAR_ERR_INVALID, "attr begin_norm_axis = %d must be in [1, %d) for X '%s' of shape %s",
                            axis, x->ndim, oar_k_in_name(k, "X", 0), oar_shape_str(x->dims, x->ndim, s, sizeof s));
@@ -63,24 +62,10 @@ static int param_in(oar_kernel_ctx_t *k, const char *slot, int64_t n, int dt, co
     return OAR_OK;
 }
 
-/* writable output of slot with the given dims; NULL (and *rc OK) when absent */
-static void *out_like(oar_kernel_ctx_t *k, const char *slot, const int64_t *dims, int nd, int dt, int *rc) {
-    *rc = OAR_OK;
-    oar_tensor_t *t = oar_k_out(k, slot, 0);
-    if (!t) return NULL;
-    if (t->ndim != nd || memcmp(t->dims, dims, sizeof(int64_t) * (size_t)nd) != 0) {
-        if ((*rc = oar_tensor_resize(t, dims, nd))) return NULL;
-    }
-    void *p = oar_k_out_data(k, slot, 0, dt);
-    if (!p) *rc = OAR_ERR_NOMEM;
-    return p;
-}
-
 static int ln_fwd(oar_kernel_ctx_t *k) {
     const int dt = oar_k_dtype(k);
-    const oar_tensor_t *x = oar_k_in(k, "X", 0);
-    if (!oar_tensor_has_data(x))
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "X '%s' has no data", oar_k_in_name(k, "X", 0));
+    const oar_tensor_t *x;
+    OAR_TRY(oar_norm_in(k, "X", &x));
     int64_t left, right;
     OAR_TRY(ln_split(k, x, dt, &left, &right));
     const void *xd = x->buf->data, *scale, *bias;
@@ -88,12 +73,12 @@ static int ln_fwd(oar_kernel_ctx_t *k) {
     OAR_TRY(param_in(k, "Bias", right, dt, &bias));
     const double eps = oar_attr_f(oar_k_op(k), "epsilon");
     int rc;
-    void *y = out_like(k, "Y", x->dims, x->ndim, dt, &rc);
+    void *y = oar_norm_out(k, "Y", x->dims, x->ndim, dt, &rc);
     if (!y) return rc ? rc : oar_k_error(k, OAR_ERR_NOT_FOUND, "output Y is missing");
     int64_t ld[1] = {left};
-    void *mean = out_like(k, "Mean", ld, 1, dt, &rc);
+    void *mean = oar_norm_out(k, "Mean", ld, 1, dt, &rc);
     if (rc) return rc;
-    void *var = out_like(k, "Variance", ld, 1, dt, &rc);
+    void *var = oar_norm_out(k, "Variance", ld, 1, dt, &rc);
     if (rc) return rc;
     if (dt == OAR_FP32) ln_fwd_f32(xd, scale, bias, y, mean, var, left, right, eps);
     else ln_fwd_f64(xd, scale, bias, y, mean, var, left, right, eps);
@@ -102,20 +87,12 @@ static int ln_fwd(oar_kernel_ctx_t *k) {
 
 static int ln_bwd(oar_kernel_ctx_t *k) {
     const int dt = oar_k_dtype(k);
-    const oar_tensor_t *x = oar_k_in(k, "X", 0), *dy = oar_k_in(k, "Y@GRAD", 0);
-    if (!oar_tensor_has_data(x))
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "X '%s' has no data", oar_k_in_name(k, "X", 0));
-    if (!oar_tensor_has_data(dy))
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "Y@GRAD '%s' has no data", oar_k_in_name(k, "Y@GRAD", 0));
+    const oar_tensor_t *x, *dy;
+    OAR_TRY(oar_norm_in(k, "X", &x));
+    OAR_TRY(oar_norm_in(k, "Y@GRAD", &dy));
     int64_t left, right;
     OAR_TRY(ln_split(k, x, dt, &left, &right));
-    if (dy->dtype != dt || dy->ndim != x->ndim ||
-        memcmp(dy->dims, x->dims, sizeof(int64_t) * (size_t)x->ndim) != 0) {
-        char a[128], b[128];
-        return oar_k_error(k, OAR_ERR_SHAPE, "Y@GRAD '%s' is %s %s but X is %s %s", oar_k_in_name(k, "Y@GRAD", 0),
-                           oar_dtype_name(dy->dtype), oar_shape_str(dy->dims, dy->ndim, a, sizeof a),
-                           oar_dtype_name(x->dtype), oar_shape_str(x->dims, x->ndim, b, sizeof b));
-    }
+    OAR_TRY(oar_norm_check_dy(k, dy, x));
     const void *mean, *var, *scale;
     OAR_TRY(param_in(k, "Mean", left, dt, &mean));
     OAR_TRY(param_in(k, "Variance", left, dt, &var));
@@ -124,16 +101,16 @@ static int ln_bwd(oar_kernel_ctx_t *k) {
     const void *xd = x->buf->data, *dyd = dy->buf->data;
     const double eps = oar_attr_f(oar_k_op(k), "epsilon");
     int rc;
-    void *dx = out_like(k, "X@GRAD", x->dims, x->ndim, dt, &rc);
+    void *dx = oar_norm_out(k, "X@GRAD", x->dims, x->ndim, dt, &rc);
     if (rc) return rc;
     const oar_tensor_t *st = oar_k_in(k, "Scale", 0), *bt = oar_k_in(k, "Bias", 0);
     oar_tensor_t *dst = oar_k_out(k, "Scale@GRAD", 0), *dbt = oar_k_out(k, "Bias@GRAD", 0);
     if ((dst && !st) || (dbt && !bt))
         return oar_k_error(k, OAR_ERR_INVALID, "%s@GRAD is requested but %s is not an input",
                            dst && !st ? "Scale" : "Bias", dst && !st ? "Scale" : "Bias");
-    void *dscale = dst ? out_like(k, "Scale@GRAD", st->dims, st->ndim, dt, &rc) : NULL;
+    void *dscale = dst ? oar_norm_out(k, "Scale@GRAD", st->dims, st->ndim, dt, &rc) : NULL;
     if (rc) return rc;
-    void *dbias = dbt ? out_like(k, "Bias@GRAD", bt->dims, bt->ndim, dt, &rc) : NULL;
+    void *dbias = dbt ? oar_norm_out(k, "Bias@GRAD", bt->dims, bt->ndim, dt, &rc) : NULL;
     if (rc) return rc;
     double *acc = NULL;
     int nth = left > 1 && left * right >= LN_PAR_MIN ? omp_get_max_threads() : 1;
