@@ -243,6 +243,27 @@ int oar_infer_grad_like_inputs(oar_infer_ctx_t *c) {
     return OAR_OK;
 }
 
+/* X@GRAD (when wanted) takes Out's dims, dtype and LoD; Out@GRAD must match Out */
+int oar_infer_grad_like_out(oar_infer_ctx_t *c) {
+    if (!oar_ic_out_present(c, "X@GRAD")) return OAR_OK;
+    int nd, gnd;
+    const int64_t *d = oar_ic_in_dims(c, "Out", 0, &nd);
+    if (!d) return OAR_ERR_SHAPE;
+    int64_t dims[OAR_MAX_DIMS];
+    memcpy(dims, d, sizeof(int64_t) * (size_t)nd);
+    const int64_t *gd = oar_ic_in_dims(c, "Out@GRAD", 0, &gnd);
+    if (!gd) return OAR_ERR_SHAPE;
+    bool ok = gnd == nd;
+    for (int i = 0; ok && i < nd; i++) ok = oar_dim_eq(gd[i], dims[i]);
+    if (!ok) {
+        char b1[128], b2[128];
+        return oar_ic_error(c, OAR_ERR_SHAPE, "Out@GRAD shape %s differs from Out shape %s",
+                            oar_shape_str(gd, gnd, b1, sizeof b1), oar_shape_str(dims, nd, b2, sizeof b2));
+    }
+    OAR_TRY(oar_ic_set_out(c, "X@GRAD", 0, dims, nd, oar_ic_in_dtype(c, "Out", 0)));
+    return oar_ic_share_lod(c, "Out", 0, "X@GRAD", 0);
+}
+
 /* ---- run time entry ---------------------------------------------------- */
 int oar_infer_runtime(oar_kernel_ctx_t *k) {
     const oar_op_def_t *def = k->op->def;

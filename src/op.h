@@ -123,6 +123,9 @@ int oar_ic_error(oar_infer_ctx_t *c, int status, const char *fmt, ...) __attribu
 int oar_infer_same_as(oar_infer_ctx_t *c, const char *in, const char *out); /* dims, dtype, LoD */
 /* for X_grad ops: every output slot "S@GRAD" i gets the dims/dtype of input slot "S" i */
 int oar_infer_grad_like_inputs(oar_infer_ctx_t *c);
+/* for ops whose grad reads Out: X@GRAD (when wanted) gets Out's dims, dtype
+ * and LoD; Out@GRAD must have Out's dims */
+int oar_infer_grad_like_out(oar_infer_ctx_t *c);
 /* true if two dims agree, treating -1 (compile time) as a wildcard */
 static inline bool oar_dim_eq(int64_t a, int64_t b) { return a == b || a < 0 || b < 0; }
 

@@ -68,29 +68,6 @@ static int pow_infer(oar_infer_ctx_t *c)
     return oar_infer_same_as(c, "X", "Out");
 }
 
-/* grad op infer when the op reads Out: X@GRAD takes Out's dims and LoD */
-static int act_grad_infer_out(oar_infer_ctx_t *c)
-{
-    const char *name = oar_ic_out_name(c, "X@GRAD", 0);
-    if (!name || strcmp(name, OAR_EMPTY_VAR) == 0) return OAR_OK;
-    int nd, gnd;
-    const int64_t *d = oar_ic_in_dims(c, "Out", 0, &nd);
-    if (!d) return OAR_ERR_SHAPE;
-    int64_t dims[OAR_MAX_DIMS];
-    memcpy(dims, d, sizeof(int64_t) * (size_t)nd);
-    const int64_t *gd = oar_ic_in_dims(c, "Out@GRAD", 0, &gnd);
-    if (!gd) return OAR_ERR_SHAPE;
-    bool ok = gnd == nd;
-    for (int i = 0; ok && i < nd; i++) ok = oar_dim_eq(gd[i], dims[i]);
-    if (!ok) {
-        char b1[128], b2[128];
-        return oar_ic_error(c, OAR_ERR_SHAPE, "Out@GRAD shape %s differs from Out shape %s",
-                            oar_shape_str(gd, gnd, b1, sizeof b1), oar_shape_str(dims, nd, b2, sizeof b2));
-    }
-    OAR_TRY(oar_ic_set_out(c, "X@GRAD", 0, dims, nd, oar_ic_in_dtype(c, "Out", 0)));
-    return oar_ic_share_lod(c, "Out", 0, "X@GRAD", 0);
-}
-
 static int act_grad_infer_x(oar_infer_ctx_t *c) { return oar_infer_grad_like_inputs(c); }
 
 static int make_grad(oar_grad_ctx_t *g, const char *dep)
@@ -120,7 +97,7 @@ static int grad_dep_x(oar_grad_ctx_t *g) { return make_grad(g, "X"); }
     OAR_REGISTER_OP(NAME##_grad_def)
 
 #define ACT_OUT(NAME, ATTRS) \
-    ACT_DEF(NAME, act_in, act_infer, ATTRS, act_grad_in_out, act_grad_infer_out, grad_dep_out)
+    ACT_DEF(NAME, act_in, act_infer, ATTRS, act_grad_in_out, oar_infer_grad_like_out, grad_dep_out)
 #define ACT_X(NAME, ATTRS) \
     ACT_DEF(NAME, act_in, act_infer, ATTRS, act_grad_in_x, act_grad_infer_x, grad_dep_x)
 

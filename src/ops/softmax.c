@@ -2,7 +2,6 @@
  * softmax.c — definitions of softmax and log_softmax (X -> Out along `axis`)
  * and their grads, which read only Out and Out@GRAD.
  */
-#include <string.h>
 #include "op.h"
 
 #define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
@@ -47,25 +46,9 @@ static int sm_infer(oar_infer_ctx_t *c)
 /* X@GRAD takes Out's dims, dtype and LoD */
 static int sm_grad_infer(oar_infer_ctx_t *c)
 {
-    const char *name = oar_ic_out_name(c, "X@GRAD", 0);
-    if (!name || strcmp(name, OAR_EMPTY_VAR) == 0) return OAR_OK;
+    if (!oar_ic_out_present(c, "X@GRAD")) return OAR_OK;
     OAR_TRY(check_axis(c, "Out"));
-    int nd, gnd;
-    const int64_t *d = oar_ic_in_dims(c, "Out", 0, &nd);
-    if (!d) return OAR_ERR_SHAPE;
-    int64_t dims[OAR_MAX_DIMS];
-    memcpy(dims, d, sizeof(int64_t) * (size_t)nd);
-    const int64_t *gd = oar_ic_in_dims(c, "Out@GRAD", 0, &gnd);
-    if (!gd) return OAR_ERR_SHAPE;
-    bool ok = gnd == nd;
-    for (int i = 0; ok && i < nd; i++) ok = oar_dim_eq(gd[i], dims[i]);
-    if (!ok) {
-        char b1[128], b2[128];
-        return oar_ic_error(c, OAR_ERR_SHAPE, "Out@GRAD shape %s differs from Out shape %s",
-                            oar_shape_str(gd, gnd, b1, sizeof b1), oar_shape_str(dims, nd, b2, sizeof b2));
-    }
-    OAR_TRY(oar_ic_set_out(c, "X@GRAD", 0, dims, nd, oar_ic_in_dtype(c, "Out", 0)));
-    return oar_ic_share_lod(c, "Out", 0, "X@GRAD", 0);
+    return oar_infer_grad_like_out(c);
 }
 
 static int make_grad(oar_grad_ctx_t *g, const char *type)
