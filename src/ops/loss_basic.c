@@ -34,23 +34,12 @@ static int sec_infer(oar_infer_ctx_t *c)
     return oar_ic_share_lod(c, "X", 0, "Out", 0);
 }
 
-/* Out itself is not needed by the grad */
-static int sec_grad_maker(oar_grad_ctx_t *g)
-{
-    oar_op_desc_t *op = oar_gc_new_op(g, "square_error_cost_grad");
-    if (!op) return OAR_ERR_NOMEM;
-    OAR_TRY(oar_gc_in(g, op, "X"));
-    OAR_TRY(oar_gc_in(g, op, "Y"));
-    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
-    OAR_TRY(oar_gc_in_grad(g, op, "X"));
-    return oar_gc_in_grad(g, op, "Y");
-}
-
 static const oar_op_def_t square_error_cost_def = {
     .type = "square_error_cost", .inputs = sec_in, .outputs = sec_out, .attrs = NULL,
-    .infer = sec_infer, .grad = sec_grad_maker};
+    .infer = sec_infer, .grad = oar_grad_default};
 OAR_REGISTER_OP(square_error_cost_def)
 
+/* the grad reads X, Y and Out@GRAD, not Out */
 static const oar_slot_def_t secg_in[] = {{"X", 0}, {"Y", 0}, {"Out@GRAD", 0}, {NULL, 0}};
 static const oar_slot_def_t secg_out[] = {
     {"X@GRAD", OAR_SLOT_DISPENSABLE}, {"Y@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};

@@ -74,22 +74,11 @@ static int mul_infer(oar_infer_ctx_t *c)
     return oar_ic_share_lod(c, "X", 0, "Out", 0);
 }
 
-static int mul_grad_maker(oar_grad_ctx_t *g)
-{
-    oar_op_desc_t *op = oar_gc_new_op(g, "mul_grad");
-    if (!op) return OAR_ERR_NOMEM;
-    OAR_TRY(oar_gc_in(g, op, "X"));
-    OAR_TRY(oar_gc_in(g, op, "Y"));
-    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
-    OAR_TRY(oar_gc_in_grad(g, op, "X"));
-    return oar_gc_in_grad(g, op, "Y");
-}
-
 static int grad_infer(oar_infer_ctx_t *c) { return oar_infer_grad_like_inputs(c); }
 
 static const oar_op_def_t mul_def = {
     .type = "mul", .inputs = xy_in, .outputs = out_slot, .attrs = mul_attrs,
-    .infer = mul_infer, .grad = mul_grad_maker, .dtype_slot = "X"};
+    .infer = mul_infer, .grad = oar_grad_default, .dtype_slot = "X"};
 OAR_REGISTER_OP(mul_def)
 static const oar_op_def_t mul_grad_def = {
     .type = "mul_grad", .inputs = grad_in, .outputs = grad_out, .attrs = mul_attrs,
@@ -134,20 +123,9 @@ static int matmul_infer(oar_infer_ctx_t *c)
     return oar_ic_share_lod(c, "X", 0, "Out", 0);
 }
 
-static int matmul_grad_maker(oar_grad_ctx_t *g)
-{
-    oar_op_desc_t *op = oar_gc_new_op(g, "matmul_grad");
-    if (!op) return OAR_ERR_NOMEM;
-    OAR_TRY(oar_gc_in(g, op, "X"));
-    OAR_TRY(oar_gc_in(g, op, "Y"));
-    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
-    OAR_TRY(oar_gc_in_grad(g, op, "X"));
-    return oar_gc_in_grad(g, op, "Y");
-}
-
 static const oar_op_def_t matmul_def = {
     .type = "matmul", .inputs = xy_in, .outputs = out_slot, .attrs = matmul_attrs,
-    .infer = matmul_infer, .grad = matmul_grad_maker, .dtype_slot = "X"};
+    .infer = matmul_infer, .grad = oar_grad_default, .dtype_slot = "X"};
 OAR_REGISTER_OP(matmul_def)
 static const oar_op_def_t matmul_grad_def = {
     .type = "matmul_grad", .inputs = grad_in, .outputs = grad_out, .attrs = matmul_attrs,

@@ -51,20 +51,10 @@ static int sm_grad_infer(oar_infer_ctx_t *c)
     return oar_infer_grad_like_out(c);
 }
 
-static int make_grad(oar_grad_ctx_t *g, const char *type)
-{
-    oar_op_desc_t *op = oar_gc_new_op(g, type);
-    if (!op) return OAR_ERR_NOMEM;
-    OAR_TRY(oar_gc_out(g, op, "Out"));
-    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
-    return oar_gc_in_grad(g, op, "X");
-}
-static int softmax_grad_maker(oar_grad_ctx_t *g) { return make_grad(g, "softmax_grad"); }
-static int log_softmax_grad_maker(oar_grad_ctx_t *g) { return make_grad(g, "log_softmax_grad"); }
 
 static const oar_op_def_t softmax_def = {
     .type = "softmax", .inputs = sm_in, .outputs = sm_out, .attrs = softmax_attrs,
-    .infer = sm_infer, .grad = softmax_grad_maker, .dtype_slot = "X"};
+    .infer = sm_infer, .grad = oar_grad_default, .dtype_slot = "X"};
 OAR_REGISTER_OP(softmax_def)
 static const oar_op_def_t softmax_grad_def = {
     .type = "softmax_grad", .inputs = sm_grad_in, .outputs = sm_grad_out, .attrs = softmax_attrs,
@@ -73,7 +63,7 @@ OAR_REGISTER_OP(softmax_grad_def)
 
 static const oar_op_def_t log_softmax_def = {
     .type = "log_softmax", .inputs = sm_in, .outputs = sm_out, .attrs = log_softmax_attrs,
-    .infer = sm_infer, .grad = log_softmax_grad_maker, .dtype_slot = "X"};
+    .infer = sm_infer, .grad = oar_grad_default, .dtype_slot = "X"};
 OAR_REGISTER_OP(log_softmax_def)
 static const oar_op_def_t log_softmax_grad_def = {
     .type = "log_softmax_grad", .inputs = sm_grad_in, .outputs = sm_grad_out, .attrs = log_softmax_attrs,
