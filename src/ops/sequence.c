@@ -186,19 +186,9 @@ static int softmax_infer(oar_infer_ctx_t *c)
     return oar_infer_same_as(c, "X", "Out");
 }
 
-static int softmax_grad_maker(oar_grad_ctx_t *g)
-{
-    oar_op_desc_t *op = oar_gc_new_op(g, "sequence_softmax_grad");
-    if (!op) return OAR_ERR_NOMEM;
-    OAR_TRY(oar_gc_in(g, op, "X"));
-    OAR_TRY(oar_gc_out(g, op, "Out"));
-    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
-    return oar_gc_in_grad(g, op, "X");
-}
-
 static const oar_op_def_t sequence_softmax_def = {
     .type = "sequence_softmax", .inputs = x_in, .outputs = out_only, .attrs = softmax_attrs,
-    .infer = softmax_infer, .grad = softmax_grad_maker, .dtype_slot = "X"};
+    .infer = softmax_infer, .grad = oar_grad_default, .dtype_slot = "X"};
 OAR_REGISTER_OP(sequence_softmax_def)
 
 static const oar_slot_def_t softmax_grad_in[] = {{"X", 0}, {"Out", 0}, {"Out@GRAD", 0}, {NULL, 0}};
@@ -304,19 +294,9 @@ static int expand_infer(oar_infer_ctx_t *c)
     return oar_ic_share_lod(c, "X", 0, "Out", 0);
 }
 
-static int expand_grad_maker(oar_grad_ctx_t *g)
-{
-    oar_op_desc_t *op = oar_gc_new_op(g, "sequence_expand_grad");
-    if (!op) return OAR_ERR_NOMEM;
-    OAR_TRY(oar_gc_in(g, op, "X"));
-    OAR_TRY(oar_gc_in(g, op, "Y"));
-    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
-    return oar_gc_in_grad(g, op, "X");
-}
-
 static const oar_op_def_t sequence_expand_def = {
     .type = "sequence_expand", .inputs = expand_in, .outputs = out_only, .attrs = expand_attrs,
-    .infer = expand_infer, .grad = expand_grad_maker, .dtype_slot = "X"};
+    .infer = expand_infer, .grad = oar_grad_default, .dtype_slot = "X"};
 OAR_REGISTER_OP(sequence_expand_def)
 
 static const oar_slot_def_t expand_grad_in[] = {{"X", 0}, {"Y", 0}, {"Out@GRAD", 0}, {NULL, 0}};
@@ -418,22 +398,9 @@ static int conv_infer(oar_infer_ctx_t *c)
     return oar_ic_share_lod(c, "X", 0, "Out", 0);
 }
 
-static int conv_grad_maker(oar_grad_ctx_t *g)
-{
-    oar_op_desc_t *op = oar_gc_new_op(g, "sequence_conv_grad");
-    if (!op) return OAR_ERR_NOMEM;
-    OAR_TRY(oar_gc_in(g, op, "X"));
-    OAR_TRY(oar_gc_in(g, op, "Filter"));
-    OAR_TRY(oar_gc_in(g, op, "PaddingData"));
-    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
-    OAR_TRY(oar_gc_in_grad(g, op, "X"));
-    OAR_TRY(oar_gc_in_grad(g, op, "Filter"));
-    return oar_gc_in_grad(g, op, "PaddingData");
-}
-
 static const oar_op_def_t sequence_conv_def = {
     .type = "sequence_conv", .inputs = conv_in, .outputs = out_only, .attrs = conv_attrs,
-    .infer = conv_infer, .grad = conv_grad_maker, .dtype_slot = "X"};
+    .infer = conv_infer, .grad = oar_grad_default, .dtype_slot = "X"};
 OAR_REGISTER_OP(sequence_conv_def)
 
 static const oar_slot_def_t conv_grad_in[] = {
