@@ -11,6 +11,7 @@
  * step's hidden grad, and finds Weight@GRAD with one GEMM over all steps
  * (previous hiddens^T dGate).
  */
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 #include "op.h"
@@ -281,6 +282,38 @@ static int lstm_setup(oar_kernel_ctx_t *k, lstm_args_t *a)
     return oar_sk_seqb_make(k, &a->sb, offs, no);
 }
 
+/* Sequences never read each other's rows, so the step loop splits across
+ * OpenMP threads by sequence with no synchronization: part p takes the
+ * sorted sequences [q[p], q[p + 1]) (about equal rows each), whose rows at
+ * every step are a contiguous run of that step's rows and whose previous
+ * rows are the same run of the previous step. Each part runs its own small
+ * GEMMs (OpenBLAS held to one thread), so both cores work on every step
+ * without a barrier between steps. Returns the number of parts (1 when the
+ * steps are too small to be worth a thread). */
+#define LSTM_MAX_PARTS 8
+#ifndef LSTM_PAR_MIN_MACS   /* per step, all sequences; -DLSTM_PAR_MIN_MACS=0 tests the split */
+#define LSTM_PAR_MIN_MACS ((int64_t)1 << 18)
+#endif
+static int lstm_parts(const oar_seqb_t *sb, int64_t D, int64_t q[LSTM_MAX_PARTS + 1])
+{
+    int nth = omp_get_max_threads();
+    if (nth > LSTM_MAX_PARTS) nth = LSTM_MAX_PARTS;
+    if (nth > sb->nseq) nth = (int)sb->nseq;
+    if (nth < 2 || sb->nseq * 4 * D * D < LSTM_PAR_MIN_MACS) nth = 1;
+    q[0] = 0;
+    int p = 1;
+    int64_t acc = 0;
+    for (int64_t s = 0; s < sb->nseq && p < nth; s++) {
+        int64_t len = 0;   /* steps holding sorted sequence s */
+        while (len < sb->nsteps && oar_seqb_count(sb, len) > s) len++;
+        acc += len;
+        if (acc * nth >= sb->rows * p) q[p++] = s + 1;
+    }
+    nth = p;
+    q[nth] = sb->nseq;
+    return nth;
+}
+
 static int lstm_fwd(oar_kernel_ctx_t *k)
 {
     lstm_args_t a;
@@ -300,15 +333,25 @@ static int lstm_fwd(oar_kernel_ctx_t *k)
     if (a.c0 && !(c0s = oar_sk_sorted_state(k, &a.sb, a.c0, D, es, &rc))) goto done;
     oar_seqb_gather(&a.sb, a.x, bg, 4 * D, es);
     if (a.b) oar_sk_add_row(a.dt, bg, a.b, T, 4 * D);
-    int blas = oar_sk_blas_hold(a.sb.nseq * 4 * D * D);
-    for (int64_t t = 0; t < a.sb.nsteps; t++) {
-        int64_t s0 = a.sb.step_start[t], n = oar_seqb_count(&a.sb, t);
-        char *g = (char *)bg + es * (size_t)(s0 * 4 * D);
-        const void *hp = t > 0 ? (char *)hb + es * (size_t)(a.sb.step_start[t - 1] * D) : h0s;
-        const void *cp = t > 0 ? (char *)bc + es * (size_t)(a.sb.step_start[t - 1] * D) : c0s;
-        if (hp) oar_sk_gemm(a.dt, false, false, n, 4 * D, D, 1.0, hp, D, a.w, 4 * D, 1.0, g, 4 * D);
-        step_fwd(a.dt, n, D, g, cp, (char *)bc + es * (size_t)(s0 * D), (char *)hb + es * (size_t)(s0 * D),
-                 &a.peep, &a.act);
+    int64_t q[LSTM_MAX_PARTS + 1];
+    int parts = lstm_parts(&a.sb, D, q);
+    int blas = oar_sk_blas_hold(parts > 1 ? 0 : a.sb.nseq * 4 * D * D);
+    #pragma omp parallel for num_threads(parts) schedule(static, 1) if (parts > 1)
+    for (int part = 0; part < parts; part++) {
+        int64_t q0 = q[part], q1 = q[part + 1];
+        for (int64_t t = 0; t < a.sb.nsteps; t++) {
+            int64_t n = oar_seqb_count(&a.sb, t);
+            if (n <= q0) break;   /* counts only shrink */
+            int64_t m = (n < q1 ? n : q1) - q0, s0 = a.sb.step_start[t] + q0;
+            char *g = (char *)bg + es * (size_t)(s0 * 4 * D);
+            const void *hp = t > 0 ? (char *)hb + es * (size_t)((a.sb.step_start[t - 1] + q0) * D)
+                             : h0s ? (char *)h0s + es * (size_t)(q0 * D) : NULL;
+            const void *cp = t > 0 ? (char *)bc + es * (size_t)((a.sb.step_start[t - 1] + q0) * D)
+                             : c0s ? (char *)c0s + es * (size_t)(q0 * D) : NULL;
+            if (hp) oar_sk_gemm(a.dt, false, false, m, 4 * D, D, 1.0, hp, D, a.w, 4 * D, 1.0, g, 4 * D);
+            step_fwd(a.dt, m, D, g, cp, (char *)bc + es * (size_t)(s0 * D), (char *)hb + es * (size_t)(s0 * D),
+                     &a.peep, &a.act);
+        }
     }
     oar_sk_blas_release(blas);
     oar_seqb_scatter(&a.sb, hb, hid, D, es);
@@ -332,7 +375,7 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
     const void *hid, *cell, *bg, *bc, *dhid, *dcell = NULL;
     void *dx = NULL, *dh0 = NULL, *dc0 = NULL, *dw = NULL, *dbias = NULL;
     void *dhb = NULL, *dcb = NULL, *dgb = NULL, *hprev = NULL, *h0s = NULL, *c0s = NULL, *dh0s = NULL, *dc0s = NULL,
-         *tmp = NULL;
+         *tmp = NULL, *ppeep = NULL, *ptmp = NULL;
     if ((rc = oar_sk_in(k, "Hidden", a.dt, &ht, &hid)) != OAR_OK ||
         (rc = oar_sk_in(k, "Cell", a.dt, &ct, &cell)) != OAR_OK ||
         (rc = oar_sk_in(k, "BatchGate", a.dt, &bgt, &bg)) != OAR_OK ||
@@ -379,31 +422,54 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
                        es * (size_t)D);
         }
     }
-    int blas = oar_sk_blas_hold(a.sb.nseq * 4 * D * D);
-    for (int64_t t = a.sb.nsteps - 1; t >= 0; t--) {
-        int64_t s0 = a.sb.step_start[t], n = oar_seqb_count(&a.sb, t);
-        int64_t p0 = t > 0 ? a.sb.step_start[t - 1] : 0;
-        const void *cp = t > 0 ? (const char *)bc + es * (size_t)(p0 * D) : c0s;
-        void *dcp = t > 0 ? (char *)dcb + es * (size_t)(p0 * D) : dc0s;
-        char *dg = (char *)dgb + es * (size_t)(s0 * 4 * D);
-        step_bwd(a.dt, n, D, (const char *)bg + es * (size_t)(s0 * 4 * D), (const char *)bc + es * (size_t)(s0 * D),
-                 cp, (char *)dhb + es * (size_t)(s0 * D), (char *)dcb + es * (size_t)(s0 * D), dg, dcp, &a.peep,
-                 dpeep, &a.act, tmp);
-        /* the previous hidden's grad: dG W^T */
-        if (t > 0)
-            oar_sk_gemm(a.dt, false, true, n, D, 4 * D, 1.0, dg, 4 * D, a.w, 4 * D, 1.0,
-                        (char *)dhb + es * (size_t)(p0 * D), D);
-        else if (dh0s)
-            oar_sk_gemm(a.dt, false, true, n, D, 4 * D, 1.0, dg, 4 * D, a.w, 4 * D, 0.0, dh0s, D);
+    /* the parts after the first sum their peephole grads apart (ppeep) */
+    int64_t q[LSTM_MAX_PARTS + 1];
+    int parts = lstm_parts(&a.sb, D, q);
+    if (parts > 1 && dpeep && !(ppeep = oar_sk_scratch(k, (parts - 1) * 3 * D, es, true, &rc))) goto done;
+    if (parts > 1 && !(ptmp = oar_sk_scratch(k, (parts - 1) * 2 * D, es, false, &rc))) goto done;
+    int blas = oar_sk_blas_hold(parts > 1 ? 0 : a.sb.nseq * 4 * D * D);
+    #pragma omp parallel for num_threads(parts) schedule(static, 1) if (parts > 1)
+    for (int part = 0; part < parts; part++) {
+        int64_t q0 = q[part], q1 = q[part + 1];
+        void *mypeep = part == 0 || !dpeep ? dpeep : (char *)ppeep + es * (size_t)((part - 1) * 3 * D);
+        void *mytmp = part == 0 ? tmp : (char *)ptmp + es * (size_t)((part - 1) * 2 * D);
+        for (int64_t t = a.sb.nsteps - 1; t >= 0; t--) {
+            int64_t n = oar_seqb_count(&a.sb, t);
+            if (n <= q0) continue;
+            int64_t m = (n < q1 ? n : q1) - q0, s0 = a.sb.step_start[t] + q0;
+            int64_t p0 = (t > 0 ? a.sb.step_start[t - 1] : 0) + q0;
+            const void *cp = t > 0 ? (const char *)bc + es * (size_t)(p0 * D)
+                             : c0s ? (const char *)c0s + es * (size_t)(q0 * D) : NULL;
+            void *dcp = t > 0 ? (char *)dcb + es * (size_t)(p0 * D)
+                        : dc0s ? (char *)dc0s + es * (size_t)(q0 * D) : NULL;
+            char *dg = (char *)dgb + es * (size_t)(s0 * 4 * D);
+            step_bwd(a.dt, m, D, (const char *)bg + es * (size_t)(s0 * 4 * D),
+                     (const char *)bc + es * (size_t)(s0 * D), cp, (char *)dhb + es * (size_t)(s0 * D),
+                     (char *)dcb + es * (size_t)(s0 * D), dg, dcp, &a.peep, mypeep, &a.act, mytmp);
+            /* the previous hidden's grad: dG W^T */
+            if (t > 0)
+                oar_sk_gemm(a.dt, false, true, m, D, 4 * D, 1.0, dg, 4 * D, a.w, 4 * D, 1.0,
+                            (char *)dhb + es * (size_t)(p0 * D), D);
+            else if (dh0s)
+                oar_sk_gemm(a.dt, false, true, m, D, 4 * D, 1.0, dg, 4 * D, a.w, 4 * D, 0.0,
+                            (char *)dh0s + es * (size_t)(q0 * D), D);
+        }
     }
     oar_sk_blas_release(blas);
+    for (int part = 1; ppeep && part < parts; part++) {
+        const char *src = (const char *)ppeep + es * (size_t)((part - 1) * 3 * D);
+        if (a.dt == OAR_FP32)
+            for (int64_t j = 0; j < 3 * D; j++) ((float *)dpeep)[j] += ((const float *)src)[j];
+        else
+            for (int64_t j = 0; j < 3 * D; j++) ((double *)dpeep)[j] += ((const double *)src)[j];
+    }
     if (dw) oar_sk_gemm(a.dt, true, false, D, 4 * D, T, 1.0, hprev, D, dgb, 4 * D, 0.0, dw, 4 * D);
     if (dx) oar_seqb_scatter(&a.sb, dgb, dx, 4 * D, es);
     if (dbias) oar_sk_col_sum(a.dt, dgb, T, 4 * D, dbias);
     if (dh0) oar_seqb_unsort_rows(&a.sb, dh0s, dh0, D, es);
     if (dc0) oar_seqb_unsort_rows(&a.sb, dc0s, dc0, D, es);
 done:
-    free(dhb); free(dcb); free(dgb); free(hprev); free(h0s); free(c0s); free(dh0s); free(dc0s); free(tmp);
+    free(dhb); free(dcb); free(dgb); free(hprev); free(h0s); free(c0s); free(dh0s); free(dc0s); free(tmp); free(ppeep); free(ptmp);
     oar_seqb_free(&a.sb);
     return rc;
 }
