@@ -193,11 +193,22 @@ static int gru_fwd(oar_kernel_ctx_t *k)
     if (a.h0 && !(h0s = oar_sk_sorted_state(k, &a.sb, a.h0, D, es, &rc))) goto done;
     oar_seqb_gather(&a.sb, a.x, bg, 3 * D, es);
     if (a.b) oar_sk_add_row(a.dt, bg, a.b, T, 3 * D);
-    int blas = oar_sk_blas_hold(a.sb.nseq * 3 * D * D);
-    for (int64_t t = 0; t < a.sb.nsteps; t++) {
-        int64_t s0 = a.sb.step_start[t], n = oar_seqb_count(&a.sb, t);
-        step_fwd(a.dt, n, D, (char *)bg + es * (size_t)(s0 * 3 * D), prev_rows(&a, bh, h0s, t), a.w,
-                 (char *)brhp + es * (size_t)(s0 * D), (char *)bh + es * (size_t)(s0 * D), &a.cf);
+    /* split by sequence across threads (oar_seqb_parts) */
+    int64_t q[OAR_SEQB_MAX_PARTS + 1];
+    int parts = oar_seqb_parts(&a.sb, a.sb.nseq * 3 * D * D, q);
+    int blas = oar_sk_blas_hold(parts > 1 ? 0 : a.sb.nseq * 3 * D * D);
+    #pragma omp parallel for num_threads(parts) schedule(static, 1) if (parts > 1)
+    for (int part = 0; part < parts; part++) {
+        int64_t q0 = q[part], q1 = q[part + 1];
+        for (int64_t t = 0; t < a.sb.nsteps; t++) {
+            int64_t n = oar_seqb_count(&a.sb, t);
+            if (n <= q0) break;   /* counts only shrink */
+            int64_t m = (n < q1 ? n : q1) - q0, s0 = a.sb.step_start[t] + q0;
+            const void *hp = prev_rows(&a, bh, h0s, t);
+            step_fwd(a.dt, m, D, (char *)bg + es * (size_t)(s0 * 3 * D),
+                     hp ? (const char *)hp + es * (size_t)(q0 * D) : NULL, a.w,
+                     (char *)brhp + es * (size_t)(s0 * D), (char *)bh + es * (size_t)(s0 * D), &a.cf);
+        }
     }
     oar_sk_blas_release(blas);
     oar_seqb_scatter(&a.sb, bh, hid, D, es);
@@ -240,12 +251,26 @@ static int gru_bwd(oar_kernel_ctx_t *k)
     if (a.h0 && !(h0s = oar_sk_sorted_state(k, &a.sb, a.h0, D, es, &rc))) goto done;
     if (dh0 && !(dh0s = oar_sk_scratch(k, a.sb.nseq * D, es, true, &rc))) goto done;
     oar_seqb_gather(&a.sb, dhid, dhb, D, es);
-    int blas = oar_sk_blas_hold(a.sb.nseq * 3 * D * D);
-    for (int64_t t = a.sb.nsteps - 1; t >= 0; t--) {
-        int64_t s0 = a.sb.step_start[t], n = oar_seqb_count(&a.sb, t);
-        void *dhp = t > 0 ? (char *)dhb + es * (size_t)(a.sb.step_start[t - 1] * D) : dh0s;
-        step_bwd(a.dt, n, D, (const char *)bg + es * (size_t)(s0 * 3 * D), prev_rows(&a, bh, h0s, t), a.w,
-                 (char *)dhb + es * (size_t)(s0 * D), (char *)dgb + es * (size_t)(s0 * 3 * D), dhp, drhp, &a.cf);
+    /* split by sequence across threads (oar_seqb_parts); part rows q0.. of
+     * drhp are its scratch */
+    int64_t q[OAR_SEQB_MAX_PARTS + 1];
+    int parts = oar_seqb_parts(&a.sb, a.sb.nseq * 3 * D * D, q);
+    int blas = oar_sk_blas_hold(parts > 1 ? 0 : a.sb.nseq * 3 * D * D);
+    #pragma omp parallel for num_threads(parts) schedule(static, 1) if (parts > 1)
+    for (int part = 0; part < parts; part++) {
+        int64_t q0 = q[part], q1 = q[part + 1];
+        for (int64_t t = a.sb.nsteps - 1; t >= 0; t--) {
+            int64_t n = oar_seqb_count(&a.sb, t);
+            if (n <= q0) continue;
+            int64_t m = (n < q1 ? n : q1) - q0, s0 = a.sb.step_start[t] + q0;
+            void *dhp = t > 0 ? (char *)dhb + es * (size_t)((a.sb.step_start[t - 1] + q0) * D)
+                        : dh0s ? (char *)dh0s + es * (size_t)(q0 * D) : NULL;
+            const void *hp = prev_rows(&a, bh, h0s, t);
+            step_bwd(a.dt, m, D, (const char *)bg + es * (size_t)(s0 * 3 * D),
+                     hp ? (const char *)hp + es * (size_t)(q0 * D) : NULL, a.w,
+                     (char *)dhb + es * (size_t)(s0 * D), (char *)dgb + es * (size_t)(s0 * 3 * D), dhp,
+                     (char *)drhp + es * (size_t)(q0 * D), &a.cf);
+        }
     }
     oar_sk_blas_release(blas);
     if (dw) {

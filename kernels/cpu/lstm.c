@@ -11,7 +11,6 @@
  * step's hidden grad, and finds Weight@GRAD with one GEMM over all steps
  * (previous hiddens^T dGate).
  */
-#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 #include "op.h"
@@ -282,38 +281,6 @@ static int lstm_setup(oar_kernel_ctx_t *k, lstm_args_t *a)
     return oar_sk_seqb_make(k, &a->sb, offs, no);
 }
 
-/* Sequences never read each other's rows, so the step loop splits across
- * OpenMP threads by sequence with no synchronization: part p takes the
- * sorted sequences [q[p], q[p + 1]) (about equal rows each), whose rows at
- * every step are a contiguous run of that step's rows and whose previous
- * rows are the same run of the previous step. Each part runs its own small
- * GEMMs (OpenBLAS held to one thread), so both cores work on every step
- * without a barrier between steps. Returns the number of parts (1 when the
- * steps are too small to be worth a thread). */
-#define LSTM_MAX_PARTS 8
-#ifndef LSTM_PAR_MIN_MACS   /* per step, all sequences; -DLSTM_PAR_MIN_MACS=0 tests the split */
-#define LSTM_PAR_MIN_MACS ((int64_t)1 << 18)
-#endif
-static int lstm_parts(const oar_seqb_t *sb, int64_t D, int64_t q[LSTM_MAX_PARTS + 1])
-{
-    int nth = omp_get_max_threads();
-    if (nth > LSTM_MAX_PARTS) nth = LSTM_MAX_PARTS;
-    if (nth > sb->nseq) nth = (int)sb->nseq;
-    if (nth < 2 || sb->nseq * 4 * D * D < LSTM_PAR_MIN_MACS) nth = 1;
-    q[0] = 0;
-    int p = 1;
-    int64_t acc = 0;
-    for (int64_t s = 0; s < sb->nseq && p < nth; s++) {
-        int64_t len = 0;   /* steps holding sorted sequence s */
-        while (len < sb->nsteps && oar_seqb_count(sb, len) > s) len++;
-        acc += len;
-        if (acc * nth >= sb->rows * p) q[p++] = s + 1;
-    }
-    nth = p;
-    q[nth] = sb->nseq;
-    return nth;
-}
-
 static int lstm_fwd(oar_kernel_ctx_t *k)
 {
     lstm_args_t a;
@@ -333,8 +300,8 @@ static int lstm_fwd(oar_kernel_ctx_t *k)
     if (a.c0 && !(c0s = oar_sk_sorted_state(k, &a.sb, a.c0, D, es, &rc))) goto done;
     oar_seqb_gather(&a.sb, a.x, bg, 4 * D, es);
     if (a.b) oar_sk_add_row(a.dt, bg, a.b, T, 4 * D);
-    int64_t q[LSTM_MAX_PARTS + 1];
-    int parts = lstm_parts(&a.sb, D, q);
+    int64_t q[OAR_SEQB_MAX_PARTS + 1];
+    int parts = oar_seqb_parts(&a.sb, a.sb.nseq * 4 * D * D, q);
     int blas = oar_sk_blas_hold(parts > 1 ? 0 : a.sb.nseq * 4 * D * D);
     #pragma omp parallel for num_threads(parts) schedule(static, 1) if (parts > 1)
     for (int part = 0; part < parts; part++) {
@@ -423,8 +390,8 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
         }
     }
     /* the parts after the first sum their peephole grads apart (ppeep) */
-    int64_t q[LSTM_MAX_PARTS + 1];
-    int parts = lstm_parts(&a.sb, D, q);
+    int64_t q[OAR_SEQB_MAX_PARTS + 1];
+    int parts = oar_seqb_parts(&a.sb, a.sb.nseq * 4 * D * D, q);
     if (parts > 1 && dpeep && !(ppeep = oar_sk_scratch(k, (parts - 1) * 3 * D, es, true, &rc))) goto done;
     if (parts > 1 && !(ptmp = oar_sk_scratch(k, (parts - 1) * 2 * D, es, false, &rc))) goto done;
     int blas = oar_sk_blas_hold(parts > 1 ? 0 : a.sb.nseq * 4 * D * D);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cblas.h>
+#include <omp.h>
 #include "sequence_batch.h"
 #include "act_f32.h"
 
@@ -69,6 +70,25 @@ int oar_seqb_make(oar_seqb_t *b, const int64_t *offs, int64_t noffs, bool revers
     b->step_start[maxlen] = r;
     free(li);
     return OAR_OK;
+}
+
+int oar_seqb_parts(const oar_seqb_t *b, int64_t step_macs, int64_t q[OAR_SEQB_MAX_PARTS + 1])
+{
+    int nth = omp_get_max_threads();
+    if (nth > OAR_SEQB_MAX_PARTS) nth = OAR_SEQB_MAX_PARTS;
+    if (nth > b->nseq) nth = (int)b->nseq;
+    if (nth < 2 || step_macs < OAR_SEQB_PAR_MIN) nth = 1;
+    q[0] = 0;
+    int p = 1;
+    int64_t acc = 0;
+    for (int64_t s = 0; s < b->nseq && p < nth; s++) {
+        int64_t len = 0;   /* steps holding sorted sequence s */
+        while (len < b->nsteps && oar_seqb_count(b, len) > s) len++;
+        acc += len;
+        if (acc * nth >= b->rows * p) q[p++] = s + 1;
+    }
+    q[p] = b->nseq;
+    return p;
 }
 
 void oar_seqb_gather(const oar_seqb_t *b, const void *src, void *dst, int64_t width, size_t esize)

@@ -42,6 +42,21 @@ static inline int64_t oar_seqb_count(const oar_seqb_t *b, int64_t t)
     return b->step_start[t + 1] - b->step_start[t];
 }
 
+/* Sequences never read each other's rows, so a recurrent step loop splits
+ * across OpenMP threads by sequence with no synchronization: part p takes the
+ * sorted sequences [q[p], q[p + 1]) (about equal rows each), whose rows at
+ * step t are rows step_start[t] + q[p] .. of that step (while the step holds
+ * them) and whose previous rows are the same run of step t - 1. Each part
+ * runs its own small GEMMs (OpenBLAS held to one thread). Returns the number
+ * of parts: 1 unless there are several OpenMP threads and sequences and a
+ * step of all sequences has at least OAR_SEQB_PAR_MIN multiply-adds
+ * (step_macs). -DOAR_SEQB_PAR_MIN=0 forces the split (to test it). */
+#define OAR_SEQB_MAX_PARTS 8
+#ifndef OAR_SEQB_PAR_MIN
+#define OAR_SEQB_PAR_MIN ((int64_t)1 << 18)
+#endif
+int oar_seqb_parts(const oar_seqb_t *b, int64_t step_macs, int64_t q[OAR_SEQB_MAX_PARTS + 1]);
+
 /* dst[batch row r] = src[row_of[r]] (gather) and dst[row_of[r]] = src[r]
  * (scatter); rows of `width` elements of `esize` bytes */
 void oar_seqb_gather(const oar_seqb_t *b, const void *src, void *dst, int64_t width, size_t esize);
