@@ -344,15 +344,13 @@ local function numel(shape)
 end
 
 -- T.check_grad{type=, inputs=, attrs=, outputs=, wrt={...}, of={...}, delta=, max_rel=, no_grad=}
-function M.check_grad(spec)
+-- The analytic gradients of the loss (sum of the means of the `of` outputs)
+-- with respect to the `wrt` inputs, through the backward pass and the grad
+-- kernels. Returns the gradients (one per input, in slot order), the input
+-- names and the feeds.
+local function analytic_grads(spec)
   local of = spec.of or { "Out" }
-  local delta = spec.delta or 0.005
-  local max_rel = spec.max_rel or 0.005
-  -- forward program for finite differences
-  local fprog, feeds, outs, in_names = build(spec)
-  local floss = append_loss(fprog, outs, of)
-  -- the same program with the backward pass
-  local bprog = build(spec)
+  local bprog, feeds, outs, in_names = build(spec)
   local bloss = append_loss(bprog, outs, of)
   local wrt_names = {}
   for _, slot in ipairs(spec.wrt) do
@@ -372,7 +370,18 @@ function M.check_grad(spec)
     gnames[i] = ffi.string(p)
   end
   C.oar_strings_free(grads[0], #wrt_names)
-  local analytic = run(bprog, feeds, gnames, spec.dtype)
+  return run(bprog, feeds, gnames, spec.dtype), wrt_names, feeds
+end
+M.analytic_grads = analytic_grads
+
+function M.check_grad(spec)
+  local of = spec.of or { "Out" }
+  local delta = spec.delta or 0.005
+  local max_rel = spec.max_rel or 0.005
+  -- forward program for finite differences
+  local fprog, _, outs = build(spec)
+  local floss = append_loss(fprog, outs, of)
+  local analytic, wrt_names, feeds = analytic_grads(spec)
   for w, name in ipairs(wrt_names) do
     local v = feeds[name]
     local a = analytic[w]
