@@ -68,6 +68,7 @@ int oar_file_write_atomic(const char *path, const void *data, size_t n) {
     const char *dir = dirname(dircopy);
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
+    /* the six trailing X are the pattern mkstemp replaces with a unique suffix */
     snprintf(tmp, len + 32, "%s/.%s.tmp.XXXXXX", dir, base);
     int rc = OAR_OK;
     int fd = mkstemp(tmp);
