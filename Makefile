@@ -5,7 +5,7 @@
 CC       ?= gcc
 CFLAGS   ?= -O2 -fPIC
 OPT      ?= -O3 -march=native
-OAR_CFLAGS = -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -fPIC $(OPT) -fopenmp \
+OAR_CFLAGS = -std=c11 -Wall -Wextra -Wno-missing-field-initializers -Werror -D_GNU_SOURCE -fPIC $(OPT) -fopenmp \
              -fno-math-errno -Isrc -Ibuild $(OPENBLAS_INC) $(EXTRA_CFLAGS)
 OPENBLAS_INC ?= -I/usr/include/x86_64-linux-gnu/openblas-pthread -I/usr/include/openblas
 LIBS     = -lprotobuf-c -lopenblas -lm -lpthread -fopenmp

@@ -72,15 +72,20 @@ describe("scopes of a run", function()
     exe:run(startup, { scope = scope })
     local x = feed_x()
     exe:run(main, { feed = { x = x }, fetch_list = { loss }, scope = scope })
-    -- the scope, the T step scopes, and the run's local scope they hang from
-    assert.equal(base + 2 + T, live())
+    -- the scope, the T step scopes, and the local scopes the executor keeps
+    -- bound to it (one per prepared program: startup and main)
+    assert.equal(base + 3 + T, live())
     exe:run(main, { feed = { x = x }, fetch_list = { loss }, scope = scope })
-    assert.equal(base + 2 + T, live())   -- the next run replaces them
+    assert.equal(base + 3 + T, live())   -- the next run replaces them
     -- a test-mode clone keeps none (and drops what the training run kept)
     local test_prog = main:clone{ for_test = true }
     exe:run(test_prog, { feed = { x = x }, scope = scope })
-    assert.equal(base + 1, live())
+    assert.equal(base + 4, live())
+    -- the executor's bindings hold the scope until it is closed
     scope = nil
+    collectgarbage(); collectgarbage()
+    assert.equal(base + 4, live())
+    exe:close()
     assert.equal(base, live())
   end)
 

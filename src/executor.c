@@ -1,18 +1,24 @@
-/* executor.c — prepare a block once (op definitions, kernels, a var table of
- * every name its ops use), then run it: bind the var table to scope
- * variables (one hash lookup per name per run, none per op), and for each op
- * run its run-time inference and its kernel. Temporaries live in a local
- * scope under the caller's scope, dropped when the run ends.
+/* executor.c — runs prepared blocks (prepare.c builds them, cached here per
+ * program version and block).
+ *
+ * A top-level run (oar_executor_run) binds the block's var table once: the
+ * variables stay bound across runs, in a local scope kept under the caller's
+ * scope, and are cleared (not re-created) when each run ends; the binding is
+ * redone when the caller passes another scope or a variable was erased
+ * anywhere (oar_scope_epoch). The per-op path then does no hashing, string
+ * work or allocation of its own: run-time inference is replayed from its memo
+ * while an op's input dims are unchanged, and the memory plan releases each
+ * temporary after its last use.
  *
  * Places: a CUDA executor runs each op's CUDA kernel, or its CPU kernel when
  * the op has none. Before a kernel runs, every input tensor not on the
  * kernel's place is moved there (Fluid's data transform), and outputs are
  * allocated there (oar_k_out_data). Ops without kernels (control flow, io,
- * print) read their inputs on the host, except the place-aware ones below.
- * Feeds go to the device before the run, fetches come back to the host. A
- * CPU executor takes the same path only once device memory was ever used in
- * the process (a tensor could then be on a device); otherwise it runs as
- * before, with no per-op placement work. */
+ * print) read their inputs on the host unless their definition is
+ * OAR_OP_PLACE_AWARE. Feeds go to the device before the run, fetches come
+ * back to the host. A CPU executor takes the same path only once device
+ * memory was ever used in the process (a tensor could then be on a device);
+ * otherwise it runs with no per-op placement work. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,10 +28,6 @@
 #include "profiler.h"
 #include "scope.h"
 #include "strmap.h"
-
-/* ops without kernels that handle tensors on any place: assign copies on
- * the source's place, shape reads dims only */
-static const char *const k_place_aware[] = {"assign", "shape", NULL};
 
 #define CACHE_SIZE 32
 
@@ -53,141 +55,19 @@ int oar_executor_new(int place_kind, int device, oar_executor_t **out) {
     return OAR_OK;
 }
 
-static void prepared_free(oar_prepared_t *p) {
-    if (!p) return;
-    for (int i = 0; i < p->nops; i++) {
-        oar_prep_op_t *op = &p->ops[i];
-        for (int s = 0; s < op->nins; s++) free(op->ins[s].ids);
-        for (int s = 0; s < op->nouts; s++) free(op->outs[s].ids);
-        free(op->ins); free(op->outs); free(op->context);
-    }
-    free(p->ops);
-    for (int i = 0; i < p->nnames; i++) free(p->names[i]);
-    free(p->names); free(p->decl); free(p->persistable);
-    free(p);
-}
-
 void oar_executor_free(oar_executor_t *e) {
     if (!e) return;
-    for (int i = 0; i < CACHE_SIZE; i++) prepared_free(e->cache[i]);
+    for (int i = 0; i < CACHE_SIZE; i++) oar_prepared_free(e->cache[i]);
     free(e);
 }
 
-/* ---- prepare ------------------------------------------------------------ */
-typedef struct names_builder { oar_strmap_t map; oar_prepared_t *p; int cap; } names_builder_t;
-
-static int name_id(names_builder_t *nb, const char *name, int *id) {
-    if (strcmp(name, OAR_EMPTY_VAR) == 0) { *id = -1; return OAR_OK; }
-    int got = oar_strmap_get(&nb->map, name);
-    if (got >= 0) { *id = got; return OAR_OK; }
-    oar_prepared_t *p = nb->p;
-    OAR_TRY(oar_grow((void **)&p->names, &nb->cap, p->nnames + 1, sizeof *p->names));
-    char *copy = oar_xstrdup(name);
-    if (!copy) return OAR_ERR_NOMEM;
-    p->names[p->nnames] = copy;
-    if (oar_strmap_put(&nb->map, copy, p->nnames) != OAR_OK) return OAR_ERR_NOMEM;
-    *id = p->nnames++;
-    return OAR_OK;
-}
-
-static int prepare_slots(names_builder_t *nb, const oar_op_slot_t *src, int n, oar_pslot_t **out) {
-    *out = oar_xcalloc((size_t)(n ? n : 1), sizeof **out);
-    if (!*out) return OAR_ERR_NOMEM;
-    for (int s = 0; s < n; s++) {
-        oar_pslot_t *ps = &(*out)[s];
-        ps->name = src[s].slot;
-        ps->n = src[s].nargs;
-        ps->ids = oar_xcalloc((size_t)(ps->n ? ps->n : 1), sizeof *ps->ids);
-        if (!ps->ids) return OAR_ERR_NOMEM;
-        for (int a = 0; a < ps->n; a++) OAR_TRY(name_id(nb, src[s].args[a], &ps->ids[a]));
-    }
-    return OAR_OK;
-}
-
-static int prepare_op(oar_executor_t *e, oar_block_t *b, names_builder_t *nb, int i, oar_prep_op_t *op) {
-    const oar_op_desc_t *d = b->ops[i];
-    char ctx[512];
-    op->desc = d;
-    op->context = oar_xstrdup(oar_op_context(d, ctx, sizeof ctx));
-    if (!op->context) return OAR_ERR_NOMEM;
-    op->def = oar_registry_op(d->type);
-    if (!op->def) return oar_error(OAR_ERR_NOT_FOUND, "%s: unknown op type '%s'", op->context, d->type);
-    OAR_TRY(prepare_slots(nb, d->inputs, d->ninputs, &op->ins));
-    op->nins = d->ninputs;
-    OAR_TRY(prepare_slots(nb, d->outputs, d->noutputs, &op->outs));
-    op->nouts = d->noutputs;
-    bool any = false;
-    for (int t = 0; t < OAR_NUM_DTYPES; t++) {
-        op->kernels[t] = oar_registry_kernel(d->type, e->place, t);
-        op->kplace[t] = (unsigned char)e->place;
-        if (!op->kernels[t] && e->place != OAR_PLACE_CPU) {   /* fall back to the CPU kernel */
-            op->kernels[t] = oar_registry_kernel(d->type, OAR_PLACE_CPU, t);
-            op->kplace[t] = OAR_PLACE_CPU;
-        }
-        any = any || op->kernels[t];
-    }
-    if (!(op->def->flags & OAR_OP_NO_KERNEL) && !any)
-        return oar_error(OAR_ERR_UNSUPPORTED, "%s: no %s kernel is registered", op->context,
-                         e->place == OAR_PLACE_CPU ? "CPU" : "CUDA or CPU");
-    op->host_inputs = (op->def->flags & OAR_OP_NO_KERNEL) != 0;
-    for (int j = 0; op->host_inputs && k_place_aware[j]; j++)
-        if (strcmp(d->type, k_place_aware[j]) == 0) op->host_inputs = false;
-    /* the dispatch input: the declared slot, else the first present input */
-    op->dispatch_id = -1;
-    const oar_pslot_t *ds = op->def->dtype_slot ? oar_pslot_find(op->ins, op->nins, op->def->dtype_slot) : NULL;
-    if (ds && ds->n > 0) op->dispatch_id = ds->ids[0];
-    for (int s = 0; s < op->nins && op->dispatch_id < 0; s++)
-        for (int a = 0; a < op->ins[s].n && op->dispatch_id < 0; a++) op->dispatch_id = op->ins[s].ids[a];
-    op->fallback_dtype = OAR_FP32;
-    for (int s = 0; s < d->noutputs; s++)
-        if (d->outputs[s].nargs > 0) {
-            oar_var_desc_t *v = oar_block_find_var_recursive(b, d->outputs[s].args[0]);
-            if (v && v->dtype >= 0) { op->fallback_dtype = v->dtype; break; }
-        }
-    return OAR_OK;
-}
-
-static int prepare(oar_executor_t *e, oar_program_t *prog, int block_idx, oar_prepared_t **out) {
-    oar_block_t *b = oar_program_block(prog, block_idx);
-    if (!b) return oar_error(OAR_ERR_RANGE, "block %d is not in the program (it has %d blocks)",
-                             block_idx, oar_program_num_blocks(prog));
-    oar_prepared_t *p = oar_xcalloc(1, sizeof *p);
-    if (!p) return OAR_ERR_NOMEM;
-    p->uid = prog->uid; p->version = prog->version; p->block_idx = block_idx; p->program = prog;
-    names_builder_t nb = {.p = p};
-    int rc = OAR_OK;
-    int id;
-    for (int i = 0; i < b->nvars && rc == OAR_OK; i++) rc = name_id(&nb, b->vars[i]->name, &id);
-    if (rc == OAR_OK) {
-        p->ops = oar_xcalloc((size_t)(b->nops ? b->nops : 1), sizeof *p->ops);
-        if (!p->ops) rc = OAR_ERR_NOMEM;
-    }
-    for (int i = 0; i < b->nops && rc == OAR_OK; i++) {
-        rc = prepare_op(e, b, &nb, i, &p->ops[i]);
-        p->nops = i + 1;
-    }
-    if (rc == OAR_OK) {
-        p->decl = oar_xcalloc((size_t)(p->nnames ? p->nnames : 1), sizeof *p->decl);
-        p->persistable = oar_xcalloc((size_t)(p->nnames ? p->nnames : 1), sizeof *p->persistable);
-        if (!p->decl || !p->persistable) rc = OAR_ERR_NOMEM;
-    }
-    for (int i = 0; rc == OAR_OK && i < p->nnames; i++) {
-        p->decl[i] = oar_block_find_var(b, p->names[i]);
-        const oar_var_desc_t *v = oar_block_find_var_recursive(b, p->names[i]);
-        p->persistable[i] = v && v->persistable;
-    }
-    oar_strmap_free(&nb.map);
-    if (rc != OAR_OK) { prepared_free(p); return rc; }
-    *out = p;
-    return OAR_OK;
-}
-
 /* Finds or builds the prepared block; *slot is pinned until release_prepared. */
-static int get_prepared(oar_executor_t *e, oar_program_t *prog, int block_idx, oar_prepared_t **out, int *slot) {
+static int get_prepared(oar_executor_t *e, oar_program_t *prog, int block_idx, bool plan,
+                        oar_prepared_t **out, int *slot) {
     int victim = -1;
     for (int i = 0; i < CACHE_SIZE; i++) {
         oar_prepared_t *c = e->cache[i];
-        if (c && c->uid == prog->uid && c->block_idx == block_idx && c->program == prog) {
+        if (c && c->uid == prog->uid && c->block_idx == block_idx && c->program == prog && c->plan == plan) {
             if (c->version == prog->version) {
                 e->stamp[i] = ++e->clock;
                 e->busy[i]++;
@@ -205,8 +85,9 @@ static int get_prepared(oar_executor_t *e, oar_program_t *prog, int block_idx, o
         }
     if (victim < 0) return oar_error(OAR_ERR_NOMEM, "more than %d blocks are running nested", CACHE_SIZE);
     oar_prepared_t *p = NULL;
-    OAR_TRY(prepare(e, prog, block_idx, &p));
-    prepared_free(e->cache[victim]);
+    OAR_TRY(oar_prepare_block(e->place, prog, block_idx, plan, &p));
+    p->plan = plan;
+    oar_prepared_free(e->cache[victim]);
     e->cache[victim] = p;
     e->stamp[victim] = ++e->clock;
     e->busy[victim] = 1;
@@ -289,11 +170,9 @@ static int check_inputs_set(const oar_prep_op_t *op, oar_variable_t **vars) {
     return OAR_OK;
 }
 
-static int run_op(oar_kernel_ctx_t *k) {
+/* the kernel for the op's dispatch dtype, or an error */
+static oar_kernel_fn pick_kernel(oar_kernel_ctx_t *k, int *dtype_out) {
     const oar_prep_op_t *op = k->op;
-    if (op->def->flags & OAR_OP_NO_KERNEL) return op->def->run(k);
-    OAR_TRY(check_inputs_set(op, k->vars));
-    OAR_TRY(oar_infer_runtime(k));
     int dtype = op->fallback_dtype;
     if (op->dispatch_id >= 0) {
         oar_variable_t *v = k->vars[op->dispatch_id];
@@ -304,11 +183,47 @@ static int run_op(oar_kernel_ctx_t *k) {
     oar_kernel_fn fn = (dtype >= 0 && dtype < OAR_NUM_DTYPES) ? op->kernels[dtype] : NULL;
     if (!fn) {
         const char *dn = oar_dtype_name(dtype);
-        return oar_error(OAR_ERR_UNSUPPORTED, "%s: no %s kernel for dtype %s", op->context,
-                         k->exe->place == OAR_PLACE_CPU ? "CPU" : "CUDA", dn ? dn : "unknown");
+        oar_error(OAR_ERR_UNSUPPORTED, "%s: no %s kernel for dtype %s", op->context,
+                  k->exe->place == OAR_PLACE_CPU ? "CPU" : "CUDA or CPU", dn ? dn : "unknown");
     }
+    *dtype_out = dtype;
+    return fn;
+}
+
+/* The memory plan's in-place pair: the output takes the dying input's
+ * buffer when nothing else holds it and it is large enough. */
+static void arm_inplace(oar_kernel_ctx_t *k, const unsigned char *keep) {
+    const oar_prep_op_t *op = k->op;
+    k->inplace_buf = NULL;
+    if (op->inplace_in < 0 || keep[op->inplace_in] || keep[op->inplace_out]) return;
+    oar_variable_t *vi = k->vars[op->inplace_in], *vo = k->vars[op->inplace_out];
+    if (vi->type != OAR_VAR_LOD_TENSOR || vo->type != OAR_VAR_LOD_TENSOR) return;
+    oar_tensor_t *x = vi->u.tensor, *out = vo->u.tensor;
+    if (!oar_tensor_has_data(x) || out->buf || x->buf->place != k->place || x->buf->refcount != 1) return;
+    if (oar_tensor_adopt_buffer(out, x) == OAR_OK) k->inplace_buf = x->buf;
+}
+
+/* the memory plan: temporaries whose last use was this op */
+static void release_dead(const oar_prep_op_t *op, oar_variable_t **vars, const unsigned char *keep) {
+    for (int r = 0; r < op->nrelease; r++) {
+        int id = op->release[r];
+        if (!keep[id]) oar_variable_clear(vars[id]);
+    }
+}
+
+static int run_op(oar_kernel_ctx_t *k, const unsigned char *keep) {
+    const oar_prep_op_t *op = k->op;
+    if (op->def->flags & OAR_OP_NO_KERNEL) return op->def->run(k);
+    OAR_TRY(check_inputs_set(op, k->vars));
+    OAR_TRY(oar_infer_runtime_memo(k));
+    int dtype;
+    oar_kernel_fn fn = pick_kernel(k, &dtype);
+    if (!fn) return OAR_ERR_UNSUPPORTED;
     k->dtype = dtype;
-    return fn(k);
+    if (keep) arm_inplace(k, keep);
+    int rc = fn(k);
+    k->inplace_buf = NULL;
+    return rc;
 }
 
 /* Moves every input tensor of the op to place/device. */
@@ -336,7 +251,7 @@ static int move_inputs(oar_kernel_ctx_t *k, int place, int device) {
 /* run_op with placement: the kernel's place is picked with the kernel, its
  * inputs go there before run-time inference (which may read them), and its
  * outputs are allocated there. */
-static int run_op_placed(oar_kernel_ctx_t *k) {
+static int run_op_placed(oar_kernel_ctx_t *k, const unsigned char *keep) {
     const oar_prep_op_t *op = k->op;
     k->place = OAR_PLACE_CPU;
     k->device = 0;
@@ -345,38 +260,33 @@ static int run_op_placed(oar_kernel_ctx_t *k) {
         return op->def->run(k);
     }
     OAR_TRY(check_inputs_set(op, k->vars));
-    int dtype = op->fallback_dtype;
-    if (op->dispatch_id >= 0) {
-        oar_variable_t *v = k->vars[op->dispatch_id];
-        const oar_tensor_t *t = v->type == OAR_VAR_LOD_TENSOR ? v->u.tensor
-                              : v->type == OAR_VAR_SELECTED_ROWS ? v->u.rows->value : NULL;
-        if (t && t->dtype >= 0) dtype = t->dtype;
-    }
-    oar_kernel_fn fn = (dtype >= 0 && dtype < OAR_NUM_DTYPES) ? op->kernels[dtype] : NULL;
-    if (!fn) {
-        const char *dn = oar_dtype_name(dtype);
-        return oar_error(OAR_ERR_UNSUPPORTED, "%s: no %s kernel for dtype %s", op->context,
-                         k->exe->place == OAR_PLACE_CPU ? "CPU" : "CUDA or CPU", dn ? dn : "unknown");
-    }
+    int dtype;
+    oar_kernel_fn fn = pick_kernel(k, &dtype);
+    if (!fn) return OAR_ERR_UNSUPPORTED;
     if (op->kplace[dtype] != OAR_PLACE_CPU) {
         k->place = op->kplace[dtype];
         k->device = k->exe->device;
         OAR_TRY(oar_device_use(k->device));   /* the kernel launches on the current device */
     }
     OAR_TRY(move_inputs(k, k->place, k->device));
-    OAR_TRY(oar_infer_runtime(k));
+    OAR_TRY(oar_infer_runtime_memo(k));
     k->dtype = dtype;
-    return fn(k);
+    if (keep) arm_inplace(k, keep);
+    int rc = fn(k);
+    k->inplace_buf = NULL;
+    return rc;
 }
 
-static int run_ops(oar_executor_t *e, const oar_prepared_t *p, oar_variable_t **vars, oar_scope_t *scope) {
+/* keep: the run's fetch marks when the prepared block has a memory plan */
+static int run_ops(oar_executor_t *e, const oar_prepared_t *p, oar_variable_t **vars, oar_scope_t *scope,
+                   const unsigned char *keep) {
     oar_kernel_ctx_t k = {.exe = e, .prep = p, .vars = vars, .scope = scope,
                           .place = OAR_PLACE_CPU, .device = 0};
     const bool placed = e->place != OAR_PLACE_CPU || oar_device_ever_used;
     for (int i = 0; i < p->nops; i++) {
         k.op = &p->ops[i];
         double t0 = oar_flag_profile ? oar_profile_now() : 0;
-        int rc = placed ? run_op_placed(&k) : run_op(&k);
+        int rc = placed ? run_op_placed(&k, keep) : run_op(&k, keep);
         if (oar_flag_profile) oar_profile_add(k.op->desc->type, oar_profile_now() - t0);
         if (rc != OAR_OK) {
             /* add the op's context unless a nested run already named an op */
@@ -385,6 +295,7 @@ static int run_ops(oar_executor_t *e, const oar_prepared_t *p, oar_variable_t **
             return rc;
         }
         if (oar_flag_check_nan_inf) OAR_TRY(check_finite(k.op, vars));
+        if (keep && k.op->nrelease) release_dead(k.op, vars, keep);
     }
     return OAR_OK;
 }
@@ -393,22 +304,18 @@ int oar_executor_run_block(oar_executor_t *e, oar_program_t *prog, int block_idx
     if (!e || !prog || !scope) return oar_error(OAR_ERR_INVALID, "run_block: NULL argument");
     oar_prepared_t *p = NULL;
     int slot;
-    OAR_TRY(get_prepared(e, prog, block_idx, &p, &slot));
-    oar_variable_t **vars = oar_xcalloc((size_t)(p->nnames ? p->nnames : 1), sizeof *vars);
+    /* no memory plan: a sub-block's variables live on in step scopes for backward */
+    OAR_TRY(get_prepared(e, prog, block_idx, false, &p, &slot));
+    oar_variable_t *small[64];
+    oar_variable_t **vars = p->nnames <= 64 ? small : oar_xcalloc((size_t)p->nnames, sizeof *vars);
     int rc = vars ? bind_vars(p, NULL, scope, vars) : OAR_ERR_NOMEM;
-    if (rc == OAR_OK) rc = run_ops(e, p, vars, scope);
-    free(vars);
+    if (rc == OAR_OK) rc = run_ops(e, p, vars, scope, NULL);
+    if (vars != small) free(vars);
     release_prepared(e, slot);
     return rc;
 }
 
 /* ---- feeds and fetches --------------------------------------------------- */
-static int find_name(const oar_prepared_t *p, const char *name) {
-    for (int i = 0; i < p->nnames; i++)
-        if (strcmp(p->names[i], name) == 0) return i;
-    return -1;
-}
-
 static int check_feed(oar_program_t *prog, int block_idx, const char *name, const oar_tensor_t *t) {
     oar_var_desc_t *v = oar_block_find_var_recursive(oar_program_block(prog, block_idx), name);
     if (!v) return oar_error(OAR_ERR_NOT_FOUND, "feed '%s' is not a variable of the program", name);
@@ -454,6 +361,39 @@ static int fetch_one(oar_scope_t *local, const char *name, bool persistable, oar
     return oar_variable_get_tensor(v, out);
 }
 
+/* The bound local scope and var table of p for `scope`: reused while the
+ * scope and oar_scope_epoch are unchanged, rebuilt otherwise. */
+static int bind_once(oar_prepared_t *p, oar_scope_t *scope) {
+    if (p->bound_local && p->bound_scope == scope && p->bound_epoch == oar_scope_epoch) return OAR_OK;
+    free(p->bound_vars);
+    p->bound_vars = NULL;
+    if (p->bound_local) oar_scope_free(p->bound_local);
+    if (p->bound_scope) oar_scope_free(p->bound_scope);
+    p->bound_local = p->bound_scope = NULL;
+    oar_scope_t *local;
+    OAR_TRY(oar_scope_new_detached_kid(scope, &local));
+    oar_variable_t **vars = oar_xcalloc((size_t)(p->nnames ? p->nnames : 1), sizeof *vars);
+    int rc = vars ? bind_vars(p, scope, local, vars) : OAR_ERR_NOMEM;
+    if (rc != OAR_OK) {
+        free(vars);
+        oar_scope_free(local);
+        return rc;
+    }
+    p->bound_vars = vars;
+    p->bound_local = local;
+    p->bound_scope = oar_scope_retain(scope);
+    p->bound_epoch = oar_scope_epoch;
+    return OAR_OK;
+}
+
+/* What a finished run leaves behind: every variable of the local scope is
+ * cleared (its payload dropped, the variable kept for the next run) and the
+ * scopes control flow kept for backward are dropped. */
+static void clear_local(oar_scope_t *local) {
+    for (int i = 0; i < local->nvars; i++) oar_variable_clear(local->vars[i]);
+    oar_scope_drop_kids(local);
+}
+
 int oar_executor_run(oar_executor_t *e, oar_program_t *prog, int block_idx, oar_scope_t *scope,
                      int nfeed, const char *const *feed_names, oar_tensor_t *const *feeds,
                      int nfetch, const char *const *fetch_names, oar_tensor_t **fetched) {
@@ -469,14 +409,27 @@ int oar_executor_run(oar_executor_t *e, oar_program_t *prog, int block_idx, oar_
         if (!fetch_names[i]) return oar_error(OAR_ERR_INVALID, "fetch %d: NULL name", i);
     oar_prepared_t *p = NULL;
     int slot;
-    OAR_TRY(get_prepared(e, prog, block_idx, &p, &slot));
-    oar_scope_t *local;
-    int lrc = oar_scope_new_detached_kid(scope, &local);
-    if (lrc != OAR_OK) { release_prepared(e, slot); return lrc; }
-    oar_variable_t **vars = oar_xcalloc((size_t)(p->nnames ? p->nnames : 1), sizeof *vars);
-    int rc = vars ? bind_vars(p, scope, local, vars) : OAR_ERR_NOMEM;
+    OAR_TRY(get_prepared(e, prog, block_idx, oar_flag_memory_plan != 0, &p, &slot));
+    /* a re-entrant run of a block already running binds privately */
+    const bool shared = e->busy[slot] == 1;
+    oar_scope_t *local = NULL;
+    oar_variable_t **vars = NULL;
+    int rc;
+    if (shared) {
+        rc = bind_once(p, scope);
+        local = p->bound_local;
+        vars = p->bound_vars;
+    } else {
+        rc = oar_scope_new_detached_kid(scope, &local);
+        if (rc == OAR_OK) {
+            vars = oar_xcalloc((size_t)(p->nnames ? p->nnames : 1), sizeof *vars);
+            rc = vars ? bind_vars(p, scope, local, vars) : OAR_ERR_NOMEM;
+        } else {
+            local = NULL;
+        }
+    }
     for (int i = 0; rc == OAR_OK && i < nfeed; i++) {
-        int id = find_name(p, feed_names[i]);
+        int id = oar_prepared_find(p, feed_names[i]);
         oar_variable_t *v = id >= 0 ? vars[id] : NULL;
         if (!v) rc = oar_scope_var(local, feed_names[i], &v);
         if (rc == OAR_OK) rc = oar_variable_set_tensor(v, feeds[i]);
@@ -486,17 +439,31 @@ int oar_executor_run(oar_executor_t *e, oar_program_t *prog, int block_idx, oar_
             if (rc != OAR_OK) oar_error_prefix("feed '%s': ", feed_names[i]);
         }
     }
-    if (rc == OAR_OK) rc = run_ops(e, p, vars, local);
+    /* fetched variables survive the memory plan */
+    unsigned char *keep = (p->plan && shared) ? p->keep : NULL;
+    for (int i = 0; keep && i < nfetch; i++) {
+        int id = oar_prepared_find(p, fetch_names[i]);
+        if (id >= 0) keep[id] = 1;
+    }
+    if (rc == OAR_OK) rc = run_ops(e, p, vars, local, keep);
     /* kernel failures that surface only when the device finishes belong to this run */
     if (rc == OAR_OK && e->place != OAR_PLACE_CPU) rc = oar_device_sync(e->device);
     for (int i = 0; rc == OAR_OK && i < nfetch; i++) {
-        int id = find_name(p, fetch_names[i]);
+        int id = oar_prepared_find(p, fetch_names[i]);
         rc = fetch_one(local, fetch_names[i], id >= 0 && p->persistable[id], &fetched[i]);
     }
     if (rc != OAR_OK)
         for (int i = 0; i < nfetch; i++) { oar_tensor_free(fetched[i]); fetched[i] = NULL; }
-    free(vars);
-    oar_scope_free(local);
+    for (int i = 0; keep && i < nfetch; i++) {
+        int id = oar_prepared_find(p, fetch_names[i]);
+        if (id >= 0) keep[id] = 0;
+    }
+    if (shared) {
+        if (local) clear_local(local);
+    } else {
+        free(vars);
+        if (local) oar_scope_free(local);
+    }
     release_prepared(e, slot);
     return rc;
 }

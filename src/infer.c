@@ -140,6 +140,7 @@ int oar_ic_in_lod_level(oar_infer_ctx_t *c, const char *slot, int i) {
 
 const oar_tensor_t *oar_ic_in_tensor(oar_infer_ctx_t *c, const char *slot, int i) {
     if (!c->runtime) return NULL;
+    c->k->infer_read_values = true;   /* the result depends on values: never replayed */
     oar_tensor_t *t = arg_tensor(c, slot, i, true);
     /* inference reads values (a K, a shape tensor) on the host */
     if (t && t->buf && t->buf->place != OAR_PLACE_CPU && oar_tensor_to_place(t, OAR_PLACE_CPU, 0) != OAR_OK) {

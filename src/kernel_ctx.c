@@ -63,14 +63,77 @@ oar_tensor_t *oar_k_out(oar_kernel_ctx_t *k, const char *slot, int i) {
     return var_tensor(oar_k_out_var(k, slot, i));
 }
 
+/* writable data of an output; the memory plan's in-place pair writes into
+ * the dying input's buffer, which it deliberately shares */
+static void *out_data(oar_kernel_ctx_t *k, oar_tensor_t *t, int dtype) {
+    if (k->inplace_buf && t->buf == k->inplace_buf) {
+        size_t bytes;
+        if (oar_tensor_bytes_for(t, dtype, &bytes) == OAR_OK && bytes <= t->buf->bytes) {
+            t->dtype = dtype;
+            return t->buf->data;
+        }
+    }
+    return oar_tensor_mutable_on(t, dtype, k->place, k->device);
+}
+
 void *oar_k_out_data(oar_kernel_ctx_t *k, const char *slot, int i, int dtype) {
     oar_tensor_t *t = oar_k_out(k, slot, i);
     if (!t) {
         oar_error(OAR_ERR_NOT_FOUND, "%s: output slot '%s' has no tensor variable %d", k->op->desc->type, slot, i);
         return NULL;
     }
-    return oar_tensor_mutable_on(t, dtype, k->place, k->device);
+    return out_data(k, t, dtype);
 }
+
+/* ---- by slot index (the definition's order) ------------------------------ */
+static const oar_pslot_t *in_slot(const oar_kernel_ctx_t *k, int slot) {
+    return slot >= 0 && slot < k->op->nins ? &k->op->ins[slot] : NULL;
+}
+
+static const oar_pslot_t *out_slot(const oar_kernel_ctx_t *k, int slot) {
+    return slot >= 0 && slot < k->op->nouts ? &k->op->outs[slot] : NULL;
+}
+
+int oar_k_nin(const oar_kernel_ctx_t *k, int slot) {
+    const oar_pslot_t *s = in_slot(k, slot);
+    return s ? s->n : 0;
+}
+
+int oar_k_nout(const oar_kernel_ctx_t *k, int slot) {
+    const oar_pslot_t *s = out_slot(k, slot);
+    return s ? s->n : 0;
+}
+
+oar_variable_t *oar_k_input_var(oar_kernel_ctx_t *k, int slot, int i) { return oar_k_var(k, in_slot(k, slot), i); }
+oar_variable_t *oar_k_output_var(oar_kernel_ctx_t *k, int slot, int i) { return oar_k_var(k, out_slot(k, slot), i); }
+
+oar_tensor_t *oar_k_input(oar_kernel_ctx_t *k, int slot, int i) {
+    oar_variable_t *v = oar_k_input_var(k, slot, i);
+    if (!v || v->type == 0) return NULL;
+    return var_tensor(v);
+}
+
+oar_tensor_t *oar_k_output(oar_kernel_ctx_t *k, int slot, int i) { return var_tensor(oar_k_output_var(k, slot, i)); }
+
+void *oar_k_output_data(oar_kernel_ctx_t *k, int slot, int i, int dtype) {
+    oar_tensor_t *t = oar_k_output(k, slot, i);
+    if (!t) {
+        const oar_pslot_t *s = out_slot(k, slot);
+        oar_error(OAR_ERR_NOT_FOUND, "%s: output slot '%s' has no tensor variable %d", k->op->desc->type,
+                  s ? s->name : "?", i);
+        return NULL;
+    }
+    return out_data(k, t, dtype);
+}
+
+static const char *slot_arg_name(const oar_kernel_ctx_t *k, const oar_pslot_t *s, int i) {
+    if (!s || i < 0 || i >= s->n) return NULL;
+    return s->ids[i] >= 0 ? k->prep->names[s->ids[i]] : OAR_EMPTY_VAR;
+}
+
+const char *oar_k_input_name(const oar_kernel_ctx_t *k, int slot, int i) { return slot_arg_name(k, in_slot(k, slot), i); }
+const char *oar_k_output_name(const oar_kernel_ctx_t *k, int slot, int i) { return slot_arg_name(k, out_slot(k, slot), i); }
+const void *oar_k_attrs(const oar_kernel_ctx_t *k) { return k->op->attrs; }
 
 oar_scope_t *oar_k_scope(oar_kernel_ctx_t *k) { return k->scope; }
 oar_program_t *oar_k_program(oar_kernel_ctx_t *k) { return k->prep->program; }

@@ -49,16 +49,23 @@ typedef struct oar_attr_def {
     const char *def_str;   /* default of STRING; list and block attrs default to empty/-1 */
     bool required;         /* no default: must be set */
     double min, max;       /* inclusive range check on scalars when min < max */
+    const char *choices;   /* STRING attrs that name one of a fixed set: "max|avg" (checked
+                              at insertion; oar_dec_choice decodes the value to its index) */
 } oar_attr_def_t;
 
 typedef struct oar_infer_ctx oar_infer_ctx_t;
 typedef struct oar_kernel_ctx oar_kernel_ctx_t;
 typedef struct oar_grad_ctx oar_grad_ctx_t;
 typedef int (*oar_kernel_fn)(oar_kernel_ctx_t *k);
+typedef struct oar_decode_ctx oar_decode_ctx_t;
 
 enum {
     OAR_OP_NO_KERNEL = 1,   /* `run` does the work (control flow, array ops): no dtype dispatch */
-    OAR_OP_NO_INFER_RUNTIME = 2 /* skip run-time inference (the run fn sizes outputs itself) */
+    OAR_OP_NO_INFER_RUNTIME = 2, /* skip run-time inference (the run fn sizes outputs itself) */
+    OAR_OP_PLACE_AWARE = 4, /* with NO_KERNEL: `run` handles tensors on any place (assign, shape);
+                               other NO_KERNEL ops get their inputs on the host */
+    OAR_OP_INPLACE = 8      /* output slot 0 may take input slot 0's buffer when the input dies
+                               here: the kernel reads element i before writing element i */
 };
 
 typedef struct oar_op_def {
@@ -71,6 +78,10 @@ typedef struct oar_op_def {
     const char *dtype_slot;          /* input whose dtype picks the kernel; NULL: first present input */
     int flags;
     oar_kernel_fn run;               /* with OAR_OP_NO_KERNEL */
+    /* Decoded attributes: at prepare the executor allocates attrs_size zeroed
+     * bytes and calls decode once; kernels read the struct with oar_k_attrs. */
+    size_t attrs_size;
+    int (*decode)(oar_decode_ctx_t *d, void *attrs);
 } oar_op_def_t;
 
 int oar_registry_add_op(const oar_op_def_t *def);
@@ -144,7 +155,61 @@ int oar_ic_check_same_dims(oar_infer_ctx_t *c, const char *slot, const char *lik
 /* string attr `attr` names an activation: identity, sigmoid, tanh or relu */
 int oar_ic_check_act_attr(oar_infer_ctx_t *c, const char *attr);
 
-/* ---- kernel context ---------------------------------------------------- */
+/* ---- decoding attributes (at prepare, once per op) ----------------------
+ * A definition's `decode` reads each attribute its kernels use by name, once,
+ * into its typed struct:
+ *
+ *     typedef struct { int type; bool exclusive; oar_ints_t ksize; } pool_attrs_t;
+ *     static int pool_decode(oar_decode_ctx_t *d, void *out) {
+ *         pool_attrs_t *a = out;
+ *         a->type = oar_dec_choice(d, "pooling_type");
+ *         a->exclusive = oar_dec_b(d, "exclusive");
+ *         a->ksize = oar_dec_ints(d, "ksize");
+ *         return oar_dec_status(d);
+ *     }
+ *
+ * An attribute the definition does not declare (a misspelling in the decode
+ * step) or of another type fails the prepare with the op's context; an
+ * attribute the desc lacks reads as its declared default. List values point
+ * into the op desc, which outlives the prepared op. */
+typedef struct { const int32_t *v; int n; } oar_ints_t;
+typedef struct { const int64_t *v; int n; } oar_longs_t;
+typedef struct { const float *v; int n; } oar_floats_t;
+int32_t oar_dec_i(oar_decode_ctx_t *d, const char *name);
+int64_t oar_dec_l(oar_decode_ctx_t *d, const char *name);   /* LONG, or INT widened */
+float oar_dec_f(oar_decode_ctx_t *d, const char *name);
+bool oar_dec_b(oar_decode_ctx_t *d, const char *name);
+const char *oar_dec_s(oar_decode_ctx_t *d, const char *name);  /* "" when unset */
+int oar_dec_choice(oar_decode_ctx_t *d, const char *name);     /* index in the def's choices */
+oar_ints_t oar_dec_ints(oar_decode_ctx_t *d, const char *name);
+oar_longs_t oar_dec_longs(oar_decode_ctx_t *d, const char *name);
+oar_floats_t oar_dec_floats(oar_decode_ctx_t *d, const char *name);
+bool oar_dec_has(oar_decode_ctx_t *d, const char *name);     /* set in the desc */
+const oar_op_desc_t *oar_dec_op(const oar_decode_ctx_t *d);
+/* records the first failure; decode returns oar_dec_status(d) */
+int oar_dec_error(oar_decode_ctx_t *d, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int oar_dec_status(const oar_decode_ctx_t *d);
+/* decodes `op` into attrs (attrs_size bytes, zeroed by the caller) with its
+ * definition's decode; used by the executor and by compile-time inference */
+int oar_op_decode(const oar_op_def_t *def, const oar_op_desc_t *op, void *attrs);
+/* index of `value` in a "a|b|c" choices list, -1 when absent */
+int oar_attr_choice_index(const char *choices, const char *value);
+
+/* ---- kernel context ----------------------------------------------------
+ * Slots are addressed by their index in the definition's slot list (an enum
+ * next to the definition); the name-based forms below remain for code off
+ * the per-op path (control flow, io). */
+int oar_k_nin(const oar_kernel_ctx_t *k, int slot);              /* 0 if absent */
+int oar_k_nout(const oar_kernel_ctx_t *k, int slot);
+oar_tensor_t *oar_k_input(oar_kernel_ctx_t *k, int slot, int i);  /* NULL: absent/unset */
+oar_tensor_t *oar_k_output(oar_kernel_ctx_t *k, int slot, int i);
+void *oar_k_output_data(oar_kernel_ctx_t *k, int slot, int i, int dtype);
+oar_variable_t *oar_k_input_var(oar_kernel_ctx_t *k, int slot, int i);
+oar_variable_t *oar_k_output_var(oar_kernel_ctx_t *k, int slot, int i);
+const char *oar_k_input_name(const oar_kernel_ctx_t *k, int slot, int i);
+const char *oar_k_output_name(const oar_kernel_ctx_t *k, int slot, int i);
+const void *oar_k_attrs(const oar_kernel_ctx_t *k);              /* the decoded struct */
+
 const oar_op_desc_t *oar_k_op(const oar_kernel_ctx_t *k);
 int oar_k_in_count(const oar_kernel_ctx_t *k, const char *slot);
 int oar_k_out_count(const oar_kernel_ctx_t *k, const char *slot);
@@ -205,4 +270,5 @@ int oar_rng_set_state(const uint64_t state[4]);
 
 /* ---- flags -------------------------------------------------------------- */
 extern int oar_flag_check_nan_inf;
+extern int oar_flag_memory_plan;
 #endif

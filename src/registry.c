@@ -23,11 +23,11 @@ static oar_strmap_t g_index;
 
 /* attrs every op accepts (Fluid adds them to all ops in framework.py) */
 static const oar_attr_def_t g_common_attrs[] = {
-    {"op_role", OAR_ATTR_INT, 0, NULL, false, 0, 0},
-    {"op_role_var", OAR_ATTR_STRINGS, 0, NULL, false, 0, 0},
-    {"op_callstack", OAR_ATTR_STRINGS, 0, NULL, false, 0, 0},
-    {"op_namescope", OAR_ATTR_STRING, 0, "/", false, 0, 0},
-    {NULL, 0, 0, NULL, false, 0, 0},
+    {.name = "op_role", .type = OAR_ATTR_INT},
+    {.name = "op_role_var", .type = OAR_ATTR_STRINGS},
+    {.name = "op_callstack", .type = OAR_ATTR_STRINGS},
+    {.name = "op_namescope", .type = OAR_ATTR_STRING, .def_str = "/"},
+    {.name = NULL},
 };
 
 static op_entry_t *entry_for(const char *type, bool create) {

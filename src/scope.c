@@ -22,6 +22,8 @@ enum { GC_IN_SET = 1, GC_EXPANDED = 2, GC_LIVE = 4, GC_DYING = 8 };
 /* scopes alive in the process (oar_debug_live_scopes) */
 static int g_live_scopes;
 
+uint64_t oar_scope_epoch;
+
 int oar_debug_live_scopes(void) { return __atomic_load_n(&g_live_scopes, __ATOMIC_RELAXED); }
 
 typedef struct { oar_scope_t **p; int n, cap; } svec_t;
@@ -284,6 +286,7 @@ int oar_scope_erase(oar_scope_t *s, const char *name)
     int i = oar_strmap_get(&s->index, name);
     if (i < 0) return oar_error(OAR_ERR_NOT_FOUND, "variable '%s' is not in this scope", name);
     oar_variable_t *v = s->vars[i];
+    oar_scope_epoch++;   /* executors rebind: a prepared block may hold this variable */
     oar_strmap_del(&s->index, v->name);
     memmove(s->vars + i, s->vars + i + 1, (size_t)(s->nvars - i - 1) * sizeof *s->vars);
     s->nvars--;

@@ -19,6 +19,10 @@ struct oar_scope {
     int gc_state, gc_count;
 };
 
+/* bumped whenever a variable is erased from any scope: an executor's bound
+ * variable table is valid only while the epoch it was bound at holds */
+extern uint64_t oar_scope_epoch;
+
 /* a kid not registered in parent's kid list (temporaries of one run) */
 int oar_scope_new_detached_kid(oar_scope_t *parent, oar_scope_t **out);
 /* references held by STEP_SCOPES variables (variable.c); unlike

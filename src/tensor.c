@@ -291,6 +291,22 @@ void *oar_tensor_mutable_on(oar_tensor_t *t, int dtype, int place, int device)
     return t->buf->data;
 }
 
+int oar_tensor_bytes_for(const oar_tensor_t *t, int dtype, size_t *bytes)
+{
+    OAR_TRY(check_dtype(dtype));
+    return check_shape(t->dims, t->ndim, dtype, NULL, bytes);
+}
+
+int oar_tensor_adopt_buffer(oar_tensor_t *dst, const oar_tensor_t *src)
+{
+    if (!dst || !src || !src->buf) return oar_error(OAR_ERR_INVALID, "oar_tensor_adopt_buffer: no buffer");
+    if (dst->buf == src->buf) return OAR_OK;
+    buffer_retain(src->buf);
+    buffer_release(dst->buf);
+    dst->buf = src->buf;
+    return OAR_OK;
+}
+
 void *oar_tensor_mutable(oar_tensor_t *t, int dtype)
 {
     return oar_tensor_mutable_on(t, dtype, OAR_PLACE_CPU, 0);

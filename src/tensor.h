@@ -28,6 +28,10 @@ struct oar_tensor {
 
 /* Sets dims (checked product); keeps the buffer until oar_tensor_mutable. */
 int oar_tensor_resize(oar_tensor_t *t, const int64_t *dims, int ndim);
+/* bytes t's dims take in dtype (checked) */
+int oar_tensor_bytes_for(const oar_tensor_t *t, int dtype, size_t *bytes);
+/* dst shares src's buffer (keeping its own dims): the memory plan's in-place pairs */
+int oar_tensor_adopt_buffer(oar_tensor_t *dst, const oar_tensor_t *src);
 /* Returns writable storage for numel(dims) elements of dtype, allocating (64-byte
  * aligned, zeroed) when there is none, it is too small, or it is shared with
  * another tensor (then the old one is left to its other owners: read inputs

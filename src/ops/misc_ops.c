@@ -111,7 +111,7 @@ static int shape_run(oar_kernel_ctx_t *k) {
 
 static const oar_op_def_t shape_def = {
     .type = "shape", .inputs = shape_in, .outputs = out_slot, .infer = shape_infer,
-    .flags = OAR_OP_NO_KERNEL, .run = shape_run};
+    .flags = OAR_OP_NO_KERNEL | OAR_OP_PLACE_AWARE, .run = shape_run};
 OAR_REGISTER_OP(shape_def)
 
 /* ---- clip_by_norm: Out = X * max_norm / max(norm(X), max_norm) ----------- */

@@ -149,7 +149,7 @@ static int assign_grad(oar_grad_ctx_t *g)
 static const oar_op_def_t assign_def = {
     .type = "assign", .inputs = x_in, .outputs = out_out, .attrs = NULL,
     .infer = assign_infer, .grad = assign_grad,
-    .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = assign_run};
+    .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME | OAR_OP_PLACE_AWARE, .run = assign_run};
 OAR_REGISTER_OP(assign_def)
 
 /* ---- scale ------------------------------------------------------------- */
