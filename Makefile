@@ -50,11 +50,11 @@ $(BUILD)/framework.pb-c.c $(BUILD)/framework.pb-c.h: proto/framework.proto
 $(BUILD)/framework.pb-c.o: $(BUILD)/framework.pb-c.c
 	$(CC) -std=c11 -O2 -fPIC -Ibuild -c $< -o $@
 
-$(BUILD)/%.o: %.c $(BUILD)/framework.pb-c.h $(wildcard src/*.h kernels/cpu/*.h)
+$(BUILD)/%.o: %.c $(BUILD)/framework.pb-c.h $(wildcard src/*.h src/ops/*.h kernels/cpu/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(OAR_CFLAGS) -c $< -o $@
 
-$(BUILD)/%.o: %.cu $(wildcard src/*.h kernels/cuda/*.h)
+$(BUILD)/%.o: %.cu $(wildcard src/*.h src/ops/*.h kernels/cuda/*.h)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 

@@ -246,17 +246,24 @@ static int plan_memory(oar_program_t *prog, oar_block_t *b, names_builder_t *nb)
                     if (first[id] < 0) first[id] = o;
                 }
     }
-    int rc = OAR_OK;
+    /* bucket the planned variables by the op of their last use */
+    int *count = oar_xcalloc((size_t)(p->nops ? p->nops : 1), sizeof *count);
+    int rc = count ? OAR_OK : OAR_ERR_NOMEM;
+    for (int i = 0; rc == OAR_OK && i < p->nnames; i++)
+        if (p->planned[i] && last[i] >= 0) count[last[i]]++;
+    for (int o = 0; rc == OAR_OK && o < p->nops; o++)
+        if (count[o]) {
+            p->ops[o].release = malloc(sizeof(int) * (size_t)count[o]);
+            if (!p->ops[o].release) rc = OAR_ERR_NOMEM;
+        }
+    for (int i = 0; rc == OAR_OK && i < p->nnames; i++)
+        if (p->planned[i] && last[i] >= 0) {
+            oar_prep_op_t *op = &p->ops[last[i]];
+            op->release[op->nrelease++] = i;
+        }
+    free(count);
     for (int o = 0; o < p->nops && rc == OAR_OK; o++) {
         oar_prep_op_t *op = &p->ops[o];
-        int n = 0;
-        for (int i = 0; i < p->nnames; i++) n += p->planned[i] && last[i] == o;
-        if (n) {
-            op->release = malloc(sizeof(int) * (size_t)n);
-            if (!op->release) { rc = OAR_ERR_NOMEM; break; }
-            for (int i = 0; i < p->nnames; i++)
-                if (p->planned[i] && last[i] == o) op->release[op->nrelease++] = i;
-        }
         /* in place: the input dies here, the output is born here, both temporaries */
         if ((op->def->flags & OAR_OP_INPLACE) && op->nins > 0 && op->nouts > 0 &&
             op->ins[0].n == 1 && op->outs[0].n == 1) {

@@ -10,7 +10,7 @@ static int bin_run(oar_kernel_ctx_t *k, oar_brows_fn fn)
 {
     oar_bargs_t a;
     OAR_TRY(oar_bcast_setup(k, &a));
-    void *o = oar_k_out_data(k, "Out", 0, OAR_BOOL);
+    void *o = oar_k_output_data(k, OAR_BCAST_OUT, 0, OAR_BOOL);
     if (!o) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate Out");
     if (a.plan.total > 0) oar_brun_rows(&a.plan, fn, a.xd, a.yd, o);
     return OAR_OK;
@@ -43,13 +43,13 @@ CMP_ONE(logical_xor, b8, uint8_t, OAR_BOOL, (a != 0) ^ (b != 0))
 
 static int logical_not_b8(oar_kernel_ctx_t *k)
 {
-    oar_tensor_t *x = oar_k_in(k, "X", 0);
+    oar_tensor_t *x = oar_k_input(k, OAR_BCAST_X, 0);
     if (!x) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input X is missing");
     int64_t n = oar_tensor_numel_of(x);
     if (n > 0 && !oar_tensor_has_data(x))
-        return oar_k_error(k, OAR_ERR_INVALID, "input X ('%s') holds no data", oar_k_in_name(k, "X", 0));
+        return oar_k_error(k, OAR_ERR_INVALID, "input X ('%s') holds no data", oar_k_input_name(k, OAR_BCAST_X, 0));
     const uint8_t *xs = oar_tensor_data(x);
-    uint8_t *o = oar_k_out_data(k, "Out", 0, OAR_BOOL);
+    uint8_t *o = oar_k_output_data(k, OAR_BCAST_OUT, 0, OAR_BOOL);
     if (!o) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate Out");
     for (int64_t i = 0; i < n; i++) o[i] = xs[i] == 0;
     return OAR_OK;

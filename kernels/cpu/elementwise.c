@@ -12,12 +12,13 @@
 #include <string.h>
 #include "op.h"
 #include "broadcast.h"
+#include "ops/elementwise.h"
 
 static int ew_forward(oar_kernel_ctx_t *k, int dtype, oar_brows_fn fn)
 {
     oar_bargs_t a;
     OAR_TRY(oar_bcast_setup(k, &a));
-    void *o = oar_k_out_data(k, "Out", 0, dtype);
+    void *o = oar_k_output_data(k, OAR_BCAST_OUT, 0, dtype);
     if (!o) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate Out");
     if (a.plan.total == 0) return OAR_OK;
     oar_brun_rows(&a.plan, fn, a.xd, a.yd, o);
@@ -78,7 +79,7 @@ OAR_BROWS(div_i64_rows, int64_t, int64_t, IDIV(int64_t, uint64_t, a, b))
                 if (y[i] == 0)                                                        \
                     return oar_k_error(k, OAR_ERR_NUMERIC,                            \
                         "integer division by zero (Y[%lld] is 0, Y variable '%s')", \
-                        (long long)i, oar_k_in_name(k, "Y", 0));          \
+                        (long long)i, oar_k_input_name(k, OAR_BCAST_Y, 0));          \
         }                                                                             \
         return ew_forward(k, DT, div_##SUF##_rows);                                   \
     }                                                                                 \
@@ -154,10 +155,10 @@ typedef struct ew_grad_fns { ew_grad_fn dx, dy; bool needs_out; } ew_grad_fns_t;
 static int ew_grad_side(oar_kernel_ctx_t *k, const oar_bargs_t *a, int dtype, int side,
                         ew_grad_fn fn, const void *out, const void *g)
 {
-    const char *slot = side ? "Y@GRAD" : "X@GRAD";
-    if (!oar_k_out(k, slot, 0)) return OAR_OK;     /* not wanted */
-    void *d = oar_k_out_data(k, slot, 0, dtype);
-    if (!d) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate %s", slot);
+    const int slot = side ? OAR_EWG_DY : OAR_EWG_DX;
+    if (!oar_k_output(k, slot, 0)) return OAR_OK;     /* not wanted */
+    void *d = oar_k_output_data(k, slot, 0, dtype);
+    if (!d) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate %s", side ? "Y@GRAD" : "X@GRAD");
     const oar_bplan_t *p = &a->plan;
     bool full = side ? p->y_full : p->x_full;
     if (!full) memset(d, 0, (size_t)(side ? a->yn : a->xn) * oar_dtype_size(dtype));
@@ -182,8 +183,7 @@ static int ew_grad_side(oar_kernel_ctx_t *k, const oar_bargs_t *a, int dtype, in
 static bool ew_grad_share(oar_kernel_ctx_t *k, const oar_bargs_t *a, int side, const oar_tensor_t *dout,
                           int *rc)
 {
-    const char *slot = side ? "Y@GRAD" : "X@GRAD";
-    oar_tensor_t *d = oar_k_out(k, slot, 0);
+    oar_tensor_t *d = oar_k_output(k, side ? OAR_EWG_DY : OAR_EWG_DX, 0);
     if (!d || !(side ? a->plan.y_full : a->plan.x_full)) return false;
     const oar_tensor_t *src = side ? a->y : a->x;
     *rc = oar_tensor_share(d, dout);
@@ -194,7 +194,7 @@ static bool ew_grad_share(oar_kernel_ctx_t *k, const oar_bargs_t *a, int side, c
         d->ndim = src->ndim;
         if (lvl > 0 || d->lod_levels > 0) *rc = oar_tensor_copy_lod(d, src);
     }
-    if (*rc != OAR_OK) *rc = oar_k_error(k, *rc, "cannot set %s", slot);
+    if (*rc != OAR_OK) *rc = oar_k_error(k, *rc, "cannot set %s", side ? "Y@GRAD" : "X@GRAD");
     return true;
 }
 
@@ -203,7 +203,7 @@ static int ew_backward(oar_kernel_ctx_t *k, int dtype, const ew_grad_fns_t *f, b
 {
     oar_bargs_t a;
     OAR_TRY(oar_bcast_setup(k, &a));
-    const oar_tensor_t *dout = oar_k_in(k, "Out@GRAD", 0);
+    const oar_tensor_t *dout = oar_k_input(k, OAR_EWG_DOUT, 0);
     if (!dout) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input Out@GRAD is missing");
     if (oar_tensor_numel_of(dout) != a.plan.total || (a.plan.total > 0 && !oar_tensor_has_data(dout))) {
         char b[128];
@@ -217,7 +217,7 @@ static int ew_backward(oar_kernel_ctx_t *k, int dtype, const ew_grad_fns_t *f, b
     const void *g = oar_tensor_data((oar_tensor_t *)dout);
     const void *out = g;   /* a valid pointer for the formulas that ignore Out */
     if (f->needs_out) {
-        const oar_tensor_t *ot = oar_k_in(k, "Out", 0);
+        const oar_tensor_t *ot = oar_k_input(k, OAR_EWG_OUT, 0);
         if (!ot || oar_tensor_numel_of(ot) != a.plan.total || (a.plan.total > 0 && !oar_tensor_has_data(ot)))
             return oar_k_error(k, OAR_ERR_SHAPE, "input Out is missing or does not match Out@GRAD");
         out = oar_tensor_data((oar_tensor_t *)ot);

@@ -14,7 +14,7 @@
 #include <limits.h>
 #include "cuda_common.h"
 extern "C" {
-#include "../cpu/im2col.h"
+#include "ops/window.h"
 }
 
 using namespace oarcu;

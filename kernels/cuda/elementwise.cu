@@ -16,7 +16,7 @@
 /* the loop-plan helpers; its OpenMP row runner is for the CPU kernels only */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunknown-pragmas"
-#include "../cpu/broadcast.h"
+#include "ops/broadcast.h"
 #pragma GCC diagnostic pop
 
 using namespace oarcu;

@@ -15,7 +15,7 @@
 #include "cuda_common.h"
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunknown-pragmas"
-#include "../cpu/broadcast.h"
+#include "ops/broadcast.h"
 #pragma GCC diagnostic pop
 
 using namespace oarcu;

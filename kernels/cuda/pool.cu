@@ -16,7 +16,7 @@
  */
 #include "cuda_common.h"
 extern "C" {
-#include "../cpu/im2col.h"
+#include "ops/window.h"
 }
 
 using namespace oarcu;

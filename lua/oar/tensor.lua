@@ -15,11 +15,29 @@ M.Tensor = Tensor
 local function is_tensor(x) return getmetatable(x) == Tensor end
 M.is_tensor = is_tensor
 
+-- LuaJIT's collector sees a Tensor as a small table and cdata pointer, not
+-- the megabytes of data C holds for it, so a loop that makes a batch tensor
+-- per step would pile them up between collections. Every wrapped tensor's
+-- data counts here, and each GC_BYTES of it run a full collection.
+local GC_BYTES = 64 * 1024 * 1024
+local unseen_bytes = 0
+
+local function account(ptr)
+  local dt = C.oar_tensor_dtype(ptr)
+  if dt < 0 then return end
+  unseen_bytes = unseen_bytes + tonumber(C.oar_tensor_numel(ptr)) * tonumber(C.oar_dtype_size(dt))
+  if unseen_bytes >= GC_BYTES then
+    unseen_bytes = 0
+    collectgarbage()
+  end
+end
+
 -- Wraps an owned oar_tensor_t* (one reference, handed to the GC).
 function M.wrap(ptr)
   if type(ptr) ~= "cdata" or not ffi.istype("oar_tensor_t *", ptr) or ptr == nil then
     raise("tensor.wrap: expected a non-NULL oar_tensor_t* cdata, got " .. tostring(ptr))
   end
+  account(ptr)
   return setmetatable({ handle = ffi.gc(ptr, C.oar_tensor_free) }, Tensor)
 end
 

@@ -12,7 +12,7 @@
  * write replaces the item (sharing the written tensor's buffer, which
  * copy-on-write protects). */
 #include "op.h"
-#include "../../kernels/cpu/control_flow.h"
+#include "lod_plumbing.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -6,7 +6,7 @@
  */
 #include <string.h>
 #include "op.h"
-#include "../../kernels/cpu/broadcast.h"
+#include "broadcast.h"
 
 #define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
 
@@ -52,7 +52,8 @@ static int logical_not_infer(oar_infer_ctx_t *c)
 #define CMP_DEF(NAME)                                                                 \
     static const oar_op_def_t NAME##_def = {                                          \
         .type = #NAME, .inputs = xy_in, .outputs = out_slot, .attrs = cmp_attrs,      \
-        .infer = cmp_infer, .dtype_slot = "X"};                                       \
+        .infer = cmp_infer, .dtype_slot = "X",                                        \
+        .attrs_size = sizeof(oar_bcast_attrs_t), .decode = oar_bcast_decode_axis};    \
     OAR_REGISTER_OP(NAME##_def)
 
 CMP_DEF(less_than)
@@ -65,7 +66,8 @@ CMP_DEF(not_equal)
 #define LOGICAL_DEF(NAME)                                                             \
     static const oar_op_def_t NAME##_def = {                                          \
         .type = #NAME, .inputs = xy_in, .outputs = out_slot,                         \
-        .infer = logical_infer, .dtype_slot = "X"};                                   \
+        .infer = logical_infer, .dtype_slot = "X",                                    \
+        .attrs_size = sizeof(oar_bcast_attrs_t), .decode = oar_bcast_decode_no_axis}; \
     OAR_REGISTER_OP(NAME##_def)
 
 LOGICAL_DEF(logical_and)
@@ -74,5 +76,6 @@ LOGICAL_DEF(logical_xor)
 
 static const oar_op_def_t logical_not_def = {
     .type = "logical_not", .inputs = x_in, .outputs = out_slot,
-    .infer = logical_not_infer, .dtype_slot = "X"};
+    .infer = logical_not_infer, .dtype_slot = "X",
+    .attrs_size = sizeof(oar_bcast_attrs_t), .decode = oar_bcast_decode_no_axis};
 OAR_REGISTER_OP(logical_not_def)

@@ -22,7 +22,7 @@
  * are accumulated item by item in the outer array (see array_ops.c). */
 #include "op.h"
 #include "scope.h"
-#include "../../kernels/cpu/control_flow.h"
+#include "lod_plumbing.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* conv.c — conv2d and depthwise_conv2d (NCHW) with their grad ops.
  * Kernels in kernels/cpu/conv.c (im2col + GEMM). */
 #include "op.h"
-#include "../../kernels/cpu/im2col.h"   /* window geometry shared with the kernels */
+#include "window.h"
 
 #include <stdio.h>
 #include <string.h>

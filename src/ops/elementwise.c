@@ -2,13 +2,12 @@
  * elementwise.c — definitions of elementwise_{add,sub,mul,div,max,min,pow}
  * and their grad ops (Fluid 1.x slots X, Y -> Out, attr axis).
  *
- * Broadcasting rules live in kernels/cpu/broadcast.h, shared with the
- * kernels. Grad ops take only what their formulas read: X and Y (for the
+ * Broadcasting rules live in broadcast.h, shared with every place's kernels. Grad ops take only what their formulas read: X and Y (for the
  * shapes of X@GRAD/Y@GRAD and the products), Out@GRAD, and Out for div.
  */
 #include <stdio.h>
 #include "op.h"
-#include "../../kernels/cpu/broadcast.h"
+#include "elementwise.h"
 
 static const oar_slot_def_t ew_in[] = {{"X", 0}, {"Y", 0}, {NULL, 0}};
 static const oar_slot_def_t ew_out[] = {{"Out", 0}, {NULL, 0}};
@@ -70,12 +69,15 @@ static int ew_grad_infer(oar_infer_ctx_t *c)
 #define EW_DEF(NAME, GRAD_MAKER)                                                      \
     static const oar_op_def_t NAME##_def = {                                          \
         .type = "elementwise_" #NAME, .inputs = ew_in, .outputs = ew_out,            \
-        .attrs = ew_attrs, .infer = ew_infer, .grad = GRAD_MAKER};                    \
+        .attrs = ew_attrs, .infer = ew_infer, .grad = GRAD_MAKER,                     \
+        .attrs_size = sizeof(oar_bcast_attrs_t), .decode = oar_bcast_decode_axis,     \
+        .flags = OAR_OP_INPLACE};                                                     \
     OAR_REGISTER_OP(NAME##_def)                                                       \
     static const oar_op_def_t NAME##_grad_def = {                                     \
         .type = "elementwise_" #NAME "_grad", .inputs = ew_grad_in,                  \
         .outputs = ew_grad_out, .attrs = ew_attrs, .infer = ew_grad_infer,            \
-        .dtype_slot = "Out@GRAD"};                                                    \
+        .dtype_slot = "Out@GRAD",                                                     \
+        .attrs_size = sizeof(oar_bcast_attrs_t), .decode = oar_bcast_decode_axis};    \
     OAR_REGISTER_OP(NAME##_grad_def)
 
 EW_DEF(add, ew_grad)

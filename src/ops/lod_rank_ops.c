@@ -6,7 +6,7 @@
  * reorder_lod_tensor_by_rank, with their grads (array gradients accumulate
  * in place, see array_ops.c). */
 #include "op.h"
-#include "../../kernels/cpu/control_flow.h"
+#include "lod_plumbing.h"
 
 #include <limits.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@
  * InFalse back in Mask order; an input that receives no unit may be a
  * variable that was never written (the branch that made it did not run). */
 #include "op.h"
-#include "../../kernels/cpu/control_flow.h"
+#include "lod_plumbing.h"
 
 #include <stdlib.h>
 #include <string.h>

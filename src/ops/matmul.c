@@ -3,7 +3,7 @@
  * flattened to matrices) and matmul (batched, numpy-like), with grads.
  */
 #include "op.h"
-#include "../../kernels/cpu/broadcast.h"
+#include "broadcast.h"
 
 #define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
 

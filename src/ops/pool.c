@@ -1,7 +1,7 @@
 /* pool.c — pool2d (max/avg over NCHW windows) and pool2d_grad.
  * Kernels in kernels/cpu/pool.c. */
 #include "op.h"
-#include "../../kernels/cpu/im2col.h"   /* window geometry shared with the kernels */
+#include "window.h"
 
 #include <string.h>
 

@@ -16,7 +16,7 @@
  * steps) and, at the first step, initial_states@GRAD. */
 #include "op.h"
 #include "scope.h"
-#include "../../kernels/cpu/control_flow.h"
+#include "lod_plumbing.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,10 +1,11 @@
-/* control_flow.h — tensor plumbing shared by the control-flow and LoD/array
- * ops (src/ops/control_flow.c, recurrent.c, array_ops.c): zeros, sums,
+/* lod_plumbing.h — place-neutral tensor plumbing of the definition layer,
+ * shared by the control-flow and LoD/array ops (src/ops/control_flow.c,
+ * recurrent.c, array_ops.c, lod_*.c; they run without kernels): zeros, sums,
  * row copies, and a LoD "unit" view (the sequences of one LoD level, or the
  * rows when the tensor has no LoD that deep) with a gatherer that builds
  * tensors out of units of other tensors. */
-#ifndef OAR_KERNELS_CPU_CONTROL_FLOW_H
-#define OAR_KERNELS_CPU_CONTROL_FLOW_H
+#ifndef OAR_OPS_LOD_PLUMBING_H
+#define OAR_OPS_LOD_PLUMBING_H
 #include "op.h"
 
 /* moves t's data to host memory when it is on a device (control-flow ops

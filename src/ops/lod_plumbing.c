@@ -1,7 +1,7 @@
-/* control_flow.c — tensor plumbing for the control-flow and LoD/array ops
- * (see control_flow.h): zeros, elementwise sums of gradients, row copies
+/* lod_plumbing.c — tensor plumbing for the control-flow and LoD/array ops
+ * (see lod_plumbing.h): zeros, elementwise sums of gradients, row copies
  * and the LoD unit gatherer. */
-#include "control_flow.h"
+#include "lod_plumbing.h"
 
 #include <limits.h>
 #include <stdio.h>
