@@ -442,10 +442,7 @@ describe("backward pass", function()
   end
 
   it("differentiates a sub-block with its own intermediate vars", function()
-    if not lookup_follows_forward_block() then
-      pending("oar_block_find_var_recursive does not follow forward_block_idx yet (src/desc.c)")
-      return
-    end
+    assert.is_true(lookup_follows_forward_block())
     local p = new_program()
     local b0 = C.oar_program_block(p, 0)
     var(b0, "x", { 2, 3 }, { stop = true })

@@ -7,7 +7,12 @@
 #include "exec.h"
 #include "scope.h"
 
+/* Name lookup for code off the per-op path. Declared slots carry the
+ * definition's string, which the linker merges with identical literals in
+ * kernels, so the pointer test usually settles it. */
 const oar_pslot_t *oar_pslot_find(const oar_pslot_t *slots, int n, const char *name) {
+    for (int i = 0; i < n; i++)
+        if (slots[i].name == name) return &slots[i];
     for (int i = 0; i < n; i++)
         if (strcmp(slots[i].name, name) == 0) return &slots[i];
     return NULL;
