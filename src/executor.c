@@ -445,7 +445,13 @@ int oar_executor_run(oar_executor_t *e, oar_program_t *prog, int block_idx, oar_
         int id = oar_prepared_find(p, fetch_names[i]);
         if (id >= 0) keep[id] = 1;
     }
+    int64_t live0 = 0;
+    if (oar_flag_profile) {
+        oar_mem_peak_reset();
+        live0 = oar_mem_live_bytes();
+    }
     if (rc == OAR_OK) rc = run_ops(e, p, vars, local, keep);
+    if (oar_flag_profile) oar_profile_run_peak(oar_mem_peak_bytes() - live0);
     /* kernel failures that surface only when the device finishes belong to this run */
     if (rc == OAR_OK && e->place != OAR_PLACE_CPU) rc = oar_device_sync(e->device);
     for (int i = 0; rc == OAR_OK && i < nfetch; i++) {

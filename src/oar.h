@@ -301,6 +301,9 @@ int64_t oar_get_flag(const char *name);
 /* with the "profile" flag set, the executor times every op by type */
 const char *oar_profile_report(void);   /* a table, valid until the next call */
 void oar_profile_reset(void);
+/* the largest peak of tensor buffer bytes a run reached above those live when
+ * it started, since the last reset (collected while profiling) */
+int64_t oar_profile_peak_bytes(void);
 uint64_t oar_random_seed(void);
 void oar_set_random_seed(uint64_t seed);
 

@@ -16,6 +16,13 @@ static entry_t *g_entries;
 static int g_n, g_cap;
 static oar_strmap_t g_index;
 static char *g_report;
+static int64_t g_run_peak;     /* the largest run peak since the last reset */
+
+void oar_profile_run_peak(int64_t bytes) {
+    if (bytes > g_run_peak) g_run_peak = bytes;
+}
+
+int64_t oar_profile_peak_bytes(void) { return g_run_peak; }
 
 double oar_profile_now(void) {
     struct timespec ts;
@@ -41,6 +48,7 @@ void oar_profile_reset(void) {
     oar_strmap_clear(&g_index);
     for (int i = 0; i < g_n; i++) free(g_entries[i].type);
     g_n = 0;
+    g_run_peak = 0;
 }
 
 static int by_time(const void *a, const void *b) {
@@ -66,7 +74,9 @@ const char *oar_profile_report(void) {
                                 (long long)sorted[i].calls, sorted[i].seconds * 1e3,
                                 sorted[i].seconds * 1e6 / (double)sorted[i].calls,
                                 total > 0 ? 100.0 * sorted[i].seconds / total : 0.0);
-    snprintf(g_report + len, cap - len, "%-32s %10s %12.3f\n", "total", "", total * 1e3);
+    len += (size_t)snprintf(g_report + len, cap - len, "%-32s %10s %12.3f\n", "total", "", total * 1e3);
+    snprintf(g_report + len, cap - len, "peak memory of a run: %.3f MiB above what was live when it started\n",
+             (double)g_run_peak / (1024.0 * 1024.0));
     free(sorted);
     return g_report;
 }

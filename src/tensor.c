@@ -14,6 +14,23 @@
 
 /* ---- buffers ------------------------------------------------------------ */
 
+/* bytes held by live buffers (every place), and the high-water mark since the
+ * last oar_mem_peak_reset: the profiler reports a run's peak */
+static int64_t g_live_bytes, g_peak_bytes;
+
+int64_t oar_mem_live_bytes(void) { return __atomic_load_n(&g_live_bytes, __ATOMIC_RELAXED); }
+int64_t oar_mem_peak_bytes(void) { return __atomic_load_n(&g_peak_bytes, __ATOMIC_RELAXED); }
+void oar_mem_peak_reset(void) { __atomic_store_n(&g_peak_bytes, oar_mem_live_bytes(), __ATOMIC_RELAXED); }
+
+static void mem_count(int64_t delta)
+{
+    int64_t now = __atomic_add_fetch(&g_live_bytes, delta, __ATOMIC_RELAXED);
+    int64_t peak = __atomic_load_n(&g_peak_bytes, __ATOMIC_RELAXED);
+    while (now > peak && !__atomic_compare_exchange_n(&g_peak_bytes, &peak, now, true, __ATOMIC_RELAXED,
+                                                      __ATOMIC_RELAXED)) {
+    }
+}
+
 /* A buffer of `bytes` on place/device, zeroed when `zero` (new tensors read
  * as zeros; both pools hand back used blocks). */
 static oar_buffer_t *buffer_new_on(size_t bytes, int place, int device, bool zero)
@@ -52,6 +69,7 @@ static oar_buffer_t *buffer_new_on(size_t bytes, int place, int device, bool zer
     b->data = p;
     b->bytes = bytes;
     b->cap = cap;
+    mem_count((int64_t)cap);
     return b;
 }
 
@@ -72,6 +90,7 @@ static void buffer_release(oar_buffer_t *b)
 {
     if (!b) return;
     if (__atomic_sub_fetch(&b->refcount, 1, __ATOMIC_ACQ_REL) == 0) {
+        mem_count(-(int64_t)b->cap);
         if (b->place == OAR_PLACE_CUDA) oar_device_free(b->device, b->data);
         else oar_pool_free(b->data, b->cap);
         free(b);

@@ -28,6 +28,11 @@ struct oar_tensor {
 
 /* Sets dims (checked product); keeps the buffer until oar_tensor_mutable. */
 int oar_tensor_resize(oar_tensor_t *t, const int64_t *dims, int ndim);
+/* bytes held by live tensor buffers, and their high-water mark since the
+ * last oar_mem_peak_reset (which sets it to the live bytes) */
+int64_t oar_mem_live_bytes(void);
+int64_t oar_mem_peak_bytes(void);
+void oar_mem_peak_reset(void);
 /* bytes t's dims take in dtype (checked) */
 int oar_tensor_bytes_for(const oar_tensor_t *t, int dtype, size_t *bytes);
 /* dst shares src's buffer (keeping its own dims): the memory plan's in-place pairs */

@@ -32,6 +32,12 @@ function M.report()
   return ffi.string(s)
 end
 
+-- The largest peak of tensor memory (bytes) a profiled run reached above what
+-- was live when it started: what the memory plan keeps small.
+function M.peak_bytes()
+  return tonumber(C.oar_profile_peak_bytes())
+end
+
 function M.profile(fn)
   if type(fn) ~= "function" then error("profiler.profile: expected a function, got " .. type(fn), 2) end
   M.start()
