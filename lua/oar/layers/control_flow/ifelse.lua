@@ -1,0 +1,131 @@
+-- oar.layers.control_flow.ifelse: IfElse (rows split by a per-row condition).
+local framework = require("oar.framework")
+local LayerHelper = require("oar.layer_helper")
+local tensor_layers = require("oar.layers.tensor")
+local common = require("oar.layers.control_flow.common")
+
+local raise, is_variable = framework.raise, framework.is_variable
+local bad_arg = common.bad_arg
+local check_fn = common.check_fn
+local conditional = common.conditional
+local name_arg = common.name_arg
+local tensor_arg = common.tensor_arg
+local unique_var = common.unique_var
+local var_text = common.var_text
+local visible_arg = common.visible_arg
+
+local M = {}
+
+-- ---- IfElse ---------------------------------------------------------------------------------
+
+local IfElse = {}
+IfElse.__index = IfElse
+
+-- IfElse(cond): cond is a bool [N, 1] Variable, one entry per row (per
+-- sequence of a LoD input). Inputs are split by it, the true/false blocks
+-- run on their rows (a block whose rows are none does not run at all), and
+-- ie() merges the outputs back in row order.
+function M.IfElse(cond, name)
+  if type(cond) == "table" and not is_variable(cond) then cond, name = cond.cond, cond.name end
+  if not is_variable(cond) or cond.type ~= "lod_tensor" or cond.dtype ~= "bool" then
+    bad_arg("IfElse", "cond", "a bool Variable (one entry per row, [N, 1])", cond)
+  end
+  name_arg("IfElse", name)
+  local helper = LayerHelper("ifelse", { name = name })
+  return setmetatable({ cond = cond, helper = helper, parent = helper.main_program:current_block(),
+                        inputs = {}, outs = { [true] = {}, [false] = {} }, built = {}, status = nil }, IfElse)
+end
+
+-- the part of cond for one side: its rows (empty when no row goes there)
+function IfElse:_cond_part(side)
+  if not self.cond_parts then
+    local t = unique_var(self.parent, self.helper.name .. ".cond_true", { dtype = "bool" })
+    local f = unique_var(self.parent, self.helper.name .. ".cond_false", { dtype = "bool" })
+    t.stop_gradient, f.stop_gradient = true, true
+    self.parent:append_op{ type = "split_lod_tensor", inputs = { X = { self.cond }, Mask = { self.cond } },
+      outputs = { OutTrue = { t }, OutFalse = { f } }, attrs = { level = 0 } }
+    self.cond_parts = { [true] = t, [false] = f }
+  end
+  return self.cond_parts[side]
+end
+
+function IfElse:_branch(side, fn, who)
+  check_fn(who, fn)
+  if self.status ~= nil then raise(who .. ": called inside another block of the same IfElse") end
+  if self.built[side] then raise(who .. ": the " .. tostring(side) .. " block is already built") end
+  local prog = self.helper.main_program
+  if prog:current_block().idx ~= self.parent.idx then
+    raise(who .. ": build it in the block the IfElse was made in")
+  end
+  local part = self:_cond_part(side)
+  self.status = side
+  framework.protected(function() self.status = nil end, conditional, prog, { part }, false, fn)
+  self.built[side] = true
+end
+
+function IfElse:true_block(fn) return self:_branch(true, fn, "IfElse:true_block") end
+function IfElse:false_block(fn) return self:_branch(false, fn, "IfElse:false_block") end
+
+-- input(x): inside a block, the rows of x that go to this block
+function IfElse:input(x)
+  if self.status == nil then raise("IfElse:input: call it inside true_block or false_block") end
+  tensor_arg("IfElse:input", "x", x)
+  visible_arg("IfElse:input", "x", x, self.parent, "the block")
+  local pair = self.inputs[x.name]
+  if not pair then
+    local t = unique_var(self.parent, self.helper.name .. ".input_true", { dtype = x.dtype })
+    local f = unique_var(self.parent, self.helper.name .. ".input_false", { dtype = x.dtype })
+    self.parent:append_op{ type = "split_lod_tensor", inputs = { X = { x }, Mask = { self.cond } },
+      outputs = { OutTrue = { t }, OutFalse = { f } }, attrs = { level = 0 } }
+    pair = { [true] = t, [false] = f }
+    self.inputs[x.name] = pair
+  end
+  return pair[self.status]
+end
+
+-- output(v1, v2, ...): inside a block, its results (both blocks give the
+-- same number, in the same order)
+function IfElse:output(...)
+  if self.status == nil then raise("IfElse:output: call it inside true_block or false_block") end
+  local list = self.outs[self.status]
+  for i = 1, select("#", ...) do
+    local v = select(i, ...)
+    tensor_arg("IfElse:output", "output " .. i, v)
+    local outside = unique_var(self.parent, self.helper.name .. ".output", { dtype = v.dtype })
+    tensor_layers.assign(v, outside)
+    list[#list + 1] = outside
+  end
+end
+
+-- ie(): the outputs merged in row order (one Variable per output); when
+-- only one side was built, that side's outputs as they are
+function IfElse:__call()
+  if getmetatable(self) ~= IfElse then raise("IfElse(): call it on an IfElse, got " .. var_text(self)) end
+  if self.status ~= nil then raise("IfElse(): call it after the blocks, not inside one") end
+  local t, f = self.outs[true], self.outs[false]
+  if #t == 0 and #f == 0 then raise("IfElse(): no block gave outputs (use ie:output(...) in the blocks)") end
+  if #t ~= 0 and #f ~= 0 and #t ~= #f then
+    raise(string.format("IfElse(): the true block gives %d outputs and the false block %d", #t, #f))
+  end
+  local prog = self.helper.main_program
+  if prog:current_block().idx ~= self.parent.idx then raise("IfElse(): call it in the block the IfElse was made in") end
+  -- like Fluid, a single built side gives its outputs unmerged (its rows only)
+  if #t == 0 then return unpack(f) end
+  if #f == 0 then return unpack(t) end
+  local merged = {}
+  for i = 1, #t do
+    local ref = t[i]
+    local out = unique_var(self.parent, self.helper.name .. ".merged", { dtype = ref.dtype })
+    local inputs = { X = { self.cond }, Mask = { self.cond }, InTrue = { t[i] }, InFalse = { f[i] } }
+    self.parent:append_op{ type = "merge_lod_tensor", inputs = inputs, outputs = { Out = { out } },
+                           attrs = { level = 0 } }
+    merged[i] = out
+  end
+  return unpack(merged)
+end
+
+
+-- every public method checks it was called with ':' on a IfElse
+framework._guard_methods(IfElse, function(x) return getmetatable(x) == IfElse end, "IfElse", {})
+
+return M
