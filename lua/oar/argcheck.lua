@@ -144,9 +144,25 @@ function M.unknown_message(who, key, known)
   return string.format("%s: unknown argument %s (valid: %s)", who, key_text(key), table.concat(list, ", "))
 end
 
--- known lists are turned into sets once and remembered
+-- known lists are turned into sets once and remembered (lists by identity,
+-- space-separated strings by value)
 local sets = setmetatable({}, { __mode = "k" })
+local string_sets = {}
+local function words(str)
+  local list = {}
+  for w in str:gmatch("[^%s,]+") do list[#list + 1] = w end
+  return list
+end
 local function as_set(known)
+  if type(known) == "string" then
+    local s = string_sets[known]
+    if not s then
+      s = {}
+      for _, w in ipairs(words(known)) do s[w] = true end
+      string_sets[known] = s
+    end
+    return s
+  end
   local s = sets[known]
   if s then return s end
   s = {}
@@ -165,7 +181,8 @@ end
 -- are refused unless `opts.positional` is true (any) or a number n (keys 1..n).
 -- @tparam string who the function as the user writes it ("layers.fc", "Program:clone")
 -- @tparam ?table args the user's keyword table
--- @tparam table known list (or set) of valid key names
+-- @tparam table|string known list (or set) of valid key names, or one string
+-- of names separated by spaces ("input size act name")
 -- @tparam[opt] table opts `{positional=}`
 -- @treturn ?table args, unchanged
 -- @usage opts = argcheck.keys("Program:clone", opts, {"for_test"})
@@ -179,7 +196,9 @@ function M.keys(who, args, known, opts)
       if type(k) == "number" and k % 1 == 0 and k >= 1 then
         ok = positional == true or (type(positional) == "number" and k <= positional)
       end
-      if not ok then M.raise(M.unknown_message(who, k, known)) end
+      if not ok then
+        M.raise(M.unknown_message(who, k, type(known) == "string" and words(known) or known))
+      end
     end
   end
   return args

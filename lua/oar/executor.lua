@@ -7,6 +7,7 @@ local framework = require("oar.framework")
 local tensor = require("oar.tensor")
 local scope_mod = require("oar.scope")
 local place_mod = require("oar.place")
+local argcheck = require("oar.argcheck")
 local C = lib.C
 
 local raise, describe = framework.raise, framework.describe
@@ -73,6 +74,19 @@ local function feed_tensor(block, name, value)
   if want_dtype and t:dtype() ~= want_dtype then
     raise(string.format("Executor:run: feed '%s' expects dtype %s, got %s", name, want_dtype, t:dtype()))
   end
+  local lod_level = var.lod_level or 0
+  if lod_level >= 1 then
+    local levels = #t:lod()
+    if levels < lod_level then
+      local rows = t:shape()[1] or 0
+      raise(string.format("Executor:run: feed '%s' is a sequence variable (lod_level=%d) but its Tensor has %s; "
+        .. "give it one with t:set_lod{{0, 2, 5}} (%s; here the offsets run from 0 to %d rows)",
+        name, lod_level, levels == 0 and "no LoD" or (levels .. " LoD level" .. (levels == 1 and "" or "s")),
+        lod_level == 1 and "one list of offsets: sequence i is rows [lod[i], lod[i+1])"
+          or lod_level .. " lists of offsets, the outer levels indexing the inner ones",
+        rows))
+    end
+  end
   if var.need_check_feed then
     local want, have = var.shape, t:shape()
     if not shape_matches(want, have) then
@@ -82,6 +96,8 @@ local function feed_tensor(block, name, value)
   end
   return t
 end
+
+local RUN_KEYS = "feed fetch_list scope program return_numpy use_program_cache"
 
 -- run(program, {feed={name=Tensor|table}, fetch_list={Variable|name}, scope=})
 -- -> list of fetched Tensors. run{feed=...} uses the default main program.
@@ -93,6 +109,9 @@ function Executor:run(program, opts)
   end
   opts = opts or {}
   if type(opts) ~= "table" then raise("Executor:run: options must be a table, got " .. describe(opts)) end
+  -- return_numpy and use_program_cache are Fluid's: accepted, and without
+  -- effect (results are always Tensors; prepared programs are always cached)
+  argcheck.keys("Executor:run", opts, RUN_KEYS)
   program = program or opts.program or framework.default_main_program()
   if not framework.is_program(program) then
     raise("Executor:run: 'program' must be a Program, got " .. describe(program))

@@ -3,6 +3,7 @@
 -- Xavier and MSRA compute fan_in/fan_out from the shape like Fluid.
 local framework = require("oar.framework")
 local raise = require("oar.framework").raise
+local argcheck = require("oar.argcheck")
 
 local M = {}
 
@@ -25,35 +26,36 @@ local function opt_number(spec, key, default, who)
   return v
 end
 
-local function spec_of(spec, who, positional_key)
+-- the options table (a number stands for `positional_key`), its keys checked
+local function spec_of(spec, who, positional_key, known)
   if spec == nil then return {} end
   if type(spec) == "number" and positional_key then return { [positional_key] = spec } end
   if type(spec) ~= "table" then raise(who .. ": expected a table of options, got " .. type(spec)) end
-  return spec
+  return argcheck.keys("oar.initializer." .. who, spec, known)
 end
 
 function M.Constant(spec)
-  spec = spec_of(spec, "Constant", "value")
+  spec = spec_of(spec, "Constant", "value", "value force_cpu")
   return make("constant", { value = opt_number(spec, "value", 0.0, "Constant"),
                             force_cpu = spec.force_cpu and true or false })
 end
 
 function M.Uniform(spec)
-  spec = spec_of(spec, "Uniform")
+  spec = spec_of(spec, "Uniform", nil, "low high seed")
   local low, high = opt_number(spec, "low", -1.0, "Uniform"), opt_number(spec, "high", 1.0, "Uniform")
   if low > high then raise("Uniform: 'low' must not exceed 'high'") end
   return make("uniform", { low = low, high = high, seed = opt_number(spec, "seed", 0, "Uniform") })
 end
 
 function M.Normal(spec)
-  spec = spec_of(spec, "Normal")
+  spec = spec_of(spec, "Normal", nil, "loc scale seed")
   return make("normal", { loc = opt_number(spec, "loc", 0.0, "Normal"),
                           scale = opt_number(spec, "scale", 1.0, "Normal"),
                           seed = opt_number(spec, "seed", 0, "Normal") })
 end
 
 function M.TruncatedNormal(spec)
-  spec = spec_of(spec, "TruncatedNormal")
+  spec = spec_of(spec, "TruncatedNormal", nil, "loc scale seed")
   return make("truncated_normal", { loc = opt_number(spec, "loc", 0.0, "TruncatedNormal"),
                                     scale = opt_number(spec, "scale", 1.0, "TruncatedNormal"),
                                     seed = opt_number(spec, "seed", 0, "TruncatedNormal") })
@@ -61,7 +63,7 @@ end
 
 -- Xavier{uniform=true, fan_in=, fan_out=, seed=}
 function M.Xavier(spec)
-  spec = spec_of(spec, "Xavier")
+  spec = spec_of(spec, "Xavier", nil, "uniform fan_in fan_out seed")
   local uniform = spec.uniform
   if uniform == nil then uniform = true end
   return make("xavier", { uniform = uniform, fan_in = spec.fan_in, fan_out = spec.fan_out,
@@ -70,7 +72,7 @@ end
 
 -- MSRA{uniform=true, fan_in=, seed=} (He et al.)
 function M.MSRA(spec)
-  spec = spec_of(spec, "MSRA")
+  spec = spec_of(spec, "MSRA", nil, "uniform fan_in seed")
   local uniform = spec.uniform
   if uniform == nil then uniform = true end
   return make("msra", { uniform = uniform, fan_in = spec.fan_in,

@@ -6,6 +6,7 @@ local unique_name = require("oar.unique_name")
 local param_attr = require("oar.param_attr")
 local initializer = require("oar.initializer")
 local dtypes = require("oar.dtypes")
+local argcheck = require("oar.argcheck")
 
 local raise, describe, is_variable = framework.raise, framework.describe, framework.is_variable
 
@@ -98,9 +99,19 @@ function check.dtype(layer, key, v, default)
   return name
 end
 
--- Layer arguments: a table, or the primary argument given positionally
--- (layers.relu(x)) with optional extras.
-function LayerHelper.args(layer, a, primary, extra)
+--- A layer's keyword arguments, checked.
+-- The arguments are a table, or the primary argument given positionally
+-- (`layers.relu(x)`) with optional extras. When `known` is given, a key
+-- that is not in it is an error naming the layer and the closest valid key
+-- (`layers.fc: unknown argument 'activation' (did you mean 'act'?)`).
+-- @tparam string layer the layer's name ("fc"); errors say "layers.fc"
+-- @param a the user's table, or the primary value
+-- @tparam[opt] string primary the key a positional value stands for ("input")
+-- @tparam[opt] table extra keys to add when `a` is positional ({dim=dim})
+-- @tparam[opt] string|table known the valid keys ("input size act name")
+-- @treturn table the keyword table
+-- @usage a = LayerHelper.args("relu", a, "x", nil, "x name")
+function LayerHelper.args(layer, a, primary, extra, known)
   if is_variable(a) or (primary and type(a) ~= "table") then
     local t = {}
     if extra then for k, v in pairs(extra) do t[k] = v end end
@@ -110,7 +121,17 @@ function LayerHelper.args(layer, a, primary, extra)
   if type(a) ~= "table" then
     raise(string.format("%s: expected a table of arguments, got %s", layer, describe(a)))
   end
+  if known then argcheck.keys("layers." .. layer, a, known) end
   return a
+end
+
+--- Checks the keys of a keyword table against `known` (see oar.argcheck).
+-- @tparam string who the function as users write it ("layers.fc", "StaticRNN:memory")
+-- @tparam ?table a the keyword table
+-- @tparam string|table known the valid keys
+-- @treturn ?table a
+function LayerHelper.known(who, a, known)
+  return argcheck.keys(who, a, known)
 end
 
 -- ---- the helper ---------------------------------------------------------------
@@ -286,6 +307,6 @@ function LayerHelper:unary(op_type, x, attrs, out_dtype)
 end
 
 framework._guard_methods(LayerHelper, function(x) return getmetatable(x) == LayerHelper end, "LayerHelper",
-  { new = true, args = true })
+  { new = true, args = true, known = true })
 
 return LayerHelper

@@ -9,6 +9,7 @@ local clip = require("oar.clip")
 local unique_name = require("oar.unique_name")
 local initializer = require("oar.initializer")
 local lib = require("oar.lib")
+local argcheck = require("oar.argcheck")
 
 local raise, describe, is_variable = framework.raise, framework.describe, framework.is_variable
 
@@ -34,6 +35,9 @@ local function new_optimizer(kind, spec)
   if spec == nil then spec = {} end
   if type(spec) == "number" or is_variable(spec) then spec = { learning_rate = spec } end
   if type(spec) ~= "table" then raise(who .. ": expected a table of options, got " .. describe(spec)) end
+  local known = { "learning_rate", "regularization", "grad_clip", "name" }
+  for key in pairs(kind.hyper or {}) do known[#known + 1] = key end
+  argcheck.keys("oar.optimizer." .. who, spec, known)
   local lr = spec.learning_rate
   if lr == nil and kind.default_lr then lr = kind.default_lr end
   if lr == nil then raise(who .. ": 'learning_rate' is required") end
@@ -144,6 +148,7 @@ function Optimizer:minimize(loss, opts, parameter_list, no_grad_set)
   end
   opts = opts or {}
   if type(opts) ~= "table" then raise(who .. ": options must be a table, got " .. describe(opts)) end
+  argcheck.keys(who, opts, "startup_program parameter_list no_grad_set")
   if opts.startup_program ~= nil and not framework.is_program(opts.startup_program) then
     raise(who .. ": 'startup_program' must be a Program, got " .. describe(opts.startup_program))
   end
@@ -157,6 +162,7 @@ function Optimizer:backward(loss, opts)
   if not is_variable(loss) then raise(who .. ": 'loss' must be a Variable, got " .. describe(loss)) end
   if opts == nil then opts = {} end
   if type(opts) ~= "table" then raise(who .. ": options must be a table, got " .. describe(opts)) end
+  argcheck.keys(who, opts, "startup_program parameter_list no_grad_set")
   return backward.append_backward(loss, { parameter_list = opts.parameter_list, no_grad_set = opts.no_grad_set })
 end
 

@@ -2,6 +2,7 @@
 -- name, initializer, learning_rate (scales the optimizer's lr for this
 -- parameter), regularizer, trainable, gradient_clip.
 local raise = require("oar.framework").raise
+local argcheck = require("oar.argcheck")
 local M = {}
 
 local ParamAttr = {}
@@ -19,9 +20,7 @@ function M.new(spec)
   if type(spec) ~= "table" then
     raise("ParamAttr: expected a table {name=, initializer=, ...}, got " .. type(spec))
   end
-  for k in pairs(spec) do
-    if not known[k] then raise("ParamAttr: unknown field '" .. tostring(k) .. "'") end
-  end
+  argcheck.keys("oar.ParamAttr", spec, known)
   if spec.name ~= nil and type(spec.name) ~= "string" then
     raise("ParamAttr: 'name' must be a string, got " .. type(spec.name))
   end

@@ -3,6 +3,7 @@
 -- coeff * sign(param).
 local framework = require("oar.framework")
 local unique_name = require("oar.unique_name")
+local argcheck = require("oar.argcheck")
 
 local raise = require("oar.framework").raise
 local M = {}
@@ -11,7 +12,10 @@ local Regularizer = {}
 Regularizer.__index = Regularizer
 
 local function make(kind, coeff, who)
-  if type(coeff) == "table" then coeff = coeff.regularization_coeff or coeff.coeff or coeff[1] end
+  if type(coeff) == "table" then
+    argcheck.keys("oar.regularizer." .. who, coeff, "regularization_coeff coeff", { positional = 1 })
+    coeff = coeff.regularization_coeff or coeff.coeff or coeff[1]
+  end
   if coeff == nil then coeff = 0.0 end
   if type(coeff) ~= "number" then
     raise(who .. ": 'regularization_coeff' must be a number, got " .. type(coeff))

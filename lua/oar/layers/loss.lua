@@ -9,14 +9,14 @@ local check, args = LayerHelper.check, LayerHelper.args
 
 local M = {}
 
-local function pair(layer, a, k1, k2, label)
+local function pair(layer, a, k1, k2, label, known)
   if framework.is_variable(a) then a = { [k1] = a, [k2] = label } end
-  return args(layer, a)
+  return args(layer, a, nil, nil, known)
 end
 
 -- cross_entropy{input=, label=, soft_label=false, ignore_index=-100}
 function M.cross_entropy(a, label)
-  a = pair("cross_entropy", a, "input", "label", label)
+  a = pair("cross_entropy", a, "input", "label", label, "input label soft_label ignore_index name")
   local x = check.variable("cross_entropy", "input", a.input)
   local lbl = check.variable("cross_entropy", "label", a.label)
   local helper = LayerHelper("cross_entropy", a)
@@ -31,7 +31,8 @@ end
 -- return_softmax=false, axis=-1} -> loss (, softmax)
 function M.softmax_with_cross_entropy(a, label)
   local who = "softmax_with_cross_entropy"
-  a = pair(who, a, "logits", "label", label)
+  a = pair(who, a, "logits", "label", label,
+    "logits label soft_label ignore_index numeric_stable_mode return_softmax axis name")
   local logits = check.variable(who, "logits", a.logits)
   local lbl = check.variable(who, "label", a.label)
   local helper = LayerHelper(who, a)
@@ -49,7 +50,7 @@ end
 
 -- square_error_cost{input=, label=}: (input - label)^2 elementwise
 function M.square_error_cost(a, label)
-  a = pair("square_error_cost", a, "input", "label", label)
+  a = pair("square_error_cost", a, "input", "label", label, "input label name")
   local x = check.variable("square_error_cost", "input", a.input)
   local lbl = check.variable("square_error_cost", "label", a.label)
   local helper = LayerHelper("square_error_cost", a)
@@ -68,7 +69,7 @@ end
 -- sigmoid_cross_entropy_with_logits{x=, label=, ignore_index=-100, normalize=false}
 function M.sigmoid_cross_entropy_with_logits(a, label)
   local who = "sigmoid_cross_entropy_with_logits"
-  a = pair(who, a, "x", "label", label)
+  a = pair(who, a, "x", "label", label, "x label ignore_index normalize name")
   local x = check.variable(who, "x", a.x)
   local lbl = check.variable(who, "label", a.label)
   local helper = LayerHelper(who, a)
@@ -82,7 +83,7 @@ end
 -- accuracy{input=, label=, k=1, correct=, total=}: top-k then accuracy, like Fluid
 function M.accuracy(a, label, k)
   if framework.is_variable(a) then a = { input = a, label = label, k = k } end
-  a = args("accuracy", a)
+  a = args("accuracy", a, nil, nil, "correct input k label name total")
   local x = check.variable("accuracy", "input", a.input)
   local lbl = check.variable("accuracy", "label", a.label)
   local kk = a.k == nil and 1 or check.positive_int("accuracy", "k", a.k)

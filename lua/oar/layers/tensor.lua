@@ -15,7 +15,7 @@ local M = {}
 -- data{name=, shape=, dtype="float32", lod_level=0, append_batch_size=true}:
 -- a fed variable in the global block; -1 stands for the batch size.
 function M.data(a)
-  a = args("data", a)
+  a = args("data", a, nil, nil, "append_batch_size dtype lod_level name shape stop_gradient type")
   if type(a.name) ~= "string" or a.name == "" then check.fail("data", "name", "a non-empty string", a.name) end
   local shape = a.shape
   if type(shape) ~= "table" then check.fail("data", "shape", "a list of integers", shape) end
@@ -40,7 +40,7 @@ end
 
 -- create_tensor{dtype=, name=, persistable=false}
 function M.create_tensor(a)
-  a = args("create_tensor", a, "dtype")
+  a = args("create_tensor", a, "dtype", nil, "dtype name persistable")
   local helper = LayerHelper("create_tensor", a)
   return helper:create_variable{ name = a.name or helper.name, dtype = check.dtype("create_tensor", "dtype", a.dtype),
                                  persistable = a.persistable or false }
@@ -48,7 +48,7 @@ end
 
 -- create_parameter{shape=, dtype=, name=, attr=, is_bias=false, default_initializer=}
 function M.create_parameter(a)
-  a = args("create_parameter", a)
+  a = args("create_parameter", a, nil, nil, "attr default_initializer dtype is_bias name shape")
   if type(a.shape) ~= "table" then check.fail("create_parameter", "shape", "a list of positive integers", a.shape) end
   local helper = LayerHelper("create_parameter", a)
   local attr = a.attr
@@ -60,7 +60,7 @@ end
 -- create_global_var{shape=, value=, dtype=, persistable=false, force_cpu=false, name=}:
 -- a global var filled with `value` by the startup program
 function M.create_global_var(a)
-  a = args("create_global_var", a)
+  a = args("create_global_var", a, nil, nil, "dtype force_cpu name persistable shape value")
   if type(a.shape) ~= "table" then check.fail("create_global_var", "shape", "a list of integers", a.shape) end
   local value = check.number("create_global_var", "value", a.value)
   local helper = LayerHelper("global_var", a)
@@ -75,7 +75,7 @@ end
 
 -- fill_constant{shape=, dtype=, value=, out=, force_cpu=false}
 function M.fill_constant(a)
-  a = args("fill_constant", a)
+  a = args("fill_constant", a, nil, nil, "dtype force_cpu name out shape value")
   if type(a.shape) ~= "table" then check.fail("fill_constant", "shape", "a list of integers", a.shape) end
   local dtype = check.dtype("fill_constant", "dtype", a.dtype)
   local value = a.value
@@ -93,7 +93,8 @@ end
 
 -- fill_constant_batch_size_like{input=, shape=, dtype=, value=, input_dim_idx=0, output_dim_idx=0}
 function M.fill_constant_batch_size_like(a)
-  a = args("fill_constant_batch_size_like", a)
+  a = args("fill_constant_batch_size_like", a, nil, nil,
+    "dtype input input_dim_idx name output_dim_idx shape value")
   local who = "fill_constant_batch_size_like"
   local input = check.variable(who, "input", a.input)
   if type(a.shape) ~= "table" then check.fail(who, "shape", "a list of integers", a.shape) end
@@ -111,19 +112,19 @@ end
 
 function M.zeros(a, dtype)
   if type(a) == "table" and a.shape == nil then a = { shape = a, dtype = dtype } end
-  a = args("zeros", a)
+  a = args("zeros", a, nil, nil, "dtype force_cpu shape")
   return M.fill_constant{ shape = a.shape, dtype = a.dtype, value = 0.0, force_cpu = a.force_cpu }
 end
 
 function M.ones(a, dtype)
   if type(a) == "table" and a.shape == nil then a = { shape = a, dtype = dtype } end
-  a = args("ones", a)
+  a = args("ones", a, nil, nil, "dtype force_cpu shape")
   return M.fill_constant{ shape = a.shape, dtype = a.dtype, value = 1.0, force_cpu = a.force_cpu }
 end
 
 -- zeros_like(x): fill_zeros_like
 function M.zeros_like(a)
-  a = args("zeros_like", a, "x")
+  a = args("zeros_like", a, "x", nil, "name x")
   local x = check.variable("zeros_like", "x", a.x)
   local out = LayerHelper("zeros_like", a):unary("fill_zeros_like", x, nil)
   out.stop_gradient = true
@@ -131,7 +132,7 @@ function M.zeros_like(a)
 end
 
 function M.ones_like(a)
-  a = args("ones_like", a, "x")
+  a = args("ones_like", a, "x", nil, "name x")
   local x = check.variable("ones_like", "x", a.x)
   local helper = LayerHelper("ones_like", a)
   local zeros = helper:unary("fill_zeros_like", x, nil)
@@ -174,7 +175,7 @@ end
 
 -- cast{x=, dtype=}
 function M.cast(a, dtype)
-  a = args("cast", a, "x", { dtype = dtype })
+  a = args("cast", a, "x", { dtype = dtype }, "dtype name x")
   local x = check.variable("cast", "x", a.x)
   local to = check.dtype("cast", "dtype", a.dtype)
   local helper = LayerHelper("cast", a)
@@ -189,7 +190,7 @@ function M.concat(a, axis)
   if type(a) == "table" and not is_variable(a) and a.input == nil and is_variable(a[1]) then
     a = { input = a, axis = axis }
   end
-  a = args("concat", a)
+  a = args("concat", a, nil, nil, "axis input name")
   local inputs = check.variables("concat", "input", a.input)
   local helper = LayerHelper("concat", a)
   local out = helper:create_variable_for_type_inference(helper:input_dtype(inputs))
@@ -201,7 +202,7 @@ end
 -- sums{input={...}, out=}
 function M.sums(a)
   if type(a) == "table" and not is_variable(a) and a.input == nil and is_variable(a[1]) then a = { input = a } end
-  a = args("sums", a, "input")
+  a = args("sums", a, "input", nil, "input name out")
   local inputs = check.variables("sums", "input", a.input)
   local helper = LayerHelper("sum", a)
   local out = a.out or helper:create_variable_for_type_inference(helper:input_dtype(inputs))
@@ -211,7 +212,7 @@ end
 
 -- split{input=, num_or_sections=, dim=-1} -> list of Variables
 function M.split(a)
-  a = args("split", a, "input")
+  a = args("split", a, "input", nil, "dim input name num_or_sections")
   local x = check.variable("split", "input", a.input)
   local dim = check.int("split", "dim", a.dim, -1)
   local shape = x.shape
@@ -243,7 +244,7 @@ local function has_op(t) return lib.C.oar_op_is_registered(t) end
 
 -- reshape{x=, shape=, act=}: "reshape" when registered, else "reshape2"
 function M.reshape(a, shape)
-  a = args("reshape", a, "x", { shape = shape })
+  a = args("reshape", a, "x", { shape = shape }, "act name shape x")
   local x = check.variable("reshape", "x", a.x)
   if type(a.shape) ~= "table" or #a.shape == 0 then check.fail("reshape", "shape", "a list of integers", a.shape) end
   local negs = 0
@@ -266,7 +267,7 @@ end
 
 -- transpose{x=, perm=}
 function M.transpose(a, perm)
-  a = args("transpose", a, "x", { perm = perm })
+  a = args("transpose", a, "x", { perm = perm }, "name perm x")
   local x = check.variable("transpose", "x", a.x)
   local p = a.perm
   if type(p) ~= "table" or #p ~= #x.shape then
@@ -293,7 +294,7 @@ end
 -- argmax{x=, axis=0} / argmin -> int64 indices
 local function arg_layer(op_type, layer)
   return function(a, axis)
-    a = args(layer, a, "x", { axis = axis })
+    a = args(layer, a, "x", { axis = axis }, "axis name x")
     local x = check.variable(layer, "x", a.x)
     local helper = LayerHelper(op_type, a)
     local out = helper:create_variable_for_type_inference("int64", true)
@@ -307,7 +308,7 @@ M.argmin = arg_layer("arg_min", "argmin")
 
 -- increment{x=, value=1, in_place=true}
 function M.increment(a, value)
-  a = args("increment", a, "x", { value = value })
+  a = args("increment", a, "x", { value = value }, "in_place name value x")
   local x = check.variable("increment", "x", a.x)
   local helper = LayerHelper("increment", a)
   local out = x
@@ -322,7 +323,7 @@ end
 local function compare_layer(op_type)
   return function(a, y, cond)
     if is_variable(a) then a = { x = a, y = y, cond = cond } end
-    a = args(op_type, a)
+    a = args(op_type, a, nil, nil, "axis cond force_cpu name x y")
     local x = check.variable(op_type, "x", a.x)
     local yv = check.variable(op_type, "y", a.y)
     check.opt_variable(op_type, "cond", a.cond)
@@ -343,7 +344,7 @@ end
 local function logical_layer(op_type, binary)
   return function(a, y, out)
     if is_variable(a) then a = { x = a, y = y, out = binary and out or y } end
-    a = args(op_type, a)
+    a = args(op_type, a, nil, nil, "name out x y")
     local x = check.variable(op_type, "x", a.x)
     local inputs = { X = { x } }
     if binary then inputs.Y = { check.variable(op_type, "y", a.y) } end
@@ -363,7 +364,7 @@ M.logical_not = logical_layer("logical_not", false)
 -- ---- misc -----------------------------------------------------------------------
 -- shape(x): the runtime shape as an int32 tensor
 function M.shape(a)
-  a = args("shape", a, "input")
+  a = args("shape", a, "input", nil, "input name")
   local x = check.variable("shape", "input", a.input)
   local helper = LayerHelper("shape", a)
   local out = helper:create_variable_for_type_inference("int32", true)

@@ -53,7 +53,7 @@ end
 
 -- array_write{x=, i=, array=}: array[i] = x; returns the array
 function M.array_write(a, i, array)
-  a = args("array_write", a, "x", { i = i, array = array })
+  a = args("array_write", a, "x", { i = i, array = array }, "array i name x")
   local x = tensor_arg("array_write", "x", a.x)
   local arr = a.array
   if arr == nil then
@@ -70,7 +70,7 @@ end
 
 -- array_read{array=, i=}
 function M.array_read(a, i)
-  a = args("array_read", a, "array", { i = i })
+  a = args("array_read", a, "array", { i = i }, "array i name")
   local arr = array_arg("array_read", "array", a.array)
   local helper = LayerHelper("array_read", a)
   local idx = index_for(helper, a.i, "array_read")
@@ -94,41 +94,41 @@ end
 
 -- lod_rank_table{x=, level=0}
 function M.lod_rank_table(a, level)
-  a = args("lod_rank_table", a, "x", { level = level })
+  a = args("lod_rank_table", a, "x", { level = level }, "level x")
   local x = tensor_arg("lod_rank_table", "x", a.x)
   return rank_table_in(main_program():current_block(), x, level_arg("lod_rank_table", a.level))
 end
 
 -- max_sequence_len{rank_table=}
 function M.max_sequence_len(a)
-  a = args("max_sequence_len", a, "rank_table")
+  a = args("max_sequence_len", a, "rank_table", nil, "rank_table")
   return max_len_in(main_program():current_block(), rank_table_arg("max_sequence_len", "rank_table", a.rank_table))
 end
 
 -- lod_tensor_to_array{x=, table=}
 function M.lod_tensor_to_array(a, t)
-  a = args("lod_tensor_to_array", a, "x", { table = t })
+  a = args("lod_tensor_to_array", a, "x", { table = t }, "table x")
   return to_array_in(main_program():current_block(), tensor_arg("lod_tensor_to_array", "x", a.x),
     rank_table_arg("lod_tensor_to_array", "table", a.table))
 end
 
 -- array_to_lod_tensor{x=, table=}
 function M.array_to_lod_tensor(a, t)
-  a = args("array_to_lod_tensor", a, "x", { table = t })
+  a = args("array_to_lod_tensor", a, "x", { table = t }, "table x")
   return from_array_in(main_program():current_block(), array_arg("array_to_lod_tensor", "x", a.x),
     rank_table_arg("array_to_lod_tensor", "table", a.table))
 end
 
 -- reorder_lod_tensor_by_rank{x=, rank_table=}
 function M.reorder_lod_tensor_by_rank(a, t)
-  a = args("reorder_lod_tensor_by_rank", a, "x", { rank_table = t })
+  a = args("reorder_lod_tensor_by_rank", a, "x", { rank_table = t }, "rank_table x")
   return reorder_in(main_program():current_block(), tensor_arg("reorder_lod_tensor_by_rank", "x", a.x),
     rank_table_arg("reorder_lod_tensor_by_rank", "rank_table", a.rank_table))
 end
 
 -- shrink_memory{x=, i=, table=}
 function M.shrink_memory(a, i, t)
-  a = args("shrink_memory", a, "x", { i = i, table = t })
+  a = args("shrink_memory", a, "x", { i = i, table = t }, "i table x")
   return shrink_in(main_program():current_block(), tensor_arg("shrink_memory", "x", a.x),
     index_arg("shrink_memory", "i", a.i), rank_table_arg("shrink_memory", "table", a.table))
 end
@@ -136,7 +136,7 @@ end
 -- lod_reset{x=, y=, target_lod=, append=false}: x's data with a new LoD
 -- (y's LoD, or y's values as offsets, or target_lod)
 function M.lod_reset(a, y, target_lod)
-  a = args("lod_reset", a, "x", { y = y, target_lod = target_lod })
+  a = args("lod_reset", a, "x", { y = y, target_lod = target_lod }, "append name target_lod x y")
   local x = tensor_arg("lod_reset", "x", a.x)
   opt_tensor_arg("lod_reset", "y", a.y)
   local offsets = a.target_lod

@@ -28,7 +28,7 @@ While.__index = While
 -- While(cond) or While{cond=, is_test=false, name=}: cond is a bool [1]
 -- Variable the loop body updates (less_than{..., cond=cond}).
 function M.While(a, is_test)
-  a = args("While", a, "cond", { is_test = is_test })
+  a = args("While", a, "cond", { is_test = is_test }, "cond is_test name")
   local cond = scalar_bool_arg("While", "cond", a.cond)
   name_arg("While", a.name)
   return setmetatable({ cond = cond, is_test = check.boolean("While", "is_test", a.is_test, false),
