@@ -3,6 +3,7 @@
 local ffi = require("ffi")
 local lib = require("oar.lib")
 local framework = require("oar.framework")
+local argcheck = require("oar.argcheck")
 local C = lib.C
 
 local raise, describe, is_variable = framework.raise, framework.describe, framework.is_variable
@@ -43,12 +44,31 @@ local function mark_loss_op(loss)
   end
 end
 
+-- A loss must hold one value: the gradient of a tensor is not defined
+-- without weights for its elements (PyTorch refuses it too; Fluid silently
+-- took the sum). A batch dimension (-1) may be more than one row.
+local function check_scalar_loss(loss, who)
+  local shape = loss.shape
+  local n, unknown = 1, false
+  for _, d in ipairs(shape) do
+    if d < 0 then unknown = true else n = n * d end
+  end
+  if (not unknown and n == 1) or (unknown and n == 0) then return end
+  raise(string.format("%s: the loss '%s' has shape %s (%s), not one value; reduce it first, e.g. "
+    .. "loss = layers.mean(%s), or give its gradient explicitly with "
+    .. "oar.gradients({loss}, inputs, {loss_grad})", who, loss.name, framework.shape_text(shape),
+    unknown and "one value per row" or (n .. " values"), loss.name))
+end
+M._check_scalar_loss = check_scalar_loss
+
 -- append_backward(loss, {parameter_list=, no_grad_set=}) -> {{param, grad}, ...}
 function M.append_backward(loss, opts)
   local who = "append_backward"
   if not is_variable(loss) then raise(who .. ": 'loss' must be a Variable, got " .. describe(loss)) end
   opts = opts or {}
   if type(opts) ~= "table" then raise(who .. ": options must be a table, got " .. describe(opts)) end
+  argcheck.keys("oar.append_backward", opts, "parameter_list no_grad_set")
+  check_scalar_loss(loss, who)
   local prog = loss.block.program
   if loss.block.idx ~= 0 then raise(who .. ": 'loss' must be in the global block, '" .. loss.name .. "' is not") end
   local params

@@ -152,6 +152,7 @@ function Optimizer:minimize(loss, opts, parameter_list, no_grad_set)
   if opts.startup_program ~= nil and not framework.is_program(opts.startup_program) then
     raise(who .. ": 'startup_program' must be a Program, got " .. describe(opts.startup_program))
   end
+  backward._check_scalar_loss(loss, who)
   local params_grads = self:backward(loss, opts)
   local ops = self:apply_gradients(params_grads, loss.block.program, opts.startup_program)
   return ops, params_grads
