@@ -1,6 +1,7 @@
 -- oar.framework.attrs: building ops: attribute coercion (Lua values to the
 -- desc's attribute types), slot arguments, append_op/prepend_op.
 local I = require("oar.framework.core")
+local argcheck = require("oar.argcheck")
 local Block = I.Block
 local C = I.C
 local M = I.M
@@ -231,6 +232,7 @@ end
 function Block:_insert_op(pos, spec, who)
   check_block(self, who)
   if type(spec) ~= "table" then raise(who .. ": expected {type=, inputs=, outputs=, attrs=}, got " .. describe(spec)) end
+  argcheck.keys(who, spec, "type inputs outputs attrs")
   local op_type = spec.type
   if type(op_type) ~= "string" or op_type == "" then
     raise(who .. ": 'type' must be an op type name, got " .. describe(op_type))

@@ -1,5 +1,6 @@
 -- oar.framework.block: Block (variables, parameters, op lists).
 local I = require("oar.framework.core")
+local argcheck = require("oar.argcheck")
 local Block = I.Block
 local C = I.C
 local Operator = I.Operator
@@ -173,6 +174,7 @@ function Block:create_var(spec)
   spec = spec or {}
   if type(spec) ~= "table" then raise("Block:create_var: expected a table of fields, got " .. describe(spec)) end
   local who = "Block:create_var"
+  argcheck.keys(who, spec, "name shape dtype lod_level persistable stop_gradient type need_check_feed")
   local name = spec.name
   if name == nil then name = unique_name.generate("_generated_var") end
   check_name(name, who)
@@ -234,6 +236,8 @@ function Block:create_parameter(spec)
   check_block(self, "Block:create_parameter")
   local who = "Block:create_parameter"
   if type(spec) ~= "table" then raise(who .. ": expected a table of fields, got " .. describe(spec)) end
+  argcheck.keys(who, spec, "name shape dtype initializer trainable regularizer learning_rate gradient_clip "
+    .. "do_model_average optimize_attr lod_level")
   local name = spec.name
   if name == nil then name = unique_name.generate("parameter") end
   check_name(name, who)

@@ -1,6 +1,7 @@
 -- oar.framework.program: Program (blocks, clone, prune, serialize) and the
 -- default programs with their guards.
 local I = require("oar.framework.core")
+local argcheck = require("oar.argcheck")
 local Block = I.Block
 local C = I.C
 local M = I.M
@@ -133,7 +134,10 @@ end
 function Program:clone(opts)
   check_program(self, "Program:clone")
   local for_test = opts
-  if type(opts) == "table" then for_test = opts.for_test end
+  if type(opts) == "table" then
+    argcheck.keys("Program:clone", opts, "for_test")
+    for_test = opts.for_test
+  end
   local out = ffi.new("oar_program_t *[1]")
   if C.oar_program_clone(self.handle, out) ~= 0 then raise("Program:clone: " .. lib.last_error()) end
   local p = wrap_program(out[0])

@@ -26,4 +26,8 @@ require("oar.layers.math")   -- Variable operators
 merge("oar.layers.control_flow", false)
 merge("oar.layers.sequence", false)
 
+-- a name oar.layers does not have is an error with a suggestion
+-- ("oar.layers: no field 'fcc' (did you mean 'fc'?)"); probe with rawget
+require("oar.argcheck").strict_module(M, "oar.layers")
+
 return M

@@ -4,6 +4,7 @@
 -- block advances once per run. Branches (piecewise, warmup) are written as
 -- arithmetic on 0/1 comparison results instead of control flow.
 local framework = require("oar.framework")
+local argcheck = require("oar.argcheck")
 local LayerHelper = require("oar.layer_helper")
 local initializer = require("oar.initializer")
 
@@ -95,7 +96,7 @@ end
 function M.exponential_decay(learning_rate, decay_steps, decay_rate, staircase)
   local who = "exponential_decay"
   if type(learning_rate) == "table" and not is_variable(learning_rate) then
-    local a = learning_rate
+    local a = argcheck.keys("layers." .. who, learning_rate, "learning_rate decay_steps decay_rate staircase")
     learning_rate, decay_steps, decay_rate, staircase = a.learning_rate, a.decay_steps, a.decay_rate, a.staircase
   end
   learning_rate = check.number(who, "learning_rate", learning_rate)
@@ -111,6 +112,10 @@ end
 -- lr * exp(-decay_rate * step / decay_steps)
 function M.natural_exp_decay(learning_rate, decay_steps, decay_rate, staircase)
   local who = "natural_exp_decay"
+  if type(learning_rate) == "table" and not is_variable(learning_rate) then
+    local a = argcheck.keys("layers." .. who, learning_rate, "learning_rate decay_steps decay_rate staircase")
+    learning_rate, decay_steps, decay_rate, staircase = a.learning_rate, a.decay_steps, a.decay_rate, a.staircase
+  end
   learning_rate = check.number(who, "learning_rate", learning_rate)
   decay_steps = positive(who, "decay_steps", decay_steps)
   decay_rate = check.number(who, "decay_rate", decay_rate)
@@ -123,6 +128,10 @@ end
 -- lr / (1 + decay_rate * step / decay_steps)
 function M.inverse_time_decay(learning_rate, decay_steps, decay_rate, staircase)
   local who = "inverse_time_decay"
+  if type(learning_rate) == "table" and not is_variable(learning_rate) then
+    local a = argcheck.keys("layers." .. who, learning_rate, "learning_rate decay_steps decay_rate staircase")
+    learning_rate, decay_steps, decay_rate, staircase = a.learning_rate, a.decay_steps, a.decay_rate, a.staircase
+  end
   learning_rate = check.number(who, "learning_rate", learning_rate)
   decay_steps = positive(who, "decay_steps", decay_steps)
   decay_rate = check.number(who, "decay_rate", decay_rate)
@@ -137,6 +146,7 @@ end
 function M.piecewise_decay(boundaries, values)
   local who = "piecewise_decay"
   if type(boundaries) == "table" and boundaries.boundaries then
+    argcheck.keys("layers." .. who, boundaries, "boundaries values")
     boundaries, values = boundaries.boundaries, boundaries.values
   end
   if type(boundaries) ~= "table" then check.fail(who, "boundaries", "a list of numbers", boundaries) end
@@ -172,7 +182,8 @@ end
 function M.polynomial_decay(learning_rate, decay_steps, end_learning_rate, power, cycle)
   local who = "polynomial_decay"
   if type(learning_rate) == "table" and not is_variable(learning_rate) then
-    local a = learning_rate
+    local a = argcheck.keys("layers." .. who, learning_rate,
+      "learning_rate decay_steps end_learning_rate power cycle")
     learning_rate, decay_steps, end_learning_rate, power, cycle =
       a.learning_rate, a.decay_steps, a.end_learning_rate, a.power, a.cycle
   end
@@ -200,7 +211,7 @@ end
 function M.cosine_decay(learning_rate, step_each_epoch, epochs)
   local who = "cosine_decay"
   if type(learning_rate) == "table" and not is_variable(learning_rate) then
-    local a = learning_rate
+    local a = argcheck.keys("layers." .. who, learning_rate, "learning_rate step_each_epoch epochs")
     learning_rate, step_each_epoch, epochs = a.learning_rate, a.step_each_epoch, a.epochs
   end
   learning_rate = check.number(who, "learning_rate", learning_rate)
@@ -218,7 +229,7 @@ end
 function M.noam_decay(d_model, warmup_steps, learning_rate)
   local who = "noam_decay"
   if type(d_model) == "table" then
-    local a = d_model
+    local a = argcheck.keys("layers." .. who, d_model, "d_model warmup_steps learning_rate")
     d_model, warmup_steps, learning_rate = a.d_model, a.warmup_steps, a.learning_rate
   end
   d_model = positive(who, "d_model", d_model)

@@ -1,6 +1,7 @@
 -- oar.layers.tensor: data, constants, shape manipulation, casts, comparisons
 -- and logic (Fluid's layers/tensor.py and the comparison layers).
 local LayerHelper = require("oar.layer_helper")
+local argcheck = require("oar.argcheck")
 local framework = require("oar.framework")
 local initializer = require("oar.initializer")
 local unique_name = require("oar.unique_name")
@@ -145,6 +146,7 @@ end
 -- of numbers as a constant (assign_value).
 function M.assign(input, output)
   if type(input) == "table" and not is_variable(input) and input.input ~= nil then
+    argcheck.keys("layers.assign", input, "input output")
     input, output = input.input, input.output
   end
   check.opt_variable("assign", "output", output)

@@ -4,6 +4,7 @@
 -- reorder_lod_tensor_by_rank, shrink_memory, lod_reset).
 local framework = require("oar.framework")
 local LayerHelper = require("oar.layer_helper")
+local argcheck = require("oar.argcheck")
 local common = require("oar.layers.control_flow.common")
 
 local check = LayerHelper.check
@@ -32,7 +33,10 @@ local M = {}
 
 -- create_array(dtype): an empty tensor array
 function M.create_array(dtype)
-  if type(dtype) == "table" and not is_variable(dtype) then dtype = dtype.dtype end
+  if type(dtype) == "table" and not is_variable(dtype) then
+    argcheck.keys("layers.create_array", dtype, "dtype")
+    dtype = dtype.dtype
+  end
   local helper = LayerHelper("array", {})
   return unique_var(helper:block(), "array", {
     type = "lod_tensor_array", dtype = check.dtype("create_array", "dtype", dtype, "float32") })
@@ -81,7 +85,10 @@ end
 
 -- array_length(array): int64 [1]
 function M.array_length(a)
-  if type(a) == "table" and not is_variable(a) then a = a.array end
+  if type(a) == "table" and not is_variable(a) then
+    argcheck.keys("layers.array_length", a, "array")
+    a = a.array
+  end
   local arr = array_arg("array_length", "array", a)
   local helper = LayerHelper("array_length", {})
   local out = helper:create_variable_for_type_inference("int64", true)

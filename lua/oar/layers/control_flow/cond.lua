@@ -1,6 +1,7 @@
 -- oar.layers.control_flow.cond: cond(pred, true_fn, false_fn).
 local framework = require("oar.framework")
 local LayerHelper = require("oar.layer_helper")
+local argcheck = require("oar.argcheck")
 local tensor_layers = require("oar.layers.tensor")
 local common = require("oar.layers.control_flow.common")
 
@@ -38,6 +39,7 @@ end
 -- or a list if the function returned a list)
 function M.cond(pred, true_fn, false_fn, name)
   if type(pred) == "table" and not is_variable(pred) then
+    argcheck.keys("layers.cond", pred, "pred true_fn false_fn name")
     pred, true_fn, false_fn, name = pred.pred, pred.true_fn, pred.false_fn, pred.name
   end
   scalar_bool_arg("cond", "pred", pred)

@@ -1,6 +1,7 @@
 -- oar.layers.control_flow.dynamic_rnn: DynamicRNN over LoD sequences.
 local framework = require("oar.framework")
 local LayerHelper = require("oar.layer_helper")
+local argcheck = require("oar.argcheck")
 local tensor_layers = require("oar.layers.tensor")
 local arrays = require("oar.layers.control_flow.arrays")
 local While = require("oar.layers.control_flow.while").While
@@ -36,7 +37,10 @@ DynamicRNN.__index = DynamicRNN
 -- tensor arrays (one item per step, shrinking as sequences end), and a
 -- While loop runs the step over the items.
 function M.DynamicRNN(name)
-  if type(name) == "table" then name = name.name end
+  if type(name) == "table" then
+    argcheck.keys("layers.DynamicRNN", name, "name")
+    name = name.name
+  end
   name_arg("DynamicRNN", name)
   return setmetatable({ helper = LayerHelper("dynamic_rnn", { name = name }), status = "before",
                         input_arrays = {}, mem_dict = {}, mem_links = {}, output_arrays = {}, outputs = {} },
@@ -111,6 +115,7 @@ function DynamicRNN:memory(a)
   self:_in_block("DynamicRNN:memory")
   if is_variable(a) then a = { init = a } end
   if type(a) ~= "table" then check.fail("DynamicRNN:memory", "argument", "a table {init=} or {shape=}", a) end
+  argcheck.keys("DynamicRNN:memory", a, "init shape value dtype need_reorder")
   local parent = self.parent
   local body = self.helper.main_program:current_block()
   local init = a.init

@@ -1,6 +1,7 @@
 -- oar.layers.control_flow.ifelse: IfElse (rows split by a per-row condition).
 local framework = require("oar.framework")
 local LayerHelper = require("oar.layer_helper")
+local argcheck = require("oar.argcheck")
 local tensor_layers = require("oar.layers.tensor")
 local common = require("oar.layers.control_flow.common")
 
@@ -26,7 +27,10 @@ IfElse.__index = IfElse
 -- run on their rows (a block whose rows are none does not run at all), and
 -- ie() merges the outputs back in row order.
 function M.IfElse(cond, name)
-  if type(cond) == "table" and not is_variable(cond) then cond, name = cond.cond, cond.name end
+  if type(cond) == "table" and not is_variable(cond) then
+    argcheck.keys("layers.IfElse", cond, "cond name")
+    cond, name = cond.cond, cond.name
+  end
   if not is_variable(cond) or cond.type ~= "lod_tensor" or cond.dtype ~= "bool" then
     bad_arg("IfElse", "cond", "a bool Variable (one entry per row, [N, 1])", cond)
   end

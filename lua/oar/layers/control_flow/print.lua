@@ -1,6 +1,7 @@
 -- oar.layers.control_flow.print: Print (values to stderr as the op runs).
 local framework = require("oar.framework")
 local LayerHelper = require("oar.layer_helper")
+local argcheck = require("oar.argcheck")
 local common = require("oar.layers.control_flow.common")
 
 local check = LayerHelper.check
@@ -19,6 +20,8 @@ function M.Print(input, a)
   tensor_arg("Print", "input", input)
   a = a or {}
   if type(a) ~= "table" then check.fail("Print", "options", "a table", a) end
+  argcheck.keys("layers.Print", a, "first_n message summarize print_tensor_name print_tensor_type "
+    .. "print_tensor_shape print_tensor_lod print_phase name")
   local helper = LayerHelper("print", a)
   helper:append_op{ type = "print", inputs = { In = { input } }, attrs = {
     first_n = check.int("Print", "first_n", a.first_n, -1),

@@ -1,6 +1,7 @@
 -- oar.layers.control_flow.static_rnn: StaticRNN over time-major [T, N, ...] inputs.
 local framework = require("oar.framework")
 local LayerHelper = require("oar.layer_helper")
+local argcheck = require("oar.argcheck")
 local common = require("oar.layers.control_flow.common")
 
 local check = LayerHelper.check
@@ -26,7 +27,10 @@ StaticRNN.__index = StaticRNN
 -- StaticRNN(): over time-major sequences [T, N, ...]; rnn:step(fn) builds
 -- the step, rnn() returns the outputs [T, N, ...].
 function M.StaticRNN(name)
-  if type(name) == "table" then name = name.name end
+  if type(name) == "table" then
+    argcheck.keys("layers.StaticRNN", name, "name")
+    name = name.name
+  end
   name_arg("StaticRNN", name)
   return setmetatable({ helper = LayerHelper("static_rnn", { name = name }), status = "before",
                         inputs = {}, memories = {}, outputs = {}, seq_len = nil }, StaticRNN)
@@ -79,6 +83,7 @@ function StaticRNN:memory(a)
   self:_in_step("StaticRNN:memory")
   if is_variable(a) then a = { init = a } end
   if type(a) ~= "table" then check.fail("StaticRNN:memory", "argument", "a table {init=} or {shape=, batch_ref=}", a) end
+  argcheck.keys("StaticRNN:memory", a, "init shape batch_ref value init_value init_batch_dim_idx ref_batch_dim_idx")
   local init = a.init
   if init == nil then
     if a.shape == nil or a.batch_ref == nil then

@@ -1,6 +1,7 @@
 -- oar.layers.control_flow.switch: Switch (first case whose condition holds).
 local framework = require("oar.framework")
 local LayerHelper = require("oar.layer_helper")
+local argcheck = require("oar.argcheck")
 local tensor_layers = require("oar.layers.tensor")
 local common = require("oar.layers.control_flow.common")
 
@@ -20,7 +21,10 @@ Switch.__index = Switch
 -- Switch(): sw:case(cond, fn) ... sw:default(fn); the first case whose
 -- (scalar bool) condition holds runs, else the default.
 function M.Switch(name)
-  if type(name) == "table" then name = name.name end
+  if type(name) == "table" then
+    argcheck.keys("layers.Switch", name, "name")
+    name = name.name
+  end
   name_arg("Switch", name)
   return setmetatable({ helper = LayerHelper("switch", { name = name }), pre_not = nil, has_default = false },
     Switch)

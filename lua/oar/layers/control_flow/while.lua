@@ -1,6 +1,7 @@
 -- oar.layers.control_flow.while: While loops and ConditionalBlock.
 local framework = require("oar.framework")
 local LayerHelper = require("oar.layer_helper")
+local argcheck = require("oar.argcheck")
 local common = require("oar.layers.control_flow.common")
 
 local check = LayerHelper.check
@@ -72,6 +73,7 @@ function M.ConditionalBlock(a, is_scalar_condition)
   if is_variable(a) or type(a) ~= "table" or (a.inputs == nil and a[1] ~= nil) then
     a = { inputs = a, is_scalar_condition = is_scalar_condition }
   end
+  argcheck.keys("layers.ConditionalBlock", a, "inputs is_scalar_condition name")
   local inputs = check.variables("ConditionalBlock", "inputs", a.inputs)
   for k, v in ipairs(inputs) do tensor_arg("ConditionalBlock", "inputs[" .. k .. "]", v) end
   local is_scalar = check.boolean("ConditionalBlock", "is_scalar_condition", a.is_scalar_condition, false)
