@@ -63,8 +63,54 @@ function IfElse:_branch(side, fn, who)
   end
   local part = self:_cond_part(side)
   self.status = side
-  framework.protected(function() self.status = nil end, conditional, prog, { part }, false, fn)
+  framework.protected(function() self.status = nil end, conditional, prog, { part }, false, function()
+    local body = prog:current_block()
+    local res = { fn() }
+    self:_check_reads(body, who)
+    return unpack(res, 1, table.maxn(res))
+  end)
   self.built[side] = true
+end
+
+-- Variables the IfElse itself made in the parent block (the rows it split
+-- off with ie:input, its outputs): a block may read these.
+function IfElse:_own_names()
+  local own = {}
+  for _, pair in pairs(self.inputs) do own[pair[true].name], own[pair[false].name] = true, true end
+  for _, side in ipairs({ true, false }) do
+    for _, v in ipairs(self.outs[side]) do own[v.name] = true end
+  end
+  if self.cond_parts then own[self.cond_parts[true].name], own[self.cond_parts[false].name] = true, true end
+  return own
+end
+
+-- A block sees only its own rows. An op of the block (or of a block nested
+-- in it) that reads a variable from outside the IfElse with a row per batch
+-- row (a -1 first dim or a LoD) would mix the rows of both sides; like
+-- Fluid, such a variable must come in through ie:input(x). Found while the
+-- block is built, so the error names the user's variable and the call.
+function IfElse:_check_reads(body, who)
+  local own = self:_own_names()
+  local function scan(block)
+    for _, op in ipairs(block:ops()) do
+      for _, n in ipairs(op:input_arg_names()) do
+        if not own[n] and not body:has_var(n) and not block:has_var(n) then
+          local v = self.parent:find_var_recursive(n)
+          if v and v.type == "lod_tensor" and not v.persistable
+              and ((v.shape[1] or 0) < 0 or (v.lod_level or 0) > 0) then
+            local id = n:match("^[%a_][%w_]*$") and n or "x"
+            local stack = op:has_attr("op_callstack") and op:attr("op_callstack") or {}
+            raise(string.format("%s: op '%s'%s reads '%s' (%s %s) from outside the IfElse directly; a block "
+              .. "sees only its own rows, so bring it in with ie:input: local %s_in = ie:input(%s) inside "
+              .. "the block, then use %s_in", who, op.type, stack[1] and (" (built at " .. stack[1] .. ")") or "",
+              n, tostring(v.dtype), framework.shape_text(v.shape), id, id, id))
+          end
+        end
+      end
+      for _, sub in ipairs(common.sub_blocks(op)) do scan(sub) end
+    end
+  end
+  scan(body)
 end
 
 function IfElse:true_block(fn) return self:_branch(true, fn, "IfElse:true_block") end
