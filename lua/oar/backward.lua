@@ -1,5 +1,6 @@
--- oar.backward: gradient ops appended by C's backward pass
+--- oar.backward: gradient ops appended by C's backward pass
 -- (append_backward, gradients), returned as Lua Variables.
+-- @module oar.backward
 local ffi = require("ffi")
 local lib = require("oar.lib")
 local framework = require("oar.framework")
@@ -61,7 +62,15 @@ local function check_scalar_loss(loss, who)
 end
 M._check_scalar_loss = check_scalar_loss
 
--- append_backward(loss, {parameter_list=, no_grad_set=}) -> {{param, grad}, ...}
+--- Appends the gradient ops of `loss` to its program.
+-- The loss must hold one value (reduce it with layers.mean first); for
+-- another loss, give its gradient to `gradients`.
+-- @tparam Variable loss a one-value loss in the global block
+-- @tparam[opt] table opts keyword arguments:
+-- @tparam[opt] {Variable|string,...} opts.parameter_list the parameters to differentiate (default: all trainable)
+-- @tparam[opt] {Variable|string,...} opts.no_grad_set variables no gradient flows through
+-- @treturn {{Variable,Variable},...} `{param, grad}` pairs
+-- @usage local pg = oar.append_backward(layers.mean(cost))
 function M.append_backward(loss, opts)
   local who = "append_backward"
   if not is_variable(loss) then raise(who .. ": 'loss' must be a Variable, got " .. describe(loss)) end
@@ -105,8 +114,13 @@ function M.append_backward(loss, opts)
   return result
 end
 
--- gradients(targets, inputs, target_gradients, no_grad_set) -> grads of
--- `inputs` in order (nil where no path leads from the targets)
+--- Gradients of `targets` with respect to `inputs` (Fluid's calc_gradient).
+-- @tparam Variable|{Variable,...} targets what to differentiate
+-- @tparam Variable|{Variable,...} inputs with respect to what
+-- @tparam[opt] {Variable,...} target_gradients the gradient of each target (default: ones)
+-- @tparam[opt] {Variable|string,...} no_grad_set variables no gradient flows through
+-- @treturn {Variable,...} the gradient of each input, nil where no path leads from the targets
+-- @usage local dx = oar.gradients({y}, {x}, {dy})[1]
 function M.gradients(targets, inputs, target_gradients, no_grad_set)
   local who = "gradients"
   local tnames = framework.names_of(targets, who, "targets")

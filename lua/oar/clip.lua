@@ -1,6 +1,7 @@
--- oar.clip: gradient clipping applied by the optimizers before the update
+--- oar.clip: gradient clipping applied by the optimizers before the update
 -- (Fluid's clip.py): by value (`clip` op), by each gradient's norm
 -- (`clip_by_norm` op) or by the global norm of all gradients together.
+-- @module oar.clip
 local framework = require("oar.framework")
 local unique_name = require("oar.unique_name")
 local argcheck = require("oar.argcheck")
@@ -27,7 +28,7 @@ local function spec_of(spec, who, key, known)
   return argcheck.keys("oar.clip." .. who, spec, known)
 end
 
--- GradientClipByValue{max=, min=-max}
+--- GradientClipByValue{max=, min=-max}
 function M.GradientClipByValue(spec)
   spec = spec_of(spec, "GradientClipByValue", "max", "max min")
   local max = number_field(spec, "max", "GradientClipByValue", true)
@@ -36,7 +37,7 @@ function M.GradientClipByValue(spec)
   return setmetatable({ kind = "value", min = min, max = max }, Clip)
 end
 
--- GradientClipByNorm{clip_norm=}: each gradient rescaled to norm <= clip_norm
+--- GradientClipByNorm{clip_norm=}: each gradient rescaled to norm <= clip_norm
 function M.GradientClipByNorm(spec)
   spec = spec_of(spec, "GradientClipByNorm", "clip_norm", "clip_norm")
   local c = number_field(spec, "clip_norm", "GradientClipByNorm", true)
@@ -44,7 +45,7 @@ function M.GradientClipByNorm(spec)
   return setmetatable({ kind = "norm", clip_norm = c }, Clip)
 end
 
--- GradientClipByGlobalNorm{clip_norm=}: all gradients scaled by
+--- GradientClipByGlobalNorm{clip_norm=}: all gradients scaled by
 -- clip_norm / max(global_norm, clip_norm)
 function M.GradientClipByGlobalNorm(spec)
   spec = spec_of(spec, "GradientClipByGlobalNorm", "clip_norm", "clip_norm")
@@ -69,7 +70,7 @@ local function scalar(block, dtype)
   return block:create_var{ dtype = dtype or "float32", shape = { 1 } }
 end
 
--- Returns new {param, grad} pairs with clipped gradients; the ops are
+--- Returns new {param, grad} pairs with clipped gradients; the ops are
 -- optimize ops of the gradients' program.
 function Clip:apply(params_grads)
   if type(params_grads) ~= "table" or framework.is_variable(params_grads) then

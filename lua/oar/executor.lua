@@ -1,6 +1,7 @@
--- oar.executor: runs block 0 of a program against a scope (Fluid's
+--- oar.executor: runs block 0 of a program against a scope (Fluid's
 -- Executor). Feeds are checked against the program's data variables here,
 -- before C sees them, so errors name the variable and both shapes.
+-- @module oar.executor
 local ffi = require("ffi")
 local lib = require("oar.lib")
 local framework = require("oar.framework")
@@ -33,7 +34,7 @@ function M.Executor(place)
   return setmetatable({ place = place, handle = ffi.gc(out[0], C.oar_executor_free) }, Executor)
 end
 
--- Frees the C executor now (and its cached prepared programs).
+--- Frees the C executor now (and its cached prepared programs).
 function Executor:close()
   if self.handle ~= nil then
     local h = self.handle
@@ -99,8 +100,19 @@ end
 
 local RUN_KEYS = "feed fetch_list scope program return_numpy use_program_cache"
 
--- run(program, {feed={name=Tensor|table}, fetch_list={Variable|name}, scope=})
--- -> list of fetched Tensors. run{feed=...} uses the default main program.
+--- Runs block 0 of a program.
+-- Feeds are checked against the program's data variables first: dtype,
+-- shape, and a LoD for sequence (lod_level >= 1) variables.
+-- @tparam[opt] Program program default: the default main program (run{...} also works)
+-- @tparam[opt] table opts keyword arguments:
+-- @tparam[opt] table opts.feed `{name = Tensor or nested table}`
+-- @tparam[opt] {Variable|string,...} opts.fetch_list what to return
+-- @tparam[opt] Scope opts.scope default: the global scope
+-- @param[opt] opts.return_numpy accepted for Fluid's code; results are always Tensors
+-- @param[opt] opts.use_program_cache accepted for Fluid's code; prepared programs are always cached
+-- @treturn {Tensor,...} the fetched values, in fetch_list order
+-- @usage local out = exe:run(main, {feed = {x = xs}, fetch_list = {loss}})
+-- print(out[1]:item())
 function Executor:run(program, opts)
   if getmetatable(self) ~= Executor then raise("Executor:run: call it with ':' on an Executor") end
   if self.handle == nil then raise("Executor:run: the executor is closed") end

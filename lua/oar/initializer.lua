@@ -1,6 +1,7 @@
--- oar.initializer: ops that give a parameter its first value, appended to the
+--- oar.initializer: ops that give a parameter its first value, appended to the
 -- block that declares it (the startup program's global block, for layers).
 -- Xavier and MSRA compute fan_in/fan_out from the shape like Fluid.
+-- @module oar.initializer
 local framework = require("oar.framework")
 local raise = require("oar.framework").raise
 local argcheck = require("oar.argcheck")
@@ -61,7 +62,7 @@ function M.TruncatedNormal(spec)
                                     seed = opt_number(spec, "seed", 0, "TruncatedNormal") })
 end
 
--- Xavier{uniform=true, fan_in=, fan_out=, seed=}
+--- Xavier{uniform=true, fan_in=, fan_out=, seed=}
 function M.Xavier(spec)
   spec = spec_of(spec, "Xavier", nil, "uniform fan_in fan_out seed")
   local uniform = spec.uniform
@@ -70,7 +71,7 @@ function M.Xavier(spec)
                           seed = opt_number(spec, "seed", 0, "Xavier") })
 end
 
--- MSRA{uniform=true, fan_in=, seed=} (He et al.)
+--- MSRA{uniform=true, fan_in=, seed=} (He et al.)
 function M.MSRA(spec)
   spec = spec_of(spec, "MSRA", nil, "uniform fan_in seed")
   local uniform = spec.uniform
@@ -85,7 +86,7 @@ M.TruncatedNormalInitializer, M.XavierInitializer, M.MSRAInitializer = M.Truncat
 
 function M.is_initializer(x) return getmetatable(x) == Initializer end
 
--- fan_in, fan_out of a weight shape: [in, out] for fc, [out, in, k...] for conv
+--- fan_in, fan_out of a weight shape: [in, out] for fc, [out, in, k...] for conv
 function M.compute_fans(shape)
   if type(shape) ~= "table" then
     raise("compute_fans: 'shape' must be a list of positive integers, got " .. framework.describe(shape))
@@ -108,7 +109,7 @@ local function seed_of(self, block)
   return block.program.random_seed or 0
 end
 
--- Appends the init op writing `var` to `block`.
+--- Appends the init op writing `var` to `block`.
 function Initializer:apply(var, block)
   if not framework.is_variable(var) then
     framework.raise("initializer: expected a Variable to initialize, got " .. framework.describe(var))

@@ -1,7 +1,8 @@
--- oar.optimizer: Fluid's optimizers. minimize = append_backward, gradient
+--- oar.optimizer: Fluid's optimizers. minimize = append_backward, gradient
 -- clipping, regularization, then per parameter: its learning rate, its
 -- accumulators (persistable, initialized by the startup program) and the
 -- update op (role Optimize, op_role_var {param, grad}).
+-- @module oar.optimizer
 local framework = require("oar.framework")
 local backward = require("oar.backward")
 local regularizer = require("oar.regularizer")
@@ -136,9 +137,16 @@ function Optimizer:_get_accumulator(name, param)
 end
 
 -- ---- passes -------------------------------------------------------------------
--- minimize(loss, {startup_program=, parameter_list=, no_grad_set=}) or
--- minimize(loss, startup_program, parameter_list, no_grad_set)
--- -> optimize ops, {{param, grad}, ...}
+--- Appends backward, clipping, regularization and the update ops.
+-- The loss must hold one value (reduce it with layers.mean first).
+-- @tparam Variable loss a one-value loss
+-- @tparam[opt] table opts keyword arguments (or Fluid's positional startup_program, parameter_list, no_grad_set):
+-- @tparam[opt] Program opts.startup_program where accumulators are initialized (default: the default startup program)
+-- @tparam[opt] {Variable|string,...} opts.parameter_list parameters to train (default: all trainable)
+-- @tparam[opt] {Variable|string,...} opts.no_grad_set variables no gradient flows through
+-- @treturn {Operator,...} the optimize ops
+-- @treturn {{Variable,Variable},...} `{param, grad}` pairs
+-- @usage oar.optimizer.Adam{learning_rate = 1e-3}:minimize(loss)
 function Optimizer:minimize(loss, opts, parameter_list, no_grad_set)
   local who = self.kind.name .. ":minimize"
   if getmetatable(self) ~= Optimizer then raise("minimize: call it with ':' on an optimizer") end
@@ -167,7 +175,7 @@ function Optimizer:backward(loss, opts)
   return backward.append_backward(loss, { parameter_list = opts.parameter_list, no_grad_set = opts.no_grad_set })
 end
 
--- clip, regularize, then the update ops; returns the optimize ops
+--- clip, regularize, then the update ops; returns the optimize ops
 function Optimizer:apply_gradients(params_grads, program, startup)
   local who = self.kind.name .. ":apply_gradients"
   if type(params_grads) ~= "table" or is_variable(params_grads) then

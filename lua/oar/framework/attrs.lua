@@ -1,5 +1,6 @@
--- oar.framework.attrs: building ops: attribute coercion (Lua values to the
+--- oar.framework.attrs: building ops: attribute coercion (Lua values to the
 -- desc's attribute types), slot arguments, append_op/prepend_op.
+-- @module oar.framework.attrs
 local I = require("oar.framework.core")
 local argcheck = require("oar.argcheck")
 local Block = I.Block
@@ -256,7 +257,7 @@ function Block:_insert_op(pos, spec, who)
   return wrap_op(self, op)
 end
 
--- append_op{type=, inputs={Slot={var,...}}, outputs={...}, attrs={...}}
+--- append_op{type=, inputs={Slot={var,...}}, outputs={...}, attrs={...}}
 function Block:append_op(spec) return self:_insert_op(-1, spec, "Block:append_op") end
 function Block:prepend_op(spec) return self:_insert_op(0, spec, "Block:prepend_op") end
 Block._prepend_op = Block.prepend_op

@@ -1,4 +1,5 @@
--- oar.framework.block: Block (variables, parameters, op lists).
+--- oar.framework.block: Block (variables, parameters, op lists).
+-- @module oar.framework.block
 local I = require("oar.framework.core")
 local argcheck = require("oar.argcheck")
 local Block = I.Block
@@ -75,7 +76,7 @@ function Block:_find_var_local(name)
   return wrap_var(self, name)
 end
 
--- The Variable `name` of this block or its ancestors; raises when absent.
+--- The Variable `name` of this block or its ancestors; raises when absent.
 function Block:var(name)
   check_block(self, "Block:var")
   check_name(name, "Block:var")
@@ -90,7 +91,7 @@ function Block:var(name)
 end
 Block._var_recursive = Block.var
 
--- this block or its ancestors, nil when absent
+--- this block or its ancestors, nil when absent
 function Block:find_var_recursive(name)
   check_name(name, "Block:find_var_recursive")
   local b = self
@@ -102,7 +103,7 @@ function Block:find_var_recursive(name)
   return nil
 end
 
--- whether this block itself declares `name` (Fluid's has_var: no ancestors)
+--- whether this block itself declares `name` (Fluid's has_var: no ancestors)
 function Block:has_var(name)
   check_block(self, "Block:has_var")
   check_name(name, "Block:has_var")
@@ -166,7 +167,7 @@ local function same_shape(a, b)
   return true
 end
 
--- create_var{name=, shape=, dtype="float32", lod_level=0, persistable=false,
+--- create_var{name=, shape=, dtype="float32", lod_level=0, persistable=false,
 -- stop_gradient=false, type="lod_tensor", need_check_feed=false}. An existing
 -- var of this block with the same name is returned (after a consistency check).
 function Block:create_var(spec)
@@ -228,7 +229,7 @@ end
 local param_fields = { "trainable", "regularizer", "optimize_attr", "initializer", "gradient_clip",
                        "do_model_average" }
 
--- create_parameter{name=, shape=, dtype="float32", initializer=, trainable=true,
+--- create_parameter{name=, shape=, dtype="float32", initializer=, trainable=true,
 -- regularizer=, learning_rate=1, gradient_clip=}: a persistable Parameter in
 -- the program's global block. The initializer appends its op to the global
 -- block of *this* block's program (the startup program, for layers).

@@ -1,7 +1,8 @@
--- oar.framework.core: what the parts of oar.framework share: the class
+--- oar.framework.core: what the parts of oar.framework share: the class
 -- tables, type tests, error location (the user's line), constants and
 -- small text helpers. Internal: users require("oar.framework"), which
 -- returns the public table M (this module's field M).
+-- @module oar.framework.core
 local ffi = require("ffi")
 local lib = require("oar.lib")
 local dtypes = require("oar.dtypes")
@@ -24,7 +25,7 @@ local function frame_text(info)
   return (src:gsub("^%./", "")) .. ":" .. info.currentline
 end
 
--- Up to `max` "file:line" strings of the user's frames, innermost first.
+--- Up to `max` "file:line" strings of the user's frames, innermost first.
 function M.callstack(max)
   max = max or 4
   local frames = {}
@@ -40,12 +41,12 @@ function M.callstack(max)
   return frames
 end
 
--- "file:line" of the user's innermost frame, or nil.
+--- "file:line" of the user's innermost frame, or nil.
 function M.user_location()
   return M.callstack(1)[1]
 end
 
--- Raises `msg` located at the user's line (not at oar's internals).
+--- Raises `msg` located at the user's line (not at oar's internals).
 function M.raise(msg)
   local loc = M.user_location()
   if loc then error(loc .. ": " .. msg, 0) end

@@ -1,4 +1,5 @@
--- oar.framework.operator: Operator accessors (slots, arguments, attributes).
+--- oar.framework.operator: Operator accessors (slots, arguments, attributes).
+-- @module oar.framework.operator
 local I = require("oar.framework.core")
 local C = I.C
 local Operator = I.Operator
@@ -40,7 +41,7 @@ local function slot_args(op, slot, count_fn, arg_fn)
   return out
 end
 
--- names in input slot `slot` ({} when the slot is absent)
+--- names in input slot `slot` ({} when the slot is absent)
 function Operator:input(slot)
   check_op(self, "input")
   check_name(slot, "Operator:input")
@@ -60,7 +61,7 @@ local function indexed_strings(handle, count_fn, at_fn)
   return out
 end
 
--- slot names
+--- slot names
 function Operator:input_names()
   check_op(self, "input_names")
   return indexed_strings(self.handle, C.oar_op_desc_num_inputs, C.oar_op_desc_input_slot)
@@ -80,7 +81,7 @@ local function args_of_slots(op, slots_method, args_method)
   return out
 end
 
--- every variable name read / written, slot by slot
+--- every variable name read / written, slot by slot
 function Operator:input_arg_names()
   return args_of_slots(self, "input_names", "input")
 end
@@ -155,7 +156,7 @@ local function block_attr_value(h, name)
   return -1
 end
 
--- The value of attr `name` (nil when absent). BLOCK attrs give the Block,
+--- The value of attr `name` (nil when absent). BLOCK attrs give the Block,
 -- BLOCKS a list of Blocks.
 function Operator:attr(name)
   check_op(self, "attr")

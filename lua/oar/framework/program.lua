@@ -1,5 +1,6 @@
--- oar.framework.program: Program (blocks, clone, prune, serialize) and the
+--- oar.framework.program: Program (blocks, clone, prune, serialize) and the
 -- default programs with their guards.
+-- @module oar.framework.program
 local I = require("oar.framework.core")
 local argcheck = require("oar.argcheck")
 local Block = I.Block
@@ -37,7 +38,7 @@ function Program.new()
 end
 setmetatable(Program, { __call = function(_, ...) return Program.new(...) end })
 
--- A program from ProgramDesc protobuf bytes (as written by serialize()).
+--- A program from ProgramDesc protobuf bytes (as written by serialize()).
 function Program.parse(bytes)
   if type(bytes) ~= "string" then
     raise("Program.parse: 'bytes' must be a string of ProgramDesc bytes, got " .. describe(bytes))
@@ -84,7 +85,7 @@ end
 function Program:global_block() return self:block(0) end
 function Program:current_block() return self:block(self._current) end
 
--- Pushes a child of the current block and makes it current.
+--- Pushes a child of the current block and makes it current.
 function Program:create_block(parent_idx)
   check_program(self, "Program:create_block")
   parent_idx = parent_idx or self._current
@@ -101,7 +102,7 @@ function Program:create_block(parent_idx)
   return self:block(idx)
 end
 
--- Returns to the parent of the current block.
+--- Returns to the parent of the current block.
 function Program:rollback()
   check_program(self, "Program:rollback")
   local parent = self:current_block().parent_idx
@@ -129,8 +130,12 @@ function Program:_copy_param_info_from(src)
   self.random_seed = src.random_seed
 end
 
--- A copy; with for_test (clone(true) or clone{for_test=true}) backward,
--- optimize and lr-schedule ops are dropped and is_test attrs set.
+--- A copy of the program.
+-- With for_test, backward, optimize and lr-schedule ops are dropped and
+-- is_test attrs set (dropout off, batch_norm on its running statistics).
+-- @tparam[opt] table|bool opts `{for_test=false}`, or for_test itself
+-- @treturn Program the copy
+-- @usage local test_prog = main:clone{for_test = true}
 function Program:clone(opts)
   check_program(self, "Program:clone")
   local for_test = opts
@@ -168,7 +173,7 @@ local function names_of(list, who, what)
 end
 M.names_of = names_of
 
--- A new program holding only what `targets` need.
+--- A new program holding only what `targets` need.
 function Program:prune(targets)
   check_program(self, "Program:prune")
   local names = names_of(targets, "Program:prune", "targets")
@@ -189,7 +194,7 @@ function Program:_inference_optimize()
   return self
 end
 
--- ProgramDesc protobuf bytes.
+--- ProgramDesc protobuf bytes.
 function Program:serialize()
   check_program(self, "Program:serialize")
   local bytes = ffi.new("void *[1]")
@@ -208,7 +213,7 @@ function Program:validate()
   return true
 end
 
--- every Variable of every block
+--- every Variable of every block
 function Program:list_vars()
   local out = {}
   for i = 0, self:num_blocks() - 1 do
@@ -255,7 +260,7 @@ function M.default_startup_program()
   return startup_program
 end
 
--- switch_main_program(p) / switch_startup_program(p): p becomes the default;
+--- switch_main_program(p) / switch_startup_program(p): p becomes the default;
 -- returns the previous one.
 function M.switch_main_program(p)
   if not is_program(p) then raise("switch_main_program: 'program' must be a Program, got " .. describe(p)) end
@@ -271,7 +276,7 @@ function M.switch_startup_program(p)
   return old
 end
 
--- program_guard(main, startup, fn) or program_guard(main, fn): fn() runs
+--- program_guard(main, startup, fn) or program_guard(main, fn): fn() runs
 -- with these as defaults; the old ones come back also when fn errors.
 function M.program_guard(main, startup, fn)
   if type(startup) == "function" and fn == nil then startup, fn = nil, startup end
@@ -292,7 +297,7 @@ function M.program_guard(main, startup, fn)
   end, fn)
 end
 
--- name_scope(prefix, fn): ops created in fn carry op_namescope "/prefix/".
+--- name_scope(prefix, fn): ops created in fn carry op_namescope "/prefix/".
 function M.name_scope(prefix, fn)
   if type(prefix) ~= "string" then raise("name_scope: 'prefix' must be a string") end
   if type(fn) ~= "function" then raise("name_scope: 'fn' must be a function") end

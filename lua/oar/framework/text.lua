@@ -1,4 +1,5 @@
--- oar.framework.text: text forms: tostring of ops, blocks and programs, and to_dot.
+--- oar.framework.text: text forms: tostring of ops, blocks and programs, and to_dot.
+-- @module oar.framework.text
 local I = require("oar.framework.core")
 local Block = I.Block
 local C = I.C
@@ -70,7 +71,7 @@ local function var_line(v)
   return table.concat(parts, " ")
 end
 
--- The listing depends on the desc only, so a parsed copy lists the same.
+--- The listing depends on the desc only, so a parsed copy lists the same.
 function Block:to_string()
   local lines = { string.format("block %d (parent %d):", self.idx, self.parent_idx) }
   local fwd = self.forward_block_idx
@@ -91,7 +92,7 @@ local function dot_quote(s)
   return '"' .. s:gsub("\\", "\\\\"):gsub('"', '\\"') .. '"'
 end
 
--- Graphviz text: one cluster per block, ops as boxes, vars as ellipses,
+--- Graphviz text: one cluster per block, ops as boxes, vars as ellipses,
 -- edges var -> op for inputs and op -> var for outputs.
 function Program:to_dot()
   check_program(self, "Program:to_dot")

@@ -1,4 +1,5 @@
--- oar.framework.variable: Variable and Parameter fields over the VarDesc.
+--- oar.framework.variable: Variable and Parameter fields over the VarDesc.
+-- @module oar.framework.variable
 local I = require("oar.framework.core")
 local C = I.C
 local ParameterMT = I.ParameterMT

@@ -1,5 +1,6 @@
--- oar.layers: every layer function in one table, like fluid.layers. The
+--- oar.layers: every layer function in one table, like fluid.layers. The
 -- control-flow and sequence modules join in when they exist.
+-- @module oar.layers
 local M = {}
 -- visible before the optional modules load, so they may require("oar.layers")
 package.loaded["oar.layers"] = M

@@ -1,8 +1,9 @@
--- oar.layers.learning_rate: learning-rate schedules as ops of the main
+--- oar.layers.learning_rate: learning-rate schedules as ops of the main
 -- program (role LRSched), driven by the persistable float counter
 -- "@LR_DECAY_COUNTER@" that an `increment` op at the front of the global
 -- block advances once per run. Branches (piecewise, warmup) are written as
 -- arithmetic on 0/1 comparison results instead of control flow.
+-- @module oar.layers.learning_rate
 local framework = require("oar.framework")
 local argcheck = require("oar.argcheck")
 local LayerHelper = require("oar.layer_helper")
@@ -56,7 +57,7 @@ local function indicator_less(step, bound)
   return out
 end
 
--- The step counter (value begin at the first run), created once per program.
+--- The step counter (value begin at the first run), created once per program.
 function M.decay_step_counter(begin)
   begin = begin or 0
   local main = framework.default_main_program()
@@ -92,7 +93,7 @@ local function decay_progress(decay_steps, staircase)
   return div
 end
 
--- lr * decay_rate ^ (step / decay_steps), the exponent floored when staircase
+--- lr * decay_rate ^ (step / decay_steps), the exponent floored when staircase
 function M.exponential_decay(learning_rate, decay_steps, decay_rate, staircase)
   local who = "exponential_decay"
   if type(learning_rate) == "table" and not is_variable(learning_rate) then
@@ -109,7 +110,7 @@ function M.exponential_decay(learning_rate, decay_steps, decay_rate, staircase)
   end)
 end
 
--- lr * exp(-decay_rate * step / decay_steps)
+--- lr * exp(-decay_rate * step / decay_steps)
 function M.natural_exp_decay(learning_rate, decay_steps, decay_rate, staircase)
   local who = "natural_exp_decay"
   if type(learning_rate) == "table" and not is_variable(learning_rate) then
@@ -125,7 +126,7 @@ function M.natural_exp_decay(learning_rate, decay_steps, decay_rate, staircase)
   end)
 end
 
--- lr / (1 + decay_rate * step / decay_steps)
+--- lr / (1 + decay_rate * step / decay_steps)
 function M.inverse_time_decay(learning_rate, decay_steps, decay_rate, staircase)
   local who = "inverse_time_decay"
   if type(learning_rate) == "table" and not is_variable(learning_rate) then
@@ -141,7 +142,7 @@ function M.inverse_time_decay(learning_rate, decay_steps, decay_rate, staircase)
   end)
 end
 
--- values[i] while step < boundaries[i]; values[#values] after the last boundary.
+--- values[i] while step < boundaries[i]; values[#values] after the last boundary.
 -- As arithmetic: v_n + sum_k (v_k - v_{k+1}) * [step < b_k].
 function M.piecewise_decay(boundaries, values)
   local who = "piecewise_decay"
@@ -177,7 +178,7 @@ function M.piecewise_decay(boundaries, values)
   end)
 end
 
--- (lr - end_lr) * (1 - step / decay_steps) ^ power + end_lr; with cycle the
+--- (lr - end_lr) * (1 - step / decay_steps) ^ power + end_lr; with cycle the
 -- horizon grows to the next multiple of decay_steps, else step stops at it.
 function M.polynomial_decay(learning_rate, decay_steps, end_learning_rate, power, cycle)
   local who = "polynomial_decay"
@@ -207,7 +208,7 @@ function M.polynomial_decay(learning_rate, decay_steps, end_learning_rate, power
   end)
 end
 
--- lr * 0.5 * (cos(floor(step / step_each_epoch) * pi / epochs) + 1)
+--- lr * 0.5 * (cos(floor(step / step_each_epoch) * pi / epochs) + 1)
 function M.cosine_decay(learning_rate, step_each_epoch, epochs)
   local who = "cosine_decay"
   if type(learning_rate) == "table" and not is_variable(learning_rate) then
@@ -225,7 +226,7 @@ function M.cosine_decay(learning_rate, step_each_epoch, epochs)
   end)
 end
 
--- learning_rate * d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5), step from 1
+--- learning_rate * d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5), step from 1
 function M.noam_decay(d_model, warmup_steps, learning_rate)
   local who = "noam_decay"
   if type(d_model) == "table" then
@@ -243,7 +244,7 @@ function M.noam_decay(d_model, warmup_steps, learning_rate)
   end)
 end
 
--- start_lr + (end_lr - start_lr) * step / warmup_steps while step < warmup_steps,
+--- start_lr + (end_lr - start_lr) * step / warmup_steps while step < warmup_steps,
 -- then learning_rate (a number or a schedule Variable)
 function M.linear_lr_warmup(learning_rate, warmup_steps, start_lr, end_lr)
   local who = "linear_lr_warmup"

@@ -1,5 +1,6 @@
--- oar.layers.loss: losses and metrics (Fluid's cross_entropy, square_error_cost,
+--- oar.layers.loss: losses and metrics (Fluid's cross_entropy, square_error_cost,
 -- softmax_with_cross_entropy, sigmoid_cross_entropy_with_logits, accuracy).
+-- @module oar.layers.loss
 local LayerHelper = require("oar.layer_helper")
 local framework = require("oar.framework")
 local nn = require("oar.layers.nn")
@@ -14,7 +15,7 @@ local function pair(layer, a, k1, k2, label, known)
   return args(layer, a, nil, nil, known)
 end
 
--- cross_entropy{input=, label=, soft_label=false, ignore_index=-100}
+--- cross_entropy{input=, label=, soft_label=false, ignore_index=-100}
 function M.cross_entropy(a, label)
   a = pair("cross_entropy", a, "input", "label", label, "input label soft_label ignore_index name")
   local x = check.variable("cross_entropy", "input", a.input)
@@ -27,7 +28,7 @@ function M.cross_entropy(a, label)
   return out
 end
 
--- softmax_with_cross_entropy{logits=, label=, soft_label=false, ignore_index=-100,
+--- softmax_with_cross_entropy{logits=, label=, soft_label=false, ignore_index=-100,
 -- return_softmax=false, axis=-1} -> loss (, softmax)
 function M.softmax_with_cross_entropy(a, label)
   local who = "softmax_with_cross_entropy"
@@ -48,7 +49,7 @@ function M.softmax_with_cross_entropy(a, label)
   return loss
 end
 
--- square_error_cost{input=, label=}: (input - label)^2 elementwise
+--- square_error_cost{input=, label=}: (input - label)^2 elementwise
 function M.square_error_cost(a, label)
   a = pair("square_error_cost", a, "input", "label", label, "input label name")
   local x = check.variable("square_error_cost", "input", a.input)
@@ -66,7 +67,7 @@ function M.square_error_cost(a, label)
   return out
 end
 
--- sigmoid_cross_entropy_with_logits{x=, label=, ignore_index=-100, normalize=false}
+--- sigmoid_cross_entropy_with_logits{x=, label=, ignore_index=-100, normalize=false}
 function M.sigmoid_cross_entropy_with_logits(a, label)
   local who = "sigmoid_cross_entropy_with_logits"
   a = pair(who, a, "x", "label", label, "x label ignore_index normalize name")
@@ -80,7 +81,7 @@ function M.sigmoid_cross_entropy_with_logits(a, label)
   return out
 end
 
--- accuracy{input=, label=, k=1, correct=, total=}: top-k then accuracy, like Fluid
+--- accuracy{input=, label=, k=1, correct=, total=}: top-k then accuracy, like Fluid
 function M.accuracy(a, label, k)
   if framework.is_variable(a) then a = { input = a, label = label, k = k } end
   a = args("accuracy", a, nil, nil, "correct input k label name total")

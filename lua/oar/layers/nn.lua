@@ -1,6 +1,7 @@
--- oar.layers.nn: neural network layers (Fluid's layers/nn.py): fc, embedding,
+--- oar.layers.nn: neural network layers (Fluid's layers/nn.py): fc, embedding,
 -- conv2d, pool2d, normalization, dropout, activations, reductions, matmul,
 -- elementwise arithmetic.
+-- @module oar.layers.nn
 local LayerHelper = require("oar.layer_helper")
 local initializer = require("oar.initializer")
 local framework = require("oar.framework")
@@ -21,7 +22,20 @@ local function prod(list, from, to)
 end
 
 -- ---- fully connected ------------------------------------------------------------
--- fc{input=, size=, num_flatten_dims=1, param_attr=, bias_attr=, act=, name=}
+--- A fully connected layer: act(input . W + b).
+-- Inputs of more than 2 dims are flattened: the first `num_flatten_dims`
+-- dims are rows, the rest columns. A list of inputs gets one weight each,
+-- the products summed.
+-- @tparam table a keyword arguments:
+-- @tparam Variable|{Variable,...} a.input the input(s) (also positional: fc(x) is an error, size is required)
+-- @tparam int a.size number of output units
+-- @tparam[opt=1] int a.num_flatten_dims dims that form the rows
+-- @tparam[opt] ParamAttr|string|{ParamAttr,...} a.param_attr the weight's attributes (a list for a list of inputs)
+-- @tparam[opt] ParamAttr|string|false a.bias_attr the bias's attributes; `false`: no bias
+-- @tparam[opt] string|table a.act activation applied last ("relu", "softmax", {type="leaky_relu", alpha=0.1})
+-- @tparam[opt] string a.name prefix of the parameter names
+-- @treturn Variable the output, [rows, size]
+-- @usage local h = layers.fc{input = x, size = 64, act = "relu"}
 function M.fc(a)
   a = args("fc", a, "input", nil, "act bias_attr input name num_flatten_dims param_attr size")
   local inputs = check.variables("fc", "input", a.input)
@@ -57,7 +71,7 @@ function M.fc(a)
   return helper:append_activation(pre_act)
 end
 
--- embedding{input=, size={vocab, dim}, is_sparse=false, padding_idx=, param_attr=, dtype=}
+--- embedding{input=, size={vocab, dim}, is_sparse=false, padding_idx=, param_attr=, dtype=}
 function M.embedding(a)
   a = args("embedding", a, "input", nil,
     "dtype input is_distributed is_sparse name padding_idx param_attr size")
@@ -83,7 +97,7 @@ function M.embedding(a)
 end
 
 -- ---- convolution and pooling -----------------------------------------------------------
--- conv2d{input=, num_filters=, filter_size=, stride=1, padding=0, dilation=1,
+--- conv2d{input=, num_filters=, filter_size=, stride=1, padding=0, dilation=1,
 -- groups=1, param_attr=, bias_attr=, act=, use_cudnn=true, name=}; NCHW
 function M.conv2d(a)
   a = args("conv2d", a, "input", nil,
@@ -122,7 +136,7 @@ function M.conv2d(a)
   return helper:append_activation(pre_act)
 end
 
--- pool2d{input=, pool_size=, pool_type="max", pool_stride=1, pool_padding=0,
+--- pool2d{input=, pool_size=, pool_type="max", pool_stride=1, pool_padding=0,
 -- global_pooling=false, ceil_mode=false, exclusive=true}
 function M.pool2d(a)
   a = args("pool2d", a, "input", nil,
@@ -146,7 +160,7 @@ function M.pool2d(a)
 end
 
 -- ---- normalization and dropout -------------------------------------------------
--- batch_norm{input=, act=, is_test=false, momentum=0.9, epsilon=1e-5,
+--- batch_norm{input=, act=, is_test=false, momentum=0.9, epsilon=1e-5,
 -- param_attr=, bias_attr=, data_layout="NCHW", moving_mean_name=,
 -- moving_variance_name=, use_global_stats=false}
 function M.batch_norm(a)
@@ -184,7 +198,7 @@ function M.batch_norm(a)
   return helper:append_activation(out)
 end
 
--- layer_norm{input=, scale=true, shift=true, begin_norm_axis=1, epsilon=1e-5,
+--- layer_norm{input=, scale=true, shift=true, begin_norm_axis=1, epsilon=1e-5,
 -- param_attr=, bias_attr=, act=}
 function M.layer_norm(a)
   a = args("layer_norm", a, "input", nil,
@@ -216,7 +230,7 @@ function M.layer_norm(a)
   return helper:append_activation(out)
 end
 
--- dropout{x=, dropout_prob=, is_test=false, seed=, dropout_implementation="downgrade_in_infer"}
+--- dropout{x=, dropout_prob=, is_test=false, seed=, dropout_implementation="downgrade_in_infer"}
 function M.dropout(a, prob)
   a = args("dropout", a, "x", { dropout_prob = prob },
     "dropout_implementation dropout_prob is_test name seed x")
@@ -286,12 +300,12 @@ local function softmax_layer(op_type)
   end
 end
 
--- softmax(x) or softmax{input=, axis=-1}; log_softmax the same
+--- softmax(x) or softmax{input=, axis=-1}; log_softmax the same
 M.softmax = softmax_layer("softmax")
 M.log_softmax = softmax_layer("log_softmax")
 
 -- ---- reductions ------------------------------------------------------------------
--- mean(x) or mean{x=}: the mean of all elements, shape [1]
+--- mean(x) or mean{x=}: the mean of all elements, shape [1]
 function M.mean(a)
   a = args("mean", a, "x", nil, "input name x")
   local x = check.variable("mean", "x", a.x or a.input)
@@ -322,7 +336,7 @@ for _, name in ipairs({ "reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
 end
 
 -- ---- products ---------------------------------------------------------------------
--- matmul{x=, y=, transpose_x=false, transpose_y=false, alpha=1.0}
+--- matmul{x=, y=, transpose_x=false, transpose_y=false, alpha=1.0}
 function M.matmul(a, y)
   if framework.is_variable(a) then a = { x = a, y = y } end
   a = args("matmul", a, nil, nil, "alpha name transpose_x transpose_y x y")
@@ -337,7 +351,7 @@ function M.matmul(a, y)
   return out
 end
 
--- mul{x=, y=, x_num_col_dims=1, y_num_col_dims=1}
+--- mul{x=, y=, x_num_col_dims=1, y_num_col_dims=1}
 function M.mul(a, y)
   if framework.is_variable(a) then a = { x = a, y = y } end
   a = args("mul", a, nil, nil, "act name x x_num_col_dims y y_num_col_dims")
@@ -367,7 +381,7 @@ for _, kind in ipairs({ "add", "sub", "mul", "div", "max", "min", "pow", "mod", 
   end
 end
 
--- scale{x=, scale=1.0, bias=0.0, bias_after_scale=true, act=}
+--- scale{x=, scale=1.0, bias=0.0, bias_after_scale=true, act=}
 function M.scale(a, s, b)
   a = args("scale", a, "x", { scale = s, bias = b }, "act bias bias_after_scale name scale x")
   local x = check.variable("scale", "x", a.x)
@@ -378,7 +392,7 @@ function M.scale(a, s, b)
   return helper:append_activation(out)
 end
 
--- clip{x=, min=, max=}
+--- clip{x=, min=, max=}
 function M.clip(a)
   a = args("clip", a, "x", nil, "max min name x")
   local x = check.variable("clip", "x", a.x)
@@ -387,7 +401,7 @@ function M.clip(a)
   return LayerHelper("clip", a):unary("clip", x, { min = lo, max = hi })
 end
 
--- clip_by_norm{x=, max_norm=}
+--- clip_by_norm{x=, max_norm=}
 function M.clip_by_norm(a)
   a = args("clip_by_norm", a, "x", nil, "max_norm name x")
   local x = check.variable("clip_by_norm", "x", a.x)
@@ -395,7 +409,7 @@ function M.clip_by_norm(a)
     { max_norm = check.number("clip_by_norm", "max_norm", a.max_norm) })
 end
 
--- topk{input=, k=} -> values, indices (int64)
+--- topk{input=, k=} -> values, indices (int64)
 function M.topk(a, k)
   a = args("topk", a, "input", { k = k }, "input k name")
   local x = check.variable("topk", "input", a.input)
@@ -409,7 +423,7 @@ function M.topk(a, k)
 end
 M.top_k = M.topk
 
--- one_hot{input=, depth=}
+--- one_hot{input=, depth=}
 function M.one_hot(a, depth)
   a = args("one_hot", a, "input", { depth = depth }, "depth input name")
   local x = check.variable("one_hot", "input", a.input)

@@ -1,5 +1,6 @@
--- oar.layers.tensor: data, constants, shape manipulation, casts, comparisons
+--- oar.layers.tensor: data, constants, shape manipulation, casts, comparisons
 -- and logic (Fluid's layers/tensor.py and the comparison layers).
+-- @module oar.layers.tensor
 local LayerHelper = require("oar.layer_helper")
 local argcheck = require("oar.argcheck")
 local framework = require("oar.framework")
@@ -13,8 +14,17 @@ local raise, is_variable = framework.raise, framework.is_variable
 
 local M = {}
 
--- data{name=, shape=, dtype="float32", lod_level=0, append_batch_size=true}:
--- a fed variable in the global block; -1 stands for the batch size.
+--- A variable fed at run time, declared in the global block.
+-- @tparam table a keyword arguments:
+-- @tparam string a.name the feed name
+-- @tparam {int,...} a.shape the shape of one example; -1 stands for the batch size
+-- @tparam[opt="float32"] string a.dtype "float32", "int64", ...
+-- @tparam[opt=0] int a.lod_level 1 for sequences (the fed Tensor then needs t:set_lod{{0, 2, 5}})
+-- @tparam[opt=true] bool a.append_batch_size put a -1 batch dim in front (unless shape has a -1)
+-- @tparam[opt=true] bool a.stop_gradient no gradient flows into it
+-- @treturn Variable the data variable
+-- @usage local x = layers.data{name = "x", shape = {13}}              -- [-1, 13]
+-- local words = layers.data{name = "w", shape = {1}, dtype = "int64", lod_level = 1}
 function M.data(a)
   a = args("data", a, nil, nil, "append_batch_size dtype lod_level name shape stop_gradient type")
   if type(a.name) ~= "string" or a.name == "" then check.fail("data", "name", "a non-empty string", a.name) end
@@ -39,7 +49,7 @@ function M.data(a)
   }
 end
 
--- create_tensor{dtype=, name=, persistable=false}
+--- create_tensor{dtype=, name=, persistable=false}
 function M.create_tensor(a)
   a = args("create_tensor", a, "dtype", nil, "dtype name persistable")
   local helper = LayerHelper("create_tensor", a)
@@ -47,7 +57,7 @@ function M.create_tensor(a)
                                  persistable = a.persistable or false }
 end
 
--- create_parameter{shape=, dtype=, name=, attr=, is_bias=false, default_initializer=}
+--- create_parameter{shape=, dtype=, name=, attr=, is_bias=false, default_initializer=}
 function M.create_parameter(a)
   a = args("create_parameter", a, nil, nil, "attr default_initializer dtype is_bias name shape")
   if type(a.shape) ~= "table" then check.fail("create_parameter", "shape", "a list of positive integers", a.shape) end
@@ -58,7 +68,7 @@ function M.create_parameter(a)
     a.is_bias or false, a.default_initializer)
 end
 
--- create_global_var{shape=, value=, dtype=, persistable=false, force_cpu=false, name=}:
+--- create_global_var{shape=, value=, dtype=, persistable=false, force_cpu=false, name=}:
 -- a global var filled with `value` by the startup program
 function M.create_global_var(a)
   a = args("create_global_var", a, nil, nil, "dtype force_cpu name persistable shape value")
@@ -74,7 +84,7 @@ function M.create_global_var(a)
   return var
 end
 
--- fill_constant{shape=, dtype=, value=, out=, force_cpu=false}
+--- fill_constant{shape=, dtype=, value=, out=, force_cpu=false}
 function M.fill_constant(a)
   a = args("fill_constant", a, nil, nil, "dtype force_cpu name out shape value")
   if type(a.shape) ~= "table" then check.fail("fill_constant", "shape", "a list of integers", a.shape) end
@@ -92,7 +102,7 @@ function M.fill_constant(a)
   return out
 end
 
--- fill_constant_batch_size_like{input=, shape=, dtype=, value=, input_dim_idx=0, output_dim_idx=0}
+--- fill_constant_batch_size_like{input=, shape=, dtype=, value=, input_dim_idx=0, output_dim_idx=0}
 function M.fill_constant_batch_size_like(a)
   a = args("fill_constant_batch_size_like", a, nil, nil,
     "dtype input input_dim_idx name output_dim_idx shape value")
@@ -123,7 +133,7 @@ function M.ones(a, dtype)
   return M.fill_constant{ shape = a.shape, dtype = a.dtype, value = 1.0, force_cpu = a.force_cpu }
 end
 
--- zeros_like(x): fill_zeros_like
+--- zeros_like(x): fill_zeros_like
 function M.zeros_like(a)
   a = args("zeros_like", a, "x", nil, "name x")
   local x = check.variable("zeros_like", "x", a.x)
@@ -142,7 +152,7 @@ function M.ones_like(a)
   return out
 end
 
--- assign(input, output): copies a Variable, or writes a Lua table / Tensor
+--- assign(input, output): copies a Variable, or writes a Lua table / Tensor
 -- of numbers as a constant (assign_value).
 function M.assign(input, output)
   if type(input) == "table" and not is_variable(input) and input.input ~= nil then
@@ -175,7 +185,7 @@ function M.assign(input, output)
   return output
 end
 
--- cast{x=, dtype=}
+--- cast{x=, dtype=}
 function M.cast(a, dtype)
   a = args("cast", a, "x", { dtype = dtype }, "dtype name x")
   local x = check.variable("cast", "x", a.x)
@@ -187,7 +197,7 @@ function M.cast(a, dtype)
   return out
 end
 
--- concat{input={...}, axis=0}
+--- concat{input={...}, axis=0}
 function M.concat(a, axis)
   if type(a) == "table" and not is_variable(a) and a.input == nil and is_variable(a[1]) then
     a = { input = a, axis = axis }
@@ -201,7 +211,7 @@ function M.concat(a, axis)
   return out
 end
 
--- sums{input={...}, out=}
+--- sums{input={...}, out=}
 function M.sums(a)
   if type(a) == "table" and not is_variable(a) and a.input == nil and is_variable(a[1]) then a = { input = a } end
   a = args("sums", a, "input", nil, "input name out")
@@ -212,7 +222,7 @@ function M.sums(a)
   return out
 end
 
--- split{input=, num_or_sections=, dim=-1} -> list of Variables
+--- split{input=, num_or_sections=, dim=-1} -> list of Variables
 function M.split(a)
   a = args("split", a, "input", nil, "dim input name num_or_sections")
   local x = check.variable("split", "input", a.input)
@@ -244,7 +254,7 @@ end
 
 local function has_op(t) return lib.C.oar_op_is_registered(t) end
 
--- reshape{x=, shape=, act=}: "reshape" when registered, else "reshape2"
+--- reshape{x=, shape=, act=}: "reshape" when registered, else "reshape2"
 function M.reshape(a, shape)
   a = args("reshape", a, "x", { shape = shape }, "act name shape x")
   local x = check.variable("reshape", "x", a.x)
@@ -267,7 +277,7 @@ function M.reshape(a, shape)
   return helper:append_activation(out)
 end
 
--- transpose{x=, perm=}
+--- transpose{x=, perm=}
 function M.transpose(a, perm)
   a = args("transpose", a, "x", { perm = perm }, "name perm x")
   local x = check.variable("transpose", "x", a.x)
@@ -308,7 +318,7 @@ end
 M.argmax = arg_layer("arg_max", "argmax")
 M.argmin = arg_layer("arg_min", "argmin")
 
--- increment{x=, value=1, in_place=true}
+--- increment{x=, value=1, in_place=true}
 function M.increment(a, value)
   a = args("increment", a, "x", { value = value }, "in_place name value x")
   local x = check.variable("increment", "x", a.x)
@@ -364,7 +374,7 @@ M.logical_xor = logical_layer("logical_xor", true)
 M.logical_not = logical_layer("logical_not", false)
 
 -- ---- misc -----------------------------------------------------------------------
--- shape(x): the runtime shape as an int32 tensor
+--- shape(x): the runtime shape as an int32 tensor
 function M.shape(a)
   a = args("shape", a, "input", nil, "input name")
   local x = check.variable("shape", "input", a.input)

@@ -1,7 +1,8 @@
--- oar.layers.control_flow.arrays: tensor arrays (create_array, array_write,
+--- oar.layers.control_flow.arrays: tensor arrays (create_array, array_write,
 -- array_read, array_length) and the LoD rank-table layers (lod_rank_table,
 -- max_sequence_len, lod_tensor_to_array, array_to_lod_tensor,
 -- reorder_lod_tensor_by_rank, shrink_memory, lod_reset).
+-- @module oar.layers.control_flow.arrays
 local framework = require("oar.framework")
 local LayerHelper = require("oar.layer_helper")
 local argcheck = require("oar.argcheck")
@@ -31,7 +32,7 @@ local M = {}
 
 -- ---- tensor arrays --------------------------------------------------------------
 
--- create_array(dtype): an empty tensor array
+--- create_array(dtype): an empty tensor array
 function M.create_array(dtype)
   if type(dtype) == "table" and not is_variable(dtype) then
     argcheck.keys("layers.create_array", dtype, "dtype")
@@ -55,7 +56,7 @@ local function index_for(helper, i, who)
   return copy
 end
 
--- array_write{x=, i=, array=}: array[i] = x; returns the array
+--- array_write{x=, i=, array=}: array[i] = x; returns the array
 function M.array_write(a, i, array)
   a = args("array_write", a, "x", { i = i, array = array }, "array i name x")
   local x = tensor_arg("array_write", "x", a.x)
@@ -72,7 +73,7 @@ function M.array_write(a, i, array)
   return arr
 end
 
--- array_read{array=, i=}
+--- array_read{array=, i=}
 function M.array_read(a, i)
   a = args("array_read", a, "array", { i = i }, "array i name")
   local arr = array_arg("array_read", "array", a.array)
@@ -83,7 +84,7 @@ function M.array_read(a, i)
   return out
 end
 
--- array_length(array): int64 [1]
+--- array_length(array): int64 [1]
 function M.array_length(a)
   if type(a) == "table" and not is_variable(a) then
     argcheck.keys("layers.array_length", a, "array")
@@ -99,48 +100,48 @@ end
 
 -- ---- LoD rank tables ------------------------------------------------------------------
 
--- lod_rank_table{x=, level=0}
+--- lod_rank_table{x=, level=0}
 function M.lod_rank_table(a, level)
   a = args("lod_rank_table", a, "x", { level = level }, "level x")
   local x = tensor_arg("lod_rank_table", "x", a.x)
   return rank_table_in(main_program():current_block(), x, level_arg("lod_rank_table", a.level))
 end
 
--- max_sequence_len{rank_table=}
+--- max_sequence_len{rank_table=}
 function M.max_sequence_len(a)
   a = args("max_sequence_len", a, "rank_table", nil, "rank_table")
   return max_len_in(main_program():current_block(), rank_table_arg("max_sequence_len", "rank_table", a.rank_table))
 end
 
--- lod_tensor_to_array{x=, table=}
+--- lod_tensor_to_array{x=, table=}
 function M.lod_tensor_to_array(a, t)
   a = args("lod_tensor_to_array", a, "x", { table = t }, "table x")
   return to_array_in(main_program():current_block(), tensor_arg("lod_tensor_to_array", "x", a.x),
     rank_table_arg("lod_tensor_to_array", "table", a.table))
 end
 
--- array_to_lod_tensor{x=, table=}
+--- array_to_lod_tensor{x=, table=}
 function M.array_to_lod_tensor(a, t)
   a = args("array_to_lod_tensor", a, "x", { table = t }, "table x")
   return from_array_in(main_program():current_block(), array_arg("array_to_lod_tensor", "x", a.x),
     rank_table_arg("array_to_lod_tensor", "table", a.table))
 end
 
--- reorder_lod_tensor_by_rank{x=, rank_table=}
+--- reorder_lod_tensor_by_rank{x=, rank_table=}
 function M.reorder_lod_tensor_by_rank(a, t)
   a = args("reorder_lod_tensor_by_rank", a, "x", { rank_table = t }, "rank_table x")
   return reorder_in(main_program():current_block(), tensor_arg("reorder_lod_tensor_by_rank", "x", a.x),
     rank_table_arg("reorder_lod_tensor_by_rank", "rank_table", a.rank_table))
 end
 
--- shrink_memory{x=, i=, table=}
+--- shrink_memory{x=, i=, table=}
 function M.shrink_memory(a, i, t)
   a = args("shrink_memory", a, "x", { i = i, table = t }, "i table x")
   return shrink_in(main_program():current_block(), tensor_arg("shrink_memory", "x", a.x),
     index_arg("shrink_memory", "i", a.i), rank_table_arg("shrink_memory", "table", a.table))
 end
 
--- lod_reset{x=, y=, target_lod=, append=false}: x's data with a new LoD
+--- lod_reset{x=, y=, target_lod=, append=false}: x's data with a new LoD
 -- (y's LoD, or y's values as offsets, or target_lod)
 function M.lod_reset(a, y, target_lod)
   a = args("lod_reset", a, "x", { y = y, target_lod = target_lod }, "append name target_lod x y")

@@ -1,7 +1,8 @@
--- oar.layers.control_flow.common: what the control-flow constructs share:
+--- oar.layers.control_flow.common: what the control-flow constructs share:
 -- building sub-blocks, the single-assignment rewrite of bodies, argument
 -- checks in the user's terms, and the LoD rank-table building blocks.
 -- Internal: the public layers are in the sibling modules.
+-- @module oar.layers.control_flow.common
 local framework = require("oar.framework")
 local LayerHelper = require("oar.layer_helper")
 local unique_name = require("oar.unique_name")

@@ -1,4 +1,5 @@
--- oar.layers.control_flow.cond: cond(pred, true_fn, false_fn).
+--- oar.layers.control_flow.cond: cond(pred, true_fn, false_fn).
+-- @module oar.layers.control_flow.cond
 local framework = require("oar.framework")
 local LayerHelper = require("oar.layer_helper")
 local argcheck = require("oar.argcheck")
@@ -34,7 +35,7 @@ local function results_of(who, res)
   return res, "values"
 end
 
--- cond(pred, true_fn, false_fn): pred is a bool Variable of one element;
+--- cond(pred, true_fn, false_fn): pred is a bool Variable of one element;
 -- runs the function it selects and returns its Variables (one or several,
 -- or a list if the function returned a list)
 function M.cond(pred, true_fn, false_fn, name)

@@ -1,4 +1,5 @@
--- oar.layers.control_flow.dynamic_rnn: DynamicRNN over LoD sequences.
+--- oar.layers.control_flow.dynamic_rnn: DynamicRNN over LoD sequences.
+-- @module oar.layers.control_flow.dynamic_rnn
 local framework = require("oar.framework")
 local LayerHelper = require("oar.layer_helper")
 local argcheck = require("oar.argcheck")
@@ -31,11 +32,22 @@ local M = {}
 local DynamicRNN = {}
 DynamicRNN.__index = DynamicRNN
 
--- DynamicRNN(): over the sequences of a LoD level-1 input; drnn:block(fn)
+--- DynamicRNN(): over the sequences of a LoD level-1 input; drnn:block(fn)
 -- builds the step, drnn() returns LoD tensors with the input's LoD. Built
 -- like Fluid's: a rank table sorts the sequences by length, inputs become
 -- tensor arrays (one item per step, shrinking as sequences end), and a
 -- While loop runs the step over the items.
+-- @tparam[opt] string|table name a name, or `{name=}`
+-- @treturn DynamicRNN the builder: drnn:block(fn), step_input, static_input, memory, update_memory, output, drnn()
+-- @usage local drnn = layers.DynamicRNN()
+-- drnn:block(function()
+--   local w = drnn:step_input(seq)
+--   local m = drnn:memory{shape = {H}, value = 0}
+--   local h = layers.fc{input = {w, m}, size = H, act = "tanh"}
+--   drnn:update_memory(m, h)
+--   drnn:output(h)
+-- end)
+-- local out = drnn()
 function M.DynamicRNN(name)
   if type(name) == "table" then
     argcheck.keys("layers.DynamicRNN", name, "name")
@@ -75,7 +87,7 @@ function DynamicRNN:block(fn)
   end
 end
 
--- step_input(x, level=0): x's current step (one row per live sequence,
+--- step_input(x, level=0): x's current step (one row per live sequence,
 -- longest sequences first)
 function DynamicRNN:step_input(x, level)
   self:_in_block("DynamicRNN:step_input")
@@ -98,7 +110,7 @@ function DynamicRNN:step_input(x, level)
   return arrays.array_read{ array = arr, i = self.step_idx }
 end
 
--- static_input(x): x's rows of the sequences still running (x has one row
+--- static_input(x): x's rows of the sequences still running (x has one row
 -- or sequence per input sequence)
 function DynamicRNN:static_input(x)
   self:_in_block("DynamicRNN:static_input")
@@ -109,7 +121,7 @@ function DynamicRNN:static_input(x)
   return shrink_in(self.helper.main_program:current_block(), reordered, self.step_idx, self.rank_table)
 end
 
--- memory{init=, need_reorder=false} or memory{shape=, value=0, dtype=} (dtype: the
+--- memory{init=, need_reorder=false} or memory{shape=, value=0, dtype=} (dtype: the
 -- first step input's by default)
 function DynamicRNN:memory(a)
   self:_in_block("DynamicRNN:memory")

@@ -1,4 +1,5 @@
--- oar.layers.control_flow.ifelse: IfElse (rows split by a per-row condition).
+--- oar.layers.control_flow.ifelse: IfElse (rows split by a per-row condition).
+-- @module oar.layers.control_flow.ifelse
 local framework = require("oar.framework")
 local LayerHelper = require("oar.layer_helper")
 local argcheck = require("oar.argcheck")
@@ -22,10 +23,17 @@ local M = {}
 local IfElse = {}
 IfElse.__index = IfElse
 
--- IfElse(cond): cond is a bool [N, 1] Variable, one entry per row (per
+--- IfElse(cond): cond is a bool [N, 1] Variable, one entry per row (per
 -- sequence of a LoD input). Inputs are split by it, the true/false blocks
 -- run on their rows (a block whose rows are none does not run at all), and
 -- ie() merges the outputs back in row order.
+-- @tparam Variable|table cond a bool [N, 1] Variable, or `{cond=, name=}`
+-- @tparam[opt] string name
+-- @treturn IfElse the builder: ie:true_block(fn), ie:false_block(fn), ie:input(x), ie:output(...), ie()
+-- @usage local ie = layers.IfElse(cond)
+-- ie:true_block(function() ie:output(layers.scale{x = ie:input(x), scale = 2}) end)
+-- ie:false_block(function() ie:output(ie:input(x) + 1) end)
+-- local out = ie()
 function M.IfElse(cond, name)
   if type(cond) == "table" and not is_variable(cond) then
     argcheck.keys("layers.IfElse", cond, "cond name")
@@ -116,7 +124,7 @@ end
 function IfElse:true_block(fn) return self:_branch(true, fn, "IfElse:true_block") end
 function IfElse:false_block(fn) return self:_branch(false, fn, "IfElse:false_block") end
 
--- input(x): inside a block, the rows of x that go to this block
+--- input(x): inside a block, the rows of x that go to this block
 function IfElse:input(x)
   if self.status == nil then raise("IfElse:input: call it inside true_block or false_block") end
   tensor_arg("IfElse:input", "x", x)
@@ -133,7 +141,7 @@ function IfElse:input(x)
   return pair[self.status]
 end
 
--- output(v1, v2, ...): inside a block, its results (both blocks give the
+--- output(v1, v2, ...): inside a block, its results (both blocks give the
 -- same number, in the same order)
 function IfElse:output(...)
   if self.status == nil then raise("IfElse:output: call it inside true_block or false_block") end

@@ -1,4 +1,5 @@
--- oar.layers.control_flow.print: Print (values to stderr as the op runs).
+--- oar.layers.control_flow.print: Print (values to stderr as the op runs).
+-- @module oar.layers.control_flow.print
 local framework = require("oar.framework")
 local LayerHelper = require("oar.layer_helper")
 local argcheck = require("oar.argcheck")
@@ -11,7 +12,7 @@ local M = {}
 
 -- ---- Print ---------------------------------------------------------------------------------
 
--- Print(input, {first_n=-1, message=, summarize=20, print_tensor_name=true,
+--- Print(input, {first_n=-1, message=, summarize=20, print_tensor_name=true,
 -- print_tensor_type=true, print_tensor_shape=true, print_tensor_lod=true,
 -- print_phase="both"}): writes input's values to stderr each time the op
 -- runs (each step inside a While or an RNN) and returns input. The print op

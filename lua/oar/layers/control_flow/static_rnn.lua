@@ -1,4 +1,5 @@
--- oar.layers.control_flow.static_rnn: StaticRNN over time-major [T, N, ...] inputs.
+--- oar.layers.control_flow.static_rnn: StaticRNN over time-major [T, N, ...] inputs.
+-- @module oar.layers.control_flow.static_rnn
 local framework = require("oar.framework")
 local LayerHelper = require("oar.layer_helper")
 local argcheck = require("oar.argcheck")
@@ -24,7 +25,7 @@ local M = {}
 local StaticRNN = {}
 StaticRNN.__index = StaticRNN
 
--- StaticRNN(): over time-major sequences [T, N, ...]; rnn:step(fn) builds
+--- StaticRNN(): over time-major sequences [T, N, ...]; rnn:step(fn) builds
 -- the step, rnn() returns the outputs [T, N, ...].
 function M.StaticRNN(name)
   if type(name) == "table" then
@@ -55,7 +56,7 @@ function StaticRNN:step(fn)
   self:_complete(block)
 end
 
--- step_input(x): x is [T, N, ...]; inside the step, its [N, ...] slice
+--- step_input(x): x is [T, N, ...]; inside the step, its [N, ...] slice
 function StaticRNN:step_input(x)
   self:_in_step("StaticRNN:step_input")
   tensor_arg("StaticRNN:step_input", "x", x)
@@ -77,7 +78,7 @@ function StaticRNN:step_input(x)
   return ipt
 end
 
--- memory{init=} or memory{shape=, batch_ref=, value=0, init_batch_dim_idx=0,
+--- memory{init=} or memory{shape=, batch_ref=, value=0, init_batch_dim_idx=0,
 -- ref_batch_dim_idx=}: the state at this step (init at the first)
 function StaticRNN:memory(a)
   self:_in_step("StaticRNN:memory")
@@ -120,7 +121,7 @@ function StaticRNN:memory(a)
   return pre
 end
 
--- update_memory(mem, value): the memory's state for the next step
+--- update_memory(mem, value): the memory's state for the next step
 function StaticRNN:update_memory(mem, value)
   self:_in_step("StaticRNN:update_memory")
   tensor_arg("StaticRNN:update_memory", "mem", mem)
@@ -134,7 +135,7 @@ function StaticRNN:update_memory(mem, value)
   raise("StaticRNN:update_memory: '" .. mem.name .. "' is not a memory of this StaticRNN (made by rnn:memory)")
 end
 
--- step_output(v): v's value at every step, stacked into [T, N, ...]
+--- step_output(v): v's value at every step, stacked into [T, N, ...]
 function StaticRNN:step_output(o)
   self:_in_step("StaticRNN:step_output")
   tensor_arg("StaticRNN:step_output", "o", o)

@@ -1,4 +1,5 @@
--- oar.layers.control_flow.switch: Switch (first case whose condition holds).
+--- oar.layers.control_flow.switch: Switch (first case whose condition holds).
+-- @module oar.layers.control_flow.switch
 local framework = require("oar.framework")
 local LayerHelper = require("oar.layer_helper")
 local argcheck = require("oar.argcheck")
@@ -18,7 +19,7 @@ local M = {}
 local Switch = {}
 Switch.__index = Switch
 
--- Switch(): sw:case(cond, fn) ... sw:default(fn); the first case whose
+--- Switch(): sw:case(cond, fn) ... sw:default(fn); the first case whose
 -- (scalar bool) condition holds runs, else the default.
 function M.Switch(name)
   if type(name) == "table" then

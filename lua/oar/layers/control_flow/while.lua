@@ -1,4 +1,5 @@
--- oar.layers.control_flow.while: While loops and ConditionalBlock.
+--- oar.layers.control_flow.while: While loops and ConditionalBlock.
+-- @module oar.layers.control_flow.while
 local framework = require("oar.framework")
 local LayerHelper = require("oar.layer_helper")
 local argcheck = require("oar.argcheck")
@@ -26,7 +27,7 @@ local M = {}
 local While = {}
 While.__index = While
 
--- While(cond) or While{cond=, is_test=false, name=}: cond is a bool [1]
+--- While(cond) or While{cond=, is_test=false, name=}: cond is a bool [1]
 -- Variable the loop body updates (less_than{..., cond=cond}).
 function M.While(a, is_test)
   a = args("While", a, "cond", { is_test = is_test }, "cond is_test name")
@@ -36,7 +37,7 @@ function M.While(a, is_test)
                         helper = LayerHelper("while", a), done = false }, While)
 end
 
--- Builds the loop: fn() appends the body's ops.
+--- Builds the loop: fn() appends the body's ops.
 function While:block(fn)
   check_fn("While:block", fn)
   if self.done then raise("While:block: the loop body is already built") end
@@ -66,7 +67,7 @@ end
 local ConditionalBlock = {}
 ConditionalBlock.__index = ConditionalBlock
 
--- ConditionalBlock{inputs={cond...}, is_scalar_condition=false}:block(fn)
+--- ConditionalBlock{inputs={cond...}, is_scalar_condition=false}:block(fn)
 -- (Fluid's building block: runs fn's ops when the scalar condition holds, or
 -- when every input is non-empty)
 function M.ConditionalBlock(a, is_scalar_condition)
