@@ -220,8 +220,18 @@ describe("LoD rank tables", function()
       CF.run(r, { x = { data = ROWS, lod = { OFFS } }, y = { data = { { 1, 2 }, { 3, 4 } }, lod = { { 0, 1, 2 } } } },
         r.extra)
     end, "lod_tensor_to_array", "'y'", "2 sequences", "rank table has 4")
+    -- a LoD variable fed without a LoD is refused at the feed, in the user's terms
     expect_error(function()
       CF.run(r, { x = { data = { { 1, 2 } } }, y = { data = { { 1, 2 } } } }, r.extra)
+    end, "Executor:run", "feed 'x'", "lod_level=1", "no LoD", "t:set_lod{{0, 2, 5}}")
+    -- a variable not declared as a sequence reaches the op, which says what it lacks
+    local r0 = CF.build(function()
+      local x = layers.data{ name = "x", shape = { 2 }, dtype = "float64" }
+      local tbl = layers.lod_rank_table(x)
+      return nil, {}, { layers.max_sequence_len(tbl) }
+    end, { no_backward = true })
+    expect_error(function()
+      CF.run(r0, { x = { data = { { 1, 2 } } } }, r0.extra)
     end, "lod_rank_table", "'x'", "0 LoD levels")
   end)
 end)

@@ -1,8 +1,10 @@
--- oar.backward: gradient ops appended by C's backward pass
+--- oar.backward: gradient ops appended by C's backward pass
 -- (append_backward, gradients), returned as Lua Variables.
+-- @module oar.backward
 local ffi = require("ffi")
 local lib = require("oar.lib")
 local framework = require("oar.framework")
+local argcheck = require("oar.argcheck")
 local C = lib.C
 
 local raise, describe, is_variable = framework.raise, framework.describe, framework.is_variable
@@ -43,12 +45,39 @@ local function mark_loss_op(loss)
   end
 end
 
--- append_backward(loss, {parameter_list=, no_grad_set=}) -> {{param, grad}, ...}
+-- A loss must hold one value: the gradient of a tensor is not defined
+-- without weights for its elements (PyTorch refuses it too; Fluid silently
+-- took the sum). A batch dimension (-1) may be more than one row.
+local function check_scalar_loss(loss, who)
+  local shape = loss.shape
+  local n, unknown = 1, false
+  for _, d in ipairs(shape) do
+    if d < 0 then unknown = true else n = n * d end
+  end
+  if (not unknown and n == 1) or (unknown and n == 0) then return end
+  raise(string.format("%s: the loss '%s' has shape %s (%s), not one value; reduce it first, e.g. "
+    .. "loss = layers.mean(%s), or give its gradient explicitly with "
+    .. "oar.gradients({loss}, inputs, {loss_grad})", who, loss.name, framework.shape_text(shape),
+    unknown and "one value per row" or (n .. " values"), loss.name))
+end
+M._check_scalar_loss = check_scalar_loss
+
+--- Appends the gradient ops of `loss` to its program.
+-- The loss must hold one value (reduce it with layers.mean first); for
+-- another loss, give its gradient to `gradients`.
+-- @tparam Variable loss a one-value loss in the global block
+-- @tparam[opt] table opts keyword arguments:
+-- @tparam[opt] {Variable|string,...} opts.parameter_list the parameters to differentiate (default: all trainable)
+-- @tparam[opt] {Variable|string,...} opts.no_grad_set variables no gradient flows through
+-- @treturn {{Variable,Variable},...} `{param, grad}` pairs
+-- @usage local pg = oar.append_backward(layers.mean(cost))
 function M.append_backward(loss, opts)
   local who = "append_backward"
   if not is_variable(loss) then raise(who .. ": 'loss' must be a Variable, got " .. describe(loss)) end
   opts = opts or {}
   if type(opts) ~= "table" then raise(who .. ": options must be a table, got " .. describe(opts)) end
+  argcheck.keys("oar.append_backward", opts, "parameter_list no_grad_set")
+  check_scalar_loss(loss, who)
   local prog = loss.block.program
   if loss.block.idx ~= 0 then raise(who .. ": 'loss' must be in the global block, '" .. loss.name .. "' is not") end
   local params
@@ -85,8 +114,13 @@ function M.append_backward(loss, opts)
   return result
 end
 
--- gradients(targets, inputs, target_gradients, no_grad_set) -> grads of
--- `inputs` in order (nil where no path leads from the targets)
+--- Gradients of `targets` with respect to `inputs` (Fluid's calc_gradient).
+-- @tparam Variable|{Variable,...} targets what to differentiate
+-- @tparam Variable|{Variable,...} inputs with respect to what
+-- @tparam[opt] {Variable,...} target_gradients the gradient of each target (default: ones)
+-- @tparam[opt] {Variable|string,...} no_grad_set variables no gradient flows through
+-- @treturn {Variable,...} the gradient of each input, nil where no path leads from the targets
+-- @usage local dx = oar.gradients({y}, {x}, {dy})[1]
 function M.gradients(targets, inputs, target_gradients, no_grad_set)
   local who = "gradients"
   local tnames = framework.names_of(targets, who, "targets")

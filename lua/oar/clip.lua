@@ -1,8 +1,10 @@
--- oar.clip: gradient clipping applied by the optimizers before the update
+--- oar.clip: gradient clipping applied by the optimizers before the update
 -- (Fluid's clip.py): by value (`clip` op), by each gradient's norm
 -- (`clip_by_norm` op) or by the global norm of all gradients together.
+-- @module oar.clip
 local framework = require("oar.framework")
 local unique_name = require("oar.unique_name")
+local argcheck = require("oar.argcheck")
 
 local raise = framework.raise
 
@@ -20,33 +22,33 @@ local function number_field(spec, key, who, required)
   return v
 end
 
-local function spec_of(spec, who, key)
+local function spec_of(spec, who, key, known)
   if type(spec) == "number" then return { [key] = spec } end
   if type(spec) ~= "table" then raise(who .. ": expected a table of options, got " .. framework.describe(spec)) end
-  return spec
+  return argcheck.keys("oar.clip." .. who, spec, known)
 end
 
--- GradientClipByValue{max=, min=-max}
+--- GradientClipByValue{max=, min=-max}
 function M.GradientClipByValue(spec)
-  spec = spec_of(spec, "GradientClipByValue", "max")
+  spec = spec_of(spec, "GradientClipByValue", "max", "max min")
   local max = number_field(spec, "max", "GradientClipByValue", true)
   local min = number_field(spec, "min", "GradientClipByValue") or -max
   if min > max then raise("GradientClipByValue: 'min' must not exceed 'max'") end
   return setmetatable({ kind = "value", min = min, max = max }, Clip)
 end
 
--- GradientClipByNorm{clip_norm=}: each gradient rescaled to norm <= clip_norm
+--- GradientClipByNorm{clip_norm=}: each gradient rescaled to norm <= clip_norm
 function M.GradientClipByNorm(spec)
-  spec = spec_of(spec, "GradientClipByNorm", "clip_norm")
+  spec = spec_of(spec, "GradientClipByNorm", "clip_norm", "clip_norm")
   local c = number_field(spec, "clip_norm", "GradientClipByNorm", true)
   if c <= 0 then raise("GradientClipByNorm: 'clip_norm' must be positive") end
   return setmetatable({ kind = "norm", clip_norm = c }, Clip)
 end
 
--- GradientClipByGlobalNorm{clip_norm=}: all gradients scaled by
+--- GradientClipByGlobalNorm{clip_norm=}: all gradients scaled by
 -- clip_norm / max(global_norm, clip_norm)
 function M.GradientClipByGlobalNorm(spec)
-  spec = spec_of(spec, "GradientClipByGlobalNorm", "clip_norm")
+  spec = spec_of(spec, "GradientClipByGlobalNorm", "clip_norm", "clip_norm")
   local c = number_field(spec, "clip_norm", "GradientClipByGlobalNorm", true)
   if c <= 0 then raise("GradientClipByGlobalNorm: 'clip_norm' must be positive") end
   return setmetatable({ kind = "global_norm", clip_norm = c }, Clip)
@@ -68,7 +70,7 @@ local function scalar(block, dtype)
   return block:create_var{ dtype = dtype or "float32", shape = { 1 } }
 end
 
--- Returns new {param, grad} pairs with clipped gradients; the ops are
+--- Returns new {param, grad} pairs with clipped gradients; the ops are
 -- optimize ops of the gradients' program.
 function Clip:apply(params_grads)
   if type(params_grads) ~= "table" or framework.is_variable(params_grads) then

@@ -1,12 +1,14 @@
--- oar.executor: runs block 0 of a program against a scope (Fluid's
+--- oar.executor: runs block 0 of a program against a scope (Fluid's
 -- Executor). Feeds are checked against the program's data variables here,
 -- before C sees them, so errors name the variable and both shapes.
+-- @module oar.executor
 local ffi = require("ffi")
 local lib = require("oar.lib")
 local framework = require("oar.framework")
 local tensor = require("oar.tensor")
 local scope_mod = require("oar.scope")
 local place_mod = require("oar.place")
+local argcheck = require("oar.argcheck")
 local C = lib.C
 
 local raise, describe = framework.raise, framework.describe
@@ -32,7 +34,7 @@ function M.Executor(place)
   return setmetatable({ place = place, handle = ffi.gc(out[0], C.oar_executor_free) }, Executor)
 end
 
--- Frees the C executor now (and its cached prepared programs).
+--- Frees the C executor now (and its cached prepared programs).
 function Executor:close()
   if self.handle ~= nil then
     local h = self.handle
@@ -73,6 +75,19 @@ local function feed_tensor(block, name, value)
   if want_dtype and t:dtype() ~= want_dtype then
     raise(string.format("Executor:run: feed '%s' expects dtype %s, got %s", name, want_dtype, t:dtype()))
   end
+  local lod_level = var.lod_level or 0
+  if lod_level >= 1 then
+    local levels = #t:lod()
+    if levels < lod_level then
+      local rows = t:shape()[1] or 0
+      raise(string.format("Executor:run: feed '%s' is a sequence variable (lod_level=%d) but its Tensor has %s; "
+        .. "give it one with t:set_lod{{0, 2, 5}} (%s; here the offsets run from 0 to %d rows)",
+        name, lod_level, levels == 0 and "no LoD" or (levels .. " LoD level" .. (levels == 1 and "" or "s")),
+        lod_level == 1 and "one list of offsets: sequence i is rows [lod[i], lod[i+1])"
+          or lod_level .. " lists of offsets, the outer levels indexing the inner ones",
+        rows))
+    end
+  end
   if var.need_check_feed then
     local want, have = var.shape, t:shape()
     if not shape_matches(want, have) then
@@ -83,8 +98,21 @@ local function feed_tensor(block, name, value)
   return t
 end
 
--- run(program, {feed={name=Tensor|table}, fetch_list={Variable|name}, scope=})
--- -> list of fetched Tensors. run{feed=...} uses the default main program.
+local RUN_KEYS = "feed fetch_list scope program return_numpy use_program_cache"
+
+--- Runs block 0 of a program.
+-- Feeds are checked against the program's data variables first: dtype,
+-- shape, and a LoD for sequence (lod_level >= 1) variables.
+-- @tparam[opt] Program program default: the default main program (run{...} also works)
+-- @tparam[opt] table opts keyword arguments:
+-- @tparam[opt] table opts.feed `{name = Tensor or nested table}`
+-- @tparam[opt] {Variable|string,...} opts.fetch_list what to return
+-- @tparam[opt] Scope opts.scope default: the global scope
+-- @param[opt] opts.return_numpy accepted for Fluid's code; results are always Tensors
+-- @param[opt] opts.use_program_cache accepted for Fluid's code; prepared programs are always cached
+-- @treturn {Tensor,...} the fetched values, in fetch_list order
+-- @usage local out = exe:run(main, {feed = {x = xs}, fetch_list = {loss}})
+-- print(out[1]:item())
 function Executor:run(program, opts)
   if getmetatable(self) ~= Executor then raise("Executor:run: call it with ':' on an Executor") end
   if self.handle == nil then raise("Executor:run: the executor is closed") end
@@ -93,6 +121,9 @@ function Executor:run(program, opts)
   end
   opts = opts or {}
   if type(opts) ~= "table" then raise("Executor:run: options must be a table, got " .. describe(opts)) end
+  -- return_numpy and use_program_cache are Fluid's: accepted, and without
+  -- effect (results are always Tensors; prepared programs are always cached)
+  argcheck.keys("Executor:run", opts, RUN_KEYS)
   program = program or opts.program or framework.default_main_program()
   if not framework.is_program(program) then
     raise("Executor:run: 'program' must be a Program, got " .. describe(program))

@@ -61,24 +61,30 @@ oar.set_flags = flags.set_flags
 oar.get_flags = flags.get_flags
 oar.seed = flags.seed
 
--- modules written elsewhere join when present (io, datasets, ...)
+-- Modules written elsewhere join when first read (oar.io, oar.dataset, ...);
+-- any other name is an error with a suggestion ("oar: no field 'layres'
+-- (did you mean 'layers'?)"). Probe for an optional field with
+-- rawget(oar, name) or pcall.
 local aliases = { DataFeeder = function() return require("oar.data_feeder") end }
-setmetatable(oar, {
-  __index = function(t, k)
-    if aliases[k] then
-      local v = aliases[k]()
-      rawset(t, k, v)
-      return v
-    end
-    if type(k) ~= "string" or not k:match("^[%a_][%w_]*$") then return nil end
-    local ok, mod = pcall(require, "oar." .. k)
-    if ok then
-      rawset(t, k, mod)
-      return mod
-    end
-    if not tostring(mod):find("module 'oar." .. k .. "' not found", 1, true) then error(mod, 2) end
-    return nil
-  end,
+local function lazy(t, k)
+  if aliases[k] then
+    local v = aliases[k]()
+    rawset(t, k, v)
+    return v
+  end
+  if type(k) ~= "string" or not k:match("^[%a_][%w_]*$") then return nil end
+  local ok, mod = pcall(require, "oar." .. k)
+  if ok then
+    rawset(t, k, mod)
+    return mod
+  end
+  if not tostring(mod):find("module 'oar." .. k .. "' not found", 1, true) then error(mod, 2) end
+  return nil
+end
+require("oar.argcheck").strict_module(oar, "oar", lazy, {
+  -- modules that load on first use, offered as suggestions before they are loaded
+  extra = { "DataFeeder", "io", "data_feeder", "reader", "dataset", "profiler", "fleet", "progress",
+            "summary", "plot", "metrics", "repl", "argcheck", "cdef", "lib", "place", "unique_name" },
 })
 
 return oar

@@ -1,8 +1,10 @@
--- oar.initializer: ops that give a parameter its first value, appended to the
+--- oar.initializer: ops that give a parameter its first value, appended to the
 -- block that declares it (the startup program's global block, for layers).
 -- Xavier and MSRA compute fan_in/fan_out from the shape like Fluid.
+-- @module oar.initializer
 local framework = require("oar.framework")
 local raise = require("oar.framework").raise
+local argcheck = require("oar.argcheck")
 
 local M = {}
 
@@ -25,52 +27,53 @@ local function opt_number(spec, key, default, who)
   return v
 end
 
-local function spec_of(spec, who, positional_key)
+-- the options table (a number stands for `positional_key`), its keys checked
+local function spec_of(spec, who, positional_key, known)
   if spec == nil then return {} end
   if type(spec) == "number" and positional_key then return { [positional_key] = spec } end
   if type(spec) ~= "table" then raise(who .. ": expected a table of options, got " .. type(spec)) end
-  return spec
+  return argcheck.keys("oar.initializer." .. who, spec, known)
 end
 
 function M.Constant(spec)
-  spec = spec_of(spec, "Constant", "value")
+  spec = spec_of(spec, "Constant", "value", "value force_cpu")
   return make("constant", { value = opt_number(spec, "value", 0.0, "Constant"),
                             force_cpu = spec.force_cpu and true or false })
 end
 
 function M.Uniform(spec)
-  spec = spec_of(spec, "Uniform")
+  spec = spec_of(spec, "Uniform", nil, "low high seed")
   local low, high = opt_number(spec, "low", -1.0, "Uniform"), opt_number(spec, "high", 1.0, "Uniform")
   if low > high then raise("Uniform: 'low' must not exceed 'high'") end
   return make("uniform", { low = low, high = high, seed = opt_number(spec, "seed", 0, "Uniform") })
 end
 
 function M.Normal(spec)
-  spec = spec_of(spec, "Normal")
+  spec = spec_of(spec, "Normal", nil, "loc scale seed")
   return make("normal", { loc = opt_number(spec, "loc", 0.0, "Normal"),
                           scale = opt_number(spec, "scale", 1.0, "Normal"),
                           seed = opt_number(spec, "seed", 0, "Normal") })
 end
 
 function M.TruncatedNormal(spec)
-  spec = spec_of(spec, "TruncatedNormal")
+  spec = spec_of(spec, "TruncatedNormal", nil, "loc scale seed")
   return make("truncated_normal", { loc = opt_number(spec, "loc", 0.0, "TruncatedNormal"),
                                     scale = opt_number(spec, "scale", 1.0, "TruncatedNormal"),
                                     seed = opt_number(spec, "seed", 0, "TruncatedNormal") })
 end
 
--- Xavier{uniform=true, fan_in=, fan_out=, seed=}
+--- Xavier{uniform=true, fan_in=, fan_out=, seed=}
 function M.Xavier(spec)
-  spec = spec_of(spec, "Xavier")
+  spec = spec_of(spec, "Xavier", nil, "uniform fan_in fan_out seed")
   local uniform = spec.uniform
   if uniform == nil then uniform = true end
   return make("xavier", { uniform = uniform, fan_in = spec.fan_in, fan_out = spec.fan_out,
                           seed = opt_number(spec, "seed", 0, "Xavier") })
 end
 
--- MSRA{uniform=true, fan_in=, seed=} (He et al.)
+--- MSRA{uniform=true, fan_in=, seed=} (He et al.)
 function M.MSRA(spec)
-  spec = spec_of(spec, "MSRA")
+  spec = spec_of(spec, "MSRA", nil, "uniform fan_in seed")
   local uniform = spec.uniform
   if uniform == nil then uniform = true end
   return make("msra", { uniform = uniform, fan_in = spec.fan_in,
@@ -83,7 +86,7 @@ M.TruncatedNormalInitializer, M.XavierInitializer, M.MSRAInitializer = M.Truncat
 
 function M.is_initializer(x) return getmetatable(x) == Initializer end
 
--- fan_in, fan_out of a weight shape: [in, out] for fc, [out, in, k...] for conv
+--- fan_in, fan_out of a weight shape: [in, out] for fc, [out, in, k...] for conv
 function M.compute_fans(shape)
   if type(shape) ~= "table" then
     raise("compute_fans: 'shape' must be a list of positive integers, got " .. framework.describe(shape))
@@ -106,7 +109,7 @@ local function seed_of(self, block)
   return block.program.random_seed or 0
 end
 
--- Appends the init op writing `var` to `block`.
+--- Appends the init op writing `var` to `block`.
 function Initializer:apply(var, block)
   if not framework.is_variable(var) then
     framework.raise("initializer: expected a Variable to initialize, got " .. framework.describe(var))

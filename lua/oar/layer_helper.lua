@@ -1,11 +1,13 @@
--- oar.layer_helper: what every layer does (Fluid's LayerHelper): name itself,
+--- oar.layer_helper: what every layer does (Fluid's LayerHelper): name itself,
 -- check its arguments, create parameters (declared in the main program,
 -- initialized in the startup program), temporaries, bias and activation.
+-- @module oar.layer_helper
 local framework = require("oar.framework")
 local unique_name = require("oar.unique_name")
 local param_attr = require("oar.param_attr")
 local initializer = require("oar.initializer")
 local dtypes = require("oar.dtypes")
+local argcheck = require("oar.argcheck")
 
 local raise, describe, is_variable = framework.raise, framework.describe, framework.is_variable
 
@@ -32,7 +34,7 @@ function check.opt_variable(layer, key, v)
   return v
 end
 
--- a Variable or a non-empty list of Variables -> list
+--- a Variable or a non-empty list of Variables -> list
 function check.variables(layer, key, v)
   if is_variable(v) then return { v } end
   if type(v) ~= "table" or #v == 0 then fail(layer, key, "a Variable or a list of Variables", v) end
@@ -75,7 +77,7 @@ function check.string(layer, key, v, default, choices)
   return v
 end
 
--- an int or a list of `n` ints -> list of n ints
+--- an int or a list of `n` ints -> list of n ints
 function check.int_list(layer, key, v, n, default)
   if v == nil then v = default end
   if type(v) == "number" then
@@ -98,9 +100,19 @@ function check.dtype(layer, key, v, default)
   return name
 end
 
--- Layer arguments: a table, or the primary argument given positionally
--- (layers.relu(x)) with optional extras.
-function LayerHelper.args(layer, a, primary, extra)
+--- A layer's keyword arguments, checked.
+--- The arguments are a table, or the primary argument given positionally
+-- (`layers.relu(x)`) with optional extras. When `known` is given, a key
+-- that is not in it is an error naming the layer and the closest valid key
+-- (`layers.fc: unknown argument 'activation' (did you mean 'act'?)`).
+-- @tparam string layer the layer's name ("fc"); errors say "layers.fc"
+-- @param a the user's table, or the primary value
+-- @tparam[opt] string primary the key a positional value stands for ("input")
+-- @tparam[opt] table extra keys to add when `a` is positional ({dim=dim})
+-- @tparam[opt] string|table known the valid keys ("input size act name")
+-- @treturn table the keyword table
+-- @usage a = LayerHelper.args("relu", a, "x", nil, "x name")
+function LayerHelper.args(layer, a, primary, extra, known)
   if is_variable(a) or (primary and type(a) ~= "table") then
     local t = {}
     if extra then for k, v in pairs(extra) do t[k] = v end end
@@ -110,7 +122,17 @@ function LayerHelper.args(layer, a, primary, extra)
   if type(a) ~= "table" then
     raise(string.format("%s: expected a table of arguments, got %s", layer, describe(a)))
   end
+  if known then argcheck.keys("layers." .. layer, a, known) end
   return a
+end
+
+--- Checks the keys of a keyword table against `known` (see oar.argcheck).
+--- @tparam string who the function as users write it ("layers.fc", "StaticRNN:memory")
+-- @tparam ?table a the keyword table
+-- @tparam string|table known the valid keys
+-- @treturn ?table a
+function LayerHelper.known(who, a, known)
+  return argcheck.keys(who, a, known)
 end
 
 -- ---- the helper ---------------------------------------------------------------
@@ -129,11 +151,11 @@ function LayerHelper:block() return self.main_program:current_block() end
 
 function LayerHelper:append_op(spec) return self:block():append_op(spec) end
 
--- The ParamAttr of this layer (or false when the layer must not have one).
+--- The ParamAttr of this layer (or false when the layer must not have one).
 function LayerHelper:param_attr() return param_attr.to_attr(self.kwargs.param_attr) end
 function LayerHelper:bias_attr() return param_attr.to_attr(self.kwargs.bias_attr) end
 
--- n ParamAttrs for n inputs (a list of attrs is taken as given; a single one
+--- n ParamAttrs for n inputs (a list of attrs is taken as given; a single one
 -- is copied, except that a fixed name cannot be shared by n weights)
 function LayerHelper:multiple_param_attr(n)
   local a = self.kwargs.param_attr
@@ -155,7 +177,7 @@ function LayerHelper:multiple_param_attr(n)
   return out
 end
 
--- The input dtype shared by all inputs in kwargs[key]; raises on a mix.
+--- The input dtype shared by all inputs in kwargs[key]; raises on a mix.
 function LayerHelper:input_dtype(inputs)
   local dtype
   for _, v in ipairs(inputs) do
@@ -168,7 +190,7 @@ function LayerHelper:input_dtype(inputs)
   return dtype or "float32"
 end
 
--- Declares the parameter in the main program and its initializer in the
+--- Declares the parameter in the main program and its initializer in the
 -- startup program (once per name: a shared name reuses the parameter).
 function LayerHelper:create_parameter(attr, shape, dtype, is_bias, default_initializer)
   if attr == false then return nil end
@@ -217,7 +239,7 @@ function LayerHelper:create_parameter(attr, shape, dtype, is_bias, default_initi
   return p
 end
 
--- A temporary for an op output; inference fills in its shape and dtype.
+--- A temporary for an op output; inference fills in its shape and dtype.
 function LayerHelper:create_variable_for_type_inference(dtype, stop_gradient)
   return self:block():create_var{
     name = unique_name.generate(self.name .. ".tmp"), dtype = dtype or "float32",
@@ -230,14 +252,14 @@ function LayerHelper:create_variable(spec)
   return self:block():create_var(spec)
 end
 
--- A persistable var in the main program's global block.
+--- A persistable var in the main program's global block.
 function LayerHelper:create_global_variable(spec)
   spec.persistable = spec.persistable ~= false
   if spec.name == nil then spec.name = unique_name.generate(self.name .. ".global") end
   return self.main_program:global_block():create_var(spec)
 end
 
--- Declares `var` in the startup program too, initialized by `init`.
+--- Declares `var` in the startup program too, initialized by `init`.
 function LayerHelper:set_variable_initializer(var, init)
   local gb = self.startup_program:global_block()
   if gb:_find_var_local(var.name) then return end
@@ -246,7 +268,7 @@ function LayerHelper:set_variable_initializer(var, init)
   init(sv, gb)
 end
 
--- input + bias, the bias shaped like the input's dims [dim_start, dim_end).
+--- input + bias, the bias shaped like the input's dims [dim_start, dim_end).
 function LayerHelper:append_bias_op(input, dim_start, dim_end)
   dim_start = dim_start or 1
   local battr = self:bias_attr()
@@ -262,7 +284,7 @@ function LayerHelper:append_bias_op(input, dim_start, dim_end)
   return out
 end
 
--- act: nil, a name ("relu"), or a table {type="leaky_relu", alpha=0.1}
+--- act: nil, a name ("relu"), or a table {type="leaky_relu", alpha=0.1}
 function LayerHelper:append_activation(input, act)
   if act == nil then act = self.kwargs.act end
   if act == nil then return input end
@@ -278,7 +300,7 @@ function LayerHelper:append_activation(input, act)
   return out
 end
 
--- one unary op X -> Out with attrs; returns Out
+--- one unary op X -> Out with attrs; returns Out
 function LayerHelper:unary(op_type, x, attrs, out_dtype)
   local out = self:create_variable_for_type_inference(out_dtype or x.dtype)
   self:append_op{ type = op_type, inputs = { X = { x } }, outputs = { Out = { out } }, attrs = attrs }
@@ -286,6 +308,6 @@ function LayerHelper:unary(op_type, x, attrs, out_dtype)
 end
 
 framework._guard_methods(LayerHelper, function(x) return getmetatable(x) == LayerHelper end, "LayerHelper",
-  { new = true, args = true })
+  { new = true, args = true, known = true })
 
 return LayerHelper

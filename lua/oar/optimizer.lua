@@ -1,7 +1,8 @@
--- oar.optimizer: Fluid's optimizers. minimize = append_backward, gradient
+--- oar.optimizer: Fluid's optimizers. minimize = append_backward, gradient
 -- clipping, regularization, then per parameter: its learning rate, its
 -- accumulators (persistable, initialized by the startup program) and the
 -- update op (role Optimize, op_role_var {param, grad}).
+-- @module oar.optimizer
 local framework = require("oar.framework")
 local backward = require("oar.backward")
 local regularizer = require("oar.regularizer")
@@ -9,6 +10,7 @@ local clip = require("oar.clip")
 local unique_name = require("oar.unique_name")
 local initializer = require("oar.initializer")
 local lib = require("oar.lib")
+local argcheck = require("oar.argcheck")
 
 local raise, describe, is_variable = framework.raise, framework.describe, framework.is_variable
 
@@ -34,6 +36,9 @@ local function new_optimizer(kind, spec)
   if spec == nil then spec = {} end
   if type(spec) == "number" or is_variable(spec) then spec = { learning_rate = spec } end
   if type(spec) ~= "table" then raise(who .. ": expected a table of options, got " .. describe(spec)) end
+  local known = { "learning_rate", "regularization", "grad_clip", "name" }
+  for key in pairs(kind.hyper or {}) do known[#known + 1] = key end
+  argcheck.keys("oar.optimizer." .. who, spec, known)
   local lr = spec.learning_rate
   if lr == nil and kind.default_lr then lr = kind.default_lr end
   if lr == nil then raise(who .. ": 'learning_rate' is required") end
@@ -132,9 +137,16 @@ function Optimizer:_get_accumulator(name, param)
 end
 
 -- ---- passes -------------------------------------------------------------------
--- minimize(loss, {startup_program=, parameter_list=, no_grad_set=}) or
--- minimize(loss, startup_program, parameter_list, no_grad_set)
--- -> optimize ops, {{param, grad}, ...}
+--- Appends backward, clipping, regularization and the update ops.
+-- The loss must hold one value (reduce it with layers.mean first).
+-- @tparam Variable loss a one-value loss
+-- @tparam[opt] table opts keyword arguments (or Fluid's positional startup_program, parameter_list, no_grad_set):
+-- @tparam[opt] Program opts.startup_program where accumulators are initialized (default: the default startup program)
+-- @tparam[opt] {Variable|string,...} opts.parameter_list parameters to train (default: all trainable)
+-- @tparam[opt] {Variable|string,...} opts.no_grad_set variables no gradient flows through
+-- @treturn {Operator,...} the optimize ops
+-- @treturn {{Variable,Variable},...} `{param, grad}` pairs
+-- @usage oar.optimizer.Adam{learning_rate = 1e-3}:minimize(loss)
 function Optimizer:minimize(loss, opts, parameter_list, no_grad_set)
   local who = self.kind.name .. ":minimize"
   if getmetatable(self) ~= Optimizer then raise("minimize: call it with ':' on an optimizer") end
@@ -144,9 +156,11 @@ function Optimizer:minimize(loss, opts, parameter_list, no_grad_set)
   end
   opts = opts or {}
   if type(opts) ~= "table" then raise(who .. ": options must be a table, got " .. describe(opts)) end
+  argcheck.keys(who, opts, "startup_program parameter_list no_grad_set")
   if opts.startup_program ~= nil and not framework.is_program(opts.startup_program) then
     raise(who .. ": 'startup_program' must be a Program, got " .. describe(opts.startup_program))
   end
+  backward._check_scalar_loss(loss, who)
   local params_grads = self:backward(loss, opts)
   local ops = self:apply_gradients(params_grads, loss.block.program, opts.startup_program)
   return ops, params_grads
@@ -157,10 +171,11 @@ function Optimizer:backward(loss, opts)
   if not is_variable(loss) then raise(who .. ": 'loss' must be a Variable, got " .. describe(loss)) end
   if opts == nil then opts = {} end
   if type(opts) ~= "table" then raise(who .. ": options must be a table, got " .. describe(opts)) end
+  argcheck.keys(who, opts, "startup_program parameter_list no_grad_set")
   return backward.append_backward(loss, { parameter_list = opts.parameter_list, no_grad_set = opts.no_grad_set })
 end
 
--- clip, regularize, then the update ops; returns the optimize ops
+--- clip, regularize, then the update ops; returns the optimize ops
 function Optimizer:apply_gradients(params_grads, program, startup)
   local who = self.kind.name .. ":apply_gradients"
   if type(params_grads) ~= "table" or is_variable(params_grads) then

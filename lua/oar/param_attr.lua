@@ -1,7 +1,9 @@
--- oar.param_attr: how a layer creates its parameters (Fluid's ParamAttr):
+--- oar.param_attr: how a layer creates its parameters (Fluid's ParamAttr):
 -- name, initializer, learning_rate (scales the optimizer's lr for this
 -- parameter), regularizer, trainable, gradient_clip.
+-- @module oar.param_attr
 local raise = require("oar.framework").raise
+local argcheck = require("oar.argcheck")
 local M = {}
 
 local ParamAttr = {}
@@ -14,14 +16,23 @@ M.is_param_attr = is_param_attr
 local known = { name = true, initializer = true, learning_rate = true, regularizer = true,
                 trainable = true, gradient_clip = true, do_model_average = true }
 
+--- How a layer creates one parameter (Fluid's ParamAttr); also `oar.ParamAttr{...}`.
+-- @tparam[opt] table spec keyword arguments:
+-- @tparam[opt] string spec.name the parameter's name (a shared name shares the parameter)
+-- @tparam[opt] Initializer spec.initializer default: the layer's (Xavier for weights, zeros for biases)
+-- @tparam[opt=1.0] number spec.learning_rate scales the optimizer's learning rate for this parameter
+-- @tparam[opt] Regularizer spec.regularizer L1Decay or L2Decay
+-- @tparam[opt=true] bool spec.trainable
+-- @param[opt] spec.gradient_clip
+-- @param[opt] spec.do_model_average
+-- @treturn ParamAttr
+-- @usage layers.fc{input = x, size = 10, param_attr = oar.ParamAttr{name = "w", initializer = oar.initializer.Normal{scale = 0.01}}}
 function M.new(spec)
   spec = spec or {}
   if type(spec) ~= "table" then
     raise("ParamAttr: expected a table {name=, initializer=, ...}, got " .. type(spec))
   end
-  for k in pairs(spec) do
-    if not known[k] then raise("ParamAttr: unknown field '" .. tostring(k) .. "'") end
-  end
+  argcheck.keys("oar.ParamAttr", spec, known)
   if spec.name ~= nil and type(spec.name) ~= "string" then
     raise("ParamAttr: 'name' must be a string, got " .. type(spec.name))
   end
@@ -40,7 +51,7 @@ function M.new(spec)
 end
 setmetatable(M, { __call = function(_, spec) return M.new(spec) end })
 
--- Turns what a layer was given into a ParamAttr (or false for "none"):
+--- Turns what a layer was given into a ParamAttr (or false for "none"):
 -- nil -> defaults, "name" -> {name=}, an initializer -> {initializer=},
 -- a regularizer -> {regularizer=}, a table -> ParamAttr(table).
 function M.to_attr(arg)

@@ -1,8 +1,10 @@
--- oar.regularizer: weight decay added to a parameter's gradient before the
+--- oar.regularizer: weight decay added to a parameter's gradient before the
 -- optimizer op (Fluid's regularizer.py): L2 adds coeff * param, L1 adds
 -- coeff * sign(param).
+-- @module oar.regularizer
 local framework = require("oar.framework")
 local unique_name = require("oar.unique_name")
+local argcheck = require("oar.argcheck")
 
 local raise = require("oar.framework").raise
 local M = {}
@@ -11,7 +13,10 @@ local Regularizer = {}
 Regularizer.__index = Regularizer
 
 local function make(kind, coeff, who)
-  if type(coeff) == "table" then coeff = coeff.regularization_coeff or coeff.coeff or coeff[1] end
+  if type(coeff) == "table" then
+    argcheck.keys("oar.regularizer." .. who, coeff, "regularization_coeff coeff", { positional = 1 })
+    coeff = coeff.regularization_coeff or coeff.coeff or coeff[1]
+  end
   if coeff == nil then coeff = 0.0 end
   if type(coeff) ~= "number" then
     raise(who .. ": 'regularization_coeff' must be a number, got " .. type(coeff))
@@ -30,7 +35,7 @@ function Regularizer:__tostring()
   return string.format("%sDecay(%g)", self.kind == "l2" and "L2" or "L1", self.coeff)
 end
 
--- Appends ops computing the decay term of `param` to `block`; returns it.
+--- Appends ops computing the decay term of `param` to `block`; returns it.
 function Regularizer:decay_term(param, block)
   if not framework.is_variable(param) then
     framework.raise("Regularizer:decay_term: 'param' must be a Variable, got " .. framework.describe(param))
@@ -51,7 +56,7 @@ function Regularizer:decay_term(param, block)
   return decay
 end
 
--- For each {param, grad}: grad + decay(param) with the param's own
+--- For each {param, grad}: grad + decay(param) with the param's own
 -- regularizer, else `regularization`. Returns the new pairs.
 function M.append_regularization_ops(params_grads, regularization)
   if type(params_grads) ~= "table" or framework.is_variable(params_grads) then

@@ -1,5 +1,6 @@
--- oar.layers: every layer function in one table, like fluid.layers. The
+--- oar.layers: every layer function in one table, like fluid.layers. The
 -- control-flow and sequence modules join in when they exist.
+-- @module oar.layers
 local M = {}
 -- visible before the optional modules load, so they may require("oar.layers")
 package.loaded["oar.layers"] = M
@@ -25,5 +26,9 @@ merge("oar.layers.learning_rate", true)
 require("oar.layers.math")   -- Variable operators
 merge("oar.layers.control_flow", false)
 merge("oar.layers.sequence", false)
+
+-- a name oar.layers does not have is an error with a suggestion
+-- ("oar.layers: no field 'fcc' (did you mean 'fc'?)"); probe with rawget
+require("oar.argcheck").strict_module(M, "oar.layers")
 
 return M

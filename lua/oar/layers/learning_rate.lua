@@ -1,9 +1,11 @@
--- oar.layers.learning_rate: learning-rate schedules as ops of the main
+--- oar.layers.learning_rate: learning-rate schedules as ops of the main
 -- program (role LRSched), driven by the persistable float counter
 -- "@LR_DECAY_COUNTER@" that an `increment` op at the front of the global
 -- block advances once per run. Branches (piecewise, warmup) are written as
 -- arithmetic on 0/1 comparison results instead of control flow.
+-- @module oar.layers.learning_rate
 local framework = require("oar.framework")
+local argcheck = require("oar.argcheck")
 local LayerHelper = require("oar.layer_helper")
 local initializer = require("oar.initializer")
 
@@ -55,7 +57,7 @@ local function indicator_less(step, bound)
   return out
 end
 
--- The step counter (value begin at the first run), created once per program.
+--- The step counter (value begin at the first run), created once per program.
 function M.decay_step_counter(begin)
   begin = begin or 0
   local main = framework.default_main_program()
@@ -91,11 +93,11 @@ local function decay_progress(decay_steps, staircase)
   return div
 end
 
--- lr * decay_rate ^ (step / decay_steps), the exponent floored when staircase
+--- lr * decay_rate ^ (step / decay_steps), the exponent floored when staircase
 function M.exponential_decay(learning_rate, decay_steps, decay_rate, staircase)
   local who = "exponential_decay"
   if type(learning_rate) == "table" and not is_variable(learning_rate) then
-    local a = learning_rate
+    local a = argcheck.keys("layers." .. who, learning_rate, "learning_rate decay_steps decay_rate staircase")
     learning_rate, decay_steps, decay_rate, staircase = a.learning_rate, a.decay_steps, a.decay_rate, a.staircase
   end
   learning_rate = check.number(who, "learning_rate", learning_rate)
@@ -108,9 +110,13 @@ function M.exponential_decay(learning_rate, decay_steps, decay_rate, staircase)
   end)
 end
 
--- lr * exp(-decay_rate * step / decay_steps)
+--- lr * exp(-decay_rate * step / decay_steps)
 function M.natural_exp_decay(learning_rate, decay_steps, decay_rate, staircase)
   local who = "natural_exp_decay"
+  if type(learning_rate) == "table" and not is_variable(learning_rate) then
+    local a = argcheck.keys("layers." .. who, learning_rate, "learning_rate decay_steps decay_rate staircase")
+    learning_rate, decay_steps, decay_rate, staircase = a.learning_rate, a.decay_steps, a.decay_rate, a.staircase
+  end
   learning_rate = check.number(who, "learning_rate", learning_rate)
   decay_steps = positive(who, "decay_steps", decay_steps)
   decay_rate = check.number(who, "decay_rate", decay_rate)
@@ -120,9 +126,13 @@ function M.natural_exp_decay(learning_rate, decay_steps, decay_rate, staircase)
   end)
 end
 
--- lr / (1 + decay_rate * step / decay_steps)
+--- lr / (1 + decay_rate * step / decay_steps)
 function M.inverse_time_decay(learning_rate, decay_steps, decay_rate, staircase)
   local who = "inverse_time_decay"
+  if type(learning_rate) == "table" and not is_variable(learning_rate) then
+    local a = argcheck.keys("layers." .. who, learning_rate, "learning_rate decay_steps decay_rate staircase")
+    learning_rate, decay_steps, decay_rate, staircase = a.learning_rate, a.decay_steps, a.decay_rate, a.staircase
+  end
   learning_rate = check.number(who, "learning_rate", learning_rate)
   decay_steps = positive(who, "decay_steps", decay_steps)
   decay_rate = check.number(who, "decay_rate", decay_rate)
@@ -132,11 +142,12 @@ function M.inverse_time_decay(learning_rate, decay_steps, decay_rate, staircase)
   end)
 end
 
--- values[i] while step < boundaries[i]; values[#values] after the last boundary.
+--- values[i] while step < boundaries[i]; values[#values] after the last boundary.
 -- As arithmetic: v_n + sum_k (v_k - v_{k+1}) * [step < b_k].
 function M.piecewise_decay(boundaries, values)
   local who = "piecewise_decay"
   if type(boundaries) == "table" and boundaries.boundaries then
+    argcheck.keys("layers." .. who, boundaries, "boundaries values")
     boundaries, values = boundaries.boundaries, boundaries.values
   end
   if type(boundaries) ~= "table" then check.fail(who, "boundaries", "a list of numbers", boundaries) end
@@ -167,12 +178,13 @@ function M.piecewise_decay(boundaries, values)
   end)
 end
 
--- (lr - end_lr) * (1 - step / decay_steps) ^ power + end_lr; with cycle the
+--- (lr - end_lr) * (1 - step / decay_steps) ^ power + end_lr; with cycle the
 -- horizon grows to the next multiple of decay_steps, else step stops at it.
 function M.polynomial_decay(learning_rate, decay_steps, end_learning_rate, power, cycle)
   local who = "polynomial_decay"
   if type(learning_rate) == "table" and not is_variable(learning_rate) then
-    local a = learning_rate
+    local a = argcheck.keys("layers." .. who, learning_rate,
+      "learning_rate decay_steps end_learning_rate power cycle")
     learning_rate, decay_steps, end_learning_rate, power, cycle =
       a.learning_rate, a.decay_steps, a.end_learning_rate, a.power, a.cycle
   end
@@ -196,11 +208,11 @@ function M.polynomial_decay(learning_rate, decay_steps, end_learning_rate, power
   end)
 end
 
--- lr * 0.5 * (cos(floor(step / step_each_epoch) * pi / epochs) + 1)
+--- lr * 0.5 * (cos(floor(step / step_each_epoch) * pi / epochs) + 1)
 function M.cosine_decay(learning_rate, step_each_epoch, epochs)
   local who = "cosine_decay"
   if type(learning_rate) == "table" and not is_variable(learning_rate) then
-    local a = learning_rate
+    local a = argcheck.keys("layers." .. who, learning_rate, "learning_rate step_each_epoch epochs")
     learning_rate, step_each_epoch, epochs = a.learning_rate, a.step_each_epoch, a.epochs
   end
   learning_rate = check.number(who, "learning_rate", learning_rate)
@@ -214,11 +226,11 @@ function M.cosine_decay(learning_rate, step_each_epoch, epochs)
   end)
 end
 
--- learning_rate * d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5), step from 1
+--- learning_rate * d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5), step from 1
 function M.noam_decay(d_model, warmup_steps, learning_rate)
   local who = "noam_decay"
   if type(d_model) == "table" then
-    local a = d_model
+    local a = argcheck.keys("layers." .. who, d_model, "d_model warmup_steps learning_rate")
     d_model, warmup_steps, learning_rate = a.d_model, a.warmup_steps, a.learning_rate
   end
   d_model = positive(who, "d_model", d_model)
@@ -232,7 +244,7 @@ function M.noam_decay(d_model, warmup_steps, learning_rate)
   end)
 end
 
--- start_lr + (end_lr - start_lr) * step / warmup_steps while step < warmup_steps,
+--- start_lr + (end_lr - start_lr) * step / warmup_steps while step < warmup_steps,
 -- then learning_rate (a number or a schedule Variable)
 function M.linear_lr_warmup(learning_rate, warmup_steps, start_lr, end_lr)
   local who = "linear_lr_warmup"

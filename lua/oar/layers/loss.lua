@@ -1,5 +1,6 @@
--- oar.layers.loss: losses and metrics (Fluid's cross_entropy, square_error_cost,
+--- oar.layers.loss: losses and metrics (Fluid's cross_entropy, square_error_cost,
 -- softmax_with_cross_entropy, sigmoid_cross_entropy_with_logits, accuracy).
+-- @module oar.layers.loss
 local LayerHelper = require("oar.layer_helper")
 local framework = require("oar.framework")
 local nn = require("oar.layers.nn")
@@ -9,14 +10,14 @@ local check, args = LayerHelper.check, LayerHelper.args
 
 local M = {}
 
-local function pair(layer, a, k1, k2, label)
+local function pair(layer, a, k1, k2, label, known)
   if framework.is_variable(a) then a = { [k1] = a, [k2] = label } end
-  return args(layer, a)
+  return args(layer, a, nil, nil, known)
 end
 
--- cross_entropy{input=, label=, soft_label=false, ignore_index=-100}
+--- cross_entropy{input=, label=, soft_label=false, ignore_index=-100}
 function M.cross_entropy(a, label)
-  a = pair("cross_entropy", a, "input", "label", label)
+  a = pair("cross_entropy", a, "input", "label", label, "input label soft_label ignore_index name")
   local x = check.variable("cross_entropy", "input", a.input)
   local lbl = check.variable("cross_entropy", "label", a.label)
   local helper = LayerHelper("cross_entropy", a)
@@ -27,11 +28,12 @@ function M.cross_entropy(a, label)
   return out
 end
 
--- softmax_with_cross_entropy{logits=, label=, soft_label=false, ignore_index=-100,
+--- softmax_with_cross_entropy{logits=, label=, soft_label=false, ignore_index=-100,
 -- return_softmax=false, axis=-1} -> loss (, softmax)
 function M.softmax_with_cross_entropy(a, label)
   local who = "softmax_with_cross_entropy"
-  a = pair(who, a, "logits", "label", label)
+  a = pair(who, a, "logits", "label", label,
+    "logits label soft_label ignore_index numeric_stable_mode return_softmax axis name")
   local logits = check.variable(who, "logits", a.logits)
   local lbl = check.variable(who, "label", a.label)
   local helper = LayerHelper(who, a)
@@ -47,9 +49,9 @@ function M.softmax_with_cross_entropy(a, label)
   return loss
 end
 
--- square_error_cost{input=, label=}: (input - label)^2 elementwise
+--- square_error_cost{input=, label=}: (input - label)^2 elementwise
 function M.square_error_cost(a, label)
-  a = pair("square_error_cost", a, "input", "label", label)
+  a = pair("square_error_cost", a, "input", "label", label, "input label name")
   local x = check.variable("square_error_cost", "input", a.input)
   local lbl = check.variable("square_error_cost", "label", a.label)
   local helper = LayerHelper("square_error_cost", a)
@@ -65,10 +67,10 @@ function M.square_error_cost(a, label)
   return out
 end
 
--- sigmoid_cross_entropy_with_logits{x=, label=, ignore_index=-100, normalize=false}
+--- sigmoid_cross_entropy_with_logits{x=, label=, ignore_index=-100, normalize=false}
 function M.sigmoid_cross_entropy_with_logits(a, label)
   local who = "sigmoid_cross_entropy_with_logits"
-  a = pair(who, a, "x", "label", label)
+  a = pair(who, a, "x", "label", label, "x label ignore_index normalize name")
   local x = check.variable(who, "x", a.x)
   local lbl = check.variable(who, "label", a.label)
   local helper = LayerHelper(who, a)
@@ -79,10 +81,10 @@ function M.sigmoid_cross_entropy_with_logits(a, label)
   return out
 end
 
--- accuracy{input=, label=, k=1, correct=, total=}: top-k then accuracy, like Fluid
+--- accuracy{input=, label=, k=1, correct=, total=}: top-k then accuracy, like Fluid
 function M.accuracy(a, label, k)
   if framework.is_variable(a) then a = { input = a, label = label, k = k } end
-  a = args("accuracy", a)
+  a = args("accuracy", a, nil, nil, "correct input k label name total")
   local x = check.variable("accuracy", "input", a.input)
   local lbl = check.variable("accuracy", "label", a.label)
   local kk = a.k == nil and 1 or check.positive_int("accuracy", "k", a.k)

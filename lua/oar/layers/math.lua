@@ -1,7 +1,8 @@
--- oar.layers.math: arithmetic on Variables (Fluid's math_op_patch): a + b,
+--- oar.layers.math: arithmetic on Variables (Fluid's math_op_patch): a + b,
 -- a - b, a * b, a / b, a ^ b, -a, with numbers on either side. A number
 -- with a Variable becomes a `scale` op where it can; otherwise a constant
 -- shaped like the Variable and an elementwise op.
+-- @module oar.layers.math
 local framework = require("oar.framework")
 local unique_name = require("oar.unique_name")
 
@@ -105,7 +106,7 @@ M.pow = binary("^", "pow",
 
 function M.neg(a) return scale(a, -1.0, 0.0) end
 
--- Installs the operators on Variable and Parameter.
+--- Installs the operators on Variable and Parameter.
 function M.patch()
   for _, mt in ipairs({ framework.VariableMT, framework.ParameterMT }) do
     mt.__add, mt.__sub, mt.__mul, mt.__div, mt.__pow = M.add, M.sub, M.mul, M.div, M.pow

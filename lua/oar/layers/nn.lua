@@ -1,9 +1,11 @@
--- oar.layers.nn: neural network layers (Fluid's layers/nn.py): fc, embedding,
+--- oar.layers.nn: neural network layers (Fluid's layers/nn.py): fc, embedding,
 -- conv2d, pool2d, normalization, dropout, activations, reductions, matmul,
 -- elementwise arithmetic.
+-- @module oar.layers.nn
 local LayerHelper = require("oar.layer_helper")
 local initializer = require("oar.initializer")
 local framework = require("oar.framework")
+local argcheck = require("oar.argcheck")
 
 local check, args = LayerHelper.check, LayerHelper.args
 local raise = framework.raise
@@ -20,9 +22,22 @@ local function prod(list, from, to)
 end
 
 -- ---- fully connected ------------------------------------------------------------
--- fc{input=, size=, num_flatten_dims=1, param_attr=, bias_attr=, act=, name=}
+--- A fully connected layer: act(input . W + b).
+-- Inputs of more than 2 dims are flattened: the first `num_flatten_dims`
+-- dims are rows, the rest columns. A list of inputs gets one weight each,
+-- the products summed.
+-- @tparam table a keyword arguments:
+-- @tparam Variable|{Variable,...} a.input the input(s) (also positional: fc(x) is an error, size is required)
+-- @tparam int a.size number of output units
+-- @tparam[opt=1] int a.num_flatten_dims dims that form the rows
+-- @tparam[opt] ParamAttr|string|{ParamAttr,...} a.param_attr the weight's attributes (a list for a list of inputs)
+-- @tparam[opt] ParamAttr|string|false a.bias_attr the bias's attributes; `false`: no bias
+-- @tparam[opt] string|table a.act activation applied last ("relu", "softmax", {type="leaky_relu", alpha=0.1})
+-- @tparam[opt] string a.name prefix of the parameter names
+-- @treturn Variable the output, [rows, size]
+-- @usage local h = layers.fc{input = x, size = 64, act = "relu"}
 function M.fc(a)
-  a = args("fc", a, "input")
+  a = args("fc", a, "input", nil, "act bias_attr input name num_flatten_dims param_attr size")
   local inputs = check.variables("fc", "input", a.input)
   local size = check.positive_int("fc", "size", a.size)
   local nfd = check.int("fc", "num_flatten_dims", a.num_flatten_dims, 1)
@@ -56,9 +71,10 @@ function M.fc(a)
   return helper:append_activation(pre_act)
 end
 
--- embedding{input=, size={vocab, dim}, is_sparse=false, padding_idx=, param_attr=, dtype=}
+--- embedding{input=, size={vocab, dim}, is_sparse=false, padding_idx=, param_attr=, dtype=}
 function M.embedding(a)
-  a = args("embedding", a, "input")
+  a = args("embedding", a, "input", nil,
+    "dtype input is_distributed is_sparse name padding_idx param_attr size")
   local ids = check.variable("embedding", "input", a.input)
   local size = a.size
   if type(size) ~= "table" or #size ~= 2 then check.fail("embedding", "size", "{vocab_size, dim}", size) end
@@ -81,10 +97,11 @@ function M.embedding(a)
 end
 
 -- ---- convolution and pooling -----------------------------------------------------------
--- conv2d{input=, num_filters=, filter_size=, stride=1, padding=0, dilation=1,
+--- conv2d{input=, num_filters=, filter_size=, stride=1, padding=0, dilation=1,
 -- groups=1, param_attr=, bias_attr=, act=, use_cudnn=true, name=}; NCHW
 function M.conv2d(a)
-  a = args("conv2d", a, "input")
+  a = args("conv2d", a, "input", nil,
+    "act bias_attr dilation filter_size groups input name num_filters padding param_attr stride use_cudnn")
   local input = check.variable("conv2d", "input", a.input)
   local num_filters = check.positive_int("conv2d", "num_filters", a.num_filters)
   if a.filter_size == nil then check.fail("conv2d", "filter_size", "an integer or a list of 2", nil) end
@@ -119,10 +136,11 @@ function M.conv2d(a)
   return helper:append_activation(pre_act)
 end
 
--- pool2d{input=, pool_size=, pool_type="max", pool_stride=1, pool_padding=0,
+--- pool2d{input=, pool_size=, pool_type="max", pool_stride=1, pool_padding=0,
 -- global_pooling=false, ceil_mode=false, exclusive=true}
 function M.pool2d(a)
-  a = args("pool2d", a, "input")
+  a = args("pool2d", a, "input", nil,
+    "ceil_mode exclusive global_pooling input name pool_padding pool_size pool_stride pool_type")
   local input = check.variable("pool2d", "input", a.input)
   local pool_type = check.string("pool2d", "pool_type", a.pool_type, "max", { "max", "avg" })
   local global_pooling = check.boolean("pool2d", "global_pooling", a.global_pooling, false)
@@ -142,11 +160,12 @@ function M.pool2d(a)
 end
 
 -- ---- normalization and dropout -------------------------------------------------
--- batch_norm{input=, act=, is_test=false, momentum=0.9, epsilon=1e-5,
+--- batch_norm{input=, act=, is_test=false, momentum=0.9, epsilon=1e-5,
 -- param_attr=, bias_attr=, data_layout="NCHW", moving_mean_name=,
 -- moving_variance_name=, use_global_stats=false}
 function M.batch_norm(a)
-  a = args("batch_norm", a, "input")
+  a = args("batch_norm", a, "input", nil,
+    "act bias_attr data_layout epsilon input is_test momentum moving_mean_name moving_variance_name name param_attr use_global_stats")
   local input = check.variable("batch_norm", "input", a.input)
   local layout = check.string("batch_norm", "data_layout", a.data_layout, "NCHW", { "NCHW", "NHWC" })
   local shape = input.shape
@@ -179,10 +198,11 @@ function M.batch_norm(a)
   return helper:append_activation(out)
 end
 
--- layer_norm{input=, scale=true, shift=true, begin_norm_axis=1, epsilon=1e-5,
+--- layer_norm{input=, scale=true, shift=true, begin_norm_axis=1, epsilon=1e-5,
 -- param_attr=, bias_attr=, act=}
 function M.layer_norm(a)
-  a = args("layer_norm", a, "input")
+  a = args("layer_norm", a, "input", nil,
+    "act begin_norm_axis bias_attr epsilon input name param_attr scale shift")
   local input = check.variable("layer_norm", "input", a.input)
   local axis = check.int("layer_norm", "begin_norm_axis", a.begin_norm_axis, 1)
   local shape = input.shape
@@ -210,9 +230,10 @@ function M.layer_norm(a)
   return helper:append_activation(out)
 end
 
--- dropout{x=, dropout_prob=, is_test=false, seed=, dropout_implementation="downgrade_in_infer"}
+--- dropout{x=, dropout_prob=, is_test=false, seed=, dropout_implementation="downgrade_in_infer"}
 function M.dropout(a, prob)
-  a = args("dropout", a, "x", { dropout_prob = prob })
+  a = args("dropout", a, "x", { dropout_prob = prob },
+    "dropout_implementation dropout_prob is_test name seed x")
   local x = check.variable("dropout", "x", a.x)
   local p = check.number("dropout", "dropout_prob", a.dropout_prob)
   if p < 0 or p > 1 then check.fail("dropout", "dropout_prob", "in [0, 1]", p) end
@@ -245,8 +266,11 @@ local activations = {
 }
 
 for op_type, defaults in pairs(activations) do
+  local known = { "x", "name" }
+  for k in pairs(defaults) do known[#known + 1] = k end
   M[op_type] = function(a, extra)
     if framework.is_variable(a) and type(extra) == "table" then
+      argcheck.keys("layers." .. op_type, extra, known)
       local t = {}
       for k, v in pairs(extra) do t[k] = v end
       t.x = a
@@ -256,7 +280,7 @@ for op_type, defaults in pairs(activations) do
       local key = next(defaults)
       a = { x = a, [key] = extra }
     else
-      a = args(op_type, a, "x")
+      a = args(op_type, a, "x", nil, known)
     end
     local x = check.variable(op_type, "x", a.x)
     local attrs = {}
@@ -269,21 +293,21 @@ end
 -- a layer of op_type with input X and attr axis: softmax, log_softmax
 local function softmax_layer(op_type)
   return function(a)
-    a = args(op_type, a, "input")
+    a = args(op_type, a, "input", nil, "axis input name x")
     local x = check.variable(op_type, "input", a.input or a.x)
     local helper = LayerHelper(op_type, a)
     return helper:unary(op_type, x, { axis = check.int(op_type, "axis", a.axis, -1) })
   end
 end
 
--- softmax(x) or softmax{input=, axis=-1}; log_softmax the same
+--- softmax(x) or softmax{input=, axis=-1}; log_softmax the same
 M.softmax = softmax_layer("softmax")
 M.log_softmax = softmax_layer("log_softmax")
 
 -- ---- reductions ------------------------------------------------------------------
--- mean(x) or mean{x=}: the mean of all elements, shape [1]
+--- mean(x) or mean{x=}: the mean of all elements, shape [1]
 function M.mean(a)
-  a = args("mean", a, "x")
+  a = args("mean", a, "x", nil, "input name x")
   local x = check.variable("mean", "x", a.x or a.input)
   local helper = LayerHelper("mean", a)
   return helper:unary("mean", x, nil)
@@ -291,7 +315,7 @@ end
 
 local function reduce_layer(op_type)
   return function(a, dim, keep_dim)
-    a = args(op_type, a, "input", { dim = dim, keep_dim = keep_dim })
+    a = args(op_type, a, "input", { dim = dim, keep_dim = keep_dim }, "dim input keep_dim name x")
     local x = check.variable(op_type, "input", a.input or a.x)
     local d = a.dim
     local reduce_all = d == nil
@@ -312,10 +336,10 @@ for _, name in ipairs({ "reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
 end
 
 -- ---- products ---------------------------------------------------------------------
--- matmul{x=, y=, transpose_x=false, transpose_y=false, alpha=1.0}
+--- matmul{x=, y=, transpose_x=false, transpose_y=false, alpha=1.0}
 function M.matmul(a, y)
   if framework.is_variable(a) then a = { x = a, y = y } end
-  a = args("matmul", a)
+  a = args("matmul", a, nil, nil, "alpha name transpose_x transpose_y x y")
   local x = check.variable("matmul", "x", a.x)
   y = check.variable("matmul", "y", a.y)
   local helper = LayerHelper("matmul", a)
@@ -327,10 +351,10 @@ function M.matmul(a, y)
   return out
 end
 
--- mul{x=, y=, x_num_col_dims=1, y_num_col_dims=1}
+--- mul{x=, y=, x_num_col_dims=1, y_num_col_dims=1}
 function M.mul(a, y)
   if framework.is_variable(a) then a = { x = a, y = y } end
-  a = args("mul", a)
+  a = args("mul", a, nil, nil, "act name x x_num_col_dims y y_num_col_dims")
   local x = check.variable("mul", "x", a.x)
   y = check.variable("mul", "y", a.y)
   local helper = LayerHelper("mul", a)
@@ -346,7 +370,7 @@ for _, kind in ipairs({ "add", "sub", "mul", "div", "max", "min", "pow", "mod", 
   local op_type = "elementwise_" .. kind
   M[op_type] = function(a, y)
     if framework.is_variable(a) then a = { x = a, y = y } end
-    a = args(op_type, a)
+    a = args(op_type, a, nil, nil, "act axis name x y")
     local x = check.variable(op_type, "x", a.x)
     local yv = check.variable(op_type, "y", a.y)
     local helper = LayerHelper(op_type, a)
@@ -357,9 +381,9 @@ for _, kind in ipairs({ "add", "sub", "mul", "div", "max", "min", "pow", "mod", 
   end
 end
 
--- scale{x=, scale=1.0, bias=0.0, bias_after_scale=true, act=}
+--- scale{x=, scale=1.0, bias=0.0, bias_after_scale=true, act=}
 function M.scale(a, s, b)
-  a = args("scale", a, "x", { scale = s, bias = b })
+  a = args("scale", a, "x", { scale = s, bias = b }, "act bias bias_after_scale name scale x")
   local x = check.variable("scale", "x", a.x)
   local helper = LayerHelper("scale", a)
   local out = helper:unary("scale", x, { scale = check.number("scale", "scale", a.scale, 1.0),
@@ -368,26 +392,26 @@ function M.scale(a, s, b)
   return helper:append_activation(out)
 end
 
--- clip{x=, min=, max=}
+--- clip{x=, min=, max=}
 function M.clip(a)
-  a = args("clip", a, "x")
+  a = args("clip", a, "x", nil, "max min name x")
   local x = check.variable("clip", "x", a.x)
   local lo, hi = check.number("clip", "min", a.min), check.number("clip", "max", a.max)
   if lo > hi then raise("clip: 'min' must not exceed 'max'") end
   return LayerHelper("clip", a):unary("clip", x, { min = lo, max = hi })
 end
 
--- clip_by_norm{x=, max_norm=}
+--- clip_by_norm{x=, max_norm=}
 function M.clip_by_norm(a)
-  a = args("clip_by_norm", a, "x")
+  a = args("clip_by_norm", a, "x", nil, "max_norm name x")
   local x = check.variable("clip_by_norm", "x", a.x)
   return LayerHelper("clip_by_norm", a):unary("clip_by_norm", x,
     { max_norm = check.number("clip_by_norm", "max_norm", a.max_norm) })
 end
 
--- topk{input=, k=} -> values, indices (int64)
+--- topk{input=, k=} -> values, indices (int64)
 function M.topk(a, k)
-  a = args("topk", a, "input", { k = k })
+  a = args("topk", a, "input", { k = k }, "input k name")
   local x = check.variable("topk", "input", a.input)
   local kk = check.positive_int("topk", "k", a.k)
   local helper = LayerHelper("top_k", a)
@@ -399,9 +423,9 @@ function M.topk(a, k)
 end
 M.top_k = M.topk
 
--- one_hot{input=, depth=}
+--- one_hot{input=, depth=}
 function M.one_hot(a, depth)
-  a = args("one_hot", a, "input", { depth = depth })
+  a = args("one_hot", a, "input", { depth = depth }, "depth input name")
   local x = check.variable("one_hot", "input", a.input)
   local helper = LayerHelper("one_hot", a)
   local out = helper:create_variable_for_type_inference("float32")

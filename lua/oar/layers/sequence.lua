@@ -1,4 +1,4 @@
--- oar.layers.sequence: layers over LoD sequences (Fluid's sequence_* layers,
+--- oar.layers.sequence: layers over LoD sequences (Fluid's sequence_* layers,
 -- dynamic_lstm, dynamic_gru, lstm_unit, gru_unit). Merged into oar.layers.
 --
 --   local h, c = layers.dynamic_lstm{input = layers.fc{input = emb, size = 4 * H}, size = 4 * H}
@@ -7,6 +7,7 @@
 --
 -- Parameters take Fluid's default initializers: Xavier for weights and
 -- filters, zeros for biases (param_attr / bias_attr override them).
+-- @module oar.layers.sequence
 local LayerHelper = require("oar.layer_helper")
 local framework = require("oar.framework")
 
@@ -28,10 +29,10 @@ end
 -- ---- pooling ------------------------------------------------------------------------------
 local POOL_TYPES = { average = "AVERAGE", sum = "SUM", sqrt = "SQRT", max = "MAX", last = "LAST", first = "FIRST" }
 
--- sequence_pool{input=, pool_type=, is_test=false, pad_value=0.0, name=} or
+--- sequence_pool{input=, pool_type=, is_test=false, pad_value=0.0, name=} or
 -- sequence_pool(input, pool_type): one row per sequence of the last LoD level
 function M.sequence_pool(a, pool_type)
-  a = args("sequence_pool", a, "input", { pool_type = pool_type })
+  a = args("sequence_pool", a, "input", { pool_type = pool_type }, "input is_test name pad_value pool_type")
   local input = check.variable("sequence_pool", "input", a.input)
   local pt = check.string("sequence_pool", "pool_type", a.pool_type)
   local code = POOL_TYPES[pt:lower()]
@@ -48,33 +49,33 @@ function M.sequence_pool(a, pool_type)
   return out
 end
 
--- sequence_first_step(input) / sequence_last_step(input)
+--- sequence_first_step(input) / sequence_last_step(input)
 function M.sequence_first_step(a)
-  a = args("sequence_first_step", a, "input")
+  a = args("sequence_first_step", a, "input", nil, "input name")
   return M.sequence_pool{ input = check.variable("sequence_first_step", "input", a.input), pool_type = "first",
                           name = a.name }
 end
 
 function M.sequence_last_step(a)
-  a = args("sequence_last_step", a, "input")
+  a = args("sequence_last_step", a, "input", nil, "input name")
   return M.sequence_pool{ input = check.variable("sequence_last_step", "input", a.input), pool_type = "last",
                           name = a.name }
 end
 
--- sequence_softmax(input) or {input=, use_cudnn=false, name=}: softmax within
+--- sequence_softmax(input) or {input=, use_cudnn=false, name=}: softmax within
 -- each sequence of a [N, 1] (or [N]) input
 function M.sequence_softmax(a)
-  a = args("sequence_softmax", a, "input")
+  a = args("sequence_softmax", a, "input", nil, "input name use_cudnn x")
   local input = check.variable("sequence_softmax", "input", a.input or a.x)
   local helper = LayerHelper("sequence_softmax", a)
   return helper:unary("sequence_softmax", input,
     { use_cudnn = check.boolean("sequence_softmax", "use_cudnn", a.use_cudnn, false) })
 end
 
--- sequence_expand{x=, y=, ref_level=-1, name=} or sequence_expand(x, y, ref_level)
+--- sequence_expand{x=, y=, ref_level=-1, name=} or sequence_expand(x, y, ref_level)
 function M.sequence_expand(a, y, ref_level)
   if is_variable(a) then a = { x = a, y = y, ref_level = ref_level } end
-  a = args("sequence_expand", a)
+  a = args("sequence_expand", a, nil, nil, "name ref_level x y")
   local x = check.variable("sequence_expand", "x", a.x)
   local yv = check.variable("sequence_expand", "y", a.y)
   local helper = LayerHelper("sequence_expand", a)
@@ -84,10 +85,11 @@ function M.sequence_expand(a, y, ref_level)
   return out
 end
 
--- sequence_conv{input=, num_filters=, filter_size=3, filter_stride=1,
+--- sequence_conv{input=, num_filters=, filter_size=3, filter_stride=1,
 -- padding=true, padding_start=-(filter_size // 2), param_attr=, bias_attr=, act=, name=}
 function M.sequence_conv(a)
-  a = args("sequence_conv", a, "input")
+  a = args("sequence_conv", a, "input", nil,
+    "act bias_attr filter_size filter_stride input name num_filters padding_start param_attr")
   local input = check.variable("sequence_conv", "input", a.input)
   local num_filters = check.positive_int("sequence_conv", "num_filters", a.num_filters)
   local filter_size = a.filter_size == nil and 3 or check.positive_int("sequence_conv", "filter_size", a.filter_size)
@@ -121,13 +123,14 @@ local function init_state(layer, key, v, hidden)
   return v
 end
 
--- dynamic_lstm{input=, size=, h_0=, c_0=, param_attr=, bias_attr=,
+--- dynamic_lstm{input=, size=, h_0=, c_0=, param_attr=, bias_attr=,
 -- use_peepholes=true, is_reverse=false, gate_activation="sigmoid",
 -- cell_activation="tanh", candidate_activation="tanh", dtype="float32", name=}
 -- -> hidden, cell. `input` [T, size] is x already projected (an fc of size
 -- `size`); size = 4 * the hidden size, as in Fluid.
 function M.dynamic_lstm(a)
-  a = args("dynamic_lstm", a, "input")
+  a = args("dynamic_lstm", a, "input", nil,
+    "bias_attr c_0 candidate_activation cell_activation dtype gate_activation h_0 input is_reverse name param_attr size use_peepholes")
   local input = check.variable("dynamic_lstm", "input", a.input)
   local size = check.positive_int("dynamic_lstm", "size", a.size)
   if size % 4 ~= 0 then check.fail("dynamic_lstm", "size", "a multiple of 4 (4 * hidden size)", size) end
@@ -165,12 +168,13 @@ function M.dynamic_lstm(a)
   return h, c
 end
 
--- dynamic_gru{input=, size=, param_attr=, bias_attr=, is_reverse=false,
+--- dynamic_gru{input=, size=, param_attr=, bias_attr=, is_reverse=false,
 -- gate_activation="sigmoid", candidate_activation="tanh", h_0=,
 -- origin_mode=false, name=} -> hidden. `input` is [T, 3 * size] (projected);
 -- size is the hidden size, as in Fluid.
 function M.dynamic_gru(a)
-  a = args("dynamic_gru", a, "input")
+  a = args("dynamic_gru", a, "input", nil,
+    "bias_attr candidate_activation gate_activation h_0 input is_reverse name origin_mode param_attr size")
   local input = check.variable("dynamic_gru", "input", a.input)
   local size = check.positive_int("dynamic_gru", "size", a.size)
   local w = width_of("dynamic_gru", "input", input)
@@ -199,11 +203,11 @@ function M.dynamic_gru(a)
   return hidden
 end
 
--- lstm_unit{x_t=, hidden_t_prev=, cell_t_prev=, forget_bias=0, param_attr=,
+--- lstm_unit{x_t=, hidden_t_prev=, cell_t_prev=, forget_bias=0, param_attr=,
 -- bias_attr=, name=} -> hidden, cell: one LSTM step, its gates an fc of
 -- [x_t, hidden_t_prev] (Fluid's lstm_unit layer)
 function M.lstm_unit(a)
-  a = args("lstm_unit", a)
+  a = args("lstm_unit", a, nil, nil, "bias_attr cell_t_prev forget_bias hidden_t_prev name param_attr x_t")
   local x = check.variable("lstm_unit", "x_t", a.x_t)
   local hp = check.variable("lstm_unit", "hidden_t_prev", a.hidden_t_prev)
   local cp = check.variable("lstm_unit", "cell_t_prev", a.cell_t_prev)
@@ -227,11 +231,12 @@ end
 
 local ACT_CODES = { identity = 0, sigmoid = 1, tanh = 2, relu = 3 }
 
--- gru_unit{input=, hidden=, size=, param_attr=, bias_attr=, activation="tanh",
+--- gru_unit{input=, hidden=, size=, param_attr=, bias_attr=, activation="tanh",
 -- gate_activation="sigmoid", origin_mode=false, name=} -> hidden,
 -- reset_hidden_prev, gate. `input` is [N, size] (projected), size = 3 * hidden.
 function M.gru_unit(a)
-  a = args("gru_unit", a)
+  a = args("gru_unit", a, nil, nil,
+    "activation bias_attr gate_activation hidden input name origin_mode param_attr size")
   local input = check.variable("gru_unit", "input", a.input)
   local hidden_prev = check.variable("gru_unit", "hidden", a.hidden)
   local size = check.positive_int("gru_unit", "size", a.size)

@@ -1,6 +1,8 @@
--- oar.layers.tensor: data, constants, shape manipulation, casts, comparisons
+--- oar.layers.tensor: data, constants, shape manipulation, casts, comparisons
 -- and logic (Fluid's layers/tensor.py and the comparison layers).
+-- @module oar.layers.tensor
 local LayerHelper = require("oar.layer_helper")
+local argcheck = require("oar.argcheck")
 local framework = require("oar.framework")
 local initializer = require("oar.initializer")
 local unique_name = require("oar.unique_name")
@@ -12,10 +14,19 @@ local raise, is_variable = framework.raise, framework.is_variable
 
 local M = {}
 
--- data{name=, shape=, dtype="float32", lod_level=0, append_batch_size=true}:
--- a fed variable in the global block; -1 stands for the batch size.
+--- A variable fed at run time, declared in the global block.
+-- @tparam table a keyword arguments:
+-- @tparam string a.name the feed name
+-- @tparam {int,...} a.shape the shape of one example; -1 stands for the batch size
+-- @tparam[opt="float32"] string a.dtype "float32", "int64", ...
+-- @tparam[opt=0] int a.lod_level 1 for sequences (the fed Tensor then needs t:set_lod{{0, 2, 5}})
+-- @tparam[opt=true] bool a.append_batch_size put a -1 batch dim in front (unless shape has a -1)
+-- @tparam[opt=true] bool a.stop_gradient no gradient flows into it
+-- @treturn Variable the data variable
+-- @usage local x = layers.data{name = "x", shape = {13}}              -- [-1, 13]
+-- local words = layers.data{name = "w", shape = {1}, dtype = "int64", lod_level = 1}
 function M.data(a)
-  a = args("data", a)
+  a = args("data", a, nil, nil, "append_batch_size dtype lod_level name shape stop_gradient type")
   if type(a.name) ~= "string" or a.name == "" then check.fail("data", "name", "a non-empty string", a.name) end
   local shape = a.shape
   if type(shape) ~= "table" then check.fail("data", "shape", "a list of integers", shape) end
@@ -38,17 +49,17 @@ function M.data(a)
   }
 end
 
--- create_tensor{dtype=, name=, persistable=false}
+--- create_tensor{dtype=, name=, persistable=false}
 function M.create_tensor(a)
-  a = args("create_tensor", a, "dtype")
+  a = args("create_tensor", a, "dtype", nil, "dtype name persistable")
   local helper = LayerHelper("create_tensor", a)
   return helper:create_variable{ name = a.name or helper.name, dtype = check.dtype("create_tensor", "dtype", a.dtype),
                                  persistable = a.persistable or false }
 end
 
--- create_parameter{shape=, dtype=, name=, attr=, is_bias=false, default_initializer=}
+--- create_parameter{shape=, dtype=, name=, attr=, is_bias=false, default_initializer=}
 function M.create_parameter(a)
-  a = args("create_parameter", a)
+  a = args("create_parameter", a, nil, nil, "attr default_initializer dtype is_bias name shape")
   if type(a.shape) ~= "table" then check.fail("create_parameter", "shape", "a list of positive integers", a.shape) end
   local helper = LayerHelper("create_parameter", a)
   local attr = a.attr
@@ -57,10 +68,10 @@ function M.create_parameter(a)
     a.is_bias or false, a.default_initializer)
 end
 
--- create_global_var{shape=, value=, dtype=, persistable=false, force_cpu=false, name=}:
+--- create_global_var{shape=, value=, dtype=, persistable=false, force_cpu=false, name=}:
 -- a global var filled with `value` by the startup program
 function M.create_global_var(a)
-  a = args("create_global_var", a)
+  a = args("create_global_var", a, nil, nil, "dtype force_cpu name persistable shape value")
   if type(a.shape) ~= "table" then check.fail("create_global_var", "shape", "a list of integers", a.shape) end
   local value = check.number("create_global_var", "value", a.value)
   local helper = LayerHelper("global_var", a)
@@ -73,9 +84,9 @@ function M.create_global_var(a)
   return var
 end
 
--- fill_constant{shape=, dtype=, value=, out=, force_cpu=false}
+--- fill_constant{shape=, dtype=, value=, out=, force_cpu=false}
 function M.fill_constant(a)
-  a = args("fill_constant", a)
+  a = args("fill_constant", a, nil, nil, "dtype force_cpu name out shape value")
   if type(a.shape) ~= "table" then check.fail("fill_constant", "shape", "a list of integers", a.shape) end
   local dtype = check.dtype("fill_constant", "dtype", a.dtype)
   local value = a.value
@@ -91,9 +102,10 @@ function M.fill_constant(a)
   return out
 end
 
--- fill_constant_batch_size_like{input=, shape=, dtype=, value=, input_dim_idx=0, output_dim_idx=0}
+--- fill_constant_batch_size_like{input=, shape=, dtype=, value=, input_dim_idx=0, output_dim_idx=0}
 function M.fill_constant_batch_size_like(a)
-  a = args("fill_constant_batch_size_like", a)
+  a = args("fill_constant_batch_size_like", a, nil, nil,
+    "dtype input input_dim_idx name output_dim_idx shape value")
   local who = "fill_constant_batch_size_like"
   local input = check.variable(who, "input", a.input)
   if type(a.shape) ~= "table" then check.fail(who, "shape", "a list of integers", a.shape) end
@@ -111,19 +123,19 @@ end
 
 function M.zeros(a, dtype)
   if type(a) == "table" and a.shape == nil then a = { shape = a, dtype = dtype } end
-  a = args("zeros", a)
+  a = args("zeros", a, nil, nil, "dtype force_cpu shape")
   return M.fill_constant{ shape = a.shape, dtype = a.dtype, value = 0.0, force_cpu = a.force_cpu }
 end
 
 function M.ones(a, dtype)
   if type(a) == "table" and a.shape == nil then a = { shape = a, dtype = dtype } end
-  a = args("ones", a)
+  a = args("ones", a, nil, nil, "dtype force_cpu shape")
   return M.fill_constant{ shape = a.shape, dtype = a.dtype, value = 1.0, force_cpu = a.force_cpu }
 end
 
--- zeros_like(x): fill_zeros_like
+--- zeros_like(x): fill_zeros_like
 function M.zeros_like(a)
-  a = args("zeros_like", a, "x")
+  a = args("zeros_like", a, "x", nil, "name x")
   local x = check.variable("zeros_like", "x", a.x)
   local out = LayerHelper("zeros_like", a):unary("fill_zeros_like", x, nil)
   out.stop_gradient = true
@@ -131,7 +143,7 @@ function M.zeros_like(a)
 end
 
 function M.ones_like(a)
-  a = args("ones_like", a, "x")
+  a = args("ones_like", a, "x", nil, "name x")
   local x = check.variable("ones_like", "x", a.x)
   local helper = LayerHelper("ones_like", a)
   local zeros = helper:unary("fill_zeros_like", x, nil)
@@ -140,10 +152,11 @@ function M.ones_like(a)
   return out
 end
 
--- assign(input, output): copies a Variable, or writes a Lua table / Tensor
+--- assign(input, output): copies a Variable, or writes a Lua table / Tensor
 -- of numbers as a constant (assign_value).
 function M.assign(input, output)
   if type(input) == "table" and not is_variable(input) and input.input ~= nil then
+    argcheck.keys("layers.assign", input, "input output")
     input, output = input.input, input.output
   end
   check.opt_variable("assign", "output", output)
@@ -172,9 +185,9 @@ function M.assign(input, output)
   return output
 end
 
--- cast{x=, dtype=}
+--- cast{x=, dtype=}
 function M.cast(a, dtype)
-  a = args("cast", a, "x", { dtype = dtype })
+  a = args("cast", a, "x", { dtype = dtype }, "dtype name x")
   local x = check.variable("cast", "x", a.x)
   local to = check.dtype("cast", "dtype", a.dtype)
   local helper = LayerHelper("cast", a)
@@ -184,12 +197,12 @@ function M.cast(a, dtype)
   return out
 end
 
--- concat{input={...}, axis=0}
+--- concat{input={...}, axis=0}
 function M.concat(a, axis)
   if type(a) == "table" and not is_variable(a) and a.input == nil and is_variable(a[1]) then
     a = { input = a, axis = axis }
   end
-  a = args("concat", a)
+  a = args("concat", a, nil, nil, "axis input name")
   local inputs = check.variables("concat", "input", a.input)
   local helper = LayerHelper("concat", a)
   local out = helper:create_variable_for_type_inference(helper:input_dtype(inputs))
@@ -198,10 +211,10 @@ function M.concat(a, axis)
   return out
 end
 
--- sums{input={...}, out=}
+--- sums{input={...}, out=}
 function M.sums(a)
   if type(a) == "table" and not is_variable(a) and a.input == nil and is_variable(a[1]) then a = { input = a } end
-  a = args("sums", a, "input")
+  a = args("sums", a, "input", nil, "input name out")
   local inputs = check.variables("sums", "input", a.input)
   local helper = LayerHelper("sum", a)
   local out = a.out or helper:create_variable_for_type_inference(helper:input_dtype(inputs))
@@ -209,9 +222,9 @@ function M.sums(a)
   return out
 end
 
--- split{input=, num_or_sections=, dim=-1} -> list of Variables
+--- split{input=, num_or_sections=, dim=-1} -> list of Variables
 function M.split(a)
-  a = args("split", a, "input")
+  a = args("split", a, "input", nil, "dim input name num_or_sections")
   local x = check.variable("split", "input", a.input)
   local dim = check.int("split", "dim", a.dim, -1)
   local shape = x.shape
@@ -241,9 +254,9 @@ end
 
 local function has_op(t) return lib.C.oar_op_is_registered(t) end
 
--- reshape{x=, shape=, act=}: "reshape" when registered, else "reshape2"
+--- reshape{x=, shape=, act=}: "reshape" when registered, else "reshape2"
 function M.reshape(a, shape)
-  a = args("reshape", a, "x", { shape = shape })
+  a = args("reshape", a, "x", { shape = shape }, "act name shape x")
   local x = check.variable("reshape", "x", a.x)
   if type(a.shape) ~= "table" or #a.shape == 0 then check.fail("reshape", "shape", "a list of integers", a.shape) end
   local negs = 0
@@ -264,9 +277,9 @@ function M.reshape(a, shape)
   return helper:append_activation(out)
 end
 
--- transpose{x=, perm=}
+--- transpose{x=, perm=}
 function M.transpose(a, perm)
-  a = args("transpose", a, "x", { perm = perm })
+  a = args("transpose", a, "x", { perm = perm }, "name perm x")
   local x = check.variable("transpose", "x", a.x)
   local p = a.perm
   if type(p) ~= "table" or #p ~= #x.shape then
@@ -293,7 +306,7 @@ end
 -- argmax{x=, axis=0} / argmin -> int64 indices
 local function arg_layer(op_type, layer)
   return function(a, axis)
-    a = args(layer, a, "x", { axis = axis })
+    a = args(layer, a, "x", { axis = axis }, "axis name x")
     local x = check.variable(layer, "x", a.x)
     local helper = LayerHelper(op_type, a)
     local out = helper:create_variable_for_type_inference("int64", true)
@@ -305,9 +318,9 @@ end
 M.argmax = arg_layer("arg_max", "argmax")
 M.argmin = arg_layer("arg_min", "argmin")
 
--- increment{x=, value=1, in_place=true}
+--- increment{x=, value=1, in_place=true}
 function M.increment(a, value)
-  a = args("increment", a, "x", { value = value })
+  a = args("increment", a, "x", { value = value }, "in_place name value x")
   local x = check.variable("increment", "x", a.x)
   local helper = LayerHelper("increment", a)
   local out = x
@@ -322,7 +335,7 @@ end
 local function compare_layer(op_type)
   return function(a, y, cond)
     if is_variable(a) then a = { x = a, y = y, cond = cond } end
-    a = args(op_type, a)
+    a = args(op_type, a, nil, nil, "axis cond force_cpu name x y")
     local x = check.variable(op_type, "x", a.x)
     local yv = check.variable(op_type, "y", a.y)
     check.opt_variable(op_type, "cond", a.cond)
@@ -343,7 +356,7 @@ end
 local function logical_layer(op_type, binary)
   return function(a, y, out)
     if is_variable(a) then a = { x = a, y = y, out = binary and out or y } end
-    a = args(op_type, a)
+    a = args(op_type, a, nil, nil, "name out x y")
     local x = check.variable(op_type, "x", a.x)
     local inputs = { X = { x } }
     if binary then inputs.Y = { check.variable(op_type, "y", a.y) } end
@@ -361,9 +374,9 @@ M.logical_xor = logical_layer("logical_xor", true)
 M.logical_not = logical_layer("logical_not", false)
 
 -- ---- misc -----------------------------------------------------------------------
--- shape(x): the runtime shape as an int32 tensor
+--- shape(x): the runtime shape as an int32 tensor
 function M.shape(a)
-  a = args("shape", a, "input")
+  a = args("shape", a, "input", nil, "input name")
   local x = check.variable("shape", "input", a.input)
   local helper = LayerHelper("shape", a)
   local out = helper:create_variable_for_type_inference("int32", true)

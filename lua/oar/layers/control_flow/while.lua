@@ -1,0 +1,105 @@
+--- oar.layers.control_flow.while: While loops and ConditionalBlock.
+-- @module oar.layers.control_flow.while
+local framework = require("oar.framework")
+local LayerHelper = require("oar.layer_helper")
+local argcheck = require("oar.argcheck")
+local common = require("oar.layers.control_flow.common")
+
+local check = LayerHelper.check
+local raise, is_variable = framework.raise, framework.is_variable
+local args = common.args
+local check_fn = common.check_fn
+local conditional = common.conditional
+local in_sub_block = common.in_sub_block
+local lists_name = common.lists_name
+local main_program = common.main_program
+local name_arg = common.name_arg
+local outer_io = common.outer_io
+local scalar_bool_arg = common.scalar_bool_arg
+local ssa_rewrite = common.ssa_rewrite
+local tensor_arg = common.tensor_arg
+local unique_var = common.unique_var
+
+local M = {}
+
+-- ---- While ------------------------------------------------------------------------------
+
+local While = {}
+While.__index = While
+
+--- While(cond) or While{cond=, is_test=false, name=}: cond is a bool [1]
+-- Variable the loop body updates (less_than{..., cond=cond}).
+function M.While(a, is_test)
+  a = args("While", a, "cond", { is_test = is_test }, "cond is_test name")
+  local cond = scalar_bool_arg("While", "cond", a.cond)
+  name_arg("While", a.name)
+  return setmetatable({ cond = cond, is_test = check.boolean("While", "is_test", a.is_test, false),
+                        helper = LayerHelper("while", a), done = false }, While)
+end
+
+--- Builds the loop: fn() appends the body's ops.
+function While:block(fn)
+  check_fn("While:block", fn)
+  if self.done then raise("While:block: the loop body is already built") end
+  local prog = self.helper.main_program
+  local parent = prog:current_block()
+  local cond = self.cond
+  if not parent:find_var_recursive(cond.name) then
+    raise("While:block: 'cond' ('" .. cond.name .. "') is not visible in the block the loop is built in")
+  end
+  local body = in_sub_block(prog, fn, true)
+  self.done = true
+  ssa_rewrite(body)
+  local reads, writes = outer_io(body)
+  if not lists_name(writes, cond.name) then
+    raise(string.format("While:block: the loop body never writes its condition '%s' (update it with "
+      .. "layers.less_than{x=..., y=..., cond=cond}); the loop would not end", cond.name))
+  end
+  local steps = unique_var(parent, "while.step_scopes", { type = "step_scopes" })
+  parent:append_op{ type = "while", inputs = { X = reads, Condition = { cond } },
+    outputs = { Out = writes, StepScopes = { steps } }, attrs = { sub_block = body, is_test = self.is_test } }
+  return body
+end
+
+
+-- ---- ConditionalBlock ----------------------------------------------------------------------
+
+local ConditionalBlock = {}
+ConditionalBlock.__index = ConditionalBlock
+
+--- ConditionalBlock{inputs={cond...}, is_scalar_condition=false}:block(fn)
+-- (Fluid's building block: runs fn's ops when the scalar condition holds, or
+-- when every input is non-empty)
+function M.ConditionalBlock(a, is_scalar_condition)
+  if is_variable(a) or type(a) ~= "table" or (a.inputs == nil and a[1] ~= nil) then
+    a = { inputs = a, is_scalar_condition = is_scalar_condition }
+  end
+  argcheck.keys("layers.ConditionalBlock", a, "inputs is_scalar_condition name")
+  local inputs = check.variables("ConditionalBlock", "inputs", a.inputs)
+  for k, v in ipairs(inputs) do tensor_arg("ConditionalBlock", "inputs[" .. k .. "]", v) end
+  local is_scalar = check.boolean("ConditionalBlock", "is_scalar_condition", a.is_scalar_condition, false)
+  if is_scalar then scalar_bool_arg("ConditionalBlock", "inputs[1]", inputs[1]) end
+  return setmetatable({ inputs = inputs, is_scalar = is_scalar }, ConditionalBlock)
+end
+
+function ConditionalBlock:block(fn)
+  check_fn("ConditionalBlock:block", fn)
+  local block = main_program():current_block()
+  for k, v in ipairs(self.inputs) do
+    if not block:find_var_recursive(v.name) then
+      raise(string.format("ConditionalBlock:block: 'inputs[%d]' ('%s') is not visible in the block it is built in",
+        k, v.name))
+    end
+  end
+  local res = conditional(main_program(), self.inputs, self.is_scalar, fn)
+  return unpack(res, 1, table.maxn(res))
+end
+
+
+-- every public method checks it was called with ':' on a While
+framework._guard_methods(While, function(x) return getmetatable(x) == While end, "While", {})
+
+-- every public method checks it was called with ':' on a ConditionalBlock
+framework._guard_methods(ConditionalBlock, function(x) return getmetatable(x) == ConditionalBlock end, "ConditionalBlock", {})
+
+return M
