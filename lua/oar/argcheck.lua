@@ -1,117 +1,236 @@
---- Checks tables of keyword arguments: an unknown key is an error naming the
--- function, the key and the closest valid key.
+--- Strict keyword arguments and strict module tables, with "did you mean".
 --
--- A stand-in until the shared version lands: same message format,
--- `who: unknown argument 'filenme' (did you mean 'filename'?)`.
+-- Every oar function that takes a table of keyword arguments refuses a key it
+-- does not know, naming the function, the key and the closest valid key:
+--
+--     layers.fc: unknown argument 'inptu' (did you mean 'input'?)
+--
+-- and a module table such as `oar` or `oar.layers` refuses a name it does not
+-- have (`oar: no field 'layres' (did you mean 'layers'?)`). This module is a
+-- leaf (it requires nothing from oar) so that any oar module may use it.
+--
+-- How to use it in a module:
+--
+--     local argcheck = require("oar.argcheck")
+--     function M.save(dirname, opts)
+--       opts = argcheck.keys("oar.io.save", opts, { "filename", "main_program" })
+--       ...
+--     end
+--
+-- Errors are raised at the user's line (the first stack frame outside
+-- lua/oar/), like every other oar error: "script.lua:12: layers.fc: ...".
 -- @module oar.argcheck
 local M = {}
 
--- Levenshtein distance, with an early exit once every entry of a row is past
--- `limit` (the strings are short: argument names).
-local function distance(a, b, limit)
+-- ---- where the user is -------------------------------------------------------
+-- Sources under lua/oar/ are oar's own; the first frame outside them is the
+-- user's. (Computed from this file's own path, so it works from a checkout
+-- and from an installed tree alike.)
+local own_prefix = debug.getinfo(1, "S").source:match("^(@.*oar/)argcheck%.lua$") or "@oar/"
+
+local function user_location()
+  local level = 2
+  while true do
+    local info = debug.getinfo(level, "Sl")
+    if not info then return nil end
+    if info.what ~= "C" and info.currentline and info.currentline > 0
+        and info.source:sub(1, #own_prefix) ~= own_prefix then
+      local src = info.source:sub(1, 1) == "@" and info.source:sub(2) or info.short_src
+      return (src:gsub("^%./", "")) .. ":" .. info.currentline
+    end
+    level = level + 1
+  end
+end
+
+--- Raises `msg` located at the user's line ("file:line: msg").
+-- @tparam string msg the message
+function M.raise(msg)
+  local loc = user_location()
+  if loc then error(loc .. ": " .. msg, 0) end
+  error(msg, 0)
+end
+
+-- ---- suggestions ----------------------------------------------------------------
+--- Edit distance between two strings (optimal string alignment: insertions,
+-- deletions, substitutions and transpositions of neighbours each cost 1).
+-- @tparam string a
+-- @tparam string b
+-- @treturn number the distance
+-- @usage argcheck.distance("inptu", "input") --> 1
+function M.distance(a, b)
   local la, lb = #a, #b
-  if math.abs(la - lb) > limit then return limit + 1 end
-  local prev = {}
+  if la == 0 then return lb end
+  if lb == 0 then return la end
+  local prev2, prev, cur = {}, {}, {}
   for j = 0, lb do prev[j] = j end
   for i = 1, la do
-    local cur = { [0] = i }
-    local best = i
+    cur = { [0] = i }
     local ca = a:byte(i)
     for j = 1, lb do
-      local cost = ca == b:byte(j) and 0 or 1
-      local v = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-      cur[j] = v
-      if v < best then best = v end
+      local cb = b:byte(j)
+      local cost = ca == cb and 0 or 1
+      local d = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+      if i > 1 and j > 1 and ca == b:byte(j - 1) and a:byte(i - 1) == cb then
+        d = math.min(d, prev2[j - 2] + 1)
+      end
+      cur[j] = d
     end
-    if best > limit then return limit + 1 end
-    prev = cur
+    prev2, prev = prev, cur
   end
   return prev[lb]
 end
 
---- The valid name closest to `name`, or nil when none is close.
--- Close means at most a third of the longer name's letters differ (at least
--- one), or one name is the other with a prefix or suffix added.
--- @tparam string name the misspelled name
--- @tparam {string,...} valid the names to choose from
--- @treturn ?string the closest name, or nil
--- @usage argcheck.suggest("filenme", {"filename", "scope"})  --> "filename"
-function M.suggest(name, valid)
-  if type(name) ~= "string" then return nil end
-  local best, best_d
-  local lname = name:lower()
-  for _, v in ipairs(valid) do
-    local limit = math.max(1, math.floor(math.max(#name, #v) / 3))
-    local d = distance(lname, v:lower(), limit)
-    if d <= limit and (best_d == nil or d < best_d or (d == best_d and v < best)) then
-      best, best_d = v, d
+--- The candidate closest to `word`, or nil when none is close enough.
+-- Case differences count as near misses; a candidate that `word` is a prefix
+-- of (or the reverse, for words of 3+ letters) counts too; otherwise the
+-- distance must be at most a third of the longer word (at least 1, at most 3).
+-- @tparam string word the misspelled name
+-- @tparam table candidates list of names, or a set {name=true}
+-- @treturn ?string the best candidate
+-- @usage argcheck.suggest("activation", {"act", "input"}) --> "act"
+function M.suggest(word, candidates)
+  if type(word) ~= "string" then return nil end
+  local list = {}
+  if candidates[1] ~= nil then
+    for _, c in ipairs(candidates) do list[#list + 1] = c end
+  else
+    for c in pairs(candidates) do if type(c) == "string" then list[#list + 1] = c end end
+  end
+  table.sort(list)
+  local lw = word:lower()
+  local best, best_score
+  for _, c in ipairs(list) do
+    local lc = c:lower()
+    local d
+    if lc == lw then
+      d = 0
+    else
+      d = M.distance(lw, lc)
+      -- "activation" for "act", "dtyp" for "dtype", "pool" for "pool_type"
+      local limit = math.max(1, math.min(3, math.floor(math.max(#lw, #lc) / 3)))
+      local prefix = (#lw >= 3 and lc:sub(1, #lw) == lw) or (#lc >= 3 and lw:sub(1, #lc) == lc)
+      if d > limit then
+        if prefix then d = limit + 0.5 else d = nil end
+      end
     end
+    if d and (best_score == nil or d < best_score) then best, best_score = c, d end
   end
-  if best then return best end
-  for _, v in ipairs(valid) do
-    if #name >= 3 and (v:find(lname, 1, true) or lname:find(v:lower(), 1, true)) then return v end
-  end
-  return nil
+  return best
 end
 
--- sorted list of the names of a set or a list
-local function names_of(allowed)
-  local out = {}
-  if #allowed > 0 then
-    for i, v in ipairs(allowed) do out[i] = v end
-  else
-    for k in pairs(allowed) do out[#out + 1] = k end
-  end
-  table.sort(out)
-  return out
+local function key_text(k)
+  if type(k) == "string" then return "'" .. k .. "'" end
+  if type(k) == "number" then return "[" .. tostring(k) .. "] (a positional value)" end
+  return tostring(k)
 end
 
---- The message for an unknown argument.
--- @tparam string who the function, as the user calls it (`"oar.io.save_params"`)
+--- The message for an unknown key, with a suggestion or the list of known keys.
+-- @tparam string who the function, as the user calls it ("layers.fc")
 -- @param key the unknown key
--- @tparam {string,...} valid the valid names
--- @treturn string `who: unknown argument 'key' (did you mean 'x'?)`, or with the valid names listed
-function M.message(who, key, valid)
-  if type(key) ~= "string" then
-    return string.format("%s: unexpected positional or non-string key %s in the argument table " ..
-      "(valid names: %s)", who, tostring(key), table.concat(valid, ", "))
+-- @tparam table known list (or set) of valid keys
+-- @treturn string "who: unknown argument 'key' (did you mean 'x'?)"
+function M.unknown_message(who, key, known)
+  local s = M.suggest(key, known)
+  if s then
+    return string.format("%s: unknown argument %s (did you mean '%s'?)", who, key_text(key), s)
   end
-  local hint = M.suggest(key, valid)
-  if hint then
-    return string.format("%s: unknown argument '%s' (did you mean '%s'?)", who, key, hint)
+  local list = {}
+  if known[1] ~= nil then
+    for _, c in ipairs(known) do list[#list + 1] = c end
+  else
+    for c in pairs(known) do list[#list + 1] = tostring(c) end
   end
-  return string.format("%s: unknown argument '%s' (valid names: %s)", who, key, table.concat(valid, ", "))
+  table.sort(list)
+  return string.format("%s: unknown argument %s (valid: %s)", who, key_text(key), table.concat(list, ", "))
 end
 
---- Raises an error when `args` holds a key not in `allowed`.
--- Integer keys 1..#args (positional values) are accepted when `positional`
--- is true. The error is raised at the caller's caller (`level`, 3 by default:
--- the line that called the checked function).
--- @tparam string who the function's name for the message
--- @tparam table args the keyword table given by the user
--- @tparam table allowed a list of valid names, or a set `{name = true}`
--- @tparam[opt] table opts `{positional = false, level = 3}`
--- @treturn table args, unchanged
--- @usage argcheck.check("oar.io.save_params", opts, {"filename", "scope"})
-function M.check(who, args, allowed, opts)
-  if type(args) ~= "table" then return args end
-  local set = {}
-  if #allowed > 0 then
-    for _, v in ipairs(allowed) do set[v] = true end
+-- known lists are turned into sets once and remembered
+local sets = setmetatable({}, { __mode = "k" })
+local function as_set(known)
+  local s = sets[known]
+  if s then return s end
+  s = {}
+  if known[1] ~= nil then
+    for _, k in ipairs(known) do s[k] = true end
   else
-    set = allowed
+    for k in pairs(known) do s[k] = true end
   end
+  sets[known] = s
+  return s
+end
+
+--- Checks that every key of the table `args` is one of `known`.
+-- Raises "who: unknown argument 'k' (did you mean 'x'?)" at the user's line
+-- otherwise. `args` may be nil (nothing to check). Positional (integer) keys
+-- are refused unless `opts.positional` is true (any) or a number n (keys 1..n).
+-- @tparam string who the function as the user writes it ("layers.fc", "Program:clone")
+-- @tparam ?table args the user's keyword table
+-- @tparam table known list (or set) of valid key names
+-- @tparam[opt] table opts `{positional=}`
+-- @treturn ?table args, unchanged
+-- @usage opts = argcheck.keys("Program:clone", opts, {"for_test"})
+function M.keys(who, args, known, opts)
+  if type(args) ~= "table" or getmetatable(args) ~= nil then return args end
+  local set = as_set(known)
   local positional = opts and opts.positional
-  local n = positional and #args or 0
   for k in pairs(args) do
-    if not set[k] and not (type(k) == "number" and k >= 1 and k <= n and k % 1 == 0) then
-      local ok, framework = pcall(require, "oar.framework")
-      local msg = M.message(who, k, names_of(allowed))
-      if ok and framework.raise then framework.raise(msg) end
-      error(msg, (opts and opts.level) or 3)
+    if not set[k] then
+      local ok = false
+      if type(k) == "number" and k % 1 == 0 and k >= 1 then
+        ok = positional == true or (type(positional) == "number" and k <= positional)
+      end
+      if not ok then M.raise(M.unknown_message(who, k, known)) end
     end
   end
   return args
+end
+
+--- Joins lists of key names into one new list (common keys + own keys).
+-- @tparam table ... lists of names
+-- @treturn table the concatenation
+-- @usage local FC = argcheck.join(COMMON, {"input", "size"})
+function M.join(...)
+  local out = {}
+  for i = 1, select("#", ...) do
+    for _, k in ipairs((select(i, ...))) do out[#out + 1] = k end
+  end
+  return out
+end
+
+--- Makes reading an unknown name from a module table an error.
+-- `t.x` for a name `t` does not hold calls `fallback(t, name)` first (when
+-- given) so that lazily loaded submodules keep working: a non-nil result is
+-- returned. Otherwise the read raises "who: no field 'x' (did you mean 'y'?)".
+-- `rawget(t, name)` still answers nil for probes. Names listed in
+-- `opts.optional` read as nil instead of raising (for fields that code probes
+-- with `t.x == nil`).
+-- @tparam table t the module table (its metatable is replaced)
+-- @tparam string who its name as the user writes it ("oar", "oar.layers")
+-- @tparam[opt] function fallback `function(t, name) -> value or nil`
+-- @tparam[opt] table opts `{optional={name=true,...}, extra={names...}}`;
+-- `extra` adds names that fallback can provide, for suggestions
+-- @treturn table t
+-- @usage argcheck.strict_module(M, "oar.layers")
+function M.strict_module(t, who, fallback, opts)
+  local optional = opts and opts.optional or {}
+  local extra = opts and opts.extra or {}
+  setmetatable(t, {
+    __index = function(tbl, k)
+      if fallback then
+        local v = fallback(tbl, k)
+        if v ~= nil then return v end
+      end
+      if optional[k] or type(k) ~= "string" then return nil end
+      -- names that tools probe on any table (serializers, inspectors, busted)
+      if k:match("^__") then return nil end
+      local names = {}
+      for name in pairs(tbl) do if type(name) == "string" then names[#names + 1] = name end end
+      for _, name in ipairs(extra) do names[#names + 1] = name end
+      local s = M.suggest(k, names)
+      M.raise(string.format("%s: no field '%s'%s", who, k, s and (" (did you mean '" .. s .. "'?)") or ""))
+    end,
+  })
+  return t
 end
 
 return M

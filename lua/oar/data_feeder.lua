@@ -72,7 +72,7 @@ local function make_slot(entry, i, program)
     entry = v
   end
   if type(entry) == "table" and getmetatable(entry) == nil then
-    argcheck.check(string.format("oar.DataFeeder: feed_list[%d]", i), entry,
+    argcheck.keys(string.format("oar.DataFeeder: feed_list[%d]", i), entry,
       { "name", "shape", "dtype", "lod_level" })
   end
   if type(entry) ~= "table" then
@@ -146,7 +146,7 @@ end
 function M.new(feed_list, place, program)
   if is_keyword_table(feed_list) then
     local a = feed_list
-    argcheck.check("oar.DataFeeder", a, { "feed_list", "place", "program" })
+    argcheck.keys("oar.DataFeeder", a, { "feed_list", "place", "program" })
     feed_list, place, program = a.feed_list, a.place, a.program
   end
   if type(feed_list) ~= "table" or #feed_list == 0 then

@@ -30,7 +30,7 @@ local function flag_name(name, who)
   for _, k in ipairs(M.KNOWN) do
     if k == n then return n end
   end
-  raise((argcheck.message(who, n, M.KNOWN):gsub("unknown argument", "unknown flag")))
+  raise((argcheck.unknown_message(who, n, M.KNOWN):gsub("unknown argument", "unknown flag")))
 end
 
 --- Sets runtime flags.

@@ -71,7 +71,7 @@ local LOAD_MODEL_KW = { "dirname", "executor", "model_filename", "params_filenam
 local LOAD_MODEL_OPTS = { "model_filename", "params_filename", "scope" }
 
 local function check_keys(who, t, allowed)
-  argcheck.check("oar.io." .. who, t, allowed)
+  argcheck.keys("oar.io." .. who, t, allowed)
 end
 
 local function is_executor(x) return getmetatable(x) == executor_mod.ExecutorClass end

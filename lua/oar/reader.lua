@@ -297,7 +297,7 @@ function M.compose(...)
   local check_alignment = true
   if nr > 0 and type(readers[nr]) == "table" and not is_callable(readers[nr]) then
     local opts = readers[nr]
-    argcheck.check("oar.reader.compose", opts, { "check_alignment" })
+    argcheck.keys("oar.reader.compose", opts, { "check_alignment" })
     if opts.check_alignment ~= nil then check_alignment = opts.check_alignment and true or false end
     readers[nr] = nil
     nr = nr - 1

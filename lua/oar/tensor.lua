@@ -155,7 +155,7 @@ local function construct(_, spec, dtype)
       (is_tensor(spec) and "a Tensor (use t:clone() to copy one)" or type(spec)))
   end
   if has_string_key(spec) then
-    argcheck.check("oar.Tensor", spec, { "shape", "dtype", "lod" })
+    argcheck.keys("oar.Tensor", spec, { "shape", "dtype", "lod" })
     if spec.shape == nil then
       raise("oar.Tensor: an options table needs 'shape' (oar.Tensor{shape={2, 3}, dtype=\"float32\"})")
     end

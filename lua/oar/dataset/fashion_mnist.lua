@@ -94,7 +94,7 @@ local function options(opts, who, allowed)
     error(string.format("oar.dataset.fashion_mnist.%s: options must be a table or a directory, got %s",
                         who, type(opts)), 3)
   end
-  argcheck.check("oar.dataset.fashion_mnist." .. who, opts, allowed or LOAD_OPTIONS)
+  argcheck.keys("oar.dataset.fashion_mnist." .. who, opts, allowed or LOAD_OPTIONS)
   return opts
 end
 

@@ -103,7 +103,7 @@ function M.read(path, opts)
   if type(opts) ~= "table" then
     error("oar.dataset.idx.read: options must be a table, got " .. type(opts), 2)
   end
-  argcheck.check("oar.dataset.idx.read", opts, { "magic", "ndim", "count", "dims", "max_items" })
+  argcheck.keys("oar.dataset.idx.read", opts, { "magic", "ndim", "count", "dims", "max_items" })
   local fh = io.open(path, "rb")
   if not fh then
     error(string.format("%s: no such file or not readable", path), 0)
