@@ -1,16 +1,16 @@
 --- Element types: names, Fluid's `VarType.Type` numbers and C types.
 --
--- | name | enum | C element |
--- |---|---|---|
--- | `bool` | 0 | `bool` |
--- | `int16` | 1 | `int16_t` |
--- | `int32` | 2 | `int32_t` |
--- | `int64` | 3 | `int64_t` |
--- | `float16` | 4 | `uint16_t` (raw IEEE half bits) |
--- | `float32` | 5 | `float` |
--- | `float64` | 6 | `double` |
--- | `uint8` | 20 | `uint8_t` |
--- | `int8` | 21 | `int8_t` |
+-- Each dtype, its enum number and its C element type:
+--
+-- * `bool` (0): `bool`
+-- * `int16` (1): `int16_t`
+-- * `int32` (2): `int32_t`
+-- * `int64` (3): `int64_t`
+-- * `float16` (4): `uint16_t`, the raw IEEE half bits
+-- * `float32` (5): `float`
+-- * `float64` (6): `double`
+-- * `uint8` (20): `uint8_t`
+-- * `int8` (21): `int8_t`
 --
 -- Aliases accepted wherever a dtype is: `float`, `fp32` (float32),
 -- `double`, `fp64` (float64), `half`, `fp16` (float16), `int` (int32),
