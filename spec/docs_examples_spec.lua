@@ -8,6 +8,11 @@
 -- (an `assert` in an example is a check). A block marked `lua no-run` (one
 -- that needs the full data set, a GPU, or minutes of training) is not run,
 -- but it must still compile.
+--
+-- A fenced `c` block is a whole C program using the C API (src/oar.h): it
+-- is compiled with -Wall -Wextra -Werror against build/liboar.so and run,
+-- after the page's Lua script, in the same directory (so it can load a model
+-- the Lua examples saved); it must exit with status 0.
 local ROOT = (function()
   local p = io.popen("pwd")
   local d = p:read("*l")
@@ -66,25 +71,47 @@ local function script_of(page, list)
   return table.concat(parts)
 end
 
-local function run_script(page, code)
+local function capture(cmd)
+  local p = io.popen(cmd .. " 2>&1; echo \"exit:$?\"")
+  local out = p:read("*a")
+  p:close()
+  local status = tonumber(out:match("exit:(%d+)%s*$"))
+  return status, (out:gsub("exit:%d+%s*$", ""))
+end
+
+local function new_dir()
   local dir = os.tmpname()
   os.remove(dir)
   assert(os.execute("mkdir -p " .. shell_quote(dir)) == 0)
-  local file = dir .. "/" .. page:gsub("[/%.]", "_") .. ".lua"
-  local f = assert(io.open(file, "wb"))
-  f:write(code)
+  return dir
+end
+
+local function write(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
   f:close()
+end
+
+-- runs the page's Lua script in `dir`
+local function run_script(dir, page, code)
+  local file = dir .. "/" .. page:gsub("[/%.]", "_") .. ".lua"
+  write(file, code)
   local env = string.format("LUA_PATH=%s LUA_CPATH=%s OAR_LIBRARY=%s",
     shell_quote(ROOT .. "/lua/?.lua;" .. ROOT .. "/lua/?/init.lua;;"),
     shell_quote(ROOT .. "/build/?.so;;"), shell_quote(ROOT .. "/build/liboar.so"))
-  local cmd = string.format("cd %s && %s luajit %s 2>&1; echo \"exit:$?\"", shell_quote(dir), env,
-    shell_quote(file))
-  local p = io.popen(cmd)
-  local out = p:read("*a")
-  p:close()
-  os.execute("rm -rf " .. shell_quote(dir))
-  local status = tonumber(out:match("exit:(%d+)%s*$"))
-  return status, out:gsub("exit:%d+%s*$", "")
+  return capture(string.format("cd %s && %s luajit %s", shell_quote(dir), env, shell_quote(file)))
+end
+
+-- compiles the C block `b` in `dir` and runs the program there
+local function run_c(dir, page, k, b)
+  local name = string.format("example_%d", k)
+  write(dir .. "/" .. name .. ".c", string.format("#line %d \"%s\"\n%s", b.line, page, b.code))
+  local build = ROOT .. "/build"
+  local status, out = capture(string.format(
+    "cd %s && cc -std=c11 -Wall -Wextra -Werror -I%s -o %s %s.c -L%s -loar -Wl,-rpath,%s",
+    shell_quote(dir), shell_quote(ROOT .. "/src"), name, name, shell_quote(build), shell_quote(build)))
+  if status ~= 0 then return status, "compiling:\n" .. out end
+  return capture(string.format("cd %s && ./%s", shell_quote(dir), name))
 end
 
 describe("docs examples", function()
@@ -96,7 +123,7 @@ describe("docs examples", function()
 
   for _, page in ipairs(pages) do
     local list = blocks(read(page))
-    local runnable, skipped = {}, {}
+    local runnable, skipped, cblocks = {}, {}, {}
     for _, b in ipairs(list) do
       local lang, mark = b.info:match("^(%S*)%s*(.-)$")
       if lang == "lua" then
@@ -108,6 +135,8 @@ describe("docs examples", function()
           error(string.format("%s:%d: unknown mark '%s' on a lua block (use `lua` or `lua no-run`)",
             page, b.line, mark))
         end
+      elseif lang == "c" then
+        cblocks[#cblocks + 1] = b
       end
     end
 
@@ -120,14 +149,26 @@ describe("docs examples", function()
       end)
     end
 
-    if #runnable > 0 then
-      it(page .. ": the examples run (" .. #runnable .. " blocks)", function()
-        local code = script_of(page, runnable)
-        local fn, err = loadstring(code, "=" .. page)
-        assert(fn, err)
-        local status, out = run_script(page, code)
-        assert(status == 0, string.format("%s: the examples failed (exit %s):\n%s", page,
-          tostring(status), out))
+    if #runnable > 0 or #cblocks > 0 then
+      it(page .. ": the examples run (" .. #runnable .. " Lua, " .. #cblocks .. " C blocks)", function()
+        local dir = new_dir()
+        local ok, err = pcall(function()
+          if #runnable > 0 then
+            local code = script_of(page, runnable)
+            local fn, perr = loadstring(code, "=" .. page)
+            assert(fn, perr)
+            local status, out = run_script(dir, page, code)
+            assert(status == 0, string.format("%s: the Lua examples failed (exit %s):\n%s", page,
+              tostring(status), out))
+          end
+          for k, b in ipairs(cblocks) do
+            local status, out = run_c(dir, page, k, b)
+            assert(status == 0, string.format("%s:%d: the C example failed (exit %s):\n%s", page, b.line,
+              tostring(status), out))
+          end
+        end)
+        os.execute("rm -rf " .. shell_quote(dir))
+        if not ok then error(err, 0) end
       end)
     end
   end
