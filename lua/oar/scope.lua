@@ -45,7 +45,14 @@ local function wrap(ptr)
   end
   return setmetatable({ handle = ffi.gc(ptr, C.oar_scope_free) }, Scope)
 end
-M.wrap = wrap
+
+--- Wraps an `oar_scope_t *` from the C API that the caller holds one
+-- reference to (handed to the garbage collector). For code that calls
+-- liboar through the FFI.
+-- @param ptr a non-NULL `oar_scope_t *` cdata
+-- @treturn Scope
+-- @usage local scope = oar.scope.wrap(ptr)
+function M.wrap(ptr) return wrap(ptr) end
 
 local function check_self(s, who)
   if not is_scope(s) then raise("Scope:" .. who .. ": call it with ':' on a Scope") end
