@@ -177,7 +177,7 @@ local function creator(split)
     local dir = M.data_dir(opts.data_dir)
     paths(split, dir)  -- fail now, not at the first sample, when the files are absent
     return function()
-      local data = M.load(split, opts)
+      local data = M.load(split, { data_dir = opts.data_dir, max_items = opts.max_items })
       local i, n, images, labels = -1, data.count, data.images, data.labels
       return function()
         i = i + 1
@@ -250,7 +250,7 @@ function M.batches(split, batch_size, opts)
                         table.concat(shape, ", "), per), 2)
   end
   local tensor = require("oar.tensor")
-  local data = M.load(split, opts)
+  local data = M.load(split, { data_dir = opts.data_dir, max_items = opts.max_items })
   local n = data.count
   local shuffle = opts.shuffle
   if shuffle == nil then shuffle = (split == "train") end
