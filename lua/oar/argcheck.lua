@@ -81,9 +81,11 @@ function M.distance(a, b)
 end
 
 --- The candidate closest to `word`, or nil when none is close enough.
--- Case differences count as near misses; a candidate that `word` is a prefix
--- of (or the reverse, for words of 3+ letters) counts too; otherwise the
--- distance must be at most a third of the longer word (at least 1, at most 3).
+-- Case differences count as near misses; a candidate that `word` (2+
+-- letters) is a prefix of, or that is a prefix (3+ letters) of `word`, counts too; otherwise the
+-- distance must be at most a third of the longer word (at least 1, at most 3),
+-- or the two must share a long start (5+ letters, 60% of `word`), or
+-- `word` (4+ letters) must be a part of the candidate.
 -- @tparam string word the misspelled name
 -- @tparam table candidates list of names, or a set {name=true}
 -- @treturn ?string the best candidate
@@ -108,9 +110,16 @@ function M.suggest(word, candidates)
       d = M.distance(lw, lc)
       -- "activation" for "act", "dtyp" for "dtype", "pool" for "pool_type"
       local limit = math.max(1, math.min(3, math.floor(math.max(#lw, #lc) / 3)))
-      local prefix = (#lw >= 3 and lc:sub(1, #lw) == lw) or (#lc >= 3 and lw:sub(1, #lc) == lc)
+      local prefix = (#lw >= 2 and lc:sub(1, #lw) == lw) or (#lc >= 3 and lw:sub(1, #lc) == lc)
       if d > limit then
-        if prefix then d = limit + 0.5 else d = nil end
+        -- a long shared start: "persistent" for "persistable"
+        local common = 0
+        while common < math.min(#lw, #lc) and lw:byte(common + 1) == lc:byte(common + 1) do common = common + 1 end
+        if prefix then d = limit + 0.5
+        elseif common >= 5 and common >= 0.6 * #lw then d = limit + 0.6
+        -- a part of the name: "nesterov" for "use_nesterov"
+        elseif #lw >= 4 and lc:find(lw, 1, true) then d = limit + 0.7
+        else d = nil end
       end
     end
     if d and (best_score == nil or d < best_score) then best, best_score = c, d end
@@ -144,9 +153,25 @@ function M.unknown_message(who, key, known)
   return string.format("%s: unknown argument %s (valid: %s)", who, key_text(key), table.concat(list, ", "))
 end
 
--- known lists are turned into sets once and remembered
+-- known lists are turned into sets once and remembered (lists by identity,
+-- space-separated strings by value)
 local sets = setmetatable({}, { __mode = "k" })
+local string_sets = {}
+local function words(str)
+  local list = {}
+  for w in str:gmatch("[^%s,]+") do list[#list + 1] = w end
+  return list
+end
 local function as_set(known)
+  if type(known) == "string" then
+    local s = string_sets[known]
+    if not s then
+      s = {}
+      for _, w in ipairs(words(known)) do s[w] = true end
+      string_sets[known] = s
+    end
+    return s
+  end
   local s = sets[known]
   if s then return s end
   s = {}
@@ -165,7 +190,8 @@ end
 -- are refused unless `opts.positional` is true (any) or a number n (keys 1..n).
 -- @tparam string who the function as the user writes it ("layers.fc", "Program:clone")
 -- @tparam ?table args the user's keyword table
--- @tparam table known list (or set) of valid key names
+-- @tparam table|string known list (or set) of valid key names, or one string
+-- of names separated by spaces ("input size act name")
 -- @tparam[opt] table opts `{positional=}`
 -- @treturn ?table args, unchanged
 -- @usage opts = argcheck.keys("Program:clone", opts, {"for_test"})
@@ -179,7 +205,9 @@ function M.keys(who, args, known, opts)
       if type(k) == "number" and k % 1 == 0 and k >= 1 then
         ok = positional == true or (type(positional) == "number" and k <= positional)
       end
-      if not ok then M.raise(M.unknown_message(who, k, known)) end
+      if not ok then
+        M.raise(M.unknown_message(who, k, type(known) == "string" and words(known) or known))
+      end
     end
   end
   return args
