@@ -33,7 +33,11 @@ local function public_functions(name, classes)
   local m = require(name)
   local out = {}
   for k, v in pairs(m) do
-    if type(v) == "function" and type(k) == "string" and not k:match("^_") then out[k] = true end
+    -- a submodule loaded into its parent's table (oar.dataset.split) has its own page
+    local submodule = type(k) == "string" and package.loaded[name .. "." .. k] == v
+    if type(v) == "function" and type(k) == "string" and not k:match("^_") and not submodule then
+      out[k] = true
+    end
   end
   for cname, get in pairs(classes or {}) do
     local class = get(m)
