@@ -114,6 +114,49 @@ local function run_c(dir, page, k, b)
   return capture(string.format("cd %s && ./%s", shell_quote(dir), name))
 end
 
+-- GitHub's anchor of a heading: lower case, punctuation dropped, spaces to '-'
+local function slug(title)
+  return (title:lower():gsub("[^%w%- _]", ""):gsub(" ", "-"))
+end
+
+local function anchors_of(text)
+  local set = {}
+  for line in (text .. "\n"):gmatch("(.-)\n") do
+    local title = line:match("^#+%s+(.-)%s*$")
+    if title then set[slug(title)] = true end
+  end
+  return set
+end
+
+describe("docs links", function()
+  local pages = doc_pages()
+  pages[#pages + 1] = "README.md"
+  for _, page in ipairs(pages) do
+    it(page .. ": relative links point to files and headings that exist", function()
+      local text = read(page)
+      local dir = page:match("^(.*)/") or "."
+      local bad = {}
+      for link in text:gmatch("%]%(([^%)%s]+)%)") do
+        if not link:match("^%a+:") then
+          local file, anchor = link:match("^([^#]*)#?(.*)$")
+          local target = file == "" and page or (dir .. "/" .. file)
+          local f = io.open(target, "rb")
+          if not f then
+            bad[#bad + 1] = link .. " (no file)"
+          else
+            local body = f:read("*a")
+            f:close()
+            if anchor ~= "" and target:match("%.md$") and not anchors_of(body)[anchor] then
+              bad[#bad + 1] = link .. " (no such heading)"
+            end
+          end
+        end
+      end
+      assert(#bad == 0, page .. ": " .. table.concat(bad, ", "))
+    end)
+  end
+end)
+
 describe("docs examples", function()
   local pages = doc_pages()
 
