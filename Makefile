@@ -39,7 +39,7 @@ NVCCFLAGS ?= -O3 -Xcompiler -fPIC -std=c++17 -Isrc -Ibuild -arch=sm_80
 LIB      = $(BUILD)/liboar.so
 CDEF     = lua/oar/cdef.lua
 
-.PHONY: all lib test install clean fuzz bench
+.PHONY: all lib test install clean fuzz bench doc
 all: $(LIB) $(CDEF)
 lib: $(LIB)
 
@@ -75,6 +75,18 @@ install: all
 	cp $(LIB) $(INST_LIBDIR)/liboar.so
 	cp -r lua/oar/. $(INST_LUADIR)/oar/
 	if [ -n "$(INST_BINDIR)" ]; then mkdir -p $(INST_BINDIR) && cp bin/oar $(INST_BINDIR)/oar; fi
+
+# API reference from the doc comments in lua/ (config.ld), into build/doc.
+# LDoc is Debian's lua-ldoc; only this target needs it.
+# LDoc renders the comments' Markdown with lua-markdown; without it, it
+# silently falls back to plain text, so that is an error here.
+doc:
+	@command -v ldoc >/dev/null 2>&1 || { echo "make doc: ldoc is missing; install it with: sudo apt-get install lua-ldoc lua-markdown" >&2; exit 1; }
+	@mkdir -p $(BUILD)
+	@ldoc --fatalwarnings . > $(BUILD)/ldoc.log 2>&1; rc=$$?; grep -v '^reading configuration\|^output written' $(BUILD)/ldoc.log; \
+	  if grep -q 'falling back to text' $(BUILD)/ldoc.log; then echo "make doc: lua-markdown is missing; install it with: sudo apt-get install lua-markdown" >&2; exit 1; fi; \
+	  [ $$rc -eq 0 ] || { echo "make doc: ldoc reported the warnings above" >&2; exit 1; }
+	@echo "API reference written to $(BUILD)/doc/index.html"
 
 clean:
 	rm -rf $(BUILD) $(CDEF)

@@ -1,26 +1,26 @@
--- oar.data_feeder: Fluid's DataFeeder. It turns a minibatch -- a list of
--- samples, each a list of fields in feed_list order -- into the feed table
--- {name = Tensor} that Executor:run takes.
+--- Fluid's DataFeeder: from a minibatch of Lua samples to a feed table.
 --
---   local DataFeeder = require("oar.data_feeder")     -- also oar.DataFeeder
---   local feeder = DataFeeder{feed_list = {img, label}, place = oar.CPUPlace()}
---   exe:run(prog, {feed = feeder:feed(batch), fetch_list = {loss}})
+-- A minibatch is a list of samples, each a list of fields in `feed_list`
+-- order; `feeder:feed(minibatch)` gives the table `{name = Tensor}` that
+-- `exe:run` takes as `feed`.
 --
--- feed_list entries are Variables (anything with name, shape, dtype,
--- lod_level), tables {name=, shape=, dtype="float32", lod_level=0}, or names
--- of variables in `program`'s global block (default: the default main
--- program). Positional use as in Fluid also works:
--- DataFeeder(feed_list, place, program).
+-- A field may be a number, a boolean, a nested table of them (read in
+-- row-major order), or an oar Tensor. For `lod_level` 0 the slot's shape has
+-- -1 as its first (batch) dimension and each sample holds `prod(shape[2..])`
+-- values (the tensor is `[batch, shape[2..]]`), or has no -1 at all and the
+-- whole minibatch holds `prod(shape)` values. For `lod_level` L > 0 a field
+-- is a list of sequences nested L deep whose items hold `prod(shape[2..])`
+-- values each; the tensor is `[total items, shape[2..]]` with the LoD of the
+-- nesting (Fluid's rule).
 --
--- A field of a sample may be a number, a boolean, a nested table of them (read
--- in row-major order), or an oar Tensor. For lod_level 0 the slot's shape
--- must have -1 as its first (batch) dimension and each sample must hold
--- prod(shape[2..]) values -- the tensor is [batch, shape[2..]] -- or have no
--- -1 at all, in which case the whole minibatch must hold prod(shape) values.
--- For lod_level L > 0 a field is a list of sequences nested L deep whose
--- items hold prod(shape[2..]) values each; the tensor is
--- [total items, shape[2..]] with the LoD of the nesting (Fluid's rule).
+-- `oar.DataFeeder` is this module; calling it makes a feeder.
+-- @module oar.data_feeder
+-- @usage
+-- local feeder = oar.DataFeeder{feed_list = {img, label}, place = oar.CPUPlace()}
+-- local batch = {{pixels1, 3}, {pixels2, 7}}   -- two samples {image, label}
+-- exe:run(prog, {feed = feeder:feed(batch), fetch_list = {loss}})
 local ffi = require("ffi")
+local argcheck = require("oar.argcheck")
 
 local M = {}
 
@@ -71,6 +71,10 @@ local function make_slot(entry, i, program)
     end
     entry = v
   end
+  if type(entry) == "table" and getmetatable(entry) == nil then
+    argcheck.keys(string.format("oar.DataFeeder: feed_list[%d]", i), entry,
+      { "name", "shape", "dtype", "lod_level" })
+  end
   if type(entry) ~= "table" then
     error(string.format("DataFeeder: feed_list[%d] must be a Variable, a name or {name=, shape=, dtype=}, got %s",
                         i, type(entry)), 4)
@@ -118,13 +122,32 @@ local function make_slot(entry, i, program)
            per = per, batched = batched, index = i }
 end
 
--- new{feed_list=, place=, program=} or new(feed_list, place, program)
-function M.new(a, place, program)
-  local feed_list
-  if type(a) == "table" and a.feed_list ~= nil then
+-- a keyword table has string keys; a feed list is a plain list
+local function is_keyword_table(a)
+  if type(a) ~= "table" or getmetatable(a) ~= nil then return false end
+  for k in pairs(a) do
+    if type(k) == "string" then return true end
+  end
+  return false
+end
+
+--- Makes a feeder: `DataFeeder{feed_list=, place=, program=}` or, as in
+-- Fluid, `DataFeeder(feed_list, place, program)`.
+-- @tparam table feed_list the slots, in sample field order: Variables
+-- (`layers.data`), tables `{name=, shape=, dtype="float32", lod_level=0}`,
+-- or names of variables in `program`'s global block
+-- @param[opt] place accepted for Fluid's sake; tensors are made on the CPU
+-- and the executor moves them
+-- @param[opt] program where names are looked up (default: the default main program)
+-- @treturn DataFeeder
+-- @raise on an unknown keyword (`feed_lst`), an empty feed list, a slot
+-- without a usable shape or dtype, a slot given twice
+-- @usage local feeder = oar.DataFeeder{feed_list = {"x", "y"}}
+function M.new(feed_list, place, program)
+  if is_keyword_table(feed_list) then
+    local a = feed_list
+    argcheck.keys("oar.DataFeeder", a, { "feed_list", "place", "program" })
     feed_list, place, program = a.feed_list, a.place, a.program
-  else
-    feed_list = a
   end
   if type(feed_list) ~= "table" or #feed_list == 0 then
     error("DataFeeder: feed_list must be a non-empty list of Variables, names or {name=, shape=, dtype=}", 2)
@@ -146,9 +169,7 @@ end
 
 setmetatable(M, { __call = function(_, ...) return M.new(...) end })
 
----------------------------------------------------------------------------
--- Filling
----------------------------------------------------------------------------
+-- ---- filling -------------------------------------------------------------
 
 local half_of
 local function converter(slot)
@@ -314,8 +335,18 @@ local function fill_lod(slot, minibatch, conv)
   return t
 end
 
--- The feed table {name = Tensor} for a minibatch (a list of samples, each a
--- list of fields in feed_list order).
+--- Methods of a DataFeeder.
+-- @type DataFeeder
+
+--- The feed table for a minibatch.
+-- @tparam table minibatch a non-empty list of samples, each a list of
+-- fields in `feed_list` order
+-- @treturn table `{name = Tensor}`, one Tensor per slot
+-- @raise naming the slot and the sample when a field has the wrong number
+-- of values or a value of the wrong type
+-- @usage
+-- local feeder = oar.DataFeeder{feed_list = {{name = "x", shape = {-1, 2}}}}
+-- local feed = feeder:feed({{{1, 2}}, {{3, 4}}})   -- feed.x is float32 [2, 2]
 function DataFeeder:feed(minibatch)
   if getmetatable(self) ~= DataFeeder then
     error("DataFeeder:feed: call it with ':' on a DataFeeder", 2)
@@ -344,8 +375,14 @@ function DataFeeder:feed(minibatch)
   return out
 end
 
--- A reader creator yielding feed tables from a reader creator of minibatches
--- (e.g. oar.reader.batch(...)).
+--- A reader creator of feed tables, from a reader creator of minibatches
+-- (such as `oar.reader.batch(...)`).
+-- @tparam function reader a reader creator of minibatches
+-- @treturn function a reader creator of feed tables
+-- @usage
+-- for feed in feeder:decorate_reader(oar.reader.batch(train, 64))() do
+--   exe:run(main, {feed = feed, fetch_list = {loss}})
+-- end
 function DataFeeder:decorate_reader(reader)
   if getmetatable(self) ~= DataFeeder then
     error("DataFeeder:decorate_reader: call it with ':' on a DataFeeder", 2)

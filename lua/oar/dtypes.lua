@@ -1,5 +1,22 @@
--- oar.dtypes: dtype names <-> Fluid's VarType.Type numbers, and the C element
--- type behind each, so tensors can hand out typed pointers.
+--- Element types: names, Fluid's `VarType.Type` numbers and C types.
+--
+-- Each dtype, its enum number and its C element type:
+--
+-- * `bool` (0): `bool`
+-- * `int16` (1): `int16_t`
+-- * `int32` (2): `int32_t`
+-- * `int64` (3): `int64_t`
+-- * `float16` (4): `uint16_t`, the raw IEEE half bits
+-- * `float32` (5): `float`
+-- * `float64` (6): `double`
+-- * `uint8` (20): `uint8_t`
+-- * `int8` (21): `int8_t`
+--
+-- Aliases accepted wherever a dtype is: `float`, `fp32` (float32),
+-- `double`, `fp64` (float64), `half`, `fp16` (float16), `int` (int32),
+-- `long` (int64).
+-- @module oar.dtypes
+-- @usage print(oar.dtypes.name("double"), oar.dtypes.enum("int64"))   --> float64  3
 local M = {}
 
 -- name -> {enum, ctype}; enum values are Fluid's VarType.Type (see oar.h)
@@ -25,7 +42,10 @@ local aliases = {
 local by_enum = {}
 for name, info in pairs(by_name) do by_enum[info.enum] = name end
 
--- The canonical name of `d` (a name, an alias or an enum number), or nil.
+--- The canonical name of a dtype.
+-- @tparam string|int d a name, an alias or an enum number
+-- @treturn ?string the name, or nil when `d` is no dtype
+-- @usage print(oar.dtypes.name(5))   --> float32
 function M.name(d)
   if type(d) == "string" then
     if by_name[d] then return d end
@@ -36,7 +56,11 @@ function M.name(d)
   return nil
 end
 
--- The canonical name, raising an error that names `who` when `d` is no dtype.
+--- The canonical name of a dtype, or an error listing the dtypes.
+-- @tparam string|int d a name, an alias or an enum number
+-- @tparam[opt="dtype"] string who the function named in the error
+-- @treturn string
+-- @usage local dt = oar.dtypes.check(user_dtype, "my_layer")
 function M.check(d, who)
   local name = M.name(d)
   if not name then
@@ -47,27 +71,46 @@ function M.check(d, who)
   return name
 end
 
--- The enum value of a dtype (name or number), raising for unknown ones.
+--- Fluid's `VarType.Type` number of a dtype.
+-- @tparam string|int d
+-- @tparam[opt] string who the function named in the error
+-- @treturn int
+-- @usage print(oar.dtypes.enum("float32"))   --> 5
 function M.enum(d, who)
   return by_name[M.check(d, who)].enum
 end
 
--- The C element type ("float", "int64_t", ...) of a dtype.
+--- The C element type of a dtype, for `ffi.cast`.
+-- @tparam string|int d
+-- @tparam[opt] string who the function named in the error
+-- @treturn string `"float"`, `"int64_t"`, ...
+-- @usage local p = ffi.cast(oar.dtypes.ctype("int64") .. " *", t:data())
 function M.ctype(d, who)
   return by_name[M.check(d, who)].ctype
 end
 
+--- Whether a dtype is floating point (float16, float32, float64).
+-- @tparam string|int d
+-- @treturn boolean
+-- @usage assert(oar.dtypes.is_float("double"))
 function M.is_float(d)
   local n = M.name(d)
   return n == "float32" or n == "float64" or n == "float16"
 end
 
+--- Whether a dtype is an integer type (int8 to int64, uint8).
+-- @tparam string|int d
+-- @treturn boolean
+-- @usage assert(oar.dtypes.is_integer("int64"))
 function M.is_integer(d)
   local n = M.name(d)
   return n == "int32" or n == "int64" or n == "int16" or n == "int8" or n == "uint8"
 end
 
--- IEEE 754 half <-> Lua number, for float16 tensors read or written from Lua.
+--- The number held by IEEE 754 half-precision bits.
+-- @tparam int h the 16 bits, 0..65535
+-- @treturn number
+-- @usage print(oar.dtypes.half_to_number(0x3c00))   --> 1
 function M.half_to_number(h)
   local sign = (h >= 0x8000) and -1 or 1
   local exp = math.floor(h / 0x400) % 0x20
@@ -80,6 +123,11 @@ function M.half_to_number(h)
   return sign * (1 + frac / 1024) * 2 ^ (exp - 15)
 end
 
+--- The IEEE 754 half-precision bits nearest to a number (round to
+-- nearest even is not guaranteed on ties; overflow gives infinity).
+-- @tparam number x
+-- @treturn int the 16 bits
+-- @usage print(oar.dtypes.number_to_half(1))   --> 15360 (0x3c00)
 function M.number_to_half(x)
   if x ~= x then return 0x7e00 end
   local sign = 0

@@ -1,21 +1,36 @@
--- oar.io: saving and loading variables, checkpoints and inference models
--- (Fluid's fluid.io). Like Fluid, every save or load builds a small program
--- of save/load ops (save, save_combine, load, load_combine) and runs it with
--- the executor. Two guarantees go beyond Fluid:
---   * every file is replaced atomically (temp file, fsync, rename), so a crash
---     leaves either the old or the new file;
---   * a load that fails leaves the scope exactly as it was: the load program
---     runs in a fresh scope, and only when every variable loaded and checked
---     do the tensors move into the target scope.
--- save_persistables also saves the global random generator state (variable
--- "@RNG_STATE@", int64 [4]) and load_persistables restores it, so training
--- resumed from a checkpoint continues bit for bit.
+--- Saving and loading variables, checkpoints and inference models
+-- (Fluid's `fluid.io`).
+--
+-- Like Fluid, every save or load builds a small program of `save`/`load`
+-- ops (`save_combine`/`load_combine` for one combined file) and runs it with
+-- the executor. By default each variable goes to its own file, named after
+-- the variable, in `dirname`; `filename=` puts them all in one file. Two
+-- guarantees go beyond Fluid:
+--
+-- * every file is replaced atomically (temp file, fsync, rename), so a
+--   crash leaves either the old or the new file;
+-- * a load that fails leaves the scope exactly as it was: the load program
+--   runs in a fresh scope, and only when every variable loaded and checked
+--   do the tensors move into the target scope.
+--
+-- `save_persistables` also saves the global random generator's state
+-- (variable `@RNG_STATE@`, int64 [4]) and `load_persistables` restores it,
+-- so training resumed from a checkpoint continues bit for bit.
+--
+-- Every function takes its arguments positionally, as Fluid's do, or as one
+-- keyword table (`oar.io.save_params{executor=exe, dirname="ckpt"}`); an
+-- unknown keyword is an error with the closest valid name.
+-- @module oar.io
+-- @usage
+-- oar.io.save_persistables(exe, "ckpt", main)     -- after some training
+-- oar.io.load_persistables(exe, "ckpt", main)     -- later, to resume
 local ffi = require("ffi")
 local lib = require("oar.lib")
 local framework = require("oar.framework")
 local tensor = require("oar.tensor")
 local scope_mod = require("oar.scope")
 local executor_mod = require("oar.executor")
+local argcheck = require("oar.argcheck")
 local C = lib.C
 
 -- random generator state (src/op.h) and mkdir(2); declared here only when no
@@ -34,13 +49,31 @@ local Program = framework.Program
 
 local M = {}
 
+--- The name under which checkpoints keep the random generator's state.
 M.RNG_STATE_NAME = "@RNG_STATE@"
+--- The default file name of an inference model's program.
 M.MODEL_FILENAME = "__model__"
 local RNG = M.RNG_STATE_NAME
 local EEXIST = 17
 local INT64 = 3
 
 -- ---- argument checks ---------------------------------------------------------
+-- The keywords each function accepts: in its keyword-table form (`*_KW`),
+-- and in the options table that may follow the positional arguments.
+local VARS_KW = { "executor", "dirname", "main_program", "vars", "predicate", "filename", "scope" }
+local VARS_OPTS = { "vars", "predicate", "filename", "scope" }
+local SIMPLE_KW = { "executor", "dirname", "main_program", "filename", "scope" }
+local SIMPLE_OPTS = { "filename", "scope" }
+local SAVE_MODEL_KW = { "dirname", "feeded_var_names", "feed_names", "target_vars", "executor",
+  "main_program", "model_filename", "params_filename", "scope" }
+local SAVE_MODEL_OPTS = { "model_filename", "params_filename", "scope" }
+local LOAD_MODEL_KW = { "dirname", "executor", "model_filename", "params_filename", "scope" }
+local LOAD_MODEL_OPTS = { "model_filename", "params_filename", "scope" }
+
+local function check_keys(who, t, allowed)
+  argcheck.keys("oar.io." .. who, t, allowed)
+end
+
 local function is_executor(x) return getmetatable(x) == executor_mod.ExecutorClass end
 
 local function check_executor(exe, who)
@@ -126,7 +159,14 @@ end
 -- ---- which variables ---------------------------------------------------------
 local function var_type(v) return v.type end
 
--- Fluid's is_persistable: persistable, and not the feed/fetch lists or a raw var
+--- Which variables.
+-- @section which
+
+--- Whether a variable is saved by `save_persistables` (Fluid's
+-- `is_persistable`): persistable, and not the feed or fetch list or a raw variable.
+-- @param v a Variable
+-- @treturn boolean
+-- @usage local n = #oar.io.get_program_persistable_vars(main)
 function M.is_persistable(v)
   if not framework.is_variable(v) then return false end
   local t = var_type(v)
@@ -134,6 +174,10 @@ function M.is_persistable(v)
   return v.persistable
 end
 
+--- Whether a variable is a Parameter (what `save_params` saves).
+-- @param v a Variable
+-- @treturn boolean
+-- @usage print(oar.io.is_parameter(main:global_block():var("fc_0.w_0")))
 function M.is_parameter(v) return framework.is_parameter(v) end
 
 -- Variables of `program` (all blocks, first declaration of each name) that
@@ -150,10 +194,20 @@ local function filter_vars(program, predicate)
   return out
 end
 
-M.get_program_parameter = function(program)
+--- The parameters of a program (all blocks, each name once, in creation order).
+-- @tparam[opt] Program program default: the default main program
+-- @treturn {Variable,...}
+-- @usage for _, p in ipairs(oar.io.get_program_parameter(main)) do print(p.name) end
+function M.get_program_parameter(program)
   return filter_vars(check_program(program, "get_program_parameter"), M.is_parameter)
 end
-M.get_program_persistable_vars = function(program)
+
+--- The persistable variables of a program (parameters, optimizer state,
+-- counters), each name once, in creation order.
+-- @tparam[opt] Program program default: the default main program
+-- @treturn {Variable,...}
+-- @usage local vars = oar.io.get_program_persistable_vars(main)
+function M.get_program_persistable_vars(program)
   return filter_vars(check_program(program, "get_program_persistable_vars"), M.is_persistable)
 end
 
@@ -386,6 +440,7 @@ local function vars_args(who, executor, dirname, main_program, vars, a5, a6, a7)
   local o
   if is_plain_table(executor) and dirname == nil then
     o = executor
+    check_keys(who, o, VARS_KW)
   else
     o = { executor = executor, dirname = dirname, main_program = main_program }
     if type(vars) == "function" then o.predicate = vars else o.vars = vars end
@@ -394,7 +449,9 @@ local function vars_args(who, executor, dirname, main_program, vars, a5, a6, a7)
       local a = rest[i]
       if type(a) == "function" then o.predicate = a
       elseif type(a) == "string" then o.filename = a
-      elseif is_plain_table(a) then for k, v in pairs(a) do o[k] = v end
+      elseif is_plain_table(a) then
+        check_keys(who, a, VARS_OPTS)
+        for k, v in pairs(a) do o[k] = v end
       elseif a ~= nil then raise(string.format("%s: unexpected argument %s", who, describe(a))) end
     end
   end
@@ -412,13 +469,16 @@ local function simple_args(who, executor, dirname, main_program, a4, a5)
   local o
   if is_plain_table(executor) and dirname == nil then
     o = executor
+    check_keys(who, o, SIMPLE_KW)
   else
     o = { executor = executor, dirname = dirname, main_program = main_program }
     local rest = { a4, a5 }
     for i = 1, 2 do
       local a = rest[i]
       if type(a) == "string" then o.filename = a
-      elseif is_plain_table(a) then for k, v in pairs(a) do o[k] = v end
+      elseif is_plain_table(a) then
+        check_keys(who, a, SIMPLE_OPTS)
+        for k, v in pairs(a) do o[k] = v end
       elseif a ~= nil then raise(string.format("%s: 'filename' must be a string, got %s", who, describe(a))) end
     end
   end
@@ -431,37 +491,85 @@ local function simple_args(who, executor, dirname, main_program, a4, a5)
 end
 
 -- ---- the public functions -----------------------------------------------------------
-function M.save_vars(...)
+
+--- Variables, parameters and checkpoints.
+-- @section save
+
+--- Saves chosen variables of a program from a scope.
+-- Also `save_vars{executor=, dirname=, main_program=, vars=, predicate=, filename=, scope=}`.
+-- @tparam Executor executor
+-- @tparam string dirname the directory (created when missing)
+-- @tparam[opt] Program main_program default: the default main program
+-- @tparam {Variable,...}|function vars the variables (or their names), or a
+-- predicate `function(var) -> boolean` choosing among the program's variables
+-- @param[opt] ... a predicate, a file name (one combined file) and/or an
+-- options table `{vars=, predicate=, filename=, scope=}`; `scope` defaults to the global scope
+-- @usage
+-- oar.io.save_vars(exe, "out", main, function(v) return v.name:match("^fc") ~= nil end)
+function M.save_vars(executor, dirname, main_program, vars, ...)
   local who = "save_vars"
-  local o = vars_args(who, ...)
-  local vars = select_vars(o.main_program, o.vars, o.predicate, who)
-  save_core(who, o.executor, o.dirname, vars, o.filename, o.scope)
+  local o = vars_args(who, executor, dirname, main_program, vars, ...)
+  local chosen = select_vars(o.main_program, o.vars, o.predicate, who)
+  save_core(who, o.executor, o.dirname, chosen, o.filename, o.scope)
 end
 
-function M.load_vars(...)
+--- Loads chosen variables of a program into a scope; the counterpart of
+-- `save_vars`, with the same arguments. On any error nothing in the scope changes.
+-- @tparam Executor executor
+-- @tparam string dirname
+-- @tparam[opt] Program main_program
+-- @tparam {Variable,...}|function vars the variables or a predicate
+-- @param[opt] ... as for `save_vars`
+-- @usage oar.io.load_vars(exe, "out", main, {main:global_block():var("fc_0.w_0")})
+function M.load_vars(executor, dirname, main_program, vars, ...)
   local who = "load_vars"
-  local o = vars_args(who, ...)
-  local vars = select_vars(o.main_program, o.vars, o.predicate, who)
-  load_core(who, o.executor, o.dirname, vars, o.filename, o.scope)
+  local o = vars_args(who, executor, dirname, main_program, vars, ...)
+  local chosen = select_vars(o.main_program, o.vars, o.predicate, who)
+  load_core(who, o.executor, o.dirname, chosen, o.filename, o.scope)
 end
 
-function M.save_params(...)
+--- Saves every parameter of a program (not the optimizer's state).
+-- Also `save_params{executor=, dirname=, main_program=, filename=, scope=}`.
+-- @tparam Executor executor
+-- @tparam string dirname the directory (created when missing)
+-- @tparam[opt] Program main_program default: the default main program
+-- @tparam[opt] string|table filename one combined file in `dirname`
+-- (default: one file per parameter), or the options `{filename=, scope=}`
+-- @tparam[opt] table options `{filename=, scope=}` after a file name
+-- @usage oar.io.save_params(exe, "params", main, {filename = "all.bin"})
+function M.save_params(executor, dirname, main_program, filename, options)
   local who = "save_params"
-  local o = simple_args(who, ...)
+  local o = simple_args(who, executor, dirname, main_program, filename, options)
   save_core(who, o.executor, o.dirname, select_vars(o.main_program, nil, M.is_parameter, who), o.filename, o.scope)
 end
 
-function M.load_params(...)
+--- Loads every parameter of a program; the counterpart of `save_params`.
+-- On any error (a missing file, a shape that differs) nothing in the scope changes.
+-- @tparam Executor executor
+-- @tparam string dirname
+-- @tparam[opt] Program main_program
+-- @tparam[opt] string|table filename as for `save_params`
+-- @tparam[opt] table options `{filename=, scope=}`
+-- @usage oar.io.load_params(exe, "params", main, {filename = "all.bin"})
+function M.load_params(executor, dirname, main_program, filename, options)
   local who = "load_params"
-  local o = simple_args(who, ...)
+  local o = simple_args(who, executor, dirname, main_program, filename, options)
   load_core(who, o.executor, o.dirname, select_vars(o.main_program, nil, M.is_parameter, who), o.filename, o.scope)
 end
 
--- Persistables (parameters, optimizer state, counters) and the random
--- generator state: everything training needs to resume.
-function M.save_persistables(...)
+--- Saves a checkpoint: every persistable variable (parameters, optimizer
+-- state, learning-rate counters) and the random generator's state,
+-- everything training needs to resume.
+-- Also `save_persistables{executor=, dirname=, main_program=, filename=, scope=}`.
+-- @tparam Executor executor
+-- @tparam string dirname the directory (created when missing)
+-- @tparam[opt] Program main_program default: the default main program
+-- @tparam[opt] string|table filename one combined file, or the options `{filename=, scope=}`
+-- @tparam[opt] table options `{filename=, scope=}`
+-- @usage oar.io.save_persistables(exe, "ckpt/epoch_3", main)
+function M.save_persistables(executor, dirname, main_program, filename, options)
   local who = "save_persistables"
-  local o = simple_args(who, ...)
+  local o = simple_args(who, executor, dirname, main_program, filename, options)
   local vars = select_vars(o.main_program, nil, M.is_persistable, who)
   for _, v in ipairs(vars) do
     if rawget(v, "name") == RNG then raise(who .. ": the program declares a variable named " .. RNG .. ", a reserved name") end
@@ -469,9 +577,20 @@ function M.save_persistables(...)
   save_core(who, o.executor, o.dirname, vars, o.filename, o.scope, { { name = RNG, tensor = rng_state_tensor(who) } })
 end
 
-function M.load_persistables(...)
+--- Loads a checkpoint written by `save_persistables`, restoring the random
+-- generator's state when the checkpoint holds one. On any error nothing in
+-- the scope changes.
+-- @tparam Executor executor
+-- @tparam string dirname
+-- @tparam[opt] Program main_program
+-- @tparam[opt] string|table filename as for `save_persistables`
+-- @tparam[opt] table options `{filename=, scope=}`
+-- @usage
+-- exe:run(startup)                                  -- creates the variables
+-- oar.io.load_persistables(exe, "ckpt/epoch_3", main) -- then overwrites them
+function M.load_persistables(executor, dirname, main_program, filename, options)
   local who = "load_persistables"
-  local o = simple_args(who, ...)
+  local o = simple_args(who, executor, dirname, main_program, filename, options)
   local vars = select_vars(o.main_program, nil, M.is_persistable, who)
   load_core(who, o.executor, o.dirname, vars, o.filename, o.scope, "optional")
 end
@@ -522,19 +641,40 @@ local function drop_feed_producers(prog, feeds)
   return removed
 end
 
--- save_inference_model(dirname, feeded_var_names, target_vars, executor,
---   main_program, model_filename|{model_filename=, params_filename=, scope=}, params_filename)
--- -> names of the targets.
-function M.save_inference_model(dirname, feeded_var_names, target_vars, executor, main_program, a6, a7)
+--- Inference models.
+-- @section inference
+
+--- Saves what inference needs: the program pruned to the targets (backward
+-- and optimizer ops dropped, `is_test` set, feed and fetch ops added) as
+-- `__model__`, and the persistable variables it reads. The C predictor
+-- (`oar_predictor_load`) and `load_inference_model` read the directory.
+-- Also `save_inference_model{dirname=, feeded_var_names= (or feed_names=),
+-- target_vars=, executor=, main_program=, model_filename=, params_filename=, scope=}`.
+-- @tparam string dirname the directory (created when missing)
+-- @tparam {string,...} feeded_var_names the names of the inputs to feed
+-- @tparam {Variable,...} target_vars the outputs (Variables or names)
+-- @tparam Executor executor
+-- @tparam[opt] Program main_program default: the default main program
+-- @tparam[opt] string|table model_filename the program's file name (default
+-- `__model__`), or the options `{model_filename=, params_filename=, scope=}`
+-- @tparam[opt] string params_filename one combined parameter file (default: one file per variable)
+-- @treturn {string,...} the names of the targets
+-- @usage oar.io.save_inference_model("model", {"img"}, {prediction}, exe, main)
+function M.save_inference_model(dirname, feeded_var_names, target_vars, executor, main_program,
+                                model_filename, params_filename)
   local who = "save_inference_model"
   local o = {}
+  local a6, a7 = model_filename, params_filename
   if is_plain_table(dirname) and feeded_var_names == nil then
     o = dirname
+    check_keys(who, o, SAVE_MODEL_KW)
     o.feeded_var_names = o.feeded_var_names or o.feed_names
   else
     o = { dirname = dirname, feeded_var_names = feeded_var_names, target_vars = target_vars,
           executor = executor, main_program = main_program }
-    if is_plain_table(a6) then for k, v in pairs(a6) do o[k] = v end
+    if is_plain_table(a6) then
+      check_keys(who, a6, SAVE_MODEL_OPTS)
+      for k, v in pairs(a6) do o[k] = v end
     elseif type(a6) == "string" then o.model_filename = a6
     elseif a6 ~= nil then raise(string.format("%s: 'model_filename' must be a string, got %s", who, describe(a6))) end
     if type(a7) == "string" then o.params_filename = a7
@@ -615,18 +755,32 @@ local function read_file(path, who)
   return s
 end
 
--- load_inference_model(dirname, executor, model_filename|{model_filename=,
---   params_filename=, scope=}, params_filename)
--- -> program (feed/fetch ops stripped; run it with exe:run{feed=, fetch_list=fetch_targets}),
---    feed names, fetch targets (Variables), both in column order.
-function M.load_inference_model(dirname, executor, a3, a4)
+--- Loads an inference model written by `save_inference_model`: its
+-- program, and its parameters into the scope.
+-- Also `load_inference_model{dirname=, executor=, model_filename=, params_filename=, scope=}`.
+-- @tparam string dirname the directory
+-- @tparam Executor executor
+-- @tparam[opt] string|table model_filename the program's file name (default
+-- `__model__`), or the options `{model_filename=, params_filename=, scope=}`
+-- @tparam[opt] string params_filename the combined parameter file, when the model has one
+-- @treturn Program the program, feed and fetch ops stripped
+-- @treturn {string,...} the feed names, in column order
+-- @treturn {Variable,...} the fetch targets, in column order
+-- @usage
+-- local prog, feeds, fetches = oar.io.load_inference_model("model", exe)
+-- local out = exe:run(prog, {feed = {[feeds[1]] = images}, fetch_list = fetches})
+function M.load_inference_model(dirname, executor, model_filename, params_filename)
   local who = "load_inference_model"
   local o
+  local a3, a4 = model_filename, params_filename
   if is_plain_table(dirname) and executor == nil then
     o = dirname
+    check_keys(who, o, LOAD_MODEL_KW)
   else
     o = { dirname = dirname, executor = executor }
-    if is_plain_table(a3) then for k, v in pairs(a3) do o[k] = v end
+    if is_plain_table(a3) then
+      check_keys(who, a3, LOAD_MODEL_OPTS)
+      for k, v in pairs(a3) do o[k] = v end
     elseif type(a3) == "string" then o.model_filename = a3
     elseif a3 ~= nil then raise(string.format("%s: 'model_filename' must be a string, got %s", who, describe(a3))) end
     if type(a4) == "string" then o.params_filename = a4

@@ -1,20 +1,30 @@
--- oar.reader: Fluid's reader decorators, in Lua.
+--- Fluid's reader decorators, in Lua.
 --
--- A *reader creator* (a "reader" in Fluid's words) is a function that takes no
--- argument and returns a fresh *iterator*: a function returning the next
--- sample on each call and nil when the data is exhausted. Calling the creator
--- again starts over (a new epoch). Iterators work with the generic for:
---
---   for sample in reader() do ... end
+-- A *reader creator* (a "reader" in Fluid's words) is a function that takes
+-- no argument and returns a fresh *iterator*: a function returning the next
+-- sample on each call and nil when the data is exhausted. Calling the
+-- creator again starts over (a new epoch). Iterators work with the generic
+-- `for`: `for sample in reader() do ... end`.
 --
 -- A sample is any non-nil value; by convention a table of fields, e.g.
--- {image, label}. The decorators below take and return reader creators; none
--- of them reads anything before its iterator is asked for a sample.
+-- `{image, label}`. The decorators take and return reader creators; none of
+-- them reads anything before its iterator is asked for a sample.
 --
--- Randomness (shuffle) uses a private SplitMix64 generator, never the global
--- math.random state: the same seed gives the same sequence of epochs.
+-- Randomness (`shuffle`) uses a private SplitMix64 generator, never the
+-- global `math.random` state: the same seed gives the same sequence of epochs.
+-- @module oar.reader
+-- @usage
+-- local reader = oar.reader
+-- local function numbers()                -- a reader creator: 1..10
+--   local i = 0
+--   return function() i = i + 1; if i <= 10 then return {i, i % 2} end end
+-- end
+-- for batch in reader.batch(reader.shuffle(numbers, 10, 1), 4)() do
+--   print(#batch)                          --> 4, 4, 2
+-- end
 local ffi = require("ffi")
 local bit = require("bit")
+local argcheck = require("oar.argcheck")
 
 local M = {}
 
@@ -48,9 +58,7 @@ local function check_count(fname, name, v, allow_zero)
   end
 end
 
----------------------------------------------------------------------------
--- Random numbers
----------------------------------------------------------------------------
+-- ---- random numbers ----------------------------------------------------
 
 local Rng = {}
 Rng.__index = Rng
@@ -59,8 +67,12 @@ local GOLDEN = 0x9E3779B97F4A7C15ULL
 local MIX1 = 0xBF58476D1CE4E5B9ULL
 local MIX2 = 0x94D049BB133111EBULL
 
--- A SplitMix64 generator. `seed` is an integer in [0, 2^53); nil draws one
--- from the clock.
+--- A SplitMix64 random generator of its own (not `math.random`).
+-- @tparam[opt] int seed an integer in [0, 2^53); nil draws one from the clock
+-- @treturn Rng
+-- @usage
+-- local rng = oar.reader.rng(7)
+-- print(rng:randint(1, 6))
 function M.rng(seed)
   if seed == nil then
     seed = (os.time() * 1000003 + math.floor(os.clock() * 1e6)) % 2 ^ 52
@@ -73,7 +85,12 @@ function M.rng(seed)
   return self
 end
 
--- The next 64 random bits, as a uint64_t cdata.
+--- Methods of a random generator.
+-- @type Rng
+
+--- The next 64 random bits.
+-- @treturn cdata a `uint64_t`
+-- @usage local bits = rng:next_u64()
 function Rng:next_u64()
   local s = self.state[0] + GOLDEN
   self.state[0] = s
@@ -83,17 +100,27 @@ function Rng:next_u64()
   return bit.bxor(z, bit.rshift(z, 31))
 end
 
--- A double uniform in [0, 1).
+--- A number uniform in [0, 1).
+-- @treturn number
+-- @usage local u = rng:random()
 function Rng:random()
   return tonumber(bit.rshift(self:next_u64(), 11)) * (1 / 9007199254740992)
 end
 
--- An integer uniform in [lo, hi] (lo, hi integers with hi >= lo).
+--- An integer uniform in [lo, hi].
+-- @tparam int lo
+-- @tparam int hi at least `lo`
+-- @treturn int
+-- @usage local die = rng:randint(1, 6)
 function Rng:randint(lo, hi)
   return lo + math.floor(self:random() * (hi - lo + 1))
 end
 
--- Shuffles the Lua array t[1..n] in place (Fisher-Yates); returns t.
+--- Shuffles `t[1..n]` in place (Fisher-Yates).
+-- @tparam table t a Lua list
+-- @tparam[opt=#t] int n how many items to shuffle
+-- @treturn table `t`
+-- @usage rng:shuffle({1, 2, 3, 4})
 function Rng:shuffle(t, n)
   n = n or #t
   for i = n, 2, -1 do
@@ -103,7 +130,11 @@ function Rng:shuffle(t, n)
   return t
 end
 
--- Shuffles the cdata array p[0..n-1] in place; returns p.
+--- Shuffles the FFI array `p[0..n-1]` in place.
+-- @param p an FFI array or pointer
+-- @tparam int n the number of items
+-- @return `p`
+-- @usage rng:shuffle_array(ffi.new("int32_t[4]", {0, 1, 2, 3}), 4)
 function Rng:shuffle_array(p, n)
   for i = n - 1, 1, -1 do
     local j = self:randint(0, i)
@@ -112,12 +143,15 @@ function Rng:shuffle_array(p, n)
   return p
 end
 
----------------------------------------------------------------------------
--- Decorators
----------------------------------------------------------------------------
+--- Decorators.
+-- @section decorators
 
--- Groups samples into lists of batch_size samples. The last, shorter batch is
--- kept unless drop_last is true.
+--- Groups samples into lists of `batch_size` samples.
+-- @tparam function reader a reader creator
+-- @tparam int batch_size samples per batch
+-- @tparam[opt=false] boolean drop_last drop the last batch when it is shorter
+-- @treturn function a reader creator of batches (lists of samples)
+-- @usage local batched = oar.reader.batch(train_reader, 64, true)
 function M.batch(reader, batch_size, drop_last)
   check_reader("batch", reader)
   check_count("batch", "batch_size", batch_size)
@@ -144,10 +178,15 @@ function M.batch(reader, batch_size, drop_last)
   end
 end
 
--- Shuffles within a buffer of buf_size samples: fills the buffer, shuffles it,
--- yields it all, and so on; the last partial buffer is shuffled too. The
--- generator is created once from `seed` and goes on across epochs, so a given
--- seed gives the same sequence of epoch orders (each epoch different).
+--- Shuffles within a buffer of `buf_size` samples: fills the buffer,
+-- shuffles it, yields it all, and so on; the last partial buffer is shuffled
+-- too. The generator is made once from `seed` and goes on across epochs, so
+-- a seed gives the same sequence of epoch orders (each epoch different).
+-- @tparam function reader a reader creator
+-- @tparam int buf_size samples per buffer (the data set's size for a full shuffle)
+-- @tparam[opt] int seed nil draws one from the clock
+-- @treturn function a reader creator
+-- @usage local shuffled = oar.reader.shuffle(train_reader, 1000, 42)
 function M.shuffle(reader, buf_size, seed)
   check_reader("shuffle", reader)
   check_count("shuffle", "buf_size", buf_size)
@@ -182,8 +221,12 @@ function M.shuffle(reader, buf_size, seed)
   end
 end
 
--- Yields fn(s1, s2, ...) for the samples s_i read in step from each reader;
+--- Yields `fn(s1, s2, ...)` for the samples read in step from each reader;
 -- stops with the shortest reader. A nil result ends the data.
+-- @tparam function fn the mapping
+-- @tparam function ... one or more reader creators
+-- @treturn function a reader creator
+-- @usage local doubled = oar.reader.map_readers(function(s) return {s[1] * 2, s[2]} end, numbers)
 function M.map_readers(fn, ...)
   if not is_callable(fn) then
     error("oar.reader.map_readers: the first argument must be a function, got " .. type(fn), 2)
@@ -212,7 +255,10 @@ function M.map_readers(fn, ...)
   end
 end
 
--- Yields all samples of the first reader, then of the second, and so on.
+--- Yields every sample of the first reader, then of the second, and so on.
+-- @tparam function ... reader creators
+-- @treturn function a reader creator
+-- @usage local both = oar.reader.chain(numbers, numbers)   -- 20 samples
 function M.chain(...)
   local readers = { ... }
   local nr = select("#", ...)
@@ -237,18 +283,21 @@ function M.chain(...)
   end
 end
 
--- Reads the readers in step and yields one flat sample made of their
--- outputs: a table output contributes its fields (t[1..#t]) in order, any
--- other value contributes itself. (Wrap a table in another table, {t}, to
--- keep it as one field.) The last argument may be an options table
--- {check_alignment=true}: with it (the default) readers of different
--- lengths raise an error; without it the shortest reader ends the data.
+--- Reads the readers in step and yields one flat sample made of their
+-- outputs: a table contributes its fields (`t[1..#t]`) in order, any other
+-- value contributes itself (wrap a table, `{t}`, to keep it one field).
+-- @tparam function ... reader creators, then optionally an options table
+-- `{check_alignment = true}`: with it (the default) readers of different
+-- lengths raise an error; with `false` the shortest reader ends the data
+-- @treturn function a reader creator
+-- @usage local pairs_ = oar.reader.compose(images, labels, {check_alignment = false})
 function M.compose(...)
   local readers = { ... }
   local nr = select("#", ...)
   local check_alignment = true
   if nr > 0 and type(readers[nr]) == "table" and not is_callable(readers[nr]) then
     local opts = readers[nr]
+    argcheck.keys("oar.reader.compose", opts, { "check_alignment" })
     if opts.check_alignment ~= nil then check_alignment = opts.check_alignment and true or false end
     readers[nr] = nil
     nr = nr - 1
@@ -293,10 +342,14 @@ function M.compose(...)
   end
 end
 
--- Reads ahead: once started, the iterator keeps `size` samples read from
--- `reader` beyond the one it returns (the first call reads size + 1 samples,
--- each later call one more), like Fluid's buffered reader with its queue kept
+--- Reads ahead: once started, the iterator keeps `size` samples read
+-- beyond the one it returns (the first call reads `size + 1` samples, each
+-- later call one more), like Fluid's buffered reader with its queue kept
 -- full. There are no threads: the reading happens in the caller.
+-- @tparam function reader a reader creator
+-- @tparam int size samples kept ahead
+-- @treturn function a reader creator
+-- @usage local ahead = oar.reader.buffered(train_reader, 128)
 function M.buffered(reader, size)
   check_reader("buffered", reader)
   check_count("buffered", "size", size)
@@ -323,7 +376,11 @@ function M.buffered(reader, size)
   end
 end
 
--- Yields at most the first n samples.
+--- Yields at most the first `n` samples.
+-- @tparam function reader a reader creator
+-- @tparam int n at least 0
+-- @treturn function a reader creator
+-- @usage local few = oar.reader.firstn(train_reader, 100)
 function M.firstn(reader, n)
   check_reader("firstn", reader)
   check_count("firstn", "n", n, true)
@@ -343,8 +400,11 @@ function M.firstn(reader, n)
   end
 end
 
--- Reads the whole reader once, on the first epoch, and replays the samples
--- from memory afterwards.
+--- Reads the whole reader once, on the first epoch, and replays the
+-- samples from memory afterwards.
+-- @tparam function reader a reader creator
+-- @treturn function a reader creator
+-- @usage local cached = oar.reader.cache(slow_reader)
 function M.cache(reader)
   check_reader("cache", reader)
   local all

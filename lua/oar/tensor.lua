@@ -1,8 +1,22 @@
--- oar.tensor: dense tensors (Fluid's LoDTensor) held by C, refcounted, freed
--- by the garbage collector. Values move between Lua and C by copying.
+--- Dense tensors (Fluid's LoDTensor).
+--
+-- A Tensor is held by C, reference counted and freed by the garbage
+-- collector. Values move between Lua and C by copying (`oar.Tensor(table)`,
+-- `t:totable()`), or not at all through `t:data()`, a typed pointer to the
+-- elements. Indices in Lua are 1-based; LoD offsets are 0-based like
+-- Fluid's.
+--
+-- `oar.Tensor`, `oar.tensor` and `oar.LoDTensor` are this module; calling it
+-- makes a Tensor.
+-- @module oar.tensor
+-- @usage
+-- local t = oar.Tensor({{1, 2, 3}, {4, 5, 6}})   -- float32 [2, 3]
+-- print(t:shape()[2], t:get(2, 1))                -- 3   4
+-- local z = oar.Tensor{shape = {2, 3}, dtype = "int64"}   -- zeros
 local ffi = require("ffi")
 local lib = require("oar.lib")
 local raise = require("oar.framework").raise
+local argcheck = require("oar.argcheck")
 local dtypes = require("oar.dtypes")
 local C = lib.C
 
@@ -13,7 +27,6 @@ Tensor.__index = Tensor
 M.Tensor = Tensor
 
 local function is_tensor(x) return getmetatable(x) == Tensor end
-M.is_tensor = is_tensor
 
 -- LuaJIT's collector sees a Tensor as a small table and cdata pointer, not
 -- the megabytes of data C holds for it, so a loop that makes a batch tensor
@@ -32,7 +45,18 @@ local function account(ptr)
   end
 end
 
--- Wraps an owned oar_tensor_t* (one reference, handed to the GC).
+
+--- Whether `x` is an oar Tensor.
+-- @param x any value
+-- @treturn boolean
+-- @usage assert(oar.tensor.is_tensor(oar.Tensor({1})))
+function M.is_tensor(x) return is_tensor(x) end
+
+--- Wraps an owned `oar_tensor_t *` from the C API (one reference, handed to
+-- the garbage collector). For code that calls liboar through the FFI.
+-- @param ptr a non-NULL `oar_tensor_t *` cdata
+-- @treturn Tensor
+-- @usage local t = oar.tensor.wrap(ptr)
 function M.wrap(ptr)
   if type(ptr) ~= "cdata" or not ffi.istype("oar_tensor_t *", ptr) or ptr == nil then
     raise("tensor.wrap: expected a non-NULL oar_tensor_t* cdata, got " .. tostring(ptr))
@@ -134,12 +158,30 @@ local function flatten_into(node, depth, ndim, buf, pos, dtype, who)
   return pos
 end
 
--- oar.Tensor(nested_table, dtype) or oar.Tensor{shape=, dtype=} (zeros).
+-- a table with a string key is an options table, not nested values
+local function has_string_key(t)
+  for k in pairs(t) do
+    if type(k) ~= "number" then return true end
+  end
+  return false
+end
+
 local function construct(_, spec, dtype)
   local who = "Tensor"
   if type(spec) == "number" or type(spec) == "boolean" then spec = { spec } end
-  if type(spec) ~= "table" then
-    raise("Tensor: expected a nested table of numbers or {shape=, dtype=}, got " .. type(spec))
+  if type(spec) ~= "table" or is_tensor(spec) then
+    raise("Tensor: expected a nested table of numbers or {shape=, dtype=}, got " ..
+      (is_tensor(spec) and "a Tensor (use t:clone() to copy one)" or type(spec)))
+  end
+  if has_string_key(spec) then
+    argcheck.keys("oar.Tensor", spec, { "shape", "dtype", "lod" })
+    if spec.shape == nil then
+      raise("oar.Tensor: an options table needs 'shape' (oar.Tensor{shape={2, 3}, dtype=\"float32\"})")
+    end
+    if spec.dtype ~= nil and dtype ~= nil and dtypes.name(spec.dtype) ~= dtypes.name(dtype) then
+      raise(string.format("oar.Tensor: dtype '%s' in the table but '%s' as the second argument",
+        tostring(spec.dtype), tostring(dtype)))
+    end
   end
   if spec.shape ~= nil then
     local dt = dtypes.check(spec.dtype or dtype or "float32", who)
@@ -167,9 +209,36 @@ local function construct(_, spec, dtype)
 end
 
 setmetatable(M, { __call = construct })
-M.new = function(...) return construct(nil, ...) end
 
--- A tensor with a copy of `numel(shape)` elements at `ptr` (any pointer cdata).
+--- Makes a Tensor: `oar.Tensor(values, dtype)` or `oar.Tensor{shape=, dtype=, lod=}`.
+--
+-- With a nested table of numbers (or booleans, or one number), the Tensor
+-- has the table's shape and a copy of its values; every list at one depth
+-- must have the same length. With an options table, the Tensor is filled
+-- with zeros. `oar.Tensor(...)` is the same call.
+-- @tparam number|table values a number, a nested table of numbers, or the
+-- options `{shape = {d1, ...}, dtype = "float32", lod = {{0, ...}}}`
+-- @tparam[opt="float32"] string dtype `"float32"`, `"float64"`, `"int32"`,
+-- `"int64"`, `"bool"`, `"uint8"`, `"int8"`, `"int16"` or `"float16"`
+-- (numpy-style aliases such as `"float"`, `"double"` and `"long"` are accepted)
+-- @treturn Tensor
+-- @raise for a ragged table, a value that does not fit the dtype (an integer
+-- dtype given 1.5, a uint8 given 300) or an unknown option
+-- @usage
+-- local a = oar.tensor.new({{1, 2}, {3, 4}}, "int64")
+-- local b = oar.Tensor{shape = {4, 1}, dtype = "float64"}
+function M.new(...) return construct(nil, ...) end
+
+--- A Tensor holding a copy of `numel(shape)` elements read at `ptr`.
+-- When `ptr` is an FFI array, its size is checked against the shape; a bare
+-- pointer cannot be checked, so it must point to enough elements.
+-- @param ptr a non-NULL pointer or array cdata
+-- @tparam {int,...} shape the sizes
+-- @tparam[opt="float32"] string dtype the element type behind `ptr`
+-- @treturn Tensor
+-- @usage
+-- local buf = ffi.new("float[6]", {1, 2, 3, 4, 5, 6})
+-- local t = oar.tensor.from_buffer(buf, {2, 3}, "float32")
 function M.from_buffer(ptr, shape, dtype)
   local who = "tensor.from_buffer"
   local ctype = type(ptr) == "cdata" and tostring(ffi.typeof(ptr)) or ""
@@ -202,6 +271,12 @@ local function self_check(t, who)
   end
 end
 
+--- Methods of a Tensor.
+-- @type Tensor
+
+--- The sizes, a Lua list (`{}` for a scalar).
+-- @treturn {int,...}
+-- @usage print(oar.Tensor{shape = {2, 3}}:shape()[2])   --> 3
 function Tensor:shape()
   self_check(self, "shape")
   local n = C.oar_tensor_ndim(self.handle)
@@ -211,18 +286,31 @@ function Tensor:shape()
   return s
 end
 
+--- The element type's name (`"float32"`, `"int64"`, ...).
+-- @treturn string
+-- @usage print(oar.Tensor({1}, "int64"):dtype())   --> int64
 function Tensor:dtype()
   self_check(self, "dtype")
   return dtypes.name(C.oar_tensor_dtype(self.handle)) or "unknown"
 end
 
+--- The number of elements (the product of the sizes).
+-- @treturn int
+-- @usage print(oar.Tensor{shape = {2, 3}}:numel())   --> 6
 function Tensor:numel()
   self_check(self, "numel")
   return tonumber(C.oar_tensor_numel(self.handle))
 end
 
--- Typed pointer to the elements (float* for float32, ...), or nil before the
--- buffer exists. The pointer is valid only while you hold this Tensor.
+--- A typed pointer to the elements: `float *` for float32, `int64_t *`
+-- for int64, raw `uint16_t *` half bits for float16, and so on.
+-- The elements are in row-major order and 0-based. The pointer is valid only
+-- while you hold the Tensor (keep a reference to `t` as long as you use it).
+-- @treturn ?cdata the pointer, or nil when the tensor holds no buffer yet
+-- @usage
+-- local t = oar.Tensor{shape = {3}}
+-- local p = t:data()
+-- for i = 0, 2 do p[i] = i * 10 end
 function Tensor:data()
   self_check(self, "data")
   local p = C.oar_tensor_data(self.handle)
@@ -240,6 +328,9 @@ local function readable(self, who)
   return p
 end
 
+--- The values as nested Lua tables (a number for a scalar tensor).
+-- @treturn table|number|boolean a copy of the values
+-- @usage local rows = oar.Tensor({{1, 2}, {3, 4}}):totable()   -- {{1, 2}, {3, 4}}
 function Tensor:totable()
   self_check(self, "totable")
   local shape = self:shape()
@@ -282,6 +373,10 @@ local function offset(self, who, ...)
   return off
 end
 
+--- One element.
+-- @tparam int ... one 1-based index per dimension
+-- @treturn number|boolean the value
+-- @usage print(oar.Tensor({{1, 2}, {3, 4}}):get(2, 1))   --> 3
 function Tensor:get(...)
   self_check(self, "get")
   local off = offset(self, "get", ...)
@@ -289,6 +384,12 @@ function Tensor:get(...)
   return from_c_value(self:dtype(), p[off])
 end
 
+--- Writes one element.
+-- @tparam number|boolean value the new value (checked against the dtype)
+-- @tparam int ... one 1-based index per dimension
+-- @usage
+-- local t = oar.Tensor{shape = {2, 2}}
+-- t:set(7, 1, 2)
 function Tensor:set(value, ...)
   self_check(self, "set")
   local off = offset(self, "set", ...)
@@ -296,7 +397,12 @@ function Tensor:set(value, ...)
   p[off] = to_c_value(self:dtype(), value, "Tensor:set")
 end
 
--- {{0, 2, 5}, ...}: offsets per level, 0-based like Fluid's LoD
+--- The LoD (level of detail): for each level, the offsets where sequences
+-- start, 0-based, ending with the number of rows of the level below.
+-- @treturn {{int,...},...} `{}` for a tensor without LoD
+-- @usage
+-- local t = oar.Tensor{shape = {5, 1}, lod = {{0, 2, 5}}}  -- sequences of 2 and 3 rows
+-- print(#t:lod()[1])   --> 3
 function Tensor:lod()
   self_check(self, "lod")
   local levels = {}
@@ -310,6 +416,11 @@ function Tensor:lod()
   return levels
 end
 
+--- Sets the LoD (checked: offsets start at 0, never decrease, and the last
+-- one of the lowest level is the number of rows).
+-- @tparam {{int,...},...} levels offsets per level, like `{{0, 2, 5}}`
+-- @treturn Tensor the tensor itself
+-- @usage local t = oar.Tensor{shape = {5, 3}}:set_lod({{0, 2, 5}})
 function Tensor:set_lod(levels)
   self_check(self, "set_lod")
   if type(levels) ~= "table" then
@@ -343,7 +454,9 @@ function Tensor:set_lod(levels)
   return self
 end
 
--- Fluid's recursive_sequence_lengths: lengths per level instead of offsets.
+--- The LoD as lengths per level (Fluid's `recursive_sequence_lengths`).
+-- @treturn {{int,...},...} e.g. `{{2, 3}}` for the LoD `{{0, 2, 5}}`
+-- @usage print(oar.Tensor{shape = {5, 1}, lod = {{0, 2, 5}}}:recursive_sequence_lengths()[1][2])  --> 3
 function Tensor:recursive_sequence_lengths()
   local out = {}
   for l, level in ipairs(self:lod()) do
@@ -354,6 +467,10 @@ function Tensor:recursive_sequence_lengths()
   return out
 end
 
+--- Sets the LoD from lengths per level.
+-- @tparam {{int,...},...} lengths e.g. `{{2, 3}}` for sequences of 2 and 3 rows
+-- @treturn Tensor the tensor itself
+-- @usage oar.Tensor{shape = {5, 1}}:set_recursive_sequence_lengths({{2, 3}})
 function Tensor:set_recursive_sequence_lengths(lengths)
   if type(lengths) ~= "table" then
     raise("Tensor:set_recursive_sequence_lengths: expected a list of length lists")
@@ -367,7 +484,27 @@ function Tensor:set_recursive_sequence_lengths(lengths)
   return self:set_lod(levels)
 end
 
--- A deep copy (data and LoD).
+--- The number held by a one-element Tensor (any shape: `[]`, `[1]`,
+-- `[1, 1]`, ...), e.g. a loss fetched by `exe:run`.
+-- @treturn number|boolean the value (a boolean for a bool tensor)
+-- @raise when the tensor holds no element, several elements, or no data yet
+-- @usage
+-- local loss = exe:run(main, {feed = feed, fetch_list = {avg_loss}})[1]
+-- print(string.format("loss %.4f", loss:item()))
+function Tensor:item()
+  self_check(self, "item")
+  local n = self:numel()
+  if n ~= 1 then
+    raise(string.format("Tensor:item: the tensor has %d elements (shape [%s]); item() reads a " ..
+      "one-element tensor (use t:get(i, ...) or t:totable() for more)", n, table.concat(self:shape(), ", ")))
+  end
+  local p = readable(self, "item")
+  return from_c_value(self:dtype(), p[0])
+end
+
+--- A deep copy (values and LoD).
+-- @treturn Tensor
+-- @usage local copy = t:clone()
 function Tensor:clone()
   self_check(self, "clone")
   local out = ffi.new("oar_tensor_t *[1]")
@@ -383,6 +520,7 @@ local function fmt_value(v)
 end
 
 -- values (abbreviated past `limit` per dimension), then shape, dtype and LoD
+-- (`tostring(t)` and `print(t)`)
 function Tensor:__tostring()
   local shape = self:shape()
   local dt = self:dtype()

@@ -1,29 +1,40 @@
--- oar.dataset.fashion_mnist: Zalando's Fashion-MNIST (28x28 grey images of
--- clothes in 10 classes; 60000 training and 10000 test samples), read from the
--- IDX files that Debian's `dataset-fashion-mnist` package installs.
+--- Zalando's Fashion-MNIST: 28x28 grey images of clothes in 10 classes,
+-- 60000 training and 10000 test samples.
 --
--- Pixels are scaled to [-1, 1] (x / 255 * 2 - 1), as Fluid's mnist reader
--- does; labels are integers 0..9 (see `classes`).
+-- The data come from the IDX files that Debian's `dataset-fashion-mnist`
+-- package installs (`tools/bootstrap` installs it). The directory is, in
+-- order: the `data_dir` option, `$OAR_DATA_DIR`,
+-- `/usr/share/datasets/fashion-mnist`; each file may be gzipped (`name.gz`)
+-- or plain.
 --
--- Three ways in:
---   train(), test()        Fluid-style reader creators yielding samples
---                          {image (Lua array of 784 numbers), label}
---   load(split)            the whole split as contiguous FFI arrays
---                          (float images [N*784], int64 labels [N])
---   batches(split, size)   an iterator of ready-made oar Tensors, filled from
---                          load()'s arrays with ffi.copy (no per-pixel Lua)
+-- Pixels are scaled to [-1, 1] (`x / 255 * 2 - 1`), as Fluid's mnist reader
+-- does; labels are integers 0..9 (names in `classes`). Three ways in:
 --
--- The directory is, in order: the `data_dir` argument, $OAR_DATA_DIR,
--- /usr/share/datasets/fashion-mnist. Each file may be gzipped (name.gz) or plain.
+-- * `train()`, `test()`: Fluid-style reader creators of samples `{image, label}`;
+-- * `load(split)`: a whole split as contiguous FFI arrays;
+-- * `batches(split, size)`: an iterator of ready-made Tensors (fast: memory copies).
+-- @module oar.dataset.fashion_mnist
+-- @usage
+-- local fm = oar.dataset.fashion_mnist
+-- for images, labels, n in fm.batches("train", 64, {seed = 1}) do
+--   -- images: float32 [n, 784], labels: int64 [n, 1]
+-- end
 local ffi = require("ffi")
+local argcheck = require("oar.argcheck")
 local idx = require("oar.dataset.idx")
 local reader = require("oar.reader")
 
 local M = {}
 
+--- Where Debian installs the files.
 M.DEFAULT_DIR = "/usr/share/datasets/fashion-mnist"
-M.ROWS, M.COLS = 28, 28
+--- Image height.
+M.ROWS = 28
+--- Image width.
+M.COLS = 28
+--- Pixels per image (784).
 M.IMAGE_SIZE = 784
+--- Class names, `classes[label + 1]`.
 M.classes = { "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
               "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot" }
 
@@ -36,7 +47,10 @@ local FILES = {
 local SCALE = ffi.new("float[256]")
 for b = 0, 255 do SCALE[b] = b / 255 * 2 - 1 end
 
--- The directory to read from (see the module comment).
+--- The directory the data are read from.
+-- @tparam[opt] string dir a directory; nil gives `$OAR_DATA_DIR` or `DEFAULT_DIR`
+-- @treturn string
+-- @usage print(oar.dataset.fashion_mnist.data_dir())
 function M.data_dir(dir)
   if dir ~= nil then
     if type(dir) ~= "string" or dir == "" then
@@ -70,14 +84,17 @@ local function check_split(split, who)
   end
 end
 
--- Options may be given as a data_dir string or a table {data_dir=, max_items=}.
-local function options(opts, who)
+-- Options may be given as a data_dir string or a table {data_dir=, max_items=}
+-- (batches takes more: `allowed`).
+local LOAD_OPTIONS = { "data_dir", "max_items" }
+local function options(opts, who, allowed)
   if opts == nil then return {} end
   if type(opts) == "string" then return { data_dir = opts } end
   if type(opts) ~= "table" then
     error(string.format("oar.dataset.fashion_mnist.%s: options must be a table or a directory, got %s",
                         who, type(opts)), 3)
   end
+  argcheck.keys("oar.dataset.fashion_mnist." .. who, opts, allowed or LOAD_OPTIONS)
   return opts
 end
 
@@ -104,14 +121,18 @@ end
 
 local cache = setmetatable({}, { __mode = "v" })
 
--- Loads a split: returns a table
---   {split=, count=N, rows=28, cols=28, image_size=784,
---    images = float[N*784] (row-major, pixels in [-1, 1]),
---    labels = int64_t[N] (0..9),
---    image_path=, label_path=}
--- opts: a directory string or {data_dir=, max_items=} (max_items reads only
--- the first items; handy for quick checks). Loaded splits are cached while
+--- Loads a whole split into FFI arrays. Loaded splits are cached while
 -- something still refers to them.
+-- @tparam string split `"train"` or `"test"`
+-- @tparam[opt] string|table opts a directory, or `{data_dir=, max_items=}`
+-- (`max_items` reads only the first items; handy for quick checks)
+-- @treturn table `{split=, count=N, rows=28, cols=28, image_size=784,
+-- images=, labels=, image_path=, label_path=}`: `images` a `float[N*784]`
+-- (row-major, pixels in [-1, 1]), `labels` an `int64_t[N]` (0..9)
+-- @raise when the files are missing (naming the Debian package), truncated or corrupt
+-- @usage
+-- local d = oar.dataset.fashion_mnist.load("test", {max_items = 100})
+-- print(d.count, d.labels[0])
 function M.load(split, opts)
   check_split(split, "load")
   opts = options(opts, "load")
@@ -156,7 +177,7 @@ local function creator(split)
     local dir = M.data_dir(opts.data_dir)
     paths(split, dir)  -- fail now, not at the first sample, when the files are absent
     return function()
-      local data = M.load(split, opts)
+      local data = M.load(split, { data_dir = opts.data_dir, max_items = opts.max_items })
       local i, n, images, labels = -1, data.count, data.images, data.labels
       return function()
         i = i + 1
@@ -169,29 +190,50 @@ local function creator(split)
   end
 end
 
--- Reader creators over the training (60000) and test (10000) samples. Each
--- sample is {image, label}: image a Lua array of 784 numbers in [-1, 1]
--- (row-major 28x28), label an integer 0..9. opts: see load().
-M.train = creator("train")
-M.test = creator("test")
+local train_creator, test_creator = creator("train"), creator("test")
 
--- Iterates over a split in batches of Tensors, filled by memory copies:
---   for images, labels, n in fashion_mnist.batches("train", 64, {seed = 1}) do
--- images is float32 [n, image_shape...], labels int64 [n, 1], n the batch's
--- size. opts:
---   shuffle     reorder the samples (default: true for "train", false for "test")
---   seed        the shuffle's seed (nil: from the clock); one iterator is one
---               epoch, so pass a new seed per epoch (e.g. base + epoch)
---   drop_last   skip the last, shorter batch (default false)
---   image_shape per-sample shape, {784} by default; {1, 28, 28} for conv nets
---   data_dir, max_items: as for load()
+--- A reader creator over the 60000 training samples (checks now that the files exist).
+-- Each sample is `{image, label}`: `image` a Lua list of 784 numbers in
+-- [-1, 1] (row-major 28x28), `label` an integer 0..9.
+-- @tparam[opt] string|table opts as for `load`
+-- @treturn function a reader creator
+-- @usage
+-- local reader = oar.reader.batch(oar.dataset.fashion_mnist.train(), 64)
+function M.train(opts) return train_creator(opts) end
+
+--- A reader creator over the 10000 test samples; as `train`.
+-- @tparam[opt] string|table opts as for `load`
+-- @treturn function a reader creator
+-- @usage for sample in oar.dataset.fashion_mnist.test({max_items = 10})() do print(sample[2]) end
+function M.test(opts) return test_creator(opts) end
+
+--- Iterates over a split in batches of Tensors, filled by memory copies.
+-- One iterator is one epoch: for a new order each epoch, pass a new seed
+-- (e.g. `base + epoch`).
+-- @tparam string split `"train"` or `"test"`
+-- @tparam int batch_size samples per batch
+-- @tparam[opt] table opts
+--
+-- * `shuffle`: reorder the samples (default true for `"train"`, false for `"test"`)
+-- * `seed`: the shuffle's seed (nil: from the clock)
+-- * `drop_last`: skip the last, shorter batch (default false)
+-- * `image_shape`: per-sample shape, `{784}` by default; `{1, 28, 28}` for conv nets
+-- * `data_dir`, `max_items`: as for `load`
+-- @treturn function an iterator giving `images` (float32 `[n, image_shape...]`),
+-- `labels` (int64 `[n, 1]`) and `n`, the batch's size
+-- @usage
+-- for images, labels, n in oar.dataset.fashion_mnist.batches("test", 500,
+--     {image_shape = {1, 28, 28}}) do
+--   local out = exe:run(test_prog, {feed = {img = images, label = labels}, fetch_list = {acc}})
+-- end
 function M.batches(split, batch_size, opts)
   check_split(split, "batches")
   if type(batch_size) ~= "number" or batch_size < 1 or batch_size % 1 ~= 0 then
     error("oar.dataset.fashion_mnist.batches: batch_size must be a positive integer, got " ..
           tostring(batch_size), 2)
   end
-  opts = options(opts, "batches")
+  opts = options(opts, "batches",
+    { "shuffle", "seed", "drop_last", "image_shape", "data_dir", "max_items" })
   local shape = opts.image_shape or { M.IMAGE_SIZE }
   local per = 1
   if type(shape) ~= "table" then
@@ -208,7 +250,7 @@ function M.batches(split, batch_size, opts)
                         table.concat(shape, ", "), per), 2)
   end
   local tensor = require("oar.tensor")
-  local data = M.load(split, opts)
+  local data = M.load(split, { data_dir = opts.data_dir, max_items = opts.max_items })
   local n = data.count
   local shuffle = opts.shuffle
   if shuffle == nil then shuffle = (split == "train") end

@@ -1,19 +1,21 @@
--- oar.dataset.idx: reading and writing IDX files (the format of MNIST and
--- Fashion-MNIST), gzip-compressed or plain.
+--- Reading and writing IDX files (the format of MNIST and Fashion-MNIST),
+-- gzip-compressed or plain.
 --
--- An IDX file is a big-endian header followed by the raw elements:
---   bytes 0-1   zero
---   byte  2     element type (0x08 = unsigned byte, the only type read here)
---   byte  3     number of dimensions d
---   then d      uint32 sizes, then prod(sizes) elements.
--- Read as one big-endian int32, the first four bytes are the "magic number":
--- 2051 (0x00000803) for MNIST image files, 2049 (0x00000801) for label files.
+-- An IDX file is a big-endian header followed by the raw elements: two zero
+-- bytes, the element type (0x08 = unsigned byte, the only type handled
+-- here), the number of dimensions d, then d uint32 sizes, then the
+-- elements. Read as one big-endian int32, the first four bytes are the
+-- "magic number": 2051 for image files, 2049 for label files.
 --
--- Files go through zlib's gz* functions, which read a gzip stream or, when
--- the file is not gzip, the file as it is; so `name.gz` and `name` both work.
--- zlib is reached through LuaJIT's FFI; only the few functions used here are
--- declared.
+-- Files go through zlib, which reads a gzip stream or, when the file is not
+-- gzip, the file as it is; so `name.gz` and `name` both work.
+-- @module oar.dataset.idx
+-- @usage
+-- local idx = oar.dataset.idx
+-- idx.write("/tmp/tiny-labels.gz", {3}, {1, 2, 3})
+-- print(idx.read("/tmp/tiny-labels.gz").count)   --> 3
 local ffi = require("ffi")
+local argcheck = require("oar.argcheck")
 
 local M = {}
 
@@ -43,8 +45,11 @@ end
 local zlib = load_zlib()
 M.zlib = zlib
 
+--- The magic number of image files (3 dimensions).
 M.MAGIC_IMAGES = 2051
+--- The magic number of label files (1 dimension).
 M.MAGIC_LABELS = 2049
+--- The element type code of unsigned bytes.
 M.UBYTE = 0x08
 
 local CHUNK = 1048576  -- gzread takes an unsigned int length: read in 1 MiB pieces
@@ -76,19 +81,20 @@ local function be32(b, off)
   return ((b[off] * 256 + b[off + 1]) * 256 + b[off + 2]) * 256 + b[off + 3]
 end
 
--- Reads the IDX file at `path`.
--- opts (optional):
---   magic    expected magic number (e.g. M.MAGIC_IMAGES); error if different
---   ndim     expected number of dimensions
---   count    expected first dimension (number of items)
---   dims     expected sizes after the first (e.g. {28, 28})
---   max_items read only the first max_items items (the header still says how
---            many the file holds); nil reads everything
--- Returns a table {path=, magic=, dtype=0x08, dims={...} (as in the file),
---   count = number of items read, item_size = bytes per item,
---   data = uint8_t[count * item_size] (cdata), nbytes = count * item_size}.
--- Errors name the file: missing file, bad magic, unexpected sizes, a
--- truncated payload, trailing bytes after the payload, a corrupt gzip stream.
+--- Reads an IDX file of unsigned bytes.
+-- @tparam string path the file (gzipped or plain)
+-- @tparam[opt] table opts expectations, each checked when given:
+--
+-- * `magic`: the magic number (e.g. `MAGIC_IMAGES`)
+-- * `ndim`: the number of dimensions
+-- * `count`: the first dimension (number of items)
+-- * `dims`: the sizes after the first (e.g. `{28, 28}`)
+-- * `max_items`: read only the first items (nil reads everything)
+-- @treturn table `{path=, magic=, dtype=0x08, dims=, count=, item_size=, data=, nbytes=}`:
+-- `dims` as in the file, `count` the items read, `data` a `uint8_t[count * item_size]`
+-- @raise naming the file: missing, bad magic, unexpected sizes, truncated,
+-- trailing bytes, a corrupt gzip stream
+-- @usage local im = oar.dataset.idx.read(path, {magic = 2051, dims = {28, 28}})
 function M.read(path, opts)
   if type(path) ~= "string" then
     error("oar.dataset.idx.read: path must be a string, got " .. type(path), 2)
@@ -97,6 +103,7 @@ function M.read(path, opts)
   if type(opts) ~= "table" then
     error("oar.dataset.idx.read: options must be a table, got " .. type(opts), 2)
   end
+  argcheck.keys("oar.dataset.idx.read", opts, { "magic", "ndim", "count", "dims", "max_items" })
   local fh = io.open(path, "rb")
   if not fh then
     error(string.format("%s: no such file or not readable", path), 0)
@@ -180,9 +187,12 @@ function M.read(path, opts)
   return result
 end
 
--- Writes an unsigned-byte IDX file: dims is a list of sizes, data either a Lua
--- array of integers in [0, 255] or a uint8_t cdata pointer with prod(dims)
--- bytes. A path ending in ".gz" is gzip-compressed, any other is written plain.
+--- Writes an unsigned-byte IDX file (magic number `0x0800 + #dims`).
+-- @tparam string path a path ending in `.gz` is gzip-compressed, any other is written plain
+-- @tparam {int,...} dims the sizes (1 to 255 of them)
+-- @tparam table|cdata data a Lua list of integers in [0, 255], or a
+-- `uint8_t` pointer or array with `prod(dims)` bytes
+-- @usage oar.dataset.idx.write("/tmp/two-images", {2, 2, 2}, {0, 255, 255, 0, 1, 2, 3, 4})
 function M.write(path, dims, data)
   if type(path) ~= "string" then
     error("oar.dataset.idx.write: path must be a string", 2)

@@ -1,7 +1,10 @@
--- oar.dataset: data sets, like Fluid's paddle.dataset. Submodules load on
--- first use, so `require("oar.dataset")` costs nothing:
---   oar.dataset.fashion_mnist   Fashion-MNIST readers, bulk loader, batches
---   oar.dataset.idx             IDX file reader/writer (gzip or plain)
+--- Data sets, like Fluid's `paddle.dataset`.
+--
+-- Submodules load on first use, so `require("oar.dataset")` costs nothing:
+--
+-- * `oar.dataset.fashion_mnist`: Fashion-MNIST readers, bulk loader, batches
+-- * `oar.dataset.idx`: IDX file reader and writer (gzip or plain)
+-- @module oar.dataset
 local M = {}
 
 local submodules = { fashion_mnist = true, idx = true }
