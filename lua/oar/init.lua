@@ -63,6 +63,11 @@ oar.seed = flags.seed
 
 -- modules written elsewhere join when present (io, datasets, ...)
 local aliases = { DataFeeder = function() return require("oar.data_feeder") end }
+-- training conveniences (API.md): oar.progress{...}, oar.summary(prog),
+-- oar.plot.curves/program, oar.metrics.logger/read; loaded on first use
+for _, name in ipairs({ "progress", "summary", "plot", "metrics" }) do
+  aliases[name] = function() return require("oar." .. name) end
+end
 setmetatable(oar, {
   __index = function(t, k)
     if aliases[k] then

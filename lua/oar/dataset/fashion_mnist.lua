@@ -178,15 +178,26 @@ M.test = creator("test")
 -- Iterates over a split in batches of Tensors, filled by memory copies:
 --   for images, labels, n in fashion_mnist.batches("train", 64, {seed = 1}) do
 -- images is float32 [n, image_shape...], labels int64 [n, 1], n the batch's
--- size. opts:
---   shuffle     reorder the samples (default: true for "train", false for "test")
+-- size. The split is "train", "test", or a data set table: load()'s result or
+-- a part of it made by oar.dataset.split (its `indices` pick the samples).
+-- opts:
+--   shuffle     reorder the samples (default: true for "train" and a split's
+--               training part, false for "test" and a validation part)
 --   seed        the shuffle's seed (nil: from the clock); one iterator is one
 --               epoch, so pass a new seed per epoch (e.g. base + epoch)
 --   drop_last   skip the last, shorter batch (default false)
 --   image_shape per-sample shape, {784} by default; {1, 28, 28} for conv nets
 --   data_dir, max_items: as for load()
 function M.batches(split, batch_size, opts)
-  check_split(split, "batches")
+  local given
+  if type(split) == "table" then
+    given = split
+    if type(given.count) ~= "number" or given.images == nil or given.labels == nil then
+      error("oar.dataset.fashion_mnist.batches: a data set table must come from load() or oar.dataset.split", 2)
+    end
+  else
+    check_split(split, "batches")
+  end
   if type(batch_size) ~= "number" or batch_size < 1 or batch_size % 1 ~= 0 then
     error("oar.dataset.fashion_mnist.batches: batch_size must be a positive integer, got " ..
           tostring(batch_size), 2)
@@ -208,15 +219,15 @@ function M.batches(split, batch_size, opts)
                         table.concat(shape, ", "), per), 2)
   end
   local tensor = require("oar.tensor")
-  local data = M.load(split, opts)
+  local data = given or M.load(split, opts)
   local n = data.count
   local shuffle = opts.shuffle
-  if shuffle == nil then shuffle = (split == "train") end
+  if shuffle == nil then shuffle = ((data.part or data.split) == "train") end
   local order
-  if shuffle then
+  if shuffle or data.indices then
     order = ffi.new("int32_t[?]", math.max(n, 1))
-    for i = 0, n - 1 do order[i] = i end
-    reader.rng(opts.seed):shuffle_array(order, n)
+    for i = 0, n - 1 do order[i] = data.indices and data.indices[i] or i end
+    if shuffle then reader.rng(opts.seed):shuffle_array(order, n) end
   end
   local images, labels = data.images, data.labels
   local row_bytes = M.IMAGE_SIZE * ffi.sizeof("float")

@@ -2,9 +2,10 @@
 -- first use, so `require("oar.dataset")` costs nothing:
 --   oar.dataset.fashion_mnist   Fashion-MNIST readers, bulk loader, batches
 --   oar.dataset.idx             IDX file reader/writer (gzip or plain)
+--   oar.dataset.split(data, {validation=, seed=})   a train/validation split
 local M = {}
 
-local submodules = { fashion_mnist = true, idx = true }
+local submodules = { fashion_mnist = true, idx = true, split = true }
 
 setmetatable(M, {
   __index = function(t, k)
