@@ -15,8 +15,8 @@
 --   .csv    a header line, then one line per log call; every column must be
 --           known when the header is written: by columns={...}, else the
 --           keys of the first row (a later, new key is an error that says so).
---           Numbers are written with 17 significant digits (they read back
---           exactly); nan and inf as nan, inf, -inf; a cell not logged is empty.
+--           Numbers are written with the fewest digits (at most 17) that
+--           read back exactly; nan and inf as nan, inf, -inf; a cell not logged is empty.
 --   .jsonl  one JSON object per line (JSON Lines), any keys in any row;
 --           written and read with dkjson (Debian's lua-dkjson). JSON has no
 --           NaN or infinity: they are written as null and read back as nil.
@@ -70,6 +70,10 @@ local function csv_number(v)
   if v == math.huge then return "inf" end
   if v == -math.huge then return "-inf" end
   if v % 1 == 0 and math.abs(v) < 2 ^ 53 then return string.format("%d", v) end
+  for digits = 15, 16 do   -- the shortest text that reads back exactly
+    local text = string.format("%." .. digits .. "g", v)
+    if tonumber(text) == v then return text end
+  end
   return string.format("%.17g", v)
 end
 
@@ -157,7 +161,10 @@ local LOGGER_ARGS = { file = true, format = true, columns = true, append = true 
 -- false: start the file afresh).
 function M.logger(args)
   local who = "oar.metrics.logger"
-  argcheck.check(who, args, LOGGER_ARGS)
+  if type(args) ~= "table" then
+    error(who .. ": expects a table of arguments {file=, columns=}, got " .. type(args), 2)
+  end
+  argcheck.keys(who, args, LOGGER_ARGS)
   local file = args.file
   if type(file) ~= "string" or file == "" then
     error(who .. ": file must be a path (a non-empty string), got " .. tostring(file), 2)
@@ -220,11 +227,8 @@ end
 
 -- The close name among `names` for a did-you-mean, or nil.
 local function suggestion(name, names)
-  local allowed = {}
-  for _, n in ipairs(names) do allowed[n] = true end
-  local ok, msg = pcall(argcheck.check, "", { [name] = true }, allowed)
-  if ok then return nil end
-  return tostring(msg):match("did you mean '([^']+)'")
+  if #names == 0 then return nil end
+  return argcheck.suggest(name, names)
 end
 
 --- Writes one row: a table of name = number, string or boolean. Returns the
@@ -317,7 +321,10 @@ function M.read(file, opts)
   if type(file) ~= "string" or file == "" then
     error(who .. ": expects a file name, got " .. tostring(file), 2)
   end
-  if opts ~= nil then argcheck.check(who, opts, READ_ARGS) end
+  if opts ~= nil and type(opts) ~= "table" then
+    error(who .. ": options must be a table {format=}, got " .. type(opts), 2)
+  end
+  argcheck.keys(who, opts, READ_ARGS)
   local format = format_of(file, opts and opts.format, who)
   local lines = read_lines(file, who)
   local out = { names = {}, n = 0, columns = {} }

@@ -276,7 +276,8 @@ local function legend_corner(boxes, paths)
 end
 
 local CURVES_ARGS = { file = true, series = true, x = true, y = true, from = true, title = true,
-                      xlabel = true, ylabel = true, width = true, height = true, markers = true }
+                      xlabel = true, ylabel = true, width = true, height = true, markers = true,
+                      labels = true }
 
 --- Draws one or more series as a line chart.
 -- args: file (.svg or .png; nil: only return the SVG), series (name =
@@ -287,10 +288,14 @@ local CURVES_ARGS = { file = true, series = true, x = true, y = true, from = tru
 -- default step or epoch, and y the column or columns to draw, default every
 -- numeric one), title, xlabel, ylabel, width and height (pixels, default
 -- 640x400), markers (dots on the points; default: for series of at most 50
--- points). NaN and infinite values leave a gap. Returns the SVG text.
+-- points), labels (legend text per series name, e.g. {val_loss = "validation"};
+-- names of series not drawn are ignored). NaN and infinite values leave a gap. Returns the SVG text.
 function M.curves(args)
   local who = "oar.plot.curves"
-  argcheck.check(who, args, CURVES_ARGS)
+  if type(args) ~= "table" then
+    error(who .. ": expects a table of arguments {file=, series=, ...}, got " .. type(args), 2)
+  end
+  argcheck.keys(who, args, CURVES_ARGS)
   local a = {}
   for k, v in pairs(args) do a[k] = v end
   if a.file ~= nil and (type(a.file) ~= "string" or a.file == "") then
@@ -312,6 +317,13 @@ function M.curves(args)
   end
   local ok, list = pcall(collect_series, a, who)
   if not ok then error((tostring(list):gsub("^[^:\n]*%.lua:%d+: ", "")), 2) end
+  if a.labels ~= nil then
+    if type(a.labels) ~= "table" then error(who .. ": labels must be a table of series name = legend text", 2) end
+    for k, v in pairs(a.labels) do   -- names not drawn are allowed: one table may serve several charts
+      if type(v) ~= "string" then error(string.format("%s: labels.%s must be a string", who, tostring(k)), 2) end
+    end
+    for _, s in ipairs(list) do s.name = a.labels[s.name] or s.name end
+  end
   local svg = M.svg(list, a)
   if a.file then
     local wok, err = pcall(function()

@@ -73,7 +73,10 @@ local ARGS = { total = true, title = true, width = true, unit = true, stream = t
 -- returning seconds, default a monotonic wall clock), min_interval (seconds
 -- between redraws on a terminal, default 0.1).
 function M.new(args)
-  argcheck.check("oar.progress", args, ARGS)
+  if type(args) ~= "table" then
+    error("oar.progress: expects a table of arguments {total=, title=}, got " .. type(args), 2)
+  end
+  argcheck.keys("oar.progress", args, ARGS)
   local total = args.total
   if type(total) ~= "number" or total < 1 or total % 1 ~= 0 or total == math.huge then
     error("oar.progress: total must be a positive integer, got " .. tostring(total), 2)

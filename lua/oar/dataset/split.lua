@@ -99,7 +99,7 @@ local function split(source, opts)
   if type(opts) ~= "table" then
     error(who .. ": expects options {validation = fraction or count, seed = n}, got " .. type(opts), 2)
   end
-  argcheck.check(who, opts, ARGS)
+  argcheck.keys(who, opts, ARGS)
   if opts.validation == nil then
     error(who .. ": validation is required: a fraction of the samples (0.1) or their count (5000)", 2)
   end
