@@ -116,6 +116,7 @@ end
 
 -- Tick labels: as many decimals as the step needs.
 local function tick_label(v, step)
+  if math.abs(v) < step * 1e-9 then v = 0 end   -- a rounding residue, not a value
   if math.abs(v) >= 1e6 or (v ~= 0 and math.abs(v) < 1e-4) then return (string.format("%g", v)) end
   local decimals = string.format("%d", math.max(0, -math.floor(math.log10(step) + 1e-9)))
   local s = string.format("%." .. decimals .. "f", v)
@@ -253,7 +254,9 @@ end
 local function num(v) return (string.format("%.2f", v):gsub("%.?0+$", "")) end
 
 -- The legend's corner: the one whose box covers the fewest drawn points
--- (points sampled along each segment every few pixels).
+-- (points sampled along each segment every few pixels), counting a margin
+-- around the box so that no curve runs along its edge.
+local PAD = 8
 local function legend_corner(boxes, paths)
   local best, best_count
   for _, box in ipairs(boxes) do
@@ -266,7 +269,9 @@ local function legend_corner(boxes, paths)
         local steps = math.max(1, math.floor(math.max(math.abs(x1 - x0), math.abs(y1 - y0)) / 4))
         for s = (i > 1 and 1 or 0), steps do
           local px, py = x0 + (x1 - x0) * s / steps, y0 + (y1 - y0) * s / steps
-          if px >= box.x and px <= box.x + box.w and py >= box.y and py <= box.y + box.h then count = count + 1 end
+          if px >= box.x - PAD and px <= box.x + box.w + PAD and py >= box.y - PAD and py <= box.y + box.h + PAD then
+            count = count + 1
+          end
         end
       end
     end
