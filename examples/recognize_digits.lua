@@ -128,7 +128,8 @@ local function build(name, opts)
   local main, startup = oar.Program(), oar.Program()
   main.random_seed, startup.random_seed = opts.seed, opts.seed
   local r = { main = main, startup = startup, image_shape = net.image_shape }
-  oar.program_guard(main, startup, function()
+  -- fresh layer names per net (fc_0, ... in each), for the summary and the saved files
+  oar.unique_name.guard(nil, function() oar.program_guard(main, startup, function()
     r.img = layers.data{ name = "img", shape = net.image_shape, dtype = "float32" }
     r.label = layers.data{ name = "label", shape = { 1 }, dtype = "int64" }
     r.prediction = net.build(r.img)
@@ -136,7 +137,7 @@ local function build(name, opts)
     r.acc = layers.accuracy{ input = r.prediction, label = r.label }
     r.test = main:clone{ for_test = true }
     oar.optimizer.Adam{ learning_rate = opts.lr }:minimize(r.avg_loss)
-  end)
+  end) end)
   return r
 end
 
