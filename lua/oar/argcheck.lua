@@ -81,9 +81,11 @@ function M.distance(a, b)
 end
 
 --- The candidate closest to `word`, or nil when none is close enough.
--- Case differences count as near misses; a candidate that `word` is a prefix
--- of (or the reverse, for words of 3+ letters) counts too; otherwise the
--- distance must be at most a third of the longer word (at least 1, at most 3).
+-- Case differences count as near misses; a candidate that `word` (2+
+-- letters) is a prefix of, or that is a prefix (3+ letters) of `word`, counts too; otherwise the
+-- distance must be at most a third of the longer word (at least 1, at most 3),
+-- or the two must share a long start (5+ letters, 60% of `word`), or
+-- `word` (4+ letters) must be a part of the candidate.
 -- @tparam string word the misspelled name
 -- @tparam table candidates list of names, or a set {name=true}
 -- @treturn ?string the best candidate
@@ -108,9 +110,16 @@ function M.suggest(word, candidates)
       d = M.distance(lw, lc)
       -- "activation" for "act", "dtyp" for "dtype", "pool" for "pool_type"
       local limit = math.max(1, math.min(3, math.floor(math.max(#lw, #lc) / 3)))
-      local prefix = (#lw >= 3 and lc:sub(1, #lw) == lw) or (#lc >= 3 and lw:sub(1, #lc) == lc)
+      local prefix = (#lw >= 2 and lc:sub(1, #lw) == lw) or (#lc >= 3 and lw:sub(1, #lc) == lc)
       if d > limit then
-        if prefix then d = limit + 0.5 else d = nil end
+        -- a long shared start: "persistent" for "persistable"
+        local common = 0
+        while common < math.min(#lw, #lc) and lw:byte(common + 1) == lc:byte(common + 1) do common = common + 1 end
+        if prefix then d = limit + 0.5
+        elseif common >= 5 and common >= 0.6 * #lw then d = limit + 0.6
+        -- a part of the name: "nesterov" for "use_nesterov"
+        elseif #lw >= 4 and lc:find(lw, 1, true) then d = limit + 0.7
+        else d = nil end
       end
     end
     if d and (best_score == nil or d < best_score) then best, best_score = c, d end
