@@ -210,7 +210,9 @@ function M.test(opts) return test_creator(opts) end
 --- Iterates over a split in batches of Tensors, filled by memory copies.
 -- One iterator is one epoch: for a new order each epoch, pass a new seed
 -- (e.g. `base + epoch`).
--- @tparam string split `"train"` or `"test"`
+-- @tparam string|table split `"train"`, `"test"`, or a data set table: `load()`'s
+-- result or a part of it made by `oar.dataset.split` (its `indices` pick the
+-- samples; a training part shuffles by default, a validation part does not)
 -- @tparam int batch_size samples per batch
 -- @tparam[opt] table opts
 --
@@ -227,7 +229,15 @@ function M.test(opts) return test_creator(opts) end
 --   local out = exe:run(test_prog, {feed = {img = images, label = labels}, fetch_list = {acc}})
 -- end
 function M.batches(split, batch_size, opts)
-  check_split(split, "batches")
+  local given
+  if type(split) == "table" then
+    given = split
+    if type(given.count) ~= "number" or given.images == nil or given.labels == nil then
+      error("oar.dataset.fashion_mnist.batches: a data set table must come from load() or oar.dataset.split", 2)
+    end
+  else
+    check_split(split, "batches")
+  end
   if type(batch_size) ~= "number" or batch_size < 1 or batch_size % 1 ~= 0 then
     error("oar.dataset.fashion_mnist.batches: batch_size must be a positive integer, got " ..
           tostring(batch_size), 2)
@@ -250,15 +260,15 @@ function M.batches(split, batch_size, opts)
                         table.concat(shape, ", "), per), 2)
   end
   local tensor = require("oar.tensor")
-  local data = M.load(split, { data_dir = opts.data_dir, max_items = opts.max_items })
+  local data = given or M.load(split, { data_dir = opts.data_dir, max_items = opts.max_items })
   local n = data.count
   local shuffle = opts.shuffle
-  if shuffle == nil then shuffle = (split == "train") end
+  if shuffle == nil then shuffle = ((data.part or data.split) == "train") end
   local order
-  if shuffle then
+  if shuffle or data.indices then
     order = ffi.new("int32_t[?]", math.max(n, 1))
-    for i = 0, n - 1 do order[i] = i end
-    reader.rng(opts.seed):shuffle_array(order, n)
+    for i = 0, n - 1 do order[i] = data.indices and data.indices[i] or i end
+    if shuffle then reader.rng(opts.seed):shuffle_array(order, n) end
   end
   local images, labels = data.images, data.labels
   local row_bytes = M.IMAGE_SIZE * ffi.sizeof("float")

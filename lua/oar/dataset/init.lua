@@ -4,10 +4,11 @@
 --
 -- * `oar.dataset.fashion_mnist`: Fashion-MNIST readers, bulk loader, batches
 -- * `oar.dataset.idx`: IDX file reader and writer (gzip or plain)
+-- * `oar.dataset.split(data, {validation=, seed=})`: a train/validation split
 -- @module oar.dataset
 local M = {}
 
-local submodules = { fashion_mnist = true, idx = true }
+local submodules = { fashion_mnist = true, idx = true, split = true }
 
 setmetatable(M, {
   __index = function(t, k)
