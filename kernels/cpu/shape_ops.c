@@ -467,6 +467,7 @@ VIEW_REG(unsqueeze)
 VIEW_REG(unsqueeze2)
 VIEW_REG(flatten)
 VIEW_REG(flatten2)
+VIEW_REG(flatten_contiguous_range)
 
 static int transpose1_f(oar_kernel_ctx_t *k) { return transpose_fwd(k); }
 static int transpose2_f(oar_kernel_ctx_t *k) { return transpose_fwd(k); }
