@@ -27,6 +27,8 @@ static const oar_attr_def_t g_common_attrs[] = {
     {"op_role_var", OAR_ATTR_STRINGS, 0, NULL, false, 0, 0},
     {"op_callstack", OAR_ATTR_STRINGS, 0, NULL, false, 0, 0},
     {"op_namescope", OAR_ATTR_STRING, 0, "/", false, 0, 0},
+    {"op_device", OAR_ATTR_STRING, 0, "", false, 0, 0},         /* Paddle 2.x */
+    {"with_quant_attr", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},  /* quantization: refused (attr_check.c) */
     {NULL, 0, 0, NULL, false, 0, 0},
 };
 
