@@ -753,6 +753,9 @@ static int split_grad_maker(oar_grad_ctx_t *g)
     if (rc == OAR_OK) rc = move_slot(scratch, "Out@GRAD", true, op, "X", true);
     if (rc == OAR_OK) rc = move_slot(scratch, "X@GRAD", false, op, "Out", false);
     if (rc == OAR_OK && oar_op_desc_input_count(oar_gc_fwd(g), "AxisTensor") > 0) rc = oar_gc_in(g, op, "AxisTensor");
+    /* the concat got split's attrs: num/sections are not concat's */
+    if (rc == OAR_OK && oar_op_desc_attr_type(op, "num") >= 0) rc = oar_op_desc_remove_attr(op, "num");
+    if (rc == OAR_OK && oar_op_desc_attr_type(op, "sections") >= 0) rc = oar_op_desc_remove_attr(op, "sections");
     oar_op_desc_free(scratch);
     return rc;
 }
