@@ -352,7 +352,7 @@ describe("adversarial shapes and sizes", function()
       oar.program_guard(prog, oar.Program(), function()
         layers.fill_constant{ shape = { 2 ^ 40, 2 ^ 40 }, dtype = "float32", value = 1 }
       end)
-    end, "attr 'shape' expects a list of 32%-bit integers %(item 1 is number 1099511627776%)")
+    end, "op 'fill_constant'", "shape %[1099511627776, 1099511627776%] has more elements than int64 holds")
   end)
 end)
 

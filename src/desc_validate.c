@@ -12,6 +12,7 @@
 #include "desc.h"
 #include "error.h"
 #include "op.h"
+#include "attr_check.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -132,7 +133,7 @@ static int check_op(const oar_program_t *p, oar_block_t *b, int opi)
     for (int i = 0; i < op->nattrs; i++) {
         const oar_attr_t *a = &op->attrs[i];
         int want = oar_op_attr_type(op->type, a->name);
-        if (want >= 0 && want != a->type)
+        if (want >= 0 && want != a->type && !oar_attr_kind_accepted(op->type, a->name, a->type))
             return oar_error(OAR_ERR_FORMAT, "invalid program: block %d, op #%d '%s': attr '%s' is %s, "
                              "the op declares %s", b->idx, opi, op->type, a->name,
                              attr_type_name(a->type), attr_type_name(want));
@@ -247,5 +248,12 @@ int oar_program_validate(const oar_program_t *p)
     for (int i = 0; i < p->nblocks; i++) OAR_TRY(check_vars(p->blocks[i]));
     for (int i = 0; i < p->nblocks; i++)
         for (int j = 0; j < p->blocks[i]->nops; j++) OAR_TRY(check_op(p, p->blocks[i], j));
-    return check_block_graph(p);
+    OAR_TRY(check_block_graph(p));
+    for (int i = 0; i < p->nblocks; i++)    /* attrs oar would ignore (attr_check.c) */
+        for (int j = 0; j < p->blocks[i]->nops; j++)
+            if (oar_op_check_attrs(p->blocks[i]->ops[j]) != OAR_OK) {
+                oar_error_prefix("invalid program: block %d, op #%d: ", i, j);
+                return OAR_ERR_FORMAT;
+            }
+    return OAR_OK;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "exec.h"
+#include "attr_check.h"
 
 static const char *attr_type_name(int t) {
     static const char *names[] = {"INT", "FLOAT", "STRING", "INTS", "FLOATS", "STRINGS",
@@ -146,6 +147,7 @@ static int validate_and_infer(oar_block_t *b, oar_op_desc_t *op, const oar_op_de
     OAR_TRY(check_slots(op, def->inputs, op->inputs, op->ninputs, "input"));
     OAR_TRY(check_slots(op, def->outputs, op->outputs, op->noutputs, "output"));
     for (const oar_attr_def_t *ad = def->attrs; ad && ad->name; ad++) OAR_TRY(check_attr(op, ad));
+    OAR_TRY(oar_op_check_attrs(op));
     for (int i = 0; i < op->ninputs; i++)
         for (int j = 0; j < op->inputs[i].nargs; j++) {
             const char *n = op->inputs[i].args[j];

@@ -27,6 +27,8 @@ static const oar_attr_def_t g_common_attrs[] = {
     {.name = "op_role_var", .type = OAR_ATTR_STRINGS},
     {.name = "op_callstack", .type = OAR_ATTR_STRINGS},
     {.name = "op_namescope", .type = OAR_ATTR_STRING, .def_str = "/"},
+    {.name = "op_device", .type = OAR_ATTR_STRING, .def_str = ""},   /* Paddle 2.x */
+    {.name = "with_quant_attr", .type = OAR_ATTR_BOOLEAN},      /* quantization: refused (attr_check.c) */
     {.name = NULL},
 };
 

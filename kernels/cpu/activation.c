@@ -8,6 +8,7 @@
  */
 #include <tgmath.h>
 #include "op.h"
+#include "ops/attr_tensor.h"
 #include "broadcast.h"
 
 typedef struct act_par { double p1, p2; } act_par_t;
@@ -37,10 +38,13 @@ static int par_alpha(oar_kernel_ctx_t *k, act_par_t *p)
     p->p2 = 0;
     return OAR_OK;
 }
+/* clip: attrs min/max, or the one-value Min/Max inputs when given */
 static int par_clip(oar_kernel_ctx_t *k, act_par_t *p)
 {
-    p->p1 = oar_attr_f(oar_k_op(k), "min");
-    p->p2 = oar_attr_f(oar_k_op(k), "max");
+    OAR_TRY(oar_k_scalar(k, "Min", "min", &p->p1));
+    OAR_TRY(oar_k_scalar(k, "Max", "max", &p->p2));
+    if (!(p->p1 <= p->p2))
+        return oar_k_error(k, OAR_ERR_INVALID, "min (%g) must not exceed max (%g)", p->p1, p->p2);
     return OAR_OK;
 }
 /* pow: attr factor, or the one-element FactorTensor input when given */

@@ -4,6 +4,7 @@
  * op dispatches on its Input, fill_constant has no input), so one kernel
  * serves every registered dtype and switches on the attr. */
 #include "op.h"
+#include "ops/attr_tensor.h"
 
 #include <errno.h>
 #include <math.h>
@@ -28,7 +29,16 @@ static int fill_value(oar_kernel_ctx_t *k, int dtype, double *dv, int64_t *iv)
     const char *s = oar_attr_s(op, "str_value");
     double d = oar_attr_f(op, "value");
     bool is_int = dtype != OAR_FP32 && dtype != OAR_FP64;
-    if (s && s[0]) {
+    oar_tensor_t *vt = oar_k_in(k, "ValueTensor", 0);
+    if (vt) {
+        /* ValueTensor overrides value and str_value; int64 keeps every digit */
+        if (vt->dtype == OAR_INT64 && oar_tensor_numel_of(vt) == 1 && oar_tensor_has_data(vt)) {
+            *iv = *(const int64_t *)oar_tensor_data(vt);
+            *dv = (double)*iv;
+            return OAR_OK;
+        }
+        OAR_TRY(oar_k_scalar(k, "ValueTensor", "value", &d));
+    } else if (s && s[0]) {
         char *end;
         errno = 0;
         long long ll = strtoll(s, &end, 10);

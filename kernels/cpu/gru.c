@@ -177,6 +177,17 @@ static const void *prev_rows(const gru_args_t *a, const void *batch_hidden, cons
     return (const char *)batch_hidden + a->es * (size_t)(a->sb.step_start[t - 1] * a->D);
 }
 
+
+/* output `slot`, or scratch (*own, freed by the caller) when the program
+ * dropped it (Paddle's inference models have no Batch* outputs) */
+static int out_or_scratch(oar_kernel_ctx_t *k, const char *slot, int dt, int64_t n, size_t es, void **p, void **own)
+{
+    int rc = OAR_OK;
+    if (oar_k_out(k, slot, 0)) return oar_sk_out(k, slot, dt, n, false, p);
+    *own = *p = oar_sk_scratch(k, n, es, false, &rc);
+    return *p ? OAR_OK : rc;
+}
+
 static int gru_fwd(oar_kernel_ctx_t *k)
 {
     gru_args_t a;
@@ -184,10 +195,10 @@ static int gru_fwd(oar_kernel_ctx_t *k)
     if (rc != OAR_OK) { oar_seqb_free(&a.sb); return rc; }
     int64_t T = a.T, D = a.D;
     size_t es = a.es;
-    void *bg, *brhp, *bh, *hid, *h0s = NULL;
-    if ((rc = oar_sk_out(k, "BatchGate", a.dt, T * 3 * D, false, &bg)) != OAR_OK ||
-        (rc = oar_sk_out(k, "BatchResetHiddenPrev", a.dt, T * D, false, &brhp)) != OAR_OK ||
-        (rc = oar_sk_out(k, "BatchHidden", a.dt, T * D, false, &bh)) != OAR_OK ||
+    void *bg, *brhp, *bh, *hid, *h0s = NULL, *own[3] = {NULL, NULL, NULL};
+    if ((rc = out_or_scratch(k, "BatchGate", a.dt, T * 3 * D, es, &bg, &own[0])) != OAR_OK ||
+        (rc = out_or_scratch(k, "BatchResetHiddenPrev", a.dt, T * D, es, &brhp, &own[1])) != OAR_OK ||
+        (rc = out_or_scratch(k, "BatchHidden", a.dt, T * D, es, &bh, &own[2])) != OAR_OK ||
         (rc = oar_sk_out(k, "Hidden", a.dt, T * D, false, &hid)) != OAR_OK)
         goto done;
     if (a.h0 && !(h0s = oar_sk_sorted_state(k, &a.sb, a.h0, D, es, &rc))) goto done;
@@ -214,6 +225,7 @@ static int gru_fwd(oar_kernel_ctx_t *k)
     oar_seqb_scatter(&a.sb, bh, hid, D, es);
 done:
     free(h0s);
+    for (int i = 0; i < 3; i++) free(own[i]);
     oar_seqb_free(&a.sb);
     return rc;
 }

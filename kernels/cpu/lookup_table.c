@@ -132,3 +132,13 @@ LT_SPARSE(f32, float, OAR_FP32)
 LT_SPARSE(f64, double, OAR_FP64)
 LT_KERNELS(f32, float, OAR_FP32)
 LT_KERNELS(f64, double, OAR_FP64)
+
+/* lookup_table_v2: the same rows; only the shapes (set by inference) differ */
+static int lt_v2_f32(oar_kernel_ctx_t *k) { return lt_f32(k); }
+static int lt_v2_f64(oar_kernel_ctx_t *k) { return lt_f64(k); }
+static int ltg_v2_f32(oar_kernel_ctx_t *k) { return ltg_f32(k); }
+static int ltg_v2_f64(oar_kernel_ctx_t *k) { return ltg_f64(k); }
+OAR_REGISTER_KERNEL("lookup_table_v2", OAR_PLACE_CPU, OAR_FP32, lt_v2_f32)
+OAR_REGISTER_KERNEL("lookup_table_v2", OAR_PLACE_CPU, OAR_FP64, lt_v2_f64)
+OAR_REGISTER_KERNEL("lookup_table_v2_grad", OAR_PLACE_CPU, OAR_FP32, ltg_v2_f32)
+OAR_REGISTER_KERNEL("lookup_table_v2_grad", OAR_PLACE_CPU, OAR_FP64, ltg_v2_f64)

@@ -281,6 +281,17 @@ static int lstm_setup(oar_kernel_ctx_t *k, lstm_args_t *a)
     return oar_sk_seqb_make(k, &a->sb, offs, no);
 }
 
+
+/* output `slot`, or scratch (*own, freed by the caller) when the program
+ * dropped it (Paddle's inference models have no Batch* outputs) */
+static int out_or_scratch(oar_kernel_ctx_t *k, const char *slot, int dt, int64_t n, size_t es, void **p, void **own)
+{
+    int rc = OAR_OK;
+    if (oar_k_out(k, slot, 0)) return oar_sk_out(k, slot, dt, n, false, p);
+    *own = *p = oar_sk_scratch(k, n, es, false, &rc);
+    return *p ? OAR_OK : rc;
+}
+
 static int lstm_fwd(oar_kernel_ctx_t *k)
 {
     lstm_args_t a;
@@ -288,11 +299,11 @@ static int lstm_fwd(oar_kernel_ctx_t *k)
     if (rc != OAR_OK) { oar_seqb_free(&a.sb); return rc; }
     int64_t T = a.T, D = a.D;
     size_t es = a.es;
-    void *hid, *cell, *bg, *bc, *h0s = NULL, *c0s = NULL, *hb = NULL;
+    void *hid, *cell, *bg, *bc, *h0s = NULL, *c0s = NULL, *hb = NULL, *own_bg = NULL, *own_bc = NULL;
     if ((rc = oar_sk_out(k, "Hidden", a.dt, T * D, false, &hid)) != OAR_OK ||
         (rc = oar_sk_out(k, "Cell", a.dt, T * D, false, &cell)) != OAR_OK ||
-        (rc = oar_sk_out(k, "BatchGate", a.dt, T * 4 * D, false, &bg)) != OAR_OK ||
-        (rc = oar_sk_out(k, "BatchCellPreAct", a.dt, T * D, false, &bc)) != OAR_OK)
+        (rc = out_or_scratch(k, "BatchGate", a.dt, T * 4 * D, es, &bg, &own_bg)) != OAR_OK ||
+        (rc = out_or_scratch(k, "BatchCellPreAct", a.dt, T * D, es, &bc, &own_bc)) != OAR_OK)
         goto done;
     hb = oar_sk_scratch(k, T * D, es, false, &rc);
     if (!hb) goto done;
@@ -327,6 +338,8 @@ done:
     free(hb);
     free(h0s);
     free(c0s);
+    free(own_bg);
+    free(own_bc);
     oar_seqb_free(&a.sb);
     return rc;
 }

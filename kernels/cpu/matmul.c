@@ -172,8 +172,12 @@ static int matmul_setup(oar_kernel_ctx_t *k, mm_args_t *a)
     a->y = in_data(k, "Y", -1, &yt, &rc);
     if (rc) return rc;
     const oar_op_desc_t *op = oar_k_op(k);
-    bool tx = oar_attr_b(op, "transpose_X"), ty = oar_attr_b(op, "transpose_Y");
-    if (oar_mm_shape(xt->dims, xt->ndim, yt->dims, yt->ndim, tx, ty, &a->s) != OAR_MM_OK) {
+    /* matmul_v2: numpy's matmul (trans_x/trans_y, no alpha); matmul: Fluid's v1 */
+    bool v2 = oar_op_desc_attr_type(op, "trans_x") >= 0;
+    bool tx = oar_attr_b(op, v2 ? "trans_x" : "transpose_X"), ty = oar_attr_b(op, v2 ? "trans_y" : "transpose_Y");
+    int mrc = v2 ? oar_mm_shape(xt->dims, xt->ndim, yt->dims, yt->ndim, tx, ty, &a->s)
+                 : oar_mm_shape_v1(xt->dims, xt->ndim, yt->dims, yt->ndim, tx, ty, &a->s);
+    if (mrc != OAR_MM_OK) {
         char bx[128], by[128];
         return oar_k_error(k, OAR_ERR_SHAPE, "X shape %s (transpose_X %d) and Y shape %s (transpose_Y %d) do not multiply",
                            oar_shape_str(xt->dims, xt->ndim, bx, sizeof bx), tx,
@@ -182,7 +186,7 @@ static int matmul_setup(oar_kernel_ctx_t *k, mm_args_t *a)
     OAR_TRY(check_int(k, a->s.M, a->s.N, a->s.K));
     a->ldx = (int)(a->s.tx ? a->s.M : a->s.K);
     a->ldy = (int)(a->s.y_vec ? 1 : (a->s.ty ? a->s.K : a->s.N));
-    a->alpha = oar_attr_f(op, "alpha");
+    a->alpha = v2 ? 1.0 : oar_attr_f(op, "alpha");
     a->esz = oar_dtype_size(oar_k_dtype(k));
     return OAR_OK;
 }
@@ -286,3 +290,11 @@ static int matmul_fwd64(oar_kernel_ctx_t *k) { return matmul_fwd(k); }
 static int matmul_bwd64(oar_kernel_ctx_t *k) { return matmul_bwd(k); }
 OAR_REGISTER_KERNEL("matmul", OAR_PLACE_CPU, OAR_FP64, matmul_fwd64)
 OAR_REGISTER_KERNEL("matmul_grad", OAR_PLACE_CPU, OAR_FP64, matmul_bwd64)
+static int matmul_v2_fwd(oar_kernel_ctx_t *k) { return matmul_fwd(k); }
+static int matmul_v2_bwd(oar_kernel_ctx_t *k) { return matmul_bwd(k); }
+OAR_REGISTER_KERNEL("matmul_v2", OAR_PLACE_CPU, OAR_FP32, matmul_v2_fwd)
+OAR_REGISTER_KERNEL("matmul_v2_grad", OAR_PLACE_CPU, OAR_FP32, matmul_v2_bwd)
+static int matmul_v2_fwd64(oar_kernel_ctx_t *k) { return matmul_fwd(k); }
+static int matmul_v2_bwd64(oar_kernel_ctx_t *k) { return matmul_bwd(k); }
+OAR_REGISTER_KERNEL("matmul_v2", OAR_PLACE_CPU, OAR_FP64, matmul_v2_fwd64)
+OAR_REGISTER_KERNEL("matmul_v2_grad", OAR_PLACE_CPU, OAR_FP64, matmul_v2_bwd64)

@@ -15,6 +15,7 @@
  * change, which run-time inference already did.
  */
 #include "op.h"
+#include "ops/attr_tensor.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -269,9 +270,12 @@ static int64_t prod(const int64_t *d, int from, int to)
     return r;
 }
 
-static int concat_axis(const oar_kernel_ctx_t *k, int nd)
+/* attr axis, or AxisTensor when given (run-time inference has checked it) */
+static int concat_axis(oar_kernel_ctx_t *k, int nd)
 {
-    int a = oar_attr_i(oar_k_op(k), "axis");
+    double v = oar_attr_i(oar_k_op(k), "axis");
+    if (oar_k_in(k, "AxisTensor", 0) && oar_k_scalar(k, "AxisTensor", "axis", &v) != OAR_OK) return 0;
+    int a = (int)v;
     return a < 0 ? a + nd : a;
 }
 
@@ -467,6 +471,7 @@ VIEW_REG(unsqueeze)
 VIEW_REG(unsqueeze2)
 VIEW_REG(flatten)
 VIEW_REG(flatten2)
+VIEW_REG(flatten_contiguous_range)
 
 static int transpose1_f(oar_kernel_ctx_t *k) { return transpose_fwd(k); }
 static int transpose2_f(oar_kernel_ctx_t *k) { return transpose_fwd(k); }

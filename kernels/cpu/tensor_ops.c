@@ -2,6 +2,7 @@
  * Every kernel reads its input pointers before asking for output data, so an
  * in-place output (Out named like an input) sees the input's values. */
 #include "op.h"
+#include "ops/attr_tensor.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -80,7 +81,9 @@ static int rows_in_out(oar_kernel_ctx_t *k, oar_variable_t *var, int dtype,
     static int scale_##sfx(oar_kernel_ctx_t *k)                                          \
     {                                                                                    \
         const oar_op_desc_t *op = oar_k_op(k);                                           \
-        CT s = (CT)oar_attr_f(op, "scale"), b = (CT)oar_attr_f(op, "bias");              \
+        double sv;                                                                       \
+        OAR_TRY(oar_k_scalar(k, "ScaleTensor", "scale", &sv));                           \
+        CT s = (CT)sv, b = (CT)oar_attr_f(op, "bias");                                   \
         if (!oar_attr_b(op, "bias_after_scale")) b *= s;                                 \
         const oar_tensor_t *xt;                                                          \
         const void *xv;                                                                  \

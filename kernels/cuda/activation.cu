@@ -18,6 +18,8 @@ int par_none(oar_kernel_ctx_t *, Par *p) { p->p1 = p->p2 = 0; return OAR_OK; }
 int par_alpha(oar_kernel_ctx_t *k, Par *p) { p->p1 = oar_attr_f(oar_k_op(k), "alpha"); p->p2 = 0; return OAR_OK; }
 int par_clip(oar_kernel_ctx_t *k, Par *p)
 {
+    if (oar_k_in(k, "Min", 0) || oar_k_in(k, "Max", 0))
+        return oar_k_error(k, OAR_ERR_UNSUPPORTED, "inputs Min/Max are not supported by the CUDA kernel; run on CPU");
     p->p1 = oar_attr_f(oar_k_op(k), "min");
     p->p2 = oar_attr_f(oar_k_op(k), "max");
     return OAR_OK;

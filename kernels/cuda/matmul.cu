@@ -165,8 +165,12 @@ int matmul_setup(oar_kernel_ctx_t *k, int dt, MmArgs *a)
     OAR_TRY(in_tensor(k, "X", 0, dt, -1, &xt, &a->x));
     OAR_TRY(in_tensor(k, "Y", 0, dt, -1, &yt, &a->y));
     const oar_op_desc_t *op = oar_k_op(k);
-    bool tx = oar_attr_b(op, "transpose_X"), ty = oar_attr_b(op, "transpose_Y");
-    if (oar_mm_shape(xt->dims, xt->ndim, yt->dims, yt->ndim, tx, ty, &a->s) != OAR_MM_OK) {
+    /* matmul_v2: numpy's matmul (trans_x/trans_y, no alpha); matmul: Fluid's v1 */
+    bool v2 = oar_op_desc_attr_type(op, "trans_x") >= 0;
+    bool tx = oar_attr_b(op, v2 ? "trans_x" : "transpose_X"), ty = oar_attr_b(op, v2 ? "trans_y" : "transpose_Y");
+    int mrc = v2 ? oar_mm_shape(xt->dims, xt->ndim, yt->dims, yt->ndim, tx, ty, &a->s)
+                 : oar_mm_shape_v1(xt->dims, xt->ndim, yt->dims, yt->ndim, tx, ty, &a->s);
+    if (mrc != OAR_MM_OK) {
         char bx[128], by[128];
         return oar_k_error(k, OAR_ERR_SHAPE, "X shape %s (transpose_X %d) and Y shape %s (transpose_Y %d) do not multiply",
                            oar_shape_str(xt->dims, xt->ndim, bx, sizeof bx), tx,
@@ -177,7 +181,7 @@ int matmul_setup(oar_kernel_ctx_t *k, int dt, MmArgs *a)
                                                  (long long)a->s.batch);
     a->ldx = (int)(a->s.tx ? a->s.M : a->s.K);
     a->ldy = (int)(a->s.y_vec ? 1 : (a->s.ty ? a->s.K : a->s.N));
-    a->alpha = oar_attr_f(op, "alpha");
+    a->alpha = v2 ? 1.0 : oar_attr_f(op, "alpha");
     a->esz = oar_dtype_size(dt);
     return OAR_OK;
 }
@@ -308,5 +312,13 @@ OAR_REGISTER_KERNEL("matmul", OAR_PLACE_CUDA, OAR_FP32, matmul_fwd)
 OAR_REGISTER_KERNEL("matmul_grad", OAR_PLACE_CUDA, OAR_FP32, matmul_bwd)
 OAR_REGISTER_KERNEL("matmul", OAR_PLACE_CUDA, OAR_FP64, matmul_fwd64)
 OAR_REGISTER_KERNEL("matmul_grad", OAR_PLACE_CUDA, OAR_FP64, matmul_bwd64)
+static int matmul_v2_fwd(oar_kernel_ctx_t *k) { return matmul_fwd(k); }
+static int matmul_v2_bwd(oar_kernel_ctx_t *k) { return matmul_bwd(k); }
+static int matmul_v2_fwd64(oar_kernel_ctx_t *k) { return matmul_fwd64(k); }
+static int matmul_v2_bwd64(oar_kernel_ctx_t *k) { return matmul_bwd64(k); }
+OAR_REGISTER_KERNEL("matmul_v2", OAR_PLACE_CUDA, OAR_FP32, matmul_v2_fwd)
+OAR_REGISTER_KERNEL("matmul_v2_grad", OAR_PLACE_CUDA, OAR_FP32, matmul_v2_bwd)
+OAR_REGISTER_KERNEL("matmul_v2", OAR_PLACE_CUDA, OAR_FP64, matmul_v2_fwd64)
+OAR_REGISTER_KERNEL("matmul_v2_grad", OAR_PLACE_CUDA, OAR_FP64, matmul_v2_bwd64)
 
 }  // namespace

@@ -67,6 +67,9 @@ template <class T, class CT>
 int scale_run(oar_kernel_ctx_t *k, int dt)
 {
     const oar_op_desc_t *op = oar_k_op(k);
+    /* the value would live on the device: not read here, so refused rather than ignored */
+    if (oar_k_in(k, "ScaleTensor", 0))
+        return oar_k_error(k, OAR_ERR_UNSUPPORTED, "input ScaleTensor is not supported by the CUDA kernel; run on CPU");
     CT s = (CT)oar_attr_f(op, "scale"), b = (CT)oar_attr_f(op, "bias");
     if (!oar_attr_b(op, "bias_after_scale")) b *= s;
     const oar_tensor_t *xt;

@@ -193,6 +193,14 @@ function M.append_op(block, optype, inputs, outputs, attrs)
   return op
 end
 
+-- dispensable outputs (inference programs drop them) that the gradient reads
+local GRAD_STATE = {
+  lstm = { BatchGate = true, BatchCellPreAct = true },
+  gru = { BatchGate = true, BatchResetHiddenPrev = true, BatchHidden = true },
+}
+
+M.GRAD_STATE = GRAD_STATE
+
 -- Builds the one-op program. Returns prog, feeds {name -> value}, outs {slot -> {names}}.
 local function build(spec)
   local dtype = spec.dtype or "float64"
@@ -218,7 +226,8 @@ local function build(spec)
     wanted = {}
     for i = 0, C.oar_op_num_output_slots(spec.type) - 1 do
       local s = ffi.string(C.oar_op_output_slot_at(spec.type, i))
-      if bit.band(C.oar_op_output_flags(spec.type, s), 2) == 0 then wanted[s] = 1 end
+      local keep = GRAD_STATE[spec.type] and GRAD_STATE[spec.type][s]
+      if bit.band(C.oar_op_output_flags(spec.type, s), 2) == 0 or keep then wanted[s] = 1 end
     end
   end
   for slot, count in pairs(wanted) do

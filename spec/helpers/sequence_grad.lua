@@ -92,7 +92,8 @@ function M.check(spec)
     spec.outputs = {}
     for i = 0, C.oar_op_num_output_slots(spec.type) - 1 do
       local s = ffi.string(C.oar_op_output_slot_at(spec.type, i))
-      if bit.band(C.oar_op_output_flags(spec.type, s), 2) == 0 then spec.outputs[s] = 1 end
+      local keep = require("spec.helpers.op_test").GRAD_STATE[spec.type]
+      if bit.band(C.oar_op_output_flags(spec.type, s), 2) == 0 or (keep and keep[s]) then spec.outputs[s] = 1 end
     end
   end
   -- output shapes from one plain run

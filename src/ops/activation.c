@@ -37,8 +37,15 @@ static const oar_attr_def_t attrs_clip[] = {
 
 static int act_infer(oar_infer_ctx_t *c) { return oar_infer_same_as(c, "X", "Out"); }
 
+/* clip: Min/Max (one value each), when given, replace attrs min/max (Fluid 1.8) */
+static const oar_slot_def_t clip_in[] = {
+    {"X", 0}, {"Min", OAR_SLOT_DISPENSABLE}, {"Max", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
+static const oar_slot_def_t clip_grad_in[] = {
+    {"X", 0}, {"Min", OAR_SLOT_DISPENSABLE}, {"Max", OAR_SLOT_DISPENSABLE}, {"Out@GRAD", 0}, {NULL, 0}};
+
 static int clip_infer(oar_infer_ctx_t *c)
 {
+    if (oar_ic_in_present(c, "Min") || oar_ic_in_present(c, "Max")) return oar_infer_same_as(c, "X", "Out");
     float lo = oar_attr_f(oar_ic_op(c), "min"), hi = oar_attr_f(oar_ic_op(c), "max");
     if (!(lo <= hi))
         return oar_ic_error(c, OAR_ERR_INVALID, "attr min (%g) must not exceed attr max (%g)",
@@ -79,7 +86,9 @@ static int make_grad(oar_grad_ctx_t *g, const char *dep)
     if (!op) return OAR_ERR_NOMEM;
     if (strcmp(dep, "Out") == 0) OAR_TRY(oar_gc_out(g, op, "Out"));
     else OAR_TRY(oar_gc_in(g, op, "X"));
-    if (oar_op_desc_input_count(fwd, "FactorTensor") > 0) OAR_TRY(oar_gc_in(g, op, "FactorTensor"));
+    static const char *const extra[] = {"FactorTensor", "Min", "Max"};
+    for (int i = 0; i < 3; i++)
+        if (oar_op_desc_input_count(fwd, extra[i]) > 0) OAR_TRY(oar_gc_in(g, op, extra[i]));
     OAR_TRY(oar_gc_out_grad(g, op, "Out"));
     return oar_gc_in_grad(g, op, "X");
 }
@@ -122,4 +131,4 @@ ACT_X(ceil, attrs_none)
 ACT_X(round, attrs_none)
 ACT_X(sign, attrs_none)
 ACT_DEF(pow, pow_in, pow_infer, attrs_pow, pow_grad_in, act_grad_infer_x, grad_dep_x)
-ACT_DEF(clip, act_in, clip_infer, attrs_clip, act_grad_in_x, act_grad_infer_x, grad_dep_x)
+ACT_DEF(clip, clip_in, clip_infer, attrs_clip, clip_grad_in, act_grad_infer_x, grad_dep_x)

@@ -191,6 +191,29 @@ static inline int oar_mm_shape(const int64_t *xd, int xn, const int64_t *yd, int
 }
 
 
+/* Fluid's matmul (v1): a rank-1 X is a row [1, D] and a rank-1 Y a column
+ * [D, 1] *before* transposing, so a transposed vector operand is the matrix
+ * [D, 1] (X) or [1, D] (Y); Out then drops the vector's dim only where it
+ * is 1 (X: [K] with transpose_X and Y: [K] with transpose_Y give [K, K]).
+ * Without transposes this is oar_mm_shape. */
+static inline int oar_mm_shape_v1(const int64_t *xd, int xn, const int64_t *yd, int yn,
+                                  bool tx, bool ty, oar_mm_shape_t *s)
+{
+    int64_t xm[2], ym[2];
+    bool xcol = xn == 1 && tx, yrow = yn == 1 && ty;
+    if (xcol) { xm[0] = xd[0]; xm[1] = 1; xd = xm; xn = 2; tx = false; }
+    if (yrow) { ym[0] = 1; ym[1] = yd[0]; yd = ym; yn = 2; ty = false; }
+    int rc = oar_mm_shape(xd, xn, yd, yn, tx, ty, s);
+    if (rc != OAR_MM_OK || (!xcol && !yrow)) return rc;
+    if (xcol && s->ond >= 2 && s->out[s->ond - 2] == 1) {
+        s->out[s->ond - 2] = s->out[s->ond - 1];
+        s->ond--;
+    }
+    if (yrow && s->ond >= 1 && s->out[s->ond - 1] == 1) s->ond--;
+    if (s->ond == 0) s->out[s->ond++] = 1;
+    return OAR_MM_OK;
+}
+
 /* Every broadcasting op (elementwise_*, comparisons, logical ops and their
  * grads) has inputs X, Y first and Out first among its outputs; its decoded
  * attributes begin with `axis` (-1 for ops without one). */

@@ -1,6 +1,7 @@
 /* fill.c — constant tensors: fill_constant and fill_constant_batch_size_like.
  * Kernels in kernels/cpu/fill.c. */
 #include "op.h"
+#include "attr_tensor.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -27,15 +28,15 @@ static int shape_attr(oar_infer_ctx_t *c, int64_t *dims, int *ndim,
                       bool allow_neg1)
 {
     int n = 0;
-    const int32_t *s = oar_attr_ints(oar_ic_op(c), "shape", &n);
-    if (n > OAR_MAX_DIMS)
-        return oar_ic_error(c, OAR_ERR_SHAPE, "attr shape has %d dims, at most %d supported",
-                            n, OAR_MAX_DIMS);
+    int64_t s[OAR_MAX_DIMS];
+    if (!oar_attr_int_list(oar_ic_op(c), "shape", s, OAR_MAX_DIMS, &n))
+        return oar_ic_error(c, OAR_ERR_SHAPE, "attr shape is not an INTS/LONGS list of at most %d dims",
+                            OAR_MAX_DIMS);
     if (n == 0) { dims[0] = 1; *ndim = 1; return OAR_OK; }
     for (int i = 0; i < n; i++) {
         if (s[i] < 0 && !(allow_neg1 && s[i] == -1))
-            return oar_ic_error(c, OAR_ERR_SHAPE, "attr shape[%d] = %d must be >= 0",
-                                i, (int)s[i]);
+            return oar_ic_error(c, OAR_ERR_SHAPE, "attr shape[%d] = %lld must be >= 0",
+                                i, (long long)s[i]);
         dims[i] = s[i];
     }
     *ndim = n;
@@ -43,10 +44,16 @@ static int shape_attr(oar_infer_ctx_t *c, int64_t *dims, int *ndim,
 }
 
 /* ---- fill_constant ----------------------------------------------------- */
-static const oar_slot_def_t fc_in[] = {{NULL, 0}};
+/* ShapeTensor (1-D int) or ShapeTensorList (one value each) override attr
+ * shape, ValueTensor (one value) attr value, as in Fluid 1.8 */
+static const oar_slot_def_t fc_in[] = {
+    {"ValueTensor", OAR_SLOT_DISPENSABLE}, {"ShapeTensor", OAR_SLOT_DISPENSABLE},
+    {"ShapeTensorList", OAR_SLOT_DUPLICABLE | OAR_SLOT_DISPENSABLE}, {NULL, 0}};
 static const oar_slot_def_t fc_out[] = {{"Out", 0}, {NULL, 0}};
+/* shape is LONGS as Fluid/Paddle declare it (INTS given at insertion are converted) */
 static const oar_attr_def_t fc_attrs[] = {
-    {.name = "shape", .type = OAR_ATTR_INTS},
+    {.name = "shape", .type = OAR_ATTR_LONGS},  /* INTS accepted too: src/attr_check.c */
+    {.name = "place_type", .type = OAR_ATTR_INT, .def = -1},
     {.name = "dtype", .type = OAR_ATTR_INT, .def = OAR_FP32},
     {.name = "value", .type = OAR_ATTR_FLOAT, .def = 0.0},
     {.name = "str_value", .type = OAR_ATTR_STRING, .def_str = ""},
@@ -59,6 +66,19 @@ static int fc_infer(oar_infer_ctx_t *c)
     OAR_TRY(check_dtype_attr(c, dt));
     int64_t dims[OAR_MAX_DIMS];
     int nd;
+    if (oar_ic_in_present(c, "ShapeTensor") || oar_ic_in_count(c, "ShapeTensorList") > 0) {
+        bool known;
+        OAR_TRY(oar_ic_int_list(c, "ShapeTensor", "ShapeTensorList", NULL, dims, OAR_MAX_DIMS, &nd, &known));
+        if (nd < 0)
+            return oar_ic_error(c, OAR_ERR_SHAPE, "input ShapeTensor '%s' must be 1-D with a known length",
+                                oar_ic_in_name(c, "ShapeTensor", 0));
+        for (int i = 0; known && i < nd; i++)
+            if (dims[i] < 0)
+                return oar_ic_error(c, OAR_ERR_SHAPE, "shape[%d] = %lld (from a tensor) must be >= 0", i,
+                                    (long long)dims[i]);
+        if (nd == 0) { dims[0] = 1; nd = 1; }
+        return oar_ic_set_out(c, "Out", 0, dims, nd, dt);
+    }
     OAR_TRY(shape_attr(c, dims, &nd, false));
     return oar_ic_set_out(c, "Out", 0, dims, nd, dt);
 }

@@ -68,7 +68,9 @@ static int check_weights(oar_infer_ctx_t *c, const char *in_slot, int64_t *rows,
 static const oar_slot_def_t gru_in[] = {
     {"Input", 0}, {"H0", OAR_SLOT_DISPENSABLE}, {"Weight", 0}, {"Bias", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
 static const oar_slot_def_t gru_out[] = {
-    {"BatchGate", 0}, {"BatchResetHiddenPrev", 0}, {"BatchHidden", 0}, {"Hidden", 0}, {NULL, 0}};
+    /* Paddle's save_inference_model drops the Batch* outputs: the kernel then uses scratch */
+    {"BatchGate", OAR_SLOT_DISPENSABLE}, {"BatchResetHiddenPrev", OAR_SLOT_DISPENSABLE},
+    {"BatchHidden", OAR_SLOT_DISPENSABLE}, {"Hidden", 0}, {NULL, 0}};
 static const oar_attr_def_t gru_attrs[] = {
     {"activation", OAR_ATTR_STRING, 0, "tanh", false, 0, 0},
     {"gate_activation", OAR_ATTR_STRING, 0, "sigmoid", false, 0, 0},
@@ -98,9 +100,9 @@ static int gru_infer(oar_infer_ctx_t *c)
     OAR_TRY(gru_check(c, &t, &d));
     int dt = oar_ic_in_dtype(c, "Input", 0);
     int64_t hd[2] = {t, d}, gd[2] = {t, d >= 0 ? 3 * d : -1};
-    OAR_TRY(oar_ic_set_out(c, "BatchGate", 0, gd, 2, dt));
-    OAR_TRY(oar_ic_set_out(c, "BatchResetHiddenPrev", 0, hd, 2, dt));
-    OAR_TRY(oar_ic_set_out(c, "BatchHidden", 0, hd, 2, dt));
+    if (oar_ic_out_present(c, "BatchGate")) OAR_TRY(oar_ic_set_out(c, "BatchGate", 0, gd, 2, dt));
+    if (oar_ic_out_present(c, "BatchResetHiddenPrev")) OAR_TRY(oar_ic_set_out(c, "BatchResetHiddenPrev", 0, hd, 2, dt));
+    if (oar_ic_out_present(c, "BatchHidden")) OAR_TRY(oar_ic_set_out(c, "BatchHidden", 0, hd, 2, dt));
     OAR_TRY(oar_ic_set_out(c, "Hidden", 0, hd, 2, dt));
     return oar_ic_share_lod(c, "Input", 0, "Hidden", 0);
 }

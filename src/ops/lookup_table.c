@@ -24,6 +24,26 @@ static const oar_attr_def_t lt_attrs[] = {
     {"padding_idx", OAR_ATTR_LONG, -1, NULL, false, 0, 0},
     {"remote_prefetch", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
     ATTR_END};
+/* Paddle 2.x's lookup_table_v2 (nn.Embedding): Ids of any shape, Out = Ids.shape ++ [D] */
+static const oar_attr_def_t lt_v2_attrs[] = {
+    {"is_sparse", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    {"is_distributed", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    {"padding_idx", OAR_ATTR_LONG, -1, NULL, false, 0, 0},
+    {"remote_prefetch", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    {"is_test", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    {"entry_config", OAR_ATTR_STRING, 0, "", false, 0, 0},
+    {"entry", OAR_ATTR_STRING, 0, "none", false, 0, 0},
+    {"table_class", OAR_ATTR_STRING, 0, "none", false, 0, 0},
+    {"table_names", OAR_ATTR_STRINGS, 0, NULL, false, 0, 0},
+    {"trainer_id", OAR_ATTR_INT, 0, NULL, false, 0, 0},
+    {"slot", OAR_ATTR_INT, 0, NULL, false, 0, 0},
+    {"grad_inplace", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    {"epmap", OAR_ATTR_STRINGS, 0, NULL, false, 0, 0},
+    {"height_sections", OAR_ATTR_LONGS, 0, NULL, false, 0, 0},
+    ATTR_END};
+
+static bool is_v2(oar_infer_ctx_t *c) { return strcmp(oar_op_desc_type(oar_ic_op(c)), "lookup_table_v2") == 0 ||
+                                               strcmp(oar_op_desc_type(oar_ic_op(c)), "lookup_table_v2_grad") == 0; }
 
 /* W must be [V, D]; padding_idx -1 or a row of W. Fills V and D. */
 static int check_w(oar_infer_ctx_t *c, int64_t *v, int64_t *d)
@@ -56,6 +76,15 @@ static int ids_out_dims(oar_infer_ctx_t *c, int64_t d, int64_t *out, int *nout)
         return oar_ic_error(c, OAR_ERR_DTYPE, "input Ids '%s' has dtype %s, expected int64",
                             nm(oar_ic_in_name(c, "Ids", 0)), nm(oar_dtype_name(dt)));
     char b[160];
+    if (is_v2(c)) {
+        if (ni + 1 > OAR_MAX_DIMS)
+            return oar_ic_error(c, OAR_ERR_SHAPE, "input Ids '%s' has %d dims; Out would exceed %d",
+                                nm(oar_ic_in_name(c, "Ids", 0)), ni, OAR_MAX_DIMS);
+        memcpy(out, ids, sizeof(int64_t) * (size_t)ni);
+        out[ni] = d;
+        *nout = ni + 1;
+        return OAR_OK;
+    }
     if (ni == 0 || (ni > 1 && !oar_dim_eq(ids[ni - 1], 1)))
         return oar_ic_error(c, OAR_ERR_SHAPE, "input Ids '%s' has shape %s; expected [N] or [..., 1]",
                             nm(oar_ic_in_name(c, "Ids", 0)), oar_shape_str(ids, ni, b, sizeof b));
@@ -79,7 +108,8 @@ static int lt_infer(oar_infer_ctx_t *c)
 /* W is read for its shape only; Out is not needed */
 static int lt_grad_maker(oar_grad_ctx_t *g)
 {
-    oar_op_desc_t *op = oar_gc_new_op(g, "lookup_table_grad");
+    bool v2 = strcmp(oar_op_desc_type(oar_gc_fwd(g)), "lookup_table_v2") == 0;
+    oar_op_desc_t *op = oar_gc_new_op(g, v2 ? "lookup_table_v2_grad" : "lookup_table_grad");
     if (!op) return OAR_ERR_NOMEM;
     OAR_TRY(oar_gc_in(g, op, "W"));
     OAR_TRY(oar_gc_in(g, op, "Ids"));
@@ -127,3 +157,12 @@ static const oar_op_def_t lookup_table_grad_def = {
     .type = "lookup_table_grad", .inputs = ltg_in, .outputs = ltg_out, .attrs = lt_attrs,
     .infer = ltg_infer, .grad = NULL, .dtype_slot = "Out@GRAD"};
 OAR_REGISTER_OP(lookup_table_grad_def)
+
+static const oar_op_def_t lookup_table_v2_def = {
+    .type = "lookup_table_v2", .inputs = lt_in, .outputs = lt_out, .attrs = lt_v2_attrs,
+    .infer = lt_infer, .grad = lt_grad_maker, .dtype_slot = "W"};
+OAR_REGISTER_OP(lookup_table_v2_def)
+static const oar_op_def_t lookup_table_v2_grad_def = {
+    .type = "lookup_table_v2_grad", .inputs = ltg_in, .outputs = ltg_out, .attrs = lt_v2_attrs,
+    .infer = ltg_infer, .grad = NULL, .dtype_slot = "Out@GRAD"};
+OAR_REGISTER_OP(lookup_table_v2_grad_def)

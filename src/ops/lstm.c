@@ -36,7 +36,9 @@ static const oar_slot_def_t lstm_in[] = {
     {"Input", 0}, {"H0", OAR_SLOT_DISPENSABLE}, {"C0", OAR_SLOT_DISPENSABLE}, {"Weight", 0},
     {"Bias", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
 static const oar_slot_def_t lstm_out[] = {
-    {"Hidden", 0}, {"Cell", 0}, {"BatchGate", 0}, {"BatchCellPreAct", 0}, {NULL, 0}};
+    /* Paddle's save_inference_model drops the Batch* outputs: the kernel then uses scratch */
+    {"Hidden", 0}, {"Cell", 0}, {"BatchGate", OAR_SLOT_DISPENSABLE}, {"BatchCellPreAct", OAR_SLOT_DISPENSABLE},
+    {NULL, 0}};
 static const oar_attr_def_t lstm_attrs[] = {
     {"use_peepholes", OAR_ATTR_BOOLEAN, 1, NULL, false, 0, 0},
     {"is_reverse", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
@@ -95,8 +97,8 @@ static int lstm_infer(oar_infer_ctx_t *c)
     int64_t hd[2] = {t, d}, gd[2] = {t, d >= 0 ? 4 * d : -1};
     OAR_TRY(oar_ic_set_out(c, "Hidden", 0, hd, 2, dt));
     OAR_TRY(oar_ic_set_out(c, "Cell", 0, hd, 2, dt));
-    OAR_TRY(oar_ic_set_out(c, "BatchGate", 0, gd, 2, dt));
-    OAR_TRY(oar_ic_set_out(c, "BatchCellPreAct", 0, hd, 2, dt));
+    if (oar_ic_out_present(c, "BatchGate")) OAR_TRY(oar_ic_set_out(c, "BatchGate", 0, gd, 2, dt));
+    if (oar_ic_out_present(c, "BatchCellPreAct")) OAR_TRY(oar_ic_set_out(c, "BatchCellPreAct", 0, hd, 2, dt));
     OAR_TRY(oar_ic_share_lod(c, "Input", 0, "Hidden", 0));
     return oar_ic_share_lod(c, "Input", 0, "Cell", 0);
 }

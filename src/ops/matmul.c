@@ -91,6 +91,33 @@ static const oar_attr_def_t matmul_attrs[] = {
     {"transpose_Y", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
     {"alpha", OAR_ATTR_FLOAT, 1.0, NULL, false, 0, 0},
     {"use_mkldnn", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    {"use_quantizer", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    {"mkldnn_data_type", OAR_ATTR_STRING, 0, "float32", false, 0, 0},
+    {"force_fp32_output", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    {"head_number", OAR_ATTR_INT, 1, NULL, false, 0, 0},
+    {"Scale_x", OAR_ATTR_FLOAT, 1.0, NULL, false, 0, 0},
+    {"Scale_y", OAR_ATTR_FLOAT, 1.0, NULL, false, 0, 0},
+    {"Scale_out", OAR_ATTR_FLOAT, 1.0, NULL, false, 0, 0},
+    {"fused_reshape_X", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
+    {"fused_reshape_Y", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
+    {"fused_reshape_Out", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
+    {"fused_transpose_X", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
+    {"fused_transpose_Y", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
+    {"fused_transpose_Out", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
+    ATTR_END};
+/* Paddle 2.x's matmul_v2: numpy's matmul with trans_x/trans_y */
+static const oar_attr_def_t matmul_v2_attrs[] = {
+    {"trans_x", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    {"trans_y", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    {"use_mkldnn", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    {"mkldnn_data_type", OAR_ATTR_STRING, 0, "float32", false, 0, 0},
+    {"force_fp32_output", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    {"fused_reshape_X", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
+    {"fused_reshape_Y", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
+    {"fused_reshape_Out", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
+    {"fused_transpose_X", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
+    {"fused_transpose_Y", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
+    {"fused_transpose_Out", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
     ATTR_END};
 
 static int matmul_infer(oar_infer_ctx_t *c)
@@ -101,9 +128,12 @@ static int matmul_infer(oar_infer_ctx_t *c)
     const int64_t *yd = oar_ic_in_dims(c, "Y", 0, &yn);
     if (!yd) return OAR_ERR_SHAPE;
     OAR_TRY(check_dtypes(c));
-    bool tx = oar_attr_b(oar_ic_op(c), "transpose_X"), ty = oar_attr_b(oar_ic_op(c), "transpose_Y");
+    /* matmul_v2 (trans_x/trans_y) is numpy's matmul; matmul (v1) transposes vectors */
+    bool v2 = oar_op_desc_attr_type(oar_ic_op(c), "trans_x") >= 0;
+    bool tx = oar_attr_b(oar_ic_op(c), v2 ? "trans_x" : "transpose_X");
+    bool ty = oar_attr_b(oar_ic_op(c), v2 ? "trans_y" : "transpose_Y");
     oar_mm_shape_t s;
-    int rc = oar_mm_shape(xd, xn, yd, yn, tx, ty, &s);
+    int rc = v2 ? oar_mm_shape(xd, xn, yd, yn, tx, ty, &s) : oar_mm_shape_v1(xd, xn, yd, yn, tx, ty, &s);
     if (rc != OAR_MM_OK) {
         char bx[160], by[160];
         oar_shape_str(xd, xn, bx, sizeof bx);
@@ -131,3 +161,12 @@ static const oar_op_def_t matmul_grad_def = {
     .type = "matmul_grad", .inputs = grad_in, .outputs = grad_out, .attrs = matmul_attrs,
     .infer = grad_infer, .dtype_slot = "X"};
 OAR_REGISTER_OP(matmul_grad_def)
+
+static const oar_op_def_t matmul_v2_def = {
+    .type = "matmul_v2", .inputs = xy_in, .outputs = out_slot, .attrs = matmul_v2_attrs,
+    .infer = matmul_infer, .grad = oar_grad_default, .dtype_slot = "X"};
+OAR_REGISTER_OP(matmul_v2_def)
+static const oar_op_def_t matmul_v2_grad_def = {
+    .type = "matmul_v2_grad", .inputs = grad_in, .outputs = grad_out, .attrs = matmul_v2_attrs,
+    .infer = grad_infer, .dtype_slot = "X"};
+OAR_REGISTER_OP(matmul_v2_grad_def)

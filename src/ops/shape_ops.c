@@ -10,6 +10,7 @@
  * Fluid; transpose and stack drop it.
  */
 #include "op.h"
+#include "attr_tensor.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -361,14 +362,24 @@ static int unsqueeze_infer(oar_infer_ctx_t *c, bool v2)
     int64_t x[OAR_MAX_DIMS], out[OAR_MAX_DIMS];
     int nx, na = 0;
     OAR_TRY(in_dims(c, "X", 0, x, &nx));
-    const int32_t *axes = oar_attr_ints(oar_ic_op(c), "axes", &na);
+    int64_t axes[OAR_MAX_DIMS];
+    bool known;
+    /* unsqueeze2: AxesTensor / AxesTensorList override attr axes */
+    OAR_TRY(oar_ic_int_list(c, "AxesTensor", "AxesTensorList", "axes", axes, OAR_MAX_DIMS, &na, &known));
+    if (!known) {
+        if (na < 0 || nx + na > OAR_MAX_DIMS)
+            return oar_ic_error(c, OAR_ERR_SHAPE, "the number of axes in AxesTensor must be known");
+        for (int i = 0; i < nx + na; i++) out[i] = -1;
+        OAR_TRY(oar_ic_set_out(c, "Out", 0, out, nx + na, oar_ic_in_dtype(c, "X", 0)));
+        return v2 ? set_xshape(c, x, nx) : OAR_OK;
+    }
     if (nx + na > OAR_MAX_DIMS)
         return oar_ic_error(c, OAR_ERR_SHAPE, "X '%s' of rank %d with %d axes gives rank %d > %d",
                             nm(oar_ic_in_name(c, "X", 0)), nx, na, nx + na, OAR_MAX_DIMS);
     int cur = nx;
     memcpy(out, x, sizeof(int64_t) * (size_t)nx);
     for (int j = 0; j < na; j++) {
-        int a = axes[j] < 0 ? axes[j] + cur + 1 : axes[j];
+        int a = (int)(axes[j] < 0 ? axes[j] + cur + 1 : axes[j]);
         if (a < 0 || a > cur)
             return oar_ic_error(c, OAR_ERR_RANGE, "attr axes[%d] = %d is out of range for a shape of rank %d "
                                 "(valid: %d..%d)", j, (int)axes[j], cur, -cur - 1, cur);
@@ -381,7 +392,10 @@ static int unsqueeze_infer(oar_infer_ctx_t *c, bool v2)
     return v2 ? set_xshape(c, x, nx) : OAR_OK;
 }
 
-VIEW_OPS(unsqueeze, x_in, x_in, squeeze_attrs, unsqueeze_infer)
+static const oar_slot_def_t unsqueeze2_in[] = {
+    {"X", 0}, {"AxesTensor", OAR_SLOT_DISPENSABLE}, {"AxesTensorList", OAR_SLOT_DUPLICABLE | OAR_SLOT_DISPENSABLE},
+    {NULL, 0}};
+VIEW_OPS(unsqueeze, x_in, unsqueeze2_in, squeeze_attrs, unsqueeze_infer)
 
 /* ---- flatten / flatten2 ------------------------------------------------- */
 static const oar_attr_def_t flatten_attrs[] = {
@@ -495,6 +509,7 @@ OAR_REGISTER_OP(transpose2_grad_def)
 
 /* ---- concat ------------------------------------------------------------- */
 static const oar_slot_def_t concat_in[] = {{"X", OAR_SLOT_DUPLICABLE}, {NULL, 0}};
+static const oar_slot_def_t concat_axis_in[] = {{"X", OAR_SLOT_DUPLICABLE}, {"AxisTensor", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
 static const oar_slot_def_t concat_grad_out[] = {
     {"X@GRAD", OAR_SLOT_DUPLICABLE | OAR_SLOT_DISPENSABLE}, {NULL, 0}};
 static const oar_attr_def_t concat_attrs[] = {
@@ -505,7 +520,10 @@ static const oar_attr_def_t concat_attrs[] = {
 /* the axis attr against rank nd; for stack the output has rank nd + 1 */
 static int norm_axis(oar_infer_ctx_t *c, int nd, int *axis, const char *what)
 {
-    int a = oar_attr_i(oar_ic_op(c), "axis");
+    double av;
+    bool known;
+    OAR_TRY(oar_ic_scalar(c, "AxisTensor", "axis", &av, &known));  /* concat, split: AxisTensor */
+    int a = (int)av;
     int r = a < 0 ? a + nd : a;
     if (nd == 0 || r < 0 || r >= nd)
         return oar_ic_error(c, OAR_ERR_RANGE, "attr axis = %d is out of range for %s of rank %d (valid: %d..%d)",
@@ -555,6 +573,16 @@ static int check_same(oar_infer_ctx_t *c, int n, int axis, int64_t *out, int *nd
     return OAR_OK;
 }
 
+/* compile time with AxisTensor: every output of X[0]'s rank, dims unknown */
+static int unknown_axis_out(oar_infer_ctx_t *c, int nd)
+{
+    int64_t d[OAR_MAX_DIMS];
+    for (int i = 0; i < nd; i++) d[i] = -1;
+    for (int i = 0; i < oar_ic_out_count(c, "Out"); i++)
+        OAR_TRY(oar_ic_set_out(c, "Out", i, d, nd, oar_ic_in_dtype(c, "X", 0)));
+    return OAR_OK;
+}
+
 /* LoD: along axis 0 the kernel joins the inputs' LoDs (rows are
  * concatenated); along other axes Out keeps X[0]'s rows and LoD. */
 static int concat_infer(oar_infer_ctx_t *c)
@@ -564,6 +592,7 @@ static int concat_infer(oar_infer_ctx_t *c)
     int nd0;
     if (!oar_ic_in_dims(c, "X", 0, &nd0)) return OAR_ERR_SHAPE;
     int axis = 0, nd = 0, dtype = -1;
+    if (!oar_ic_runtime(c) && oar_ic_in_present(c, "AxisTensor")) return unknown_axis_out(c, nd0);
     OAR_TRY(norm_axis(c, nd0, &axis, "input X[0]"));
     int64_t out[OAR_MAX_DIMS];
     OAR_TRY(check_same(c, n, axis, out, &nd, &dtype));
@@ -590,16 +619,17 @@ static int concat_grad_maker(oar_grad_ctx_t *g)
     oar_op_desc_t *op = oar_gc_new_op(g, "concat_grad");
     if (!op) return OAR_ERR_NOMEM;
     OAR_TRY(oar_gc_in(g, op, "X"));
+    if (oar_op_desc_input_count(oar_gc_fwd(g), "AxisTensor") > 0) OAR_TRY(oar_gc_in(g, op, "AxisTensor"));
     OAR_TRY(oar_gc_out_grad(g, op, "Out"));
     return oar_gc_in_grad(g, op, "X");
 }
 
 static const oar_op_def_t concat_def = {
-    .type = "concat", .inputs = concat_in, .outputs = x_out, .attrs = concat_attrs,
-    .infer = concat_infer, .grad = concat_grad_maker};
+    .type = "concat", .inputs = concat_axis_in, .outputs = x_out, .attrs = concat_attrs,
+    .infer = concat_infer, .grad = concat_grad_maker, .dtype_slot = "X"};
 OAR_REGISTER_OP(concat_def)
 static const oar_slot_def_t concat_grad_in[] = {
-    {"X", OAR_SLOT_DUPLICABLE}, {"Out@GRAD", 0}, {NULL, 0}};
+    {"X", OAR_SLOT_DUPLICABLE}, {"AxisTensor", OAR_SLOT_DISPENSABLE}, {"Out@GRAD", 0}, {NULL, 0}};
 static const oar_op_def_t concat_grad_def = {
     .type = "concat_grad", .inputs = concat_grad_in, .outputs = concat_grad_out,
     .attrs = concat_attrs, .infer = concat_grad_infer, .dtype_slot = "Out@GRAD"};
@@ -619,7 +649,15 @@ static int split_sizes(oar_infer_ctx_t *c, int64_t dim, int nout, int64_t *sz)
 {
     const oar_op_desc_t *op = oar_ic_op(c);
     int num = oar_attr_i(op, "num"), ns = 0;
-    const int32_t *sec = oar_attr_ints(op, "sections", &ns);
+    int64_t sec[256];
+    bool known;
+    OAR_TRY(oar_ic_int_list(c, NULL, "SectionsTensorList", "sections", sec, 256, &ns, &known));
+    if (!known) {
+        if (nout != ns)
+            return oar_ic_error(c, OAR_ERR_INVALID, "output Out has %d variables but SectionsTensorList %d", nout, ns);
+        for (int i = 0; i < ns; i++) sz[i] = -1;
+        return OAR_OK;
+    }
     if (num < 0) return oar_ic_error(c, OAR_ERR_INVALID, "attr num = %d must be >= 0", num);
     if (num > 0 && ns > 0)
         return oar_ic_error(c, OAR_ERR_INVALID, "attrs num (%d) and sections (%d entries) are both set; set one",
@@ -646,7 +684,7 @@ static int split_sizes(oar_infer_ctx_t *c, int64_t dim, int nout, int64_t *sz)
                                     "most one size can be inferred", unk, i);
             unk = i;
         } else if (sec[i] < 0) {
-            return oar_ic_error(c, OAR_ERR_INVALID, "attr sections[%d] = %d must be >= 0 or -1", i, (int)sec[i]);
+            return oar_ic_error(c, OAR_ERR_INVALID, "attr sections[%d] = %lld must be >= 0 or -1", i, (long long)sec[i]);
         } else {
             sum += sec[i];
         }
@@ -665,6 +703,7 @@ static int split_infer(oar_infer_ctx_t *c)
     int64_t x[OAR_MAX_DIMS];
     int nx = 0, axis = 0;
     OAR_TRY(in_dims(c, "X", 0, x, &nx));
+    if (!oar_ic_runtime(c) && oar_ic_in_present(c, "AxisTensor")) return unknown_axis_out(c, nx);
     OAR_TRY(norm_axis(c, nx, &axis, "input X"));
     int nout = oar_ic_out_count(c, "Out");
     if (nout < 1) return oar_ic_error(c, OAR_ERR_INVALID, "output Out has no variables");
@@ -713,12 +752,19 @@ static int split_grad_maker(oar_grad_ctx_t *g)
     if (rc == OAR_OK && !op) rc = OAR_ERR_NOMEM;
     if (rc == OAR_OK) rc = move_slot(scratch, "Out@GRAD", true, op, "X", true);
     if (rc == OAR_OK) rc = move_slot(scratch, "X@GRAD", false, op, "Out", false);
+    if (rc == OAR_OK && oar_op_desc_input_count(oar_gc_fwd(g), "AxisTensor") > 0) rc = oar_gc_in(g, op, "AxisTensor");
+    /* the concat got split's attrs: num/sections are not concat's */
+    if (rc == OAR_OK && oar_op_desc_attr_type(op, "num") >= 0) rc = oar_op_desc_remove_attr(op, "num");
+    if (rc == OAR_OK && oar_op_desc_attr_type(op, "sections") >= 0) rc = oar_op_desc_remove_attr(op, "sections");
     oar_op_desc_free(scratch);
     return rc;
 }
 
+static const oar_slot_def_t split_in[] = {
+    {"X", 0}, {"AxisTensor", OAR_SLOT_DISPENSABLE}, {"SectionsTensorList", OAR_SLOT_DUPLICABLE | OAR_SLOT_DISPENSABLE},
+    {NULL, 0}};
 static const oar_op_def_t split_def = {
-    .type = "split", .inputs = x_in, .outputs = split_out, .attrs = split_attrs,
+    .type = "split", .inputs = split_in, .dtype_slot = "X", .outputs = split_out, .attrs = split_attrs,
     .infer = split_infer, .grad = split_grad_maker};
 OAR_REGISTER_OP(split_def)
 

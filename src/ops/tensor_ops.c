@@ -157,7 +157,10 @@ static const oar_attr_def_t scale_attrs[] = {
     {.name = "scale", .type = OAR_ATTR_FLOAT, .def = 1.0},
     {.name = "bias", .type = OAR_ATTR_FLOAT, .def = 0.0},
     {.name = "bias_after_scale", .type = OAR_ATTR_BOOLEAN, .def = 1},
+    {.name = "use_mkldnn", .type = OAR_ATTR_BOOLEAN, .def = 0},
     {.name = NULL}};
+/* ScaleTensor (one value), when given, replaces attr scale (Fluid 1.8) */
+static const oar_slot_def_t scale_in[] = {{"X", 0}, {"ScaleTensor", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
 
 static int same_infer(oar_infer_ctx_t *c) { return oar_infer_same_as(c, "X", "Out"); }
 
@@ -179,12 +182,16 @@ static int scale_grad(oar_grad_ctx_t *g)
     OAR_TRY(x_to_out_grad_op(g, "scale", 0, &op));
     if (!op) return OAR_OK;
     OAR_TRY(oar_op_desc_set_attr_float(op, "bias", 0.0f));
+    if (oar_op_desc_input_count(oar_gc_fwd(g), "ScaleTensor") > 0) {
+        const char *st[1] = {oar_op_desc_input_arg(oar_gc_fwd(g), "ScaleTensor", 0)};
+        OAR_TRY(oar_op_desc_set_input(op, "ScaleTensor", st, 1));
+    }
     return oar_op_desc_set_attr_bool(op, "bias_after_scale", true);
 }
 
 static const oar_op_def_t scale_def = {
-    .type = "scale", .inputs = x_in, .outputs = out_out, .attrs = scale_attrs,
-    .infer = scale_infer, .grad = scale_grad};
+    .type = "scale", .inputs = scale_in, .outputs = out_out, .attrs = scale_attrs,
+    .infer = scale_infer, .grad = scale_grad, .dtype_slot = "X"};
 OAR_REGISTER_OP(scale_def)
 
 /* ---- cast -------------------------------------------------------------- */

@@ -1,0 +1,140 @@
+/*
+ * activation_ext.c — the rest of Fluid 1.8's / Paddle 2.x's unary
+ * activation family (X -> Out) and their grad ops "<type>_grad".
+ *
+ * As in Fluid, the grad op reads Out when Fluid's grad functor depends on
+ * the output (relu6, hard_sigmoid, rsqrt, soft_relu, selu) and X otherwise.
+ * Defaults are Fluid's (operators/activation_op.cc).
+ */
+#include <stdio.h>
+#include <string.h>
+#include "op.h"
+
+static const oar_slot_def_t act_in[] = {{"X", 0}, {NULL, 0}};
+static const oar_slot_def_t act_out[] = {{"Out", 0}, {NULL, 0}};
+static const oar_slot_def_t act_grad_in_out[] = {{"Out", 0}, {"Out@GRAD", 0}, {NULL, 0}};
+static const oar_slot_def_t act_grad_in_x[] = {{"X", 0}, {"Out@GRAD", 0}, {NULL, 0}};
+static const oar_slot_def_t act_grad_out[] = {{"X@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
+
+#define F(name, def) {name, OAR_ATTR_FLOAT, def, NULL, false, 0, 0}
+#define END {NULL, 0, 0, NULL, false, 0, 0}
+#define COMMON \
+    {"use_mkldnn", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0}, \
+    {"use_cudnn", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0}, \
+    {"is_test", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0}
+
+static const oar_attr_def_t a_none[] = {COMMON, END};
+static const oar_attr_def_t a_relu6[] = {F("threshold", 6.0), COMMON, END};
+static const oar_attr_def_t a_hard_sigmoid[] = {F("slope", 0.2), F("offset", 0.5), COMMON, END};
+static const oar_attr_def_t a_swish[] = {F("beta", 1.0), COMMON, END};
+static const oar_attr_def_t a_shrink[] = {F("threshold", 0.5), COMMON, END};
+static const oar_attr_def_t a_softshrink[] = {F("lambda", 0.5), COMMON, END};
+static const oar_attr_def_t a_brelu[] = {F("t_min", 0.0), F("t_max", 24.0), COMMON, END};
+static const oar_attr_def_t a_hard_swish[] = {
+    F("threshold", 6.0), F("scale", 6.0), F("offset", 3.0), COMMON, END};
+static const oar_attr_def_t a_soft_relu[] = {F("threshold", 40.0), COMMON, END};
+static const oar_attr_def_t a_stanh[] = {F("scale_a", 0.67), F("scale_b", 1.7159), COMMON, END};
+static const oar_attr_def_t a_thresholded_relu[] = {F("threshold", 1.0), COMMON, END};
+static const oar_attr_def_t a_mish[] = {F("threshold", 20.0), COMMON, END};
+static const oar_attr_def_t a_selu[] = {
+    F("scale", 1.0507009873554804934193349852946), F("alpha", 1.6732632423543772848170429916717), COMMON, END};
+static const oar_attr_def_t a_celu[] = {F("alpha", 1.0), COMMON, END};
+static const oar_attr_def_t a_logit[] = {F("eps", 1e-6), COMMON, END};
+
+static int act_infer(oar_infer_ctx_t *c) { return oar_infer_same_as(c, "X", "Out"); }
+static int grad_infer_x(oar_infer_ctx_t *c) { return oar_infer_grad_like_inputs(c); }
+
+static int positive_attr(oar_infer_ctx_t *c, const char *name)
+{
+    float v = oar_attr_f(oar_ic_op(c), name);
+    if (!(v > 0))
+        return oar_ic_error(c, OAR_ERR_RANGE, "attr %s = %g must be positive", name, (double)v);
+    return OAR_OK;
+}
+
+static int brelu_infer(oar_infer_ctx_t *c)
+{
+    float lo = oar_attr_f(oar_ic_op(c), "t_min"), hi = oar_attr_f(oar_ic_op(c), "t_max");
+    if (!(lo < hi))
+        return oar_ic_error(c, OAR_ERR_RANGE, "attr t_min (%g) must be less than t_max (%g)",
+                            (double)lo, (double)hi);
+    return act_infer(c);
+}
+static int soft_relu_infer(oar_infer_ctx_t *c)
+{
+    OAR_TRY(positive_attr(c, "threshold"));
+    return act_infer(c);
+}
+static int shrink_infer(oar_infer_ctx_t *c)
+{
+    const char *name = oar_op_desc_attr_type(oar_ic_op(c), "lambda") >= 0 ? "lambda" : "threshold";
+    float v = oar_attr_f(oar_ic_op(c), name);
+    if (!(v >= 0))
+        return oar_ic_error(c, OAR_ERR_RANGE, "attr %s = %g must not be negative", name, (double)v);
+    return act_infer(c);
+}
+static int hard_swish_infer(oar_infer_ctx_t *c)
+{
+    OAR_TRY(positive_attr(c, "scale"));
+    return act_infer(c);
+}
+
+static int make_grad(oar_grad_ctx_t *g, bool dep_out)
+{
+    const oar_op_desc_t *fwd = oar_gc_fwd(g);
+    char type[64];
+    snprintf(type, sizeof type, "%s_grad", oar_op_desc_type(fwd));
+    oar_op_desc_t *op = oar_gc_new_op(g, type);
+    if (!op) return OAR_ERR_NOMEM;
+    OAR_TRY(dep_out ? oar_gc_out(g, op, "Out") : oar_gc_in(g, op, "X"));
+    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
+    return oar_gc_in_grad(g, op, "X");
+}
+static int grad_dep_out(oar_grad_ctx_t *g) { return make_grad(g, true); }
+static int grad_dep_x(oar_grad_ctx_t *g) { return make_grad(g, false); }
+
+#define ACT_DEF(NAME, INFER, ATTRS, GRAD_IN, GRAD_INFER, GRAD_MAKER)                  \
+    static const oar_op_def_t NAME##_def = {                                          \
+        .type = #NAME, .inputs = act_in, .outputs = act_out, .attrs = ATTRS,          \
+        .infer = INFER, .grad = GRAD_MAKER, .dtype_slot = "X"};                       \
+    OAR_REGISTER_OP(NAME##_def)                                                       \
+    static const oar_op_def_t NAME##_grad_def = {                                     \
+        .type = #NAME "_grad", .inputs = GRAD_IN, .outputs = act_grad_out,           \
+        .attrs = ATTRS, .infer = GRAD_INFER, .dtype_slot = "Out@GRAD"};               \
+    OAR_REGISTER_OP(NAME##_grad_def)
+
+#define ACT_OUT(NAME, ATTRS, INFER) \
+    ACT_DEF(NAME, INFER, ATTRS, act_grad_in_out, oar_infer_grad_like_out, grad_dep_out)
+#define ACT_X(NAME, ATTRS, INFER) \
+    ACT_DEF(NAME, INFER, ATTRS, act_grad_in_x, grad_infer_x, grad_dep_x)
+
+ACT_OUT(relu6, a_relu6, act_infer)
+ACT_OUT(hard_sigmoid, a_hard_sigmoid, act_infer)
+ACT_OUT(rsqrt, a_none, act_infer)
+ACT_OUT(soft_relu, a_soft_relu, soft_relu_infer)
+ACT_OUT(selu, a_selu, act_infer)
+ACT_X(swish, a_swish, act_infer)
+ACT_X(silu, a_none, act_infer)
+ACT_X(logsigmoid, a_none, act_infer)
+ACT_X(atan, a_none, act_infer)
+ACT_X(acos, a_none, act_infer)
+ACT_X(asin, a_none, act_infer)
+ACT_X(tan, a_none, act_infer)
+ACT_X(sinh, a_none, act_infer)
+ACT_X(cosh, a_none, act_infer)
+ACT_X(tanh_shrink, a_none, act_infer)
+ACT_X(hard_shrink, a_shrink, shrink_infer)
+ACT_X(softshrink, a_softshrink, shrink_infer)
+ACT_X(brelu, a_brelu, brelu_infer)
+ACT_X(hard_swish, a_hard_swish, hard_swish_infer)
+ACT_X(log1p, a_none, act_infer)
+ACT_X(expm1, a_none, act_infer)
+ACT_X(log2, a_none, act_infer)
+ACT_X(log10, a_none, act_infer)
+ACT_X(stanh, a_stanh, act_infer)
+ACT_X(softsign, a_none, act_infer)
+ACT_X(thresholded_relu, a_thresholded_relu, act_infer)
+ACT_X(mish, a_mish, act_infer)
+ACT_X(celu, a_celu, act_infer)
+ACT_X(erf, a_none, act_infer)
+ACT_X(logit, a_logit, act_infer)

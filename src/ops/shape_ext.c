@@ -1,0 +1,333 @@
+/*
+ * shape_ext.c — Paddle's shape ops beyond Fluid 1.x's core set:
+ * flatten_contiguous_range (a view), slice, and the repeating ops expand
+ * (Fluid 1.8: expand_times), expand_v2 (a target shape) and tile
+ * (repeat_times), with their grads. Kernels in kernels/cpu/shape_ext.c
+ * (flatten_contiguous_range uses the view kernels of kernels/cpu/shape_ops.c).
+ *
+ * Attributes that Paddle lets tensors override (StartsTensor, Shape,
+ * RepeatTimes, ...) are read through attr_tensor.h.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "op.h"
+#include "attr_tensor.h"
+#include "shape_ext.h"
+
+#define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
+#define B(name) {name, OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0}
+
+static const char *nm(const char *s) { return s ? s : "?"; }
+
+static bool out_wanted(oar_infer_ctx_t *c, const char *slot)
+{
+    const char *n = oar_ic_out_name(c, slot, 0);
+    return n && strcmp(n, OAR_EMPTY_VAR) != 0;
+}
+
+static int copy_dims(oar_infer_ctx_t *c, const char *slot, int64_t *d, int *nd)
+{
+    const int64_t *p = oar_ic_in_dims(c, slot, 0, nd);
+    if (!p) return OAR_ERR_SHAPE;
+    memcpy(d, p, sizeof(int64_t) * (size_t)*nd);
+    return OAR_OK;
+}
+
+/* X@GRAD (or Input@GRAD) gets the dims, dtype and LoD of the forward input */
+static int grad_like(oar_infer_ctx_t *c, const char *in, const char *gout)
+{
+    if (!out_wanted(c, gout)) return OAR_OK;
+    int64_t d[OAR_MAX_DIMS];
+    int nd;
+    OAR_TRY(copy_dims(c, in, d, &nd));
+    OAR_TRY(oar_ic_set_out(c, gout, 0, d, nd, oar_ic_in_dtype(c, "Out@GRAD", 0)));
+    return oar_ic_share_lod(c, in, 0, gout, 0);
+}
+
+/* ---- flatten_contiguous_range ------------------------------------------- */
+static const oar_slot_def_t fcr_in[] = {{"X", 0}, {NULL, 0}};
+static const oar_slot_def_t fcr_out[] = {{"Out", 0}, {"XShape", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
+static const oar_slot_def_t fcr_grad_in[] = {{"XShape", 0}, {"Out@GRAD", 0}, {NULL, 0}};
+static const oar_slot_def_t x_grad_out[] = {{"X@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
+static const oar_attr_def_t fcr_attrs[] = {
+    {"start_axis", OAR_ATTR_INT, 1, NULL, false, 0, 0},
+    {"stop_axis", OAR_ATTR_INT, 1, NULL, false, 0, 0},
+    B("use_mkldnn"), {"mkldnn_data_type", OAR_ATTR_STRING, 0, "float32", false, 0, 0},
+    ATTR_END};
+
+/* dims[:start] ++ [prod(dims[start..stop])] ++ dims[stop+1:]; axes may be negative */
+static int fcr_infer(oar_infer_ctx_t *c)
+{
+    int64_t x[OAR_MAX_DIMS], out[OAR_MAX_DIMS];
+    int nx;
+    OAR_TRY(copy_dims(c, "X", x, &nx));
+    int start = oar_attr_i(oar_ic_op(c), "start_axis"), stop = oar_attr_i(oar_ic_op(c), "stop_axis");
+    int r = nx > 0 ? nx : 1;
+    if (nx == 0) x[0] = 1;   /* a 0-D X flattens to [1] */
+    int s = start < 0 ? start + r : start, e = stop < 0 ? stop + r : stop;
+    if (s < 0 || s >= r || e < 0 || e >= r || s > e)
+        return oar_ic_error(c, OAR_ERR_RANGE, "start_axis %d and stop_axis %d do not name a range of the %d dims "
+                            "of X '%s'", start, stop, r, nm(oar_ic_in_name(c, "X", 0)));
+    int n = 0;
+    for (int i = 0; i < s; i++) out[n++] = x[i];
+    int64_t p = 1;
+    for (int i = s; i <= e; i++) {
+        if (p < 0 || x[i] < 0) p = -1;
+        else if (oar_mul_checked(p, x[i], &p) != OAR_OK) return OAR_ERR_SHAPE;
+    }
+    out[n++] = p;
+    for (int i = e + 1; i < r; i++) out[n++] = x[i];
+    OAR_TRY(oar_ic_set_out(c, "Out", 0, out, n, oar_ic_in_dtype(c, "X", 0)));
+    if (s > 0) OAR_TRY(oar_ic_share_lod(c, "X", 0, "Out", 0));
+    if (out_wanted(c, "XShape")) {
+        int64_t xs[OAR_MAX_DIMS];
+        if (nx + 1 > OAR_MAX_DIMS)
+            return oar_ic_error(c, OAR_ERR_SHAPE, "X of rank %d: XShape would exceed %d dims", nx, OAR_MAX_DIMS);
+        xs[0] = 0;
+        memcpy(xs + 1, x, sizeof(int64_t) * (size_t)nx);
+        OAR_TRY(oar_ic_set_out(c, "XShape", 0, xs, nx + 1, oar_ic_in_dtype(c, "X", 0)));
+    }
+    return OAR_OK;
+}
+
+static int fcr_grad_infer(oar_infer_ctx_t *c)
+{
+    if (!out_wanted(c, "X@GRAD")) return OAR_OK;
+    int nd;
+    const int64_t *d = oar_ic_in_dims(c, "XShape", 0, &nd);
+    if (!d) return OAR_ERR_SHAPE;
+    if (nd < 1) return oar_ic_error(c, OAR_ERR_SHAPE, "XShape must be [0, X dims...]");
+    int64_t x[OAR_MAX_DIMS];
+    memcpy(x, d + 1, sizeof(int64_t) * (size_t)(nd - 1));
+    return oar_ic_set_out(c, "X@GRAD", 0, x, nd - 1, oar_ic_in_dtype(c, "Out@GRAD", 0));
+}
+
+static int fcr_grad_maker(oar_grad_ctx_t *g)
+{
+    if (oar_op_desc_output_count(oar_gc_fwd(g), "XShape") < 1)
+        return oar_error(OAR_ERR_INVALID, "flatten_contiguous_range: the gradient needs the XShape output");
+    oar_op_desc_t *op = oar_gc_new_op(g, "flatten_contiguous_range_grad");
+    if (!op) return OAR_ERR_NOMEM;
+    OAR_TRY(oar_gc_out(g, op, "XShape"));
+    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
+    return oar_gc_in_grad(g, op, "X");
+}
+
+static const oar_op_def_t fcr_def = {
+    .type = "flatten_contiguous_range", .inputs = fcr_in, .outputs = fcr_out, .attrs = fcr_attrs,
+    .infer = fcr_infer, .grad = fcr_grad_maker, .dtype_slot = "X"};
+OAR_REGISTER_OP(fcr_def)
+static const oar_op_def_t fcr_grad_def = {
+    .type = "flatten_contiguous_range_grad", .inputs = fcr_grad_in, .outputs = x_grad_out, .attrs = fcr_attrs,
+    .infer = fcr_grad_infer, .dtype_slot = "Out@GRAD"};
+OAR_REGISTER_OP(fcr_grad_def)
+
+/* ---- expand / expand_v2 / tile ------------------------------------------ */
+/* Out dims of the repeating ops; X's dims padded with leading 1s to Out's rank */
+static int repeat_out(oar_infer_ctx_t *c, const char *type, int64_t *out, int *nout)
+{
+    int64_t x[OAR_MAX_DIMS], v[OAR_MAX_DIMS];
+    int nx, n;
+    bool known;
+    OAR_TRY(copy_dims(c, "X", x, &nx));
+    char b[160];
+    oar_shape_str(x, nx, b, sizeof b);
+    if (strcmp(type, "expand") == 0) {
+        OAR_TRY(oar_ic_int_list(c, "ExpandTimes", "expand_times_tensor", "expand_times", v, OAR_MAX_DIMS, &n, &known));
+        if (n < 0) n = nx;
+        if (n != nx)
+            return oar_ic_error(c, OAR_ERR_SHAPE, "expand_times has %d values but X '%s' %s has rank %d", n,
+                                nm(oar_ic_in_name(c, "X", 0)), b, nx);
+        for (int i = 0; i < nx; i++) {
+            if (known && v[i] < 1)
+                return oar_ic_error(c, OAR_ERR_RANGE, "expand_times[%d] = %lld must be positive", i, (long long)v[i]);
+            out[i] = (x[i] < 0 || v[i] < 0) ? -1 : x[i] * v[i];
+        }
+        *nout = nx;
+        return OAR_OK;
+    }
+    bool tile = strcmp(type, "tile") == 0;
+    if (tile) OAR_TRY(oar_ic_int_list(c, "RepeatTimes", "repeat_times_tensor", "repeat_times", v, OAR_MAX_DIMS, &n, &known));
+    else OAR_TRY(oar_ic_int_list(c, "Shape", "expand_shapes_tensor", "shape", v, OAR_MAX_DIMS, &n, &known));
+    if (n < 0) return oar_ic_error(c, OAR_ERR_SHAPE, "the length of %s must be known", tile ? "RepeatTimes" : "Shape");
+    int r = n > nx ? n : nx;
+    if (!tile && n < nx)
+        return oar_ic_error(c, OAR_ERR_SHAPE, "shape has %d values, fewer than the rank %d of X '%s' %s", n, nx,
+                            nm(oar_ic_in_name(c, "X", 0)), b);
+    for (int i = 0; i < r; i++) {
+        int xi = i - (r - nx), vi = i - (r - n);
+        int64_t xd = xi >= 0 ? x[xi] : 1, t = vi >= 0 ? v[vi] : 1;
+        if (tile) {
+            if (known && t < 1)
+                return oar_ic_error(c, OAR_ERR_RANGE, "repeat_times[%d] = %lld must be positive", vi, (long long)t);
+            out[i] = (xd < 0 || t < 0) ? -1 : xd * t;
+        } else if (t == -1 && known) {
+            if (xi < 0)
+                return oar_ic_error(c, OAR_ERR_SHAPE, "shape[%d] = -1 names no dim of X '%s' %s", vi,
+                                    nm(oar_ic_in_name(c, "X", 0)), b);
+            out[i] = xd;
+        } else if (!known) {
+            out[i] = xd == 1 ? -1 : xd;
+        } else {
+            if (t < 1 || (xd >= 0 && xd != 1 && xd != t))
+                return oar_ic_error(c, OAR_ERR_SHAPE, "X '%s' %s cannot expand to shape[%d] = %lld (dim %d is %lld)",
+                                    nm(oar_ic_in_name(c, "X", 0)), b, vi, (long long)t, xi, (long long)xd);
+            out[i] = t;
+        }
+    }
+    *nout = r;
+    return OAR_OK;
+}
+
+static int repeat_infer(oar_infer_ctx_t *c)
+{
+    int64_t out[OAR_MAX_DIMS], x[OAR_MAX_DIMS];
+    int n = 0, nx = 0;
+    OAR_TRY(repeat_out(c, oar_op_desc_type(oar_ic_op(c)), out, &n));
+    OAR_TRY(copy_dims(c, "X", x, &nx));
+    OAR_TRY(oar_ic_set_out(c, "Out", 0, out, n, oar_ic_in_dtype(c, "X", 0)));
+    if (n == nx && nx > 0 && out[0] == x[0]) return oar_ic_share_lod(c, "X", 0, "Out", 0);
+    return OAR_OK;
+}
+
+static int repeat_grad_infer(oar_infer_ctx_t *c) { return grad_like(c, "X", "X@GRAD"); }
+
+/* the grad reads X (for its shape) and Out@GRAD, plus the forward's tensor inputs */
+static int repeat_grad_maker(oar_grad_ctx_t *g)
+{
+    const oar_op_desc_t *fwd = oar_gc_fwd(g);
+    char type[64];
+    snprintf(type, sizeof type, "%s_grad", oar_op_desc_type(fwd));
+    oar_op_desc_t *op = oar_gc_new_op(g, type);
+    if (!op) return OAR_ERR_NOMEM;
+    OAR_TRY(oar_gc_in(g, op, "X"));
+    static const char *const extra[] = {"ExpandTimes", "expand_times_tensor", "Shape", "expand_shapes_tensor",
+                                        "RepeatTimes", "repeat_times_tensor"};
+    for (size_t i = 0; i < sizeof extra / sizeof *extra; i++)
+        if (oar_op_desc_input_count(fwd, extra[i]) > 0) OAR_TRY(oar_gc_in(g, op, extra[i]));
+    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
+    return oar_gc_in_grad(g, op, "X");
+}
+
+#define DUP_DISP (OAR_SLOT_DUPLICABLE | OAR_SLOT_DISPENSABLE)
+static const oar_slot_def_t out_slot[] = {{"Out", 0}, {NULL, 0}};
+static const oar_slot_def_t expand_in[] = {
+    {"X", 0}, {"ExpandTimes", OAR_SLOT_DISPENSABLE}, {"expand_times_tensor", DUP_DISP}, {NULL, 0}};
+static const oar_slot_def_t expand_grad_in[] = {
+    {"X", 0}, {"ExpandTimes", OAR_SLOT_DISPENSABLE}, {"expand_times_tensor", DUP_DISP}, {"Out@GRAD", 0}, {NULL, 0}};
+static const oar_slot_def_t expand_v2_in[] = {
+    {"X", 0}, {"Shape", OAR_SLOT_DISPENSABLE}, {"expand_shapes_tensor", DUP_DISP}, {NULL, 0}};
+static const oar_slot_def_t expand_v2_grad_in[] = {
+    {"X", 0}, {"Shape", OAR_SLOT_DISPENSABLE}, {"expand_shapes_tensor", DUP_DISP}, {"Out@GRAD", 0}, {NULL, 0}};
+static const oar_slot_def_t tile_in[] = {
+    {"X", 0}, {"RepeatTimes", OAR_SLOT_DISPENSABLE}, {"repeat_times_tensor", DUP_DISP}, {NULL, 0}};
+static const oar_slot_def_t tile_grad_in[] = {
+    {"X", 0}, {"RepeatTimes", OAR_SLOT_DISPENSABLE}, {"repeat_times_tensor", DUP_DISP}, {"Out@GRAD", 0}, {NULL, 0}};
+static const oar_attr_def_t expand_attrs[] = {{"expand_times", OAR_ATTR_INTS, 0, NULL, false, 0, 0}, ATTR_END};
+static const oar_attr_def_t expand_v2_attrs[] = {
+    {"shape", OAR_ATTR_INTS, 0, NULL, false, 0, 0}, B("use_mkldnn"),
+    {"mkldnn_data_type", OAR_ATTR_STRING, 0, "float32", false, 0, 0}, ATTR_END};
+static const oar_attr_def_t tile_attrs[] = {
+    {"repeat_times", OAR_ATTR_INTS, 0, NULL, false, 0, 0}, B("use_mkldnn"),
+    {"mkldnn_data_type", OAR_ATTR_STRING, 0, "float32", false, 0, 0}, ATTR_END};
+
+#define REPEAT_OP(NAME, IN, GIN, ATTRS)                                                      \
+    static const oar_op_def_t NAME##_def = {                                                 \
+        .type = #NAME, .inputs = IN, .outputs = out_slot, .attrs = ATTRS,                    \
+        .infer = repeat_infer, .grad = repeat_grad_maker, .dtype_slot = "X"};                \
+    OAR_REGISTER_OP(NAME##_def)                                                              \
+    static const oar_op_def_t NAME##_grad_def = {                                            \
+        .type = #NAME "_grad", .inputs = GIN, .outputs = x_grad_out, .attrs = ATTRS,         \
+        .infer = repeat_grad_infer, .dtype_slot = "Out@GRAD"};                               \
+    OAR_REGISTER_OP(NAME##_grad_def)
+
+REPEAT_OP(expand, expand_in, expand_grad_in, expand_attrs)
+REPEAT_OP(expand_v2, expand_v2_in, expand_v2_grad_in, expand_v2_attrs)
+REPEAT_OP(tile, tile_in, tile_grad_in, tile_attrs)
+
+/* ---- slice -------------------------------------------------------------- */
+static const oar_slot_def_t slice_in[] = {
+    {"Input", 0}, {"StartsTensor", OAR_SLOT_DISPENSABLE}, {"EndsTensor", OAR_SLOT_DISPENSABLE},
+    {"StartsTensorList", DUP_DISP}, {"EndsTensorList", DUP_DISP}, {NULL, 0}};
+static const oar_slot_def_t slice_grad_in[] = {
+    {"Input", 0}, {"StartsTensor", OAR_SLOT_DISPENSABLE}, {"EndsTensor", OAR_SLOT_DISPENSABLE},
+    {"StartsTensorList", DUP_DISP}, {"EndsTensorList", DUP_DISP}, {"Out@GRAD", 0}, {NULL, 0}};
+static const oar_slot_def_t slice_grad_out[] = {{"Input@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
+static const oar_attr_def_t slice_attrs[] = {
+    {"axes", OAR_ATTR_INTS, 0, NULL, true, 0, 0},
+    {"starts", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
+    {"ends", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
+    {"infer_flags", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
+    {"decrease_axis", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
+    B("use_mkldnn"), {"mkldnn_data_type", OAR_ATTR_STRING, 0, "float32", false, 0, 0},
+    ATTR_END};
+
+static int slice_infer(oar_infer_ctx_t *c)
+{
+    const oar_op_desc_t *op = oar_ic_op(c);
+    int64_t x[OAR_MAX_DIMS], out[OAR_MAX_DIMS], st[OAR_MAX_DIMS], en[OAR_MAX_DIMS], ax[OAR_MAX_DIMS];
+    int nx, na, ns, ne;
+    bool ks, ke;
+    OAR_TRY(copy_dims(c, "Input", x, &nx));
+    if (!oar_attr_int_list(op, "axes", ax, OAR_MAX_DIMS, &na))
+        return oar_ic_error(c, OAR_ERR_INVALID, "attr axes has more than %d values", OAR_MAX_DIMS);
+    OAR_TRY(oar_ic_int_list(c, "StartsTensor", "StartsTensorList", "starts", st, OAR_MAX_DIMS, &ns, &ks));
+    OAR_TRY(oar_ic_int_list(c, "EndsTensor", "EndsTensorList", "ends", en, OAR_MAX_DIMS, &ne, &ke));
+    if ((ns >= 0 && ns != na) || (ne >= 0 && ne != na))
+        return oar_ic_error(c, OAR_ERR_SHAPE, "axes has %d values but starts %d and ends %d", na, ns, ne);
+    memcpy(out, x, sizeof(int64_t) * (size_t)nx);
+    for (int i = 0; i < na; i++) {
+        int64_t a = ax[i] < 0 ? ax[i] + nx : ax[i];
+        if (a < 0 || a >= nx)
+            return oar_ic_error(c, OAR_ERR_RANGE, "axes[%d] = %lld is out of range for Input '%s' of rank %d", i,
+                                (long long)ax[i], nm(oar_ic_in_name(c, "Input", 0)), nx);
+        if (x[a] < 0 || !ks || !ke) { out[a] = -1; continue; }
+        int64_t s, len;
+        oar_slice_bounds(x[a], st[i], en[i], &s, &len);
+        out[a] = len;
+    }
+    /* decrease_axis drops size-1 sliced axes; all dropped leaves [1] */
+    int64_t dec[OAR_MAX_DIMS];
+    int nd;
+    if (!oar_attr_int_list(op, "decrease_axis", dec, OAR_MAX_DIMS, &nd))
+        return oar_ic_error(c, OAR_ERR_INVALID, "attr decrease_axis has more than %d values", OAR_MAX_DIMS);
+    bool drop[OAR_MAX_DIMS] = {false};
+    for (int i = 0; i < nd; i++) {
+        int64_t a = dec[i] < 0 ? dec[i] + nx : dec[i];
+        if (a < 0 || a >= nx || (out[a] >= 0 && out[a] != 1))
+            return oar_ic_error(c, OAR_ERR_SHAPE, "decrease_axis[%d] = %lld must name a sliced axis of size 1",
+                                i, (long long)dec[i]);
+        drop[a] = true;
+    }
+    int n = 0;
+    for (int i = 0; i < nx; i++)
+        if (!drop[i]) out[n++] = out[i];
+    if (n == 0) out[n++] = 1;
+    OAR_TRY(oar_ic_set_out(c, "Out", 0, out, n, oar_ic_in_dtype(c, "Input", 0)));
+    if (nx > 0 && n == nx && out[0] == x[0]) return oar_ic_share_lod(c, "Input", 0, "Out", 0);
+    return OAR_OK;
+}
+
+static int slice_grad_infer(oar_infer_ctx_t *c) { return grad_like(c, "Input", "Input@GRAD"); }
+
+static int slice_grad_maker(oar_grad_ctx_t *g)
+{
+    const oar_op_desc_t *fwd = oar_gc_fwd(g);
+    oar_op_desc_t *op = oar_gc_new_op(g, "slice_grad");
+    if (!op) return OAR_ERR_NOMEM;
+    OAR_TRY(oar_gc_in(g, op, "Input"));
+    static const char *const extra[] = {"StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList"};
+    for (size_t i = 0; i < sizeof extra / sizeof *extra; i++)
+        if (oar_op_desc_input_count(fwd, extra[i]) > 0) OAR_TRY(oar_gc_in(g, op, extra[i]));
+    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
+    return oar_gc_in_grad(g, op, "Input");
+}
+
+static const oar_op_def_t slice_def = {
+    .type = "slice", .inputs = slice_in, .outputs = out_slot, .attrs = slice_attrs,
+    .infer = slice_infer, .grad = slice_grad_maker, .dtype_slot = "Input"};
+OAR_REGISTER_OP(slice_def)
+static const oar_op_def_t slice_grad_def = {
+    .type = "slice_grad", .inputs = slice_grad_in, .outputs = slice_grad_out, .attrs = slice_attrs,
+    .infer = slice_grad_infer, .dtype_slot = "Out@GRAD"};
+OAR_REGISTER_OP(slice_grad_def)
