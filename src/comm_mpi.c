@@ -19,6 +19,7 @@
 #include <mpi.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,11 +47,48 @@ static int mpi_fail(int err, const char *who, const char *call)
     return oar_comm_break();
 }
 
+/* The launcher (mpirun) stops every worker with SIGTERM when one of them
+ * dies. A worker waiting in a collective then says why it stops, instead
+ * of vanishing without a word; the handler is in place only while waiting. */
+static const char *waiting_in;
+static void on_term(int sig)
+{
+    char msg[256];
+    int n = snprintf(msg, sizeof msg,
+                     "oar worker %d: stopped by the launcher (signal %d) while waiting in %s: another worker of the "
+                     "job ended or failed (see the launcher's message)\n",
+                     my_rank, sig, waiting_in ? waiting_in : "a collective");
+    if (n > 0) {
+        ssize_t w = write(2, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
+        (void)w;
+    }
+    _exit(128 + sig);
+}
+
+static int wait_req_(MPI_Request *req, const char *who, const char *call);
+static int wait_req(MPI_Request *req, const char *who, const char *call)
+{
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_term;
+    sigemptyset(&sa.sa_mask);
+    waiting_in = call;
+    bool armed = sigaction(SIGTERM, &sa, &old) == 0;
+    /* a handler the user installed stays theirs */
+    if (armed && old.sa_handler != SIG_DFL) {
+        sigaction(SIGTERM, &old, NULL);
+        armed = false;
+    }
+    int rc = wait_req_(req, who, call);
+    if (armed) sigaction(SIGTERM, &old, NULL);
+    return rc;
+}
+
 /* Waits for req until the job's timeout. MPI makes progress only inside its
  * calls, so the loop tests without pause for a while (a transfer under
  * way), yielding now and then, and then sleeps between tests (a peer that
  * is still computing, or gone). */
-static int wait_req(MPI_Request *req, const char *who, const char *call)
+static int wait_req_(MPI_Request *req, const char *who, const char *call)
 {
     const double t0 = now_s(), limit = oar_comm_timeout();
     for (long i = 0;; i++) {
