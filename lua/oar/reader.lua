@@ -343,6 +343,31 @@ function M.firstn(reader, n)
   end
 end
 
+-- Worker `index` of `num` (data-parallel training, oar.fleet): samples
+-- index, index + num, index + 2 num, ... of each epoch, so that the workers
+-- together see every sample exactly once; when the count is not a multiple
+-- of num, the first workers get one sample more. Shard before shuffle or
+-- batch, and with a shuffle give every worker the same seed.
+function M.shard(reader, index, num)
+  check_reader("shard", reader)
+  check_count("shard", "num", num)
+  check_count("shard", "index", index, true)
+  if index >= num then
+    error(string.format("oar.reader.shard: index %d is not below num %d (workers are 0 .. num-1)", index, num), 2)
+  end
+  return function()
+    local it, k = start("shard", reader), 0
+    return function()
+      while true do
+        local s = it()
+        if s == nil then return nil end
+        k = k + 1
+        if (k - 1) % num == index then return s end
+      end
+    end
+  end
+end
+
 -- Reads the whole reader once, on the first epoch, and replays the samples
 -- from memory afterwards.
 function M.cache(reader)
