@@ -15,6 +15,10 @@
 #define OAR_COMM_H
 #include "oar.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct oar_comm_backend {
     const char *name;
     int (*allreduce)(void *buf, int64_t count, int dtype, int op, const char *who);
@@ -54,4 +58,8 @@ int oar_comm_check_once(const oar_program_t *p, const char *who);
 int oar_comm_rank_for_messages(void);
 /* the chunk size an engine splits large messages into (elements) */
 #define OAR_COMM_CHUNK ((int64_t)1 << 28)
+
+#ifdef __cplusplus
+}
+#endif
 #endif
