@@ -152,6 +152,23 @@ describe_mpi("fleet with 2 workers (mpirun)", function()
     end
   end)
 
+  it("checkpoints and models are written by worker 0 only and load on every worker", function()
+    local base = tmpbase()
+    local ok, out = worker("task=save model=mlp steps=2 out=" .. base)
+    assert(ok, out)
+    assert.is_truthy(out:find("loaded 0", 1, true) and out:find("loaded 1", 1, true), out)
+    local function exists(p)
+      local f = io.open(p, "rb")
+      if f then f:close() return true end
+      return false
+    end
+    assert.is_true(exists(base .. ".ckpt0/fc1.w"))
+    assert.is_true(exists(base .. ".model0/__model__"))
+    assert.is_false(exists(base .. ".ckpt1/fc1.w"))
+    assert.is_false(exists(base .. ".model1/__model__"))
+    os.execute("rm -rf '" .. base .. ".ckpt0' '" .. base .. ".model0'")
+  end)
+
   it("a worker killed mid-training ends the job with an error naming it, in bounded time", function()
     local ok, out, secs = worker("task=die model=mlp mode=dist steps=200 die_at=5 timeout=3")
     assert.is_false(ok)

@@ -162,4 +162,17 @@ for step = 0, opt.steps - 1 do
   end
   exe:run(main, { feed = feed, fetch_list = { loss }, scope = scope })
 end
+if opt.task == "save" then
+  -- each worker asks to save into a directory of its own: only worker 0's may appear
+  oar.io.save_persistables(exe, opt.out .. ".ckpt" .. rank, main, { scope = scope })
+  oar.io.save_inference_model(opt.out .. ".model" .. rank, { "x1" }, { loss }, exe, main, { scope = scope })
+  fleet.barrier()
+  local fresh = oar.Scope()
+  oar.io.load_persistables(exe, opt.out .. ".ckpt0", main, { scope = fresh })
+  local p = fresh:find_var("fc1.w"):get_tensor()
+  local q = scope:find_var("fc1.w"):get_tensor()
+  for i = 0, q:numel() - 1 do assert(p:data()[i] == q:data()[i], "loaded fc1.w differs") end
+  io.write("loaded ", rank, "\n")
+  return
+end
 if opt.out then dump(opt.out .. "." .. rank) end
