@@ -1,11 +1,15 @@
 /* comm_mpi.c — the OpenMPI engine of the communication interface (comm.h).
  * Built only when pkg-config finds OpenMPI (OAR_WITH_MPI).
  *
- * Bounded waits: every collective is MPI's nonblocking form (MPI_Iallreduce,
- * MPI_Ibcast, MPI_Iallgather, MPI_Ibarrier) followed by an MPI_Test loop
- * with a deadline, because a blocking MPI call on a dead or stuck peer may
- * never return (on shared memory OpenMPI does not notice a dead peer at
- * all). MPI_Init, which cannot be made nonblocking, runs in a helper thread
+ * Bounded waits: a blocking MPI call on a dead or stuck peer may never
+ * return (on shared memory OpenMPI does not notice a dead peer at all). So
+ * every data collective first waits for all the workers to arrive: an
+ * MPI_Ibarrier followed by an MPI_Test loop with a deadline, which returns
+ * an error naming the cause when a worker is gone, stuck, stopped early or
+ * runs another program. Then the blocking collective itself (OpenMPI's
+ * tuned MPI_Allreduce, much faster than its nonblocking forms for small
+ * messages, measured), under a watchdog thread: should a peer die in that
+ * short window, the worker prints why and exits at the deadline. MPI_Init, which cannot be made nonblocking, runs in a helper thread
  * that the caller stops waiting for at the deadline (a worker that never
  * joins). The data collectives run on a duplicate of MPI_COMM_WORLD and the
  * program check on a second one, so that a worker checking a changed program
@@ -65,22 +69,36 @@ static void on_term(int sig)
     _exit(128 + sig);
 }
 
-static int wait_req_(MPI_Request *req, const char *who, const char *call);
-static int wait_req(MPI_Request *req, const char *who, const char *call)
+static struct sigaction term_old;
+static bool term_armed;
+
+static void term_arm(const char *call)
 {
-    struct sigaction sa, old;
+    struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_term;
     sigemptyset(&sa.sa_mask);
     waiting_in = call;
-    bool armed = sigaction(SIGTERM, &sa, &old) == 0;
+    term_armed = sigaction(SIGTERM, &sa, &term_old) == 0;
     /* a handler the user installed stays theirs */
-    if (armed && old.sa_handler != SIG_DFL) {
-        sigaction(SIGTERM, &old, NULL);
-        armed = false;
+    if (term_armed && term_old.sa_handler != SIG_DFL) {
+        sigaction(SIGTERM, &term_old, NULL);
+        term_armed = false;
     }
+}
+
+static void term_disarm(void)
+{
+    if (term_armed) sigaction(SIGTERM, &term_old, NULL);
+    term_armed = false;
+}
+
+static int wait_req_(MPI_Request *req, const char *who, const char *call);
+static int wait_req(MPI_Request *req, const char *who, const char *call)
+{
+    term_arm(call);
     int rc = wait_req_(req, who, call);
-    if (armed) sigaction(SIGTERM, &old, NULL);
+    term_disarm();
     return rc;
 }
 
@@ -98,6 +116,7 @@ static int wait_req_(MPI_Request *req, const char *who, const char *call)
         if (done) return OAR_OK;
         if ((i & 63) != 63) continue;
         double waited = now_s() - t0;
+        if (waited < 0.002) continue;   /* a peer a little behind: keep polling */
         if (waited > limit) {
             oar_error(OAR_ERR_COMM,
                       "%s: worker %d of %d waited %.1f s in %s and the other workers did not answer: a worker died, "
@@ -140,7 +159,62 @@ static MPI_Op mpi_op(int op)
     }
 }
 
+/* ---- the watchdog of blocking calls ------------------------------------ */
+static _Atomic long long guard_deadline_ns;   /* 0: not in a blocking call */
+static const char *_Atomic guard_call;
+static bool guard_started;
+
+static long long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void *watchdog(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        struct timespec ts = {0, 50000000};
+        nanosleep(&ts, NULL);
+        long long d = guard_deadline_ns;
+        if (d > 0 && now_ns() > d) {
+            fprintf(stderr, "oar worker %d: %s did not finish within %.0f s although every worker had entered it: "
+                    "a worker died or hangs during the collective; ending this process\n", my_rank,
+                    guard_call ? guard_call : "a collective", oar_comm_timeout());
+            fflush(stderr);
+            _exit(1);
+        }
+    }
+    return NULL;
+}
+
+/* Waits until every worker reached this collective (bounded, error return). */
+static int arrive(const char *who, const char *call)
+{
+    MPI_Request req;
+    int err = MPI_Ibarrier(data_comm, &req);
+    if (err != MPI_SUCCESS) return mpi_fail(err, who, call);
+    return wait_req_(&req, who, call);
+}
+
+static void guard_begin(const char *call)
+{
+    guard_call = call;
+    guard_deadline_ns = now_ns() + (long long)(oar_comm_timeout() * 1e9);
+}
+static void guard_end(void) { guard_deadline_ns = 0; }
+
+static int allreduce_(void *buf, int64_t count, int dtype, int op, const char *who);
 static int mpi_allreduce(void *buf, int64_t count, int dtype, int op, const char *who)
+{
+    term_arm("MPI_Allreduce");
+    int rc = allreduce_(buf, count, dtype, op, who);
+    term_disarm();
+    return rc;
+}
+
+static int allreduce_(void *buf, int64_t count, int dtype, int op, const char *who)
 {
     MPI_Datatype dt = mpi_dtype(dtype);
     if (dt == MPI_DATATYPE_NULL)
@@ -150,23 +224,34 @@ static int mpi_allreduce(void *buf, int64_t count, int dtype, int op, const char
     size_t es = oar_dtype_size(dtype);
     for (int64_t off = 0; off < count; off += OAR_COMM_CHUNK) {
         int n = (int)(count - off < OAR_COMM_CHUNK ? count - off : OAR_COMM_CHUNK);
-        MPI_Request req;
-        int err = MPI_Iallreduce(MPI_IN_PLACE, p + (size_t)off * es, n, dt, mpi_op(op), data_comm, &req);
-        if (err != MPI_SUCCESS) return mpi_fail(err, who, "MPI_Iallreduce");
-        OAR_TRY(wait_req(&req, who, "MPI_Iallreduce"));
+        OAR_TRY(arrive(who, "MPI_Allreduce"));
+        guard_begin("MPI_Allreduce");
+        int err = MPI_Allreduce(MPI_IN_PLACE, p + (size_t)off * es, n, dt, mpi_op(op), data_comm);
+        guard_end();
+        if (err != MPI_SUCCESS) return mpi_fail(err, who, "MPI_Allreduce");
     }
     return OAR_OK;
 }
 
+static int broadcast_(void *buf, size_t bytes, int root, const char *who);
 static int mpi_broadcast(void *buf, size_t bytes, int root, const char *who)
+{
+    term_arm("MPI_Bcast");
+    int rc = broadcast_(buf, bytes, root, who);
+    term_disarm();
+    return rc;
+}
+
+static int broadcast_(void *buf, size_t bytes, int root, const char *who)
 {
     char *p = buf;
     for (size_t off = 0; off < bytes; off += (size_t)OAR_COMM_CHUNK) {
         int n = (int)(bytes - off < (size_t)OAR_COMM_CHUNK ? bytes - off : (size_t)OAR_COMM_CHUNK);
-        MPI_Request req;
-        int err = MPI_Ibcast(p + off, n, MPI_BYTE, root, data_comm, &req);
-        if (err != MPI_SUCCESS) return mpi_fail(err, who, "MPI_Ibcast");
-        OAR_TRY(wait_req(&req, who, "MPI_Ibcast"));
+        OAR_TRY(arrive(who, "MPI_Bcast"));
+        guard_begin("MPI_Bcast");
+        int err = MPI_Bcast(p + off, n, MPI_BYTE, root, data_comm);
+        guard_end();
+        if (err != MPI_SUCCESS) return mpi_fail(err, who, "MPI_Bcast");
     }
     return OAR_OK;
 }
@@ -183,9 +268,27 @@ static int gather_on(MPI_Comm comm, const void *send, void *recv, size_t bytes, 
     return wait_req(&req, who, "MPI_Iallgather");
 }
 
+static int allgather_(const void *send, void *recv, size_t bytes, const char *who);
 static int mpi_allgather(const void *send, void *recv, size_t bytes, const char *who)
 {
-    return gather_on(data_comm, send, recv, bytes, who);
+    term_arm("MPI_Allgather");
+    int rc = allgather_(send, recv, bytes, who);
+    term_disarm();
+    return rc;
+}
+
+static int allgather_(const void *send, void *recv, size_t bytes, const char *who)
+{
+    if (bytes > (size_t)INT_MAX)
+        return oar_error(OAR_ERR_RANGE, "%s: %zu bytes per worker; MPI gathers at most %d", who, bytes, INT_MAX);
+    char *slot = (char *)recv + (size_t)my_rank * bytes;
+    if (bytes > 0 && slot != send) memmove(slot, send, bytes);
+    OAR_TRY(arrive(who, "MPI_Allgather"));
+    guard_begin("MPI_Allgather");
+    int err = MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, (int)bytes, MPI_BYTE, data_comm);
+    guard_end();
+    if (err != MPI_SUCCESS) return mpi_fail(err, who, "MPI_Allgather");
+    return OAR_OK;
 }
 
 static int mpi_allgather_check(const void *send, void *recv, size_t bytes, const char *who)
@@ -329,6 +432,15 @@ const oar_comm_backend_t *oar_comm_mpi_start(double timeout_s)
     MPI_Comm_rank(MPI_COMM_WORLD, &my_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &my_size);
     if (dup_comm(&data_comm) != OAR_OK || dup_comm(&check_comm) != OAR_OK) return NULL;
+    if (!guard_started) {
+        pthread_t th;
+        if (pthread_create(&th, NULL, watchdog, NULL) != 0) {
+            oar_error(OAR_ERR_COMM, "init: cannot start the watchdog thread");
+            return NULL;
+        }
+        pthread_detach(th);
+        guard_started = true;
+    }
     return &mpi_engine;
 }
 #endif /* OAR_WITH_MPI */
