@@ -37,9 +37,14 @@ local x = oar.Tensor.from_buffer(xs, { B, 784 }, "float32")
 local y = oar.Tensor.from_buffer(ys, { B, 1 }, "int64")
 for _ = 1, 10 do exe:run(main, { feed = { img = x, label = y }, fetch_list = { loss }, scope = scope }) end
 if use_fleet then oar.fleet.barrier() end
+if os.getenv("PROFILE") then oar.profiler.start() end
 local t0 = wall()
 for _ = 1, steps do exe:run(main, { feed = { img = x, label = y }, fetch_list = { loss }, scope = scope }) end
 local dt = wall() - t0
+if os.getenv("PROFILE") and (not use_fleet or oar.fleet.worker_index() == 0) then
+  oar.profiler.stop()
+  print(oar.profiler.report())
+end
 local rank = use_fleet and oar.fleet.worker_index() or 0
 print(string.format("worker %d: batch %d, %d steps, %.3f s, %.0f samples/s", rank, B, steps, dt, B * steps / dt))
 if use_fleet then
