@@ -24,6 +24,17 @@ CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 BUILD    = build
 C_SRC    = $(wildcard src/*.c src/ops/*.c kernels/cpu/*.c)
 C_OBJ    = $(patsubst %.c,$(BUILD)/%.o,$(C_SRC)) $(BUILD)/framework.pb-c.o
+# MPI (OpenMPI): the communication engine of data-parallel training when
+# pkg-config finds it (libopenmpi-dev), unless NO_MPI=1; without it the
+# collective ops run as one worker (src/comm.c)
+MPI_PC ?= $(shell pkg-config --exists ompi 2>/dev/null && echo ompi || { pkg-config --exists mpi 2>/dev/null && echo mpi; })
+ifeq ($(NO_MPI),1)
+MPI_PC :=
+endif
+ifneq ($(MPI_PC),)
+OAR_CFLAGS += -DOAR_WITH_MPI $(shell pkg-config --cflags $(MPI_PC))
+LIBS     += $(shell pkg-config --libs $(MPI_PC))
+endif
 CU_SRC   = $(wildcard kernels/cuda/*.cu)
 # CUDA support is compiled in only when there are CUDA kernels to build
 ifeq ($(CU_SRC),)
@@ -33,6 +44,9 @@ ifneq ($(NVCC),)
 CU_OBJ   = $(patsubst %.cu,$(BUILD)/%.o,$(CU_SRC))
 OAR_CFLAGS += -DOAR_WITH_CUDA -I$(CUDA_HOME)/include
 LIBS     += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas -lcudnn
+# NCCL (collective ops on CUDA, kernels/cuda/collective.cu): its one link line
+CUDA_COLLECTIVE_LIBS = -lnccl
+LIBS     += $(CUDA_COLLECTIVE_LIBS)
 endif
 NVCCFLAGS ?= -O3 -Xcompiler -fPIC -std=c++17 -Isrc -Ibuild -arch=sm_80
 

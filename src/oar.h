@@ -57,7 +57,8 @@ enum {
     OAR_ERR_RANGE = -8,      /* index out of range */
     OAR_ERR_NUMERIC = -9,    /* NaN/Inf found, division by zero */
     OAR_ERR_UNSUPPORTED = -10, /* no kernel for this place/dtype */
-    OAR_ERR_DEVICE = -11     /* a CUDA runtime/cuBLAS/cuDNN call failed */
+    OAR_ERR_DEVICE = -11,    /* a CUDA runtime/cuBLAS/cuDNN call failed */
+    OAR_ERR_COMM = -12       /* a collective failed: a worker died, timed out or differs */
 };
 const char *oar_last_error(void);
 void oar_clear_error(void);
@@ -316,6 +317,38 @@ int  oar_predictor_run(oar_predictor_t *p);
 int  oar_predictor_get_output(oar_predictor_t *p, int index, const float **data,
                               const int64_t **dims, int *ndims);
 void oar_predictor_free(oar_predictor_t *p);
+
+/* ---- data-parallel communication (src/comm.c) ------------------------ */
+/* One job of N workers started by mpirun (OpenMPI) or, without MPI, one
+ * worker. Collective ops (c_allreduce_sum, ...) go through this interface. */
+typedef enum { OAR_REDUCE_SUM = 0, OAR_REDUCE_MAX = 1, OAR_REDUCE_MIN = 2, OAR_REDUCE_PROD = 3 } oar_reduce_t;
+bool oar_comm_compiled_with_mpi(void);
+/* Joins the job (idempotent). timeout_s > 0 bounds every blocking call,
+ * MPI_Init included; <= 0 keeps the current bound (default 300 s, or
+ * OAR_COMM_TIMEOUT seconds from the environment). */
+int oar_comm_init(double timeout_s);
+bool oar_comm_initialized(void);
+const char *oar_comm_backend_name(void);   /* "mpi" or "single" */
+/* Why the job has one worker although the launcher asked for more; "" otherwise. */
+const char *oar_comm_note(void);
+int oar_comm_rank(void);
+int oar_comm_size(void);
+int oar_comm_set_timeout(double seconds);
+double oar_comm_timeout(void);
+/* in place over every worker; dtype an oar_dtype_t, op an oar_reduce_t */
+int oar_comm_allreduce(void *buf, int64_t count, int dtype, int op);
+int oar_comm_broadcast(void *buf, size_t bytes, int root);
+/* recv holds size * bytes: worker i's `bytes` at offset i * bytes */
+int oar_comm_allgather(const void *send, void *recv, size_t bytes);
+int oar_comm_barrier(void);
+/* Ends the whole job now (MPI_Abort) after printing why to stderr. */
+void oar_comm_abort(int code, const char *why);
+int oar_comm_finalize(void);
+/* The hash the workers compare before a program's first collective: the
+ * serialized program without the op_callstack and seed attrs. */
+int oar_program_hash(const oar_program_t *p, uint64_t *hash);
+/* Checks that every worker runs a program with the same hash (collective). */
+int oar_comm_check_program(const oar_program_t *p, const char *who);
 
 /* OAR_FFI_END */
 

@@ -557,6 +557,13 @@ function M.load_params(executor, dirname, main_program, filename, options)
   load_core(who, o.executor, o.dirname, select_vars(o.main_program, nil, M.is_parameter, who), o.filename, o.scope)
 end
 
+-- In a data-parallel job (oar.fleet) only worker 0 writes checkpoints and
+-- models; the others return without writing (their parameters are equal).
+local function fleet_skips_write()
+  local fleet = package.loaded["oar.fleet"]
+  return fleet ~= nil and fleet.is_initialized() and not fleet.is_first_worker()
+end
+
 --- Saves a checkpoint: every persistable variable (parameters, optimizer
 -- state, learning-rate counters) and the random generator's state,
 -- everything training needs to resume.
@@ -570,6 +577,7 @@ end
 function M.save_persistables(executor, dirname, main_program, filename, options)
   local who = "save_persistables"
   local o = simple_args(who, executor, dirname, main_program, filename, options)
+  if fleet_skips_write() then return end
   local vars = select_vars(o.main_program, nil, M.is_persistable, who)
   for _, v in ipairs(vars) do
     if rawget(v, "name") == RNG then raise(who .. ": the program declares a variable named " .. RNG .. ", a reserved name") end
@@ -693,6 +701,7 @@ function M.save_inference_model(dirname, feeded_var_names, target_vars, executor
     raise(string.format("%s: model_filename and params_filename are both '%s'", who, model_filename))
   end
 
+  if fleet_skips_write() then return targets end
   local copy = program:clone()
   remove_feed_fetch(copy)
   local gb = copy:global_block()

@@ -400,6 +400,36 @@ function M.firstn(reader, n)
   end
 end
 
+--- The part of a reader that worker `index` of `num` reads (oar.fleet).
+-- Samples index, index + num, index + 2 num, ... of each epoch (0-based), so
+-- the workers together see every sample exactly once; when the count is not a
+-- multiple of num, the first workers get one sample more. Shard before
+-- shuffle or batch, and with a shuffle give every worker the same seed.
+-- @tparam function reader a reader creator
+-- @tparam int index this worker, 0 .. num-1 (`oar.fleet.worker_index()`)
+-- @tparam int num the number of workers (`oar.fleet.worker_num()`)
+-- @treturn function a reader creator
+-- @usage local r = oar.reader.shard(base, oar.fleet.worker_index(), oar.fleet.worker_num())
+function M.shard(reader, index, num)
+  check_reader("shard", reader)
+  check_count("shard", "num", num)
+  check_count("shard", "index", index, true)
+  if index >= num then
+    error(string.format("oar.reader.shard: index %d is not below num %d (workers are 0 .. num-1)", index, num), 2)
+  end
+  return function()
+    local it, k = start("shard", reader), 0
+    return function()
+      while true do
+        local s = it()
+        if s == nil then return nil end
+        k = k + 1
+        if (k - 1) % num == index then return s end
+      end
+    end
+  end
+end
+
 --- Reads the whole reader once, on the first epoch, and replays the
 -- samples from memory afterwards.
 -- @tparam function reader a reader creator

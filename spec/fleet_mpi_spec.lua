@@ -1,0 +1,195 @@
+-- Data-parallel training across processes: each case starts
+-- spec/helpers/fleet_worker.lua under `mpirun -np 2` (about 1 s per start)
+-- and checks what the workers wrote. Skipped, saying so, where mpirun is
+-- absent or liboar was built without MPI.
+local oar = require("oar")
+local C = require("oar.lib").C
+
+local function sh_ok(cmd)
+  local r = os.execute(cmd)
+  return r == 0 or r == true
+end
+
+local have_mpirun = sh_ok("command -v mpirun >/dev/null 2>&1")
+local skip_reason = not have_mpirun and "mpirun is not installed (openmpi-bin)"
+  or (not C.oar_comm_compiled_with_mpi() and "liboar was built without MPI (libopenmpi-dev)") or nil
+if skip_reason then io.stderr:write("fleet_mpi_spec: skipped: ", skip_reason, "\n") end
+
+local function tmpbase()
+  local p = os.tmpname()
+  os.remove(p)
+  return p
+end
+
+local MPIRUN = "mpirun --allow-run-as-root --oversubscribe -np 2 "
+
+local function wall()
+  local ffi = require("ffi")
+  pcall(ffi.cdef, "typedef struct { long s; long ns; } fleet_spec_ts; int clock_gettime(int, fleet_spec_ts *);")
+  local ts = ffi.new("fleet_spec_ts")
+  ffi.C.clock_gettime(1, ts)
+  return tonumber(ts.s) + tonumber(ts.ns) * 1e-9
+end
+
+-- runs a shell command line; returns ok, combined output, seconds
+local function run(cmd)
+  local t0 = wall()
+  local p = io.popen(cmd .. " 2>&1; echo \"::status=$?\"")
+  local out = p:read("*a")
+  p:close()
+  local status = tonumber(out:match("::status=(%d+)%s*$"))
+  return status == 0, out, wall() - t0
+end
+
+local function worker(args, np_prefix)
+  return run((np_prefix or MPIRUN) .. "luajit spec/helpers/fleet_worker.lua " .. args)
+end
+
+local function load_params(path)
+  local t = {}
+  for l in io.lines(path) do
+    local name, rest = l:match("^(%S+) (.*)$")
+    local v = {}
+    for x in rest:gmatch("%S+") do v[#v + 1] = tonumber(x) end
+    t[name] = v
+  end
+  return t
+end
+
+local function rel_diff(a, b)
+  assert(#a == #b, "lengths differ")
+  local d, s = 0, 0
+  for i = 1, #a do
+    d = d + (a[i] - b[i]) ^ 2
+    s = s + a[i] ^ 2
+  end
+  return math.sqrt(d) / math.max(math.sqrt(s), 1e-30)
+end
+
+local function describe_mpi(name, fn)
+  if skip_reason then
+    describe(name, function() pending("skipped: " .. skip_reason) end)
+  else
+    describe(name, fn)
+  end
+end
+
+describe_mpi("fleet with 2 workers (mpirun)", function()
+  -- trainable params of both workers equal one process's with twice the batch
+  local function check_equal_training(model, optname, extra_single)
+    local base = tmpbase()
+    local ok, out = worker(string.format("model=%s opt=%s mode=dist batch=3 steps=20 out=%s.dist", model, optname, base))
+    assert(ok, out)
+    ok, out = run(string.format("luajit spec/helpers/fleet_worker.lua model=%s opt=%s mode=single batch=3 steps=20 %s out=%s.single",
+      model, optname, extra_single or "", base))
+    assert(ok, out)
+    local w0, w1 = load_params(base .. ".dist.0"), load_params(base .. ".dist.1")
+    local single = load_params(base .. ".single.0")
+    local n = 0
+    for name, v in pairs(single) do
+      if not name:match("^bn%.mean") and not name:match("^bn%.var") then
+        assert.is_true(rel_diff(w0[name], v) <= 1e-5, name .. " differs from the single process's")
+        assert.are.same(w0[name], w1[name])
+        n = n + 1
+      end
+    end
+    assert.is_true(n >= 4)
+    for _, f in ipairs({ ".dist.0", ".dist.1", ".single.0" }) do os.remove(base .. f) end
+    return w0, w1, single
+  end
+
+  it("MLP, SGD: 2 workers x batch B == 1 worker x batch 2B after 20 steps", function()
+    check_equal_training("mlp", "sgd")
+  end)
+
+  it("MLP, Adam: the same", function()
+    check_equal_training("mlp", "adam")
+  end)
+
+  -- batch_norm normalizes each worker's B samples by their own statistics,
+  -- so the reference is one process running two towers that share the
+  -- parameters, each with its own B samples and own statistics, loss the
+  -- towers' mean: the same gradients, hence the same parameters. Each
+  -- worker's moving statistics equal its tower's.
+  for _, o in ipairs({ "sgd", "adam" }) do
+    it("conv + batch_norm, " .. o .. ": equal to one process with per-half statistics", function()
+      local w0, w1, single = check_equal_training("convbn", o, "towers=2")
+      assert.is_true(rel_diff(w0["bn.mean"], single["bn.mean"]) <= 1e-5)
+      assert.is_true(rel_diff(w1["bn.mean"], single["bn.mean2"]) <= 1e-5)
+      assert.is_true(rel_diff(w1["bn.var"], single["bn.var2"]) <= 1e-5)
+      assert.is_true(rel_diff(w0["bn.mean"], w1["bn.mean"]) > 1e-3)   -- the statistics really are per worker
+    end)
+  end
+
+  it("workers started from different seeds hold worker 0's parameters after the startup program", function()
+    local base = tmpbase()
+    local ok, out = worker("task=startup model=mlp out=" .. base)
+    assert(ok, out)
+    local w0, w1 = load_params(base .. ".0"), load_params(base .. ".1")
+    local ok2, out2 = run("luajit spec/helpers/fleet_worker.lua task=startup mode=single model=mlp out=" .. base .. ".alone")
+    assert(ok2, out2)
+    local alone = load_params(base .. ".alone.0")
+    for name, v in pairs(w0) do
+      assert.are.same(v, w1[name])
+      assert.are.same(v, alone[name])   -- worker 0 kept its own draw (seed 1)
+    end
+    os.remove(base .. ".0") os.remove(base .. ".1") os.remove(base .. ".alone.0")
+  end)
+
+  it("oar.reader.shard gives every sample to exactly one worker, uneven counts too", function()
+    for _, n in ipairs({ 7, 1, 8 }) do
+      local ok, out = worker("task=shard n=" .. n)
+      assert(ok, out)
+      local seen = {}
+      for _, list in out:gmatch("(%d+):([%d,]*)") do
+        for v in list:gmatch("%d+") do
+          local i = tonumber(v)
+          assert.is_nil(seen[i], "sample " .. i .. " twice")
+          seen[i] = true
+        end
+      end
+      for i = 1, n do assert.is_true(seen[i], "sample " .. i .. " missing") end
+    end
+  end)
+
+  it("checkpoints and models are written by worker 0 only and load on every worker", function()
+    local base = tmpbase()
+    local ok, out = worker("task=save model=mlp steps=2 out=" .. base)
+    assert(ok, out)
+    assert.is_truthy(out:find("loaded 0", 1, true) and out:find("loaded 1", 1, true), out)
+    local function exists(p)
+      local f = io.open(p, "rb")
+      if f then f:close() return true end
+      return false
+    end
+    assert.is_true(exists(base .. ".ckpt0/fc1.w"))
+    assert.is_true(exists(base .. ".model0/__model__"))
+    assert.is_false(exists(base .. ".ckpt1/fc1.w"))
+    assert.is_false(exists(base .. ".model1/__model__"))
+    os.execute("rm -rf '" .. base .. ".ckpt0' '" .. base .. ".model0'")
+  end)
+
+  it("a worker killed mid-training ends the job with an error naming it, in bounded time", function()
+    local ok, out, secs = worker("task=die model=mlp mode=dist steps=200 die_at=5 timeout=3")
+    assert.is_false(ok)
+    assert.is_true(secs < 20, "took " .. secs .. " s")
+    assert.is_truthy(out:find("exited on signal 9", 1, true) or out:find("stopped by the launcher", 1, true), out)
+  end)
+
+  it("with mpirun's recovery on, the survivor's own timeout ends it with a clear error", function()
+    local ok, out, secs = worker("task=die model=mlp mode=dist steps=200 die_at=5 timeout=2",
+      "mpirun --allow-run-as-root --oversubscribe --enable-recovery -np 2 ")
+    -- (mpirun exits 0 in this mode whatever its workers did: the output tells)
+    local _ = ok
+    assert.is_true(secs < 20, "took " .. secs .. " s")
+    assert.is_truthy(out:find("the other workers did not answer", 1, true), out)
+    assert.is_truthy(out:find("c_allreduce_sum", 1, true), out)
+  end)
+
+  it("a program that differs on one worker is refused with a clear error", function()
+    local ok, out, secs = worker("task=differ model=mlp mode=dist steps=3 timeout=5")
+    assert.is_false(ok)
+    assert.is_true(secs < 20, "took " .. secs .. " s")
+    assert.is_truthy(out:find("runs a different program than worker 0", 1, true), out)
+  end)
+end)
