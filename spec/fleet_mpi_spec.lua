@@ -25,9 +25,9 @@ local MPIRUN = "mpirun --allow-run-as-root --oversubscribe -np 2 "
 
 local function wall()
   local ffi = require("ffi")
-  pcall(ffi.cdef, "typedef struct { long s; long ns; } fleet_spec_ts; int clock_gettime(int, fleet_spec_ts *);")
+  pcall(ffi.cdef, "typedef struct { long s; long ns; } fleet_spec_ts; int fleet_spec_clock_gettime(int, fleet_spec_ts *) __asm__(\"clock_gettime\");")
   local ts = ffi.new("fleet_spec_ts")
-  ffi.C.clock_gettime(1, ts)
+  ffi.C.fleet_spec_clock_gettime(1, ts)
   return tonumber(ts.s) + tonumber(ts.ns) * 1e-9
 end
 

@@ -21,7 +21,7 @@ local M = {}
 pcall(ffi.cdef, "int isatty(int fd);")
 pcall(ffi.cdef, [[
 typedef struct { long tv_sec; long tv_nsec; } oar_progress_timespec;
-int clock_gettime(int clk_id, oar_progress_timespec *tp);
+int oar_progress_clock_gettime(int clk_id, oar_progress_timespec *tp) __asm__("clock_gettime");
 ]])
 
 local ts = ffi.new("oar_progress_timespec")
@@ -29,7 +29,7 @@ local ts = ffi.new("oar_progress_timespec")
 -- Wall-clock seconds from a monotonic clock (os.clock is CPU time, summed
 -- over every thread, so it runs fast while OpenMP kernels work).
 function M.clock()
-  ffi.C.clock_gettime(1, ts)  -- CLOCK_MONOTONIC
+  ffi.C.oar_progress_clock_gettime(1, ts)  -- CLOCK_MONOTONIC (under a private name: other code may declare clock_gettime with its own struct)
   return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
 end
 
