@@ -478,6 +478,13 @@ int oar_pir_json_translate(const void *bytes, size_t n, oar_program_t **out) {
         c.block = oar_program_block(prog, 0);
         rc = translate(&c, root);
     }
+    /* a 0-D value (Paddle 2.5+) keeps its rank where oar's inference, after
+     * Fluid 1.8, made it [1]: fetching it then gives what Paddle gives */
+    for (int64_t i = 0; rc == OAR_OK && i < c.nvals; i++) {
+        pir_value_t *v = &c.vals[i];
+        oar_var_desc_t *d = v->defined && v->name && v->ndim == 0 ? oar_block_find_var(c.block, v->name) : NULL;
+        if (d) rc = oar_var_desc_set_shape(d, NULL, 0);
+    }
     if (rc == OAR_OK) rc = oar_program_validate(prog);
     for (int64_t i = 0; i < c.nvals; i++) { free(c.vals[i].name); free(c.vals[i].members); }
     free(c.vals);

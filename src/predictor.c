@@ -313,7 +313,14 @@ int oar_predictor_run(oar_predictor_t *p) {
     if (!fetched) return OAR_ERR_NOMEM;
     int rc = oar_executor_run(p->exe, p->program, 0, p->scope, p->nfeed, (const char *const *)p->feed_names,
                               p->inputs, p->nfetch, (const char *const *)p->fetch_names, fetched);
+    oar_block_t *b = oar_program_block(p->program, 0);
     for (int i = 0; i < p->nfetch && rc == OAR_OK; i++) {
+        /* a 0-D result (Paddle 2.5+ declares it) keeps its rank, where the
+         * runtime, following Fluid 1.8, made it [1] */
+        const oar_var_desc_t *vd = oar_block_find_var(b, p->fetch_names[i]);
+        if (vd && vd->ndim == 0 && fetched[i]->ndim == 1 && fetched[i]->dims[0] == 1)
+            rc = oar_tensor_resize(fetched[i], NULL, 0);
+        if (rc != OAR_OK) break;
         oar_tensor_free(p->outputs[i]);
         p->outputs[i] = NULL;
         oar_tensor_free(p->fetched[i]);

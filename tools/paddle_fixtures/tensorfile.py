@@ -32,7 +32,7 @@ def tensor_desc(dtype_code, dims):
 
 
 def record(arr, lod=None):
-    arr = np.ascontiguousarray(arr)
+    arr = np.require(arr, requirements='C')   # ascontiguousarray would make a 0-D array 1-D
     out = struct.pack('<I', 0)
     levels = lod or []
     out += struct.pack('<Q', len(levels))
