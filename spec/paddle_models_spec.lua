@@ -219,3 +219,32 @@ describe("combined parameter files oar writes", function()
     check_outputs(run_lua(dir, fx), fx, "old oar __params__")
   end)
 end)
+
+describe("PIR JSON from a hostile source", function()
+  -- every mutation is an error with a message or a program, never a crash
+  it("survives truncations and byte changes anywhere in a real file", function()
+    local good = F.read_bytes(PF.ROOT .. "/pir_convnet/pir/model.json")
+    local out = ffi.new("oar_program_t *[1]")
+    local seed = 12345
+    local function rand(n) seed = (seed * 1103515245 + 12345) % 2147483648 return seed % n + 1 end
+    local bad, okc = 0, 0
+    local chars = { "0", "9", "-", "{", "}", "[", "]", '"', ",", ":", "x", "1e999", "-1", "99999999999" }
+    for i = 1, 400 do
+      local s
+      if i <= 100 then
+        s = good:sub(1, rand(#good))
+      else
+        local at = rand(#good)
+        s = good:sub(1, at - 1) .. chars[rand(#chars)] .. good:sub(at + 1)
+      end
+      if C.oar_program_parse_model(s, #s, out) == 0 then
+        okc = okc + 1
+        C.oar_program_free(out[0])
+      else
+        bad = bad + 1
+        assert.is_true(#lib.last_error() > 0)
+      end
+    end
+    assert.is_true(bad > 100, "only " .. bad .. " of 400 mutations were refused")
+  end)
+end)

@@ -265,7 +265,7 @@ static int materialize_const(pir_ctx_t *c, int64_t id, pir_value_t *v) {
     bool same = true;
     for (int i = 1; i < v->nconst; i++) same = same && v->cvals[i] == v->cvals[0];
     int64_t numel = 1;
-    for (int i = 0; i < v->ndim; i++) numel *= v->dims[i] < 0 ? 0 : v->dims[i];
+    for (int i = 0; i < v->ndim && numel <= PIR_MAX_CONST; i++) numel *= v->dims[i] < 0 ? 0 : v->dims[i];
     oar_op_desc_t *op;
     int rc;
     if (same && v->nconst > 0) {
@@ -385,6 +385,7 @@ static int parameter(pir_ctx_t *c, json_object *jop, const pir_op_t *op) {
     if (!name || !*name) return oar_error(OAR_ERR_FORMAT, "a parameter has no name");
     if (op->nout != 1) return oar_error(OAR_ERR_FORMAT, "a parameter has %d values", op->nout);
     pir_value_t *v = pir_value(c, op->out[0]);
+    if (!v) return oar_error(OAR_ERR_FORMAT, "parameter '%s' has no value", name);
     v->persistable = true;
     const char *unused;
     return pir_out_name(c, op, 0, name, &unused);

@@ -108,7 +108,8 @@ static int t_full(pir_ctx_t *c, const pir_op_t *op) {
     double x;
     if (!pir_attr_num(op, "value", &x)) return oar_error(OAR_ERR_FORMAT, "attr 'value' is missing");
     int64_t numel = 1;
-    for (int i = 0; i < v->ndim; i++) numel *= v->dims[i];
+    for (int i = 0; i < v->ndim && numel >= 0 && numel <= PIR_MAX_CONST; i++)
+        numel = v->dims[i] < 0 || v->dims[i] > PIR_MAX_CONST ? -1 : numel * v->dims[i];
     if (v->ndim < 0 || numel < 0 || numel > PIR_MAX_CONST) {
         /* a large or dynamic fill: a real fill_constant now */
         build_t b = start("fill_constant");

@@ -90,5 +90,7 @@ def read_records(data):
         n = int(np.prod(dims)) if dims else 1
         arr = np.frombuffer(data, dtype=dt, count=n, offset=at).reshape(dims)
         at += n * dt.itemsize
+        if data[at:at + 4] == b'OARC':   # oar's checksum trailer (files of one record)
+            at += 12
         out.append((arr, lod))
     return out
