@@ -6,8 +6,8 @@ Paddle's outputs with oar's. Run once with Paddle installed:
 
 Paddle 2.6 loads every layout (`__model__` + one file per parameter,
 `__model__` + `__params__`, `model.pdmodel` + `model.pdiparams`) with
-paddle.static.load_inference_model; Paddle 3.x is asked for the .pdmodel
-pair through paddle.inference (its static API reads PIR JSON). Prints one
+paddle.static.load_inference_model; Paddle 3.x loads them through
+paddle.inference (its static API reads PIR JSON). Prints one
 line per model and layout: loads or not, and the largest |Paddle - oar|.
 """
 import os
@@ -66,7 +66,10 @@ def run_static(d, layout, fx):
 def run_inference(d, layout, fx):
     from paddle import inference
     sub, model, params = layout
-    cfg = inference.Config(os.path.join(d, sub, model), os.path.join(d, sub, params))
+    if params == '-':   # one file per parameter: the directory
+        cfg = inference.Config(os.path.join(d, sub))
+    else:
+        cfg = inference.Config(os.path.join(d, sub, model), os.path.join(d, sub, params))
     cfg.disable_gpu()
     pred = inference.create_predictor(cfg)
     for name, (arr, lod) in fx['inputs']:
@@ -86,8 +89,6 @@ def main():
         d = os.path.join(ROOT, model)
         fx = manifest(d)
         for layout in fx['layouts']:
-            if v3 and layout[0] != 'pd':
-                continue
             try:
                 outs = run_inference(d, layout, fx) if v3 else run_static(d, layout, fx)
                 diff = max(float(np.max(np.abs(np.array(o).reshape(w.shape) - w))) for o, w in zip(outs, fx['outputs']))
