@@ -150,7 +150,8 @@ describe("Paddle model files", function()
   it("loads nothing from a path that holds no model, and says where it looked", function()
     local ok, err = pcall(oar.io.load_inference_model, dir .. "/nothing", oar.Executor())
     assert.is_false(ok)
-    assert.matches("no model at '.*nothing' %(looked for .*__model__, .*nothing%.pdmodel, .*nothing%.json", err)
+    assert.matches("cannot open '.*nothing/__model__': no such file %(no model at '.*nothing': also looked for " ..
+      ".*nothing%.pdmodel, .*nothing%.json", err)
   end)
 end)
 

@@ -70,8 +70,8 @@ function M.resolve(path, model_filename, params_filename, who)
     end
     return join(dir, base), dir, nil
   end
-  raise(string.format("%s: no model at '%s' (looked for %s, %s.pdmodel, %s.json and the file itself)",
-    who, path, fluid, path, path))
+  raise(string.format("%s: cannot open '%s': no such file (no model at '%s': also looked for %s.pdmodel, " ..
+    "%s.json and the file itself)", who, fluid, path, path, path))
 end
 
 -- The Program in `bytes`: a ProgramDesc, or PIR JSON translated to one.

@@ -10,12 +10,22 @@ local C = lib.C
 local M = {}
 
 M.ROOT = "spec/fixtures/paddle"
-M.MODELS = { "mlp", "lenet", "mixed", "scalar_out", "lstm", "gru", "jit_mlp", "pir_mlp", "pir_lenet", "pir_convnet" }
+M.MODELS = { "mlp", "lenet", "mixed", "scalar_out", "bow", "nn_ops", "lstm", "gru", "jit_mlp", "pir_mlp", "pir_lenet",
+  "pir_convnet" }
 
 -- A fixture's layouts need ops or op changes that oar may not have yet; a
 -- spec for such a layout is pending (naming them) until they are there.
 local function dispensable(op, slot) return bit.band(C.oar_op_output_flags(op, slot), 2) ~= 0 end
 local function registered(op) return C.oar_op_is_registered(op) end
+-- ops each fixture needs that oar may lack (every layout of it)
+local NEEDS_OPS = {
+  jit_mlp = { "matmul_v2" },
+  pir_mlp = { "matmul_v2" },
+  pir_lenet = { "flatten_contiguous_range", "matmul_v2" },
+  bow = { "lookup_table_v2" },
+  nn_ops = { "slice", "expand_v2", "hard_swish", "flatten_contiguous_range" },
+}
+-- layouts that need more than ops
 local NEEDS = {
   ["lstm/pd2"] = function()
     return dispensable("lstm", "BatchGate") and dispensable("lstm", "BatchCellPreAct") or
@@ -27,24 +37,19 @@ local NEEDS = {
       "gru's BatchGate/BatchResetHiddenPrev/BatchHidden outputs made dispensable (Paddle's save_inference_model " ..
       "removes them)"
   end,
-  ["jit_mlp/jit"] = function() return registered("matmul_v2") or "op matmul_v2" end,
-  ["pir_mlp/pir"] = function() return registered("matmul_v2") or "op matmul_v2" end,
-  ["pir_lenet/pir"] = function()
-    local missing = {}
-    for _, op in ipairs({ "flatten_contiguous_range", "matmul_v2" }) do
-      if not registered(op) then missing[#missing + 1] = op end
-    end
-    return #missing == 0 or "ops " .. table.concat(missing, ", ")
-  end,
 }
 
 -- nil when the layout can run here, else what it still needs
 function M.missing(model, layout)
+  local missing = {}
+  for _, op in ipairs(NEEDS_OPS[model] or {}) do
+    if not registered(op) then missing[#missing + 1] = op end
+  end
+  if #missing > 0 then return "op" .. (#missing > 1 and "s " or " ") .. table.concat(missing, ", ") end
   local need = NEEDS[model .. "/" .. layout]
-  if not need then return nil end
-  local r = need()
-  if r == true then return nil end
-  return r
+  local r = need and need()
+  if r and r ~= true then return r end
+  return nil
 end
 
 -- A Tensor from a file holding one LoDTensor record.

@@ -153,6 +153,24 @@ def scalar_out():
     return [x], [h, paddle.mean(h)]
 
 
+def bow():
+    """paddle.static.nn.embedding (lookup_table_v2) over int64 ids."""
+    ids = paddle.static.data('ids', [-1, 5], 'int64')
+    e = paddle.static.nn.embedding(ids, size=[20, 6])
+    out = paddle.static.nn.fc(paddle.mean(e, axis=1), 3, activation='softmax')
+    return [ids], [out]
+
+
+def nn_ops():
+    """The ops paddle.nn code emits: slice, expand_v2, hard_swish, flatten."""
+    x = paddle.static.data('x', [-1, 6], 'float32')
+    s = x[:, 1:5]                                              # slice
+    e = paddle.expand(paddle.unsqueeze(s, 1), [-1, 3, 4])      # unsqueeze2, expand_v2
+    h = paddle.nn.functional.hardswish(e)                      # hard_swish
+    f = paddle.flatten(h, 1)                                   # flatten_contiguous_range
+    return [x], [paddle.static.nn.fc(f, 2)]
+
+
 def _seq_front(vocab, emb, width):
     ids = paddle.static.data('ids', [-1, 1], 'int64', lod_level=1)
     helper = LayerHelper('embedding')
@@ -238,6 +256,8 @@ if __name__ == '__main__':
     export_static('lenet', lenet, {'img': (rnd(2, 1, 12, 12), None)})
     export_static('mixed', mixed, {'x': (rnd(4, 3, 4, 4), None), 'y': (rnd(4, 16, 1), None)}, train_steps=3)
     export_static('scalar_out', scalar_out, {'x': (rnd(2, 5), None)})
+    export_static('bow', bow, {'ids': (np.array([[1, 2, 3, 4, 5], [9, 8, 7, 0, 19]], dtype='int64'), None)})
+    export_static('nn_ops', nn_ops, {'x': (rnd(3, 6), None)})
     export_static('lstm', lstm_classifier, seq_feed())
     export_static('gru', gru_classifier, seq_feed())
     export_jit('jit_mlp', NnMlp, {'x': (rnd(3, 8), None)},
