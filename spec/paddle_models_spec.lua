@@ -60,6 +60,9 @@ local function run_c(layout, fx)
   local dt, data, dims, nd = ffi.new("int[1]"), ffi.new("const void *[1]"), ffi.new("const int64_t *[1]"), ffi.new("int[1]")
   for i, want in ipairs(fx.outputs) do
     assert(C.oar_predictor_get_output_ex(p, i - 1, dt, data, dims, nd, nil, nil) == 0, lib.last_error())
+    if layout.name == "pir" then   -- the names Paddle 3's predictor gives its outputs
+      assert.equal("fetch_name_" .. (i - 1), ffi.string(C.oar_predictor_output_name(p, i - 1)))
+    end
     local shape = {}
     for k = 0, nd[0] - 1 do shape[k + 1] = tonumber(dims[0][k]) end
     assert.same(want:shape(), shape)   -- a 0-D output stays 0-D here

@@ -160,11 +160,25 @@ static int t_data(pir_ctx_t *c, const pir_op_t *op) {
     return finish(&b, c);
 }
 
+/* The output keeps the name Paddle 3 gives it ("fetch_name_0", what its
+ * predictor reports): an assign copies the value into a variable so named. */
 static int t_fetch(pir_ctx_t *c, const pir_op_t *op) {
     double col;
     if (!pir_attr_num(op, "col", &col)) return oar_error(OAR_ERR_FORMAT, "attr 'col' is missing");
-    build_t b = start("fetch");
-    in(&b, c, op, "X", 0);
+    const char *fname = pir_attr_str(op, "name");
+    build_t b;
+    if (fname && *fname && op->nout > 0 && op->out[0] != 0 && !oar_block_find_var(c->block, fname)) {
+        b = start("assign");
+        in(&b, c, op, "X", 0);
+        out(&b, c, op, "Out", 0, fname);
+        int rc = finish(&b, c);
+        if (rc != OAR_OK) return rc;
+        b = start("fetch");
+        if (b.rc == OAR_OK) b.rc = oar_op_desc_set_input(b.op, "X", &fname, 1);
+    } else {
+        b = start("fetch");
+        in(&b, c, op, "X", 0);
+    }
     const char *fetch = "fetch";
     if (b.rc == OAR_OK) b.rc = oar_op_desc_set_output(b.op, "Out", &fetch, 1);
     num(&b, "col", col);
