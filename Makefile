@@ -13,6 +13,11 @@ LIBS     = -lprotobuf-c -lopenblas -lm -lpthread -fopenmp
 # (busted exits with os.exit(code, true)), and unmapping libgomp under its idle
 # OpenMP worker threads crashes the process on exit
 LIBS     += -Wl,-z,nodelete
+# json-c reads Paddle 3's PIR JSON models (src/pir_json*.c)
+JSONC_CFLAGS := $(shell pkg-config --cflags json-c 2>/dev/null || echo -I/usr/include/json-c)
+JSONC_LIBS   := $(shell pkg-config --libs json-c 2>/dev/null || echo -ljson-c)
+OAR_CFLAGS += $(JSONC_CFLAGS)
+LIBS     += $(JSONC_LIBS)
 
 # CUDA: built when nvcc exists (PATH or /usr/local/cuda), unless NO_CUDA=1
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ( [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc ))
@@ -120,7 +125,7 @@ FUZZ_CFLAGS  = -std=c11 -g -O1 -march=native -D_GNU_SOURCE -fopenmp -Wall -Wextr
 FUZZ_SRC     = $(wildcard src/*.c src/ops/*.c kernels/cpu/*.c)
 FUZZ_OBJ     = $(patsubst %.c,$(FUZZ_DIR)/%.o,$(FUZZ_SRC)) $(FUZZ_DIR)/framework.pb-c.o
 FUZZ_TARGETS = $(FUZZ_DIR)/fuzz_program $(FUZZ_DIR)/fuzz_tensor
-FUZZ_LIBS    = -lprotobuf-c -lopenblas -lm -lpthread
+FUZZ_LIBS    = -lprotobuf-c -lopenblas -lm -lpthread $(JSONC_LIBS)
 .SECONDARY: $(FUZZ_OBJ)
 
 $(FUZZ_DIR)/framework.pb-c.c: proto/framework.proto

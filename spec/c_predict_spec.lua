@@ -239,3 +239,91 @@ describe("the C predictor API through the FFI", function()
     assert.matches("parameter '%.%./evil' cannot name a file", err)
   end)
 end)
+
+-- PaddlePaddle's own exports (spec/fixtures/paddle) run from C alone: the
+-- example feeds tensor files of any dtype with their LoD through
+-- oar_predictor_set_input_ex and prints every output through
+-- oar_predictor_get_output_ex.
+describe("examples/c_predict on PaddlePaddle's models", function()
+  local PF = require("spec.helpers.paddle_fixtures")
+  setup(function()
+    local code, out = run("make -C examples/c_predict")
+    assert.equal(0, code, out)
+  end)
+
+  local function outputs_of(text)
+    local outs = {}
+    for head, values in text:gmatch("(output %d+ [^\n]*)\n([^\n]*)") do
+      local o = { dtype = head:match("^output %d+ %S+ (%S+)"), values = {} }
+      o.shape = head:match("shape %[([^%]]*)%]")
+      o.lod = head:match("lod %[([^%]]*)%]")
+      for v in values:gmatch("%S+") do o.values[#o.values + 1] = tonumber(v) end
+      outs[#outs + 1] = o
+    end
+    return outs
+  end
+
+  local cases = {
+    { "lstm", "fluid_combined" },   -- int64 ids with one level of LoD, combined __params__
+    { "gru", "fluid_separate" },    -- one file per parameter beside __model__
+    { "mixed", "pd2" },             -- two inputs, .pdmodel/.pdiparams
+    { "pir_convnet", "pir" },       -- Paddle 3's PIR JSON, a 0-D second output
+  }
+  for _, case in ipairs(cases) do
+    it(case[1] .. " (" .. case[2] .. ") prints Paddle's outputs", function()
+      local fx = PF.load(case[1])
+      local layout
+      for _, l in ipairs(fx.layouts) do if l.name == case[2] then layout = l end end
+      local cmd = PREDICT .. " --model " .. sh_quote(layout.model)
+      if layout.params then cmd = cmd .. " --params " .. sh_quote(layout.params) end
+      for _, inp in ipairs(fx.inputs) do cmd = cmd .. " --input " .. sh_quote(inp[1] .. "=" .. inp.file) end
+      local code, out = run(cmd)
+      assert.equal(0, code, out)
+      local outs = outputs_of(out)
+      assert.equal(#fx.outputs, #outs, out)
+      for i, want in ipairs(fx.outputs) do
+        assert.equal("float32", outs[i].dtype)
+        assert.equal(table.concat(want:shape(), ", "), outs[i].shape)
+        assert.equal(want:numel(), #outs[i].values)
+        local w = want:data()
+        for k = 1, #outs[i].values do
+          assert.is_true(math.abs(outs[i].values[k] - w[k - 1]) <= 1e-6,
+            string.format("output %d[%d]: C %g, Paddle %g", i, k, outs[i].values[k], w[k - 1]))
+        end
+      end
+    end)
+  end
+
+  it("refuses a bad dtype code, a bad LoD and an unknown input, saying which", function()
+    local ffi = require("ffi")
+    local C = require("oar.lib").C
+    local fx = PF.load("lstm")
+    local pp = ffi.new("oar_predictor_t *[1]")
+    assert.equal(0, C.oar_predictor_load_files(fx.dir .. "/fluid_separate/__model__", nil, pp))
+    local p = ffi.gc(pp[0], C.oar_predictor_free)
+    assert.equal(1, C.oar_predictor_num_inputs(p))
+    assert.equal("ids", ffi.string(C.oar_predictor_input_name(p, 0)))
+    assert.is_true(C.oar_predictor_input_name(p, 1) == nil)
+    local ids = ffi.new("int64_t[5]", { 1, 2, 3, 4, 5 })
+    local dims = ffi.new("int64_t[2]", { 5, 1 })
+    local lod = ffi.new("uint64_t[3]", { 0, 2, 5 })
+    local function msg() return ffi.string(C.oar_last_error()) end
+    assert.is_true(C.oar_predictor_set_input_ex(p, "ids", 77, ids, dims, 2, lod, 3) < 0)
+    assert.matches("input 'ids': unknown dtype code 77", msg())
+    local bad = ffi.new("uint64_t[3]", { 0, 2, 9 })
+    assert.is_true(C.oar_predictor_set_input_ex(p, "ids", 3, ids, dims, 2, bad, 3) < 0)
+    assert.matches("input 'ids': ", msg())
+    assert.is_true(C.oar_predictor_set_input_ex(p, "words", 3, ids, dims, 2, lod, 3) < 0)
+    assert.matches("'words' is not an input of the model %(inputs: ids%)", msg())
+    assert.is_true(C.oar_predictor_set_input_ex(p, "ids", 3, ids, dims, 2, nil, 2) < 0)
+    -- a good one runs, and the output has no float32 problem
+    assert.equal(0, C.oar_predictor_set_input_ex(p, "ids", 3, ids, dims, 2, lod, 3))
+    assert.equal(0, C.oar_predictor_run(p))
+    local dt, data, odims, nd = ffi.new("int[1]"), ffi.new("const void *[1]"), ffi.new("const int64_t *[1]"), ffi.new("int[1]")
+    assert.equal(0, C.oar_predictor_get_output_ex(p, 0, dt, data, odims, nd, nil, nil))
+    assert.equal(2, nd[0])
+    assert.equal(2, tonumber(odims[0][0]))   -- two sequences, one row each
+    assert.is_true(C.oar_predictor_load_files(fx.dir .. "/fluid_separate/__model__", "", pp) < 0)
+    assert.matches("empty params path", msg())
+  end)
+end)

@@ -160,6 +160,10 @@ int oar_program_new(oar_program_t **out);              /* with global block 0 */
 void oar_program_free(oar_program_t *p);
 int oar_program_clone(const oar_program_t *p, oar_program_t **out);
 int oar_program_parse(const void *bytes, size_t n, oar_program_t **out); /* validates */
+/* A model file, told apart by content: a ProgramDesc protobuf (`__model__`,
+ * `.pdmodel`) or Paddle 3's PIR JSON (`.json`), translated to a ProgramDesc
+ * with feed/fetch ops and the parameters as persistable variables. */
+int oar_program_parse_model(const void *bytes, size_t n, oar_program_t **out);
 int oar_program_serialize(const oar_program_t *p, void **bytes, size_t *n); /* free with oar_free */
 void oar_free(void *ptr);
 int oar_program_num_blocks(const oar_program_t *p);
@@ -317,6 +321,23 @@ int  oar_predictor_run(oar_predictor_t *p);
 int  oar_predictor_get_output(oar_predictor_t *p, int index, const float **data,
                               const int64_t **dims, int *ndims);
 void oar_predictor_free(oar_predictor_t *p);
+/* A model file (ProgramDesc or PIR JSON, by content) and its combined
+ * parameter file (`__params__`, `.pdiparams`), or params_path NULL: one file
+ * per parameter in the model's directory. */
+int  oar_predictor_load_files(const char *model_path, const char *params_path, oar_predictor_t **out);
+/* dtype: Fluid's VarType code (OAR_FP32, OAR_INT64, ...); lod: lod_len offsets
+ * of one level (0, ..., dims[0]), or NULL and 0. */
+int  oar_predictor_set_input_ex(oar_predictor_t *p, const char *name, int dtype, const void *data,
+                                const int64_t *dims, int ndims, const uint64_t *lod, int lod_len);
+/* an output in its own dtype, with the offsets of its last LoD level (lod
+ * and lod_len may be NULL; *lod is NULL and *lod_len 0 without LoD); valid
+ * until the next run */
+int  oar_predictor_get_output_ex(oar_predictor_t *p, int index, int *dtype, const void **data,
+                                 const int64_t **dims, int *ndims, const uint64_t **lod, int *lod_len);
+int  oar_predictor_num_inputs(const oar_predictor_t *p);
+int  oar_predictor_num_outputs(const oar_predictor_t *p);
+const char *oar_predictor_input_name(const oar_predictor_t *p, int index);   /* NULL out of range */
+const char *oar_predictor_output_name(const oar_predictor_t *p, int index);
 
 /* ---- data-parallel communication (src/comm.c) ------------------------ */
 /* One job of N workers started by mpirun (OpenMPI) or, without MPI, one

@@ -1,7 +1,9 @@
-/* predictor.c — the inference API: load a directory written by
- * oar.io.save_inference_model (Fluid's layout: `__model__` holding a
- * ProgramDesc with feed/fetch ops, parameters one file per variable or all in
- * `__params__`), feed float32 inputs, run, read float32 outputs. No Lua. */
+/* predictor.c — the inference API: load a model written by
+ * oar.io.save_inference_model or by PaddlePaddle (a ProgramDesc with feed/fetch
+ * ops in `__model__` or `.pdmodel`, or Paddle 3's PIR JSON; parameters one file
+ * per variable beside it, or all in one combined file: `__params__`,
+ * `.pdiparams`), feed inputs of any dtype with one level of LoD, run, read the
+ * outputs as float32 or in their own dtype. No Lua. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,7 @@ struct oar_predictor {
     char **fetch_names; int nfetch;
     oar_tensor_t **inputs;       /* per feed column */
     oar_tensor_t **outputs;      /* per fetch column, float32 */
+    oar_tensor_t **fetched;      /* per fetch column, as the model computed it */
 };
 
 static char *join(const char *dir, const char *name) {
@@ -108,7 +111,9 @@ static int install(oar_scope_t *scope, const char *name, oar_tensor_t *t) {
     return oar_variable_set_tensor(var, t);
 }
 
-static int load_params(oar_predictor_t *p, const char *dir) {
+/* Parameters from the combined file `combined` (records in name order, as
+ * Fluid and Paddle write them), or one file per parameter in `dir`. */
+static int load_params(oar_predictor_t *p, const char *dir, const char *combined) {
     oar_block_t *b = oar_program_block(p->program, 0);
     int n = 0;
     for (int i = 0; i < b->nvars; i++) n += is_param(b->vars[i]);
@@ -118,12 +123,12 @@ static int load_params(oar_predictor_t *p, const char *dir) {
     for (int i = 0; i < b->nvars; i++)
         if (is_param(b->vars[i])) params[n++] = b->vars[i];
     qsort(params, (size_t)n, sizeof *params, cmp_names);
-    char *combined = join(dir, "__params__");
-    int rc = combined ? OAR_OK : OAR_ERR_NOMEM;
-    if (rc == OAR_OK && access(combined, F_OK) == 0) {
+    int rc = OAR_OK;
+    if (combined) {
         uint8_t *data = NULL;
         size_t size = 0, at = 0;
         rc = oar_file_read_all(combined, PARAMS_LIMIT, &data, &size);
+        if (rc == OAR_OK) rc = oar_crc_sidecar_check(combined, data, size);
         for (int i = 0; i < n && rc == OAR_OK; i++) {
             size_t used = 0;
             oar_tensor_t *t = NULL;
@@ -158,61 +163,123 @@ static int load_params(oar_predictor_t *p, const char *dir) {
             free(file);
         }
     }
-    free(combined);
     free(params);
     return rc;
 }
 
-int oar_predictor_load(const char *model_dir, oar_predictor_t **out) {
-    if (!model_dir || !*model_dir || !out) return oar_error(OAR_ERR_INVALID, "oar_predictor_load: empty directory or NULL out");
+static char *dir_of(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) return oar_xstrdup(".");
+    if (slash == path) return oar_xstrdup("/");
+    char *d = oar_xmalloc((size_t)(slash - path) + 1);
+    if (d) { memcpy(d, path, (size_t)(slash - path)); d[slash - path] = 0; }
+    return d;
+}
+
+int oar_predictor_load_files(const char *model_path, const char *params_path, oar_predictor_t **out) {
+    if (!model_path || !*model_path || !out)
+        return oar_error(OAR_ERR_INVALID, "oar_predictor_load_files: empty model path or NULL out");
+    if (params_path && !*params_path)
+        return oar_error(OAR_ERR_INVALID, "oar_predictor_load_files: empty params path (NULL: one file per parameter)");
     *out = NULL;
     oar_predictor_t *p = oar_xcalloc(1, sizeof *p);
     if (!p) return OAR_ERR_NOMEM;
-    char *model = join(model_dir, "__model__");
     uint8_t *bytes = NULL;
     size_t n = 0;
-    int rc = model ? oar_file_read_all(model, MODEL_LIMIT, &bytes, &n) : OAR_ERR_NOMEM;
-    if (rc == OAR_OK) rc = oar_program_parse(bytes, n, &p->program);
-    if (rc != OAR_OK && model) oar_error_prefix("%s: ", model);
+    int rc = oar_file_read_all(model_path, MODEL_LIMIT, &bytes, &n);
+    if (rc == OAR_OK) rc = oar_program_parse_model(bytes, n, &p->program);
+    if (rc != OAR_OK) oar_error_prefix("%s: ", model_path);
     free(bytes);
-    free(model);
     if (rc == OAR_OK) rc = strip_feed_fetch(p);
     if (rc == OAR_OK) rc = oar_scope_new(&p->scope);
-    if (rc == OAR_OK) rc = load_params(p, model_dir);
+    if (rc == OAR_OK) {
+        char *dir = dir_of(model_path);
+        rc = dir ? load_params(p, dir, params_path) : OAR_ERR_NOMEM;
+        free(dir);
+    }
     if (rc == OAR_OK) rc = oar_executor_new(OAR_PLACE_CPU, 0, &p->exe);
     if (rc == OAR_OK) {
         p->inputs = oar_xcalloc((size_t)p->nfeed, sizeof *p->inputs);
         p->outputs = oar_xcalloc((size_t)p->nfetch, sizeof *p->outputs);
-        if (!p->inputs || !p->outputs) rc = OAR_ERR_NOMEM;
+        p->fetched = oar_xcalloc((size_t)p->nfetch, sizeof *p->fetched);
+        if (!p->inputs || !p->outputs || !p->fetched) rc = OAR_ERR_NOMEM;
     }
     if (rc != OAR_OK) { oar_predictor_free(p); return rc; }
     *out = p;
     return OAR_OK;
 }
 
-int oar_predictor_set_input(oar_predictor_t *p, const char *name, const float *data,
-                            const int64_t *dims, int ndims) {
-    if (!p || !name || !dims || ndims < 0 || ndims > OAR_MAX_DIMS)
-        return oar_error(OAR_ERR_INVALID, "oar_predictor_set_input: NULL argument or bad ndims %d", ndims);
-    int col = -1;
+int oar_predictor_load(const char *model_dir, oar_predictor_t **out) {
+    if (!model_dir || !*model_dir || !out) return oar_error(OAR_ERR_INVALID, "oar_predictor_load: empty directory or NULL out");
+    char *model = join(model_dir, "__model__");
+    char *combined = join(model_dir, "__params__");
+    int rc = model && combined ? OAR_OK : OAR_ERR_NOMEM;
+    if (rc == OAR_OK) rc = oar_predictor_load_files(model, access(combined, F_OK) == 0 ? combined : NULL, out);
+    free(model);
+    free(combined);
+    return rc;
+}
+
+static int feed_column(oar_predictor_t *p, const char *name) {
     for (int i = 0; i < p->nfeed; i++)
-        if (strcmp(p->feed_names[i], name) == 0) col = i;
-    if (col < 0) {
-        char known[512] = "";
-        for (int i = 0; i < p->nfeed; i++) {
-            strncat(known, p->feed_names[i], sizeof known - strlen(known) - 3);
-            if (i + 1 < p->nfeed) strncat(known, ", ", sizeof known - strlen(known) - 1);
-        }
-        return oar_error(OAR_ERR_NOT_FOUND, "'%s' is not an input of the model (inputs: %s)", name, known);
+        if (strcmp(p->feed_names[i], name) == 0) return i;
+    char known[512] = "";
+    for (int i = 0; i < p->nfeed; i++) {
+        strncat(known, p->feed_names[i], sizeof known - strlen(known) - 3);
+        if (i + 1 < p->nfeed) strncat(known, ", ", sizeof known - strlen(known) - 1);
     }
+    return oar_error(OAR_ERR_NOT_FOUND, "'%s' is not an input of the model (inputs: %s)", name, known);
+}
+
+int oar_predictor_set_input_ex(oar_predictor_t *p, const char *name, int dtype, const void *data,
+                               const int64_t *dims, int ndims, const uint64_t *lod, int lod_len) {
+    if (!p || !name || (!dims && ndims > 0) || ndims < 0 || ndims > OAR_MAX_DIMS)
+        return oar_error(OAR_ERR_INVALID, "oar_predictor_set_input: NULL argument or bad ndims %d", ndims);
+    if (oar_dtype_size(dtype) == 0)
+        return oar_error(OAR_ERR_DTYPE, "input '%s': unknown dtype code %d (Fluid's VarType: 5 float32, 6 float64, "
+                         "2 int32, 3 int64, ...)", name, dtype);
+    if (lod_len < 0 || (lod_len > 0 && !lod))
+        return oar_error(OAR_ERR_INVALID, "input '%s': LoD of %d offsets at %p", name, lod_len, (const void *)lod);
+    int col = feed_column(p, name);
+    if (col < 0) return col;
     int64_t numel;
     OAR_TRY(oar_shape_numel(dims, ndims, &numel));
     if (numel > 0 && !data) return oar_error(OAR_ERR_INVALID, "input '%s': NULL data for %lld elements", name, (long long)numel);
     oar_tensor_t *t;
-    OAR_TRY(oar_tensor_from_data(OAR_FP32, dims, ndims, data, &t));
+    OAR_TRY(oar_tensor_from_data(dtype, dims, ndims, data, &t));
+    if (lod_len > 0) {
+        int64_t *offs = oar_xmalloc((size_t)lod_len * sizeof *offs);
+        int rc = offs ? OAR_OK : OAR_ERR_NOMEM;
+        for (int i = 0; rc == OAR_OK && i < lod_len; i++) {
+            if (lod[i] > (uint64_t)INT64_MAX) rc = oar_error(OAR_ERR_RANGE, "LoD offset %d is out of range", i);
+            else offs[i] = (int64_t)lod[i];
+        }
+        int64_t size = lod_len;
+        if (rc == OAR_OK) rc = oar_tensor_set_lod(t, 1, (const int64_t *const *)&offs, &size);
+        free(offs);
+        if (rc != OAR_OK) {
+            oar_error_prefix("input '%s': ", name);
+            oar_tensor_free(t);
+            return rc;
+        }
+    }
     oar_tensor_free(p->inputs[col]);
     p->inputs[col] = t;
     return OAR_OK;
+}
+
+int oar_predictor_set_input(oar_predictor_t *p, const char *name, const float *data,
+                            const int64_t *dims, int ndims) {
+    return oar_predictor_set_input_ex(p, name, OAR_FP32, data, dims, ndims, NULL, 0);
+}
+
+int oar_predictor_num_inputs(const oar_predictor_t *p) { return p ? p->nfeed : 0; }
+int oar_predictor_num_outputs(const oar_predictor_t *p) { return p ? p->nfetch : 0; }
+const char *oar_predictor_input_name(const oar_predictor_t *p, int index) {
+    return p && index >= 0 && index < p->nfeed ? p->feed_names[index] : NULL;
+}
+const char *oar_predictor_output_name(const oar_predictor_t *p, int index) {
+    return p && index >= 0 && index < p->nfetch ? p->fetch_names[index] : NULL;
 }
 
 /* float32 view of a fetched tensor (a converted copy for other dtypes) */
@@ -246,10 +313,21 @@ int oar_predictor_run(oar_predictor_t *p) {
     if (!fetched) return OAR_ERR_NOMEM;
     int rc = oar_executor_run(p->exe, p->program, 0, p->scope, p->nfeed, (const char *const *)p->feed_names,
                               p->inputs, p->nfetch, (const char *const *)p->fetch_names, fetched);
+    oar_block_t *b = oar_program_block(p->program, 0);
     for (int i = 0; i < p->nfetch && rc == OAR_OK; i++) {
+        /* a 0-D result (Paddle 2.5+ declares it) keeps its rank, where the
+         * runtime, following Fluid 1.8, made it [1] */
+        const oar_var_desc_t *vd = oar_block_find_var(b, p->fetch_names[i]);
+        if (vd && vd->ndim == 0 && fetched[i]->ndim == 1 && fetched[i]->dims[0] == 1)
+            rc = oar_tensor_resize(fetched[i], NULL, 0);
+        if (rc != OAR_OK) break;
+        oar_tensor_free(p->outputs[i]);
+        p->outputs[i] = NULL;
+        oar_tensor_free(p->fetched[i]);
+        p->fetched[i] = oar_tensor_retain(fetched[i]);
+        /* float16 and other types have no float32 view; get_output_ex reads them */
         oar_tensor_t *f = NULL;
-        rc = to_float(fetched[i], &f);
-        if (rc == OAR_OK) { oar_tensor_free(p->outputs[i]); p->outputs[i] = f; }
+        if (to_float(fetched[i], &f) == OAR_OK) p->outputs[i] = f;
     }
     for (int i = 0; i < p->nfetch; i++) oar_tensor_free(fetched[i]);
     free(fetched);
@@ -260,11 +338,33 @@ int oar_predictor_get_output(oar_predictor_t *p, int index, const float **data, 
     if (!p || !data || !dims || !ndims) return oar_error(OAR_ERR_INVALID, "oar_predictor_get_output: NULL argument");
     if (index < 0 || index >= p->nfetch)
         return oar_error(OAR_ERR_RANGE, "output index %d outside [0, %d)", index, p->nfetch);
+    if (!p->fetched[index]) return oar_error(OAR_ERR_NOT_FOUND, "output %d: the model has not been run", index);
     oar_tensor_t *t = p->outputs[index];
-    if (!t) return oar_error(OAR_ERR_NOT_FOUND, "output %d: the model has not been run", index);
+    if (!t)
+        return oar_error(OAR_ERR_DTYPE, "output %d ('%s') is %s and has no float32 view; read it with "
+                         "oar_predictor_get_output_ex", index, p->fetch_names[index],
+                         oar_dtype_name(p->fetched[index]->dtype));
     *data = oar_tensor_data(t);
     *dims = t->dims;
     *ndims = t->ndim;
+    return OAR_OK;
+}
+
+int oar_predictor_get_output_ex(oar_predictor_t *p, int index, int *dtype, const void **data,
+                                const int64_t **dims, int *ndims, const uint64_t **lod, int *lod_len) {
+    if (!p || !dtype || !data || !dims || !ndims)
+        return oar_error(OAR_ERR_INVALID, "oar_predictor_get_output_ex: NULL argument");
+    if (index < 0 || index >= p->nfetch)
+        return oar_error(OAR_ERR_RANGE, "output index %d outside [0, %d)", index, p->nfetch);
+    oar_tensor_t *t = p->fetched[index];
+    if (!t) return oar_error(OAR_ERR_NOT_FOUND, "output %d: the model has not been run", index);
+    *dtype = t->dtype;
+    *data = oar_tensor_data(t);
+    *dims = t->dims;
+    *ndims = t->ndim;
+    /* the last LoD level: the sequences of the output rows */
+    if (lod) *lod = t->lod_levels > 0 ? (const uint64_t *)t->lod[t->lod_levels - 1] : NULL;
+    if (lod_len) *lod_len = t->lod_levels > 0 ? (int)t->lod_size[t->lod_levels - 1] : 0;
     return OAR_OK;
 }
 
@@ -272,9 +372,10 @@ void oar_predictor_free(oar_predictor_t *p) {
     if (!p) return;
     for (int i = 0; p->inputs && i < p->nfeed; i++) oar_tensor_free(p->inputs[i]);
     for (int i = 0; p->outputs && i < p->nfetch; i++) oar_tensor_free(p->outputs[i]);
+    for (int i = 0; p->fetched && i < p->nfetch; i++) oar_tensor_free(p->fetched[i]);
     for (int i = 0; p->feed_names && i < p->nfeed; i++) free(p->feed_names[i]);
     for (int i = 0; p->fetch_names && i < p->nfetch; i++) free(p->fetch_names[i]);
-    free(p->inputs); free(p->outputs); free(p->feed_names); free(p->fetch_names);
+    free(p->inputs); free(p->outputs); free(p->fetched); free(p->feed_names); free(p->fetch_names);
     oar_executor_free(p->exe);
     oar_scope_free(p->scope);
     oar_program_free(p->program);

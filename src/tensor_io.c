@@ -7,11 +7,19 @@
  *   int32  length of a TensorDesc protobuf, then the TensorDesc
  *   raw little-endian data
  *
- * oar appends an 12-byte trailer, "OARC" + uint32 version 1 + uint32 CRC-32
- * of the record, that Fluid's readers never see (they stop after the data).
- * The reader verifies it when present and accepts Fluid's files without it. */
+ * A file of one record (Fluid's `save` op) gets oar's 12-byte trailer,
+ * "OARC" + uint32 version 1 + uint32 CRC-32 of the record, that Fluid's `load`
+ * never reads (it stops after the data). Combined files (`save_combine`,
+ * `__params__`, `.pdiparams`) are Paddle's bytes exactly: Paddle's
+ * load_combine reads records back to back and would take a trailer for the
+ * next record, so their checksum lives beside them in `<file>.crc` (see
+ * oar_crc_sidecar_*). The reader verifies a trailer when present (oar's older
+ * combined files have one per record) and accepts files without. */
 #include <stdlib.h>
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include "framework.pb-c.h"
 #include "error.h"
 #include "tensor.h"
@@ -61,13 +69,12 @@ uint32_t oar_crc32(uint32_t crc, const void *data, size_t n) {
 }
 
 /* ---- writing ------------------------------------------------------------- */
-int oar_tensor_write_record(oar_bytes_t *b, const oar_tensor_t *t) {
+int oar_tensor_write_record_plain(oar_bytes_t *b, const oar_tensor_t *t) {
     if (!t) return oar_error(OAR_ERR_INVALID, "serialize: NULL tensor");
     if (t->dtype < 0 || oar_dtype_size(t->dtype) == 0)
         return oar_error(OAR_ERR_INVALID, "serialize: the tensor has no dtype (never written?)");
     int64_t numel;
     OAR_TRY(oar_shape_numel(t->dims, t->ndim, &numel));
-    size_t start = b->n;
     uint32_t version = 0;
     uint64_t levels = (uint64_t)t->lod_levels;
     OAR_TRY(oar_bytes_append(b, &version, 4));
@@ -101,6 +108,12 @@ int oar_tensor_write_record(oar_bytes_t *b, const oar_tensor_t *t) {
                              "the host first", t->buf->device);
         OAR_TRY(oar_bytes_append(b, t->buf->data, data_bytes));
     }
+    return OAR_OK;
+}
+
+int oar_tensor_write_record(oar_bytes_t *b, const oar_tensor_t *t) {
+    size_t start = b->n;
+    OAR_TRY(oar_tensor_write_record_plain(b, t));
     uint32_t crc = oar_crc32(0, b->data + start, b->n - start);
     uint32_t tv = 1;
     OAR_TRY(oar_bytes_append(b, TRAILER_MAGIC, 4));
@@ -263,4 +276,63 @@ int oar_tensor_deserialize(const void *bytes, size_t n, size_t *consumed, oar_te
     OAR_TRY(oar_tensor_read_record(bytes, n, &used, "tensor bytes", out));
     if (consumed) *consumed = used;
     return OAR_OK;
+}
+
+/* ---- checksum sidecars --------------------------------------------------- */
+/* `<path>.crc` holds one line: "oar-crc32 1 <bytes> <crc32 in hex>\n". */
+#define SIDECAR_SUFFIX ".crc"
+
+static char *sidecar_path(const char *path) {
+    size_t n = strlen(path) + sizeof SIDECAR_SUFFIX;
+    char *s = oar_xmalloc(n);
+    if (s) snprintf(s, n, "%s" SIDECAR_SUFFIX, path);
+    return s;
+}
+
+int oar_crc_sidecar_remove(const char *path) {
+    char *side = sidecar_path(path);
+    if (!side) return OAR_ERR_NOMEM;
+    int rc = OAR_OK;
+    if (unlink(side) != 0 && errno != ENOENT)
+        rc = oar_error(OAR_ERR_IO, "cannot remove the stale checksum file '%s': %s", side, strerror(errno));
+    free(side);
+    return rc;
+}
+
+int oar_crc_sidecar_write(const char *path, const void *data, size_t n) {
+    char *side = sidecar_path(path);
+    if (!side) return OAR_ERR_NOMEM;
+    char line[96];
+    int len = snprintf(line, sizeof line, "oar-crc32 1 %zu %08x\n", n, oar_crc32(0, data, n));
+    int rc = oar_file_write_atomic(side, line, (size_t)len);
+    free(side);
+    return rc;
+}
+
+int oar_crc_sidecar_check(const char *path, const void *data, size_t n) {
+    char *side = sidecar_path(path);
+    if (!side) return OAR_ERR_NOMEM;
+    if (access(side, F_OK) != 0) { free(side); return OAR_OK; }   /* none: nothing to check */
+    uint8_t *text = NULL;
+    size_t tn = 0;
+    int rc = oar_file_read_all(side, 256, &text, &tn);
+    if (rc != OAR_OK) { free(side); return rc; }
+    char buf[257];
+    memcpy(buf, text, tn);
+    buf[tn] = 0;
+    free(text);
+    unsigned long long size = 0;
+    unsigned crc = 0;
+    int version = 0;
+    if (sscanf(buf, "oar-crc32 %d %llu %x", &version, &size, &crc) != 3 || version != 1) {
+        rc = oar_error(OAR_ERR_FORMAT, "'%s' is not an oar checksum file (\"oar-crc32 1 <bytes> <crc>\")", side);
+    } else {
+        uint32_t got = oar_crc32(0, data, n);
+        if (size != (unsigned long long)n || got != crc)
+            rc = oar_error(OAR_ERR_FORMAT, "'%s': checksum mismatch (file corrupted, or replaced without its "
+                           "checksum file '%s'): %zu bytes with CRC-32 %08x, the checksum file says %llu bytes "
+                           "with %08x", path, side, n, got, size, crc);
+    }
+    free(side);
+    return rc;
 }

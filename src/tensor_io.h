@@ -9,8 +9,17 @@ typedef struct oar_bytes { uint8_t *data; size_t n, cap; } oar_bytes_t;
 int oar_bytes_append(oar_bytes_t *b, const void *p, size_t n);
 void oar_bytes_free(oar_bytes_t *b);
 
-/* Appends one tensor record to b. */
+/* Appends one tensor record to b, with oar's checksum trailer (files of one
+ * record) or without it: Paddle's bytes exactly (combined files). */
 int oar_tensor_write_record(oar_bytes_t *b, const oar_tensor_t *t);
+int oar_tensor_write_record_plain(oar_bytes_t *b, const oar_tensor_t *t);
+/* The checksum of a whole file kept beside it in `<path>.crc`: written after
+ * the file, removed before the file is replaced (a crash in between leaves a
+ * file without a checksum, never a false mismatch), checked on reading when
+ * present (absent: OK). */
+int oar_crc_sidecar_write(const char *path, const void *data, size_t n);
+int oar_crc_sidecar_remove(const char *path);
+int oar_crc_sidecar_check(const char *path, const void *data, size_t n);
 /* Parses one record at data[0..n); *consumed is its length. Every length,
  * the LoD, the dtype, and the data size are checked; a checksum trailer, when
  * present (oar writes one; Fluid does not), must match. `what` names the

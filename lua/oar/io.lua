@@ -31,6 +31,7 @@ local tensor = require("oar.tensor")
 local scope_mod = require("oar.scope")
 local executor_mod = require("oar.executor")
 local argcheck = require("oar.argcheck")
+local io_paddle = require("oar.io_paddle")
 local C = lib.C
 
 -- random generator state (src/op.h) and mkdir(2); declared here only when no
@@ -802,10 +803,9 @@ function M.load_inference_model(dirname, executor, model_filename, params_filena
   check_filename(model_filename, who, "model_filename")
   if o.params_filename ~= nil then check_filename(o.params_filename, who, "params_filename") end
 
-  local path = join(o.dirname, model_filename)
-  local bytes = read_file(path, who)
-  local ok, prog = pcall(Program.parse, bytes)
-  if not ok then rethrow(who, path .. ": " .. strip_location(prog)) end
+  -- Fluid directories, Paddle 2.x/3.x prefixes and model files (oar.io_paddle)
+  local path, params_dir, params_filename = io_paddle.resolve(o.dirname, o.model_filename, o.params_filename, who)
+  local prog = io_paddle.parse_model(read_file(path, who), path, who)
 
   local block = prog:global_block()
   local feeds, fetches = {}, {}
@@ -847,7 +847,7 @@ function M.load_inference_model(dirname, executor, model_filename, params_filena
   remove_feed_fetch(prog)
 
   local params = filter_vars(prog, M.is_persistable)
-  load_core(who, o.executor, o.dirname, params, o.params_filename, scope)
+  load_core(who, o.executor, params_dir, params, params_filename, scope)
   local fetch_targets = {}
   for i, n in ipairs(fetches) do fetch_targets[i] = block:var(n) end
   return prog, feeds, fetch_targets

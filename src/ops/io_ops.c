@@ -5,6 +5,7 @@
  * save_as_fp16 / load_as_fp16 convert float32/float64 to float16 (round to
  * nearest even) on the way out / in, like Fluid's attrs of the same names. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -76,7 +77,9 @@ static int append_input(oar_kernel_ctx_t *k, oar_bytes_t *b, int i) {
         OAR_TRY(as_half(k, name, t, &half));
         t = half;
     }
-    int rc = oar_tensor_write_record(b, t);
+    /* combined files are Paddle's bytes exactly; their checksum goes beside them */
+    bool combined = strcmp(oar_k_op(k)->type, "save_combine") == 0;
+    int rc = combined ? oar_tensor_write_record_plain(b, t) : oar_tensor_write_record(b, t);
     if (rc != OAR_OK) oar_error_prefix("%s: variable '%s': ", oar_k_op(k)->type, name);
     oar_tensor_free(half);
     return rc;
@@ -88,8 +91,11 @@ static int run_save(oar_kernel_ctx_t *k) {
     oar_bytes_t b = {0};
     int n = oar_k_in_count(k, "X");
     int rc = OAR_OK;
+    bool combined = strcmp(oar_k_op(k)->type, "save_combine") == 0;
     for (int i = 0; i < n && rc == OAR_OK; i++) rc = append_input(k, &b, i);
+    if (rc == OAR_OK) rc = oar_crc_sidecar_remove(path);
     if (rc == OAR_OK) rc = oar_file_write_atomic(path, b.data, b.n);
+    if (rc == OAR_OK && combined) rc = oar_crc_sidecar_write(path, b.data, b.n);
     oar_bytes_free(&b);
     return rc;
 }
@@ -123,6 +129,13 @@ static int run_load(oar_kernel_ctx_t *k) {
     uint8_t *data = NULL;
     size_t size = 0;
     OAR_TRY(oar_file_read_all(path, LOAD_LIMIT, &data, &size));
+    int crc_rc = oar_crc_sidecar_check(path, data, size);
+    if (crc_rc != OAR_OK) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", oar_last_error());
+        free(data);
+        return oar_k_error(k, crc_rc, "%s", msg);
+    }
     oar_tensor_t **loaded = oar_xcalloc((size_t)(n ? n : 1), sizeof *loaded);
     int rc = loaded ? OAR_OK : OAR_ERR_NOMEM;
     size_t at = 0;

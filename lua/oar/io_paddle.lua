@@ -1,0 +1,98 @@
+-- oar.io_paddle: where a model's files are and what they hold, for
+-- load_inference_model. One path names any of PaddlePaddle's layouts:
+--   * a Fluid 1.x directory: `__model__`, with `__params__` or one file per
+--     parameter;
+--   * a Paddle 2.x prefix: `path.pdmodel` + `path.pdiparams`;
+--   * Paddle 3's default export: `path.json` (PIR) + `path.pdiparams`;
+--   * a model file itself (`dir/model.pdmodel`, `dir/model.json`).
+-- The model file is read by content (a ProgramDesc protobuf or PIR JSON,
+-- src/pir_json.c), never by its extension alone.
+local ffi = require("ffi")
+local lib = require("oar.lib")
+local framework = require("oar.framework")
+local C = lib.C
+
+local raise = framework.raise
+
+local M = {}
+
+local function join(dir, name)
+  dir = dir:gsub("/+$", "")
+  if dir == "" then return "/" .. name end
+  return dir .. "/" .. name
+end
+
+local function exists(path)
+  local f = io.open(path, "rb")
+  if not f then return false end
+  -- a directory opens on Linux but does not read ("Is a directory")
+  local data, err = f:read(0)
+  f:close()
+  return data ~= nil or err == nil
+end
+
+local function split(path)
+  local dir, base = path:match("^(.*)/([^/]+)$")
+  if not dir then return ".", path end
+  if dir == "" then dir = "/" end
+  return dir, base
+end
+
+-- -> model file path, directory of the parameters, combined file name in it (or nil: one file each)
+function M.resolve(path, model_filename, params_filename, who)
+  if model_filename then
+    return join(path, model_filename), path, params_filename
+  end
+  local fluid = join(path, "__model__")
+  if exists(fluid) then
+    if params_filename == nil and exists(join(path, "__params__")) then params_filename = "__params__" end
+    return fluid, path, params_filename
+  end
+  local stem
+  for _, ext in ipairs({ ".pdmodel", ".json" }) do
+    if exists(path .. ext) then
+      stem = path
+      local dir, base = split(path .. ext)
+      local pdir, pbase = split(path .. ".pdiparams")
+      if params_filename then return join(dir, base), dir, params_filename end
+      if exists(path .. ".pdiparams") then return join(dir, base), pdir, pbase end
+      return join(dir, base), dir, nil
+    end
+  end
+  -- the model file named directly
+  if not stem and exists(path) then
+    local dir, base = split(path)
+    if params_filename then return path, dir, params_filename end
+    local prefix = path:match("^(.*)%.[^./]+$")
+    if prefix and exists(prefix .. ".pdiparams") then
+      local pdir, pbase = split(prefix .. ".pdiparams")
+      return path, pdir, pbase
+    end
+    return join(dir, base), dir, nil
+  end
+  raise(string.format("%s: cannot open '%s': no such file (no model at '%s': also looked for %s.pdmodel, " ..
+    "%s.json and the file itself)", who, fluid, path, path, path))
+end
+
+-- The Program in `bytes`: a ProgramDesc, or PIR JSON translated to one.
+function M.parse_model(bytes, where, who)
+  if not bytes:match("^%s*{") then
+    local ok, prog = pcall(framework.Program.parse, bytes)
+    if not ok then raise(string.format("%s: %s: %s", who, where, tostring(prog):gsub("^[^:\n]+:%d+: ", ""))) end
+    return prog
+  end
+  local out = ffi.new("oar_program_t *[1]")
+  if C.oar_program_parse_model(bytes, #bytes, out) ~= 0 then
+    raise(string.format("%s: %s: %s", who, where, lib.last_error()))
+  end
+  -- hand it to the Lua wrapper as ProgramDesc bytes
+  local buf, n = ffi.new("void *[1]"), ffi.new("size_t[1]")
+  local rc = C.oar_program_serialize(out[0], buf, n)
+  C.oar_program_free(out[0])
+  if rc ~= 0 then raise(string.format("%s: %s: %s", who, where, lib.last_error())) end
+  local s = ffi.string(buf[0], n[0])
+  C.oar_free(buf[0])
+  return framework.Program.parse(s)
+end
+
+return M
