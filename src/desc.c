@@ -731,3 +731,14 @@ int oar_program_clone(const oar_program_t *src, oar_program_t **out)
     *out = p;
     return OAR_OK;
 }
+
+/* ---- work bounds (not serialized) ----------------------------------------- */
+int oar_program_set_max_while_iterations(oar_program_t *p, int64_t n)
+{
+    if (!p) return oar_error(OAR_ERR_INVALID, "oar_program_set_max_while_iterations: NULL program");
+    if (n < 0) return oar_error(OAR_ERR_INVALID, "max_while_iterations %lld is negative", (long long)n);
+    p->max_while_iterations = n;
+    return OAR_OK;
+}
+
+int64_t oar_program_max_while_iterations(const oar_program_t *p) { return p ? p->max_while_iterations : 0; }

@@ -10,6 +10,7 @@
 #include "error.h"
 #include "tensor.h"
 #include "tensor_io.h"
+#include "bounded.h"
 
 #define MODEL_LIMIT ((size_t)1 << 30)
 #define PARAMS_LIMIT ((size_t)1 << 36)
@@ -123,7 +124,12 @@ static int load_params(oar_predictor_t *p, const char *dir) {
     if (rc == OAR_OK && access(combined, F_OK) == 0) {
         uint8_t *data = NULL;
         size_t size = 0, at = 0;
-        rc = oar_file_read_all(combined, PARAMS_LIMIT, &data, &size);
+        size_t limit = 0;   /* the declared shapes bound the file */
+        for (int i = 0; i < n && limit < PARAMS_LIMIT; i++) {
+            size_t one = oar_record_max_bytes(params[i]->dims, params[i]->ndim);
+            limit = one >= PARAMS_LIMIT - limit ? PARAMS_LIMIT : limit + one;
+        }
+        rc = oar_file_read_all(combined, limit, &data, &size);
         for (int i = 0; i < n && rc == OAR_OK; i++) {
             size_t used = 0;
             oar_tensor_t *t = NULL;
@@ -148,7 +154,9 @@ static int load_params(oar_predictor_t *p, const char *dir) {
             uint8_t *data = NULL;
             size_t size = 0, used = 0;
             oar_tensor_t *t = NULL;
-            rc = file ? oar_file_read_all(file, PARAMS_LIMIT, &data, &size) : OAR_ERR_NOMEM;
+            size_t limit = oar_record_max_bytes(params[i]->dims, params[i]->ndim);
+            rc = file ? oar_file_read_all(file, limit < PARAMS_LIMIT ? limit : PARAMS_LIMIT, &data, &size)
+                      : OAR_ERR_NOMEM;
             if (rc == OAR_OK) rc = oar_tensor_read_record(data, size, &used, file, &t);
             if (rc == OAR_OK && used != size) rc = oar_error(OAR_ERR_FORMAT, "'%s' has trailing bytes", file);
             if (rc == OAR_OK) rc = check_param(params[i], t, file);
@@ -171,14 +179,23 @@ int oar_predictor_load(const char *model_dir, oar_predictor_t **out) {
     char *model = join(model_dir, "__model__");
     uint8_t *bytes = NULL;
     size_t n = 0;
-    int rc = model ? oar_file_read_all(model, MODEL_LIMIT, &bytes, &n) : OAR_ERR_NOMEM;
-    if (rc == OAR_OK) rc = oar_program_parse(bytes, n, &p->program);
-    if (rc != OAR_OK && model) oar_error_prefix("%s: ", model);
+    /* no load while a save of the directory is half done */
+    oar_ckpt_t *lock = NULL;
+    int rc = oar_ckpt_begin_load(model_dir, &lock);
+    if (rc == OAR_OK) rc = model ? oar_file_read_all(model, MODEL_LIMIT, &bytes, &n) : OAR_ERR_NOMEM;
+    if (rc == OAR_OK) {
+        rc = oar_program_parse(bytes, n, &p->program);
+        if (rc != OAR_OK && model) oar_error_prefix("%s: ", model);
+    }
     free(bytes);
     free(model);
+    /* a loaded model may not loop forever */
+    if (rc == OAR_OK)
+        rc = oar_program_set_max_while_iterations(p->program, oar_flag_inference_max_while_iterations);
     if (rc == OAR_OK) rc = strip_feed_fetch(p);
     if (rc == OAR_OK) rc = oar_scope_new(&p->scope);
     if (rc == OAR_OK) rc = load_params(p, model_dir);
+    oar_ckpt_end(lock);
     if (rc == OAR_OK) rc = oar_executor_new(OAR_PLACE_CPU, 0, &p->exe);
     if (rc == OAR_OK) {
         p->inputs = oar_xcalloc((size_t)p->nfeed, sizeof *p->inputs);
@@ -266,6 +283,10 @@ int oar_predictor_get_output(oar_predictor_t *p, int index, const float **data, 
     *dims = t->dims;
     *ndims = t->ndim;
     return OAR_OK;
+}
+
+void oar_predictor_cancel(oar_predictor_t *p) {
+    if (p) oar_executor_cancel(p->exe);
 }
 
 void oar_predictor_free(oar_predictor_t *p) {

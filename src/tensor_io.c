@@ -264,3 +264,22 @@ int oar_tensor_deserialize(const void *bytes, size_t n, size_t *consumed, oar_te
     if (consumed) *consumed = used;
     return OAR_OK;
 }
+
+/* The most bytes a record of a tensor declared with dims can take: data at
+ * 8 bytes an element (any dtype, load_as_fp16 included), a LoD of at most
+ * OAR_MAX_LOD levels of rows+1 offsets, the headers, a TensorDesc and the
+ * trailer. SIZE_MAX when a dim is unknown (the file size is then the bound). */
+size_t oar_record_max_bytes(const int64_t *dims, int ndim)
+{
+    if (ndim < 0 || ndim > OAR_MAX_DIMS) return SIZE_MAX;
+    int64_t numel = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (dims[i] < 0) return SIZE_MAX;
+        if (dims[i] != 0 && numel > INT64_MAX / 16 / dims[i]) return SIZE_MAX;
+        numel *= dims[i];
+    }
+    int64_t rows = ndim > 0 ? dims[0] : 1;
+    if (rows > INT64_MAX / 64 / OAR_MAX_LOD) return SIZE_MAX;
+    uint64_t total = (uint64_t)numel * 8 + (uint64_t)OAR_MAX_LOD * ((uint64_t)rows + 2) * 8 + 4096;
+    return total > SIZE_MAX / 2 ? SIZE_MAX : (size_t)total;
+}
