@@ -9,4 +9,6 @@ extern int64_t oar_flag_max_while_iterations;
 extern int64_t oar_flag_inference_max_while_iterations;
 /* OAR_ERR_CANCELLED (with a message) when e's run was asked to stop */
 int oar_executor_check_cancel(oar_executor_t *e);
+/* set by the SIGINT handler of oar_sigint_cancels_runs: every run stops */
+extern int oar_interrupt_flag;
 #endif

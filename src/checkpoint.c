@@ -1,7 +1,7 @@
 /* checkpoint.c — saves of several files into one directory that commit all
  * or nothing, and loads that never see two saves mixed.
  *
- * A save holds an exclusive flock on DIR/.oar-lock, writes its files into a
+ * A save holds an exclusive flock on DIR itself, writes its files into a
  * fresh staging directory DIR/.oar-stage-XXXXXX (same file system), then
  * writes the commit record DIR/.oar-commit (atomically: temp file, fsync,
  * rename) naming the staging directory, renames every staged file into DIR,
@@ -23,14 +23,13 @@
 #include "error.h"
 #include "tensor_io.h"
 
-#define LOCK_NAME ".oar-lock"
 #define RECORD_NAME ".oar-commit"
 #define STAGE_PREFIX ".oar-stage-"
 
 struct oar_ckpt {
     char *dir;
     char *stage;       /* full path of the staging directory, NULL for a load */
-    int lock_fd;       /* -1: a read-only directory loaded without a lock */
+    int lock_fd;       /* the directory, flock'ed */
 };
 
 static char *join(const char *dir, const char *name)
@@ -150,28 +149,25 @@ static int recover(const char *dir)
     return OAR_OK;
 }
 
-static int lock_dir(const char *dir, bool create, int *fd_out)
+/* flock on the directory itself (Linux allows it on a directory fd): no
+ * lock file is left among the user's files, and a read-only directory can
+ * be locked too */
+static int lock_dir(const char *dir, int *fd_out)
 {
-    char *lp = join(dir, LOCK_NAME);
-    if (!lp) return OAR_ERR_NOMEM;
-    int fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    int err = errno;
-    free(lp);
-    if (fd < 0) {
-        *fd_out = -1;
-        if (!create && (err == EACCES || err == EROFS || err == EPERM)) return OAR_OK;   /* read-only: no lock */
-        return oar_error(OAR_ERR_IO, "cannot lock '%s' (%s/%s): %s", dir, dir, LOCK_NAME, strerror(err));
-    }
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return oar_error(OAR_ERR_IO, "cannot open directory '%s': %s", dir, strerror(errno));
     int r;
     do r = flock(fd, LOCK_EX); while (r != 0 && errno == EINTR);
     if (r != 0) {
-        err = errno;
+        int err = errno;
         close(fd);
         return oar_error(OAR_ERR_IO, "cannot lock '%s': %s", dir, strerror(err));
     }
     *fd_out = fd;
     return OAR_OK;
 }
+
+static bool writable(const char *dir) { return access(dir, W_OK) == 0; }
 
 static void ckpt_free(oar_ckpt_t *c)
 {
@@ -192,7 +188,7 @@ int oar_ckpt_begin_save(const char *dir, oar_ckpt_t **out)
     if (!c) return OAR_ERR_NOMEM;
     c->lock_fd = -1;
     c->dir = oar_xstrdup(dir);
-    int rc = c->dir ? lock_dir(dir, true, &c->lock_fd) : OAR_ERR_NOMEM;
+    int rc = c->dir ? lock_dir(dir, &c->lock_fd) : OAR_ERR_NOMEM;
     if (rc == OAR_OK) rc = recover(dir);
     if (rc == OAR_OK) {
         c->stage = join(dir, STAGE_PREFIX "XXXXXX");
@@ -240,9 +236,9 @@ int oar_ckpt_begin_load(const char *dir, oar_ckpt_t **out)
     if (!c) return OAR_ERR_NOMEM;
     c->lock_fd = -1;
     c->dir = oar_xstrdup(dir);
-    int rc = c->dir ? lock_dir(dir, false, &c->lock_fd) : OAR_ERR_NOMEM;
-    if (rc == OAR_OK && c->lock_fd >= 0) rc = recover(dir);
-    if (rc == OAR_OK && c->lock_fd < 0) {
+    int rc = c->dir ? lock_dir(dir, &c->lock_fd) : OAR_ERR_NOMEM;
+    if (rc == OAR_OK && writable(dir)) rc = recover(dir);
+    else if (rc == OAR_OK) {
         char *rec = join(dir, RECORD_NAME);
         if (rec && access(rec, F_OK) == 0)
             rc = oar_error(OAR_ERR_IO, "'%s' holds a save that was interrupted while committing; it cannot be "

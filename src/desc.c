@@ -7,6 +7,7 @@
  * which executors use (with the program's uid) to invalidate prepared state. */
 #include "desc.h"
 #include "error.h"
+#include "op.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -520,6 +521,16 @@ static int set_slot(oar_op_desc_t *op, bool input, const char *slot,
     if (n < 0 || (n > 0 && !names))
         return oar_error(OAR_ERR_INVALID, "op '%s': %s slot '%s' given %d names%s",
                          op->type, what, slot, n, n > 0 ? " but a NULL array" : "");
+    /* an op in a block was checked whole at insertion: keep what kernels rely on */
+    const oar_op_def_t *def = op->block ? oar_registry_op(op->type) : NULL;
+    const oar_slot_def_t *sd = def ? (input ? oar_registry_input_slot(def, slot) : oar_registry_output_slot(def, slot)) : NULL;
+    if (sd && !(sd->flags & OAR_SLOT_DISPENSABLE)) {
+        bool empty = n == 0;
+        for (int j = 0; !input && j < n && !empty; j++) empty = names[j] && strcmp(names[j], OAR_EMPTY_VAR) == 0;
+        if (empty)
+            return oar_error(OAR_ERR_INVALID, "op '%s' (block %d): %s slot '%s' is required; it cannot be left empty",
+                             op->type, op->block->idx, what, slot);
+    }
     int rc = OAR_OK;
     char **args = copy_names(names, n, op, slot, &rc);
     if (!args) return rc;

@@ -20,6 +20,7 @@
 #include "device.h"
 #include "exec.h"
 #include "bounded.h"
+#include "desc_check.h"
 #include "profiler.h"
 #include "scope.h"
 #include "strmap.h"
@@ -45,8 +46,12 @@ void oar_executor_cancel(oar_executor_t *e) {
 }
 
 int oar_executor_check_cancel(oar_executor_t *e) {
-    if (!e || !__atomic_load_n(&e->cancel, __ATOMIC_RELAXED)) return OAR_OK;
-    return oar_error(OAR_ERR_CANCELLED, "the run was cancelled (oar_executor_cancel)");
+    if (!e) return OAR_OK;
+    if (__atomic_load_n(&e->cancel, __ATOMIC_RELAXED))
+        return oar_error(OAR_ERR_CANCELLED, "the run was cancelled (oar_executor_cancel)");
+    if (__atomic_load_n(&oar_interrupt_flag, __ATOMIC_RELAXED))
+        return oar_error(OAR_ERR_CANCELLED, "the run was interrupted (SIGINT)");
+    return OAR_OK;
 }
 
 int oar_executor_place(const oar_executor_t *e) { return e->place; }
@@ -125,6 +130,12 @@ static int prepare_op(oar_executor_t *e, oar_block_t *b, names_builder_t *nb, in
     if (!op->context) return OAR_ERR_NOMEM;
     op->def = oar_registry_op(d->type);
     if (!op->def) return oar_error(OAR_ERR_NOT_FOUND, "%s: unknown op type '%s'", op->context, d->type);
+    /* an op that bypassed insertion and parsing (oar_block_insert_op_raw) is
+     * checked here, once per prepare: its kernel trusts slots and ranges */
+    if (oar_op_check_def_const(d, op->def) != OAR_OK) {
+        oar_error_prefix("%s: ", op->context);
+        return OAR_ERR_INVALID;
+    }
     OAR_TRY(prepare_slots(nb, d->inputs, d->ninputs, &op->ins));
     op->nins = d->ninputs;
     OAR_TRY(prepare_slots(nb, d->outputs, d->noutputs, &op->outs));
@@ -487,7 +498,10 @@ int oar_executor_run(oar_executor_t *e, oar_program_t *prog, int block_idx, oar_
         return oar_error(OAR_ERR_INVALID, "executor run: bad feed/fetch arrays");
     for (int i = 0; i < nfetch; i++) fetched[i] = NULL;
     /* a request to stop applies to the run in progress, not to later ones */
-    if (e->depth == 0) __atomic_store_n(&e->cancel, 0, __ATOMIC_RELAXED);
+    if (e->depth == 0) {
+        __atomic_store_n(&e->cancel, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&oar_interrupt_flag, 0, __ATOMIC_RELAXED);
+    }
     for (int i = 0; i < nfeed; i++) {
         if (!feed_names[i] || !feeds[i]) return oar_error(OAR_ERR_INVALID, "feed %d: NULL name or tensor", i);
         OAR_TRY(check_feed(prog, block_idx, feed_names[i], feeds[i]));

@@ -124,7 +124,7 @@ int oar_file_check_regular(const char *path);
  * into a staging directory beside them, a commit record is written, and the
  * files are renamed into place (a commit interrupted by a crash is completed
  * by the next save or load; uncommitted staging directories are removed).
- * Saves and loads of one directory hold a lock on it (.oar-lock), so a load
+ * Saves and loads of one directory hold a flock on it, so a load
  * never sees two saves mixed. The files keep Fluid's layout. */
 typedef struct oar_ckpt oar_ckpt_t;
 /* locks dir (creating it), recovers, makes the staging directory */
@@ -328,6 +328,11 @@ int oar_executor_run(oar_executor_t *e, oar_program_t *p, int block_idx, oar_sco
  * between ops and between while iterations and fails with OAR_ERR_CANCELLED.
  * Each new top-level run starts with the flag cleared. */
 void oar_executor_cancel(oar_executor_t *e);
+/* on = 1: SIGINT (Ctrl-C) cancels every run in progress instead of ending
+ * the process (the REPL); on = 0 restores the previous handler */
+int oar_sigint_cancels_runs(int on);
+int oar_interrupt_pending(void);   /* a SIGINT arrived since the last clear */
+void oar_interrupt_clear(void);
 
 /* ---- flags ------------------------------------------------------------- */
 int oar_set_flag(const char *name, int64_t value);  /* "check_nan_inf", "num_threads" */

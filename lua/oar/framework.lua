@@ -924,8 +924,15 @@ function Block:prepend_op(spec) return self:_insert_op(0, spec, "Block:prepend_o
 Block._prepend_op = Block.prepend_op
 
 function Block:_remove_op(i)
+  local ptr = type(i) == "number" and i >= 0 and i < self:num_ops() and C.oar_block_op_at(self:_ptr(), i) or nil
   if C.oar_block_remove_op(self:_ptr(), i) ~= 0 then raise("Block:_remove_op: " .. lib.last_error()) end
-  for k in pairs(self._ops) do self._ops[k] = nil end
+  for k, op in pairs(self._ops) do
+    if rawget(op, "handle") == ptr then   -- freed: every later use of the Operator is refused
+      op._removed = true
+      op.handle = nil
+    end
+    self._ops[k] = nil
+  end
 end
 
 function Block:_remove_var(name)
@@ -1052,6 +1059,10 @@ local op_getters = {
   end,
 }
 
+op_getters.handle = function(op)   -- only reached once Block:_remove_op dropped the handle
+  if rawget(op, "_removed") then raise("Operator: the op was removed from its block (Block:_remove_op)") end
+end
+
 Operator.__index = function(op, k)
   local g = op_getters[k]
   if g then return g(op) end
@@ -1060,6 +1071,7 @@ end
 
 local function check_op(op, who)
   if not is_operator(op) then raise("Operator:" .. who .. ": call it with ':' on an Operator") end
+  if rawget(op, "_removed") then raise("Operator:" .. who .. ": the op was removed from its block (Block:_remove_op)") end
 end
 
 local function slot_args(op, slot, count_fn, arg_fn)
