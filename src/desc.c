@@ -526,7 +526,10 @@ static int set_slot(oar_op_desc_t *op, bool input, const char *slot,
     const oar_slot_def_t *sd = def ? (input ? oar_registry_input_slot(def, slot) : oar_registry_output_slot(def, slot)) : NULL;
     if (sd && !(sd->flags & OAR_SLOT_DISPENSABLE)) {
         bool empty = n == 0;
-        for (int j = 0; !input && j < n && !empty; j++) empty = names[j] && strcmp(names[j], OAR_EMPTY_VAR) == 0;
+        size_t tl = strlen(op->type);
+        bool grad_op = tl > 5 && strcmp(op->type + tl - 5, "_grad") == 0;
+        for (int j = 0; !input && !grad_op && j < n && !empty; j++)
+            empty = names[j] && strcmp(names[j], OAR_EMPTY_VAR) == 0;
         if (empty)
             return oar_error(OAR_ERR_INVALID, "op '%s' (block %d): %s slot '%s' is required; it cannot be left empty",
                              op->type, op->block->idx, what, slot);

@@ -115,7 +115,7 @@ static int check_attr(oar_op_desc_t *op, const oar_attr_def_t *ad)
 
 /* unknown slots: refused when strict (insertion); a parsed model may carry
  * slots of a newer Fluid that oar's kernels never read */
-static int check_slots(const oar_slot_def_t *defs, const oar_op_slot_t *have, int nhave,
+static int check_slots(const char *op_type, const oar_slot_def_t *defs, const oar_op_slot_t *have, int nhave,
                        const char *kind, bool strict)
 {
     for (int i = 0; i < nhave; i++) {
@@ -143,8 +143,11 @@ static int check_slots(const oar_slot_def_t *defs, const oar_op_slot_t *have, in
         for (int i = 0; i < nhave; i++)
             if (strcmp(have[i].slot, d->name) == 0) s = &have[i];
         if (!s || s->nargs == 0) return oar_error(OAR_ERR_INVALID, "missing %s slot '%s'", kind, d->name);
-        /* a kernel writes a required output: "no variable" there is a model bug */
-        if (strcmp(kind, "output") == 0)
+        /* a forward kernel writes a required output: "no variable" there is a
+         * model bug (grad kernels skip outputs the backward pass left @EMPTY@) */
+        size_t tl = strlen(op_type);
+        bool grad_op = tl > 5 && strcmp(op_type + tl - 5, "_grad") == 0;
+        if (strcmp(kind, "output") == 0 && !grad_op)
             for (int j = 0; j < s->nargs; j++)
                 if (strcmp(s->args[j], OAR_EMPTY_VAR) == 0)
                     return oar_error(OAR_ERR_INVALID, "output slot '%s' is required but argument %d is %s",
@@ -155,16 +158,16 @@ static int check_slots(const oar_slot_def_t *defs, const oar_op_slot_t *have, in
 
 int oar_op_check_def(oar_op_desc_t *op, const oar_op_def_t *def, bool strict_slots)
 {
-    OAR_TRY(check_slots(def->inputs, op->inputs, op->ninputs, "input", strict_slots));
-    OAR_TRY(check_slots(def->outputs, op->outputs, op->noutputs, "output", strict_slots));
+    OAR_TRY(check_slots(op->type, def->inputs, op->inputs, op->ninputs, "input", strict_slots));
+    OAR_TRY(check_slots(op->type, def->outputs, op->outputs, op->noutputs, "output", strict_slots));
     for (const oar_attr_def_t *ad = def->attrs; ad && ad->name; ad++) OAR_TRY(check_attr(op, ad));
     return OAR_OK;
 }
 
 int oar_op_check_def_const(const oar_op_desc_t *op, const oar_op_def_t *def)
 {
-    OAR_TRY(check_slots(def->inputs, op->inputs, op->ninputs, "input", false));
-    OAR_TRY(check_slots(def->outputs, op->outputs, op->noutputs, "output", false));
+    OAR_TRY(check_slots(op->type, def->inputs, op->inputs, op->ninputs, "input", false));
+    OAR_TRY(check_slots(op->type, def->outputs, op->outputs, op->noutputs, "output", false));
     for (const oar_attr_def_t *ad = def->attrs; ad && ad->name; ad++) {
         const oar_attr_t *a = oar_op_find_attr(op, ad->name);
         if (a) OAR_TRY(oar_attr_check_range(ad, a));
