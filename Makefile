@@ -58,7 +58,7 @@ NVCCFLAGS ?= -O3 -Xcompiler -fPIC -std=c++17 -Isrc -Ibuild -arch=sm_80
 LIB      = $(BUILD)/liboar.so
 CDEF     = lua/oar/cdef.lua
 
-.PHONY: all lib test install clean fuzz bench doc
+.PHONY: all lib test install clean fuzz fuzz-smoke asan bench doc
 all: $(LIB) $(CDEF)
 lib: $(LIB)
 
@@ -124,7 +124,7 @@ FUZZ_CFLAGS  = -std=c11 -g -O1 -march=native -D_GNU_SOURCE -fopenmp -Wall -Wextr
                -fsanitize=fuzzer-no-link -Isrc -I$(FUZZ_DIR) $(OPENBLAS_INC)
 FUZZ_SRC     = $(wildcard src/*.c src/ops/*.c kernels/cpu/*.c)
 FUZZ_OBJ     = $(patsubst %.c,$(FUZZ_DIR)/%.o,$(FUZZ_SRC)) $(FUZZ_DIR)/framework.pb-c.o
-FUZZ_TARGETS = $(FUZZ_DIR)/fuzz_program $(FUZZ_DIR)/fuzz_tensor
+FUZZ_TARGETS = $(FUZZ_DIR)/fuzz_program $(FUZZ_DIR)/fuzz_tensor $(FUZZ_DIR)/fuzz_run
 FUZZ_LIBS    = -lprotobuf-c -lopenblas -lm -lpthread $(JSONC_LIBS)
 .SECONDARY: $(FUZZ_OBJ)
 
@@ -144,9 +144,52 @@ $(FUZZ_DIR)/fuzz_%: fuzz/fuzz_%.c $(FUZZ_OBJ)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) $(FUZZ_LIBS)
 
 fuzz: $(FUZZ_TARGETS)
-	@for t in program tensor; do \
+	@for t in program tensor run; do \
+	  c=$$t; [ $$t = run ] && c=program; \
 	  mkdir -p $(FUZZ_DIR)/work/$$t; \
 	  echo "== fuzz_$$t for $(FUZZ_SECONDS)s"; \
 	  $(FUZZ_DIR)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-	    -artifact_prefix=$(FUZZ_DIR)/fuzz_$$t- $(FUZZ_DIR)/work/$$t fuzz/corpus/$$t || exit 1; \
+	    -timeout=30 -artifact_prefix=$(FUZZ_DIR)/fuzz_$$t- $(FUZZ_DIR)/work/$$t fuzz/corpus/$$c || exit 1; \
 	done
+
+# CI: each target for a fixed number of executions from the committed seeds
+# (fuzz_run runs programs, seeded from the program corpus); any finding fails.
+FUZZ_RUNS ?= 3000
+fuzz-smoke: $(FUZZ_TARGETS)
+	@for t in program tensor run; do \
+	  c=$$t; [ $$t = run ] && c=program; \
+	  mkdir -p $(FUZZ_DIR)/smoke/$$t; \
+	  echo "== fuzz_$$t: $(FUZZ_RUNS) runs"; \
+	  $(FUZZ_DIR)/fuzz_$$t -runs=$(FUZZ_RUNS) -seed=1 -timeout=30 -rss_limit_mb=4096 -print_final_stats=1 \
+	    -artifact_prefix=$(FUZZ_DIR)/fuzz_$$t- $(FUZZ_DIR)/smoke/$$t fuzz/corpus/$$c > $(FUZZ_DIR)/smoke/$$t.log 2>&1 \
+	    || { tail -60 $(FUZZ_DIR)/smoke/$$t.log; exit 1; }; \
+	  grep -E "^stat::number_of_executed_units|Done" $(FUZZ_DIR)/smoke/$$t.log; \
+	done
+
+# ---- the spec suite under AddressSanitizer + UndefinedBehaviorSanitizer: the
+# CPU library built with gcc's sanitizers into build/asan/liboar.so, and busted
+# run with the ASan runtime preloaded into luajit (which is not instrumented;
+# leak checking is off because LuaJIT's GC frees at exit in its own way).
+# ASAN_SPECS picks spec files (default: all). UB aborts the process.
+ASAN_DIR   = $(BUILD)/asan
+ASAN_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+ASAN_OBJ   = $(patsubst %.c,$(ASAN_DIR)/%.o,$(C_SRC)) $(ASAN_DIR)/framework.pb-c.o
+ASAN_SPECS ?= spec
+.SECONDARY: $(ASAN_OBJ)
+
+$(ASAN_DIR)/framework.pb-c.o: $(BUILD)/framework.pb-c.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O1 -g -fPIC $(ASAN_FLAGS) -Ibuild -c $< -o $@
+
+$(ASAN_DIR)/%.o: %.c $(BUILD)/framework.pb-c.h $(wildcard src/*.h kernels/cpu/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -Wall -Wextra -D_GNU_SOURCE -fPIC -O1 -g -fopenmp -Isrc -Ibuild $(OPENBLAS_INC) $(ASAN_FLAGS) -c $< -o $@
+
+$(ASAN_DIR)/liboar.so: $(ASAN_OBJ)
+	$(CC) -shared $(ASAN_FLAGS) -o $@.tmp.$$$$ $^ -lprotobuf-c -lopenblas -lm -lpthread -fopenmp -Wl,-z,nodelete && mv -f $@.tmp.$$$$ $@
+
+asan: $(ASAN_DIR)/liboar.so $(CDEF)
+	LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	busted --cpath="$(ASAN_DIR)/?.so" $(ASAN_SPECS)

@@ -171,3 +171,21 @@ write("fuzz/corpus/tensor/fluid_no_trailer.bin", r:sub(1, #r - 12))
 local nprog = 0
 for _ in pairs(programs) do nprog = nprog + 1 end
 print(string.format("wrote %d programs and %d tensor files", nprog, #names + 2))
+
+-- ---- every program the examples and the spec suite run --------------------------
+-- `luajit fuzz/make_corpus.lua --all` also runs each example (for a few
+-- seconds) and the spec suite with fuzz/corpus_hook.lua loaded, which records
+-- one seed per distinct program (by its op types) into fuzz/corpus/program/.
+if arg and arg[1] == "--all" then
+  local dir = "fuzz/corpus/program"
+  local env = "OAR_CORPUS_OUT=" .. dir .. " "
+  for _, ex in ipairs({ "fit_a_line", "ifelse", "recognize_digits", "rnn", "sequence_classifier" }) do
+    os.execute(env .. "timeout 20 luajit -e 'package.path=\"./lua/?.lua;./lua/?/init.lua;\"..package.path; " ..
+      "package.cpath=\"./build/?.so;\"..package.cpath; dofile(\"fuzz/corpus_hook.lua\")' examples/" .. ex ..
+      ".lua > /dev/null 2>&1")
+  end
+  os.execute(env .. "busted --helper=fuzz/corpus_hook.lua spec > /dev/null 2>&1")
+  local p = io.popen("ls " .. dir .. " | wc -l")
+  print("program seeds: " .. p:read("*l"))
+  p:close()
+end

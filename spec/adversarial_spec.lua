@@ -178,10 +178,11 @@ describe("adversarial programs (Program.parse)", function()
   end)
 
   it("refuses an attr of the wrong type", function()
-    local attr = bytes(1, "scale") .. vint(2, 0) .. vint(3, 2)    -- INT where scale declares FLOAT
+    -- STRING where scale declares FLOAT (an INT would be converted exactly, as insertion does)
+    local attr = bytes(1, "scale") .. vint(2, 2) .. bytes(5, "two")
     refuses(function()
       oar.Program.parse(program(block(0, NEG1, { var("x") }, { op("scale", { X = { "x" } }, { Out = { "x" } }, { attr }) })))
-    end, "attr 'scale' is INT, the op declares FLOAT")
+    end, "'scale'", "attr 'scale' must be FLOAT, got STRING")
   end)
 
   it("refuses an attr of an unknown attr type", function()

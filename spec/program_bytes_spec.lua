@@ -260,7 +260,10 @@ for _, a in ipairs(OP0.attrs) do
 end
 local VARS1 = { { "inner", { dtype = FP32, dims = { -1, 3 } } } }
 local OP1 = { inputs = { { "Input", { "x" } } }, outputs = { { "Out", { "inner" } } },
-              attrs = { { "shape", ATTR.INTS, { -1, 3 } } } }
+              -- every declared attr: a parsed op gets the declared defaults of missing ones
+              attrs = { { "shape", ATTR.INTS, { -1, 3 } }, { "dtype", ATTR.INT, FP32 }, { "value", ATTR.FLOAT, 0 },
+                        { "str_value", ATTR.STRING, "" }, { "force_cpu", ATTR.BOOLEAN, false },
+                        { "input_dim_idx", ATTR.INT, 0 }, { "output_dim_idx", ATTR.INT, 0 } } }
 
 local function build_rich(declared_only)
   local p = new_program()
@@ -510,7 +513,8 @@ describe("malformed ProgramDesc bytes", function()
             FORMAT, "'odd'", "unknown type 12")
     refused(program_bytes({ block_bytes(0, -1, { o_var }, {
               op_bytes("fill_constant_batch_size_like", { inputs = { { "Input", { "ghost" } } },
-                                                          outputs = { { "Out", { "o" } } } }) }) }),
+                                                          outputs = { { "Out", { "o" } } },
+                                                          attrs = { { "shape", ATTR.INTS, { -1 } } } }) }) }),
             FORMAT, "'ghost'", "block 0")
   end)
 

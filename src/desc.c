@@ -7,6 +7,7 @@
  * which executors use (with the program's uid) to invalidate prepared state. */
 #include "desc.h"
 #include "error.h"
+#include "op.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -520,6 +521,19 @@ static int set_slot(oar_op_desc_t *op, bool input, const char *slot,
     if (n < 0 || (n > 0 && !names))
         return oar_error(OAR_ERR_INVALID, "op '%s': %s slot '%s' given %d names%s",
                          op->type, what, slot, n, n > 0 ? " but a NULL array" : "");
+    /* an op in a block was checked whole at insertion: keep what kernels rely on */
+    const oar_op_def_t *def = op->block ? oar_registry_op(op->type) : NULL;
+    const oar_slot_def_t *sd = def ? (input ? oar_registry_input_slot(def, slot) : oar_registry_output_slot(def, slot)) : NULL;
+    if (sd && !(sd->flags & OAR_SLOT_DISPENSABLE)) {
+        bool empty = n == 0;
+        size_t tl = strlen(op->type);
+        bool grad_op = tl > 5 && strcmp(op->type + tl - 5, "_grad") == 0;
+        for (int j = 0; !input && !grad_op && j < n && !empty; j++)
+            empty = names[j] && strcmp(names[j], OAR_EMPTY_VAR) == 0;
+        if (empty)
+            return oar_error(OAR_ERR_INVALID, "op '%s' (block %d): %s slot '%s' is required; it cannot be left empty",
+                             op->type, op->block->idx, what, slot);
+    }
     int rc = OAR_OK;
     char **args = copy_names(names, n, op, slot, &rc);
     if (!args) return rc;
@@ -731,3 +745,14 @@ int oar_program_clone(const oar_program_t *src, oar_program_t **out)
     *out = p;
     return OAR_OK;
 }
+
+/* ---- work bounds (not serialized) ----------------------------------------- */
+int oar_program_set_max_while_iterations(oar_program_t *p, int64_t n)
+{
+    if (!p) return oar_error(OAR_ERR_INVALID, "oar_program_set_max_while_iterations: NULL program");
+    if (n < 0) return oar_error(OAR_ERR_INVALID, "max_while_iterations %lld is negative", (long long)n);
+    p->max_while_iterations = n;
+    return OAR_OK;
+}
+
+int64_t oar_program_max_while_iterations(const oar_program_t *p) { return p ? p->max_while_iterations : 0; }

@@ -51,6 +51,7 @@ struct oar_program {
     uint64_t version;
     int64_t fluid_version;        /* ProgramDesc.version.version */
     uint64_t uid;                 /* unique per program object (executor cache key) */
+    int64_t max_while_iterations; /* 0: the flag decides (oar_program_set_max_while_iterations) */
 };
 
 /* internal helpers */

@@ -4,6 +4,7 @@
  * An op keeps its attrs as a list in insertion order; setting an existing
  * name replaces its value (and may change its type) in place. */
 #include "desc.h"
+#include "desc_check.h"
 #include "error.h"
 
 #include <math.h>
@@ -88,6 +89,12 @@ static int value_copy(oar_attr_t *dst, const oar_attr_t *src)
  * ownership of val's storage in every case. */
 static int commit(oar_op_desc_t *op, const char *name, oar_attr_t *val)
 {
+    /* an op in a block was checked whole at insertion: keep it valid */
+    int rc = oar_attr_check_attached(op, name, val);
+    if (rc != OAR_OK) {
+        oar_attr_value_free(val);
+        return rc;
+    }
     int i = attr_index(op, name);
     if (i >= 0) {
         oar_attr_value_free(&op->attrs[i]);
@@ -245,6 +252,7 @@ int oar_op_desc_remove_attr(oar_op_desc_t *op, const char *name)
     if (i < 0)
         return oar_error(OAR_ERR_NOT_FOUND, "op '%s': no attr '%s' to remove",
                          op ? op->type : "(null)", name ? name : "(null)");
+    OAR_TRY(oar_attr_check_removal(op, name));
     oar_attr_value_free(&op->attrs[i]);
     free(op->attrs[i].name);
     memmove(op->attrs + i, op->attrs + i + 1, (size_t)(op->nattrs - i - 1) * sizeof *op->attrs);

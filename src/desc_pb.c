@@ -11,6 +11,7 @@
  * Parsing converts first and validates the whole program afterwards, so the
  * conversion only guards what it needs for memory safety. */
 #include "desc.h"
+#include "desc_check.h"
 #include "error.h"
 #include "framework.pb-c.h"
 
@@ -414,7 +415,8 @@ int oar_program_parse(const void *bytes, size_t n, oar_program_t **out)
     for (size_t i = 0; i < m->n_blocks && rc == OAR_OK; i++) rc = block_from(p, (int)i, m->blocks[i]);
     if (rc != OAR_OK) goto done;
     p->fluid_version = m->version && m->version->has_version ? m->version->version : 0;
-    rc = oar_program_validate(p);
+    rc = oar_program_normalize(p);
+    if (rc == OAR_OK) rc = oar_program_validate(p);
 done:
     paddle__framework__proto__program_desc__free_unpacked(m, NULL);
     if (rc != OAR_OK) {

@@ -13,6 +13,7 @@
 #include "error.h"
 #include "op.h"
 #include "attr_check.h"
+#include "desc_check.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -127,9 +128,14 @@ static int check_op(const oar_program_t *p, oar_block_t *b, int opi)
     const oar_op_desc_t *op = b->ops[opi];
     if (!op->type || !*op->type)
         return oar_error(OAR_ERR_FORMAT, "invalid program: block %d, op #%d has an empty type", b->idx, opi);
-    if (!oar_registry_op(op->type))
+    const oar_op_def_t *def = oar_registry_op(op->type);
+    if (!def)
         return oar_error(OAR_ERR_FORMAT, "invalid program: block %d, op #%d: op type '%s' is not registered",
                          b->idx, opi, op->type);
+    if (oar_op_check_def_const(op, def) != OAR_OK) {
+        oar_error_prefix("invalid program: block %d, op #%d '%s': ", b->idx, opi, op->type);
+        return OAR_ERR_FORMAT;
+    }
     for (int i = 0; i < op->nattrs; i++) {
         const oar_attr_t *a = &op->attrs[i];
         int want = oar_op_attr_type(op->type, a->name);
@@ -237,6 +243,23 @@ done:
     free(stack);
     free(color);
     return rc;
+}
+
+/* A parsed program's ops get what insertion gives an op: attrs brought to
+ * their declared types, declared defaults for missing attrs, required slots
+ * checked. Ops of unknown types are left to oar_program_validate. */
+int oar_program_normalize(oar_program_t *p)
+{
+    for (int i = 0; i < p->nblocks; i++)
+        for (int j = 0; j < p->blocks[i]->nops; j++) {
+            oar_op_desc_t *op = p->blocks[i]->ops[j];
+            const oar_op_def_t *def = op->type ? oar_registry_op(op->type) : NULL;
+            if (def && oar_op_check_def(op, def, false) != OAR_OK) {
+                oar_error_prefix("invalid program: block %d, op #%d '%s': ", i, j, op->type);
+                return OAR_ERR_FORMAT;
+            }
+        }
+    return OAR_OK;
 }
 
 int oar_program_validate(const oar_program_t *p)

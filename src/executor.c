@@ -25,6 +25,8 @@
 #include <string.h>
 #include "device.h"
 #include "exec.h"
+#include "bounded.h"
+#include "desc_check.h"
 #include "profiler.h"
 #include "scope.h"
 #include "strmap.h"
@@ -36,7 +38,23 @@ struct oar_executor {
     oar_prepared_t *cache[CACHE_SIZE];
     uint64_t stamp[CACHE_SIZE], clock;
     int busy[CACHE_SIZE];     /* runs in progress (nested blocks) pin their entry */
+    int cancel;               /* oar_executor_cancel: read and written with __atomic only */
+    int depth;                /* nested block runs in progress */
 };
+
+/* ---- cancellation (async-signal-safe: one lock-free atomic store) ------- */
+void oar_executor_cancel(oar_executor_t *e) {
+    if (e) __atomic_store_n(&e->cancel, 1, __ATOMIC_RELAXED);
+}
+
+int oar_executor_check_cancel(oar_executor_t *e) {
+    if (!e) return OAR_OK;
+    if (__atomic_load_n(&e->cancel, __ATOMIC_RELAXED))
+        return oar_error(OAR_ERR_CANCELLED, "the run was cancelled (oar_executor_cancel)");
+    if (__atomic_load_n(&oar_interrupt_flag, __ATOMIC_RELAXED))
+        return oar_error(OAR_ERR_CANCELLED, "the run was interrupted (SIGINT)");
+    return OAR_OK;
+}
 
 int oar_executor_place(const oar_executor_t *e) { return e->place; }
 
@@ -285,6 +303,11 @@ static int run_ops(oar_executor_t *e, const oar_prepared_t *p, oar_variable_t **
     const bool placed = e->place != OAR_PLACE_CPU || oar_device_ever_used;
     for (int i = 0; i < p->nops; i++) {
         k.op = &p->ops[i];
+        int crc = oar_executor_check_cancel(e);
+        if (crc != OAR_OK) {
+            oar_error_prefix("%s: ", k.op->context);
+            return crc;
+        }
         double t0 = oar_flag_profile ? oar_profile_now() : 0;
         int rc = placed ? run_op_placed(&k, keep) : run_op(&k, keep);
         if (oar_flag_profile) oar_profile_add(k.op->desc->type, oar_profile_now() - t0);
@@ -302,16 +325,23 @@ static int run_ops(oar_executor_t *e, const oar_prepared_t *p, oar_variable_t **
 
 int oar_executor_run_block(oar_executor_t *e, oar_program_t *prog, int block_idx, oar_scope_t *scope) {
     if (!e || !prog || !scope) return oar_error(OAR_ERR_INVALID, "run_block: NULL argument");
+    /* validated programs nest at most 64 blocks deep; a deeper run is a block
+     * that runs itself, which would otherwise end in a stack overflow */
+    if (e->depth >= 128)
+        return oar_error(OAR_ERR_RANGE, "block %d: sub-blocks are running %d deep (a block that runs itself?)",
+                         block_idx, e->depth);
     oar_prepared_t *p = NULL;
     int slot;
     /* no memory plan: a sub-block's variables live on in step scopes for backward */
     OAR_TRY(get_prepared(e, prog, block_idx, false, &p, &slot));
     oar_variable_t *small[64];
     oar_variable_t **vars = p->nnames <= 64 ? small : oar_xcalloc((size_t)p->nnames, sizeof *vars);
+    e->depth++;
     int rc = vars ? bind_vars(p, NULL, scope, vars) : OAR_ERR_NOMEM;
     if (rc == OAR_OK) rc = run_ops(e, p, vars, scope, NULL);
     if (vars != small) free(vars);
     release_prepared(e, slot);
+    e->depth--;
     return rc;
 }
 
@@ -401,9 +431,15 @@ int oar_executor_run(oar_executor_t *e, oar_program_t *prog, int block_idx, oar_
     if (nfeed < 0 || nfetch < 0 || (nfeed && (!feed_names || !feeds)) || (nfetch && (!fetch_names || !fetched)))
         return oar_error(OAR_ERR_INVALID, "executor run: bad feed/fetch arrays");
     for (int i = 0; i < nfetch; i++) fetched[i] = NULL;
+    /* a request to stop applies to the run in progress, not to later ones */
+    if (e->depth == 0) {
+        __atomic_store_n(&e->cancel, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&oar_interrupt_flag, 0, __ATOMIC_RELAXED);
+    }
     for (int i = 0; i < nfeed; i++) {
         if (!feed_names[i] || !feeds[i]) return oar_error(OAR_ERR_INVALID, "feed %d: NULL name or tensor", i);
         OAR_TRY(check_feed(prog, block_idx, feed_names[i], feeds[i]));
+        OAR_TRY(oar_tensor_normalize_bool(feeds[i]));
     }
     for (int i = 0; i < nfetch; i++)
         if (!fetch_names[i]) return oar_error(OAR_ERR_INVALID, "fetch %d: NULL name", i);
@@ -457,6 +493,15 @@ int oar_executor_run(oar_executor_t *e, oar_program_t *prog, int block_idx, oar_
     for (int i = 0; rc == OAR_OK && i < nfetch; i++) {
         int id = oar_prepared_find(p, fetch_names[i]);
         rc = fetch_one(local, fetch_names[i], id >= 0 && p->persistable[id], &fetched[i]);
+        /* a fetch never aliases a feed: writing into the result must not change the input */
+        for (int j = 0; rc == OAR_OK && j < nfeed; j++)
+            if (fetched[i]->buf && fetched[i]->buf == feeds[j]->buf) {
+                oar_tensor_t *c = NULL;
+                rc = oar_tensor_copy(fetched[i], &c);
+                oar_tensor_free(fetched[i]);
+                fetched[i] = c;
+                break;
+            }
     }
     if (rc != OAR_OK)
         for (int i = 0; i < nfetch; i++) { oar_tensor_free(fetched[i]); fetched[i] = NULL; }

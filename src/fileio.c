@@ -15,7 +15,8 @@
 
 int oar_file_read_all(const char *path, size_t max_bytes, uint8_t **data, size_t *n) {
     if (!path || !*path || !data || !n) return oar_error(OAR_ERR_INVALID, "read: empty path or NULL output");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return oar_error(errno == ENOENT ? OAR_ERR_NOT_FOUND : OAR_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -24,7 +25,8 @@ int oar_file_read_all(const char *path, size_t max_bytes, uint8_t **data, size_t
     }
     if ((uint64_t)st.st_size > max_bytes) {
         close(fd);
-        return oar_error(OAR_ERR_NOMEM, "'%s' is %lld bytes, over the %zu byte limit", path, (long long)st.st_size, max_bytes);
+        return oar_error(OAR_ERR_FORMAT, "'%s' is %lld bytes, more than the %zu bytes its contents may take",
+                         path, (long long)st.st_size, max_bytes);
     }
     size_t size = (size_t)st.st_size;
     uint8_t *buf = oar_xmalloc(size ? size : 1);
@@ -68,8 +70,10 @@ int oar_file_write_atomic(const char *path, const void *data, size_t n) {
     const char *dir = dirname(dircopy);
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
-    /* the six trailing X are the pattern mkstemp replaces with a unique suffix */
-    snprintf(tmp, len + 32, "%s/.%s.tmp.XXXXXX", dir, base);
+    /* the six trailing X are the pattern mkstemp replaces with a unique suffix;
+     * a long name gets a short temp name (a name may use all of NAME_MAX) */
+    if (strlen(base) <= 200) snprintf(tmp, len + 32, "%s/.%s.tmp.XXXXXX", dir, base);
+    else snprintf(tmp, len + 32, "%s/.oar.tmp.XXXXXX", dir);
     int rc = OAR_OK;
     int fd = mkstemp(tmp);
     if (fd < 0) {
@@ -98,7 +102,8 @@ int oar_file_write_atomic(const char *path, const void *data, size_t n) {
 }
 
 /* ---- public wrappers ---------------------------------------------------- */
-#define OAR_FILE_LIMIT ((size_t)1 << 36)   /* 64 GiB */
+/* a Lua string (what oar_file_read's callers make of the bytes) holds less than 2 GiB */
+#define OAR_FILE_LIMIT ((size_t)INT32_MAX - 64)
 
 int oar_file_write(const char *path, const void *data, size_t n) { return oar_file_write_atomic(path, data, n); }
 
@@ -107,4 +112,14 @@ int oar_file_read(const char *path, void **data, size_t *n) {
     OAR_TRY(oar_file_read_all(path, OAR_FILE_LIMIT, &d, n));
     *data = d;
     return OAR_OK;
+}
+
+int oar_file_check_regular(const char *path) {
+    if (!path || !*path) return oar_error(OAR_ERR_INVALID, "oar_file_check_regular: empty path");
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return oar_error(errno == ENOENT ? OAR_ERR_NOT_FOUND : OAR_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    struct stat st;
+    int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    close(fd);
+    return ok ? OAR_OK : oar_error(OAR_ERR_IO, "'%s' is not a regular file", path);
 }

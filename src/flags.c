@@ -1,6 +1,7 @@
 /* flags.c — process-wide runtime flags (Fluid's FLAGS_*). */
 #include "op.h"
 #include "profiler.h"
+#include "bounded.h"
 
 #include <omp.h>
 #include <string.h>
@@ -12,6 +13,8 @@ void openblas_set_num_threads(int num_threads);
 int oar_flag_check_nan_inf = 0;
 int oar_flag_memory_plan = 1;   /* release temporaries after their last use */
 static int g_num_threads = 0;   /* 0: never set, report OpenMP's default */
+int64_t oar_flag_max_while_iterations = 0;
+int64_t oar_flag_inference_max_while_iterations = 1000000;
 
 int oar_set_flag(const char *name, int64_t value)
 {
@@ -42,7 +45,14 @@ int oar_set_flag(const char *name, int64_t value)
         omp_set_num_threads(g_num_threads);
         return OAR_OK;
     }
-    return oar_error(OAR_ERR_NOT_FOUND, "unknown flag '%s' (known: check_nan_inf, memory_plan, num_threads, profile)", name);
+    if (strcmp(name, "max_while_iterations") == 0 || strcmp(name, "inference_max_while_iterations") == 0) {
+        if (value < 0)
+            return oar_error(OAR_ERR_INVALID, "flag %s takes 0 (no bound) or more, got %lld", name, (long long)value);
+        *(name[0] == 'm' ? &oar_flag_max_while_iterations : &oar_flag_inference_max_while_iterations) = value;
+        return OAR_OK;
+    }
+    return oar_error(OAR_ERR_NOT_FOUND, "unknown flag '%s' (known: check_nan_inf, inference_max_while_iterations, "
+                     "max_while_iterations, memory_plan, num_threads, profile)", name);
 }
 
 int64_t oar_get_flag(const char *name)
@@ -55,6 +65,9 @@ int64_t oar_get_flag(const char *name)
     if (strcmp(name, "profile") == 0) return oar_flag_profile;
     if (strcmp(name, "memory_plan") == 0) return oar_flag_memory_plan;
     if (strcmp(name, "num_threads") == 0) return g_num_threads > 0 ? g_num_threads : omp_get_max_threads();
-    oar_error(OAR_ERR_NOT_FOUND, "unknown flag '%s' (known: check_nan_inf, memory_plan, num_threads, profile)", name);
+    if (strcmp(name, "max_while_iterations") == 0) return oar_flag_max_while_iterations;
+    if (strcmp(name, "inference_max_while_iterations") == 0) return oar_flag_inference_max_while_iterations;
+    oar_error(OAR_ERR_NOT_FOUND, "unknown flag '%s' (known: check_nan_inf, inference_max_while_iterations, "
+              "max_while_iterations, memory_plan, num_threads, profile)", name);
     return -1;
 }

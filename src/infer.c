@@ -151,10 +151,36 @@ const oar_tensor_t *oar_ic_in_tensor(oar_infer_ctx_t *c, const char *slot, int i
 }
 
 /* ---- outputs ----------------------------------------------------------- */
+/* An output that is also an input of the op (written in place) keeps its
+ * element count and dtype: its kernel reads the input through the same
+ * tensor, so a new size or dtype would make it read past the old buffer
+ * or misread its bytes. */
+static int check_in_place(oar_infer_ctx_t *c, const oar_tensor_t *t, const char *slot, int i,
+                          const int64_t *dims, int ndim, int dtype) {
+    if (t->dtype < 0 || !t->buf) return OAR_OK;
+    const oar_prep_op_t *op = c->k->op;
+    bool aliased = false;
+    for (int s = 0; s < op->nins && !aliased; s++)
+        for (int a = 0; a < op->ins[s].n && !aliased; a++) {
+            int id = op->ins[s].ids[a];
+            aliased = id >= 0 && c->k->vars[id]->type == OAR_VAR_LOD_TENSOR && c->k->vars[id]->u.tensor == t;
+        }
+    if (!aliased) return OAR_OK;
+    int64_t n_new = 1, n_old = oar_tensor_numel_of(t);
+    for (int d = 0; d < ndim; d++) n_new = dims[d] == 0 || n_new == 0 ? 0 : (n_new > INT64_MAX / dims[d] ? -1 : n_new * dims[d]);
+    if (n_new == n_old && (dtype < 0 || dtype == t->dtype)) return OAR_OK;
+    char a[128], b[128];
+    return oar_ic_error(c, OAR_ERR_SHAPE, "output '%s' is also an input of the op (written in place), but would change "
+                        "from %s %s to %s %s; give the output a variable of its own", oar_ic_out_name(c, slot, i),
+                        oar_dtype_name(t->dtype), oar_shape_str(t->dims, t->ndim, a, sizeof a),
+                        oar_dtype_name(dtype >= 0 ? dtype : t->dtype), oar_shape_str(dims, ndim, b, sizeof b));
+}
+
 int oar_ic_set_out(oar_infer_ctx_t *c, const char *slot, int i, const int64_t *dims, int ndim, int dtype) {
     if (c->runtime) {
         oar_tensor_t *t = arg_tensor(c, slot, i, false);
         if (!t) return OAR_ERR_INVALID;
+        if (ndim >= 0 && ndim <= OAR_MAX_DIMS) OAR_TRY(check_in_place(c, t, slot, i, dims, ndim, dtype));
         for (int d = 0; d < ndim; d++)
             if (dims[d] < 0) {
                 char buf[128];

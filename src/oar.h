@@ -58,7 +58,8 @@ enum {
     OAR_ERR_NUMERIC = -9,    /* NaN/Inf found, division by zero */
     OAR_ERR_UNSUPPORTED = -10, /* no kernel for this place/dtype */
     OAR_ERR_DEVICE = -11,    /* a CUDA runtime/cuBLAS/cuDNN call failed */
-    OAR_ERR_COMM = -12       /* a collective failed: a worker died, timed out or differs */
+    OAR_ERR_COMM = -12,      /* a collective failed: a worker died, timed out or differs */
+    OAR_ERR_CANCELLED = -13  /* stopped by oar_executor_cancel / oar_predictor_cancel */
 };
 const char *oar_last_error(void);
 void oar_clear_error(void);
@@ -115,6 +116,28 @@ int oar_tensor_deserialize(const void *bytes, size_t n, size_t *consumed, oar_te
 /* files: atomic replace (temp + fsync + rename), and whole reads */
 int oar_file_write(const char *path, const void *data, size_t n);
 int oar_file_read(const char *path, void **data, size_t *n);  /* free with oar_free */
+/* 0 when path is a regular file; an error otherwise (never blocks: a FIFO or
+ * a device is refused without being opened for reading) */
+int oar_file_check_regular(const char *path);
+
+/* ---- checkpoint directories ---------------------------------------------
+ * A save of several files commits all or nothing: the files are written
+ * into a staging directory beside them, a commit record is written, and the
+ * files are renamed into place (a commit interrupted by a crash is completed
+ * by the next save or load; uncommitted staging directories are removed).
+ * Saves and loads of one directory hold a flock on it, so a load
+ * never sees two saves mixed. The files keep Fluid's layout. */
+typedef struct oar_ckpt oar_ckpt_t;
+/* locks dir (creating it), recovers, makes the staging directory */
+int oar_ckpt_begin_save(const char *dir, oar_ckpt_t **out);
+const char *oar_ckpt_stage_dir(const oar_ckpt_t *c);   /* write the files here */
+/* makes every file of the staging directory part of dir at once; always frees c */
+int oar_ckpt_commit(oar_ckpt_t *c);
+/* locks dir for reading and completes or removes an interrupted save; a
+ * directory that does not exist is not an error (the load reports it) */
+int oar_ckpt_begin_load(const char *dir, oar_ckpt_t **out);
+/* unlocks; drops an uncommitted staging directory; frees c (NULL is fine) */
+void oar_ckpt_end(oar_ckpt_t *c);
 
 /* ---- scopes and variables --------------------------------------------- */
 typedef struct oar_scope oar_scope_t;
@@ -171,6 +194,12 @@ oar_block_t *oar_program_block(oar_program_t *p, int idx); /* NULL if out of ran
 int oar_program_append_block(oar_program_t *p, int parent_idx, oar_block_t **out);
 uint64_t oar_program_version(const oar_program_t *p); /* bumps on every change */
 int oar_program_validate(const oar_program_t *p);
+/* Bounds every `while` op of p to n iterations (n > 0), or leaves the bound
+ * to the "max_while_iterations" flag (n = 0, the default; flag 0: none).
+ * The predictor and load_inference_model bound what they load by the
+ * "inference_max_while_iterations" flag. Not serialized. */
+int oar_program_set_max_while_iterations(oar_program_t *p, int64_t n);
+int64_t oar_program_max_while_iterations(const oar_program_t *p);
 
 int oar_block_idx(const oar_block_t *b);
 int oar_block_parent_idx(const oar_block_t *b);
@@ -299,6 +328,16 @@ void oar_executor_free(oar_executor_t *e);
 int oar_executor_run(oar_executor_t *e, oar_program_t *p, int block_idx, oar_scope_t *scope,
                      int nfeed, const char *const *feed_names, oar_tensor_t *const *feeds,
                      int nfetch, const char *const *fetch_names, oar_tensor_t **fetched);
+/* Asks the run in progress on e to stop; safe from another thread or a
+ * signal handler (it only sets an atomic flag). The run checks the flag
+ * between ops and between while iterations and fails with OAR_ERR_CANCELLED.
+ * Each new top-level run starts with the flag cleared. */
+void oar_executor_cancel(oar_executor_t *e);
+/* on = 1: SIGINT (Ctrl-C) cancels every run in progress instead of ending
+ * the process (the REPL); on = 0 restores the previous handler */
+int oar_sigint_cancels_runs(int on);
+int oar_interrupt_pending(void);   /* a SIGINT arrived since the last clear */
+void oar_interrupt_clear(void);
 
 /* ---- flags ------------------------------------------------------------- */
 int oar_set_flag(const char *name, int64_t value);  /* "check_nan_inf", "num_threads" */
@@ -370,6 +409,8 @@ int oar_comm_finalize(void);
 int oar_program_hash(const oar_program_t *p, uint64_t *hash);
 /* Checks that every worker runs a program with the same hash (collective). */
 int oar_comm_check_program(const oar_program_t *p, const char *who);
+/* oar_executor_cancel for the predictor's run in progress */
+void oar_predictor_cancel(oar_predictor_t *p);
 
 /* OAR_FFI_END */
 

@@ -12,6 +12,7 @@
 #include "error.h"
 #include "tensor.h"
 #include "tensor_io.h"
+#include "bounded.h"
 
 #define MODEL_LIMIT ((size_t)1 << 30)
 #define PARAMS_LIMIT ((size_t)1 << 36)
@@ -127,7 +128,12 @@ static int load_params(oar_predictor_t *p, const char *dir, const char *combined
     if (combined) {
         uint8_t *data = NULL;
         size_t size = 0, at = 0;
-        rc = oar_file_read_all(combined, PARAMS_LIMIT, &data, &size);
+        size_t limit = 0;   /* the declared shapes bound the file */
+        for (int i = 0; i < n && limit < PARAMS_LIMIT; i++) {
+            size_t one = oar_record_max_bytes(params[i]->dims, params[i]->ndim);
+            limit = one >= PARAMS_LIMIT - limit ? PARAMS_LIMIT : limit + one;
+        }
+        rc = oar_file_read_all(combined, limit, &data, &size);
         if (rc == OAR_OK) rc = oar_crc_sidecar_check(combined, data, size);
         for (int i = 0; i < n && rc == OAR_OK; i++) {
             size_t used = 0;
@@ -153,7 +159,9 @@ static int load_params(oar_predictor_t *p, const char *dir, const char *combined
             uint8_t *data = NULL;
             size_t size = 0, used = 0;
             oar_tensor_t *t = NULL;
-            rc = file ? oar_file_read_all(file, PARAMS_LIMIT, &data, &size) : OAR_ERR_NOMEM;
+            size_t limit = oar_record_max_bytes(params[i]->dims, params[i]->ndim);
+            rc = file ? oar_file_read_all(file, limit < PARAMS_LIMIT ? limit : PARAMS_LIMIT, &data, &size)
+                      : OAR_ERR_NOMEM;
             if (rc == OAR_OK) rc = oar_tensor_read_record(data, size, &used, file, &t);
             if (rc == OAR_OK && used != size) rc = oar_error(OAR_ERR_FORMAT, "'%s' has trailing bytes", file);
             if (rc == OAR_OK) rc = check_param(params[i], t, file);
@@ -186,17 +194,22 @@ int oar_predictor_load_files(const char *model_path, const char *params_path, oa
     if (!p) return OAR_ERR_NOMEM;
     uint8_t *bytes = NULL;
     size_t n = 0;
-    int rc = oar_file_read_all(model_path, MODEL_LIMIT, &bytes, &n);
+    /* no load while a save of the directory is half done */
+    char *model_dir = dir_of(model_path);
+    oar_ckpt_t *lock = NULL;
+    int rc = model_dir ? oar_ckpt_begin_load(model_dir, &lock) : OAR_ERR_NOMEM;
+    if (rc == OAR_OK) rc = oar_file_read_all(model_path, MODEL_LIMIT, &bytes, &n);
     if (rc == OAR_OK) rc = oar_program_parse_model(bytes, n, &p->program);
-    if (rc != OAR_OK) oar_error_prefix("%s: ", model_path);
+    if (rc != OAR_OK && model_dir) oar_error_prefix("%s: ", model_path);
     free(bytes);
+    /* a loaded model may not loop forever */
+    if (rc == OAR_OK)
+        rc = oar_program_set_max_while_iterations(p->program, oar_flag_inference_max_while_iterations);
     if (rc == OAR_OK) rc = strip_feed_fetch(p);
     if (rc == OAR_OK) rc = oar_scope_new(&p->scope);
-    if (rc == OAR_OK) {
-        char *dir = dir_of(model_path);
-        rc = dir ? load_params(p, dir, params_path) : OAR_ERR_NOMEM;
-        free(dir);
-    }
+    if (rc == OAR_OK) rc = load_params(p, model_dir, params_path);
+    if (lock) oar_ckpt_end(lock);
+    free(model_dir);
     if (rc == OAR_OK) rc = oar_executor_new(OAR_PLACE_CPU, 0, &p->exe);
     if (rc == OAR_OK) {
         p->inputs = oar_xcalloc((size_t)p->nfeed, sizeof *p->inputs);
@@ -366,6 +379,10 @@ int oar_predictor_get_output_ex(oar_predictor_t *p, int index, int *dtype, const
     if (lod) *lod = t->lod_levels > 0 ? (const uint64_t *)t->lod[t->lod_levels - 1] : NULL;
     if (lod_len) *lod_len = t->lod_levels > 0 ? (int)t->lod_size[t->lod_levels - 1] : 0;
     return OAR_OK;
+}
+
+void oar_predictor_cancel(oar_predictor_t *p) {
+    if (p) oar_executor_cancel(p->exe);
 }
 
 void oar_predictor_free(oar_predictor_t *p) {

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "device.h"
+#include "desc_check.h"
 #include "exec.h"
 #include "strmap.h"
 
@@ -125,6 +126,12 @@ static int prepare_op(int place, oar_block_t *b, names_builder_t *nb, int i, oar
     if (!op->context) return OAR_ERR_NOMEM;
     op->def = oar_registry_op(d->type);
     if (!op->def) return oar_error(OAR_ERR_NOT_FOUND, "%s: unknown op type '%s'", op->context, d->type);
+    /* an op that bypassed insertion and parsing (oar_block_insert_op_raw) is
+     * checked here, once per prepare: its kernel trusts slots and ranges */
+    if (oar_op_check_def_const(d, op->def) != OAR_OK) {
+        oar_error_prefix("%s: ", op->context);
+        return OAR_ERR_INVALID;
+    }
     OAR_TRY(prepare_slots(nb, op->def->inputs, d->inputs, d->ninputs, &op->ins, &op->nins));
     OAR_TRY(prepare_slots(nb, op->def->outputs, d->outputs, d->noutputs, &op->outs, &op->nouts));
     if (op->def->attrs_size) {

@@ -208,7 +208,21 @@ static int tensor_make(int dtype, const int64_t *dims, int ndim, const void *dat
     t->ndim = ndim;
     if (ndim > 0) memcpy(t->dims, dims, (size_t)ndim * sizeof *dims);
     if (copy && bytes > 0) memcpy(t->buf->data, data, bytes);
+    if (copy) oar_tensor_normalize_bool(t);
     *out = t;
+    return OAR_OK;
+}
+
+/* A C bool holding a byte other than 0 or 1 is undefined behaviour in every
+ * kernel that reads it: bytes coming from outside become 0 or 1. */
+int oar_tensor_normalize_bool(oar_tensor_t *t)
+{
+    if (!t || t->dtype != OAR_BOOL || !t->buf || !t->buf->data || t->buf->place != OAR_PLACE_CPU) return OAR_OK;
+    int64_t n = oar_tensor_numel_of(t);
+    if (n < 0 || (size_t)n > t->buf->bytes) return OAR_OK;
+    uint8_t *p = t->buf->data;
+    for (int64_t i = 0; i < n; i++)
+        if (p[i] > 1) p[i] = 1;
     return OAR_OK;
 }
 
@@ -491,6 +505,9 @@ int oar_tensor_set_lod(oar_tensor_t *t, int nlevels, const int64_t *const *offse
                              "LoD level %d ends at %lld but level %d holds %lld sequences",
                              l, (long long)o[n - 1], l + 1, (long long)(sizes[l + 1] - 1));
     }
+    /* a rank-0 tensor with data is one value: it has no rows a LoD could cut */
+    if (nlevels > 0 && t->ndim == 0 && (t->dtype >= 0 || oar_tensor_has_data(t)))
+        return oar_error(OAR_ERR_SHAPE, "a LoD needs a tensor of rank 1 or more; this one is a scalar (rank 0)");
     if (nlevels > 0 && t->ndim > 0) {
         int64_t last = offsets[nlevels - 1][sizes[nlevels - 1] - 1];
         if (last != t->dims[0]) {

@@ -55,6 +55,8 @@ int oar_tensor_share(oar_tensor_t *t, const oar_tensor_t *src);
 /* deep copy of data, dims and LoD into existing t; the data stays on src's place */
 int oar_tensor_copy_into(oar_tensor_t *t, const oar_tensor_t *src);
 int oar_tensor_copy_lod(oar_tensor_t *dst, const oar_tensor_t *src);
+/* bytes of a host bool tensor other than 0/1 become 1 (always OAR_OK) */
+int oar_tensor_normalize_bool(oar_tensor_t *t);
 void oar_tensor_clear_lod(oar_tensor_t *t);
 /* drops buffer and LoD, keeps the object */
 void oar_tensor_reset(oar_tensor_t *t);

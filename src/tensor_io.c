@@ -293,7 +293,8 @@ int oar_crc_sidecar_remove(const char *path) {
     char *side = sidecar_path(path);
     if (!side) return OAR_ERR_NOMEM;
     int rc = OAR_OK;
-    if (unlink(side) != 0 && errno != ENOENT)
+    /* a name too long for a sidecar never had one */
+    if (unlink(side) != 0 && errno != ENOENT && errno != ENAMETOOLONG)
         rc = oar_error(OAR_ERR_IO, "cannot remove the stale checksum file '%s': %s", side, strerror(errno));
     free(side);
     return rc;
@@ -304,6 +305,9 @@ int oar_crc_sidecar_write(const char *path, const void *data, size_t n) {
     if (!side) return OAR_ERR_NOMEM;
     char line[96];
     int len = snprintf(line, sizeof line, "oar-crc32 1 %zu %08x\n", n, oar_crc32(0, data, n));
+    /* a file name within 4 bytes of NAME_MAX cannot have a sidecar: it is saved unchecked */
+    const char *base = strrchr(side, '/');
+    if (strlen(base ? base + 1 : side) > 255) { free(side); return OAR_OK; }
     int rc = oar_file_write_atomic(side, line, (size_t)len);
     free(side);
     return rc;
@@ -335,4 +339,23 @@ int oar_crc_sidecar_check(const char *path, const void *data, size_t n) {
     }
     free(side);
     return rc;
+}
+
+/* The most bytes a record of a tensor declared with dims can take: data at
+ * 8 bytes an element (any dtype, load_as_fp16 included), a LoD of at most
+ * OAR_MAX_LOD levels of rows+1 offsets, the headers, a TensorDesc and the
+ * trailer. SIZE_MAX when a dim is unknown (the file size is then the bound). */
+size_t oar_record_max_bytes(const int64_t *dims, int ndim)
+{
+    if (ndim < 0 || ndim > OAR_MAX_DIMS) return SIZE_MAX;
+    int64_t numel = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (dims[i] < 0) return SIZE_MAX;
+        if (dims[i] != 0 && numel > INT64_MAX / 16 / dims[i]) return SIZE_MAX;
+        numel *= dims[i];
+    }
+    int64_t rows = ndim > 0 ? dims[0] : 1;
+    if (rows > INT64_MAX / 64 / OAR_MAX_LOD) return SIZE_MAX;
+    uint64_t total = (uint64_t)numel * 8 + (uint64_t)OAR_MAX_LOD * ((uint64_t)rows + 2) * 8 + 4096;
+    return total > SIZE_MAX / 2 ? SIZE_MAX : (size_t)total;
 }

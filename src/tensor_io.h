@@ -33,4 +33,7 @@ int oar_file_read_all(const char *path, size_t max_bytes, uint8_t **data, size_t
  * directory: a crash leaves either the old file or the new one. */
 int oar_file_write_atomic(const char *path, const void *data, size_t n);
 uint32_t oar_crc32(uint32_t crc, const void *data, size_t n);
+/* the most bytes one record of a tensor declared with these dims can take
+ * (SIZE_MAX when a dim is unknown): loads read no more than the program declares */
+size_t oar_record_max_bytes(const int64_t *dims, int ndim);
 #endif

@@ -17,7 +17,8 @@ static int64_t sat_int(double v, double lo, double hi)
 {
     if (v != v) return 0;
     if (v <= lo) return (int64_t)lo;
-    if (v >= hi) return (int64_t)hi;
+    /* hi of int64 is 2^63 as a double, one past INT64_MAX: never convert it */
+    if (v >= hi) return hi >= 9223372036854775807.0 ? INT64_MAX : (int64_t)hi;
     return (int64_t)v;
 }
 

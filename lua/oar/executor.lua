@@ -167,6 +167,16 @@ function Executor:run(program, opts)
   return results
 end
 
+-- Asks the run in progress to stop (it fails with "the run was cancelled");
+-- for Ctrl-C, oar.executor.sigint_cancels_runs(true) makes SIGINT do this.
+function Executor:cancel()
+  if self.handle ~= nil then C.oar_executor_cancel(self.handle) end
+end
+
+function M.sigint_cancels_runs(on)
+  if C.oar_sigint_cancels_runs(on and 1 or 0) ~= 0 then raise("sigint_cancels_runs: " .. lib.last_error()) end
+end
+
 function Executor:__tostring() return "Executor(" .. tostring(self.place) .. ")" end
 
 require("oar.framework")._guard_methods(Executor, function(x) return getmetatable(x) == Executor end, "Executor", {})

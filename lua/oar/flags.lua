@@ -20,7 +20,8 @@ local raise = require("oar.framework").raise
 local M = {}
 
 --- The names of the flags, in alphabetical order.
-M.KNOWN = { "check_nan_inf", "num_threads", "profile" }
+M.KNOWN = { "check_nan_inf", "inference_max_while_iterations", "max_while_iterations", "memory_plan",
+            "num_threads", "profile" }
 
 local function flag_name(name, who)
   if type(name) ~= "string" then

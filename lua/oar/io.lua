@@ -48,6 +48,7 @@ char *strerror(int errnum);
 local raise, describe = framework.raise, framework.describe
 local Program = framework.Program
 
+local ckpt = require("oar.checkpoint_dir")
 local M = {}
 
 --- The name under which checkpoints keep the random generator's state.
@@ -100,6 +101,9 @@ local function check_filename(f, who, what)
   if f:find("/", 1, true) or f == "." or f == ".." then
     raise(string.format("%s: '%s' must name a file inside dirname, not a path ('%s')", who, what, f))
   end
+  if f:sub(1, 5) == ".oar-" then   -- the lock, commit record and staging dirs of oar.checkpoint_dir
+    raise(string.format("%s: '%s' ('%s') starts with '.oar-', which oar reserves for its own files", who, what, f))
+  end
 end
 
 local function check_program(p, who)
@@ -142,10 +146,9 @@ local function mkdir_p(dir, who)
   end
 end
 
-local function file_exists(path)
-  local f = io.open(path, "rb")
-  if f then f:close() return true end
-  return false
+-- (a FIFO or a device is an error, never a hang: checked without opening it for reading)
+local function file_exists(path, who)
+  return ckpt.regular_file(path, who or "io")
 end
 
 -- An error from a nested call, re-raised at the user's line with `who` in front.
@@ -324,7 +327,7 @@ end
 -- The save program runs against a fresh scope that shares the tensors, so
 -- nothing is created in the user's scope and a missing value is an error
 -- here rather than an empty variable there.
-local function save_core(who, exe, dirname, vars, filename, scope, extra)
+local function save_core(who, exe, dirname, vars, filename, scope, extra, stage)
   local specs, snapshot = {}, scope_mod.new()
   for _, v in ipairs(vars) do
     local name = rawget(v, "name")
@@ -350,9 +353,16 @@ local function save_core(who, exe, dirname, vars, filename, scope, extra)
   end
   if #specs == 0 then return 0 end
   if filename then names_sorted(specs) end
-  local prog = build_program(specs, dirname, filename, "save", "save_combine", "X")
-  mkdir_p(dirname, who)
-  run(exe, prog, snapshot, who)
+  -- every file of the save goes into a staging dir and is committed as one
+  -- (stage given: the caller's save, which commits more files with these)
+  local function write(dir)
+    run(exe, build_program(specs, dir, filename, "save", "save_combine", "X"), snapshot, who)
+  end
+  if stage then write(stage)
+  else
+    mkdir_p(dirname, who)
+    ckpt.saving(dirname, who, write)
+  end
   return #specs
 end
 
@@ -377,7 +387,12 @@ end
 
 -- Loads `vars` into `scope`; with_rng: nil (no generator state), "optional"
 -- (restore it when the checkpoint holds one).
-local function load_core(who, exe, dirname, vars, filename, scope, with_rng)
+local function load_core(who, exe, dirname, vars, filename, scope, with_rng, locked)
+  if not locked then   -- under the directory's lock: never half of one save and half of another
+    return ckpt.loading(dirname, who, function()
+      return load_core(who, exe, dirname, vars, filename, scope, with_rng, true)
+    end)
+  end
   local specs = {}
   for _, v in ipairs(vars) do
     if not filename then check_filename(rawget(v, "name"), who, "variable name") end
@@ -385,7 +400,7 @@ local function load_core(who, exe, dirname, vars, filename, scope, with_rng)
   end
   if filename then
     local path = join(dirname, filename)
-    if not file_exists(path) then
+    if not file_exists(path, who) then
       raise(string.format("%s: cannot open '%s': no such file", who, path))
     end
   end
@@ -393,7 +408,7 @@ local function load_core(who, exe, dirname, vars, filename, scope, with_rng)
   local rng_spec = { name = RNG, dtype = "int64", shape = { 4 }, persistable = true }
   local loaded, err
   if with_rng and not filename then
-    if file_exists(join(dirname, RNG)) then specs[#specs + 1] = rng_spec end
+    if file_exists(join(dirname, RNG), who) then specs[#specs + 1] = rng_spec end
     if #specs == 0 then return 0 end
     loaded, err = try_load(exe, dirname, specs, nil)
   elseif with_rng then
@@ -401,8 +416,11 @@ local function load_core(who, exe, dirname, vars, filename, scope, with_rng)
     with[#with + 1] = rng_spec
     loaded, err = try_load(exe, dirname, names_sorted(with), filename)
     if not loaded and #specs > 0 then
-      local plain = try_load(exe, dirname, names_sorted(specs), filename)
-      if plain then loaded, err = plain, nil end
+      local plain, perr = try_load(exe, dirname, names_sorted(specs), filename)
+      if plain then loaded, err = plain, nil
+      -- both failed: the file's real problem is what the plain read met, unless
+      -- that read stopped short of a trailing state record
+      elseif not tostring(perr):find("bytes after the", 1, true) then err = perr end
     end
   else
     if #specs == 0 then return 0 end
@@ -750,10 +768,13 @@ function M.save_inference_model(dirname, feeded_var_names, target_vars, executor
   -- parameters first, then __model__: a directory with a model has its parameters
   local params = filter_vars(pruned, M.is_persistable)
   mkdir_p(o.dirname, who)
-  save_core(who, o.executor, o.dirname, params, o.params_filename, scope)
   local bytes = pruned:serialize()
-  local path = join(o.dirname, model_filename)
-  if C.oar_file_write(path, bytes, #bytes) ~= 0 then raise(who .. ": " .. lib.last_error()) end
+  -- the parameters and __model__ are committed as one (oar.checkpoint_dir)
+  ckpt.saving(o.dirname, who, function(stage)
+    save_core(who, o.executor, o.dirname, params, o.params_filename, scope, nil, stage)
+    local path = join(stage, model_filename)
+    if C.oar_file_write(path, bytes, #bytes) ~= 0 then raise(who .. ": " .. lib.last_error()) end
+  end)
   return targets
 end
 
@@ -765,6 +786,7 @@ local function read_file(path, who)
   return s
 end
 
+local load_model
 --- Loads an inference model written by `save_inference_model`: its
 -- program, and its parameters into the scope.
 -- Also `load_inference_model{dirname=, executor=, model_filename=, params_filename=, scope=}`.
@@ -803,9 +825,16 @@ function M.load_inference_model(dirname, executor, model_filename, params_filena
   check_filename(model_filename, who, "model_filename")
   if o.params_filename ~= nil then check_filename(o.params_filename, who, "params_filename") end
 
+  return ckpt.loading(o.dirname, who, function() return load_model(who, o, scope, model_filename) end)
+end
+
+-- load_inference_model's work, under the directory's lock
+function load_model(who, o, scope, model_filename)
   -- Fluid directories, Paddle 2.x/3.x prefixes and model files (oar.io_paddle)
   local path, params_dir, params_filename = io_paddle.resolve(o.dirname, o.model_filename, o.params_filename, who)
   local prog = io_paddle.parse_model(read_file(path, who), path, who)
+  -- a loaded model may not loop forever (flag inference_max_while_iterations)
+  C.oar_program_set_max_while_iterations(prog.handle, C.oar_get_flag("inference_max_while_iterations"))
 
   local block = prog:global_block()
   local feeds, fetches = {}, {}
@@ -847,7 +876,7 @@ function M.load_inference_model(dirname, executor, model_filename, params_filena
   remove_feed_fetch(prog)
 
   local params = filter_vars(prog, M.is_persistable)
-  load_core(who, o.executor, params_dir, params, params_filename, scope)
+  load_core(who, o.executor, params_dir, params, params_filename, scope, nil, true)
   local fetch_targets = {}
   for i, n in ipairs(fetches) do fetch_targets[i] = block:var(n) end
   return prog, feeds, fetch_targets

@@ -22,13 +22,26 @@ local function join(dir, name)
   return dir .. "/" .. name
 end
 
+pcall(ffi.cdef, [[
+void *oar_io_paddle_opendir(const char *name) __asm__("opendir");
+int oar_io_paddle_closedir(void *dir) __asm__("closedir");
+]])
+
+local function is_dir(path)
+  local d = ffi.C.oar_io_paddle_opendir(path)
+  if d == nil then return false end
+  ffi.C.oar_io_paddle_closedir(d)
+  return true
+end
+
+-- true when path is something to load: a regular file (never opened here,
+-- so a FIFO cannot block); anything else that is there (a FIFO, a device)
+-- counts as present, and the read that follows refuses it by name
 local function exists(path)
-  local f = io.open(path, "rb")
-  if not f then return false end
-  -- a directory opens on Linux but does not read ("Is a directory")
-  local data, err = f:read(0)
-  f:close()
-  return data ~= nil or err == nil
+  local rc = lib.C.oar_file_check_regular(path)
+  if rc == 0 then return true end
+  if rc == -2 then return false end          -- OAR_ERR_NOT_FOUND
+  return not is_dir(path)
 end
 
 local function split(path)

@@ -74,8 +74,13 @@ function M.new()
 end
 
 -- A variable of `scope`; holds the scope so the variable outlives no owner.
+-- It also remembers the scope that holds it and its name: Scope:erase frees
+-- a variable, and every use of the handle checks that it is still there.
 local function wrap_var(scope, ptr)
-  return setmetatable({ scope = scope, handle = ptr }, ScopeVar)
+  local owner = scope.handle
+  local name = ffi.string(C.oar_variable_name(ptr))
+  while owner ~= nil and C.oar_scope_find_local(owner, name) ~= ptr do owner = C.oar_scope_parent(owner) end
+  return setmetatable({ scope = scope, handle = ptr, _owner = owner, _name = name }, ScopeVar)
 end
 
 --- Methods of a Scope.
@@ -195,6 +200,11 @@ local kind_names = {
 
 local function check_var(v, who)
   if getmetatable(v) ~= ScopeVar then raise(who .. ": call it with ':' on a scope variable") end
+  local owner = rawget(v, "_owner")
+  if owner == nil or C.oar_scope_find_local(owner, v._name) ~= v.handle then
+    raise(string.format("%s: scope variable '%s' was erased from its scope (Scope:erase); get it again with "
+      .. "scope:var or scope:find_var", who, tostring(v._name)))
+  end
 end
 
 --- The variable's name.
@@ -275,6 +285,8 @@ function ScopeVar:array_get(i)
 end
 
 function ScopeVar:__tostring()
+  local ok = pcall(check_var, self, "tostring")
+  if not ok then return "ScopeVariable(" .. tostring(rawget(self, "_name")) .. ", erased)" end
   return "ScopeVariable(" .. self:name() .. ", " .. self:type() .. ")"
 end
 

@@ -85,6 +85,17 @@ static inline void oar_bplan_make(oar_bplan_t *p, const int64_t *od, const int64
     int64_t n[OAR_MAX_DIMS], xs[OAR_MAX_DIMS], ys[OAR_MAX_DIMS];
     int k = 0;
     p->x_full = p->y_full = true;
+    /* an empty output: nothing to walk (and the other dims' product may
+     * overflow int64 where the zero has not yet been multiplied in) */
+    for (int i = 0; i < nd; i++)
+        if (od[i] == 0) {
+            for (int j = 0; j < nd; j++) {
+                if (xp[j] != od[j]) p->x_full = false;
+                if (yp[j] != od[j]) p->y_full = false;
+            }
+            p->nd = 1; p->n[0] = 0; p->xs[0] = 1; p->ys[0] = 1; p->total = 0;
+            return;
+        }
     /* walk from the innermost dim, computing contiguous strides per operand */
     for (int i = nd - 1; i >= 0; i--) {
         int64_t o = od[i];

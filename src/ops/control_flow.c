@@ -21,6 +21,8 @@
  * (parameters) are summed over steps into the outer X@GRAD. Array gradients
  * are accumulated item by item in the outer array (see array_ops.c). */
 #include "op.h"
+#include "exec.h"
+#include "bounded.h"
 #include "scope.h"
 #include "lod_plumbing.h"
 
@@ -615,10 +617,18 @@ static int while_run(oar_kernel_ctx_t *k)
     OAR_TRY(steps_of(k, oar_k_out_var(k, "StepScopes", 0), "StepScopes", &keep));
     if (keep) oar_step_scopes_clear(keep);
     if (oar_attr_b(oar_k_op(k), "is_test")) keep = NULL;
+    const oar_program_t *prog = oar_k_program(k);
+    int64_t limit = prog && prog->max_while_iterations > 0 ? prog->max_while_iterations
+                                                          : oar_flag_max_while_iterations;
     for (long long step = 0;; step++) {
         bool go = false;
         OAR_TRY(scalar_cond(k, "Condition", 0, &go));
         if (!go) return OAR_OK;
+        OAR_TRY(oar_executor_check_cancel(k->exe));
+        if (limit > 0 && step >= limit)
+            return oar_k_error(k, OAR_ERR_RANGE, "the loop is still running after %lld iterations, its limit "
+                               "(flag max_while_iterations, or inference_max_while_iterations for a loaded "
+                               "model); raise it with oar.set_flags if the model needs more", (long long)limit);
         int rc = run_child(k, block, "Out", keep);
         if (rc != OAR_OK) {
             oar_error_prefix("step %lld: ", step);

@@ -128,7 +128,15 @@ static int run_load(oar_kernel_ctx_t *k) {
     bool as_fp16 = oar_attr_b(oar_k_op(k), "load_as_fp16");
     uint8_t *data = NULL;
     size_t size = 0;
-    OAR_TRY(oar_file_read_all(path, LOAD_LIMIT, &data, &size));
+    /* the declared shapes bound the file: a huge file is refused before it is read */
+    size_t limit = 0;
+    oar_block_t *blk = oar_program_block(oar_k_program(k), k->prep->block_idx);
+    for (int i = 0; i < n && limit < LOAD_LIMIT; i++) {
+        const oar_var_desc_t *v = blk ? oar_block_find_var_recursive(blk, oar_k_out_name(k, "Out", i)) : NULL;
+        size_t one = v ? oar_record_max_bytes(v->dims, v->ndim) : SIZE_MAX;
+        limit = one >= LOAD_LIMIT - limit ? LOAD_LIMIT : limit + one;
+    }
+    OAR_TRY(oar_file_read_all(path, limit, &data, &size));
     int crc_rc = oar_crc_sidecar_check(path, data, size);
     if (crc_rc != OAR_OK) {
         char msg[512];

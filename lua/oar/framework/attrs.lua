@@ -263,8 +263,15 @@ function Block:prepend_op(spec) return self:_insert_op(0, spec, "Block:prepend_o
 Block._prepend_op = Block.prepend_op
 
 function Block:_remove_op(i)
+  local ptr = type(i) == "number" and i >= 0 and i < self:num_ops() and C.oar_block_op_at(self:_ptr(), i) or nil
   if C.oar_block_remove_op(self:_ptr(), i) ~= 0 then raise("Block:_remove_op: " .. lib.last_error()) end
-  for k in pairs(self._ops) do self._ops[k] = nil end
+  for k, op in pairs(self._ops) do
+    if rawget(op, "handle") == ptr then   -- freed: every later use of the Operator is refused
+      op._removed = true
+      op.handle = nil
+    end
+    self._ops[k] = nil
+  end
 end
 
 function Block:_remove_var(name)

@@ -24,6 +24,10 @@ local op_getters = {
   end,
 }
 
+op_getters.handle = function(op)   -- only reached once Block:_remove_op dropped the handle
+  if rawget(op, "_removed") then raise("Operator: the op was removed from its block (Block:_remove_op)") end
+end
+
 Operator.__index = function(op, k)
   local g = op_getters[k]
   if g then return g(op) end
@@ -32,6 +36,7 @@ end
 
 local function check_op(op, who)
   if not is_operator(op) then raise("Operator:" .. who .. ": call it with ':' on an Operator") end
+  if rawget(op, "_removed") then raise("Operator:" .. who .. ": the op was removed from its block (Block:_remove_op)") end
 end
 
 local function slot_args(op, slot, count_fn, arg_fn)
