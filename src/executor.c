@@ -225,7 +225,7 @@ static void arm_inplace(oar_kernel_ctx_t *k, const unsigned char *keep) {
 static void release_dead(const oar_prep_op_t *op, oar_variable_t **vars, const unsigned char *keep) {
     for (int r = 0; r < op->nrelease; r++) {
         int id = op->release[r];
-        if (!keep[id]) oar_variable_clear(vars[id]);
+        if (!keep[id]) oar_variable_recycle(vars[id]);
     }
 }
 
@@ -420,7 +420,7 @@ static int bind_once(oar_prepared_t *p, oar_scope_t *scope) {
  * cleared (its payload dropped, the variable kept for the next run) and the
  * scopes control flow kept for backward are dropped. */
 static void clear_local(oar_scope_t *local) {
-    for (int i = 0; i < local->nvars; i++) oar_variable_clear(local->vars[i]);
+    for (int i = 0; i < local->nvars; i++) oar_variable_recycle(local->vars[i]);
     oar_scope_drop_kids(local);
 }
 
@@ -493,6 +493,11 @@ int oar_executor_run(oar_executor_t *e, oar_program_t *prog, int block_idx, oar_
     for (int i = 0; rc == OAR_OK && i < nfetch; i++) {
         int id = oar_prepared_find(p, fetch_names[i]);
         rc = fetch_one(local, fetch_names[i], id >= 0 && p->persistable[id], &fetched[i]);
+        /* a variable the program declares 0-D (Paddle 2.5+ scalars) keeps its rank */
+        if (rc == OAR_OK && fetched[i]->ndim == 1 && fetched[i]->dims[0] == 1) {
+            const oar_var_desc_t *vd = oar_block_find_var_recursive(oar_program_block(prog, block_idx), fetch_names[i]);
+            if (vd && vd->ndim == 0) fetched[i]->ndim = 0;
+        }
         /* a fetch never aliases a feed: writing into the result must not change the input */
         for (int j = 0; rc == OAR_OK && j < nfeed; j++)
             if (fetched[i]->buf && fetched[i]->buf == feeds[j]->buf) {

@@ -94,10 +94,28 @@ void oar_variable_clear(oar_variable_t *v)
     }
 }
 
+void oar_variable_recycle(oar_variable_t *v)
+{
+    if (!v) return;
+    oar_tensor_t *t = v->type == OAR_VAR_LOD_TENSOR ? v->u.tensor : NULL;
+    if (!t || v->spare || __atomic_load_n(&t->refcount, __ATOMIC_ACQUIRE) != 1) {
+        oar_variable_clear(v);
+        return;
+    }
+    oar_tensor_reset(t);
+    t->dtype = -1;
+    t->ndim = 0;
+    memset(t->dims, 0, sizeof t->dims);
+    v->spare = t;
+    v->type = 0;
+    v->u.tensor = NULL;
+}
+
 void oar_variable_free(oar_variable_t *v)
 {
     if (!v) return;
     oar_variable_clear(v);
+    oar_tensor_free(v->spare);
     free(v->name);
     free(v);
 }
@@ -121,8 +139,9 @@ static int var_tensor(oar_variable_t *v, oar_tensor_t **out)
     bool exists = false;
     OAR_TRY(check_kind(v, OAR_VAR_LOD_TENSOR, &exists));
     if (!exists) {
-        oar_tensor_t *t;
-        OAR_TRY(oar_tensor_new_empty(&t));
+        oar_tensor_t *t = v->spare;
+        v->spare = NULL;
+        if (!t) OAR_TRY(oar_tensor_new_empty(&t));
         v->u.tensor = t;
         v->type = OAR_VAR_LOD_TENSOR;
     }

@@ -36,6 +36,7 @@ struct oar_variable {
         oar_step_scopes_t *steps;       /* STEP_SCOPES */
         oar_rank_table_t *rank;         /* LOD_RANK_TABLE */
     } u;
+    oar_tensor_t *spare;                /* a cleared tensor kept for reuse (executor runs) */
 };
 
 oar_variable_t *oar_variable_new(const char *name, oar_scope_t *owner);
@@ -53,4 +54,7 @@ void oar_step_scopes_clear(oar_step_scopes_t *s);
 int oar_step_scopes_push(oar_step_scopes_t *s, oar_scope_t *scope); /* retains */
 /* drops whatever payload the variable holds; it becomes empty */
 void oar_variable_clear(oar_variable_t *v);
+/* the same, but a tensor nobody else holds is reset and kept for the next
+ * oar_var_tensor (a bound executor clears its variables every run) */
+void oar_variable_recycle(oar_variable_t *v);
 #endif
