@@ -1,18 +1,36 @@
 # oar — one build for everything: the CPU runtime always, CUDA kernels when nvcc is found.
-# luarocks (build.type "make") passes CFLAGS/LIBFLAG/LUA_INCDIR for the build and
-# INST_LIBDIR/INST_LUADIR for install; both work by hand too:  make && make test
+# luarocks (build.type "make") passes LIBFLAG/LUA_INCDIR/OAR_VERSION for the build and
+# INST_LIBDIR/INST_LUADIR/INST_BINDIR for install; both work by hand too:  make && make test
+#
+# Output: one short line per step ("  CC  src/scope.c"); `make V=1` shows the commands.
+# Warnings are errors only in CI (CI=true or WERROR=1; .ci/run sets it): a user's
+# build never fails on a warning from a newer compiler.
+# CPPFLAGS, CFLAGS and LDFLAGS from the command line or the environment are honoured
+# (they come after oar's own flags, so `make CFLAGS="-O0 -g"` wins).
+# Header dependencies come from the compiler (-MMD -MP, the .d files included below).
 
 CC       ?= gcc
-CFLAGS   ?= -O2 -fPIC
+CFLAGS   ?=
 OPT      ?= -O3 -march=native
-OAR_CFLAGS = -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -fPIC $(OPT) -fopenmp \
+ifneq ($(filter 1,$(WERROR))$(filter true,$(CI)),)
+WARN_ERR = -Werror
+endif
+OAR_CFLAGS = -std=c11 -Wall -Wextra $(WARN_ERR) -D_GNU_SOURCE -fPIC $(OPT) -fopenmp \
              -fno-math-errno -Isrc -Ibuild $(OPENBLAS_INC) $(EXTRA_CFLAGS)
+DEPFLAGS = -MMD -MP
 OPENBLAS_INC ?= -I/usr/include/x86_64-linux-gnu/openblas-pthread -I/usr/include/openblas
 LIBS     = -lprotobuf-c -lopenblas -lm -lpthread -fopenmp
 # never unmapped by dlclose: LuaJIT closes its ffi.load'ed libraries at lua_close
 # (busted exits with os.exit(code, true)), and unmapping libgomp under its idle
 # OpenMP worker threads crashes the process on exit
 LIBS     += -Wl,-z,nodelete
+
+# quiet by default: `$(Q)` hides a command, `$(call say,CC,file)` prints its short form
+V ?= 0
+ifeq ($(V),0)
+Q   = @
+say = @printf '  %-5s %s\n' '$(1)' '$(2)';
+endif
 
 # CUDA: built when nvcc exists (PATH or /usr/local/cuda), unless NO_CUDA=1
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ( [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc ))
@@ -38,43 +56,59 @@ NVCCFLAGS ?= -O3 -Xcompiler -fPIC -std=c++17 -Isrc -Ibuild -arch=sm_80
 
 LIB      = $(BUILD)/liboar.so
 CDEF     = lua/oar/cdef.lua
+LAUNCHER = $(BUILD)/oar
 
 .PHONY: all lib test install clean fuzz bench
-all: $(LIB) $(CDEF)
+all: $(LIB) $(CDEF) $(LAUNCHER)
 lib: $(LIB)
 
 $(BUILD)/framework.pb-c.c $(BUILD)/framework.pb-c.h: proto/framework.proto
 	@mkdir -p $(BUILD)
-	protoc-c --c_out=$(BUILD) -Iproto proto/framework.proto
+	$(call say,PROTO,$<)protoc-c --c_out=$(BUILD) -Iproto proto/framework.proto
 
 $(BUILD)/framework.pb-c.o: $(BUILD)/framework.pb-c.c
-	$(CC) -std=c11 -O2 -fPIC -Ibuild -c $< -o $@
+	$(call say,CC,$<)$(CC) -std=c11 -O2 -fPIC -Ibuild $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/%.o: %.c $(BUILD)/framework.pb-c.h $(wildcard src/*.h kernels/cpu/*.h)
+# the generated header must exist before the first compile (order-only); after
+# that the .d files name every header each object really includes
+$(BUILD)/%.o: %.c | $(BUILD)/framework.pb-c.h
 	@mkdir -p $(dir $@)
-	$(CC) $(OAR_CFLAGS) -c $< -o $@
+	$(call say,CC,$<)$(CC) $(OAR_CFLAGS) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/%.o: %.cu $(wildcard src/*.h kernels/cuda/*.h)
+$(BUILD)/%.o: %.cu | $(BUILD)/framework.pb-c.h
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	$(call say,NVCC,$<)$(NVCC) $(NVCCFLAGS) $(DEPFLAGS) -MF $(@:.o=.d) -c $< -o $@
+
+-include $(C_OBJ:.o=.d) $(CU_OBJ:.o=.d) $(LAUNCHER).d
 
 # linked to a temp name and renamed: a process loading the library never
 # sees a half-written file
 $(LIB): $(C_OBJ) $(CU_OBJ)
-	$(CC) -shared -o $@.tmp.$$$$ $^ $(LIBS) && mv -f $@.tmp.$$$$ $@
+	$(call say,LD,$@)$(CC) -shared $(LDFLAGS) -o $@.tmp.$$$$ $^ $(LIBS) && mv -f $@.tmp.$$$$ $@
 
 # The FFI declarations are the preprocessor-free section of oar.h.
 $(CDEF): src/oar.h tools/gen_cdef.sh
-	sh tools/gen_cdef.sh src/oar.h > $@
+	$(call say,GEN,$@)sh tools/gen_cdef.sh src/oar.h > $@
+
+# The `oar` command (bin/oar.c): embeds LuaJIT (Debian libluajit-5.1-dev), finds
+# its Lua modules from its own place, turns Ctrl-C into a Lua error. Linked with
+# -E so that the FFI (ffi.C) sees its symbols. The version is the rockspec's.
+LUAJIT_CFLAGS ?= $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/include/luajit-2.1)
+LUAJIT_LIBS   ?= $(shell pkg-config --libs luajit 2>/dev/null || echo -lluajit-5.1)
+OAR_VERSION   ?= $(shell sed -n 's/^version *= *"\(.*\)"/\1/p' oar-*.rockspec 2>/dev/null | head -1)
+$(LAUNCHER): bin/oar.c
+	@mkdir -p $(BUILD)
+	$(call say,CC,$<)$(CC) -std=c11 -O2 -Wall -Wextra $(WARN_ERR) $(DEPFLAGS) $(LUAJIT_CFLAGS) \
+	  -DOAR_VERSION='"$(OAR_VERSION)"' $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -Wl,-E -o $@ $< $(LUAJIT_LIBS)
 
 test: all
 	./tools/run_specs
 
 install: all
-	mkdir -p $(INST_LIBDIR) $(INST_LUADIR)/oar
-	cp $(LIB) $(INST_LIBDIR)/liboar.so
-	cp -r lua/oar/. $(INST_LUADIR)/oar/
-	if [ -n "$(INST_BINDIR)" ]; then mkdir -p $(INST_BINDIR) && cp bin/oar $(INST_BINDIR)/oar; fi
+	$(call say,INST,liboar.so lua/oar oar)mkdir -p $(INST_LIBDIR) $(INST_LUADIR)/oar
+	$(Q)cp $(LIB) $(INST_LIBDIR)/liboar.so
+	$(Q)cp -r lua/oar/. $(INST_LUADIR)/oar/
+	$(Q)if [ -n "$(INST_BINDIR)" ]; then mkdir -p $(INST_BINDIR) && cp $(LAUNCHER) $(INST_BINDIR)/oar; fi
 
 clean:
 	rm -rf $(BUILD) $(CDEF)
