@@ -194,12 +194,14 @@ local function print_results(n, ...)
 end
 
 -- ---- errors ----------------------------------------------------------------------------
--- xpcall's handler: the message and the user's frames (no oar, no REPL, no C).
-local function capture_error(err)
+-- xpcall's handler: the message and the user's frames (no oar, no REPL, no
+-- C), from where the error was raised down to `chunk` (the function the
+-- REPL or the launcher called: nothing below it is the user's).
+local function capture_error(err, chunk)
   local frames = {}
   local level = 2
   while true do
-    local info = debug.getinfo(level, "Sln")
+    local info = debug.getinfo(level, "Slnf")
     if not info then break end
     if info.what ~= "C" and not is_internal(info.source) then
       local where = info.short_src .. ":" .. (info.currentline or "?")
@@ -209,6 +211,7 @@ local function capture_error(err)
       else what = "function <" .. info.short_src .. ":" .. info.linedefined .. ">" end
       frames[#frames + 1] = where .. ": in " .. what
     end
+    if info.func == chunk then break end
     level = level + 1
   end
   local msg
@@ -255,7 +258,9 @@ function M.compile(src, chunkname, first_line)
   if fn then
     -- run as an argument list, not a tail call, so that an error raised by
     -- the expression (error("x"), a failing layer) is located on its line
-    return loadstring(pad .. "return select(1, " .. (expr or src) .. "\n)", chunkname) or fn
+    -- (the `)` on the same line keeps the location; on the next one after a comment)
+    return loadstring(pad .. "return select(1, " .. (expr or src) .. ")", chunkname)
+        or loadstring(pad .. "return select(1, " .. (expr or src) .. "\n)", chunkname) or fn
   end
   local err
   fn, err = loadstring(pad .. src, chunkname)
@@ -295,11 +300,13 @@ function M.eval(src, env, opts)
   if jit then jit.off(fn, true) end
   local start = now()
   set_running(true)
-  local res = pack(xpcall(fn, capture_error))
+  local res = pack(xpcall(fn, function(e) return capture_error(e, fn) end))
   set_running(false)
   local elapsed = now() - start
   if not res[1] then
     io.stdout:flush()
+    -- the terminal echoed ^C on the command's line
+    if is_interrupt(res[2].msg) and input.isatty(2) then io.stderr:write("\n") end
     io.stderr:write(M.style_err("error", M.format_error(res[2])), "\n")
   elseif res.n > 1 then
     print_results(res.n - 1, unpack(res, 2, res.n))
@@ -489,7 +496,8 @@ arg[1], arg[2], ... and `...`.]==]
 -- Runs a loaded chunk as a script: returns the exit status.
 local function run_script(fn, args)
   set_running(true)
-  local res = pack(xpcall(fn, capture_error, unpack(args, 1, args.n)))
+  local res = pack(xpcall(function() return fn(unpack(args, 1, args.n)) end,
+    function(e) return capture_error(e, fn) end))
   set_running(false)
   if res[1] then return 0 end
   local e = res[2]

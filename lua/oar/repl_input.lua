@@ -70,6 +70,8 @@ local rl_decls = {
   "extern int rl_catch_sigwinch;",
   "extern char *rl_line_buffer;",
   "extern int rl_point;",
+  "extern int rl_end;",
+  "int rl_redisplay(void);",
   "extern const char *rl_readline_name;",
   "extern char *rl_completer_word_break_characters;",
   "extern char *(*rl_completion_word_break_hook)(void);",
@@ -224,10 +226,15 @@ function Reader:read_readline(prompt)
   rl.rl_callback_handler_install(prompt, self.line_cb)
   while not state.done do
     if not self:wait_input() then
+      -- show the abandoned line with ^C after it, then a fresh prompt
+      rl.rl_point = rl.rl_end
+      rl.rl_redisplay()
+      io.stdout:write("^C")
+      io.stdout:flush()
       rl.rl_callback_sigcleanup()
       rl.rl_replace_line("", 0)
       rl.rl_callback_handler_remove()
-      io.stdout:write("^C\n")
+      io.stdout:write("\n")
       io.stdout:flush()
       return false
     end
