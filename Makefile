@@ -113,6 +113,21 @@ install: all
 clean:
 	rm -rf $(BUILD) $(CDEF)
 
+# A source rock of this checkout: its tracked files (as they are in the work
+# tree) in build/oar-$(OAR_VERSION).tar.gz under oar/, packed by `luarocks pack`
+# with the rockspec (whose source.url names the archive; `luarocks pack`
+# fetches from a temporary directory, so the copy it reads names it by its
+# absolute path; installing the rock needs only the archive's name).
+ROCK_TAR = oar-$(OAR_VERSION).tar.gz
+ROCK_DIR = $(BUILD)/rock
+.PHONY: rock
+rock:
+	@rm -rf $(ROCK_DIR) && mkdir -p $(ROCK_DIR)
+	$(call say,TAR,$(ROCK_DIR)/$(ROCK_TAR))git ls-files -z | tar --null -T - --transform 's,^,oar/,' -czf $(ROCK_DIR)/$(ROCK_TAR)
+	$(Q)sed 's|"file://$(ROCK_TAR)"|"file://$(abspath $(ROCK_DIR))/$(ROCK_TAR)"|' oar-$(OAR_VERSION).rockspec > $(ROCK_DIR)/oar-$(OAR_VERSION).rockspec
+	$(call say,PACK,$(BUILD)/oar-$(OAR_VERSION).src.rock)cd $(ROCK_DIR) && luarocks --lua-version=5.1 pack oar-$(OAR_VERSION).rockspec >/dev/null
+	$(Q)mv $(ROCK_DIR)/oar-$(OAR_VERSION).src.rock $(BUILD)/
+
 # ---- fuzzing (clang + libFuzzer): `make fuzz` builds fuzz/fuzz_program.c and
 # fuzz/fuzz_tensor.c against the library sources compiled with the sanitizers
 # (in build/fuzz, apart from the main build) and runs each for FUZZ_SECONDS,
