@@ -1,5 +1,5 @@
 # oar — one build for everything: the CPU runtime always, CUDA kernels when nvcc is found.
-# luarocks (build.type "make") passes LIBFLAG/LUA_INCDIR/OAR_VERSION for the build and
+# luarocks (build.type "make") passes LUAROCKS_CFLAGS/LUAJIT_*/OAR_VERSION for the build and
 # INST_LIBDIR/INST_LUADIR/INST_BINDIR for install; both work by hand too:  make && make test
 #
 # Output: one short line per step ("  CC  src/scope.c"); `make V=1` shows the commands.
@@ -15,7 +15,9 @@ OPT      ?= -O3 -march=native
 ifneq ($(filter 1,$(WERROR))$(filter true,$(CI)),)
 WARN_ERR = -Werror
 endif
-OAR_CFLAGS = -std=c11 -Wall -Wextra $(WARN_ERR) -D_GNU_SOURCE -fPIC $(OPT) -fopenmp \
+# luarocks' own CFLAGS (its config; "-O2 -fPIC" by default) come first, so that
+# oar's optimisation flags win over its generic default
+OAR_CFLAGS = $(LUAROCKS_CFLAGS) -std=c11 -Wall -Wextra $(WARN_ERR) -D_GNU_SOURCE -fPIC $(OPT) -fopenmp \
              -fno-math-errno -Isrc -Ibuild $(OPENBLAS_INC) $(EXTRA_CFLAGS)
 DEPFLAGS = -MMD -MP
 OPENBLAS_INC ?= -I/usr/include/x86_64-linux-gnu/openblas-pthread -I/usr/include/openblas

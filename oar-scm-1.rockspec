@@ -32,8 +32,9 @@ external_dependencies = {
 build = {
    type = "make",
    build_variables = {
-      LIBFLAG = "$(LIBFLAG)",
-      LUA_INCDIR = "$(LUA_INCDIR)",
+      -- luarocks' CFLAGS go before oar's own (-O3 and the rest), a user's
+      -- CFLAGS from the environment after them (see the Makefile)
+      LUAROCKS_CFLAGS = "$(CFLAGS)",
       LUAJIT_CFLAGS = "-I$(LUAJIT_INCDIR)/luajit-2.1",
       LUAJIT_LIBS = "-L$(LUAJIT_LIBDIR) -lluajit-5.1",
       OAR_VERSION = version,
