@@ -60,6 +60,11 @@ function Term:wait(text, timeout, count)
   error(string.format("timed out waiting for %q (x%d); the screen:\n%s", text, count, screen), 2)
 end
 
+-- the screen with its colours (escape sequences)
+function Term:screen_escapes()
+  return (sh("tmux capture-pane -p -e -J -S -200 -t " .. self.name))
+end
+
 function Term:keys(...)
   sh("tmux send-keys -t " .. self.name .. " " .. table.concat({ ... }, " "))
 end
@@ -96,9 +101,10 @@ describe_tty("the oar command in a terminal", function()
     if t then t:close() end
   end)
 
-  it("prints a banner with the version", function()
+  it("prints a banner with the version and a coloured prompt", function()
     local screen = t:screen()
     assert.truthy(screen:find("oar scm%-1 %(LuaJIT"), screen)
+    assert.truthy(t:screen_escapes():find("\27%[32moar>"), "no colour on the terminal") -- (tmux splits 1;32)
   end)
 
   it("completes oar.lay<Tab> to oar.layers", function()
@@ -222,6 +228,38 @@ describe_tty("the oar command in a terminal", function()
   end)
 end)
 
+describe_tty("the oar command in a terminal without readline", function()
+  local t
+
+  setup(function()
+    t = start({ env = "OAR_NO_READLINE=1 NO_COLOR=1" })
+    t:wait("oar> ")
+  end)
+
+  teardown(function()
+    if t then t:close() end
+  end)
+
+  it("clears the line on Ctrl-C and interrupts a loop, keeping variables", function()
+    assert.is_nil(t:screen_escapes():find("\27[", 1, true), "colour despite NO_COLOR")
+    t:type("never = 1 +")
+    t:keys("C-c")
+    t:wait("oar> ", 15, 2)
+    t:line('"plain" .. tostring(never)')
+    t:wait('"plainnil"')
+    t:line("kept = 1")
+    t:line("for i = 1, 1e15 do kept = kept + 0 end")
+    t:wait("oar> for i")
+    sleep(0.3)
+    t:keys("C-c")
+    t:wait("interrupted")
+    t:line('"still" .. kept')
+    t:wait('"still1"')
+    t:keys("C-d")
+    t:wait("OAR_EXIT=0")
+  end)
+end)
+
 describe("oar --help, --version and scripts", function()
   it("answers --help and --version", function()
     local out, code = sh("cd /tmp && env -u LUA_PATH -u LUA_CPATH " .. OAR .. " --help")
@@ -261,5 +299,6 @@ describe("oar --help, --version and scripts", function()
     assert.truthy(out:find("stdin:2: unexpected symbol near ')'", 1, true), out)
     assert.truthy(out:find("42\n", 1, true), out)
     assert.is_nil(out:find("oar>", 1, true), out)
+    assert.is_nil(out:find("\27[", 1, true), out) -- no colour off a terminal
   end)
 end)

@@ -208,7 +208,7 @@ function Reader:read(prompt)
     io.stdout:flush()
   end
   if self.tty and not self:wait_input() then
-    io.stdout:write("^C\n")
+    io.stdout:write("\n") -- the terminal itself echoed ^C
     return false
   end
   local line = io.read("*l")
