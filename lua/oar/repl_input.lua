@@ -80,6 +80,9 @@ local rl_decls = {
   "extern int rl_completion_append_character;",
   "extern int rl_completion_suppress_append;",
   "extern int rl_completion_query_items;",
+  "extern void (*rl_completion_display_matches_hook)(char **, int, int);",
+  "void rl_display_match_list(char **matches, int len, int max);",
+  "int rl_forced_update_display(void);",
 }
 
 local function load_readline()
@@ -158,6 +161,7 @@ function Reader:setup_readline(opts, saved)
     local before = before_point()
     local ok, words = pcall(complete, ffi.string(text), before)
     if not ok then words = {} end
+    state.files = words == nil
     if words == nil then
       -- inside a string: readline's own file name completion
       rl.rl_attempted_completion_over = 0
@@ -185,6 +189,27 @@ function Reader:setup_readline(opts, saved)
     return arr
   end)
   rl.rl_attempted_completion_function = self.complete_cb
+  -- the list shows the last part of each name (`fc`, not `oar.layers.fc`;
+  -- `runner.lua`, not its directory), as shells do
+  self.display_cb = ffi.cast("void (*)(char **, int, int)", function(matches, n, _max)
+    local short, width = {}, 0
+    for i = 1, n do
+      local m = ffi.string(matches[i])
+      local s = state.files and (m:match("([^/]+/?)$") or m) or (m:match("([^.:]+)$") or m)
+      short[i] = s
+      width = math.max(width, #s)
+    end
+    local arr = ffi.new("char *[?]", n + 2)
+    local keep = {}
+    for i = 1, n do
+      keep[i] = ffi.new("char[?]", #short[i] + 1, short[i])
+      arr[i] = keep[i]
+    end
+    arr[0] = matches[0]
+    rl.rl_display_match_list(arr, n, width)
+    rl.rl_forced_update_display()
+  end)
+  rl.rl_completion_display_matches_hook = self.display_cb
 end
 
 -- Waits until stdin is readable; false when Ctrl-C came first.
