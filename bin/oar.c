@@ -36,6 +36,9 @@ enum { MODE_PROMPT = 0, MODE_RUNNING = 1 };
 static lua_State *g_L;
 static volatile sig_atomic_t g_mode = MODE_PROMPT;
 static volatile sig_atomic_t g_pending;  /* Ctrl-C not yet acted upon */
+/* the Ctrl-C that ends the process when the earlier ones were not acted
+ * upon: the 3rd at the prompt's commands (the 2nd warns), the 2nd in a script */
+static volatile sig_atomic_t g_kill_at = 3;
 static int g_pipe[2] = { -1, -1 };        /* handler -> prompt reader */
 /* set from Lua once liboar is loaded and has oar_executor_cancel (issue 13) */
 static void (*volatile g_cancel)(void);
@@ -57,8 +60,8 @@ static void on_sigint(int sig) {
     (void)n;
   }
   if (g_mode == MODE_RUNNING) {
-    if (g_pending >= 3) {
-      /* the command ignored two interrupts: end the process as SIGINT would */
+    if (g_pending >= g_kill_at) {
+      /* the command ignored the interrupts: end the process as SIGINT would */
       signal(SIGINT, SIG_DFL);
       raise(SIGINT);
     } else if (g_pending == 2) {
@@ -85,12 +88,15 @@ static void drain_pipe(void) {
   }
 }
 
-/* launcher.set_running(bool): while running, Ctrl-C interrupts the command;
- * at the prompt it is only recorded. Returns whether an interrupt was pending. */
+/* launcher.set_running(bool[, script]): while running, Ctrl-C interrupts the
+ * command; at the prompt it is only recorded. A script ends at the second
+ * unanswered Ctrl-C, a command at the prompt at the third. Returns whether an
+ * interrupt was pending. */
 static int l_set_running(lua_State *L) {
   int running = lua_toboolean(L, 1);
   int was = g_pending > 0;
   if (running) {
+    g_kill_at = lua_toboolean(L, 2) ? 2 : 3;
     drain_pipe();
     g_pending = 0;
     g_mode = MODE_RUNNING;

@@ -278,8 +278,8 @@ end
 
 local launcher -- the `oar_launcher` table of bin/oar.c, when running under it
 
-local function set_running(on)
-  if launcher then launcher.set_running(on) end
+local function set_running(on, script)
+  if launcher then launcher.set_running(on, script) end
 end
 
 -- Runs one chunk typed at the prompt; returns false when it is unfinished
@@ -495,7 +495,7 @@ arg[1], arg[2], ... and `...`.]==]
 
 -- Runs a loaded chunk as a script: returns the exit status.
 local function run_script(fn, args)
-  set_running(true)
+  set_running(true, true)
   local res = pack(xpcall(function() return fn(unpack(args, 1, args.n)) end,
     function(e) return capture_error(e, fn) end))
   set_running(false)
