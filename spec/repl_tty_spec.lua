@@ -19,6 +19,11 @@ local OAR = root .. "/build/oar"
 
 local function sleep(s) os.execute("sleep " .. s) end
 
+-- a tmux server of this spec's own (no user configuration, no sharing with
+-- anyone's sessions), kept alive between sessions by an idle one
+math.randomseed(os.time())
+local TMUX = string.format("tmux -L oar_spec_%d_%d -f /dev/null", os.time() % 100000, math.random(1e6))
+
 local Term = {}
 Term.__index = Term
 
@@ -32,14 +37,14 @@ local function start(opts)
   -- the shell after oar prints how it ended and keeps the pane to be read
   -- (the shell around oar survives the Ctrl-C that the terminal sends to it too)
   local cmd = "trap : INT; cd /tmp && " .. env .. " " .. shq(OAR) .. " " .. (opts.args or "") .. "; echo OAR_EXIT=$?; sleep 60"
-  local out, code = sh("tmux new-session -d -s " .. name .. " -x 100 -y 50 " .. shq(cmd))
+  local out, code = sh(TMUX .. " new-session -d -s " .. name .. " -x 100 -y 50 " .. shq(cmd))
   assert(code == 0, out)
   local t = setmetatable({ name = name, history = history }, Term)
   return t
 end
 
 function Term:screen()
-  return (sh("tmux capture-pane -p -J -S -200 -t " .. self.name))
+  return (sh(TMUX .. " capture-pane -p -J -S -200 -t " .. self.name))
 end
 
 -- Waits until `text` (plain) shows `count` times (default 1) on the screen.
@@ -63,14 +68,14 @@ end
 
 -- the screen with its colours (escape sequences)
 function Term:screen_escapes()
-  return (sh("tmux capture-pane -p -e -J -S -200 -t " .. self.name))
+  return (sh(TMUX .. " capture-pane -p -e -J -S -200 -t " .. self.name))
 end
 
 function Term:keys(...)
-  sh("tmux send-keys -t " .. self.name .. " " .. table.concat({ ... }, " "))
+  sh(TMUX .. " send-keys -t " .. self.name .. " " .. table.concat({ ... }, " "))
 end
 
-function Term:type(text) sh("tmux send-keys -t " .. self.name .. " -l " .. shq(text)) end
+function Term:type(text) sh(TMUX .. " send-keys -t " .. self.name .. " -l " .. shq(text)) end
 
 function Term:line(text)
   self:type(text)
@@ -78,7 +83,7 @@ function Term:line(text)
 end
 
 function Term:close()
-  sh("tmux kill-session -t " .. self.name)
+  sh(TMUX .. " kill-session -t " .. self.name)
   os.remove(self.history)
 end
 
@@ -89,197 +94,209 @@ local describe_tty = have_tmux and describe or function(name, _)
   io.stderr:write("repl_tty_spec: skipped, tmux is not installed\n")
 end
 
-describe_tty("the oar command in a terminal", function()
-  local t
-
+describe_tty("oar in a terminal (tmux)", function()
   setup(function()
-    assert(io.open(OAR, "rb"), "build/oar is missing: run `make`")
-    t = start()
-    t:wait("oar> ")
+    local out, code = sh(TMUX .. " new-session -d -s keeper 'sleep 3600'")
+    assert(code == 0, out)
   end)
 
   teardown(function()
-    if t then t:close() end
+    sh(TMUX .. " kill-server")
   end)
 
-  it("prints a banner with the version and a coloured prompt", function()
-    local screen = t:screen()
-    assert.truthy(screen:find("oar scm%-1 %(LuaJIT"), screen)
-    assert.truthy(t:screen_escapes():find("\27%[32moar>"), "no colour on the terminal") -- (tmux splits 1;32)
+  describe("the oar command in a terminal", function()
+    local t
+
+    setup(function()
+      assert(io.open(OAR, "rb"), "build/oar is missing: run `make`")
+      t = start()
+      t:wait("oar> ")
+    end)
+
+    teardown(function()
+      if t then t:close() end
+    end)
+
+    it("prints a banner with the version and a coloured prompt", function()
+      local screen = t:screen()
+      assert.truthy(screen:find("oar scm%-1 %(LuaJIT"), screen)
+      assert.truthy(t:screen_escapes():find("\27%[32moar>"), "no colour on the terminal") -- (tmux splits 1;32)
+    end)
+
+    it("completes oar.lay<Tab> to oar.layers", function()
+      t:type("c1 = oar.lay")
+      t:keys("Tab")
+      t:wait("c1 = oar.layers")
+      t:line(".fc ~= nil")
+      t:line('c1 and "comp" .. "leted"')
+      t:wait('"completed"')
+    end)
+
+    it("completes a method of an object", function()
+      t:line("prog = oar.Program()")
+      t:type('"blk" .. prog:glo')
+      t:keys("Tab")
+      t:wait('prog:global_block')
+      t:line("().idx")
+      t:wait('"blk0"')
+    end)
+
+    it("lists the choices on a second Tab", function()
+      t:type("layers.elementwise_")
+      t:keys("Tab", "Tab")
+      -- the list names the fields, not the whole path each time
+      local screen = t:wait("elementwise_floordiv")
+      assert.truthy(screen:find("\nelementwise_add%s"), screen)
+      assert.is_nil(screen:find("layers.elementwise_add", 1, true), screen)
+      t:keys("C-c")
+      t:wait("oar> layers.elementwise_^C")
+      t:line('"after" .. "list"')
+      t:wait('"afterlist"')
+    end)
+
+    it("completes file names inside a string", function()
+      t:type('fname = "/usr/share/lua/5.1/busted/runn')
+      t:keys("Tab")
+      t:wait('busted/runner.lua"')
+      t:keys("Enter")
+      t:line('fname:sub(-10) .. "!"')
+      t:wait('"runner.lua!"')
+    end)
+
+    it("prints the documentation of ?oar.layers.fc", function()
+      t:line("?oar.layers.fc")
+      local screen = t:wait("defined at oar/layers/nn.lua:")
+      assert.truthy(screen:find("oar.layers.fc(", 1, true), screen)
+    end)
+
+    it("clears the line on Ctrl-C at the prompt and keeps the session", function()
+      t:type("never_run = 1 +")
+      t:keys("C-c")
+      -- (waiting for ^C: a key typed right after Ctrl-C may reach the line
+      -- before the signal reaches oar)
+      t:wait("never_run = 1 +^C")
+      t:line('"cleared" .. tostring(never_run)')
+      t:wait('"clearednil"')
+    end)
+
+    it("abandons an unfinished chunk on Ctrl-C", function()
+      t:line("open_table = {")
+      t:wait("  >> ")
+      t:keys("C-c")
+      t:wait("  >> ^C")
+      t:line('"abandoned" .. tostring(open_table)')
+      t:wait('"abandonednil"')
+    end)
+
+    it("interrupts `while true do end` with Ctrl-C and keeps the variables", function()
+      t:line("kept = 41")
+      t:line("while true do end")
+      t:wait("oar> while true do end")
+      sleep(0.3) -- let the loop get compiled, if it ever were
+      t:keys("C-c")
+      t:wait("interrupted")
+      t:line('"kept" .. (kept + 1)')
+      t:wait('"kept42"')
+    end)
+
+    it("runs `a = 1; a` and prints the value", function()
+      t:line("semi = 20; semi + 1, 'semi'")
+      local screen = t:wait('"semi"')
+      assert.truthy(screen:find('\n21%s+"semi"\n'), screen)
+    end)
+
+    it("reports a stray ) at once and takes the next line", function()
+      t:line(")")
+      t:wait("unexpected symbol near ')'")
+      t:line('"stray" .. "ok"')
+      t:wait('"strayok"')
+    end)
+
+    it("trims errors to the user's frames", function()
+      t:line("layers.fc{input = 1, size = 2}")
+      local screen = t:wait("fc: 'input' must be")
+      assert.truthy(screen:find("stdin:%d+: fc: 'input' must be"), screen)
+      assert.is_nil(screen:find("stack traceback", 1, true), screen)
+      assert.is_nil(screen:find("repl.lua", 1, true), screen)
+      t:line("function inner() error('deep') end; function outer() inner() end")
+      t:line("outer()")
+      screen = t:wait("in function 'outer'")
+      assert.truthy(screen:find("stdin:%d+: deep"), screen)
+      assert.truthy(screen:find("in function 'inner'", 1, true), screen)
+      assert.is_nil(screen:find("xpcall", 1, true), screen)
+    end)
+
+    it("prints the time of a command that takes over a second", function()
+      t:line('os.execute("sleep 1.2") and "slept" or "slept"')
+      local screen = t:wait('"slept"')
+      t:wait(" s)")
+      assert.truthy(t:screen():find("%(1%.%d%d s%)"), screen)
+    end)
+
+    it("saves the history as it goes", function()
+      local f = assert(io.open(t.history))
+      local text = f:read("*a")
+      f:close()
+      assert.truthy(text:find("kept = 41\n", 1, true), text)
+      assert.truthy(text:find("?oar.layers.fc\n", 1, true), text)
+    end)
+
+    it("quits on Ctrl-D", function()
+      t:keys("C-d")
+      t:wait("OAR_EXIT=0")
+    end)
   end)
 
-  it("completes oar.lay<Tab> to oar.layers", function()
-    t:type("c1 = oar.lay")
-    t:keys("Tab")
-    t:wait("c1 = oar.layers")
-    t:line(".fc ~= nil")
-    t:line('c1 and "comp" .. "leted"')
-    t:wait('"completed"')
+  describe("the oar command in a terminal without readline", function()
+    local t
+
+    setup(function()
+      t = start({ env = "OAR_NO_READLINE=1 NO_COLOR=1" })
+      t:wait("oar> ")
+    end)
+
+    teardown(function()
+      if t then t:close() end
+    end)
+
+    it("clears the line on Ctrl-C and interrupts a loop, keeping variables", function()
+      assert.is_nil(t:screen_escapes():find("\27[", 1, true), "colour despite NO_COLOR")
+      t:type("never = 1 +")
+      t:keys("C-c")
+      t:wait("oar> ", 15, 2)
+      t:line('"plain" .. tostring(never)')
+      t:wait('"plainnil"')
+      t:line("kept = 1")
+      t:line("for i = 1, 1e15 do kept = kept + 0 end")
+      t:wait("oar> for i")
+      sleep(0.3)
+      t:keys("C-c")
+      t:wait("interrupted")
+      t:line('"still" .. kept')
+      t:wait('"still1"')
+      t:keys("C-d")
+      t:wait("OAR_EXIT=0")
+    end)
   end)
 
-  it("completes a method of an object", function()
-    t:line("prog = oar.Program()")
-    t:type('"blk" .. prog:glo')
-    t:keys("Tab")
-    t:wait('prog:global_block')
-    t:line("().idx")
-    t:wait('"blk0"')
+  describe("a script under oar in a terminal", function()
+    it("ends at Ctrl-C (a second one when a compiled loop ignores the first)", function()
+      local t = start({ args = shq("-e") .. " " .. shq("print('looping') while true do end") })
+      t:wait("looping")
+      t:keys("C-c")
+      sleep(0.3)
+      t:keys("C-c")
+      t:wait("OAR_EXIT=130")
+      t:close()
+      t = start({ args = shq("-e") .. " " .. shq("jit.off() print('looping') while true do end") })
+      t:wait("looping")
+      t:keys("C-c")
+      local screen = t:wait("OAR_EXIT=130")
+      assert.truthy(screen:find("oar: interrupted", 1, true), screen)
+      t:close()
+    end)
   end)
 
-  it("lists the choices on a second Tab", function()
-    t:type("layers.elementwise_")
-    t:keys("Tab", "Tab")
-    -- the list names the fields, not the whole path each time
-    local screen = t:wait("elementwise_floordiv")
-    assert.truthy(screen:find("\nelementwise_add%s"), screen)
-    assert.is_nil(screen:find("layers.elementwise_add", 1, true), screen)
-    t:keys("C-c")
-    t:wait("oar> layers.elementwise_^C")
-    t:line('"after" .. "list"')
-    t:wait('"afterlist"')
-  end)
-
-  it("completes file names inside a string", function()
-    t:type('fname = "/usr/share/lua/5.1/busted/runn')
-    t:keys("Tab")
-    t:wait('busted/runner.lua"')
-    t:keys("Enter")
-    t:line('fname:sub(-10) .. "!"')
-    t:wait('"runner.lua!"')
-  end)
-
-  it("prints the documentation of ?oar.layers.fc", function()
-    t:line("?oar.layers.fc")
-    local screen = t:wait("defined at oar/layers/nn.lua:")
-    assert.truthy(screen:find("oar.layers.fc(", 1, true), screen)
-  end)
-
-  it("clears the line on Ctrl-C at the prompt and keeps the session", function()
-    t:type("never_run = 1 +")
-    t:keys("C-c")
-    -- (waiting for ^C: a key typed right after Ctrl-C may reach the line
-    -- before the signal reaches oar)
-    t:wait("never_run = 1 +^C")
-    t:line('"cleared" .. tostring(never_run)')
-    t:wait('"clearednil"')
-  end)
-
-  it("abandons an unfinished chunk on Ctrl-C", function()
-    t:line("open_table = {")
-    t:wait("  >> ")
-    t:keys("C-c")
-    t:wait("  >> ^C")
-    t:line('"abandoned" .. tostring(open_table)')
-    t:wait('"abandonednil"')
-  end)
-
-  it("interrupts `while true do end` with Ctrl-C and keeps the variables", function()
-    t:line("kept = 41")
-    t:line("while true do end")
-    t:wait("oar> while true do end")
-    sleep(0.3) -- let the loop get compiled, if it ever were
-    t:keys("C-c")
-    t:wait("interrupted")
-    t:line('"kept" .. (kept + 1)')
-    t:wait('"kept42"')
-  end)
-
-  it("runs `a = 1; a` and prints the value", function()
-    t:line("semi = 20; semi + 1, 'semi'")
-    local screen = t:wait('"semi"')
-    assert.truthy(screen:find('\n21%s+"semi"\n'), screen)
-  end)
-
-  it("reports a stray ) at once and takes the next line", function()
-    t:line(")")
-    t:wait("unexpected symbol near ')'")
-    t:line('"stray" .. "ok"')
-    t:wait('"strayok"')
-  end)
-
-  it("trims errors to the user's frames", function()
-    t:line("layers.fc{input = 1, size = 2}")
-    local screen = t:wait("fc: 'input' must be")
-    assert.truthy(screen:find("stdin:%d+: fc: 'input' must be"), screen)
-    assert.is_nil(screen:find("stack traceback", 1, true), screen)
-    assert.is_nil(screen:find("repl.lua", 1, true), screen)
-    t:line("function inner() error('deep') end; function outer() inner() end")
-    t:line("outer()")
-    screen = t:wait("in function 'outer'")
-    assert.truthy(screen:find("stdin:%d+: deep"), screen)
-    assert.truthy(screen:find("in function 'inner'", 1, true), screen)
-    assert.is_nil(screen:find("xpcall", 1, true), screen)
-  end)
-
-  it("prints the time of a command that takes over a second", function()
-    t:line('os.execute("sleep 1.2") and "slept" or "slept"')
-    local screen = t:wait('"slept"')
-    t:wait(" s)")
-    assert.truthy(t:screen():find("%(1%.%d%d s%)"), screen)
-  end)
-
-  it("saves the history as it goes", function()
-    local f = assert(io.open(t.history))
-    local text = f:read("*a")
-    f:close()
-    assert.truthy(text:find("kept = 41\n", 1, true), text)
-    assert.truthy(text:find("?oar.layers.fc\n", 1, true), text)
-  end)
-
-  it("quits on Ctrl-D", function()
-    t:keys("C-d")
-    t:wait("OAR_EXIT=0")
-  end)
-end)
-
-describe_tty("the oar command in a terminal without readline", function()
-  local t
-
-  setup(function()
-    t = start({ env = "OAR_NO_READLINE=1 NO_COLOR=1" })
-    t:wait("oar> ")
-  end)
-
-  teardown(function()
-    if t then t:close() end
-  end)
-
-  it("clears the line on Ctrl-C and interrupts a loop, keeping variables", function()
-    assert.is_nil(t:screen_escapes():find("\27[", 1, true), "colour despite NO_COLOR")
-    t:type("never = 1 +")
-    t:keys("C-c")
-    t:wait("oar> ", 15, 2)
-    t:line('"plain" .. tostring(never)')
-    t:wait('"plainnil"')
-    t:line("kept = 1")
-    t:line("for i = 1, 1e15 do kept = kept + 0 end")
-    t:wait("oar> for i")
-    sleep(0.3)
-    t:keys("C-c")
-    t:wait("interrupted")
-    t:line('"still" .. kept')
-    t:wait('"still1"')
-    t:keys("C-d")
-    t:wait("OAR_EXIT=0")
-  end)
-end)
-
-describe_tty("a script under oar in a terminal", function()
-  it("ends at Ctrl-C (a second one when a compiled loop ignores the first)", function()
-    local t = start({ args = shq("-e") .. " " .. shq("print('looping') while true do end") })
-    t:wait("looping")
-    t:keys("C-c")
-    sleep(0.3)
-    t:keys("C-c")
-    t:wait("OAR_EXIT=130")
-    t:close()
-    t = start({ args = shq("-e") .. " " .. shq("jit.off() print('looping') while true do end") })
-    t:wait("looping")
-    t:keys("C-c")
-    local screen = t:wait("OAR_EXIT=130")
-    assert.truthy(screen:find("oar: interrupted", 1, true), screen)
-    t:close()
-  end)
 end)
 
 describe("oar --help, --version and scripts", function()
