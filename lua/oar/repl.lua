@@ -439,6 +439,21 @@ function M.run(opts)
       "?name for help, Tab completes, Ctrl-D quits.\n")
   end
   local buffer, first_line, lineno = nil, 1, 0
+  -- one line read: help, or added to the chunk being typed and run when complete
+  local function handle(line)
+    reader:remember(line)
+    lineno = lineno + 1
+    if not buffer and line:match("^%s*%?") then
+      set_running(true) -- (reading many sources can take a moment: interruptible)
+      local hok, text = pcall(M.help, line:match("^%s*%?(.*)$"), env)
+      set_running(false)
+      io.stdout:write(hok and text or ("?: " .. (is_interrupt(text) and "interrupted" or tostring(text))), "\n")
+      return
+    end
+    if not buffer then first_line = lineno end
+    buffer = buffer and (buffer .. "\n" .. line) or line
+    if M.eval(buffer, env, { first_line = first_line }) then buffer = nil end
+  end
   while true do
     local ok, line = pcall(reader.read, reader, buffer and more_prompt or prompt)
     if not ok then
@@ -451,21 +466,13 @@ function M.run(opts)
     if line == false then
       buffer = nil
     else
-      reader:remember(line)
-      lineno = lineno + 1
-      if not buffer and line:match("^%s*%?") then
-        local hok, text = pcall(M.help, line:match("^%s*%?(.*)$"), env)
-        io.stdout:write(hok and text or ("?: " .. tostring(text)), "\n")
-      else
-        if not buffer then first_line = lineno end
-        buffer = buffer and (buffer .. "\n" .. line) or line
-        local eok, done = pcall(M.eval, buffer, env, { first_line = first_line })
-        if not eok then
-          set_running(false)
-          io.stderr:write(M.style_err("error", is_interrupt(done) and "interrupted" or tostring(done)), "\n")
-          done = true
-        end
-        if done then buffer = nil end
+      -- protected: an interrupt landing between the command's end and the
+      -- return to the prompt mode (or a bug in printing) keeps the session
+      local hok, err = pcall(handle, line)
+      if not hok then
+        set_running(false)
+        buffer = nil
+        io.stderr:write(M.style_err("error", is_interrupt(err) and "interrupted" or tostring(err)), "\n")
       end
     end
   end
