@@ -93,15 +93,15 @@ $(CDEF): src/oar.h tools/gen_cdef.sh
 	$(call say,GEN,$@)sh tools/gen_cdef.sh src/oar.h > $@
 
 # The `oar` command (bin/oar.c): embeds LuaJIT (Debian libluajit-5.1-dev), finds
-# its Lua modules from its own place, turns Ctrl-C into a Lua error. Linked with
-# -E so that the FFI (ffi.C) sees its symbols. The version is the rockspec's.
+# its Lua modules from its own place, turns Ctrl-C into a Lua error. The version
+# is the rockspec's.
 LUAJIT_CFLAGS ?= $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/include/luajit-2.1)
 LUAJIT_LIBS   ?= $(shell pkg-config --libs luajit 2>/dev/null || echo -lluajit-5.1)
 OAR_VERSION   ?= $(shell sed -n 's/^version *= *"\(.*\)"/\1/p' oar-*.rockspec 2>/dev/null | head -1)
 $(LAUNCHER): bin/oar.c
 	@mkdir -p $(BUILD)
 	$(call say,CC,$<)$(CC) -std=c11 -O2 -Wall -Wextra $(WARN_ERR) $(DEPFLAGS) $(LUAJIT_CFLAGS) \
-	  -DOAR_VERSION='"$(OAR_VERSION)"' $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -Wl,-E -o $@ $< $(LUAJIT_LIBS)
+	  -DOAR_VERSION='"$(OAR_VERSION)"' $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LUAJIT_LIBS)
 
 test: all
 	$(Q)OAR_NO_BUILD=1 ./tools/run_specs
