@@ -234,6 +234,23 @@ describe("oar.repl_complete", function()
     assert.are.same({}, complete.candidates("nosuch.x", "nosuch.x", env))
   end)
 
+  it("completes what an __index function answers (Variables, Blocks), checked on the object", function()
+    local v = env.layers.data{ name = "repl_spec_v", shape = { 4 } }
+    env.repl_spec_v = v
+    local methods = complete.candidates("repl_spec_v:", "repl_spec_v:", env)
+    local fields = complete.candidates("repl_spec_v.", "repl_spec_v.", env)
+    local function has(list, w) for _, x in ipairs(list) do if x == w then return true end end return false end
+    assert.is_true(has(methods, "repl_spec_v:grad_name"))
+    assert.is_false(has(methods, "repl_spec_v:shape")) -- a property, not a method
+    assert.is_true(has(fields, "repl_spec_v.shape"))
+    assert.is_true(has(fields, "repl_spec_v.dtype"))
+    for _, w in ipairs(fields) do assert.is_not_nil(v[w:match("%.(.*)")], w) end
+    _G.repl_spec_v = nil
+    env.repl_spec_b = env.oar.default_main_program():global_block()
+    assert.are.same({ "repl_spec_b:create_var" }, complete.candidates("repl_spec_b:create_v", "repl_spec_b:create_v", env))
+    _G.repl_spec_b = nil
+  end)
+
   it("leaves file names inside strings to readline", function()
     assert.is_nil(complete.candidates("exa", 'dofile("exa', env))
     assert.is_nil(complete.candidates("spec/", "f('spec/", env))

@@ -141,7 +141,16 @@ describe_tty("oar in a terminal (tmux)", function()
       t:wait('"blk0"')
     end)
 
-    it("lists the choices on a second Tab", function()
+    it("completes the methods of a Variable (answered by an __index function)", function()
+    t:line('vx = layers.data{name = "vx", shape = {4}}')
+    t:type('"g" .. vx:grad_')
+    t:keys("Tab")
+    t:wait("vx:grad_name")
+    t:line("()")
+    t:wait('"gvx@GRAD"')
+  end)
+
+  it("lists the choices on a second Tab", function()
       t:type("layers.elementwise_")
       t:keys("Tab", "Tab")
       -- the list names the fields, not the whole path each time

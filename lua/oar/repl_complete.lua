@@ -72,8 +72,28 @@ function M.lazy_modules(tbl)
   return names
 end
 
--- The names reachable from `v` by `.` (every field) or `:` (methods only),
--- through __index tables up to a few levels.
+-- Names an __index function may answer: the metatable's own fields and
+-- those of the tables the function refers to (its upvalues: the class of
+-- methods, a table of property getters...). Only guesses: fields() keeps
+-- those that indexing the object really answers.
+local function index_function_names(mt, idx, out)
+  for k in pairs(mt) do
+    if type(k) == "string" and k:sub(1, 2) ~= "__" then out[k] = true end
+  end
+  for i = 1, 200 do
+    local name, up = debug.getupvalue(idx, i)
+    if not name then break end
+    if type(up) == "table" then
+      for k in pairs(up) do
+        if type(k) == "string" then out[k] = true end
+      end
+    end
+  end
+end
+
+-- The names reachable from `v` by `.` (every field) or `:` (methods only):
+-- its own fields, those of the __index tables up a few levels, and those an
+-- __index function answers (checked by indexing v, protected).
 function M.fields(v, methods_only)
   local seen, out = {}, {}
   local function add(k, val)
@@ -84,6 +104,7 @@ function M.fields(v, methods_only)
       end
     end
   end
+  local guesses = {}
   local t, depth = v, 0
   while t ~= nil and depth < 8 do
     if type(t) == "table" then
@@ -93,9 +114,23 @@ function M.fields(v, methods_only)
       end
     end
     local mt = getmetatable(t)
-    local idx = type(mt) == "table" and rawget(mt, "__index") or nil
+    if type(mt) ~= "table" then break end
+    local idx = rawget(mt, "__index")
+    if type(idx) == "function" then
+      index_function_names(mt, idx, guesses)
+      break
+    end
     if type(idx) ~= "table" or idx == t then break end
     t, depth = idx, depth + 1
+  end
+  local n = 0
+  for k in pairs(guesses) do
+    if not seen[k] and k:match("^[%a_][%w_]*$") then
+      n = n + 1
+      if n > 1000 then break end
+      local ok, val = pcall(function() return v[k] end)
+      if ok and val ~= nil then add(k, val) end
+    end
   end
   table.sort(out)
   return out
