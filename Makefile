@@ -1,12 +1,25 @@
 # oar — one build for everything: the CPU runtime always, CUDA kernels when nvcc is found.
-# luarocks (build.type "make") passes CFLAGS/LIBFLAG/LUA_INCDIR for the build and
-# INST_LIBDIR/INST_LUADIR for install; both work by hand too:  make && make test
+# luarocks (build.type "make") passes LUAROCKS_CFLAGS/LUAJIT_*/OAR_VERSION for the build and
+# INST_LIBDIR/INST_LUADIR/INST_BINDIR for install; both work by hand too:  make && make test
+#
+# Output: one short line per step ("  CC  src/scope.c"); `make V=1` shows the commands.
+# Warnings are errors only in CI (CI=true or WERROR=1; .ci/run sets it): a user's
+# build never fails on a warning from a newer compiler.
+# CPPFLAGS, CFLAGS and LDFLAGS from the command line or the environment are honoured
+# (they come after oar's own flags, so `make CFLAGS="-O0 -g"` wins).
+# Header dependencies come from the compiler (-MMD -MP, the .d files included below).
 
 CC       ?= gcc
-CFLAGS   ?= -O2 -fPIC
+CFLAGS   ?=
 OPT      ?= -O3 -march=native
-OAR_CFLAGS = -std=c11 -Wall -Wextra -Wno-missing-field-initializers -Werror -D_GNU_SOURCE -fPIC $(OPT) -fopenmp \
+ifneq ($(filter 1,$(WERROR))$(filter true,$(CI)),)
+WARN_ERR = -Werror
+endif
+# luarocks' own CFLAGS (its config; "-O2 -fPIC" by default) come first, so that
+# oar's optimisation flags win over its generic default
+OAR_CFLAGS = $(LUAROCKS_CFLAGS) -std=c11 -Wall -Wextra -Wno-missing-field-initializers $(WARN_ERR) -D_GNU_SOURCE -fPIC $(OPT) -fopenmp \
              -fno-math-errno -Isrc -Ibuild $(OPENBLAS_INC) $(EXTRA_CFLAGS)
+DEPFLAGS = -MMD -MP
 OPENBLAS_INC ?= -I/usr/include/x86_64-linux-gnu/openblas-pthread -I/usr/include/openblas
 LIBS     = -lprotobuf-c -lopenblas -lm -lpthread -fopenmp
 # never unmapped by dlclose: LuaJIT closes its ffi.load'ed libraries at lua_close
@@ -18,6 +31,13 @@ JSONC_CFLAGS := $(shell pkg-config --cflags json-c 2>/dev/null || echo -I/usr/in
 JSONC_LIBS   := $(shell pkg-config --libs json-c 2>/dev/null || echo -ljson-c)
 OAR_CFLAGS += $(JSONC_CFLAGS)
 LIBS     += $(JSONC_LIBS)
+
+# quiet by default: `$(Q)` hides a command, `$(call say,CC,file)` prints its short form
+V ?= 0
+ifeq ($(V),0)
+Q   = @
+say = @printf '  %-5s %s\n' '$(1)' '$(2)';
+endif
 
 # CUDA: built when nvcc exists (PATH or /usr/local/cuda), unless NO_CUDA=1
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ( [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc ))
@@ -57,43 +77,59 @@ NVCCFLAGS ?= -O3 -Xcompiler -fPIC -std=c++17 -Isrc -Ibuild -arch=sm_80
 
 LIB      = $(BUILD)/liboar.so
 CDEF     = lua/oar/cdef.lua
+LAUNCHER = $(BUILD)/oar
 
 .PHONY: all lib test install clean fuzz fuzz-smoke asan bench doc
-all: $(LIB) $(CDEF)
+all: $(LIB) $(CDEF) $(LAUNCHER)
 lib: $(LIB)
 
 $(BUILD)/framework.pb-c.c $(BUILD)/framework.pb-c.h: proto/framework.proto
 	@mkdir -p $(BUILD)
-	protoc-c --c_out=$(BUILD) -Iproto proto/framework.proto
+	$(call say,PROTO,$<)protoc-c --c_out=$(BUILD) -Iproto proto/framework.proto
 
 $(BUILD)/framework.pb-c.o: $(BUILD)/framework.pb-c.c
-	$(CC) -std=c11 -O2 -fPIC -Ibuild -c $< -o $@
+	$(call say,CC,$<)$(CC) -std=c11 -O2 -fPIC -Ibuild $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/%.o: %.c $(BUILD)/framework.pb-c.h $(wildcard src/*.h src/ops/*.h kernels/cpu/*.h)
+# the generated header must exist before the first compile (order-only); after
+# that the .d files name every header each object really includes
+$(BUILD)/%.o: %.c | $(BUILD)/framework.pb-c.h
 	@mkdir -p $(dir $@)
-	$(CC) $(OAR_CFLAGS) -c $< -o $@
+	$(call say,CC,$<)$(CC) $(OAR_CFLAGS) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/%.o: %.cu $(wildcard src/*.h src/ops/*.h kernels/cuda/*.h)
+$(BUILD)/%.o: %.cu | $(BUILD)/framework.pb-c.h
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	$(call say,NVCC,$<)$(NVCC) $(NVCCFLAGS) $(DEPFLAGS) -MF $(@:.o=.d) -c $< -o $@
+
+-include $(C_OBJ:.o=.d) $(CU_OBJ:.o=.d) $(LAUNCHER).d
 
 # linked to a temp name and renamed: a process loading the library never
 # sees a half-written file
 $(LIB): $(C_OBJ) $(CU_OBJ)
-	$(CC) -shared -o $@.tmp.$$$$ $^ $(LIBS) && mv -f $@.tmp.$$$$ $@
+	$(call say,LD,$@)$(CC) -shared $(LDFLAGS) -o $@.tmp.$$$$ $^ $(LIBS) && mv -f $@.tmp.$$$$ $@
 
 # The FFI declarations are the preprocessor-free section of oar.h.
 $(CDEF): src/oar.h tools/gen_cdef.sh
-	sh tools/gen_cdef.sh src/oar.h > $@
+	$(call say,GEN,$@)sh tools/gen_cdef.sh src/oar.h > $@
+
+# The `oar` command (bin/oar.c): embeds LuaJIT (Debian libluajit-5.1-dev), finds
+# its Lua modules from its own place, turns Ctrl-C into a Lua error. The version
+# is the rockspec's.
+LUAJIT_CFLAGS ?= $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/include/luajit-2.1)
+LUAJIT_LIBS   ?= $(shell pkg-config --libs luajit 2>/dev/null || echo -lluajit-5.1)
+OAR_VERSION   ?= $(shell sed -n 's/^version *= *"\(.*\)"/\1/p' oar-*.rockspec 2>/dev/null | head -1)
+$(LAUNCHER): bin/oar.c
+	@mkdir -p $(BUILD)
+	$(call say,CC,$<)$(CC) -std=c11 -O2 -Wall -Wextra $(WARN_ERR) $(DEPFLAGS) $(LUAJIT_CFLAGS) \
+	  -DOAR_VERSION='"$(OAR_VERSION)"' $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LUAJIT_LIBS)
 
 test: all
-	./tools/run_specs
+	$(Q)OAR_NO_BUILD=1 ./tools/run_specs
 
 install: all
-	mkdir -p $(INST_LIBDIR) $(INST_LUADIR)/oar
-	cp $(LIB) $(INST_LIBDIR)/liboar.so
-	cp -r lua/oar/. $(INST_LUADIR)/oar/
-	if [ -n "$(INST_BINDIR)" ]; then mkdir -p $(INST_BINDIR) && cp bin/oar $(INST_BINDIR)/oar; fi
+	$(call say,INST,liboar.so lua/oar oar)mkdir -p $(INST_LIBDIR) $(INST_LUADIR)/oar
+	$(Q)cp $(LIB) $(INST_LIBDIR)/liboar.so
+	$(Q)cp -r lua/oar/. $(INST_LUADIR)/oar/
+	$(Q)if [ -n "$(INST_BINDIR)" ]; then mkdir -p $(INST_BINDIR) && cp $(LAUNCHER) $(INST_BINDIR)/oar; fi
 
 # API reference from the doc comments in lua/ (config.ld), into build/doc.
 # LDoc is Debian's lua-ldoc; only this target needs it.
@@ -109,6 +145,21 @@ doc:
 
 clean:
 	rm -rf $(BUILD) $(CDEF)
+
+# A source rock of this checkout: its tracked files (as they are in the work
+# tree) in build/oar-$(OAR_VERSION).tar.gz under oar/, packed by `luarocks pack`
+# with the rockspec (whose source.url names the archive; `luarocks pack`
+# fetches from a temporary directory, so the copy it reads names it by its
+# absolute path; installing the rock needs only the archive's name).
+ROCK_TAR = oar-$(OAR_VERSION).tar.gz
+ROCK_DIR = $(BUILD)/rock
+.PHONY: rock
+rock:
+	@rm -rf $(ROCK_DIR) && mkdir -p $(ROCK_DIR)
+	$(call say,TAR,$(ROCK_DIR)/$(ROCK_TAR))git ls-files -z | tar --null -T - --transform 's,^,oar/,' -czf $(ROCK_DIR)/$(ROCK_TAR)
+	$(Q)sed 's|"file://$(ROCK_TAR)"|"file://$(abspath $(ROCK_DIR))/$(ROCK_TAR)"|' oar-$(OAR_VERSION).rockspec > $(ROCK_DIR)/oar-$(OAR_VERSION).rockspec
+	$(call say,PACK,$(BUILD)/oar-$(OAR_VERSION).src.rock)cd $(ROCK_DIR) && luarocks --lua-version=5.1 pack oar-$(OAR_VERSION).rockspec >/dev/null
+	$(Q)mv $(ROCK_DIR)/oar-$(OAR_VERSION).src.rock $(BUILD)/
 
 # ---- fuzzing (clang + libFuzzer): `make fuzz` builds fuzz/fuzz_program.c and
 # fuzz/fuzz_tensor.c against the library sources compiled with the sanitizers

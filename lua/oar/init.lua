@@ -2,6 +2,9 @@
 --   local oar = require("oar"); local layers = oar.layers
 -- This table gathers the public API (see API.md); each part lives in its
 -- own module under oar/.
+if not pcall(require, "ffi") then
+  error("oar needs LuaJIT (module 'ffi' not found): run it with luajit or the oar command", 2)
+end
 local framework = require("oar.framework")
 local tensor = require("oar.tensor")
 local scope = require("oar.scope")
