@@ -82,8 +82,15 @@ typedef enum { OAR_PLACE_CPU = 0, OAR_PLACE_CUDA = 1 } oar_place_kind_t;
 size_t oar_dtype_size(int dtype);          /* 0 for an unknown dtype */
 const char *oar_dtype_name(int dtype);     /* "float32", ... or NULL */
 int oar_dtype_from_name(const char *name); /* -1 if unknown */
+/* whether the CUDA backend (liboar_cuda.so) exists and loads; loads it */
 bool oar_is_compiled_with_cuda(void);
-int oar_cuda_device_count(void);           /* 0 without CUDA, a driver or a GPU */
+/* NULL when the CUDA backend loads, else why not (naming what is missing) */
+const char *oar_cuda_backend_error(void);
+int oar_cuda_device_count(void);           /* 0 without the backend, a driver or a GPU */
+/* Kernel calls per (op type, place) while counting is on (flag
+ * count_kernels): how often op_type ran a kernel of that place. */
+int64_t oar_kernel_calls(const char *op_type, int place);
+void oar_kernel_calls_reset(void);
 
 /* ---- tensors (refcounted) ---------------------------------------------- */
 typedef struct oar_tensor oar_tensor_t;

@@ -342,14 +342,15 @@ int oar_tensor_to_place(oar_tensor_t *t, int place, int device)
     size_t bytes = b->bytes, esize = t->dtype >= 0 ? oar_dtype_size((int)t->dtype) : 0;
     int64_t n = oar_tensor_numel_of(t);
     if (esize > 0 && n >= 0 && (size_t)n * esize <= bytes) bytes = (size_t)n * esize;
-    int dev = place == OAR_PLACE_CUDA ? device : b->device;
     oar_buffer_t *nb = buffer_new_on(bytes, place, device, false);
     if (!nb) {
         oar_error_prefix("moving a tensor of %zu bytes to %s: ", bytes,
                          place == OAR_PLACE_CPU ? "the host" : "the device");
         return OAR_ERR_NOMEM;
     }
-    int rc = oar_device_copy(nb->data, place, b->data, b->place, bytes, dev);
+    /* between two devices the backend orders the copy after the source
+     * device's work, so b may go back to its cache right after */
+    int rc = oar_device_copy_between(nb->data, place, device, b->data, b->place, b->device, bytes);
     if (rc != OAR_OK) {
         buffer_release(nb);
         return rc;

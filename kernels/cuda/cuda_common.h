@@ -89,14 +89,26 @@ int to_host(oar_kernel_ctx_t *k, void *dst, const void *src, size_t bytes, const
 int to_device(oar_kernel_ctx_t *k, void *dst, const void *src, size_t bytes, const char *what);
 
 /* A device "first bad position" flag for range checks done inside kernels:
- * kernels call flag_bad(f, i); check() copies it back (one 8-byte sync) and
- * gives the smallest flagged position, or -1. */
+ * kernels call flag_bad(f, i) and skip the bad element. The flag is one slot
+ * of the device's run-wide array: report() records what the check means,
+ * and the executor's run_end reads every slot of the run at once (one
+ * device-to-host read per run instead of one sync per check), failing the
+ * run with the first flagged check's message. With the flag
+ * cuda_sync_each_op, or once a run used all slots, report() reads its own
+ * flag at once instead. */
 struct BadFlag {
-    Scratch s;
+    Scratch s;                        /* own flag when the run's slots are used up */
+    unsigned long long *p = nullptr;
+    int slot = -1;
     int init(oar_kernel_ctx_t *k);
-    unsigned long long *ptr() const { return s.as<unsigned long long>(); }
-    int check(oar_kernel_ctx_t *k, int64_t *first);
+    unsigned long long *ptr() const { return p; }
+    /* the check's meaning, e.g. "Ids 'x' holds an id outside [0, 10)"; the
+     * error adds "(first at position N)" */
+    int report(oar_kernel_ctx_t *k, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 };
+/* the end of a run on `device`: the first flagged check's error, and every
+ * slot reset (the caller synchronized the device) */
+int run_checks_end(int device);
 __device__ inline void flag_bad(unsigned long long *f, int64_t i) { atomicMin(f, (unsigned long long)i); }
 
 /* ---- reductions ------------------------------------------------------------ */
