@@ -89,8 +89,9 @@ CU_SRC    = $(wildcard kernels/cuda/*.cu)
 CUDA_LIB  = $(BUILD)/liboar_cuda.so
 CUDA_ARCH ?= 80 90
 CUDA_PTX  ?= 90
-CUDA_GENCODE = $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
-               $(if $(CUDA_PTX),-gencode arch=compute_$(CUDA_PTX),code=compute_$(CUDA_PTX))
+comma := ,
+CUDA_GENCODE = $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a)$(comma)code=sm_$(a)) \
+               $(if $(CUDA_PTX),-gencode arch=compute_$(CUDA_PTX)$(comma)code=compute_$(CUDA_PTX))
 NVCCFLAGS ?= -O3 -std=c++17 -lineinfo $(CUDA_GENCODE) -Xcompiler -fPIC,-Wall -Isrc -Ibuild
 CUDA_LIBS  = -L$(BUILD) -loar -L$(CUDA_HOME)/lib64 -lcublas -lcudnn -cudart static \
              -Xlinker --no-undefined -Xlinker -rpath -Xlinker '$$ORIGIN' -Xlinker -rpath -Xlinker $(CUDA_HOME)/lib64

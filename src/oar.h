@@ -107,6 +107,9 @@ const int64_t *oar_tensor_dims(const oar_tensor_t *t);
 int64_t oar_tensor_numel(const oar_tensor_t *t);
 void *oar_tensor_data(oar_tensor_t *t);                /* NULL until allocated or on a device */
 int oar_tensor_place(const oar_tensor_t *t);
+int oar_tensor_device(const oar_tensor_t *t);          /* the CUDA device of its data (0 on the host) */
+/* a new tensor (dims, dtype, LoD) with src's data copied to place/device */
+int oar_tensor_copy_to(const oar_tensor_t *src, int place, int device, oar_tensor_t **out);
 int oar_tensor_copy(const oar_tensor_t *src, oar_tensor_t **out); /* deep copy incl. LoD */
 /* LoD: level l has n_l offsets; offsets are 0-based and nondecreasing */
 int oar_tensor_lod_levels(const oar_tensor_t *t);

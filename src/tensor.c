@@ -255,6 +255,7 @@ void *oar_tensor_data(oar_tensor_t *t)
     return t->buf->data;
 }
 int oar_tensor_place(const oar_tensor_t *t) { return t && t->buf ? t->buf->place : OAR_PLACE_CPU; }
+int oar_tensor_device(const oar_tensor_t *t) { return t && t->buf ? t->buf->device : 0; }
 
 int oar_tensor_lod_levels(const oar_tensor_t *t) { return t ? t->lod_levels : 0; }
 
@@ -357,6 +358,25 @@ int oar_tensor_to_place(oar_tensor_t *t, int place, int device)
     }
     buffer_release(b);
     t->buf = nb;
+    return OAR_OK;
+}
+
+int oar_tensor_copy_to(const oar_tensor_t *src, int place, int device, oar_tensor_t **out)
+{
+    if (!src || !out) return oar_error(OAR_ERR_INVALID, "oar_tensor_copy_to: NULL argument");
+    *out = NULL;
+    if (place != OAR_PLACE_CPU && place != OAR_PLACE_CUDA)
+        return oar_error(OAR_ERR_INVALID, "oar_tensor_copy_to: unknown place kind %d", place);
+    if (!src->buf || !src->buf->data || buffer_on(src->buf, place, device)) return oar_tensor_copy(src, out);
+    oar_tensor_t *t;
+    OAR_TRY(oar_tensor_new_empty(&t));
+    int rc = oar_tensor_share(t, src);
+    if (rc == OAR_OK) rc = oar_tensor_to_place(t, place, device);   /* a new buffer: src is untouched */
+    if (rc != OAR_OK) {
+        oar_tensor_free(t);
+        return rc;
+    }
+    *out = t;
     return OAR_OK;
 }
 

@@ -36,12 +36,21 @@ int cudnn_fail(oar_kernel_ctx_t *k, cudnnStatus_t s, const char *call);
 /* after a <<<...>>> launch: launch errors (bad geometry, no device) */
 #define OAR_CU_LAUNCH(k, name) do { cudaError_t e_ = cudaGetLastError(); \
     if (e_ != cudaSuccess) return oarcu::cuda_fail((k), e_, "launch of kernel " name); } while (0)
+/* A library call that could not allocate is retried once after the device's
+ * cached free blocks went back to the driver (cuBLAS and cuDNN allocate
+ * behind oar's caching allocator, so they run out first). */
 #define OAR_CUBLAS(k, call, name) do { cublasStatus_t s_ = (call); \
+    if (s_ == CUBLAS_STATUS_ALLOC_FAILED) { oarcu::release_cache((k)->device); s_ = (call); } \
     if (s_ != CUBLAS_STATUS_SUCCESS) return oarcu::cublas_fail((k), s_, (name)); } while (0)
 #define OAR_CUDNN(k, call, name) do { cudnnStatus_t s_ = (call); \
+    if (s_ == CUDNN_STATUS_ALLOC_FAILED) { oarcu::release_cache((k)->device); s_ = (call); } \
     if (s_ != CUDNN_STATUS_SUCCESS) return oarcu::cudnn_fail((k), s_, (name)); } while (0)
+/* gives the device's cached free blocks back to the driver */
+void release_cache(int device);
 
-/* one cuBLAS / cuDNN handle per device, made on first use, on the default stream */
+/* one cuBLAS / cuDNN handle per device, made on first use, on the default
+ * stream; cuBLAS gets its workspace from oar's allocator (kBlasWorkspace) */
+constexpr size_t kBlasWorkspace = (size_t)32 << 20;
 int blas_handle(oar_kernel_ctx_t *k, cublasHandle_t *h);
 int dnn_handle(oar_kernel_ctx_t *k, cudnnHandle_t *h);
 

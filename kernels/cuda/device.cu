@@ -40,6 +40,7 @@ struct Pool {
     size_t *caps = nullptr;
     size_t slots = 0, nlive = 0;        /* slots: 0 or a power of two */
     cublasHandle_t blas = nullptr;
+    void *blas_ws = nullptr;            /* cuBLAS's workspace, from this allocator */
     cudnnHandle_t dnn = nullptr;
 };
 
@@ -410,18 +411,39 @@ int cudnn_fail(oar_kernel_ctx_t *k, cudnnStatus_t s, const char *call)
     return oar_k_error(k, status, "%s failed on CUDA device %d: %s", call, k->device, cudnnGetErrorString(s));
 }
 
+void release_cache(int device)
+{
+    if (device >= 0 && device < OAR_MAX_DEVICES) cache_release(device);
+}
+
 int blas_handle(oar_kernel_ctx_t *k, cublasHandle_t *h)
 {
     const int d = k->device;
     if (d < 0 || d >= OAR_MAX_DEVICES) return oar_k_error(k, OAR_ERR_RANGE, "CUDA device %d is out of range", d);
     if (set_device(d) != OAR_OK) return oar_k_error(k, OAR_ERR_DEVICE, "%s", oar_last_error());
-    pthread_mutex_lock(&g_lock);
     Pool &pl = g_pools[d];
-    cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
-    if (!pl.blas) s = cublasCreate(&pl.blas);
+    pthread_mutex_lock(&g_lock);
+    cublasHandle_t have = pl.blas;
+    pthread_mutex_unlock(&g_lock);
+    if (have) { *h = have; return OAR_OK; }
+    /* made outside g_lock: the workspace comes from the allocator, which takes it */
+    cublasHandle_t made = nullptr;
+    cublasStatus_t s = cublasCreate(&made);
+    if (s != CUBLAS_STATUS_SUCCESS) return cublas_fail(k, s, "cublasCreate");
+    void *ws = nullptr;
+    if (be_alloc(d, kBlasWorkspace, &ws) == OAR_OK) {
+        s = cublasSetWorkspace(made, ws, kBlasWorkspace);
+        if (s != CUBLAS_STATUS_SUCCESS) { be_free(d, ws); ws = nullptr; }   /* cuBLAS then allocates its own */
+    }
+    pthread_mutex_lock(&g_lock);
+    bool lost = pl.blas != nullptr;   /* another thread made one meanwhile */
+    if (!lost) { pl.blas = made; pl.blas_ws = ws; }
     *h = pl.blas;
     pthread_mutex_unlock(&g_lock);
-    if (s != CUBLAS_STATUS_SUCCESS) return cublas_fail(k, s, "cublasCreate");
+    if (lost) {
+        cublasDestroy(made);
+        be_free(d, ws);
+    }
     return OAR_OK;
 }
 
