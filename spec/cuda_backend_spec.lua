@@ -98,6 +98,27 @@ describe("the CUDA backend is loaded at run time", function()
     end
   end)
 
+  it("liboar_cuda.so imports from liboar only what src/backend.h lists", function()
+    local f = io.open(BUILD .. "/liboar_cuda.so", "rb")
+    if not f then
+      pending("build/liboar_cuda.so was not built (no nvcc)")
+      return
+    end
+    f:close()
+    local header = assert(io.open(ROOT .. "/src/backend.h")):read("*a")
+    local list = header:match("#define OAR_BACKEND_IMPORTS(.-)\n\n")
+    local listed = {}
+    for name in list:gmatch('"(oar_[%w_]+)"') do listed[name] = true end
+    local code, out = sh("nm -D --undefined-only " .. sh_quote(BUILD .. "/liboar_cuda.so"))
+    assert.are.equal(0, code, out)
+    local n = 0
+    for name in out:gmatch("%s(oar_[%w_]+)") do
+      n = n + 1
+      assert.is_true(listed[name] == true, name .. " is imported by liboar_cuda.so but not listed in OAR_BACKEND_IMPORTS")
+    end
+    assert.is_true(n > 10, out)
+  end)
+
   it("a CPU-only process maps no CUDA library", function()
     local code, out = child(PROGRAM .. [[
 local _, _, losses = train(oar.CPUPlace(), 2)

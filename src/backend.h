@@ -75,24 +75,24 @@ const char *oar_backend_cuda_error(void);
  * Every liboar function a backend calls; the list spec/cuda_backend_spec.lua
  * holds liboar_cuda.so's undefined symbols to. Grouped by header. */
 #define OAR_BACKEND_IMPORTS                                                              \
-    /* error.h */ "oar_error", "oar_error_prefix", "oar_last_error", "oar_xcalloc",        \
-    /* op.h: registration and the kernel context */ "oar_registry_add_kernel",           \
+    /* error.h */ "oar_error", "oar_error_prefix", "oar_last_error", "oar_xmalloc",        \
+    "oar_xrealloc", "oar_mul_checked",                                                  \
+    /* op.h: registration, the kernel context, rng */ "oar_registry_add_kernel",         \
     "oar_k_in", "oar_k_out", "oar_k_out_data", "oar_k_in_name", "oar_k_out_name",         \
-    "oar_k_in_count", "oar_k_out_count", "oar_k_op", "oar_k_error", "oar_k_attrs",        \
-    "oar_k_input", "oar_k_output", "oar_k_output_data", "oar_k_input_name",              \
-    "oar_k_output_name", "oar_k_nin", "oar_k_nout", "oar_k_in_var", "oar_k_out_var",       \
-    "oar_k_dtype",                                                                        \
-    /* desc.h: attributes by name */ "oar_attr_i", "oar_attr_f", "oar_attr_b",            \
-    "oar_attr_s", "oar_attr_ints", "oar_attr_l", "oar_attr_floats", "oar_attr_longs",     \
-    "oar_op_attr", "oar_op_has_attr",                                                    \
-    /* tensor.h */ "oar_tensor_numel_of", "oar_tensor_has_data", "oar_tensor_resize",      \
-    "oar_tensor_adopt_buffer", "oar_tensor_share", "oar_shape_str", "oar_dtype_name",     \
-    "oar_dtype_size", "oar_tensor_lod_levels", "oar_tensor_set_lod",                     \
-    /* ops/window.h, ops/broadcast.h */ "oar_win_resolve_pads", "oar_bcast_resolve",       \
-    /* device.h (device memory for scratch) */ "oar_device_alloc", "oar_device_free",      \
-    "oar_device_copy",                                                                    \
-    /* rng */ "oar_rng_next", "oar_rng_seed", "oar_rng_next_r",                          \
-    /* variables */ "oar_variable_get_rows", "oar_flag_cuda_sync_each_op"
+    "oar_k_in_count", "oar_k_out_count", "oar_k_op", "oar_k_error", "oar_k_dtype",        \
+    "oar_k_in_var", "oar_k_out_var", "oar_k_attrs", "oar_k_input", "oar_k_output",       \
+    "oar_k_output_data", "oar_k_input_name", "oar_k_output_name", "oar_k_nin",            \
+    "oar_k_nout", "oar_rng_next", "oar_rng_next_r", "oar_rng_seed",                       \
+    /* desc.h: attributes by name */ "oar_attr_b", "oar_attr_f", "oar_attr_i",            \
+    "oar_attr_ints", "oar_attr_l", "oar_attr_s", "oar_op_desc_attr_type",                 \
+    /* tensor.h, variable.h */ "oar_dtype_name", "oar_dtype_size", "oar_shape_str",       \
+    "oar_tensor_clear_lod", "oar_tensor_copy_lod", "oar_tensor_free",                    \
+    "oar_tensor_mutable", "oar_tensor_mutable_on", "oar_tensor_new_empty",               \
+    "oar_tensor_resize", "oar_tensor_share", "oar_tensor_adopt_buffer",                  \
+    "oar_var_selected_rows", "oar_variable_type",                                        \
+    /* ops/window.h */ "oar_win_attr_pads", "oar_win_attr_pair",                         \
+    /* device.h: scratch device memory, the debug flag */ "oar_device_alloc",            \
+    "oar_device_copy", "oar_device_free", "oar_flag_cuda_sync_each_op"
 
 #ifdef __cplusplus
 }
