@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include "backend_count.h"
 #include "error.h"
+#include "op.h"
 #include "strmap.h"
 
 int oar_flag_count_kernels = 0;
@@ -55,4 +56,9 @@ void oar_kernel_calls_reset(void)
     pthread_mutex_lock(&g_lock);
     for (int i = 0; i < g_n; i++) g_counts[i].calls[0] = g_counts[i].calls[1] = 0;
     pthread_mutex_unlock(&g_lock);
+}
+
+bool oar_kernel_registered(const char *op_type, int place, int dtype)
+{
+    return oar_registry_kernel(op_type, place, dtype) != NULL;
 }

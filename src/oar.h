@@ -91,6 +91,9 @@ int oar_cuda_device_count(void);           /* 0 without the backend, a driver or
  * count_kernels): how often op_type ran a kernel of that place. */
 int64_t oar_kernel_calls(const char *op_type, int place);
 void oar_kernel_calls_reset(void);
+/* whether op_type has a kernel for place and dtype (CUDA: once the backend
+ * is loaded) */
+bool oar_kernel_registered(const char *op_type, int place, int dtype);
 
 /* ---- tensors (refcounted) ---------------------------------------------- */
 typedef struct oar_tensor oar_tensor_t;
