@@ -342,3 +342,13 @@ assert(fake.fake_syncs - base >= 1, tostring(fake.fake_syncs - base))
 ]])
   end)
 end)
+
+describe("the GPU spec through the fake backend", function()
+  it("spec/cuda_spec.lua runs end to end (CPU kernels on both sides, the relu kernel on the fake device)", function()
+    -- keeps the GPU spec's own code (loss weights, counters, cases) working on machines without a GPU
+    local code, out = sh("env OAR_CUDA_BACKEND=" .. sh_quote(fake_backend()) .. " busted spec/cuda_spec.lua")
+    assert.are.equal(0, code, out)
+    assert.matches("(%d+) successes / 0 failures / 0 errors / 0 pending", out)
+    assert.is_true(tonumber(out:match("(%d+) successes")) >= 50, out)
+  end)
+end)
