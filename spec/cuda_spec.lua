@@ -762,6 +762,17 @@ describe("CUDA kernels #gpu", function()
       same{ type = "clip_by_norm", inputs = { X = rand({ 40, 33 }, -1, 1) }, attrs = { max_norm = 1.5 } }
       same{ type = "clip_by_norm", inputs = { X = rand({ 3 }, -0.1, 0.1) }, attrs = { max_norm = 5 } }
     end)
+    it("one_hot, arg_max, arg_min", function()
+      same{ type = "one_hot", inputs = { X = randint({ 9, 1 }, 5) }, attrs = { depth = 5, dtype = 5 } }
+      local x = randint({ 6, 1 }, 4)
+      x.data[2] = 9
+      same{ type = "one_hot", inputs = { X = x }, attrs = { depth = 4, dtype = 3, allow_out_of_range = true } }
+      for _, op in ipairs({ "arg_max", "arg_min" }) do
+        same{ type = op, inputs = { X = rand({ 5, 37 }, -1, 1) }, attrs = { axis = 1 } }
+        same{ type = op, inputs = { X = rand({ 4, 3, 5 }, -1, 1) }, attrs = { axis = 1, dtype = 2 } }
+        same{ type = op, inputs = { X = randint({ 3, 33 }, 4) }, attrs = { axis = 0 } }
+      end
+    end)
     it("adagrad, rmsprop (plain, centered), adamax, adadelta", function()
       local function p(n) return rand({ n, 7 }, -1, 1) end
       local function pos(n) return rand({ n, 7 }, 0.1, 1) end

@@ -31,8 +31,8 @@ static void mem_count(int64_t delta)
     }
 }
 
-/* A buffer of `bytes` on place/device, zeroed when `zero` (new tensors read
- * as zeros; both pools hand back used blocks). */
+/* A buffer of `bytes` on place/device, zeroed when `zero` (new host tensors
+ * read as zeros; both pools hand back used blocks). */
 static oar_buffer_t *buffer_new_on(size_t bytes, int place, int device, bool zero)
 {
     if (bytes > OAR_MAX_BYTES) {
@@ -302,7 +302,10 @@ void *oar_tensor_mutable_on(oar_tensor_t *t, int dtype, int place, int device)
     oar_buffer_t *b = t->buf;
     bool shared = b && __atomic_load_n(&b->refcount, __ATOMIC_ACQUIRE) > 1;
     if (!b || !b->data || b->bytes < bytes || shared || !buffer_on(b, place, device)) {
-        oar_buffer_t *nb = buffer_new_on(bytes, place, device, true);
+        /* host buffers read as zeros; a device buffer is an output its CUDA
+         * kernel writes in full (kernels that accumulate clear it first), so
+         * it is not cleared: that would be one more launch per allocation */
+        oar_buffer_t *nb = buffer_new_on(bytes, place, device, place == OAR_PLACE_CPU);
         if (!nb) return NULL;
         buffer_release(b);
         t->buf = nb;
