@@ -117,8 +117,9 @@ install: install-cuda
 install-cuda:
 	@if [ -f $(CUDA_LIB) ] && [ -n "$(INST_LIBDIR)" ]; then mkdir -p $(INST_LIBDIR) && cp $(CUDA_LIB) $(INST_LIBDIR)/liboar_cuda.so; fi
 # compute-sanitizer over the GPU specs (needs a GPU): memcheck then racecheck
-SANITIZER ?= $(CUDA_HOME)/bin/compute-sanitizer
+SANITIZER ?= $(or $(shell command -v compute-sanitizer 2>/dev/null),$(CUDA_HOME)/bin/compute-sanitizer)
 cuda-sanitize: all
+	@[ -x "$(SANITIZER)" ] || { echo "make cuda-sanitize: $(SANITIZER) not found (install the CUDA toolkit's compute-sanitizer or set SANITIZER=)" >&2; exit 1; }
 	@for tool in memcheck racecheck; do echo "== compute-sanitizer --tool $$tool"; \
 	  $(SANITIZER) --tool $$tool --target-processes all --error-exitcode 1 \
 	    busted --run default spec/cuda_spec.lua || exit 1; done
