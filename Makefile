@@ -1,4 +1,5 @@
-# oar — one build for everything: the CPU runtime always, CUDA kernels when nvcc is found.
+# oar — one build for everything: the CPU runtime always, the CUDA backend
+# (build/liboar_cuda.so, loaded at run time) when nvcc is found.
 # luarocks (build.type "make") passes LUAROCKS_CFLAGS/LUAJIT_*/OAR_VERSION for the build and
 # INST_LIBDIR/INST_LUADIR/INST_BINDIR for install; both work by hand too:  make && make test
 #
@@ -39,13 +40,6 @@ Q   = @
 say = @printf '  %-5s %s\n' '$(1)' '$(2)';
 endif
 
-# CUDA: built when nvcc exists (PATH or /usr/local/cuda), unless NO_CUDA=1
-NVCC ?= $(shell command -v nvcc 2>/dev/null || ( [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc ))
-ifeq ($(NO_CUDA),1)
-NVCC :=
-endif
-CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
-
 BUILD    = build
 C_SRC    = $(wildcard src/*.c src/ops/*.c kernels/cpu/*.c)
 C_OBJ    = $(patsubst %.c,$(BUILD)/%.o,$(C_SRC)) $(BUILD)/framework.pb-c.o
@@ -60,20 +54,6 @@ ifneq ($(MPI_PC),)
 OAR_CFLAGS += -DOAR_WITH_MPI $(shell pkg-config --cflags $(MPI_PC))
 LIBS     += $(shell pkg-config --libs $(MPI_PC))
 endif
-CU_SRC   = $(wildcard kernels/cuda/*.cu)
-# CUDA support is compiled in only when there are CUDA kernels to build
-ifeq ($(CU_SRC),)
-NVCC :=
-endif
-ifneq ($(NVCC),)
-CU_OBJ   = $(patsubst %.cu,$(BUILD)/%.o,$(CU_SRC))
-OAR_CFLAGS += -DOAR_WITH_CUDA -I$(CUDA_HOME)/include
-LIBS     += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas -lcudnn
-# NCCL (collective ops on CUDA, kernels/cuda/collective.cu): its one link line
-CUDA_COLLECTIVE_LIBS = -lnccl
-LIBS     += $(CUDA_COLLECTIVE_LIBS)
-endif
-NVCCFLAGS ?= -O3 -Xcompiler -fPIC -std=c++17 -Isrc -Ibuild -arch=sm_80
 
 LIB      = $(BUILD)/liboar.so
 CDEF     = lua/oar/cdef.lua
@@ -96,15 +76,11 @@ $(BUILD)/%.o: %.c | $(BUILD)/framework.pb-c.h
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)$(CC) $(OAR_CFLAGS) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/%.o: %.cu | $(BUILD)/framework.pb-c.h
-	@mkdir -p $(dir $@)
-	$(call say,NVCC,$<)$(NVCC) $(NVCCFLAGS) $(DEPFLAGS) -MF $(@:.o=.d) -c $< -o $@
-
--include $(C_OBJ:.o=.d) $(CU_OBJ:.o=.d) $(LAUNCHER).d
+-include $(C_OBJ:.o=.d) $(LAUNCHER).d
 
 # linked to a temp name and renamed: a process loading the library never
 # sees a half-written file
-$(LIB): $(C_OBJ) $(CU_OBJ)
+$(LIB): $(C_OBJ)
 	$(call say,LD,$@)$(CC) -shared $(LDFLAGS) -o $@.tmp.$$$$ $^ $(LIBS) && mv -f $@.tmp.$$$$ $@
 
 # The FFI declarations are the preprocessor-free section of oar.h.
@@ -160,6 +136,61 @@ rock:
 	$(Q)sed 's|"file://$(ROCK_TAR)"|"file://$(abspath $(ROCK_DIR))/$(ROCK_TAR)"|' oar-$(OAR_VERSION).rockspec > $(ROCK_DIR)/oar-$(OAR_VERSION).rockspec
 	$(call say,PACK,$(BUILD)/oar-$(OAR_VERSION).src.rock)cd $(ROCK_DIR) && luarocks --lua-version=5.1 pack oar-$(OAR_VERSION).rockspec >/dev/null
 	$(Q)mv $(ROCK_DIR)/oar-$(OAR_VERSION).src.rock $(BUILD)/
+
+# ---- CUDA backend (issue 12) -------------------------------------------------
+# liboar.so never links CUDA. The CUDA kernels and the device layer build into
+# their own shared object, build/liboar_cuda.so, which src/device.c dlopens the
+# first time a CUDA place is asked for (src/backend.h). Built when nvcc exists
+# (PATH or /usr/local/cuda) unless NO_CUDA=1; installed next to liboar.so.
+#   CUDA_ARCH   real architectures compiled to SASS (default: 80 90)
+#   CUDA_PTX    the architecture also embedded as PTX, JIT-compiled by newer GPUs
+# The backend links cudart statically (needs only the driver, libcuda.so.1, at
+# run time) and cuBLAS/cuDNN dynamically; its rpath holds $ORIGIN (liboar.so)
+# and the CUDA library directory it was built against.
+NVCC ?= $(shell command -v nvcc 2>/dev/null || ( [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc ))
+ifeq ($(NO_CUDA),1)
+NVCC :=
+endif
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+CU_SRC    = $(wildcard kernels/cuda/*.cu)
+CUDA_LIB  = $(BUILD)/liboar_cuda.so
+CUDA_ARCH ?= 80 90
+CUDA_PTX  ?= 90
+comma := ,
+CUDA_GENCODE = $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a)$(comma)code=sm_$(a)) \
+               $(if $(CUDA_PTX),-gencode arch=compute_$(CUDA_PTX)$(comma)code=compute_$(CUDA_PTX))
+NVCCFLAGS ?= -O3 -std=c++17 -lineinfo $(CUDA_GENCODE) -Xcompiler -fPIC,-Wall -Isrc -Ibuild
+# NCCL carries the collective ops between GPUs (kernels/cuda/collective.cu)
+CUDA_LIBS  = -L$(BUILD) -loar -L$(CUDA_HOME)/lib64 -lcublas -lcudnn -lnccl -cudart static \
+             -Xlinker --no-undefined -Xlinker -rpath -Xlinker '$$ORIGIN' -Xlinker -rpath -Xlinker $(CUDA_HOME)/lib64
+# the backend names liboar.so in DT_NEEDED: the soname lets the loader match
+# the copy LuaJIT already loaded (whatever its path) instead of loading another
+LIBS += -Wl,-soname,liboar.so
+.PHONY: cuda install-cuda cuda-sanitize
+ifneq ($(and $(NVCC),$(CU_SRC)),)
+CU_OBJ = $(patsubst %.cu,$(BUILD)/%.o,$(CU_SRC))
+all: $(CUDA_LIB)
+cuda: $(CUDA_LIB)
+-include $(CU_OBJ:.o=.d)
+$(BUILD)/%.o: %.cu $(BUILD)/framework.pb-c.h
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
+$(CUDA_LIB): $(CU_OBJ) $(LIB)
+	$(NVCC) -shared -o $@.tmp.$$$$ $(CU_OBJ) $(CUDA_LIBS) && mv -f $@.tmp.$$$$ $@
+else
+cuda:
+	@echo "make cuda: nvcc was not found (set NVCC=/path/to/nvcc or install the CUDA toolkit)" >&2; exit 1
+endif
+install: install-cuda
+install-cuda:
+	@if [ -f $(CUDA_LIB) ] && [ -n "$(INST_LIBDIR)" ]; then mkdir -p $(INST_LIBDIR) && cp $(CUDA_LIB) $(INST_LIBDIR)/liboar_cuda.so; fi
+# compute-sanitizer over the GPU specs (needs a GPU): memcheck then racecheck
+SANITIZER ?= $(or $(shell command -v compute-sanitizer 2>/dev/null),$(CUDA_HOME)/bin/compute-sanitizer)
+cuda-sanitize: all
+	@[ -x "$(SANITIZER)" ] || { echo "make cuda-sanitize: $(SANITIZER) not found (install the CUDA toolkit's compute-sanitizer or set SANITIZER=)" >&2; exit 1; }
+	@for tool in memcheck racecheck; do echo "== compute-sanitizer --tool $$tool"; \
+	  $(SANITIZER) --tool $$tool --target-processes all --error-exitcode 1 \
+	    busted --run default spec/cuda_spec.lua || exit 1; done
 
 # ---- fuzzing (clang + libFuzzer): `make fuzz` builds fuzz/fuzz_program.c and
 # fuzz/fuzz_tensor.c against the library sources compiled with the sanitizers

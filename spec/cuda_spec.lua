@@ -1,8 +1,12 @@
 -- CUDA kernels against the CPU kernels (tag: gpu). Each case builds a
 -- one-op program, runs it on a CPU and on a CUDA executor with the same
 -- random inputs, and compares every output and the gradients the backward
--- pass computes through the op (loss = sum of the means of the chosen
--- outputs). Ops with random draws are compared through what does not depend
+-- pass computes through the op. The loss is a weighted sum of the chosen
+-- outputs with random weights (fed, the same on both places), so every
+-- upstream gradient differs: a kernel writing zeros, or a gradient that
+-- only a constant upstream makes vanish (softmax, batch_norm), cannot pass.
+-- The per-place kernel counter (flag count_kernels) shows that an op with a
+-- CUDA kernel ran it, not the CPU fallback. Ops with random draws are compared through what does not depend
 -- on the draws (ranges, moments, the mask's consistency). Whole training
 -- steps of an MLP and of a LeNet-style net are compared too, starting from
 -- the same parameters. Where no GPU can be used the spec says so and skips.
@@ -130,9 +134,22 @@ local function build(spec)
     local means = {}
     for _, slot in ipairs(spec.grad.of or { "Out" }) do
       for i, name in ipairs(outs[slot]) do
-        local m = "mean_" .. slot .. "_" .. i
-        T.append_op(block, "mean", { X = { name } }, { Out = { m } }, {})
+        local m = "wsum_" .. slot .. "_" .. i
+        if spec.grad.mean then   -- a case that checks against the mean's constant upstream gradient
+          T.append_op(block, "mean", { X = { name } }, { Out = { m } }, {})
+          means[#means + 1] = m
+          goto continue
+        end
+        -- sum(out * w) with random w of out's shape (spec.shapes, from a forward run)
+        local fwd = assert(spec.shapes and spec.shapes[name], "no forward shape of " .. name)
+        local w = rand(fwd.shape, -1, 1, fwd.dtype)
+        local wname = "weight_" .. slot .. "_" .. i
+        declare(block, wname, w)
+        feeds[wname] = w
+        T.append_op(block, "elementwise_mul", { X = { name }, Y = { wname } }, { Out = { "w" .. m } }, {})
+        T.append_op(block, "reduce_sum", { X = { "w" .. m } }, { Out = { m } }, { reduce_all = true })
         means[#means + 1] = m
+        ::continue::
       end
     end
     local loss = means[1]
@@ -191,12 +208,49 @@ local function run_on(kind, prog, feeds, fetch)
   return res
 end
 
--- Runs the case on both places and compares everything fetched.
+-- the forward outputs' shapes of a case (for the random loss weights)
+local function forward_shapes(spec)
+  local fwd = {}
+  for k, v in pairs(spec) do fwd[k] = v end
+  fwd.grad, fwd.skip = nil, nil
+  local prog, feeds, fetch = build(fwd)
+  local res = assert(run_on(CPU, prog, feeds, fetch))
+  local shapes = {}
+  for i, name in ipairs(fetch) do shapes[name] = { shape = res[i].shape, dtype = res[i].dtype } end
+  return shapes
+end
+
+-- the dtype that picks the op's kernel: its first input's
+local function first_dtype(spec)
+  local slots = {}
+  for slot in pairs(spec.inputs) do slots[#slots + 1] = slot end
+  table.sort(slots)
+  for _, slot in ipairs(slots) do
+    local v = spec.inputs[slot]
+    v = v.is_test_tensor and v or v[1]
+    if v then return T.DTYPES[v.dtype or "float32"] end
+  end
+  return T.DTYPES.float32
+end
+
+-- Runs the case on both places and compares everything fetched; an op (and
+-- its grad op) that has a CUDA kernel must have run it on the CUDA executor.
 local function same(spec)
+  if spec.grad and not spec.shapes then spec.shapes = forward_shapes(spec) end
   local prog, feeds, fetch, labels = build(spec)
   local want = assert(run_on(CPU, prog, feeds, fetch))
+  oar.set_flags{ count_kernels = true }
+  C.oar_kernel_calls_reset()
   local got, err = run_on(GPU, prog, feeds, fetch)
+  oar.set_flags{ count_kernels = false }
   assert(got, err)
+  local dt = first_dtype(spec)
+  for _, op in ipairs({ spec.type, spec.grad and (spec.type .. "_grad") or nil }) do
+    if C.oar_kernel_registered(op, GPU, dt) then
+      assert.is_true(C.oar_kernel_calls(op, GPU) >= 1, op .. " has a CUDA kernel but did not run it")
+      assert.are.equal(0, tonumber(C.oar_kernel_calls(op, CPU)), op .. " ran its CPU kernel on the CUDA executor")
+    end
+  end
   local atol, rtol = spec.atol or 1e-5, spec.rtol or 1e-4
   for i = 1, #fetch do T.assert_close(got[i], want[i], atol, rtol, labels[i] .. " (CUDA vs CPU)") end
   return got, want
@@ -274,8 +328,9 @@ end
 describe("CUDA kernels #gpu", function()
   local devices = place.cuda_device_count()
   if devices == 0 then
-    local why = oar.is_compiled_with_cuda() and "no CUDA device is available (driver or GPU missing)"
-                or "oar was built without CUDA"
+    -- the reason the executor gives (backend, library, driver or GPU missing)
+    local _, why = pcall(oar.Executor, oar.CUDAPlace(0))
+    why = tostring(why)
     print("cuda_spec: skipping the CUDA comparisons: " .. why)
     pending("no GPU: " .. why)
     return
@@ -567,7 +622,7 @@ describe("CUDA kernels #gpu", function()
       for _, impl in ipairs({ "downgrade_in_infer", "upscale_in_train" }) do
         local prog, feeds, fetch = build{ type = "dropout", inputs = { X = x }, outputs = { Out = 1, Mask = 1 },
                                           attrs = { dropout_prob = 0.3, dropout_implementation = impl },
-                                          grad = { wrt = { "X" } } }
+                                          grad = { wrt = { "X" }, mean = true } }
         local r = assert(run_on(GPU, prog, feeds, fetch))
         local out, mask, dx = r[1], r[2], r[3]
         if fetch[1]:find("Mask") then out, mask = mask, out end
@@ -603,6 +658,181 @@ describe("CUDA kernels #gpu", function()
       local a = cpu:run(main, { feed = feed, fetch_list = { y }, scope = sc })[1]
       local b = gpu:run(main, { feed = feed, fetch_list = { y }, scope = sg })[1]
       T.assert_close(T.from_c(b.handle), T.from_c(a.handle), 1e-5, 1e-4, "mixed placement")
+    end)
+  end)
+
+  describe("the defects of issue 12", function()
+    it("cross_entropy: a row whose label is ignore_index inside the class range has no gradient", function()
+      local lbl = randint({ 5, 1 }, 4)
+      lbl.data[2], lbl.data[4] = 1, 1
+      local got = same{ type = "cross_entropy", inputs = { X = probs(5, 4), Label = lbl }, attrs = { ignore_index = 1 },
+                        grad = { wrt = { "X" }, of = { "Y" } } }
+      local dx = got[#got]
+      for _, row in ipairs({ 2, 4 }) do
+        for c = 1, 4 do assert.are.equal(0, dx.data[(row - 1) * 4 + c], "row " .. row .. " class " .. c) end
+      end
+    end)
+    it("conv2d and pool2d with padding_algorithm SAME and VALID", function()
+      for _, algo in ipairs({ "SAME", "VALID" }) do
+        same{ type = "conv2d", inputs = { Input = rand({ 2, 3, 7, 6 }, -1, 1), Filter = rand({ 4, 3, 3, 2 }, -1, 1) },
+              attrs = { strides = { 2, 1 }, paddings = { 1, 1 }, dilations = { 2, 1 }, padding_algorithm = algo },
+              outputs = { Output = 1 }, grad = { wrt = { "Input", "Filter" }, of = { "Output" } }, atol = 1e-4 }
+        same{ type = "pool2d", inputs = { X = rand({ 2, 3, 7, 5 }, -1, 1) },
+              attrs = { pooling_type = "max", ksize = { 3, 2 }, strides = { 2, 2 }, paddings = { 1, 1 },
+                        padding_algorithm = algo }, grad = { wrt = { "X" } } }
+        same{ type = "pool2d", inputs = { X = rand({ 2, 3, 7, 5 }, -1, 1) },
+              attrs = { pooling_type = "avg", ksize = { 3, 3 }, strides = { 2, 2 }, padding_algorithm = algo },
+              grad = { wrt = { "X" } } }
+      end
+    end)
+    it("reduce_min with grads", function()
+      same{ type = "reduce_min", inputs = { X = rand({ 6, 5 }, -1, 1) }, attrs = { dim = { 1 } }, grad = { wrt = { "X" } } }
+    end)
+    it("a range check flagged inside a kernel fails the run, read once at its end", function()
+      local lbl = randint({ 4, 1 }, 3)
+      lbl.data[3] = 7
+      local prog, feeds, fetch = build{ type = "cross_entropy", inputs = { X = probs(4, 3), Label = lbl } }
+      local ok, err = run_on(GPU, prog, feeds, fetch)
+      assert.is_nil(ok)
+      assert.matches("op 'cross_entropy'.-Label 'in_Label_1' holds .-outside %[0, 3%)", err)
+      if C.oar_kernel_registered("cross_entropy", GPU, T.DTYPES.float32) then
+        assert.matches("first at position 2", err)
+      end
+    end)
+  end)
+
+  describe("ops that used to fall back to the CPU", function()
+    it("views share the device buffer: reshape2, squeeze2, unsqueeze2, flatten2, with grads", function()
+      same{ type = "reshape2", inputs = { X = rand({ 4, 6 }, -1, 1) }, attrs = { shape = { 3, -1, 2 } },
+            outputs = { Out = 1, XShape = 1 }, skip = { XShape = true }, grad = { wrt = { "X" } } }
+      same{ type = "squeeze2", inputs = { X = rand({ 3, 1, 5 }, -1, 1) }, attrs = { axes = { 1 } },
+            outputs = { Out = 1, XShape = 1 }, skip = { XShape = true }, grad = { wrt = { "X" } } }
+      same{ type = "unsqueeze2", inputs = { X = rand({ 3, 5 }, -1, 1) }, attrs = { axes = { 0, 2 } },
+            outputs = { Out = 1, XShape = 1 }, skip = { XShape = true }, grad = { wrt = { "X" } } }
+      same{ type = "flatten2", inputs = { X = rand({ 2, 3, 4 }, -1, 1) }, attrs = { axis = 2 },
+            outputs = { Out = 1, XShape = 1 }, skip = { XShape = true }, grad = { wrt = { "X" } } }
+    end)
+    it("transpose2, concat, split, stack with grads, including edge shapes", function()
+      same{ type = "transpose2", inputs = { X = rand({ 3, 33, 5 }, -1, 1) }, attrs = { axis = { 2, 0, 1 } },
+            outputs = { Out = 1, XShape = 1 }, skip = { XShape = true }, grad = { wrt = { "X" } } }
+      same{ type = "transpose2", inputs = { X = rand({ 1, 4, 1, 3 }, -1, 1) }, attrs = { axis = { 3, 1, 2, 0 } },
+            outputs = { Out = 1, XShape = 1 }, skip = { XShape = true }, grad = { wrt = { "X" } } }
+      for _, axis in ipairs({ 0, 1, -1 }) do
+        same{ type = "concat", inputs = { X = { rand({ 2, 3, 4 }, -1, 1), rand({ 2, 3, 4 }, -1, 1) } },
+              attrs = { axis = axis }, grad = { wrt = { "X" } } }
+      end
+      same{ type = "concat", inputs = { X = { rand({ 1, 33 }, -1, 1), rand({ 1, 2 }, -1, 1), rand({ 1, 65 }, -1, 1) } },
+            attrs = { axis = 1 }, grad = { wrt = { "X" } } }
+      same{ type = "split", inputs = { X = rand({ 4, 9 }, -1, 1) }, attrs = { axis = 1, sections = { 2, 3, 4 } },
+            outputs = { Out = 3 } }
+      same{ type = "stack", inputs = { X = { rand({ 3, 5 }, -1, 1), rand({ 3, 5 }, -1, 1) } }, attrs = { axis = 1 },
+            outputs = { Y = 1 }, grad = { wrt = { "X" }, of = { "Y" } } }
+    end)
+    it("comparisons, logical ops, elementwise max/min/pow with grads", function()
+      for _, op in ipairs({ "less_than", "less_equal", "greater_than", "greater_equal", "equal", "not_equal" }) do
+        same{ type = op, inputs = { X = randint({ 4, 33 }, 3), Y = randint({ 4, 33 }, 3) } }
+        same{ type = op, inputs = { X = rand({ 4, 5 }, -1, 1), Y = rand({ 5 }, -1, 1) } }
+      end
+      local function bools(n)
+        local d = {}
+        for i = 1, n do d[i] = rnd() < 0.5 end
+        return T.tensor(d, { shape = { n }, dtype = "bool" })
+      end
+      for _, op in ipairs({ "logical_and", "logical_or", "logical_xor" }) do
+        same{ type = op, inputs = { X = bools(37), Y = bools(37) } }
+      end
+      same{ type = "logical_not", inputs = { X = bools(37) } }
+      for _, op in ipairs({ "elementwise_max", "elementwise_min" }) do
+        same{ type = op, inputs = { X = rand({ 6, 35 }, -1, 1), Y = rand({ 6, 35 }, -1, 1) }, grad = { wrt = { "X", "Y" } } }
+        same{ type = op, inputs = { X = rand({ 6, 5 }, -1, 1), Y = rand({ 5 }, -1, 1) }, grad = { wrt = { "X", "Y" } } }
+      end
+      same{ type = "elementwise_pow", inputs = { X = rand({ 4, 7 }, 0.2, 2), Y = rand({ 4, 7 }, -1.5, 1.5) },
+            grad = { wrt = { "X", "Y" } } }
+    end)
+    it("gather, increment, sigmoid_cross_entropy_with_logits, clip_by_norm", function()
+      same{ type = "gather", inputs = { X = rand({ 7, 33 }, -1, 1), Index = randint({ 11 }, 7) }, grad = { wrt = { "X" } } }
+      same{ type = "increment", inputs = { X = rand({ 1 }, -1, 1) }, attrs = { step = 2.5 } }
+      local z = randint({ 5, 6 }, 2)
+      z.dtype = "float32"
+      z.data[3] = -100
+      for _, normalize in ipairs({ false, true }) do
+        same{ type = "sigmoid_cross_entropy_with_logits", inputs = { X = rand({ 5, 6 }, -3, 3), Label = z },
+              attrs = { normalize = normalize, ignore_index = -100 }, grad = { wrt = { "X" } } }
+      end
+      same{ type = "clip_by_norm", inputs = { X = rand({ 40, 33 }, -1, 1) }, attrs = { max_norm = 1.5 } }
+      same{ type = "clip_by_norm", inputs = { X = rand({ 3 }, -0.1, 0.1) }, attrs = { max_norm = 5 } }
+    end)
+    it("one_hot, arg_max, arg_min", function()
+      same{ type = "one_hot", inputs = { X = randint({ 9, 1 }, 5) }, attrs = { depth = 5, dtype = 5 } }
+      local x = randint({ 6, 1 }, 4)
+      x.data[2] = 9
+      same{ type = "one_hot", inputs = { X = x }, attrs = { depth = 4, dtype = 3, allow_out_of_range = true } }
+      for _, op in ipairs({ "arg_max", "arg_min" }) do
+        same{ type = op, inputs = { X = rand({ 5, 37 }, -1, 1) }, attrs = { axis = 1 } }
+        same{ type = op, inputs = { X = rand({ 4, 3, 5 }, -1, 1) }, attrs = { axis = 1, dtype = 2 } }
+        same{ type = op, inputs = { X = randint({ 3, 33 }, 4) }, attrs = { axis = 0 } }
+      end
+    end)
+    it("adagrad, rmsprop (plain, centered), adamax, adadelta", function()
+      local function p(n) return rand({ n, 7 }, -1, 1) end
+      local function pos(n) return rand({ n, 7 }, 0.1, 1) end
+      local lr = T.tensor({ 0.05 }, { shape = { 1 }, dtype = "float32" })
+      same{ type = "adagrad", inputs = { Param = p(5), Grad = p(5), Moment = pos(5), LearningRate = lr },
+            attrs = { epsilon = 1e-6 }, outputs = { ParamOut = 1, MomentOut = 1 } }
+      for _, centered in ipairs({ false, true }) do
+        -- MeanSquare well above MeanGrad^2: the centered denominator stays positive
+        same{ type = "rmsprop", inputs = { Param = p(5), Grad = p(5), MeanSquare = rand({ 5, 7 }, 1, 2), Moment = p(5),
+                                           MeanGrad = rand({ 5, 7 }, -0.1, 0.1),
+                                           LearningRate = lr },
+              attrs = { centered = centered, decay = 0.9, momentum = 0.5, epsilon = 1e-6 },
+              outputs = { ParamOut = 1, MeanSquareOut = 1, MomentOut = 1, MeanGradOut = 1 }, atol = 1e-4 }
+      end
+      same{ type = "adamax", inputs = { Param = p(5), Grad = p(5), Moment = p(5), InfNorm = pos(5), LearningRate = lr,
+                                        Beta1Pow = T.tensor({ 0.81 }, { shape = { 1 }, dtype = "float32" }) },
+            outputs = { ParamOut = 1, MomentOut = 1, InfNormOut = 1 } }
+      same{ type = "adadelta", inputs = { Param = p(5), Grad = p(5), AvgSquaredGrad = pos(5), AvgSquaredUpdate = pos(5) },
+            outputs = { ParamOut = 1, AvgSquaredGradOut = 1, AvgSquaredUpdateOut = 1 } }
+    end)
+    it("edge shapes: an empty batch, one row, sizes that are no multiple of 32", function()
+      for _, rows in ipairs({ 0, 1, 33 }) do
+        for _, op in ipairs({ "relu", "sigmoid", "tanh", "softmax" }) do
+          same{ type = op, inputs = { X = rand({ rows, 37 }, -2, 2, nil, 0.05) }, grad = rows > 0 and { wrt = { "X" } } or nil }
+        end
+        same{ type = "elementwise_add", inputs = { X = rand({ rows, 65 }, -1, 1), Y = rand({ 65 }, -1, 1) },
+              grad = rows > 0 and { wrt = { "X", "Y" } } or nil }
+        same{ type = "mul", inputs = { X = rand({ rows, 33 }, -1, 1), Y = rand({ 33, 17 }, -1, 1) },
+              grad = rows > 0 and { wrt = { "X", "Y" } } or nil }
+      end
+    end)
+  end)
+
+  describe("after training on the device", function()
+    it("scope tensors read as host values, and save/load round-trips", function()
+      local main, startup = oar.Program(), oar.Program()
+      local loss
+      oar.program_guard(main, startup, function()
+        local img = layers.data{ name = "img", shape = { 784 }, dtype = "float32" }
+        local lbl = layers.data{ name = "label", shape = { 1 }, dtype = "int64" }
+        local pred = layers.fc{ input = layers.fc{ input = img, size = 32, act = "relu" }, size = 10, act = "softmax" }
+        loss = layers.mean(layers.cross_entropy{ input = pred, label = lbl })
+        oar.optimizer.SGD{ learning_rate = 0.1 }:minimize(loss)
+      end)
+      local exe, scope = oar.Executor(oar.CUDAPlace(0)), oar.Scope()
+      exe:run(startup, { scope = scope })
+      local feed = mnist_feed({ 784 }, 8)
+      for _ = 1, 3 do exe:run(main, { feed = feed(), fetch_list = { loss }, scope = scope }) end
+      local pname = main:all_parameters()[1].name
+      local w = scope:find_var(pname):get_tensor()
+      local before = w:totable()
+      assert.is_true(#before > 0 and type(before[1][1]) == "number")
+      local dir = os.tmpname()
+      os.remove(dir)
+      oar.scope_guard(scope, function() oar.io.save_persistables(exe, dir, main) end)
+      local fresh = oar.Scope()
+      oar.scope_guard(fresh, function() oar.io.load_persistables(oar.Executor(oar.CPUPlace()), dir, main) end)
+      local after = fresh:find_var(pname):get_tensor():totable()
+      os.execute("rm -rf '" .. dir .. "'")
+      for i = 1, #before do for j = 1, #before[i] do assert.are.equal(before[i][j], after[i][j]) end end
     end)
   end)
 

@@ -34,11 +34,3 @@ int oar_dtype_from_name(const char *name)
     return -1;
 }
 
-bool oar_is_compiled_with_cuda(void)
-{
-#ifdef OAR_WITH_CUDA
-    return true;
-#else
-    return false;
-#endif
-}

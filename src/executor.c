@@ -13,7 +13,9 @@
  * Places: a CUDA executor runs each op's CUDA kernel, or its CPU kernel when
  * the op has none. Before a kernel runs, every input tensor not on the
  * kernel's place is moved there (Fluid's data transform), and outputs are
- * allocated there (oar_k_out_data). Ops without kernels (control flow, io,
+ * allocated there (oar_k_out_data). A CPU fallback in a CUDA executor does
+ * not move its device inputs: it reads host copies kept in a per-run cache
+ * (the variable stays on the device), unless it also writes the variable. Ops without kernels (control flow, io,
  * print) read their inputs on the host unless their definition is
  * OAR_OP_PLACE_AWARE. Feeds go to the device before the run, fetches come
  * back to the host. A CPU executor takes the same path only once device
@@ -23,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "backend_count.h"
 #include "device.h"
 #include "exec.h"
 #include "bounded.h"
@@ -40,6 +43,13 @@ struct oar_executor {
     int busy[CACHE_SIZE];     /* runs in progress (nested blocks) pin their entry */
     int cancel;               /* oar_executor_cancel: read and written with __atomic only */
     int depth;                /* nested block runs in progress */
+    /* host copies of device buffers read by CPU fallbacks: key[i] is the
+     * device buffer, host[i] a tensor holding its copy. Valid while no
+     * device kernel or control-flow op ran (no device buffer could have
+     * been written or made since), and dropped at each run's end. */
+    const oar_buffer_t **hc_key;
+    oar_tensor_t **hc_host;
+    int hc_n, hc_cap;
 };
 
 /* ---- cancellation (async-signal-safe: one lock-free atomic store) ------- */
@@ -54,6 +64,12 @@ int oar_executor_check_cancel(oar_executor_t *e) {
     if (__atomic_load_n(&oar_interrupt_flag, __ATOMIC_RELAXED))
         return oar_error(OAR_ERR_CANCELLED, "the run was interrupted (SIGINT)");
     return OAR_OK;
+}
+
+
+static void host_cache_clear(oar_executor_t *e) {
+    for (int i = 0; i < e->hc_n; i++) oar_tensor_free(e->hc_host[i]);
+    e->hc_n = 0;
 }
 
 int oar_executor_place(const oar_executor_t *e) { return e->place; }
@@ -76,6 +92,9 @@ int oar_executor_new(int place_kind, int device, oar_executor_t **out) {
 void oar_executor_free(oar_executor_t *e) {
     if (!e) return;
     for (int i = 0; i < CACHE_SIZE; i++) oar_prepared_free(e->cache[i]);
+    host_cache_clear(e);
+    free(e->hc_key);
+    free(e->hc_host);
     free(e);
 }
 
@@ -239,9 +258,87 @@ static int run_op(oar_kernel_ctx_t *k, const unsigned char *keep) {
     if (!fn) return OAR_ERR_UNSUPPORTED;
     k->dtype = dtype;
     if (keep) arm_inplace(k, keep);
+    if (oar_flag_count_kernels) oar_kernel_count(op->desc->type, k->place);
     int rc = fn(k);
     k->inplace_buf = NULL;
     return rc;
+}
+
+/* ---- CPU fallbacks in a CUDA executor ---------------------------------------
+ * The op's device inputs are swapped for host copies while its CPU kernel
+ * runs, then swapped back: the variables stay on the device. */
+typedef struct { oar_tensor_t *t, *dev; } borrowed_t;
+
+/* a host tensor with the contents of device tensor t, from the cache */
+static int host_copy(oar_executor_t *e, oar_tensor_t *t, oar_tensor_t **out) {
+    for (int i = 0; i < e->hc_n; i++)
+        if (e->hc_key[i] == t->buf) { *out = e->hc_host[i]; return OAR_OK; }
+    if (e->hc_n == e->hc_cap) {
+        int cap = e->hc_cap ? e->hc_cap * 2 : 16;
+        const oar_buffer_t **keys = realloc(e->hc_key, sizeof *keys * (size_t)cap);
+        if (keys) e->hc_key = keys;
+        oar_tensor_t **hosts = realloc(e->hc_host, sizeof *hosts * (size_t)cap);
+        if (hosts) e->hc_host = hosts;
+        if (!keys || !hosts) return oar_error(OAR_ERR_NOMEM, "out of memory caching host copies");
+        e->hc_cap = cap;
+    }
+    oar_tensor_t *h;
+    OAR_TRY(oar_tensor_new_empty(&h));
+    int rc = oar_tensor_share(h, t);
+    if (rc == OAR_OK) rc = oar_tensor_to_place(h, OAR_PLACE_CPU, 0);
+    if (rc != OAR_OK) { oar_tensor_free(h); return rc; }
+    e->hc_key[e->hc_n] = t->buf;
+    e->hc_host[e->hc_n++] = h;
+    *out = h;
+    return OAR_OK;
+}
+
+static bool writes_var(const oar_prep_op_t *op, int id) {
+    for (int s = 0; s < op->nouts; s++)
+        for (int a = 0; a < op->outs[s].n; a++)
+            if (op->outs[s].ids[a] == id) return true;
+    return false;
+}
+
+/* puts back the device buffers of the first n borrowed inputs */
+static void give_back(borrowed_t *b, int n) {
+    for (int i = 0; i < n; i++) {
+        if (b[i].dev) oar_tensor_adopt_buffer(b[i].t, b[i].dev);
+        oar_tensor_free(b[i].dev);
+    }
+}
+
+/* The op's device inputs as host copies (the op does not write them), or
+ * moved to the host (it does). *nb: entries of b filled (at most max). */
+static int borrow_inputs(oar_kernel_ctx_t *k, borrowed_t *b, int max, int *nb) {
+    const oar_prep_op_t *op = k->op;
+    *nb = 0;
+    for (int s = 0; s < op->nins; s++)
+        for (int a = 0; a < op->ins[s].n; a++) {
+            int id = op->ins[s].ids[a];
+            if (id < 0) continue;
+            oar_variable_t *v = k->vars[id];
+            oar_tensor_t *t = v->type == OAR_VAR_LOD_TENSOR ? v->u.tensor
+                            : v->type == OAR_VAR_SELECTED_ROWS ? v->u.rows->value : NULL;
+            if (!t || !oar_tensor_has_data(t) || t->buf->place == OAR_PLACE_CPU) continue;
+            int rc;
+            if (writes_var(op, id) || *nb == max) {
+                rc = oar_tensor_to_place(t, OAR_PLACE_CPU, 0);
+            } else {
+                oar_tensor_t *h = NULL, *dev = NULL;
+                rc = host_copy(k->exe, t, &h);
+                if (rc == OAR_OK) rc = oar_tensor_new_empty(&dev);
+                if (rc == OAR_OK) rc = oar_tensor_share(dev, t);
+                if (rc == OAR_OK) rc = oar_tensor_adopt_buffer(t, h);
+                if (rc == OAR_OK) b[(*nb)++] = (borrowed_t){t, dev};
+                else oar_tensor_free(dev);
+            }
+            if (rc != OAR_OK) {
+                oar_error_prefix("input %s ('%s') to the host: ", op->ins[s].name, v->name);
+                return rc;
+            }
+        }
+    return OAR_OK;
 }
 
 /* Moves every input tensor of the op to place/device. */
@@ -274,6 +371,7 @@ static int run_op_placed(oar_kernel_ctx_t *k, const unsigned char *keep) {
     k->place = OAR_PLACE_CPU;
     k->device = 0;
     if (op->def->flags & OAR_OP_NO_KERNEL) {
+        host_cache_clear(k->exe);   /* it may run device kernels */
         if (op->host_inputs) OAR_TRY(move_inputs(k, OAR_PLACE_CPU, 0));
         return op->def->run(k);
     }
@@ -284,14 +382,25 @@ static int run_op_placed(oar_kernel_ctx_t *k, const unsigned char *keep) {
     if (op->kplace[dtype] != OAR_PLACE_CPU) {
         k->place = op->kplace[dtype];
         k->device = k->exe->device;
+        host_cache_clear(k->exe);             /* the kernel may write device buffers */
         OAR_TRY(oar_device_use(k->device));   /* the kernel launches on the current device */
     }
-    OAR_TRY(move_inputs(k, k->place, k->device));
-    OAR_TRY(oar_infer_runtime_memo(k));
-    k->dtype = dtype;
-    if (keep) arm_inplace(k, keep);
-    int rc = fn(k);
-    k->inplace_buf = NULL;
+    borrowed_t borrowed[16];
+    int nb = 0;
+    if (k->place == OAR_PLACE_CPU && k->exe->place != OAR_PLACE_CPU)
+        OAR_TRY(borrow_inputs(k, borrowed, 16, &nb));
+    else
+        OAR_TRY(move_inputs(k, k->place, k->device));
+    int rc = oar_infer_runtime_memo(k);
+    if (rc == OAR_OK) {
+        k->dtype = dtype;
+        if (keep) arm_inplace(k, keep);
+        if (oar_flag_count_kernels) oar_kernel_count(op->desc->type, k->place);
+        rc = fn(k);
+        k->inplace_buf = NULL;
+    }
+    give_back(borrowed, nb);
+    if (rc == OAR_OK && oar_flag_cuda_sync_each_op && k->place != OAR_PLACE_CPU) rc = oar_device_sync(k->device);
     return rc;
 }
 
@@ -488,8 +597,13 @@ int oar_executor_run(oar_executor_t *e, oar_program_t *prog, int block_idx, oar_
     }
     if (rc == OAR_OK) rc = run_ops(e, p, vars, local, keep);
     if (oar_flag_profile) oar_profile_run_peak(oar_mem_peak_bytes() - live0);
-    /* kernel failures that surface only when the device finishes belong to this run */
-    if (rc == OAR_OK && e->place != OAR_PLACE_CPU) rc = oar_device_sync(e->device);
+    /* kernel failures and range checks that surface only when the device
+     * finishes belong to this run */
+    if (e->place != OAR_PLACE_CPU && e->busy[slot] == 1) {
+        host_cache_clear(e);
+        int end = oar_device_run_end(e->device);
+        if (rc == OAR_OK) rc = end;
+    }
     for (int i = 0; rc == OAR_OK && i < nfetch; i++) {
         int id = oar_prepared_find(p, fetch_names[i]);
         rc = fetch_one(local, fetch_names[i], id >= 0 && p->persistable[id], &fetched[i]);

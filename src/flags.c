@@ -2,6 +2,8 @@
 #include "op.h"
 #include "profiler.h"
 #include "bounded.h"
+#include "backend_count.h"
+#include "device.h"
 
 #include <omp.h>
 #include <string.h>
@@ -37,6 +39,15 @@ int oar_set_flag(const char *name, int64_t value)
         oar_flag_memory_plan = (int)value;
         return OAR_OK;
     }
+    /* the CUDA place's counters and debug switch (backend_count.c, device.c) */
+    int *sw = strcmp(name, "count_kernels") == 0 ? &oar_flag_count_kernels
+            : strcmp(name, "cuda_sync_each_op") == 0 ? &oar_flag_cuda_sync_each_op : NULL;
+    if (sw) {
+        if (value != 0 && value != 1)
+            return oar_error(OAR_ERR_INVALID, "flag %s takes 0 or 1, got %lld", name, (long long)value);
+        *sw = (int)value;
+        return OAR_OK;
+    }
     if (strcmp(name, "num_threads") == 0) {
         if (value < 1 || value > 4096)
             return oar_error(OAR_ERR_INVALID, "flag num_threads takes 1 to 4096, got %lld", (long long)value);
@@ -51,7 +62,7 @@ int oar_set_flag(const char *name, int64_t value)
         *(name[0] == 'm' ? &oar_flag_max_while_iterations : &oar_flag_inference_max_while_iterations) = value;
         return OAR_OK;
     }
-    return oar_error(OAR_ERR_NOT_FOUND, "unknown flag '%s' (known: check_nan_inf, inference_max_while_iterations, "
+    return oar_error(OAR_ERR_NOT_FOUND, "unknown flag '%s' (known: check_nan_inf, count_kernels, cuda_sync_each_op, inference_max_while_iterations, "
                      "max_while_iterations, memory_plan, num_threads, profile)", name);
 }
 
@@ -64,10 +75,12 @@ int64_t oar_get_flag(const char *name)
     if (strcmp(name, "check_nan_inf") == 0) return oar_flag_check_nan_inf;
     if (strcmp(name, "profile") == 0) return oar_flag_profile;
     if (strcmp(name, "memory_plan") == 0) return oar_flag_memory_plan;
+    if (strcmp(name, "count_kernels") == 0) return oar_flag_count_kernels;
+    if (strcmp(name, "cuda_sync_each_op") == 0) return oar_flag_cuda_sync_each_op;
     if (strcmp(name, "num_threads") == 0) return g_num_threads > 0 ? g_num_threads : omp_get_max_threads();
     if (strcmp(name, "max_while_iterations") == 0) return oar_flag_max_while_iterations;
     if (strcmp(name, "inference_max_while_iterations") == 0) return oar_flag_inference_max_while_iterations;
-    oar_error(OAR_ERR_NOT_FOUND, "unknown flag '%s' (known: check_nan_inf, inference_max_while_iterations, "
+    oar_error(OAR_ERR_NOT_FOUND, "unknown flag '%s' (known: check_nan_inf, count_kernels, cuda_sync_each_op, inference_max_while_iterations, "
               "max_while_iterations, memory_plan, num_threads, profile)", name);
     return -1;
 }

@@ -84,8 +84,18 @@ typedef enum { OAR_PLACE_CPU = 0, OAR_PLACE_CUDA = 1 } oar_place_kind_t;
 size_t oar_dtype_size(int dtype);          /* 0 for an unknown dtype */
 const char *oar_dtype_name(int dtype);     /* "float32", ... or NULL */
 int oar_dtype_from_name(const char *name); /* -1 if unknown */
+/* whether the CUDA backend (liboar_cuda.so) exists and loads; loads it */
 bool oar_is_compiled_with_cuda(void);
-int oar_cuda_device_count(void);           /* 0 without CUDA, a driver or a GPU */
+/* NULL when the CUDA backend loads, else why not (naming what is missing) */
+const char *oar_cuda_backend_error(void);
+int oar_cuda_device_count(void);           /* 0 without the backend, a driver or a GPU */
+/* Kernel calls per (op type, place) while counting is on (flag
+ * count_kernels): how often op_type ran a kernel of that place. */
+int64_t oar_kernel_calls(const char *op_type, int place);
+void oar_kernel_calls_reset(void);
+/* whether op_type has a kernel for place and dtype (CUDA: once the backend
+ * is loaded) */
+bool oar_kernel_registered(const char *op_type, int place, int dtype);
 
 /* ---- tensors (refcounted) ---------------------------------------------- */
 typedef struct oar_tensor oar_tensor_t;
@@ -102,6 +112,9 @@ const int64_t *oar_tensor_dims(const oar_tensor_t *t);
 int64_t oar_tensor_numel(const oar_tensor_t *t);
 void *oar_tensor_data(oar_tensor_t *t);                /* NULL until allocated or on a device */
 int oar_tensor_place(const oar_tensor_t *t);
+int oar_tensor_device(const oar_tensor_t *t);          /* the CUDA device of its data (0 on the host) */
+/* a new tensor (dims, dtype, LoD) with src's data copied to place/device */
+int oar_tensor_copy_to(const oar_tensor_t *src, int place, int device, oar_tensor_t **out);
 int oar_tensor_copy(const oar_tensor_t *src, oar_tensor_t **out); /* deep copy incl. LoD */
 /* LoD: level l has n_l offsets; offsets are 0-based and nondecreasing */
 int oar_tensor_lod_levels(const oar_tensor_t *t);

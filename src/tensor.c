@@ -31,8 +31,8 @@ static void mem_count(int64_t delta)
     }
 }
 
-/* A buffer of `bytes` on place/device, zeroed when `zero` (new tensors read
- * as zeros; both pools hand back used blocks). */
+/* A buffer of `bytes` on place/device, zeroed when `zero` (new host tensors
+ * read as zeros; both pools hand back used blocks). */
 static oar_buffer_t *buffer_new_on(size_t bytes, int place, int device, bool zero)
 {
     if (bytes > OAR_MAX_BYTES) {
@@ -269,6 +269,7 @@ void *oar_tensor_data(oar_tensor_t *t)
     return t->buf->data;
 }
 int oar_tensor_place(const oar_tensor_t *t) { return t && t->buf ? t->buf->place : OAR_PLACE_CPU; }
+int oar_tensor_device(const oar_tensor_t *t) { return t && t->buf ? t->buf->device : 0; }
 
 int oar_tensor_lod_levels(const oar_tensor_t *t) { return t ? t->lod_levels : 0; }
 
@@ -315,7 +316,10 @@ void *oar_tensor_mutable_on(oar_tensor_t *t, int dtype, int place, int device)
     oar_buffer_t *b = t->buf;
     bool shared = b && __atomic_load_n(&b->refcount, __ATOMIC_ACQUIRE) > 1;
     if (!b || !b->data || b->bytes < bytes || shared || !buffer_on(b, place, device)) {
-        oar_buffer_t *nb = buffer_new_on(bytes, place, device, true);
+        /* host buffers read as zeros; a device buffer is an output its CUDA
+         * kernel writes in full (kernels that accumulate clear it first), so
+         * it is not cleared: that would be one more launch per allocation */
+        oar_buffer_t *nb = buffer_new_on(bytes, place, device, place == OAR_PLACE_CPU);
         if (!nb) return NULL;
         buffer_release(b);
         t->buf = nb;
@@ -356,20 +360,40 @@ int oar_tensor_to_place(oar_tensor_t *t, int place, int device)
     size_t bytes = b->bytes, esize = t->dtype >= 0 ? oar_dtype_size((int)t->dtype) : 0;
     int64_t n = oar_tensor_numel_of(t);
     if (esize > 0 && n >= 0 && (size_t)n * esize <= bytes) bytes = (size_t)n * esize;
-    int dev = place == OAR_PLACE_CUDA ? device : b->device;
     oar_buffer_t *nb = buffer_new_on(bytes, place, device, false);
     if (!nb) {
         oar_error_prefix("moving a tensor of %zu bytes to %s: ", bytes,
                          place == OAR_PLACE_CPU ? "the host" : "the device");
         return OAR_ERR_NOMEM;
     }
-    int rc = oar_device_copy(nb->data, place, b->data, b->place, bytes, dev);
+    /* between two devices the backend orders the copy after the source
+     * device's work, so b may go back to its cache right after */
+    int rc = oar_device_copy_between(nb->data, place, device, b->data, b->place, b->device, bytes);
     if (rc != OAR_OK) {
         buffer_release(nb);
         return rc;
     }
     buffer_release(b);
     t->buf = nb;
+    return OAR_OK;
+}
+
+int oar_tensor_copy_to(const oar_tensor_t *src, int place, int device, oar_tensor_t **out)
+{
+    if (!src || !out) return oar_error(OAR_ERR_INVALID, "oar_tensor_copy_to: NULL argument");
+    *out = NULL;
+    if (place != OAR_PLACE_CPU && place != OAR_PLACE_CUDA)
+        return oar_error(OAR_ERR_INVALID, "oar_tensor_copy_to: unknown place kind %d", place);
+    if (!src->buf || !src->buf->data || buffer_on(src->buf, place, device)) return oar_tensor_copy(src, out);
+    oar_tensor_t *t;
+    OAR_TRY(oar_tensor_new_empty(&t));
+    int rc = oar_tensor_share(t, src);
+    if (rc == OAR_OK) rc = oar_tensor_to_place(t, place, device);   /* a new buffer: src is untouched */
+    if (rc != OAR_OK) {
+        oar_tensor_free(t);
+        return rc;
+    }
+    *out = t;
     return OAR_OK;
 }
 

@@ -7,11 +7,14 @@
  * cuDNN pads symmetrically; asymmetric paddings are applied by copying the
  * input into a zero-padded buffer and convolving it without padding (the
  * input grad is computed for the padded buffer and cropped). Algorithms come
- * from cuDNN's heuristics (the *_v7 queries), the first that fits the op's
- * workspace_size_MB. Convolutions use plain FMA math (no TF32), so results
- * match the CPU kernels to float rounding.
+ * from cuDNN's heuristics (the *_v7 queries): the first whose own math type
+ * keeps the precision and whose own workspace fits the op's
+ * workspace_size_MB, cached per shape. Float32/64 convolutions use plain FMA
+ * math (no TF32), so results match the CPU kernels to float rounding.
  */
 #include <limits.h>
+#include <map>
+#include <mutex>
 #include "cuda_common.h"
 extern "C" {
 #include "ops/window.h"
@@ -55,6 +58,11 @@ int conv_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tensor_t *w
     OAR_TRY(oar_win_attr_pair(k, "strides", 1, g->st));
     OAR_TRY(oar_win_attr_pair(k, "dilations", 1, g->dl));
     OAR_TRY(oar_win_attr_pads(k, g->pd));
+    /* Fluid's SAME/VALID (SAME also sets dilations to 1), as the CPU kernel */
+    const char *algo = oar_attr_s(oar_k_op(k), "padding_algorithm");
+    if (!oar_win_resolve_pads(algo, &x->dims[2], &w->dims[2], g->st, g->pd, g->dl))
+        return oar_k_error(k, OAR_ERR_INVALID, "attr padding_algorithm = \"%s\" must be \"EXPLICIT\", \"SAME\" or \"VALID\"",
+                           algo);
     g->groups = oar_attr_i(oar_k_op(k), "groups");
     if (g->groups < 1) return oar_k_error(k, OAR_ERR_INVALID, "attr groups = %lld must be >= 1", (long long)g->groups);
     for (int i = 0; i < 2; i++)
@@ -127,18 +135,71 @@ size_t workspace_limit(oar_kernel_ctx_t *k)
     return (size_t)mb << 20;
 }
 
-/* the first heuristic algorithm that works within the workspace limit */
-template <class Perf>
-int pick(oar_kernel_ctx_t *k, const Perf *perf, int n, size_t limit, const char *what, int *algo, size_t *ws)
+/* ---- algorithm choice ------------------------------------------------------
+ * cuDNN's heuristic ranks candidates, each with its own math type. A
+ * candidate is usable when its math type keeps the op's precision (float32
+ * and float64: FMA only, so no silent TF32; the CPU is the reference) and
+ * the workspace cuDNN reports for it under that math type fits the limit;
+ * the chosen algorithm runs with the descriptor set to its math type and a
+ * workspace of its own size. Choices are cached per device and
+ * (direction, dtype, geometry, limit): the heuristic runs once per shape. */
+struct AlgoKey {
+    int device, dir, dtype;
+    int64_t dims[16];
+    bool operator<(const AlgoKey &o) const { return memcmp(this, &o, sizeof *this) < 0; }
+};
+struct AlgoChoice { int algo; cudnnMathType_t math; size_t ws; };
+std::map<AlgoKey, AlgoChoice> g_algos;
+std::mutex g_algos_lock;
+
+AlgoKey algo_key(oar_kernel_ctx_t *k, int dir, int dt, const Geom &g, size_t limit)
 {
-    for (int i = 0; i < n; i++)
-        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit) {
-            *algo = (int)perf[i].algo;
-            *ws = perf[i].memory;
+    AlgoKey key;
+    memset(&key, 0, sizeof key);   /* compared bytewise: no stray padding */
+    key.device = k->device;
+    key.dir = dir;
+    key.dtype = dt;
+    const int64_t d[] = {g.n, g.c, g.hp, g.wp, g.m, g.kh, g.kw, g.st[0], g.st[1], g.dl[0], g.dl[1],
+                         g.padded ? 0 : g.pd[0], g.padded ? 0 : g.pd[2], g.groups, (int64_t)limit};
+    memcpy(key.dims, d, sizeof d);
+    return key;
+}
+
+bool math_ok(cudnnMathType_t m, int dt)
+{
+    if (dt == OAR_FP16) return true;                      /* tensor cores are the point */
+    if (dt == OAR_FP64) return m == CUDNN_DEFAULT_MATH || m == CUDNN_FMA_MATH;
+    return m == CUDNN_FMA_MATH;                           /* float32: no TF32 */
+}
+
+/* The first usable candidate; wsq(algo, &bytes) asks cuDNN the workspace of
+ * an algorithm under the descriptor's current math type. */
+template <class Perf, class WsQuery>
+int pick(oar_kernel_ctx_t *k, const AlgoKey &key, const Perf *perf, int n, size_t limit, const char *what,
+         cudnnConvolutionDescriptor_t conv, WsQuery wsq, AlgoChoice *out)
+{
+    {
+        std::lock_guard<std::mutex> lk(g_algos_lock);
+        auto it = g_algos.find(key);
+        if (it != g_algos.end()) {
+            *out = it->second;
+            OAR_CUDNN(k, cudnnSetConvolutionMathType(conv, out->math), "cudnnSetConvolutionMathType");
             return OAR_OK;
         }
-    return oar_k_error(k, OAR_ERR_UNSUPPORTED, "cuDNN offers no %s algorithm for this convolution within the "
-                       "workspace limit of %zu MB (attr workspace_size_MB)", what, limit >> 20);
+    }
+    for (int i = 0; i < n; i++) {
+        if (perf[i].status != CUDNN_STATUS_SUCCESS || !math_ok(perf[i].mathType, key.dtype)) continue;
+        if (cudnnSetConvolutionMathType(conv, perf[i].mathType) != CUDNN_STATUS_SUCCESS) continue;
+        size_t ws = 0;
+        if (wsq((int)perf[i].algo, &ws) != CUDNN_STATUS_SUCCESS || ws > limit) continue;
+        *out = AlgoChoice{(int)perf[i].algo, perf[i].mathType, ws};
+        std::lock_guard<std::mutex> lk(g_algos_lock);
+        g_algos[key] = *out;
+        return OAR_OK;
+    }
+    return oar_k_error(k, OAR_ERR_UNSUPPORTED, "cuDNN offers no %s algorithm for this convolution with %s math "
+                       "within the workspace limit of %zu MB (attr workspace_size_MB)", what,
+                       key.dtype == OAR_FP16 ? "any" : "FMA (non-TF32)", limit >> 20);
 }
 
 template <class T>
@@ -194,16 +255,28 @@ int conv_fwd(oar_kernel_ctx_t *k, int dt)
     Scratch padded, ws;
     const void *xv;
     OAR_TRY(input_view<T>(k, g, xd, padded, &xv));
-    cudnnConvolutionFwdAlgoPerf_t perf[8];
-    int got = 0, algo = 0;
-    size_t wsz = 0;
-    OAR_CUDNN(k, cudnnGetConvolutionForwardAlgorithm_v7(h, d.x.d, d.w.d, d.conv.d, d.y.d, 8, &got, perf),
-              "cudnnGetConvolutionForwardAlgorithm_v7");
-    OAR_TRY(pick(k, perf, got, workspace_limit(k), "forward", &algo, &wsz));
-    OAR_TRY(ws.alloc(k, wsz, "cuDNN workspace"));
+    const size_t limit = workspace_limit(k);
+    const AlgoKey key = algo_key(k, 0, dt, g, limit);
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int got = 0;
+    {
+        std::lock_guard<std::mutex> lk(g_algos_lock);
+        if (g_algos.count(key)) got = -1;   /* cached: skip the heuristic */
+    }
+    if (got == 0)
+        OAR_CUDNN(k, cudnnGetConvolutionForwardAlgorithm_v7(h, d.x.d, d.w.d, d.conv.d, d.y.d,
+                                                            CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf),
+                  "cudnnGetConvolutionForwardAlgorithm_v7");
+    AlgoChoice ch;
+    OAR_TRY(pick(k, key, perf, got < 0 ? 0 : got, limit, "forward", d.conv.d,
+                 [&](int a, size_t *b) {
+                     return cudnnGetConvolutionForwardWorkspaceSize(h, d.x.d, d.w.d, d.conv.d, d.y.d,
+                                                                    (cudnnConvolutionFwdAlgo_t)a, b);
+                 }, &ch));
+    OAR_TRY(ws.alloc(k, ch.ws, "cuDNN workspace"));
     const T one = 1, zero = 0;
-    OAR_CUDNN(k, cudnnConvolutionForward(h, &one, d.x.d, xv, d.w.d, wd, d.conv.d, (cudnnConvolutionFwdAlgo_t)algo,
-                                         ws.p, wsz, &zero, d.y.d, y), "cudnnConvolutionForward");
+    OAR_CUDNN(k, cudnnConvolutionForward(h, &one, d.x.d, xv, d.w.d, wd, d.conv.d, (cudnnConvolutionFwdAlgo_t)ch.algo,
+                                         ws.p, ch.ws, &zero, d.y.d, y), "cudnnConvolutionForward");
     return OAR_OK;
 }
 
@@ -232,12 +305,25 @@ int conv_bwd(oar_kernel_ctx_t *k, int dt)
     const size_t limit = workspace_limit(k);
     const T one = 1, zero = 0;
     if (dx) {
-        cudnnConvolutionBwdDataAlgoPerf_t perf[8];
-        int got = 0, algo = 0;
-        size_t wsz = 0;
-        OAR_CUDNN(k, cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w.d, d.y.d, d.conv.d, d.x.d, 8, &got, perf),
-                  "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-        OAR_TRY(pick(k, perf, got, limit, "backward-data", &algo, &wsz));
+        const AlgoKey key = algo_key(k, 1, dt, g, limit);
+        cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+        int got = 0;
+        {
+            std::lock_guard<std::mutex> lk(g_algos_lock);
+            if (g_algos.count(key)) got = -1;
+        }
+        if (got == 0)
+            OAR_CUDNN(k, cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w.d, d.y.d, d.conv.d, d.x.d,
+                                                                     CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf),
+                      "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+        AlgoChoice ch;
+        OAR_TRY(pick(k, key, perf, got < 0 ? 0 : got, limit, "backward-data", d.conv.d,
+                     [&](int a, size_t *b) {
+                         return cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w.d, d.y.d, d.conv.d, d.x.d,
+                                                                             (cudnnConvolutionBwdDataAlgo_t)a, b);
+                     }, &ch));
+        const int algo = ch.algo;
+        const size_t wsz = ch.ws;
         Scratch ws, dpad;
         OAR_TRY(ws.alloc(k, wsz, "cuDNN workspace"));
         void *target = dx;
@@ -255,12 +341,26 @@ int conv_bwd(oar_kernel_ctx_t *k, int dt)
         }
     }
     if (dw) {
-        cudnnConvolutionBwdFilterAlgoPerf_t perf[8];
-        int got = 0, algo = 0;
-        size_t wsz = 0;
-        OAR_CUDNN(k, cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x.d, d.y.d, d.conv.d, d.w.d, 8, &got, perf),
-                  "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-        OAR_TRY(pick(k, perf, got, limit, "backward-filter", &algo, &wsz));
+        const AlgoKey key = algo_key(k, 2, dt, g, limit);
+        cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+        int got = 0;
+        {
+            std::lock_guard<std::mutex> lk(g_algos_lock);
+            if (g_algos.count(key)) got = -1;
+        }
+        if (got == 0)
+            OAR_CUDNN(k, cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x.d, d.y.d, d.conv.d, d.w.d,
+                                                                       CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got,
+                                                                       perf),
+                      "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+        AlgoChoice ch;
+        OAR_TRY(pick(k, key, perf, got < 0 ? 0 : got, limit, "backward-filter", d.conv.d,
+                     [&](int a, size_t *b) {
+                         return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x.d, d.y.d, d.conv.d, d.w.d,
+                                                                               (cudnnConvolutionBwdFilterAlgo_t)a, b);
+                     }, &ch));
+        const int algo = ch.algo;
+        const size_t wsz = ch.ws;
         Scratch ws, padded;
         const void *xv;
         OAR_TRY(input_view<T>(k, g, xd, padded, &xv));

@@ -36,12 +36,21 @@ int cudnn_fail(oar_kernel_ctx_t *k, cudnnStatus_t s, const char *call);
 /* after a <<<...>>> launch: launch errors (bad geometry, no device) */
 #define OAR_CU_LAUNCH(k, name) do { cudaError_t e_ = cudaGetLastError(); \
     if (e_ != cudaSuccess) return oarcu::cuda_fail((k), e_, "launch of kernel " name); } while (0)
+/* A library call that could not allocate is retried once after the device's
+ * cached free blocks went back to the driver (cuBLAS and cuDNN allocate
+ * behind oar's caching allocator, so they run out first). */
 #define OAR_CUBLAS(k, call, name) do { cublasStatus_t s_ = (call); \
+    if (s_ == CUBLAS_STATUS_ALLOC_FAILED) { oarcu::release_cache((k)->device); s_ = (call); } \
     if (s_ != CUBLAS_STATUS_SUCCESS) return oarcu::cublas_fail((k), s_, (name)); } while (0)
 #define OAR_CUDNN(k, call, name) do { cudnnStatus_t s_ = (call); \
+    if (s_ == CUDNN_STATUS_ALLOC_FAILED) { oarcu::release_cache((k)->device); s_ = (call); } \
     if (s_ != CUDNN_STATUS_SUCCESS) return oarcu::cudnn_fail((k), s_, (name)); } while (0)
+/* gives the device's cached free blocks back to the driver */
+void release_cache(int device);
 
-/* one cuBLAS / cuDNN handle per device, made on first use, on the default stream */
+/* one cuBLAS / cuDNN handle per device, made on first use, on the default
+ * stream; cuBLAS gets its workspace from oar's allocator (kBlasWorkspace) */
+constexpr size_t kBlasWorkspace = (size_t)32 << 20;
 int blas_handle(oar_kernel_ctx_t *k, cublasHandle_t *h);
 int dnn_handle(oar_kernel_ctx_t *k, cudnnHandle_t *h);
 
@@ -89,14 +98,26 @@ int to_host(oar_kernel_ctx_t *k, void *dst, const void *src, size_t bytes, const
 int to_device(oar_kernel_ctx_t *k, void *dst, const void *src, size_t bytes, const char *what);
 
 /* A device "first bad position" flag for range checks done inside kernels:
- * kernels call flag_bad(f, i); check() copies it back (one 8-byte sync) and
- * gives the smallest flagged position, or -1. */
+ * kernels call flag_bad(f, i) and skip the bad element. The flag is one slot
+ * of the device's run-wide array: report() records what the check means,
+ * and the executor's run_end reads every slot of the run at once (one
+ * device-to-host read per run instead of one sync per check), failing the
+ * run with the first flagged check's message. With the flag
+ * cuda_sync_each_op, or once a run used all slots, report() reads its own
+ * flag at once instead. */
 struct BadFlag {
-    Scratch s;
+    Scratch s;                        /* own flag when the run's slots are used up */
+    unsigned long long *p = nullptr;
+    int slot = -1;
     int init(oar_kernel_ctx_t *k);
-    unsigned long long *ptr() const { return s.as<unsigned long long>(); }
-    int check(oar_kernel_ctx_t *k, int64_t *first);
+    unsigned long long *ptr() const { return p; }
+    /* the check's meaning, e.g. "Ids 'x' holds an id outside [0, 10)"; the
+     * error adds "(first at position N)" */
+    int report(oar_kernel_ctx_t *k, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 };
+/* the end of a run on `device`: the first flagged check's error, and every
+ * slot reset (the caller synchronized the device) */
+int run_checks_end(int device);
 __device__ inline void flag_bad(unsigned long long *f, int64_t i) { atomicMin(f, (unsigned long long)i); }
 
 /* ---- reductions ------------------------------------------------------------ */

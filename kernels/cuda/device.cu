@@ -12,10 +12,20 @@
  *
  * Everything runs on each device's default stream; copies that involve the
  * host are synchronous for the host, so its memory may be reused at once.
+ *
+ * This file is the backend's table (src/backend.h): liboar reaches the
+ * device only through oar_cuda_backend(), the symbol src/device.c looks up
+ * after dlopen'ing liboar_cuda.so.
  */
+#include <dlfcn.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include "cuda_common.h"
+extern "C" {
+#include "backend.h"
+}
 
 #define OAR_MAX_DEVICES 64
 
@@ -30,13 +40,13 @@ struct Pool {
     size_t *caps = nullptr;
     size_t slots = 0, nlive = 0;        /* slots: 0 or a power of two */
     cublasHandle_t blas = nullptr;
+    void *blas_ws = nullptr;            /* cuBLAS's workspace, from this allocator */
     cudnnHandle_t dnn = nullptr;
 };
 
 Pool g_pools[OAR_MAX_DEVICES];
 pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 
-pthread_once_t g_count_once = PTHREAD_ONCE_INIT;
 int g_count = 0;
 cudaError_t g_count_err = cudaSuccess;
 
@@ -187,34 +197,46 @@ void cache_release(int device)
 
 const char *place_name(int place) { return place == OAR_PLACE_CPU ? "host" : "device"; }
 
-}  // namespace
+/* ---- the backend table (src/backend.h) ------------------------------------ */
+/* why no device is usable: the driver or the devices, named */
+const char *g_count_why = nullptr;
+char g_count_msg[256];
 
-/* ---- the device layer (src/device.h) ------------------------------------ */
-extern "C" {
-
-int oar_device_count(void)
+void count_devices_why()
 {
-    pthread_once(&g_count_once, count_devices);
-    return g_count;
-}
-
-int oar_device_check(int device)
-{
-    int n = oar_device_count();
-    if (n == 0) {
+    count_devices();
+    if (g_count == 0) {
+        if (g_count_err == cudaErrorInsufficientDriver || g_count_err == cudaErrorNoDevice ||
+            g_count_err == cudaErrorInitializationError) {
+            /* the usual cause: no driver library at all */
+            void *drv = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+            if (!drv) drv = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+            if (!drv) {
+                snprintf(g_count_msg, sizeof g_count_msg, "the CUDA driver library libcuda.so.1 could not be loaded: %s",
+                         dlerror());
+                g_count_why = g_count_msg;
+                return;
+            }
+        }
         if (g_count_err != cudaSuccess)
-            return oar_error(OAR_ERR_UNSUPPORTED, "CUDAPlace(%d): no CUDA device is available "
-                             "(cudaGetDeviceCount: %s)", device, cudaGetErrorString(g_count_err));
-        return oar_error(OAR_ERR_UNSUPPORTED, "CUDAPlace(%d): no CUDA device is available "
-                         "(cudaGetDeviceCount found none)", device);
+            snprintf(g_count_msg, sizeof g_count_msg, "cudaGetDeviceCount: %s (%s)", cudaGetErrorString(g_count_err),
+                     cudaGetErrorName(g_count_err));
+        else
+            snprintf(g_count_msg, sizeof g_count_msg, "cudaGetDeviceCount found no GPU");
+        g_count_why = g_count_msg;
     }
-    if (device < 0 || device >= n || device >= OAR_MAX_DEVICES)
-        return oar_error(OAR_ERR_RANGE, "CUDAPlace(%d): there %s only %d CUDA device%s (0 to %d)", device,
-                         n == 1 ? "is" : "are", n, n == 1 ? "" : "s", n - 1);
-    return OAR_OK;
 }
 
-int oar_device_alloc(int device, size_t bytes, void **out)
+pthread_once_t g_why_once = PTHREAD_ONCE_INIT;
+
+int be_device_count(const char **why)
+{
+    pthread_once(&g_why_once, count_devices_why);
+    if (why) *why = g_count_why;
+    return g_count < OAR_MAX_DEVICES ? g_count : OAR_MAX_DEVICES;
+}
+
+int be_alloc(int device, size_t bytes, void **out)
 {
     if (!out) return oar_error(OAR_ERR_INVALID, "oar_device_alloc: NULL out");
     *out = nullptr;
@@ -247,7 +269,6 @@ int oar_device_alloc(int device, size_t bytes, void **out)
     }
     pthread_mutex_lock(&g_lock);
     bool ok = live_put(pl, p, want);
-    if (ok) oar_device_ever_used = 1;
     pthread_mutex_unlock(&g_lock);
     if (!ok) {
         cudaFree(p);
@@ -257,7 +278,7 @@ int oar_device_alloc(int device, size_t bytes, void **out)
     return OAR_OK;
 }
 
-void oar_device_free(int device, void *p)
+void be_free(int device, void *p)
 {
     if (!p || device < 0 || device >= OAR_MAX_DEVICES) return;
     Pool &pl = g_pools[device];
@@ -268,7 +289,14 @@ void oar_device_free(int device, void *p)
     if (!kept && set_device(device) == OAR_OK) cudaFree(p);
 }
 
-int oar_device_copy(void *dst, int dst_place, const void *src, int src_place, size_t bytes, int device)
+int copy_fail(cudaError_t e, const char *call, size_t bytes, int src_place, int src_dev, int dst_place, int dst_dev)
+{
+    (void)cudaGetLastError();
+    return oar_error(OAR_ERR_DEVICE, "%s of %zu bytes (%s %d to %s %d) failed: %s", call, bytes,
+                     place_name(src_place), src_dev, place_name(dst_place), dst_dev, cudaGetErrorString(e));
+}
+
+int be_copy(void *dst, int dst_place, int dst_dev, const void *src, int src_place, int src_dev, size_t bytes)
 {
     if (bytes == 0) return OAR_OK;
     if (!dst || !src) return oar_error(OAR_ERR_INVALID, "oar_device_copy: NULL pointer");
@@ -276,26 +304,32 @@ int oar_device_copy(void *dst, int dst_place, const void *src, int src_place, si
         memmove(dst, src, bytes);
         return OAR_OK;
     }
-    OAR_TRY(check_index(device, "oar_device_copy"));
-    OAR_TRY(set_device(device));
+    if (dst_place == OAR_PLACE_CUDA) OAR_TRY(check_index(dst_dev, "oar_device_copy"));
+    if (src_place == OAR_PLACE_CUDA) OAR_TRY(check_index(src_dev, "oar_device_copy"));
     cudaError_t e;
-    const char *call = "cudaMemcpy";
     if (dst_place == OAR_PLACE_CUDA && src_place == OAR_PLACE_CUDA) {
-        call = "cudaMemcpyAsync";
-        e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, 0);
-    } else {
-        e = cudaMemcpy(dst, src, bytes, dst_place == OAR_PLACE_CUDA ? cudaMemcpyHostToDevice
-                                                                      : cudaMemcpyDeviceToHost);
+        if (dst_dev == src_dev) {
+            OAR_TRY(set_device(dst_dev));
+            e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, 0);
+            if (e != cudaSuccess) return copy_fail(e, "cudaMemcpyAsync", bytes, src_place, src_dev, dst_place, dst_dev);
+            return OAR_OK;
+        }
+        /* between two devices: cudaMemcpyPeer is serialized with the pending
+         * and later work of both devices' legacy default streams, so it reads
+         * the source after the kernels that wrote it, and the source block
+         * may go back to its cache at once (later work there waits for it) */
+        e = cudaMemcpyPeer(dst, dst_dev, src, src_dev, bytes);
+        if (e != cudaSuccess) return copy_fail(e, "cudaMemcpyPeer", bytes, src_place, src_dev, dst_place, dst_dev);
+        return OAR_OK;
     }
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return oar_error(OAR_ERR_DEVICE, "%s of %zu bytes (%s to %s, CUDA device %d) failed: %s", call, bytes,
-                         place_name(src_place), place_name(dst_place), device, cudaGetErrorString(e));
-    }
+    const int dev = dst_place == OAR_PLACE_CUDA ? dst_dev : src_dev;
+    OAR_TRY(set_device(dev));
+    e = cudaMemcpy(dst, src, bytes, dst_place == OAR_PLACE_CUDA ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) return copy_fail(e, "cudaMemcpy", bytes, src_place, src_dev, dst_place, dst_dev);
     return OAR_OK;
 }
 
-int oar_device_memset_zero(void *p, size_t bytes, int device)
+int be_memset_zero(void *p, size_t bytes, int device)
 {
     if (bytes == 0) return OAR_OK;
     OAR_TRY(check_index(device, "oar_device_memset_zero"));
@@ -309,13 +343,13 @@ int oar_device_memset_zero(void *p, size_t bytes, int device)
     return OAR_OK;
 }
 
-int oar_device_use(int device)
+int be_use(int device)
 {
     OAR_TRY(check_index(device, "oar_device_use"));
     return set_device(device);
 }
 
-int oar_device_sync(int device)
+int be_sync(int device)
 {
     OAR_TRY(check_index(device, "oar_device_sync"));
     OAR_TRY(set_device(device));
@@ -328,7 +362,29 @@ int oar_device_sync(int device)
     return OAR_OK;
 }
 
-}  // extern "C"
+int be_run_end(int device)
+{
+    OAR_TRY(be_sync(device));
+    return oarcu::run_checks_end(device);
+}
+
+void be_release_cache(int device)
+{
+    if (device >= 0 && device < OAR_MAX_DEVICES) cache_release(device);
+}
+
+const oar_backend_t g_backend = {
+    OAR_BACKEND_ABI, "cuda", be_device_count, be_alloc, be_free, be_copy, be_memset_zero,
+    be_use, be_sync, be_run_end, be_release_cache,
+};
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) const oar_backend_t *oar_cuda_backend(int abi)
+{
+    (void)abi;   /* the loader compares g_backend.abi with its own */
+    return &g_backend;
+}
 
 /* ---- helpers of cuda_common.h --------------------------------------------- */
 namespace oarcu {
@@ -355,18 +411,39 @@ int cudnn_fail(oar_kernel_ctx_t *k, cudnnStatus_t s, const char *call)
     return oar_k_error(k, status, "%s failed on CUDA device %d: %s", call, k->device, cudnnGetErrorString(s));
 }
 
+void release_cache(int device)
+{
+    if (device >= 0 && device < OAR_MAX_DEVICES) cache_release(device);
+}
+
 int blas_handle(oar_kernel_ctx_t *k, cublasHandle_t *h)
 {
     const int d = k->device;
     if (d < 0 || d >= OAR_MAX_DEVICES) return oar_k_error(k, OAR_ERR_RANGE, "CUDA device %d is out of range", d);
     if (set_device(d) != OAR_OK) return oar_k_error(k, OAR_ERR_DEVICE, "%s", oar_last_error());
-    pthread_mutex_lock(&g_lock);
     Pool &pl = g_pools[d];
-    cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
-    if (!pl.blas) s = cublasCreate(&pl.blas);
+    pthread_mutex_lock(&g_lock);
+    cublasHandle_t have = pl.blas;
+    pthread_mutex_unlock(&g_lock);
+    if (have) { *h = have; return OAR_OK; }
+    /* made outside g_lock: the workspace comes from the allocator, which takes it */
+    cublasHandle_t made = nullptr;
+    cublasStatus_t s = cublasCreate(&made);
+    if (s != CUBLAS_STATUS_SUCCESS) return cublas_fail(k, s, "cublasCreate");
+    void *ws = nullptr;
+    if (be_alloc(d, kBlasWorkspace, &ws) == OAR_OK) {
+        s = cublasSetWorkspace(made, ws, kBlasWorkspace);
+        if (s != CUBLAS_STATUS_SUCCESS) { be_free(d, ws); ws = nullptr; }   /* cuBLAS then allocates its own */
+    }
+    pthread_mutex_lock(&g_lock);
+    bool lost = pl.blas != nullptr;   /* another thread made one meanwhile */
+    if (!lost) { pl.blas = made; pl.blas_ws = ws; }
     *h = pl.blas;
     pthread_mutex_unlock(&g_lock);
-    if (s != CUBLAS_STATUS_SUCCESS) return cublas_fail(k, s, "cublasCreate");
+    if (lost) {
+        cublasDestroy(made);
+        be_free(d, ws);
+    }
     return OAR_OK;
 }
 
@@ -463,19 +540,89 @@ int to_device(oar_kernel_ctx_t *k, void *dst, const void *src, size_t bytes, con
     return rc;
 }
 
+/* ---- run-wide range checks ------------------------------------------------- */
+namespace {
+constexpr int kCheckSlots = 128;
+struct RunChecks {
+    unsigned long long *dev = nullptr;   /* kCheckSlots flags, ~0 when clear */
+    int n = 0;                           /* slots handed out in this run */
+    char msg[kCheckSlots][384];
+};
+RunChecks g_checks[OAR_MAX_DEVICES];
+pthread_mutex_t g_checks_lock = PTHREAD_MUTEX_INITIALIZER;
+}  // namespace
+
 int BadFlag::init(oar_kernel_ctx_t *k)
 {
+    const int d = k->device;
+    if (d >= 0 && d < OAR_MAX_DEVICES && !oar_flag_cuda_sync_each_op) {
+        RunChecks &rc = g_checks[d];
+        pthread_mutex_lock(&g_checks_lock);
+        if (!rc.dev && oar_device_alloc(d, sizeof(unsigned long long) * kCheckSlots, (void **)&rc.dev) == OAR_OK &&
+            cudaMemsetAsync(rc.dev, 0xff, sizeof(unsigned long long) * kCheckSlots, 0) != cudaSuccess) {
+            (void)cudaGetLastError();
+            oar_device_free(d, rc.dev);
+            rc.dev = nullptr;
+        }
+        if (rc.dev && rc.n < kCheckSlots) {
+            slot = rc.n++;
+            rc.msg[slot][0] = 0;
+            p = rc.dev + slot;
+        }
+        pthread_mutex_unlock(&g_checks_lock);
+        if (p) return OAR_OK;
+    }
     OAR_TRY(s.alloc(k, sizeof(unsigned long long), "range-check flag"));
-    OAR_CU(k, cudaMemsetAsync(s.p, 0xff, sizeof(unsigned long long), 0), "cudaMemsetAsync");
+    p = s.as<unsigned long long>();
+    OAR_CU(k, cudaMemsetAsync(p, 0xff, sizeof(unsigned long long), 0), "cudaMemsetAsync");
     return OAR_OK;
 }
 
-int BadFlag::check(oar_kernel_ctx_t *k, int64_t *first)
+int BadFlag::report(oar_kernel_ctx_t *k, const char *fmt, ...)
 {
+    char what[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (slot >= 0 && !oar_flag_cuda_sync_each_op) {   /* read at the run's end */
+        pthread_mutex_lock(&g_checks_lock);
+        snprintf(g_checks[k->device].msg[slot], sizeof g_checks[k->device].msg[slot], "%s: %s",
+                 k->op && k->op->context ? k->op->context : "op", what);
+        pthread_mutex_unlock(&g_checks_lock);
+        return OAR_OK;
+    }
     unsigned long long v = 0;
-    OAR_TRY(to_host(k, &v, s.p, sizeof v, "reading the range-check flag"));
-    *first = v == ~0ull ? -1 : (int64_t)v;
-    return OAR_OK;
+    OAR_TRY(to_host(k, &v, p, sizeof v, "reading the range-check flag"));
+    if (slot >= 0) OAR_CU(k, cudaMemsetAsync(p, 0xff, sizeof v, 0), "cudaMemsetAsync");
+    if (v == ~0ull) return OAR_OK;
+    return oar_k_error(k, OAR_ERR_RANGE, "%s (first at position %llu)", what, v);
+}
+
+int run_checks_end(int device)
+{
+    if (device < 0 || device >= OAR_MAX_DEVICES) return OAR_OK;
+    RunChecks &rc = g_checks[device];
+    pthread_mutex_lock(&g_checks_lock);
+    const int n = rc.n;
+    rc.n = 0;
+    unsigned long long flags[kCheckSlots];
+    int status = OAR_OK;
+    if (n > 0) {
+        cudaError_t e = cudaMemcpy(flags, rc.dev, sizeof flags[0] * (size_t)n, cudaMemcpyDeviceToHost);
+        if (e == cudaSuccess) e = cudaMemsetAsync(rc.dev, 0xff, sizeof flags[0] * (size_t)n, 0);
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            status = oar_error(OAR_ERR_DEVICE, "reading the run's range checks on CUDA device %d: %s", device,
+                               cudaGetErrorString(e));
+        }
+        for (int i = 0; status == OAR_OK && i < n; i++)
+            if (flags[i] != ~0ull)
+                status = oar_error(OAR_ERR_RANGE, "%s (first at position %llu)",
+                                   rc.msg[i][0] ? rc.msg[i] : "a range check failed", flags[i]);
+    }
+    pthread_mutex_unlock(&g_checks_lock);
+    return status;
 }
 
 }  // namespace oarcu

@@ -1,6 +1,7 @@
 /*
- * elementwise.cu — CUDA kernels of elementwise_{add,sub,mul,div} and their
- * grads (float32, float64), with Fluid's broadcasting.
+ * elementwise.cu — CUDA kernels of elementwise_{add,sub,mul,div,max,min,pow}
+ * and their grads (float32, float64), with Fluid's broadcasting; max/min
+ * route the gradient as the CPU kernels do (ties to Y).
  *
  * The broadcast shape and the loop plan come from kernels/cpu/broadcast.h,
  * as for the CPU kernels: up to OAR_MAX_DIMS merged dims with one element
@@ -27,6 +28,9 @@ struct AddF { template <class T> __device__ T operator()(T a, T b) const { retur
 struct SubF { template <class T> __device__ T operator()(T a, T b) const { return a - b; } };
 struct MulF { template <class T> __device__ T operator()(T a, T b) const { return a * b; } };
 struct DivF { template <class T> __device__ T operator()(T a, T b) const { return a / b; } };
+struct MaxF { template <class T> __device__ T operator()(T a, T b) const { return a > b ? a : b; } };
+struct MinF { template <class T> __device__ T operator()(T a, T b) const { return a < b ? a : b; } };
+struct PowF { template <class T> __device__ T operator()(T a, T b) const { return pow(a, b); } };
 
 /* grad formulas: contribution of one output element to dX / dY from
  * a = x, b = y, o = out, g = dout */
@@ -50,6 +54,22 @@ struct DivG {
     static constexpr bool needs_out = true;
     template <class T> __device__ static T dx(T, T b, T, T g) { return g / b; }
     template <class T> __device__ static T dy(T, T b, T o, T g) { return -g * o / b; }
+};
+
+struct MaxG {
+    static constexpr bool needs_out = false;
+    template <class T> __device__ static T dx(T a, T b, T, T g) { return a > b ? g : T(0); }
+    template <class T> __device__ static T dy(T a, T b, T, T g) { return a > b ? T(0) : g; }
+};
+struct MinG {
+    static constexpr bool needs_out = false;
+    template <class T> __device__ static T dx(T a, T b, T, T g) { return a < b ? g : T(0); }
+    template <class T> __device__ static T dy(T a, T b, T, T g) { return a < b ? T(0) : g; }
+};
+struct PowG {
+    static constexpr bool needs_out = false;
+    template <class T> __device__ static T dx(T a, T b, T, T g) { return g * b * pow(a, b - T(1)); }
+    template <class T> __device__ static T dy(T a, T b, T, T g) { return g * pow(a, b) * log(a); }
 };
 
 /* operand offsets of output element i */
@@ -280,5 +300,8 @@ EW_REG(add, AddF, AddG, true, true)
 EW_REG(sub, SubF, SubG, true, false)
 EW_REG(mul, MulF, MulG, false, false)
 EW_REG(div, DivF, DivG, false, false)
+EW_REG(max, MaxF, MaxG, false, false)
+EW_REG(min, MinF, MinG, false, false)
+EW_REG(pow, PowF, PowG, false, false)
 
 }  // namespace

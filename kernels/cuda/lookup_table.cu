@@ -73,14 +73,8 @@ int lt_args(oar_kernel_ctx_t *k, Lt *a)
 
 int id_check(oar_kernel_ctx_t *k, BadFlag &bad, const Lt &a)
 {
-    int64_t at;
-    OAR_TRY(bad.check(k, &at));
-    if (at < 0) return OAR_OK;
-    int64_t id = 0;
-    OAR_TRY(to_host(k, &id, (const int64_t *)a.idd + at, sizeof id, "reading a bad id"));
-    return oar_k_error(k, OAR_ERR_RANGE, "Ids '%s' holds %lld at position %lld, out of range [0, %lld) for W '%s' "
-                       "with V = %lld rows", nm(oar_k_in_name(k, "Ids", 0)), (long long)id, (long long)at,
-                       (long long)a.v, nm(oar_k_in_name(k, "W", 0)), (long long)a.v);
+    return bad.report(k, "Ids '%s' holds an id out of range [0, %lld) for W '%s' with V = %lld rows",
+                      nm(oar_k_in_name(k, "Ids", 0)), (long long)a.v, nm(oar_k_in_name(k, "W", 0)), (long long)a.v);
 }
 
 template <class T>

@@ -25,16 +25,12 @@ __device__ inline double tol_log(double p)
     return isinf(l) ? (l < 0 ? -1e20 : 1e20) : l;
 }
 
-/* the error for the first bad label row found by a kernel (if any) */
+/* the error for the first bad label row a kernel flags (read at the run's end) */
 int label_check(oar_kernel_ctx_t *k, BadFlag &flag, const int64_t *labels, int64_t classes, int ignore)
 {
-    int64_t row;
-    OAR_TRY(flag.check(k, &row));
-    if (row < 0) return OAR_OK;
-    int64_t v = 0;
-    OAR_TRY(to_host(k, &v, labels + row, sizeof v, "reading a bad label"));
-    return oar_k_error(k, OAR_ERR_RANGE, "Label '%s' holds %lld at row %lld, outside [0, %lld) (ignore_index is %d)",
-                       nm(oar_k_in_name(k, "Label", 0)), (long long)v, (long long)row, (long long)classes, ignore);
+    (void)labels;
+    return flag.report(k, "Label '%s' holds a value outside [0, %lld) that is not ignore_index %d (row)",
+                       nm(oar_k_in_name(k, "Label", 0)), (long long)classes, ignore);
 }
 
 /* ---- cross_entropy -------------------------------------------------------- */
@@ -68,7 +64,9 @@ __global__ void ce_grad_hard_k(const T *x, const int64_t *l, const T *g, T *dx, 
     OAR_CU_LOOP(q, n * C) {
         const int64_t i = q / C, j = q % C, c = l[i];
         T v = T(0);
-        if (c != ignore && (c < 0 || c >= C)) { if (j == 0) flag_bad(bad, i); }
+        /* an ignored row has no gradient, also when ignore_index is a class */
+        if (c == ignore) v = T(0);
+        else if (c < 0 || c >= C) { if (j == 0) flag_bad(bad, i); }
         else if (c == j) v = -g[i] / x[q];
         dx[q] = v;
     }

@@ -1,6 +1,7 @@
 /*
- * optimizer.cu — CUDA kernels of sgd, momentum and adam (float32, float64)
- * with the CPU kernels' update rules (kernels/cpu/optimizer.c).
+ * optimizer.cu — CUDA kernels of sgd, momentum, adam, adagrad, rmsprop,
+ * adamax and adadelta (float32, float64) with the CPU kernels' update rules
+ * (kernels/cpu/optimizer.c).
  *
  * Every input is read (its pointer taken) before any output is requested,
  * since ParamOut is normally Param itself. The one-element inputs
@@ -9,9 +10,9 @@
  *
  * A SELECTED_ROWS gradient (rows on the host, values on the device) has
  * its rows checked on the host, then either
- *  - sgd, adam with lazy_mode: duplicate rows are merged (sorted on the host,
+ *  - sgd, adagrad, adam with lazy_mode: duplicate rows are merged (sorted on the host,
  *    values summed on the device) and only those rows are updated, or
- *  - momentum, adam: the gradient is densified (absent rows are zero) and
+ *  - momentum, adam, rmsprop, adamax, adadelta: the gradient is densified (absent rows are zero) and
  *    every element steps, which is the dense update of the densified gradient.
  */
 #include <stdlib.h>
@@ -223,8 +224,8 @@ int grad_in(oar_kernel_ctx_t *k, int dt, int64_t numel, int64_t height, int64_t 
 struct Opt {
     int dt;
     int64_t numel, height, width;
-    const void *in[3];
-    void *out[3];
+    const void *in[4];
+    void *out[4];
 };
 
 int states_in(oar_kernel_ctx_t *k, int dt, const char *const *ins, int n, Opt *o)
@@ -336,6 +337,176 @@ int adam_run(oar_kernel_ctx_t *k, int dt)
     }
     return OAR_OK;
 }
+
+/* ---- adagrad: m += g^2; p -= lr g / (sqrt(m) + eps) ----------------------------- */
+template <class T>
+__global__ void adagrad_k(const T *p, T *po, const T *m, T *mo, const T *g, int64_t n, DScalar lr, T eps, Idx ix)
+{
+    const T l = (T)ld(lr);
+    OAR_CU_LOOP(q, n) {
+        const int64_t i = pidx(ix, q);
+        const T gq = g[q], mn = m[i] + gq * gq, pv = p[i];
+        mo[i] = mn;
+        po[i] = pv - l * gq / (sqrt(mn) + eps);
+    }
+}
+
+template <class T>
+int adagrad_run(oar_kernel_ctx_t *k, int dt)
+{
+    static const char *const ins[] = {"Param", "Moment"}, *const outs[] = {"ParamOut", "MomentOut"};
+    Opt o;
+    OAR_TRY(states_in(k, dt, ins, 2, &o));
+    DScalar lr;
+    OAR_TRY(scalar_in(k, "LearningRate", &lr, NAN));
+    Grad g;
+    OAR_TRY(grad_in<T>(k, dt, o.numel, o.height, o.width, true, &g));
+    OAR_TRY(states_out(k, outs, 2, g.sparse, &o));
+    if (g.n == 0) return OAR_OK;
+    adagrad_k<T><<<grid_for(g.n), kThreads>>>((const T *)o.in[0], (T *)o.out[0], (const T *)o.in[1], (T *)o.out[1],
+                                              (const T *)g.dense, g.n, lr, (T)oar_attr_f(oar_k_op(k), "epsilon"), g.ix);
+    OAR_CU_LAUNCH(k, "adagrad");
+    return OAR_OK;
+}
+
+/* ---- rmsprop ------------------------------------------------------------------------
+ * ms = rho ms + (1 - rho) g^2; centered: mg = rho mg + (1 - rho) g and the
+ * denominator loses mg^2; mom = momentum mom + lr g / sqrt(ms (- mg^2) + eps);
+ * p -= mom. A MeanGrad given but unused is carried over. */
+template <class T>
+__global__ void rmsprop_k(const T *p, T *po, const T *ms, T *mso, const T *mom, T *momo, const T *mg, T *mgo,
+                          const T *g, int64_t n, DScalar lr, T rho, T mc, T eps, bool centered)
+{
+    const T l = (T)ld(lr);
+    OAR_CU_LOOP(i, n) {
+        const T gq = g[i], msn = rho * ms[i] + (T(1) - rho) * gq * gq;
+        T denom = msn + eps;
+        if (centered) {
+            const T mgn = rho * mg[i] + (T(1) - rho) * gq;
+            mgo[i] = mgn;
+            denom -= mgn * mgn;
+        } else if (mgo) {
+            mgo[i] = mg[i];
+        }
+        const T mn = mc * mom[i] + l * gq / sqrt(denom), pv = p[i];
+        mso[i] = msn;
+        momo[i] = mn;
+        po[i] = pv - mn;
+    }
+}
+
+template <class T>
+int rmsprop_run(oar_kernel_ctx_t *k, int dt)
+{
+    const oar_op_desc_t *d = oar_k_op(k);
+    const bool centered = oar_attr_b(d, "centered");
+    const bool has_mg = oar_k_in_count(k, "MeanGrad") > 0 && oar_k_in(k, "MeanGrad", 0);
+    if (centered && !has_mg) return oar_k_error(k, OAR_ERR_INVALID, "centered rmsprop needs input MeanGrad");
+    static const char *const ins[] = {"Param", "MeanSquare", "Moment", "MeanGrad"};
+    static const char *const outs[] = {"ParamOut", "MeanSquareOut", "MomentOut", "MeanGradOut"};
+    Opt o;
+    OAR_TRY(states_in(k, dt, ins, has_mg ? 4 : 3, &o));
+    DScalar lr;
+    OAR_TRY(scalar_in(k, "LearningRate", &lr, NAN));
+    Grad g;
+    OAR_TRY(grad_in<T>(k, dt, o.numel, o.height, o.width, false, &g));
+    const bool mg_out = has_mg && oar_k_out_count(k, "MeanGradOut") > 0 && oar_k_out(k, "MeanGradOut", 0);
+    OAR_TRY(states_out(k, outs, mg_out ? 4 : 3, false, &o));
+    if (centered && !mg_out) return oar_k_error(k, OAR_ERR_INVALID, "centered rmsprop needs output MeanGradOut");
+    if (g.n == 0) return OAR_OK;
+    rmsprop_k<T><<<grid_for(g.n), kThreads>>>(
+        (const T *)o.in[0], (T *)o.out[0], (const T *)o.in[1], (T *)o.out[1], (const T *)o.in[2], (T *)o.out[2],
+        has_mg ? (const T *)o.in[3] : nullptr, mg_out ? (T *)o.out[3] : nullptr, (const T *)g.dense, g.n, lr,
+        (T)oar_attr_f(d, "decay"), (T)oar_attr_f(d, "momentum"), (T)oar_attr_f(d, "epsilon"), centered);
+    OAR_CU_LAUNCH(k, "rmsprop");
+    return OAR_OK;
+}
+
+/* ---- adamax: m = b1 m + (1 - b1) g; u = max(b2 u + eps, |g|); p -= lr/(1 - b1^t) m/u */
+template <class T>
+__global__ void adamax_k(const T *p, T *po, const T *m, T *mo, const T *u, T *uo, const T *g, int64_t n, DScalar lr,
+                         DScalar b1p, T b1, T b2, T eps)
+{
+    const T lr_t = (T)(ld(lr) / (1.0 - ld(b1p)));
+    OAR_CU_LOOP(i, n) {
+        const T gq = g[i], mn = b1 * m[i] + (T(1) - b1) * gq;
+        T un = b2 * u[i] + eps;
+        const T ag = gq < T(0) ? -gq : gq;
+        if (ag > un) un = ag;
+        const T pv = p[i];
+        mo[i] = mn;
+        uo[i] = un;
+        po[i] = pv - lr_t * mn / un;
+    }
+}
+
+template <class T>
+int adamax_run(oar_kernel_ctx_t *k, int dt)
+{
+    static const char *const ins[] = {"Param", "Moment", "InfNorm"};
+    static const char *const outs[] = {"ParamOut", "MomentOut", "InfNormOut"};
+    const oar_op_desc_t *d = oar_k_op(k);
+    Opt o;
+    OAR_TRY(states_in(k, dt, ins, 3, &o));
+    DScalar lr, b1p;
+    OAR_TRY(scalar_in(k, "LearningRate", &lr, NAN));
+    OAR_TRY(scalar_in(k, "Beta1Pow", &b1p, NAN));
+    Grad g;
+    OAR_TRY(grad_in<T>(k, dt, o.numel, o.height, o.width, false, &g));
+    OAR_TRY(states_out(k, outs, 3, false, &o));
+    if (g.n == 0) return OAR_OK;
+    adamax_k<T><<<grid_for(g.n), kThreads>>>((const T *)o.in[0], (T *)o.out[0], (const T *)o.in[1], (T *)o.out[1],
+                                             (const T *)o.in[2], (T *)o.out[2], (const T *)g.dense, g.n, lr, b1p,
+                                             (T)oar_attr_f(d, "beta1"), (T)oar_attr_f(d, "beta2"),
+                                             (T)oar_attr_f(d, "epsilon"));
+    OAR_CU_LAUNCH(k, "adamax");
+    return OAR_OK;
+}
+
+/* ---- adadelta: Eg2 = rho Eg2 + (1 - rho) g^2; dx = -sqrt((Edx2 + eps)/(Eg2 + eps)) g;
+ * Edx2 = rho Edx2 + (1 - rho) dx^2; p += dx */
+template <class T>
+__global__ void adadelta_k(const T *p, T *po, const T *eg, T *ego, const T *ex, T *exo, const T *g, int64_t n, T rho,
+                           T eps)
+{
+    OAR_CU_LOOP(i, n) {
+        const T gq = g[i], eg2 = rho * eg[i] + (T(1) - rho) * gq * gq;
+        const T dx = -sqrt((ex[i] + eps) / (eg2 + eps)) * gq;
+        const T edx2 = rho * ex[i] + (T(1) - rho) * dx * dx, pv = p[i];
+        ego[i] = eg2;
+        exo[i] = edx2;
+        po[i] = pv + dx;
+    }
+}
+
+template <class T>
+int adadelta_run(oar_kernel_ctx_t *k, int dt)
+{
+    static const char *const ins[] = {"Param", "AvgSquaredGrad", "AvgSquaredUpdate"};
+    static const char *const outs[] = {"ParamOut", "AvgSquaredGradOut", "AvgSquaredUpdateOut"};
+    const oar_op_desc_t *d = oar_k_op(k);
+    Opt o;
+    OAR_TRY(states_in(k, dt, ins, 3, &o));
+    Grad g;
+    OAR_TRY(grad_in<T>(k, dt, o.numel, o.height, o.width, false, &g));
+    OAR_TRY(states_out(k, outs, 3, false, &o));
+    if (g.n == 0) return OAR_OK;
+    adadelta_k<T><<<grid_for(g.n), kThreads>>>((const T *)o.in[0], (T *)o.out[0], (const T *)o.in[1], (T *)o.out[1],
+                                               (const T *)o.in[2], (T *)o.out[2], (const T *)g.dense, g.n,
+                                               (T)oar_attr_f(d, "rho"), (T)oar_attr_f(d, "epsilon"));
+    OAR_CU_LAUNCH(k, "adadelta");
+    return OAR_OK;
+}
+
+#define OPT_REG(OP)                                                                  \
+    int OP##_f32(oar_kernel_ctx_t *k) { return OP##_run<float>(k, OAR_FP32); }       \
+    int OP##_f64(oar_kernel_ctx_t *k) { return OP##_run<double>(k, OAR_FP64); }      \
+    OAR_REGISTER_KERNEL(#OP, OAR_PLACE_CUDA, OAR_FP32, OP##_f32)                     \
+    OAR_REGISTER_KERNEL(#OP, OAR_PLACE_CUDA, OAR_FP64, OP##_f64)
+OPT_REG(adagrad)
+OPT_REG(rmsprop)
+OPT_REG(adamax)
+OPT_REG(adadelta)
 
 int sgd_f32(oar_kernel_ctx_t *k) { return sgd_run<float>(k, OAR_FP32); }
 int sgd_f64(oar_kernel_ctx_t *k) { return sgd_run<double>(k, OAR_FP64); }

@@ -71,6 +71,11 @@ int pool_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, Geom *g)
         if ((!global && ks[i] < 1) || st[i] < 1 || pd[2 * i] < 0 || pd[2 * i + 1] < 0)
             return oar_k_error(k, OAR_ERR_INVALID, "ksize {%lld, %lld} and strides {%lld, %lld} must be >= 1, paddings >= 0",
                                (long long)ks[0], (long long)ks[1], (long long)st[0], (long long)st[1]);
+    /* Fluid's SAME/VALID, resolved as the definition and the CPU kernel do */
+    const char *algo = oar_attr_s(op, "padding_algorithm");
+    if (!global && !oar_win_resolve_pads(algo, &x->dims[2], ks, st, pd, NULL))
+        return oar_k_error(k, OAR_ERR_INVALID, "attr padding_algorithm = \"%s\" must be \"EXPLICIT\", \"SAME\" or \"VALID\"",
+                           algo);
     int64_t o[2];
     for (int i = 0; i < 2; i++) {
         if (global) { o[i] = 1; continue; }
@@ -161,8 +166,13 @@ int pool_fwd(oar_kernel_ctx_t *k, int dt)
     OAR_TRY(pool_setup(k, x, &g));
     oar_tensor_t *yt = oar_k_out(k, "Out", 0);
     if (!yt) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out is missing");
+    /* run-time inference sized Out; a disagreement is a bug to report, not to paper over */
     const int64_t want[4] = {x->dims[0], x->dims[1], g.oh, g.ow};
-    if (yt->ndim != 4 || memcmp(yt->dims, want, sizeof want) != 0) OAR_TRY(oar_tensor_resize(yt, want, 4));
+    if (yt->ndim != 4 || memcmp(yt->dims, want, sizeof want) != 0) {
+        char a[128], b[128];
+        return oar_k_error(k, OAR_ERR_SHAPE, "Out was sized %s by shape inference but the kernel computes %s",
+                           oar_shape_str(yt->dims, yt->ndim, a, sizeof a), oar_shape_str(want, 4, b, sizeof b));
+    }
     void *y;
     OAR_TRY(out_data(k, "Out", dt, g.planes * g.oh * g.ow, &y));
     const int64_t n = g.planes * g.oh * g.ow;
@@ -190,7 +200,8 @@ int pool_bwd(oar_kernel_ctx_t *k, int dt)
     }
     oar_tensor_t *dxt = oar_k_out(k, "X@GRAD", 0);
     if (!dxt) return OAR_OK;
-    if (dxt->ndim != 4 || memcmp(dxt->dims, x->dims, sizeof want) != 0) OAR_TRY(oar_tensor_resize(dxt, x->dims, 4));
+    if (dxt->ndim != 4 || memcmp(dxt->dims, x->dims, sizeof want) != 0)
+        return oar_k_error(k, OAR_ERR_SHAPE, "X@GRAD was not sized like X by shape inference");
     void *dx;
     const int64_t xn = oar_tensor_numel_of(x), n = g.planes * g.oh * g.ow;
     OAR_TRY(out_data(k, "X@GRAD", dt, xn, &dx));

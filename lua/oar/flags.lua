@@ -5,6 +5,10 @@
 --
 -- * `check_nan_inf` (boolean): every op checks its floating outputs and
 --   raises an error naming the op and the variable at the first NaN or Inf;
+-- * `count_kernels` (boolean): count kernel calls per op type and place
+--   (`oar.place.kernel_calls`), to tell a CUDA kernel from a CPU fallback;
+-- * `cuda_sync_each_op` (boolean): wait for the device after every CUDA
+--   kernel, so a failing kernel is reported by the op that launched it;
 -- * `num_threads` (integer 1..4096): the threads OpenMP and OpenBLAS use
 --   (default: OpenMP's, i.e. `OMP_NUM_THREADS` or the number of cores);
 -- * `profile` (boolean): record per-op times (prefer `oar.profiler`).
@@ -20,8 +24,8 @@ local raise = require("oar.framework").raise
 local M = {}
 
 --- The names of the flags, in alphabetical order.
-M.KNOWN = { "check_nan_inf", "inference_max_while_iterations", "max_while_iterations", "memory_plan",
-            "num_threads", "profile" }
+M.KNOWN = { "check_nan_inf", "count_kernels", "cuda_sync_each_op", "inference_max_while_iterations",
+            "max_while_iterations", "memory_plan", "num_threads", "profile" }
 
 local function flag_name(name, who)
   if type(name) ~= "string" then

@@ -341,6 +341,8 @@ local function save_core(who, exe, dirname, vars, filename, scope, extra, stage)
       raise(string.format("%s: variable '%s' holds a %s; only LoD tensors can be saved", who, name, sv:type()))
     end
     local t = sv:get_tensor()
+    -- a tensor a CUDA executor left on the device is saved from a host copy
+    if C.oar_tensor_place(t.handle) ~= C.OAR_PLACE_CPU then t = t:to_host() end
     if C.oar_tensor_data(t.handle) == nil and t:numel() > 0 then
       raise(string.format("%s: variable '%s' has no data (did you run the startup program?)", who, name))
     end

@@ -8,6 +8,11 @@
 --
 -- `oar.Tensor`, `oar.tensor` and `oar.LoDTensor` are this module; calling it
 -- makes a Tensor.
+--
+-- A tensor a CUDA executor left in a scope lives on the device: reading it
+-- (`totable`, `get`, `item`, printing) reads a host copy; `t:to_host()` and
+-- `t:to_place(place)` make such copies; `t:data()` and `t:set` work on host
+-- tensors only.
 -- @module oar.tensor
 -- @usage
 -- local t = oar.Tensor({{1, 2, 3}, {4, 5, 6}})   -- float32 [2, 3]
@@ -313,19 +318,71 @@ end
 -- for i = 0, 2 do p[i] = i * 10 end
 function Tensor:data()
   self_check(self, "data")
+  if C.oar_tensor_place(self.handle) ~= C.OAR_PLACE_CPU then
+    raise(string.format("Tensor:data: the tensor's data is on CUDAPlace(%d), not in host memory; " ..
+      "read it with t:to_host():data() (a host copy)", C.oar_tensor_device(self.handle)))
+  end
   local p = C.oar_tensor_data(self.handle)
   if p == nil then return nil end
   return ffi.cast(dtypes.ctype(self:dtype()) .. " *", p)
 end
 
--- The buffer as a typed pointer, raising when there is none to read.
+local function on_device(self) return C.oar_tensor_place(self.handle) ~= C.OAR_PLACE_CPU end
+
+-- The buffer as a typed pointer, raising when there is none to read; for a
+-- device tensor, a host copy's (the second result: keep it while reading).
 local function readable(self, who)
-  local p = self:data()
+  local src = self
+  if on_device(self) then
+    if who == "set" then
+      raise(string.format("Tensor:set: the tensor is on CUDAPlace(%d); write a host tensor " ..
+        "(t:to_host()) and feed or assign it instead", C.oar_tensor_device(self.handle)))
+    end
+    src = self:to_host()
+  end
+  local p = src:data()
   if p == nil then
     if self:numel() == 0 then return nil end
     raise("Tensor:" .. who .. ": the tensor holds no data yet")
   end
-  return p
+  return p, src
+end
+
+--- The place the data is on.
+-- @treturn Place `oar.CPUPlace()`, or `oar.CUDAPlace(n)` for a tensor a CUDA executor left in a scope
+-- @usage print(t:place())   --> CPUPlace
+function Tensor:place()
+  self_check(self, "place")
+  local place = require("oar.place")
+  if on_device(self) then return place.CUDAPlace(tonumber(C.oar_tensor_device(self.handle))) end
+  return place.CPUPlace()
+end
+
+--- A copy of the tensor (values, LoD) on `place`, sharing nothing with it.
+-- @tparam Place place `oar.CPUPlace()` or `oar.CUDAPlace(n)`
+-- @treturn Tensor the copy
+-- @raise when the place cannot be used (no CUDA backend, driver or device)
+-- @usage local dev = t:to_place(oar.CUDAPlace(0))
+function Tensor:to_place(place)
+  self_check(self, "to_place")
+  if not require("oar.place").is_place(place) then
+    raise("Tensor:to_place: expected a Place (oar.CPUPlace() or oar.CUDAPlace(n)), got " .. type(place))
+  end
+  local out = ffi.new("oar_tensor_t *[1]")
+  if C.oar_tensor_copy_to(self.handle, place.kind, place.device, out) ~= 0 then
+    raise("Tensor:to_place(" .. tostring(place) .. "): " .. lib.last_error())
+  end
+  return M.wrap(out[0])
+end
+
+--- The tensor in host memory: itself when it is there, else a host copy
+-- (of a tensor a CUDA executor left in a scope).
+-- @treturn Tensor
+-- @usage local w = scope:find_var("fc_0.w_0"):get_tensor():to_host():totable()
+function Tensor:to_host()
+  self_check(self, "to_host")
+  if not on_device(self) then return self end
+  return self:to_place(require("oar.place").CPUPlace())
 end
 
 --- The values as nested Lua tables (a number for a scalar tensor).
@@ -335,7 +392,7 @@ function Tensor:totable()
   self_check(self, "totable")
   local shape = self:shape()
   local dt = self:dtype()
-  local p = readable(self, "totable")
+  local p, keep = readable(self, "totable")
   local pos = 0
   local function build(depth)
     if depth > #shape then
@@ -351,7 +408,9 @@ function Tensor:totable()
     if p == nil then return nil end
     return from_c_value(dt, p[0])
   end
-  return build(1)
+  local out = build(1)
+  keep = nil   -- the host copy of a device tensor lived until here
+  return out
 end
 
 -- flat 0-based offset of 1-based indices, with range checks
@@ -380,8 +439,10 @@ end
 function Tensor:get(...)
   self_check(self, "get")
   local off = offset(self, "get", ...)
-  local p = readable(self, "get")
-  return from_c_value(self:dtype(), p[off])
+  local p, keep = readable(self, "get")
+  local v = from_c_value(self:dtype(), p[off])
+  keep = nil
+  return v
 end
 
 --- Writes one element.
@@ -498,8 +559,10 @@ function Tensor:item()
     raise(string.format("Tensor:item: the tensor has %d elements (shape [%s]); item() reads a " ..
       "one-element tensor (use t:get(i, ...) or t:totable() for more)", n, table.concat(self:shape(), ", ")))
   end
-  local p = readable(self, "item")
-  return from_c_value(self:dtype(), p[0])
+  local p, keep = readable(self, "item")
+  local v = from_c_value(self:dtype(), p[0])
+  keep = nil
+  return v
 end
 
 --- A deep copy (values and LoD).
@@ -524,7 +587,8 @@ end
 function Tensor:__tostring()
   local shape = self:shape()
   local dt = self:dtype()
-  local p = self:data()
+  local host = on_device(self) and self:to_host() or self
+  local p = host:data()
   local limit = 6
   local body
   if p == nil then
@@ -554,7 +618,9 @@ function Tensor:__tostring()
     end
     body = render(1, 0)
   end
+  host = nil
   local s = string.format("Tensor(%s, shape=[%s], dtype=%s", body, table.concat(shape, ", "), dt)
+  if on_device(self) then s = s .. ", place=" .. tostring(self:place()) end
   local lod = self:lod()
   if #lod > 0 then
     local ls = {}
