@@ -30,10 +30,14 @@ int oar_program_hash(const oar_program_t *p, uint64_t *hash)
     int rc = OAR_OK;
     for (int b = 0; b < oar_program_num_blocks(c) && rc == OAR_OK; b++) {
         oar_block_t *blk = oar_program_block(c, b);
-        for (int i = 0; i < oar_block_num_ops(blk); i++) {
+        for (int i = 0; i < oar_block_num_ops(blk) && rc == OAR_OK; i++) {
             oar_op_desc_t *op = oar_block_op_at(blk, i);
-            if (oar_op_desc_attr_type(op, "op_callstack") >= 0) oar_op_desc_remove_attr(op, "op_callstack");
-            if (oar_op_desc_attr_type(op, "seed") >= 0) oar_op_desc_remove_attr(op, "seed");
+            /* blanked rather than removed: a declared attr stays on an op in a block */
+            if (oar_op_desc_attr_type(op, "op_callstack") >= 0)
+                rc = oar_op_desc_set_attr_strings(op, "op_callstack", NULL, 0);
+            int st = oar_op_desc_attr_type(op, "seed");
+            if (rc == OAR_OK && st == OAR_ATTR_INT) rc = oar_op_desc_set_attr_int(op, "seed", 0);
+            if (rc == OAR_OK && st == OAR_ATTR_LONG) rc = oar_op_desc_set_attr_long(op, "seed", 0);
         }
     }
     void *bytes = NULL;
