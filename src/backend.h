@@ -91,7 +91,10 @@ const char *oar_backend_cuda_error(void);
     "oar_var_selected_rows", "oar_variable_type",                                        \
     /* ops/window.h */ "oar_win_attr_pads", "oar_win_attr_pair",                         \
     /* device.h: scratch device memory, the debug flag */ "oar_device_alloc",            \
-    "oar_device_copy", "oar_device_free", "oar_flag_cuda_sync_each_op"
+    "oar_device_copy", "oar_device_free", "oar_flag_cuda_sync_each_op",                 \
+    /* comm.h: NCCL's unique id travels over the job's communicator */                  \
+    "oar_comm_broadcast", "oar_comm_check_once", "oar_comm_rank", "oar_comm_size",       \
+    "oar_comm_timeout", "oar_k_program", "oar_op_desc_type"
 
 #ifdef __cplusplus
 }

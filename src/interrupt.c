@@ -17,6 +17,11 @@ static void on_sigint(int sig)
     __atomic_store_n(&oar_interrupt_flag, 1, __ATOMIC_RELAXED);
 }
 
+void oar_interrupt_runs(void)
+{
+    __atomic_store_n(&oar_interrupt_flag, 1, __ATOMIC_RELAXED);
+}
+
 int oar_sigint_cancels_runs(int on)
 {
     if (on && !g_installed) {

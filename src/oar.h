@@ -350,6 +350,9 @@ void oar_executor_cancel(oar_executor_t *e);
  * the process (the REPL); on = 0 restores the previous handler */
 int oar_sigint_cancels_runs(int on);
 int oar_interrupt_pending(void);   /* a SIGINT arrived since the last clear */
+/* asks every run in progress to stop, as a SIGINT does while installed;
+ * async-signal-safe (one atomic store): the `oar` command's Ctrl-C calls it */
+void oar_interrupt_runs(void);
 void oar_interrupt_clear(void);
 
 /* ---- flags ------------------------------------------------------------- */

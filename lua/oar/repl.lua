@@ -401,7 +401,8 @@ local function install_cancel()
   if not launcher then return end
   local ok, lib = pcall(require, "oar.lib")
   if not ok then return end
-  local found, fn = pcall(function() return lib.C.oar_executor_cancel end)
+  -- a function of no arguments, safe in a signal handler: every run stops
+  local found, fn = pcall(function() return lib.C.oar_interrupt_runs end)
   if found and fn ~= nil then
     launcher.set_cancel(tonumber(ffi.cast("intptr_t", ffi.cast("void *", fn))))
   end
