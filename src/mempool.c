@@ -2,6 +2,7 @@
  * straight to malloc, whose own bins already serve them well. A cached block
  * is reused for a request of at least half its size. */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include "mempool.h"
@@ -33,9 +34,36 @@ static size_t round_up(size_t bytes) {
     return cap;
 }
 
+/* Small blocks (up to SMALL_MAX bytes, in 64-byte classes) are kept per
+ * thread in LIFO stacks: a run allocates and frees thousands of tiny
+ * temporaries (scalars, bias rows), which posix_memalign/free would otherwise
+ * churn and fragment. Each class keeps at most SMALL_KEEP blocks. */
+#define SMALL_MAX 1024
+#define SMALL_CLASSES (SMALL_MAX / ALIGN)
+#define SMALL_KEEP 4096
+typedef struct { void *p[SMALL_KEEP]; int n; } small_stack_t;
+static _Thread_local small_stack_t *t_small[SMALL_CLASSES];
+
+static void *small_pop(size_t want) {
+    small_stack_t *st = t_small[want / ALIGN - 1];
+    return st && st->n > 0 ? st->p[--st->n] : NULL;
+}
+
+static bool small_push(void *p, size_t cap) {
+    small_stack_t **slot = &t_small[cap / ALIGN - 1];
+    if (!*slot) *slot = calloc(1, sizeof **slot);   /* freed at process exit */
+    if (!*slot || (*slot)->n >= SMALL_KEEP) return false;
+    (*slot)->p[(*slot)->n++] = p;
+    return true;
+}
+
 void *oar_pool_alloc(size_t bytes, size_t *cap) {
     if (bytes > SIZE_MAX - 8192) return NULL;
     size_t want = round_up(bytes);
+    if (want <= SMALL_MAX) {
+        void *p = small_pop(want);
+        if (p) { *cap = want; return p; }
+    }
     if (want >= POOL_MIN) {
         pthread_mutex_lock(&g_lock);
         int best = -1;
@@ -61,6 +89,7 @@ void *oar_pool_alloc(size_t bytes, size_t *cap) {
 
 void oar_pool_free(void *p, size_t cap) {
     if (!p) return;
+    if (cap <= SMALL_MAX && cap % ALIGN == 0 && small_push(p, cap)) return;
     if (cap >= POOL_MIN) {
         pthread_mutex_lock(&g_lock);
         if (g_n < SLOTS && g_cached + cap <= limit()) {
