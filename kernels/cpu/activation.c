@@ -10,6 +10,7 @@
 #include "op.h"
 #include "ops/attr_tensor.h"
 #include "broadcast.h"
+#include "ops/activation.h"
 
 typedef struct act_par { double p1, p2; } act_par_t;
 typedef void (*act_map_fn)(const void *a, const void *b, void *o, int64_t lo, int64_t hi,
@@ -29,30 +30,21 @@ static void act_run(act_map_fn fn, const void *a, const void *b, void *o, int64_
     }
 }
 
-/* ---- attrs -------------------------------------------------------------- */
-typedef int (*act_par_fn)(oar_kernel_ctx_t *k, act_par_t *p);
-static int par_none(oar_kernel_ctx_t *k, act_par_t *p) { (void)k; p->p1 = p->p2 = 0; return OAR_OK; }
-static int par_alpha(oar_kernel_ctx_t *k, act_par_t *p)
+/* ---- parameters ----------------------------------------------------------- */
+/* The decoded parameters (oar_act_attrs_t); pow's FactorTensor input, when
+ * given, replaces the factor. fslot: FactorTensor's slot, -1 for other ops. */
+static int act_params(oar_kernel_ctx_t *k, int fslot, act_par_t *p)
 {
-    p->p1 = oar_attr_f(oar_k_op(k), "alpha");
-    p->p2 = 0;
-    return OAR_OK;
-}
-/* clip: attrs min/max, or the one-value Min/Max inputs when given */
-static int par_clip(oar_kernel_ctx_t *k, act_par_t *p)
-{
-    OAR_TRY(oar_k_scalar(k, "Min", "min", &p->p1));
-    OAR_TRY(oar_k_scalar(k, "Max", "max", &p->p2));
-    if (!(p->p1 <= p->p2))
-        return oar_k_error(k, OAR_ERR_INVALID, "min (%g) must not exceed max (%g)", p->p1, p->p2);
-    return OAR_OK;
-}
-/* pow: attr factor, or the one-element FactorTensor input when given */
-static int par_pow(oar_kernel_ctx_t *k, act_par_t *p)
-{
-    p->p1 = oar_attr_f(oar_k_op(k), "factor");
-    p->p2 = 0;
-    oar_tensor_t *f = oar_k_in(k, "FactorTensor", 0);
+    const oar_act_attrs_t *a = oar_k_attrs(k);
+    p->p1 = a->p1;
+    p->p2 = a->p2;
+    if (a->tensor_bounds) {   /* clip: Min/Max inputs, when given, replace min/max */
+        OAR_TRY(oar_k_scalar(k, "Min", "min", &p->p1));
+        OAR_TRY(oar_k_scalar(k, "Max", "max", &p->p2));
+        if (!(p->p1 <= p->p2))
+            return oar_k_error(k, OAR_ERR_INVALID, "min (%g) must not exceed max (%g)", p->p1, p->p2);
+    }
+    oar_tensor_t *f = fslot >= 0 ? oar_k_input(k, fslot, 0) : NULL;
     if (!f) return OAR_OK;
     if (oar_tensor_numel_of(f) != 1 || !oar_tensor_has_data(f))
         return oar_k_error(k, OAR_ERR_SHAPE, "FactorTensor must hold one value, it has %lld",
@@ -68,28 +60,30 @@ static int par_pow(oar_kernel_ctx_t *k, act_par_t *p)
 }
 
 /* ---- drivers ------------------------------------------------------------ */
-static int act_forward(oar_kernel_ctx_t *k, int dtype, act_map_fn fn, act_par_fn par)
+/* factor: whether the op has pow's FactorTensor input */
+static int act_forward(oar_kernel_ctx_t *k, int dtype, act_map_fn fn, bool factor)
 {
-    oar_tensor_t *x = oar_k_in(k, "X", 0);
+    oar_tensor_t *x = oar_k_input(k, OAR_UNARY_X, 0);
     if (!x) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input X is missing");
     int64_t n = oar_tensor_numel_of(x);
     if (n > 0 && !oar_tensor_has_data(x))
-        return oar_k_error(k, OAR_ERR_INVALID, "input X ('%s') holds no data", oar_k_in_name(k, "X", 0));
+        return oar_k_error(k, OAR_ERR_INVALID, "input X ('%s') holds no data", oar_k_input_name(k, OAR_UNARY_X, 0));
     act_par_t p;
-    OAR_TRY(par(k, &p));
+    OAR_TRY(act_params(k, factor ? OAR_UNARY_FACTOR : -1, &p));
     const void *xd = oar_tensor_data(x);   /* read before Out may replace a shared buffer */
-    void *o = oar_k_out_data(k, "Out", 0, dtype);
+    void *o = oar_k_output_data(k, OAR_UNARY_OUT, 0, dtype);
     if (!o) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate Out");
     if (n > 0) act_run(fn, xd, NULL, o, n, &p);
     return OAR_OK;
 }
 
-/* dep_slot: "X" or "Out", the forward value the grad formula reads */
-static int act_backward(oar_kernel_ctx_t *k, int dtype, act_map_fn fn, act_par_fn par,
+/* dep_slot: "X" or "Out", the forward value the grad formula reads (slot
+ * OAR_UNARY_G_DEP; the name is for messages) */
+static int act_backward(oar_kernel_ctx_t *k, int dtype, act_map_fn fn, bool factor,
                         const char *dep_slot)
 {
-    if (!oar_k_out(k, "X@GRAD", 0)) return OAR_OK;
-    oar_tensor_t *d = oar_k_in(k, dep_slot, 0), *g = oar_k_in(k, "Out@GRAD", 0);
+    if (!oar_k_output(k, OAR_UNARY_G_DX, 0)) return OAR_OK;
+    oar_tensor_t *d = oar_k_input(k, OAR_UNARY_G_DEP, 0), *g = oar_k_input(k, OAR_UNARY_G_DOUT, 0);
     if (!d || !g)
         return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s is missing", d ? "Out@GRAD" : dep_slot);
     int64_t n = oar_tensor_numel_of(d);
@@ -103,16 +97,16 @@ static int act_backward(oar_kernel_ctx_t *k, int dtype, act_map_fn fn, act_par_f
     if (n > 0 && (!oar_tensor_has_data(d) || !oar_tensor_has_data(g)))
         return oar_k_error(k, OAR_ERR_INVALID, "input %s holds no data", oar_tensor_has_data(d) ? "Out@GRAD" : dep_slot);
     act_par_t p;
-    OAR_TRY(par(k, &p));
+    OAR_TRY(act_params(k, factor ? OAR_UNARY_G_FACTOR : -1, &p));
     const void *dd = oar_tensor_data(d), *gd = oar_tensor_data(g);
-    void *dx = oar_k_out_data(k, "X@GRAD", 0, dtype);
+    void *dx = oar_k_output_data(k, OAR_UNARY_G_DX, 0, dtype);
     if (!dx) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate X@GRAD");
     if (n > 0) act_run(fn, dd, gd, dx, n, &p);
     return OAR_OK;
 }
 
 /* FWD uses x, p1, p2; GRAD uses v (the X or Out value), g, p1, p2; `real` is the element type. */
-#define ACT_ONE(NAME, SUF, T, DT, PAR, DEP, FWD, GRAD)                                \
+#define ACT_ONE(NAME, SUF, T, DT, FACTOR, DEP, FWD, GRAD)                                \
     static void NAME##_fmap_##SUF(const void *av, const void *bv, void *ov, int64_t lo, \
                                   int64_t hi, const act_par_t *pp)                    \
     {                                                                                 \
@@ -129,41 +123,42 @@ static int act_backward(oar_kernel_ctx_t *k, int dtype, act_map_fn fn, act_par_f
         const real p1 = (real)pp->p1, p2 = (real)pp->p2; (void)p1; (void)p2;          \
         for (int64_t i = lo; i < hi; i++) { const real v = vs[i], g = gs[i]; os[i] = (GRAD); } \
     }                                                                                 \
-    static int NAME##_f_##SUF(oar_kernel_ctx_t *k) { return act_forward(k, DT, NAME##_fmap_##SUF, PAR); } \
-    static int NAME##_g_##SUF(oar_kernel_ctx_t *k) { return act_backward(k, DT, NAME##_gmap_##SUF, PAR, DEP); } \
+    static int NAME##_f_##SUF(oar_kernel_ctx_t *k) { return act_forward(k, DT, NAME##_fmap_##SUF, FACTOR); } \
+    static int NAME##_g_##SUF(oar_kernel_ctx_t *k) { return act_backward(k, DT, NAME##_gmap_##SUF, FACTOR, DEP); } \
     OAR_REGISTER_KERNEL(#NAME, OAR_PLACE_CPU, DT, NAME##_f_##SUF)                     \
     OAR_REGISTER_KERNEL(#NAME "_grad", OAR_PLACE_CPU, DT, NAME##_g_##SUF)
 
-#define ACT(NAME, PAR, DEP, FWD, GRAD)                                                \
-    ACT_ONE(NAME, f32, float, OAR_FP32, PAR, DEP, FWD, GRAD)                          \
-    ACT_ONE(NAME, f64, double, OAR_FP64, PAR, DEP, FWD, GRAD)
+/* FACTOR: the op has pow's FactorTensor input */
+#define ACT(NAME, FACTOR, DEP, FWD, GRAD)                                             \
+    ACT_ONE(NAME, f32, float, OAR_FP32, FACTOR, DEP, FWD, GRAD)                       \
+    ACT_ONE(NAME, f64, double, OAR_FP64, FACTOR, DEP, FWD, GRAD)
 
 #define C(v) ((real)(v))
 #define SQRT1_2 0.70710678118654752440     /* 1/sqrt(2) */
 #define INV_SQRT_2PI 0.39894228040143267794 /* 1/sqrt(2 pi) */
 #define SQRT_2_PI 0.79788456080286535588   /* sqrt(2/pi) */
 
-ACT(relu, par_none, "Out", x > C(0) ? x : C(0), v > C(0) ? g : C(0))
-ACT(sigmoid, par_none, "Out", C(1) / (C(1) + exp(-x)), g * v * (C(1) - v))
-ACT(tanh, par_none, "Out", tanh(x), g * (C(1) - v * v))
-ACT(exp, par_none, "Out", exp(x), g * v)
-ACT(log, par_none, "X", log(x), g / v)
-ACT(sqrt, par_none, "Out", sqrt(x), C(0.5) * g / v)
-ACT(abs, par_none, "X", fabs(x), v > C(0) ? g : (v < C(0) ? -g : C(0)))
-ACT(square, par_none, "X", x * x, C(2) * v * g)
-ACT(reciprocal, par_none, "Out", C(1) / x, -g * v * v)
-ACT(leaky_relu, par_alpha, "X", x > C(0) ? x : p1 * x, v > C(0) ? g : p1 * g)
-ACT(elu, par_alpha, "X", x > C(0) ? x : p1 * (exp(x) - C(1)), v > C(0) ? g : g * p1 * exp(v))
+ACT(relu, false, "Out", x > C(0) ? x : C(0), v > C(0) ? g : C(0))
+ACT(sigmoid, false, "Out", C(1) / (C(1) + exp(-x)), g * v * (C(1) - v))
+ACT(tanh, false, "Out", tanh(x), g * (C(1) - v * v))
+ACT(exp, false, "Out", exp(x), g * v)
+ACT(log, false, "X", log(x), g / v)
+ACT(sqrt, false, "Out", sqrt(x), C(0.5) * g / v)
+ACT(abs, false, "X", fabs(x), v > C(0) ? g : (v < C(0) ? -g : C(0)))
+ACT(square, false, "X", x * x, C(2) * v * g)
+ACT(reciprocal, false, "Out", C(1) / x, -g * v * v)
+ACT(leaky_relu, false, "X", x > C(0) ? x : p1 * x, v > C(0) ? g : p1 * g)
+ACT(elu, false, "X", x > C(0) ? x : p1 * (exp(x) - C(1)), v > C(0) ? g : g * p1 * exp(v))
 /* log(1 + e^x) without overflow: max(x, 0) + log1p(e^-|x|); d/dx = sigmoid(x) */
-ACT(softplus, par_none, "X", (x > C(0) ? x : C(0)) + log1p(exp(-fabs(x))), g / (C(1) + exp(-v)))
-ACT(pow, par_pow, "X", pow(x, p1), g * p1 * pow(v, p1 - C(1)))
-ACT(cos, par_none, "X", cos(x), -g * sin(v))
-ACT(sin, par_none, "X", sin(x), g * cos(v))
-ACT(floor, par_none, "X", floor(x), ((void)v, (void)g, C(0)))
-ACT(ceil, par_none, "X", ceil(x), ((void)v, (void)g, C(0)))
-ACT(round, par_none, "X", round(x), ((void)v, (void)g, C(0)))
-ACT(sign, par_none, "X", (real)((x > C(0)) - (x < C(0))), ((void)v, (void)g, C(0)))
-ACT(clip, par_clip, "X", x < p1 ? p1 : (x > p2 ? p2 : x), (v > p1 && v < p2) ? g : C(0))
+ACT(softplus, false, "X", (x > C(0) ? x : C(0)) + log1p(exp(-fabs(x))), g / (C(1) + exp(-v)))
+ACT(pow, true, "X", pow(x, p1), g * p1 * pow(v, p1 - C(1)))
+ACT(cos, false, "X", cos(x), -g * sin(v))
+ACT(sin, false, "X", sin(x), g * cos(v))
+ACT(floor, false, "X", floor(x), ((void)v, (void)g, C(0)))
+ACT(ceil, false, "X", ceil(x), ((void)v, (void)g, C(0)))
+ACT(round, false, "X", round(x), ((void)v, (void)g, C(0)))
+ACT(sign, false, "X", (real)((x > C(0)) - (x < C(0))), ((void)v, (void)g, C(0)))
+ACT(clip, false, "X", x < p1 ? p1 : (x > p2 ? p2 : x), (v > p1 && v < p2) ? g : C(0))
 
 /* gelu, exact: x Phi(x); d/dx = Phi(x) + x phi(x) */
 #define GELU_EXACT(x) (C(0.5) * (x) * (C(1) + erf((x) * C(SQRT1_2))))
@@ -174,11 +169,5 @@ ACT(clip, par_clip, "X", x < p1 ? p1 : (x > p2 ? p2 : x), (v > p1 && v < p2) ? g
 #define GELU_TANH(x) (C(0.5) * (x) * (C(1) + tanh(GELU_U(x))))
 #define GELU_TANH_D(x) (C(0.5) * (C(1) + tanh(GELU_U(x))) + C(0.5) * (x) * \
     (C(1) - tanh(GELU_U(x)) * tanh(GELU_U(x))) * C(SQRT_2_PI) * (C(1) + C(3 * 0.044715) * (x) * (x)))
-static int par_gelu(oar_kernel_ctx_t *k, act_par_t *p)
-{
-    p->p1 = oar_attr_b(oar_k_op(k), "approximate") ? 1 : 0;
-    p->p2 = 0;
-    return OAR_OK;
-}
-ACT(gelu, par_gelu, "X", p1 != C(0) ? GELU_TANH(x) : GELU_EXACT(x),
+ACT(gelu, false, "X", p1 != C(0) ? GELU_TANH(x) : GELU_EXACT(x),
     g * (p1 != C(0) ? GELU_TANH_D(v) : GELU_EXACT_D(v)))

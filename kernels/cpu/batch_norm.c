@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "op.h"
-#include "desc.h"
 #include "norm_common.h"
+#include "ops/batch_norm.h"
 
 typedef struct bn_view { int64_t n, c, s; bool nhwc; } bn_view_t;
 
@@ -39,21 +39,14 @@ static void store_vec(int dt, const double *in, int64_t n, void *p) {
     else memcpy(p, in, (size_t)n * sizeof(double));
 }
 
-static bool global_stats(const oar_op_desc_t *op) {
-    return oar_attr_b(op, "use_global_stats") ||
-           (oar_attr_b(op, "is_test") && !oar_attr_b(op, "trainable_statistics"));
-}
-
 static int bn_view(oar_kernel_ctx_t *k, const oar_tensor_t *x, int dt, bn_view_t *v) {
-    const char *layout = oar_attr_s(oar_k_op(k), "data_layout");
-    char xs[128];
-    oar_shape_str(x->dims, x->ndim, xs, sizeof xs);
     OAR_TRY(oar_norm_check_dtype(k, x, dt));
-    if (x->ndim < 2 || x->ndim > 5)
-        return oar_k_error(k, OAR_ERR_SHAPE, "X '%s' must have 2 to 5 dims, got %s", oar_k_in_name(k, "X", 0), xs);
-    v->nhwc = layout && strcmp(layout, "NHWC") == 0;
-    if (!v->nhwc && layout && layout[0] && strcmp(layout, "NCHW") != 0 && strcmp(layout, "AnyLayout") != 0)
-        return oar_k_error(k, OAR_ERR_INVALID, "attr data_layout = \"%s\" must be \"NCHW\" or \"NHWC\"", layout);
+    if (x->ndim < 2 || x->ndim > 5) {
+        char xs[128];
+        return oar_k_error(k, OAR_ERR_SHAPE, "X '%s' must have 2 to 5 dims, got %s", oar_k_input_name(k, OAR_BN_X, 0),
+                           oar_shape_str(x->dims, x->ndim, xs, sizeof xs));
+    }
+    v->nhwc = ((const oar_bn_attrs_t *)oar_k_attrs(k))->layout == OAR_BN_NHWC;
     v->n = x->dims[0];
     v->c = v->nhwc ? x->dims[x->ndim - 1] : x->dims[1];
     v->s = 1;
@@ -61,16 +54,16 @@ static int bn_view(oar_kernel_ctx_t *k, const oar_tensor_t *x, int dt, bn_view_t
     return OAR_OK;
 }
 
-/* input `slot` as a [C] vector of dtype dt, or NULL with an error */
-static const void *vec_in(oar_kernel_ctx_t *k, const char *slot, int64_t c, int dt) {
-    const oar_tensor_t *t = oar_k_in(k, slot, 0);
+/* input `slot` (`name` in errors) as a [C] vector of dtype dt, or NULL with an error */
+static const void *vec_in(oar_kernel_ctx_t *k, int slot, const char *name, int64_t c, int dt) {
+    const oar_tensor_t *t = oar_k_input(k, slot, 0);
     if (!oar_tensor_has_data(t)) {
-        oar_k_error(k, OAR_ERR_NOT_FOUND, "%s '%s' has no data", slot, oar_k_in_name(k, slot, 0));
+        oar_k_error(k, OAR_ERR_NOT_FOUND, "%s '%s' has no data", name, oar_k_input_name(k, slot, 0));
         return NULL;
     }
     if (t->ndim != 1 || t->dims[0] != c || t->dtype != dt) {
         char s[128];
-        oar_k_error(k, OAR_ERR_SHAPE, "%s '%s' is %s %s, expected %s [%lld]", slot, oar_k_in_name(k, slot, 0),
+        oar_k_error(k, OAR_ERR_SHAPE, "%s '%s' is %s %s, expected %s [%lld]", name, oar_k_input_name(k, slot, 0),
                     oar_dtype_name(t->dtype), oar_shape_str(t->dims, t->ndim, s, sizeof s),
                     oar_dtype_name(dt), (long long)c);
         return NULL;
@@ -79,7 +72,7 @@ static const void *vec_in(oar_kernel_ctx_t *k, const char *slot, int64_t c, int 
 }
 
 /* writes a [C] output if the slot is present */
-static int vec_out(oar_kernel_ctx_t *k, const char *slot, int dt, const double *v, int64_t c) {
+static int vec_out(oar_kernel_ctx_t *k, int slot, int dt, const double *v, int64_t c) {
     int64_t d[1] = {c};
     int rc;
     void *p = oar_norm_out(k, slot, d, 1, dt, &rc);
@@ -89,22 +82,24 @@ static int vec_out(oar_kernel_ctx_t *k, const char *slot, int dt, const double *
 
 static int bn_fwd(oar_kernel_ctx_t *k) {
     const int dt = oar_k_dtype(k);
-    const oar_op_desc_t *op = oar_k_op(k);
+    const oar_bn_attrs_t *at = oar_k_attrs(k);
     const oar_tensor_t *x;
-    OAR_TRY(oar_norm_in(k, "X", &x));
+    OAR_TRY(oar_norm_in(k, OAR_BN_X, "X", &x));
     bn_view_t v;
     OAR_TRY(bn_view(k, x, dt, &v));
     /* held before the outputs are requested: an in-place Y may get a new buffer
      * while the old one lives on with its other owner */
     const void *xd = x->buf->data;
     const int64_t C = v.c, cnt = v.n * v.s;
-    const void *scale = vec_in(k, "Scale", C, dt), *bias = scale ? vec_in(k, "Bias", C, dt) : NULL;
-    const void *rmean = bias ? vec_in(k, "Mean", C, dt) : NULL, *rvar = rmean ? vec_in(k, "Variance", C, dt) : NULL;
+    const void *scale = vec_in(k, OAR_BN_SCALE, "Scale", C, dt);
+    const void *bias = scale ? vec_in(k, OAR_BN_BIAS, "Bias", C, dt) : NULL;
+    const void *rmean = bias ? vec_in(k, OAR_BN_MEAN, "Mean", C, dt) : NULL;
+    const void *rvar = rmean ? vec_in(k, OAR_BN_VARIANCE, "Variance", C, dt) : NULL;
     if (!rvar) return OAR_ERR_SHAPE;
-    const bool global = global_stats(op);
-    double momentum = oar_attr_f(op, "momentum"), eps = oar_attr_f(op, "epsilon");
-    if (!global && oar_k_in_count(k, "MomentumTensor") > 0 && oar_k_in(k, "MomentumTensor", 0)) {
-        const oar_tensor_t *mt = oar_k_in(k, "MomentumTensor", 0);
+    const bool global = at->global_stats;
+    double momentum = at->momentum, eps = at->epsilon;
+    const oar_tensor_t *mt = global ? NULL : oar_k_input(k, OAR_BN_MOMENTUM, 0);
+    if (mt) {
         if (!oar_tensor_has_data(mt) || oar_tensor_numel_of(mt) != 1 ||
             (mt->dtype != OAR_FP32 && mt->dtype != OAR_FP64))
             return oar_k_error(k, OAR_ERR_SHAPE, "MomentumTensor must hold one float value");
@@ -113,7 +108,7 @@ static int bn_fwd(oar_kernel_ctx_t *k) {
     if (!global && cnt == 0) {
         char s[128];
         return oar_k_error(k, OAR_ERR_SHAPE, "X '%s' %s has no values per channel to take batch statistics of",
-                           oar_k_in_name(k, "X", 0), oar_shape_str(x->dims, x->ndim, s, sizeof s));
+                           oar_k_input_name(k, OAR_BN_X, 0), oar_shape_str(x->dims, x->ndim, s, sizeof s));
     }
     /* per-channel: scale, bias, running mean/var, mean, inv std, a, b */
     double *w = oar_xmalloc((size_t)C * 8 * sizeof(double));
@@ -140,17 +135,17 @@ static int bn_fwd(oar_kernel_ctx_t *k) {
         }
     }
     for (int64_t c = 0; c < C; c++) { a[c] = sc[c] * istd[c]; b[c] = bi[c]; }
-    void *y = oar_norm_out(k, "Y", x->dims, x->ndim, dt, &rc);
+    void *y = oar_norm_out(k, OAR_BN_Y, x->dims, x->ndim, dt, &rc);
     if (!y) {
         if (!rc) rc = oar_k_error(k, OAR_ERR_NOT_FOUND, "output Y is missing");
         goto out;
     }
     if (dt == OAR_FP32) bn_apply_f32(xd, y, &v, mean, a, b);
     else bn_apply_f64(xd, y, &v, mean, a, b);
-    if ((rc = vec_out(k, "MeanOut", dt, rm, C))) goto out;
-    if ((rc = vec_out(k, "VarianceOut", dt, rv, C))) goto out;
-    if ((rc = vec_out(k, "SavedMean", dt, mean, C))) goto out;
-    rc = vec_out(k, "SavedVariance", dt, istd, C);
+    if ((rc = vec_out(k, OAR_BN_MEAN_OUT, dt, rm, C))) goto out;
+    if ((rc = vec_out(k, OAR_BN_VARIANCE_OUT, dt, rv, C))) goto out;
+    if ((rc = vec_out(k, OAR_BN_SAVED_MEAN, dt, mean, C))) goto out;
+    rc = vec_out(k, OAR_BN_SAVED_VARIANCE, dt, istd, C);
 out:
     free(w);
     return rc;
@@ -158,23 +153,25 @@ out:
 
 static int bn_bwd(oar_kernel_ctx_t *k) {
     const int dt = oar_k_dtype(k);
-    const oar_op_desc_t *op = oar_k_op(k);
+    const oar_bn_attrs_t *at = oar_k_attrs(k);
     const oar_tensor_t *x, *dy;
-    OAR_TRY(oar_norm_in(k, "X", &x));
-    OAR_TRY(oar_norm_in(k, "Y@GRAD", &dy));
+    OAR_TRY(oar_norm_in(k, OAR_BNG_X, "X", &x));
+    OAR_TRY(oar_norm_in(k, OAR_BNG_DY, "Y@GRAD", &dy));
     bn_view_t v;
     OAR_TRY(bn_view(k, x, dt, &v));
-    OAR_TRY(oar_norm_check_dy(k, dy, x));
+    OAR_TRY(oar_norm_check_dy(k, OAR_BNG_DY, dy, x));
     const void *xd = x->buf->data, *dyd = dy->buf->data;
     const int64_t C = v.c, cnt = v.n * v.s;
-    const bool global = global_stats(op);
-    const double eps = oar_attr_f(op, "epsilon");
-    const void *scale = vec_in(k, "Scale", C, dt);
+    const bool global = at->global_stats;
+    const double eps = at->epsilon;
+    const void *scale = vec_in(k, OAR_BNG_SCALE, "Scale", C, dt);
     if (!scale) return OAR_ERR_SHAPE;
     /* Fluid's grad reads the running statistics under global stats when given */
-    const bool use_running = global && oar_k_in(k, "Mean", 0) && oar_k_in(k, "Variance", 0);
-    const void *m = vec_in(k, use_running ? "Mean" : "SavedMean", C, dt);
-    const void *s = m ? vec_in(k, use_running ? "Variance" : "SavedVariance", C, dt) : NULL;
+    const bool use_running = global && oar_k_input(k, OAR_BNG_MEAN, 0) && oar_k_input(k, OAR_BNG_VARIANCE, 0);
+    const void *m = use_running ? vec_in(k, OAR_BNG_MEAN, "Mean", C, dt)
+                                : vec_in(k, OAR_BNG_SAVED_MEAN, "SavedMean", C, dt);
+    const void *s = !m ? NULL : use_running ? vec_in(k, OAR_BNG_VARIANCE, "Variance", C, dt)
+                                            : vec_in(k, OAR_BNG_SAVED_VARIANCE, "SavedVariance", C, dt);
     if (!s) return OAR_ERR_SHAPE;
     double *w = oar_xmalloc((size_t)C * 8 * sizeof(double));
     if (!w) return oar_k_error(k, OAR_ERR_NOMEM, "no memory for %lld channels", (long long)C);
@@ -189,9 +186,9 @@ static int bn_bwd(oar_kernel_ctx_t *k) {
     if (dt == OAR_FP32) bn_grad_sums_f32(xd, dyd, &v, mean, istd, sdy, sdyx);
     else bn_grad_sums_f64(xd, dyd, &v, mean, istd, sdy, sdyx);
     int rc = OAR_OK;
-    if ((rc = vec_out(k, "Scale@GRAD", dt, sdyx, C))) goto out;
-    if ((rc = vec_out(k, "Bias@GRAD", dt, sdy, C))) goto out;
-    if (!oar_k_out(k, "X@GRAD", 0)) goto out;
+    if ((rc = vec_out(k, OAR_BNG_DSCALE, dt, sdyx, C))) goto out;
+    if ((rc = vec_out(k, OAR_BNG_DBIAS, dt, sdy, C))) goto out;
+    if (!oar_k_output(k, OAR_BNG_DX, 0)) goto out;
     for (int64_t c = 0; c < C; c++) {
         A[c] = sc[c] * istd[c];
         if (global || cnt == 0) { B[c] = 0; D[c] = 0; continue; }
@@ -199,7 +196,7 @@ static int bn_bwd(oar_kernel_ctx_t *k) {
         B[c] = -A[c] * istd[c] * sdyx[c] / (double)cnt;
         D[c] = -A[c] * sdy[c] / (double)cnt;
     }
-    void *dx = oar_norm_out(k, "X@GRAD", x->dims, x->ndim, dt, &rc);
+    void *dx = oar_norm_out(k, OAR_BNG_DX, x->dims, x->ndim, dt, &rc);
     if (!dx) goto out;
     if (dt == OAR_FP32) bn_grad_apply_f32(xd, dyd, dx, &v, mean, A, B, D);
     else bn_grad_apply_f64(xd, dyd, dx, &v, mean, A, B, D);

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "op.h"
-#include "desc.h"
+#include "ops/dropout.h"
 
 #define DO_PAR_MIN (1 << 16)
 
@@ -24,19 +24,6 @@
 #include "dropout.c"
 #undef OAR_DO_T
 #undef OAR_DO_SUF
-
-static bool upscale(const oar_op_desc_t *op) {
-    const char *impl = oar_attr_s(op, "dropout_implementation");
-    return impl && strcmp(impl, "upscale_in_train") == 0;
-}
-
-static int check_impl(oar_kernel_ctx_t *k) {
-    const char *impl = oar_attr_s(oar_k_op(k), "dropout_implementation");
-    if (impl && strcmp(impl, "downgrade_in_infer") != 0 && strcmp(impl, "upscale_in_train") != 0)
-        return oar_k_error(k, OAR_ERR_INVALID, "attr dropout_implementation = \"%s\" must be \"downgrade_in_infer\" "
-                           "or \"upscale_in_train\"", impl);
-    return OAR_OK;
-}
 
 static void fill_mask(uint8_t *m, int64_t n, double p, oar_rng_t *r) {
     if (p <= 0) { memset(m, 1, (size_t)n); return; }
@@ -56,25 +43,24 @@ static void fill_mask(uint8_t *m, int64_t n, double p, oar_rng_t *r) {
 
 static int do_fwd(oar_kernel_ctx_t *k) {
     const int dt = oar_k_dtype(k);
-    const oar_op_desc_t *op = oar_k_op(k);
-    OAR_TRY(check_impl(k));
-    const oar_tensor_t *x = oar_k_in(k, "X", 0);
+    const oar_dropout_attrs_t *a = oar_k_attrs(k);
+    const oar_tensor_t *x = oar_k_input(k, OAR_DO_X, 0);
     if (!oar_tensor_has_data(x))
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "X '%s' has no data", oar_k_in_name(k, "X", 0));
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "X '%s' has no data", oar_k_input_name(k, OAR_DO_X, 0));
     if (x->dtype != dt)
-        return oar_k_error(k, OAR_ERR_DTYPE, "X '%s' is %s, expected %s", oar_k_in_name(k, "X", 0),
+        return oar_k_error(k, OAR_ERR_DTYPE, "X '%s' is %s, expected %s", oar_k_input_name(k, OAR_DO_X, 0),
                            oar_dtype_name(x->dtype), oar_dtype_name(dt));
-    const double p = oar_attr_f(op, "dropout_prob");
+    const double p = a->prob;
     if (!(p >= 0 && p <= 1))
         return oar_k_error(k, OAR_ERR_INVALID, "attr dropout_prob = %g must be in [0, 1]", p);
-    const bool test = oar_attr_b(op, "is_test"), up = upscale(op);
+    const bool test = a->is_test, up = a->impl == OAR_DO_UPSCALE_IN_TRAIN;
     const int64_t n = oar_tensor_numel_of(x);
     const void *xd = x->buf->data;   /* held before an in-place Out may get a new buffer */
-    oar_tensor_t *yt = oar_k_out(k, "Out", 0);
+    oar_tensor_t *yt = oar_k_output(k, OAR_DO_OUT, 0);
     if (!yt) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out is missing");
     if (yt != x && (yt->ndim != x->ndim || memcmp(yt->dims, x->dims, sizeof(int64_t) * (size_t)x->ndim) != 0))
         OAR_TRY(oar_tensor_resize(yt, x->dims, x->ndim));
-    void *y = oar_k_out_data(k, "Out", 0, dt);
+    void *y = oar_k_output_data(k, OAR_DO_OUT, 0, dt);
     if (!y) return OAR_ERR_NOMEM;
     if (test) {
         const double f = up ? 1.0 : 1.0 - p;
@@ -82,30 +68,30 @@ static int do_fwd(oar_kernel_ctx_t *k) {
         else do_scale_f64(xd, y, n, f);
         return OAR_OK;
     }
-    oar_tensor_t *mt = oar_k_out(k, "Mask", 0);
+    oar_tensor_t *mt = oar_k_output(k, OAR_DO_MASK, 0);
     uint8_t *mask;
     if (mt) {
         if (mt->ndim != x->ndim || memcmp(mt->dims, x->dims, sizeof(int64_t) * (size_t)x->ndim) != 0)
             OAR_TRY(oar_tensor_resize(mt, x->dims, x->ndim));
-        mask = oar_k_out_data(k, "Mask", 0, OAR_UINT8);
+        mask = oar_k_output_data(k, OAR_DO_MASK, 0, OAR_UINT8);
     } else {
         mask = oar_xmalloc((size_t)n);
     }
     if (!mask) return OAR_ERR_NOMEM;
     oar_rng_t local, *r = NULL;
-    const oar_tensor_t *st = oar_k_in_count(k, "Seed") > 0 ? oar_k_in(k, "Seed", 0) : NULL;
+    const oar_tensor_t *st = oar_k_input(k, OAR_DO_SEED, 0);
     if (st) {
         if (!oar_tensor_has_data(st) || oar_tensor_numel_of(st) < 1 ||
             (st->dtype != OAR_INT32 && st->dtype != OAR_INT64)) {
             if (!mt) free(mask);
             return oar_k_error(k, OAR_ERR_INVALID, "Seed '%s' must hold one int32 or int64 value",
-                               oar_k_in_name(k, "Seed", 0));
+                               oar_k_input_name(k, OAR_DO_SEED, 0));
         }
         int64_t s = st->dtype == OAR_INT32 ? *(const int32_t *)st->buf->data : *(const int64_t *)st->buf->data;
         oar_rng_seed(&local, (uint64_t)s);
         r = &local;
-    } else if (oar_attr_b(op, "fix_seed")) {
-        oar_rng_seed(&local, (uint64_t)(int64_t)oar_attr_i(op, "seed"));
+    } else if (a->fix_seed) {
+        oar_rng_seed(&local, (uint64_t)(int64_t)a->seed);
         r = &local;
     }
     fill_mask(mask, n, p, r);
@@ -119,36 +105,35 @@ static int do_fwd(oar_kernel_ctx_t *k) {
 
 static int do_bwd(oar_kernel_ctx_t *k) {
     const int dt = oar_k_dtype(k);
-    const oar_op_desc_t *op = oar_k_op(k);
-    OAR_TRY(check_impl(k));
-    if (oar_attr_b(op, "is_test"))
+    const oar_dropout_attrs_t *a = oar_k_attrs(k);
+    if (a->is_test)
         return oar_k_error(k, OAR_ERR_INVALID, "the grad op needs is_test = false (no Mask is kept in test mode)");
-    const oar_tensor_t *m = oar_k_in(k, "Mask", 0), *dy = oar_k_in(k, "Out@GRAD", 0);
+    const oar_tensor_t *m = oar_k_input(k, OAR_DOG_MASK, 0), *dy = oar_k_input(k, OAR_DOG_DOUT, 0);
     if (!oar_tensor_has_data(m))
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "Mask '%s' has no data", oar_k_in_name(k, "Mask", 0));
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "Mask '%s' has no data", oar_k_input_name(k, OAR_DOG_MASK, 0));
     if (!oar_tensor_has_data(dy))
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "Out@GRAD '%s' has no data", oar_k_in_name(k, "Out@GRAD", 0));
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "Out@GRAD '%s' has no data", oar_k_input_name(k, OAR_DOG_DOUT, 0));
     if (m->dtype != OAR_UINT8)
-        return oar_k_error(k, OAR_ERR_DTYPE, "Mask '%s' is %s, expected uint8", oar_k_in_name(k, "Mask", 0),
+        return oar_k_error(k, OAR_ERR_DTYPE, "Mask '%s' is %s, expected uint8", oar_k_input_name(k, OAR_DOG_MASK, 0),
                            oar_dtype_name(m->dtype));
     if (dy->dtype != dt || m->ndim != dy->ndim ||
         memcmp(m->dims, dy->dims, sizeof(int64_t) * (size_t)dy->ndim) != 0) {
         char a[128], b[128];
         return oar_k_error(k, OAR_ERR_SHAPE, "Mask '%s' %s and Out@GRAD '%s' %s %s must have the same shape",
-                           oar_k_in_name(k, "Mask", 0), oar_shape_str(m->dims, m->ndim, a, sizeof a),
-                           oar_k_in_name(k, "Out@GRAD", 0), oar_dtype_name(dy->dtype),
+                           oar_k_input_name(k, OAR_DOG_MASK, 0), oar_shape_str(m->dims, m->ndim, a, sizeof a),
+                           oar_k_input_name(k, OAR_DOG_DOUT, 0), oar_dtype_name(dy->dtype),
                            oar_shape_str(dy->dims, dy->ndim, b, sizeof b));
     }
-    oar_tensor_t *dxt = oar_k_out(k, "X@GRAD", 0);
+    oar_tensor_t *dxt = oar_k_output(k, OAR_DOG_DX, 0);
     if (!dxt) return OAR_OK;
     const void *dyd = dy->buf->data;
     const uint8_t *md = m->buf->data;
     if (dxt != dy && (dxt->ndim != dy->ndim || memcmp(dxt->dims, dy->dims, sizeof(int64_t) * (size_t)dy->ndim) != 0))
         OAR_TRY(oar_tensor_resize(dxt, dy->dims, dy->ndim));
-    void *dx = oar_k_out_data(k, "X@GRAD", 0, dt);
+    void *dx = oar_k_output_data(k, OAR_DOG_DX, 0, dt);
     if (!dx) return OAR_ERR_NOMEM;
-    const double p = oar_attr_f(op, "dropout_prob");
-    const double f = upscale(op) ? (p < 1 ? 1.0 / (1.0 - p) : 0.0) : 1.0;
+    const double p = a->prob;
+    const double f = a->impl == OAR_DO_UPSCALE_IN_TRAIN ? (p < 1 ? 1.0 / (1.0 - p) : 0.0) : 1.0;
     const int64_t n = oar_tensor_numel_of(dy);
     if (dt == OAR_FP32) do_mask_f32(dyd, md, dx, n, f);
     else do_mask_f64(dyd, md, dx, n, f);

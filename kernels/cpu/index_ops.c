@@ -11,19 +11,23 @@
  * lower index.
  */
 #include "op.h"
+#include "ops/index_ops.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 static const char *nm(const char *s) { return s ? s : "?"; }
 
-static int tensor_in(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t **t)
+/* input `slot` (`name` in messages) holding a value */
+static int tensor_in(oar_kernel_ctx_t *k, int slot, const char *name, const oar_tensor_t **t)
 {
-    *t = oar_k_in(k, slot, 0);
+    *t = oar_k_input(k, slot, 0);
     if (!*t || (*t)->dtype < 0)
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", slot, nm(oar_k_in_name(k, slot, 0)));
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", name,
+                           nm(oar_k_input_name(k, slot, 0)));
     if (oar_tensor_numel_of(*t) > 0 && !oar_tensor_has_data(*t))
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no data", slot, nm(oar_k_in_name(k, slot, 0)));
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no data", name,
+                           nm(oar_k_input_name(k, slot, 0)));
     return OAR_OK;
 }
 
@@ -35,11 +39,11 @@ static inline int64_t int_at(const oar_tensor_t *t, int64_t i)
     return t->dtype == OAR_INT32 ? ((const int32_t *)t->buf->data)[i] : ((const int64_t *)t->buf->data)[i];
 }
 
-static int int_tensor(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t *t, bool allow_int32)
+static int int_tensor(oar_kernel_ctx_t *k, int slot, const char *name, const oar_tensor_t *t, bool allow_int32)
 {
     if (t->dtype == OAR_INT64 || (allow_int32 && t->dtype == OAR_INT32)) return OAR_OK;
-    return oar_k_error(k, OAR_ERR_DTYPE, "input %s '%s' has dtype %s, expected %s", slot,
-                       nm(oar_k_in_name(k, slot, 0)), nm(oar_dtype_name(t->dtype)),
+    return oar_k_error(k, OAR_ERR_DTYPE, "input %s '%s' has dtype %s, expected %s", name,
+                       nm(oar_k_input_name(k, slot, 0)), nm(oar_dtype_name(t->dtype)),
                        allow_int32 ? "int32 or int64" : "int64");
 }
 
@@ -47,15 +51,15 @@ static int int_tensor(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t 
 /* Index values in [0, rows) */
 static int gather_index(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tensor_t **idx)
 {
-    OAR_TRY(tensor_in(k, "Index", idx));
-    OAR_TRY(int_tensor(k, "Index", *idx, true));
+    OAR_TRY(tensor_in(k, OAR_GATHER_INDEX, "Index", idx));
+    OAR_TRY(int_tensor(k, OAR_GATHER_INDEX, "Index", *idx, true));
     int64_t m = oar_tensor_numel_of(*idx), rows = x->ndim > 0 ? x->dims[0] : 1;
     for (int64_t i = 0; i < m; i++) {
         int64_t v = int_at(*idx, i);
         if (v < 0 || v >= rows)
             return oar_k_error(k, OAR_ERR_RANGE, "Index '%s' holds %lld at position %lld, out of range [0, %lld) "
-                               "for X '%s'", nm(oar_k_in_name(k, "Index", 0)), (long long)v, (long long)i,
-                               (long long)rows, nm(oar_k_in_name(k, "X", 0)));
+                               "for X '%s'", nm(oar_k_input_name(k, OAR_GATHER_INDEX, 0)), (long long)v,
+                               (long long)i, (long long)rows, nm(oar_k_input_name(k, OAR_IDX_X, 0)));
     }
     return OAR_OK;
 }
@@ -63,9 +67,9 @@ static int gather_index(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_te
 static int gather_fwd(oar_kernel_ctx_t *k)
 {
     const oar_tensor_t *x, *idx;
-    OAR_TRY(tensor_in(k, "X", &x));
+    OAR_TRY(tensor_in(k, OAR_IDX_X, "X", &x));
     OAR_TRY(gather_index(k, x, &idx));
-    oar_tensor_t *out = oar_k_out(k, "Out", 0);
+    oar_tensor_t *out = oar_k_output(k, OAR_IDX_OUT, 0);
     if (!out) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out has no tensor variable");
     if (out == x) return oar_k_error(k, OAR_ERR_INVALID, "Out is X itself; gather cannot run in place");
     char *o = oar_tensor_mutable(out, x->dtype);
@@ -83,16 +87,16 @@ static int gather_fwd(oar_kernel_ctx_t *k)
     static int gather_grad_##sfx(oar_kernel_ctx_t *k)                                        \
     {                                                                                        \
         const oar_tensor_t *x, *idx, *g;                                                     \
-        OAR_TRY(tensor_in(k, "X", &x));                                                      \
+        OAR_TRY(tensor_in(k, OAR_IDX_X, "X", &x));                                           \
         OAR_TRY(gather_index(k, x, &idx));                                                   \
-        OAR_TRY(tensor_in(k, "Out@GRAD", &g));                                               \
+        OAR_TRY(tensor_in(k, OAR_GATHERG_DOUT, "Out@GRAD", &g));                             \
         int64_t m = oar_tensor_numel_of(idx), row = 1;                                       \
         for (int i = 1; i < x->ndim; i++) row *= x->dims[i];                                 \
         if (g->dtype != DT || oar_tensor_numel_of(g) != m * row)                             \
             return oar_k_error(k, OAR_ERR_SHAPE, "Out@GRAD must hold %lld x %lld values of %s", \
                                (long long)m, (long long)row, oar_dtype_name(DT));            \
-        if (!oar_k_out(k, "X@GRAD", 0)) return OAR_OK;                                       \
-        T *dx = oar_k_out_data(k, "X@GRAD", 0, DT);                                          \
+        if (!oar_k_output(k, OAR_IDXG_DX, 0)) return OAR_OK;                                 \
+        T *dx = oar_k_output_data(k, OAR_IDXG_DX, 0, DT);                                    \
         if (!dx) return OAR_ERR_NOMEM;                                                       \
         memset(dx, 0, sizeof(T) * (size_t)oar_tensor_numel_of(x));                           \
         const T *go = data_of(g);                                                            \
@@ -112,22 +116,22 @@ GATHER_GRAD(f64, double, OAR_FP64)
 static int one_hot_k(oar_kernel_ctx_t *k)
 {
     const oar_tensor_t *x;
-    OAR_TRY(tensor_in(k, "X", &x));
-    OAR_TRY(int_tensor(k, "X", x, true));
-    oar_tensor_t *out = oar_k_out(k, "Out", 0);
+    OAR_TRY(tensor_in(k, OAR_IDX_X, "X", &x));
+    OAR_TRY(int_tensor(k, OAR_IDX_X, "X", x, true));
+    oar_tensor_t *out = oar_k_output(k, OAR_IDX_OUT, 0);
     if (!out || out->ndim < 1) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out has no tensor variable");
-    const oar_op_desc_t *op = oar_k_op(k);
-    int dt = oar_attr_i(op, "dtype");
-    bool allow = oar_attr_b(op, "allow_out_of_range");
+    const oar_one_hot_attrs_t *a = oar_k_attrs(k);
+    int dt = a->dtype;
+    bool allow = a->allow_out_of_range;
     int64_t n = oar_tensor_numel_of(x), depth = out->dims[out->ndim - 1];
     for (int64_t i = 0; i < n && !allow; i++) {
         int64_t v = int_at(x, i);
         if (v < 0 || v >= depth)
             return oar_k_error(k, OAR_ERR_RANGE, "X '%s' holds %lld at row %lld, outside [0, %lld) (depth); set "
-                               "allow_out_of_range to get a zero row", nm(oar_k_in_name(k, "X", 0)), (long long)v,
+                               "allow_out_of_range to get a zero row", nm(oar_k_input_name(k, OAR_IDX_X, 0)), (long long)v,
                                (long long)i, (long long)depth);
     }
-    void *o = oar_k_out_data(k, "Out", 0, dt);
+    void *o = oar_k_output_data(k, OAR_IDX_OUT, 0, dt);
     if (!o) return OAR_ERR_NOMEM;
     memset(o, 0, oar_dtype_size(dt) * (size_t)(n * depth));
     for (int64_t i = 0; i < n; i++) {
@@ -176,14 +180,14 @@ static int one_hot_k(oar_kernel_ctx_t *k)
     }                                                                                             \
     static int topk_##sfx(oar_kernel_ctx_t *k, const oar_tensor_t *x, int dt)                     \
     {                                                                                             \
-        oar_tensor_t *out = oar_k_out(k, "Out", 0);                                               \
-        if (!out || !oar_k_out(k, "Indices", 0))                                                  \
+        oar_tensor_t *out = oar_k_output(k, OAR_IDX_OUT, 0);                                      \
+        if (!out || !oar_k_output(k, OAR_TOPK_INDICES, 0))                                        \
             return oar_k_error(k, OAR_ERR_NOT_FOUND, "outputs Out and Indices need tensors");      \
         int64_t d = x->dims[x->ndim - 1], kk = out->dims[out->ndim - 1];                          \
         int64_t rows = d > 0 ? oar_tensor_numel_of(x) / d : 0;                                    \
         const T *xv = data_of(x);                                                                 \
-        T *ov = oar_k_out_data(k, "Out", 0, dt);                                                  \
-        int64_t *oi = ov ? oar_k_out_data(k, "Indices", 0, OAR_INT64) : NULL;                     \
+        T *ov = oar_k_output_data(k, OAR_IDX_OUT, 0, dt);                                         \
+        int64_t *oi = ov ? oar_k_output_data(k, OAR_TOPK_INDICES, 0, OAR_INT64) : NULL;           \
         if (!oi) return OAR_ERR_NOMEM;                                                            \
         if (kk <= 64) {                                                                           \
             _Pragma("omp parallel for if(rows * d > 65536)")                                      \
@@ -209,9 +213,9 @@ TOPK_T(i64, int64_t)
 static int top_k_k(oar_kernel_ctx_t *k)
 {
     const oar_tensor_t *x;
-    OAR_TRY(tensor_in(k, "X", &x));
+    OAR_TRY(tensor_in(k, OAR_IDX_X, "X", &x));
     if (x->ndim < 1) return oar_k_error(k, OAR_ERR_SHAPE, "input X has rank 0");
-    oar_tensor_t *out = oar_k_out(k, "Out", 0);
+    oar_tensor_t *out = oar_k_output(k, OAR_IDX_OUT, 0);
     if (out == x) return oar_k_error(k, OAR_ERR_INVALID, "Out is X itself; top_k cannot run in place");
     switch (x->dtype) {
     case OAR_FP32: return topk_f32(k, x, OAR_FP32);
@@ -227,10 +231,10 @@ static int top_k_k(oar_kernel_ctx_t *k)
     static int top_k_grad_##sfx(oar_kernel_ctx_t *k)                                             \
     {                                                                                            \
         const oar_tensor_t *x, *ind, *g;                                                         \
-        OAR_TRY(tensor_in(k, "X", &x));                                                          \
-        OAR_TRY(tensor_in(k, "Indices", &ind));                                                  \
-        OAR_TRY(int_tensor(k, "Indices", ind, false));                                           \
-        OAR_TRY(tensor_in(k, "Out@GRAD", &g));                                                   \
+        OAR_TRY(tensor_in(k, OAR_IDX_X, "X", &x));                                               \
+        OAR_TRY(tensor_in(k, OAR_TOPKG_INDICES, "Indices", &ind));                               \
+        OAR_TRY(int_tensor(k, OAR_TOPKG_INDICES, "Indices", ind, false));                        \
+        OAR_TRY(tensor_in(k, OAR_TOPKG_DOUT, "Out@GRAD", &g));                                   \
         int64_t d = x->ndim > 0 ? x->dims[x->ndim - 1] : 1;                                      \
         int64_t rows = d > 0 ? oar_tensor_numel_of(x) / d : 0;                                   \
         int64_t kk = ind->ndim > 0 ? ind->dims[ind->ndim - 1] : 0;                               \
@@ -242,10 +246,11 @@ static int top_k_k(oar_kernel_ctx_t *k)
         for (int64_t i = 0; i < rows * kk; i++)                                                  \
             if (iv[i] < 0 || iv[i] >= d)                                                         \
                 return oar_k_error(k, OAR_ERR_RANGE, "Indices '%s' holds %lld at position %lld, outside " \
-                                   "[0, %lld)", nm(oar_k_in_name(k, "Indices", 0)), (long long)iv[i], \
+                                   "[0, %lld)", nm(oar_k_input_name(k, OAR_TOPKG_INDICES, 0)),            \
+                                   (long long)iv[i],                                                      \
                                    (long long)i, (long long)d);                                  \
-        if (!oar_k_out(k, "X@GRAD", 0)) return OAR_OK;                                           \
-        T *dx = oar_k_out_data(k, "X@GRAD", 0, DT);                                              \
+        if (!oar_k_output(k, OAR_IDXG_DX, 0)) return OAR_OK;                                     \
+        T *dx = oar_k_output_data(k, OAR_IDXG_DX, 0, DT);                                        \
         if (!dx) return OAR_ERR_NOMEM;                                                           \
         memset(dx, 0, sizeof(T) * (size_t)(rows * d));                                           \
         const T *gv = data_of(g);                                                                \
@@ -286,27 +291,27 @@ ARG_T(u8, uint8_t)
 static int arg_k(oar_kernel_ctx_t *k, bool is_max)
 {
     const oar_tensor_t *x;
-    OAR_TRY(tensor_in(k, "X", &x));
-    const oar_op_desc_t *op = oar_k_op(k);
+    OAR_TRY(tensor_in(k, OAR_IDX_X, "X", &x));
+    const oar_arg_attrs_t *a = oar_k_attrs(k);
     int nd = x->ndim;
-    int64_t axis = oar_attr_l(op, "axis");
+    int64_t axis = a->axis;
     if (axis < 0) axis += nd;
     int64_t pre = 1, n = oar_tensor_numel_of(x), post = 1;
-    if (!oar_attr_b(op, "flatten")) {
+    if (!a->flatten) {
         if (axis < 0 || axis >= nd) return oar_k_error(k, OAR_ERR_RANGE, "attr axis is out of range");
         n = x->dims[axis];
         for (int i = 0; i < axis; i++) pre *= x->dims[i];
         for (int i = (int)axis + 1; i < nd; i++) post *= x->dims[i];
     }
     if (n == 0) return oar_k_error(k, OAR_ERR_SHAPE, "input X '%s' is empty along the reduced axis",
-                                   nm(oar_k_in_name(k, "X", 0)));
-    int dt = oar_attr_i(op, "dtype");
-    oar_tensor_t *out = oar_k_out(k, "Out", 0);
+                                   nm(oar_k_input_name(k, OAR_IDX_X, 0)));
+    int dt = a->dtype;
+    oar_tensor_t *out = oar_k_output(k, OAR_IDX_OUT, 0);
     if (!out) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out has no tensor variable");
     if (out == x) return oar_k_error(k, OAR_ERR_INVALID, "Out is X itself; arg_max/arg_min cannot run in place");
     int64_t m = pre * post;
     /* int32 output: compute into scratch int64 first, then narrow */
-    int64_t *idx = dt == OAR_INT64 ? oar_k_out_data(k, "Out", 0, OAR_INT64)
+    int64_t *idx = dt == OAR_INT64 ? oar_k_output_data(k, OAR_IDX_OUT, 0, OAR_INT64)
                                    : oar_xmalloc(sizeof(int64_t) * (size_t)(m ? m : 1));
     if (!idx) return OAR_ERR_NOMEM;
     const void *xv = data_of(x);
@@ -323,7 +328,7 @@ static int arg_k(oar_kernel_ctx_t *k, bool is_max)
         return oar_k_error(k, OAR_ERR_UNSUPPORTED, "no CPU kernel for dtype %s", nm(oar_dtype_name(x->dtype)));
     }
     if (dt == OAR_INT64) return OAR_OK;
-    int32_t *o32 = oar_k_out_data(k, "Out", 0, OAR_INT32);
+    int32_t *o32 = oar_k_output_data(k, OAR_IDX_OUT, 0, OAR_INT32);
     if (o32)
         for (int64_t i = 0; i < m; i++) o32[i] = (int32_t)idx[i];
     free(idx);

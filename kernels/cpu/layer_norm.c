@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "op.h"
-#include "desc.h"
 #include "norm_common.h"
+#include "ops/layer_norm.h"
 
 #define LN_PAR_MIN (1 << 14)
 
@@ -30,12 +30,14 @@
 #undef OAR_LN_SUF
 
 static int ln_split(oar_kernel_ctx_t *k, const oar_tensor_t *x, int dt, int64_t *left, int64_t *right) {
-    const int axis = oar_attr_i(oar_k_op(k), "begin_norm_axis");
-    char s[128];
+    const int axis = ((const oar_ln_attrs_t *)oar_k_attrs(k))->begin_norm_axis;
     OAR_TRY(oar_norm_check_dtype(k, x, dt));
-    if (axis < 1 || axis >= x->ndim)
+    if (axis < 1 || axis >= x->ndim) {
+        char s[128];
         return oar_k_error(k, OAR_ERR_INVALID, "attr begin_norm_axis = %d must be in [1, %d) for X '%s' of shape %s",
-                           axis, x->ndim, oar_k_in_name(k, "X", 0), oar_shape_str(x->dims, x->ndim, s, sizeof s));
+                           axis, x->ndim, oar_k_input_name(k, OAR_LN_X, 0),
+                           oar_shape_str(x->dims, x->ndim, s, sizeof s));
+    }
     int64_t l = 1, r = 1;
     for (int i = 0; i < x->ndim; i++) {
         if (i < axis) l *= x->dims[i];
@@ -45,17 +47,18 @@ static int ln_split(oar_kernel_ctx_t *k, const oar_tensor_t *x, int dt, int64_t 
     return OAR_OK;
 }
 
-/* an optional parameter input holding `n` values of dtype dt; *p NULL if absent */
-static int param_in(oar_kernel_ctx_t *k, const char *slot, int64_t n, int dt, const void **p) {
+/* an optional parameter input `slot` (`name` in errors) holding `n` values
+ * of dtype dt; *p NULL if absent */
+static int param_in(oar_kernel_ctx_t *k, int slot, const char *name, int64_t n, int dt, const void **p) {
     *p = NULL;
-    const oar_tensor_t *t = oar_k_in(k, slot, 0);
+    const oar_tensor_t *t = oar_k_input(k, slot, 0);
     if (!t) return OAR_OK;
     if (!oar_tensor_has_data(t))
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "%s '%s' has no data", slot, oar_k_in_name(k, slot, 0));
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "%s '%s' has no data", name, oar_k_input_name(k, slot, 0));
     if (oar_tensor_numel_of(t) != n || t->dtype != dt) {
         char s[128];
-        return oar_k_error(k, OAR_ERR_SHAPE, "%s '%s' is %s %s, expected %lld values of %s", slot,
-                           oar_k_in_name(k, slot, 0), oar_dtype_name(t->dtype),
+        return oar_k_error(k, OAR_ERR_SHAPE, "%s '%s' is %s %s, expected %lld values of %s", name,
+                           oar_k_input_name(k, slot, 0), oar_dtype_name(t->dtype),
                            oar_shape_str(t->dims, t->ndim, s, sizeof s), (long long)n, oar_dtype_name(dt));
     }
     *p = t->buf->data;
@@ -65,20 +68,20 @@ static int param_in(oar_kernel_ctx_t *k, const char *slot, int64_t n, int dt, co
 static int ln_fwd(oar_kernel_ctx_t *k) {
     const int dt = oar_k_dtype(k);
     const oar_tensor_t *x;
-    OAR_TRY(oar_norm_in(k, "X", &x));
+    OAR_TRY(oar_norm_in(k, OAR_LN_X, "X", &x));
     int64_t left, right;
     OAR_TRY(ln_split(k, x, dt, &left, &right));
     const void *xd = x->buf->data, *scale, *bias;
-    OAR_TRY(param_in(k, "Scale", right, dt, &scale));
-    OAR_TRY(param_in(k, "Bias", right, dt, &bias));
-    const double eps = oar_attr_f(oar_k_op(k), "epsilon");
+    OAR_TRY(param_in(k, OAR_LN_SCALE, "Scale", right, dt, &scale));
+    OAR_TRY(param_in(k, OAR_LN_BIAS, "Bias", right, dt, &bias));
+    const double eps = ((const oar_ln_attrs_t *)oar_k_attrs(k))->epsilon;
     int rc;
-    void *y = oar_norm_out(k, "Y", x->dims, x->ndim, dt, &rc);
+    void *y = oar_norm_out(k, OAR_LN_Y, x->dims, x->ndim, dt, &rc);
     if (!y) return rc ? rc : oar_k_error(k, OAR_ERR_NOT_FOUND, "output Y is missing");
     int64_t ld[1] = {left};
-    void *mean = oar_norm_out(k, "Mean", ld, 1, dt, &rc);
+    void *mean = oar_norm_out(k, OAR_LN_MEAN, ld, 1, dt, &rc);
     if (rc) return rc;
-    void *var = oar_norm_out(k, "Variance", ld, 1, dt, &rc);
+    void *var = oar_norm_out(k, OAR_LN_VARIANCE, ld, 1, dt, &rc);
     if (rc) return rc;
     if (dt == OAR_FP32) ln_fwd_f32(xd, scale, bias, y, mean, var, left, right, eps);
     else ln_fwd_f64(xd, scale, bias, y, mean, var, left, right, eps);
@@ -88,29 +91,29 @@ static int ln_fwd(oar_kernel_ctx_t *k) {
 static int ln_bwd(oar_kernel_ctx_t *k) {
     const int dt = oar_k_dtype(k);
     const oar_tensor_t *x, *dy;
-    OAR_TRY(oar_norm_in(k, "X", &x));
-    OAR_TRY(oar_norm_in(k, "Y@GRAD", &dy));
+    OAR_TRY(oar_norm_in(k, OAR_LNG_X, "X", &x));
+    OAR_TRY(oar_norm_in(k, OAR_LNG_DY, "Y@GRAD", &dy));
     int64_t left, right;
     OAR_TRY(ln_split(k, x, dt, &left, &right));
-    OAR_TRY(oar_norm_check_dy(k, dy, x));
+    OAR_TRY(oar_norm_check_dy(k, OAR_LNG_DY, dy, x));
     const void *mean, *var, *scale;
-    OAR_TRY(param_in(k, "Mean", left, dt, &mean));
-    OAR_TRY(param_in(k, "Variance", left, dt, &var));
+    OAR_TRY(param_in(k, OAR_LNG_MEAN, "Mean", left, dt, &mean));
+    OAR_TRY(param_in(k, OAR_LNG_VARIANCE, "Variance", left, dt, &var));
     if (!mean || !var) return oar_k_error(k, OAR_ERR_NOT_FOUND, "inputs Mean and Variance are required");
-    OAR_TRY(param_in(k, "Scale", right, dt, &scale));
+    OAR_TRY(param_in(k, OAR_LNG_SCALE, "Scale", right, dt, &scale));
     const void *xd = x->buf->data, *dyd = dy->buf->data;
-    const double eps = oar_attr_f(oar_k_op(k), "epsilon");
+    const double eps = ((const oar_ln_attrs_t *)oar_k_attrs(k))->epsilon;
     int rc;
-    void *dx = oar_norm_out(k, "X@GRAD", x->dims, x->ndim, dt, &rc);
+    void *dx = oar_norm_out(k, OAR_LNG_DX, x->dims, x->ndim, dt, &rc);
     if (rc) return rc;
-    const oar_tensor_t *st = oar_k_in(k, "Scale", 0), *bt = oar_k_in(k, "Bias", 0);
-    oar_tensor_t *dst = oar_k_out(k, "Scale@GRAD", 0), *dbt = oar_k_out(k, "Bias@GRAD", 0);
+    const oar_tensor_t *st = oar_k_input(k, OAR_LNG_SCALE, 0), *bt = oar_k_input(k, OAR_LNG_BIAS, 0);
+    oar_tensor_t *dst = oar_k_output(k, OAR_LNG_DSCALE, 0), *dbt = oar_k_output(k, OAR_LNG_DBIAS, 0);
     if ((dst && !st) || (dbt && !bt))
         return oar_k_error(k, OAR_ERR_INVALID, "%s@GRAD is requested but %s is not an input",
                            dst && !st ? "Scale" : "Bias", dst && !st ? "Scale" : "Bias");
-    void *dscale = dst ? oar_norm_out(k, "Scale@GRAD", st->dims, st->ndim, dt, &rc) : NULL;
+    void *dscale = dst ? oar_norm_out(k, OAR_LNG_DSCALE, st->dims, st->ndim, dt, &rc) : NULL;
     if (rc) return rc;
-    void *dbias = dbt ? oar_norm_out(k, "Bias@GRAD", bt->dims, bt->ndim, dt, &rc) : NULL;
+    void *dbias = dbt ? oar_norm_out(k, OAR_LNG_DBIAS, bt->dims, bt->ndim, dt, &rc) : NULL;
     if (rc) return rc;
     double *acc = NULL;
     int nth = left > 1 && left * right >= LN_PAR_MIN ? omp_get_max_threads() : 1;

@@ -5,6 +5,7 @@
  * the copies can run in parallel.
  */
 #include "op.h"
+#include "ops/lookup_table.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,27 +21,27 @@ typedef struct {
 /* W and Ids with data, each id in [0, V) or padding_idx */
 static int lt_args(oar_kernel_ctx_t *k, lt_args_t *a)
 {
-    const oar_tensor_t *w = oar_k_in(k, "W", 0), *ids = oar_k_in(k, "Ids", 0);
+    const oar_tensor_t *w = oar_k_input(k, OAR_LT_W, 0), *ids = oar_k_input(k, OAR_LT_IDS, 0);
     if (!w || !ids)
         return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s has no value", !w ? "W" : "Ids");
     if (ids->dtype != OAR_INT64)
         return oar_k_error(k, OAR_ERR_DTYPE, "input Ids '%s' has dtype %s, expected int64",
-                           nm(oar_k_in_name(k, "Ids", 0)), nm(oar_dtype_name(ids->dtype)));
+                           nm(oar_k_input_name(k, OAR_LT_IDS, 0)), nm(oar_dtype_name(ids->dtype)));
     if (w->ndim != 2) return oar_k_error(k, OAR_ERR_SHAPE, "input W is not 2-D");
     a->w = w;
     a->v = w->dims[0];
     a->d = w->dims[1];
     a->n = oar_tensor_numel_of(ids);
     a->ids = a->n > 0 ? oar_tensor_data((oar_tensor_t *)ids) : NULL;
-    a->pad = oar_attr_l(oar_k_op(k), "padding_idx");
+    a->pad = ((const oar_lt_attrs_t *)oar_k_attrs(k))->padding_idx;
     if (a->n > 0 && !a->ids) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input Ids has no data");
     for (int64_t i = 0; i < a->n; i++) {
         int64_t id = a->ids[i];
         /* padding_idx -1 means none, so -1 is never a valid id */
         if ((id < 0 || id >= a->v) && !(a->pad >= 0 && id == a->pad))
             return oar_k_error(k, OAR_ERR_RANGE, "Ids '%s' holds %lld at position %lld, out of range [0, %lld) "
-                               "for W '%s' with V = %lld rows", nm(oar_k_in_name(k, "Ids", 0)), (long long)id,
-                               (long long)i, (long long)a->v, nm(oar_k_in_name(k, "W", 0)), (long long)a->v);
+                               "for W '%s' with V = %lld rows", nm(oar_k_input_name(k, OAR_LT_IDS, 0)), (long long)id,
+                               (long long)i, (long long)a->v, nm(oar_k_input_name(k, OAR_LT_W, 0)), (long long)a->v);
     }
     return OAR_OK;
 }
@@ -55,9 +56,9 @@ static int lt_args(oar_kernel_ctx_t *k, lt_args_t *a)
         if (a.w->dtype != DT) return oar_k_error(k, OAR_ERR_DTYPE, "input W has dtype %s",        \
                                                  nm(oar_dtype_name(a.w->dtype)));                 \
         const T *w = oar_tensor_data((oar_tensor_t *)a.w);                                        \
-        if (!oar_k_out(k, "Out", 0))                                                              \
+        if (!oar_k_output(k, OAR_LT_OUT, 0))                                                      \
             return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out has no tensor variable");        \
-        T *out = oar_k_out_data(k, "Out", 0, DT);                                                 \
+        T *out = oar_k_output_data(k, OAR_LT_OUT, 0, DT);                                         \
         if (!out) return OAR_ERR_NOMEM;                                                           \
         PAR_ROWS for (int64_t i = 0; i < a.n; i++) {                                              \
             int64_t id = a.ids[i];                                                                \
@@ -71,16 +72,17 @@ static int lt_args(oar_kernel_ctx_t *k, lt_args_t *a)
     {                                                                                             \
         lt_args_t a;                                                                              \
         OAR_TRY(lt_args(k, &a));                                                                  \
-        const oar_tensor_t *gt = oar_k_in(k, "Out@GRAD", 0);                                      \
+        const oar_tensor_t *gt = oar_k_input(k, OAR_LTG_DOUT, 0);                                 \
         if (!gt || gt->dtype != DT || oar_tensor_numel_of(gt) != a.n * a.d)                       \
             return oar_k_error(k, OAR_ERR_SHAPE, "Out@GRAD '%s' must hold %lld x %lld values of %s", \
-                               nm(oar_k_in_name(k, "Out@GRAD", 0)), (long long)a.n, (long long)a.d, \
+                               nm(oar_k_input_name(k, OAR_LTG_DOUT, 0)), (long long)a.n, (long long)a.d, \
                                oar_dtype_name(DT));                                               \
         const T *g = oar_tensor_data((oar_tensor_t *)gt);                                         \
-        oar_variable_t *gv = oar_k_out_var(k, "W@GRAD", 0);                                       \
+        oar_variable_t *gv = oar_k_output_var(k, OAR_LTG_DW, 0);                                  \
         if (!gv) return OAR_OK; /* no gradient wanted */                                          \
-        if (oar_attr_b(oar_k_op(k), "is_sparse")) return ltg_sparse_##sfx(k, &a, g, gv);         \
-        T *dw = oar_k_out_data(k, "W@GRAD", 0, DT);                                               \
+        if (((const oar_lt_attrs_t *)oar_k_attrs(k))->is_sparse)                                  \
+            return ltg_sparse_##sfx(k, &a, g, gv);                                                \
+        T *dw = oar_k_output_data(k, OAR_LTG_DW, 0, DT);                                          \
         if (!dw) return OAR_ERR_NOMEM;                                                            \
         memset(dw, 0, sizeof(T) * (size_t)(a.v * a.d));                                           \
         /* serial: duplicate ids add into the same row */                                         \
@@ -104,7 +106,7 @@ static int lt_args(oar_kernel_ctx_t *k, lt_args_t *a)
         oar_selected_rows_t *sr = oar_var_selected_rows(gv);                                      \
         if (!sr) {                                                                                \
             oar_error_prefix("%s: W@GRAD '%s' (is_sparse): ", oar_k_op(k)->type,                  \
-                             nm(oar_k_out_name(k, "W@GRAD", 0)));                                 \
+                             nm(oar_k_output_name(k, OAR_LTG_DW, 0)));                            \
             return OAR_ERR_DTYPE;                                                                 \
         }                                                                                         \
         if (sr->cap < a->n) {                                                                     \

@@ -1,27 +1,29 @@
 /* loss_basic.c — CPU kernels of square_error_cost and its grad:
  * Out = (X - Y)^2, X@GRAD = 2 (X - Y) Out@GRAD, Y@GRAD = -X@GRAD. */
 #include "op.h"
+#include "ops/loss_basic.h"
 
 static const char *nm(const char *s) { return s ? s : "?"; }
 
-static int in_data(oar_kernel_ctx_t *k, const char *slot, int dtype, int64_t n, const void **p)
+/* input `slot` (`name` in messages) of dtype `dtype` and, when n >= 0, n elements */
+static int in_data(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t n, const void **p)
 {
-    const oar_tensor_t *t = oar_k_in(k, slot, 0);
+    const oar_tensor_t *t = oar_k_input(k, slot, 0);
     *p = NULL;
-    if (!t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", slot,
-                               nm(oar_k_in_name(k, slot, 0)));
+    if (!t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", name,
+                               nm(oar_k_input_name(k, slot, 0)));
     if (t->dtype != dtype)
-        return oar_k_error(k, OAR_ERR_DTYPE, "input %s '%s' has dtype %s, expected %s", slot,
-                           nm(oar_k_in_name(k, slot, 0)), nm(oar_dtype_name(t->dtype)),
+        return oar_k_error(k, OAR_ERR_DTYPE, "input %s '%s' has dtype %s, expected %s", name,
+                           nm(oar_k_input_name(k, slot, 0)), nm(oar_dtype_name(t->dtype)),
                            oar_dtype_name(dtype));
     if (n >= 0 && oar_tensor_numel_of(t) != n)
         return oar_k_error(k, OAR_ERR_SHAPE, "input %s '%s' has %lld elements, expected %lld like X",
-                           slot, nm(oar_k_in_name(k, slot, 0)),
+                           name, nm(oar_k_input_name(k, slot, 0)),
                            (long long)oar_tensor_numel_of(t), (long long)n);
     *p = oar_tensor_data((oar_tensor_t *)t);
     if (!*p && oar_tensor_numel_of(t) > 0)
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no data", slot,
-                           nm(oar_k_in_name(k, slot, 0)));
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no data", name,
+                           nm(oar_k_input_name(k, slot, 0)));
     return OAR_OK;
 }
 
@@ -29,13 +31,13 @@ static int in_data(oar_kernel_ctx_t *k, const char *slot, int dtype, int64_t n, 
     static int sec_##sfx(oar_kernel_ctx_t *k)                                               \
     {                                                                                       \
         const void *xv, *yv;                                                                \
-        const oar_tensor_t *xt = oar_k_in(k, "X", 0);                                       \
-        OAR_TRY(in_data(k, "X", DT, -1, &xv));                                              \
+        const oar_tensor_t *xt = oar_k_input(k, OAR_SEC_X, 0);                              \
+        OAR_TRY(in_data(k, OAR_SEC_X, "X", DT, -1, &xv));                                   \
         int64_t n = oar_tensor_numel_of(xt);                                                \
-        OAR_TRY(in_data(k, "Y", DT, n, &yv));                                               \
-        if (!oar_k_out(k, "Out", 0))                                                        \
+        OAR_TRY(in_data(k, OAR_SEC_Y, "Y", DT, n, &yv));                                    \
+        if (!oar_k_output(k, OAR_SEC_OUT, 0))                                               \
             return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out has no tensor variable");  \
-        T *o = oar_k_out_data(k, "Out", 0, DT);                                             \
+        T *o = oar_k_output_data(k, OAR_SEC_OUT, 0, DT);                                    \
         if (!o) return OAR_ERR_NOMEM;                                                       \
         const T *x = xv, *y = yv;                                                           \
         _Pragma("omp parallel for if(n > 65536)")                                           \
@@ -46,15 +48,15 @@ static int in_data(oar_kernel_ctx_t *k, const char *slot, int dtype, int64_t n, 
     static int sec_grad_##sfx(oar_kernel_ctx_t *k)                                          \
     {                                                                                       \
         const void *xv, *yv, *gv;                                                           \
-        const oar_tensor_t *xt = oar_k_in(k, "X", 0);                                       \
-        OAR_TRY(in_data(k, "X", DT, -1, &xv));                                              \
+        const oar_tensor_t *xt = oar_k_input(k, OAR_SEC_X, 0);                              \
+        OAR_TRY(in_data(k, OAR_SEC_X, "X", DT, -1, &xv));                                   \
         int64_t n = oar_tensor_numel_of(xt);                                                \
-        OAR_TRY(in_data(k, "Y", DT, n, &yv));                                               \
-        OAR_TRY(in_data(k, "Out@GRAD", DT, n, &gv));                                        \
+        OAR_TRY(in_data(k, OAR_SEC_Y, "Y", DT, n, &yv));                                    \
+        OAR_TRY(in_data(k, OAR_SECG_DOUT, "Out@GRAD", DT, n, &gv));                         \
         T *dx = NULL, *dy = NULL;                                                           \
-        if (oar_k_out(k, "X@GRAD", 0) && !(dx = oar_k_out_data(k, "X@GRAD", 0, DT)))        \
+        if (oar_k_output(k, OAR_SECG_DX, 0) && !(dx = oar_k_output_data(k, OAR_SECG_DX, 0, DT))) \
             return OAR_ERR_NOMEM;                                                           \
-        if (oar_k_out(k, "Y@GRAD", 0) && !(dy = oar_k_out_data(k, "Y@GRAD", 0, DT)))        \
+        if (oar_k_output(k, OAR_SECG_DY, 0) && !(dy = oar_k_output_data(k, OAR_SECG_DY, 0, DT))) \
             return OAR_ERR_NOMEM;                                                           \
         const T *x = xv, *y = yv, *g = gv;                                                  \
         _Pragma("omp parallel for if(n > 65536)")                                           \

@@ -1,12 +1,13 @@
 /* metric.c — CPU kernel of accuracy: a row counts as correct when its label
  * appears among its k predicted indices. An empty batch gives 0. */
 #include "op.h"
+#include "ops/metric.h"
 
 static const char *nm(const char *s) { return s ? s : "?"; }
 
 static int accuracy_k(oar_kernel_ctx_t *k)
 {
-    const oar_tensor_t *ind = oar_k_in(k, "Indices", 0), *lbl = oar_k_in(k, "Label", 0);
+    const oar_tensor_t *ind = oar_k_input(k, OAR_ACC_INDICES, 0), *lbl = oar_k_input(k, OAR_ACC_LABEL, 0);
     if (!ind || !lbl)
         return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s has no value", !ind ? "Indices" : "Label");
     if (ind->dtype != OAR_INT64 || lbl->dtype != OAR_INT64)
@@ -24,9 +25,9 @@ static int accuracy_k(oar_kernel_ctx_t *k)
     for (int64_t r = 0; r < n; r++)
         for (int64_t j = 0; j < kk; j++)
             if (iv[r * kk + j] == lv[r]) { correct++; break; }
-    float *acc = oar_k_out_data(k, "Accuracy", 0, OAR_FP32);
-    int32_t *cor = acc ? oar_k_out_data(k, "Correct", 0, OAR_INT32) : NULL;
-    int32_t *tot = cor ? oar_k_out_data(k, "Total", 0, OAR_INT32) : NULL;
+    float *acc = oar_k_output_data(k, OAR_ACC_ACCURACY, 0, OAR_FP32);
+    int32_t *cor = acc ? oar_k_output_data(k, OAR_ACC_CORRECT, 0, OAR_INT32) : NULL;
+    int32_t *tot = cor ? oar_k_output_data(k, OAR_ACC_TOTAL, 0, OAR_INT32) : NULL;
     if (!tot) return OAR_ERR_NOMEM;
     acc[0] = n > 0 ? (float)((double)correct / (double)n) : 0.0f;
     cor[0] = (int32_t)correct;

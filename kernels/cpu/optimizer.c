@@ -15,6 +15,7 @@
  * which is exactly the dense update of the densified gradient (momentum,
  * adam, rmsprop, adamax, adadelta, decayed_adagrad). */
 #include "op.h"
+#include "ops/optimizer.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -36,75 +37,82 @@ typedef void (*span_fn)(const opt_t *o, int64_t lo, int64_t hi, const void *g);
 
 enum { SP_ROWS, SP_ALL };
 
+/* Slots by the definitions' indices (src/ops/optimizer.h); names are for
+ * messages. Lists end with an entry whose name is NULL. */
+typedef struct { int in, out; const char *in_name, *out_name; } state_slot_t;
+typedef struct { int slot; const char *name; } scalar_slot_t;
 typedef struct {
-    const char *const *states;    /* in, out, in, out, ...; NULL-terminated; Param first */
-    const char *const *scalars;   /* NULL-terminated */
+    const state_slot_t *states;   /* Param first */
+    const scalar_slot_t *scalars;
+    int grad;                     /* Grad's slot */
     int sparse;                   /* SP_ROWS or SP_ALL */
 } opt_spec_t;
 
 static const char *nm(const char *s) { return s ? s : "?"; }
 
 /* ---- inputs and outputs -------------------------------------------------- */
-static int state_in(oar_kernel_ctx_t *k, const char *slot, int dtype, int64_t numel,
+/* input `slot` (`name` in messages) of the param dtype and, when numel >= 0,
+ * Param's element count */
+static int state_in(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel,
                     const void **p)
 {
-    const oar_tensor_t *t = oar_k_in(k, slot, 0);
+    const oar_tensor_t *t = oar_k_input(k, slot, 0);
     *p = NULL;
-    if (!t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", slot,
-                               nm(oar_k_in_name(k, slot, 0)));
+    if (!t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", name,
+                               nm(oar_k_input_name(k, slot, 0)));
     if (t->dtype != dtype)
         return oar_k_error(k, OAR_ERR_DTYPE, "input %s '%s' has dtype %s, expected %s like Param",
-                           slot, nm(oar_k_in_name(k, slot, 0)), nm(oar_dtype_name(t->dtype)),
+                           name, nm(oar_k_input_name(k, slot, 0)), nm(oar_dtype_name(t->dtype)),
                            oar_dtype_name(dtype));
     if (numel >= 0 && oar_tensor_numel_of(t) != numel)
         return oar_k_error(k, OAR_ERR_SHAPE, "input %s '%s' has %lld elements, expected %lld like "
-                           "Param '%s'", slot, nm(oar_k_in_name(k, slot, 0)),
+                           "Param '%s'", name, nm(oar_k_input_name(k, slot, 0)),
                            (long long)oar_tensor_numel_of(t), (long long)numel,
-                           nm(oar_k_in_name(k, "Param", 0)));
+                           nm(oar_k_input_name(k, OAR_OPT_PARAM, 0)));
     *p = oar_tensor_data((oar_tensor_t *)t);
     if (!*p && oar_tensor_numel_of(t) > 0)
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no data", slot,
-                           nm(oar_k_in_name(k, slot, 0)));
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no data", name,
+                           nm(oar_k_input_name(k, slot, 0)));
     return OAR_OK;
 }
 
-static int scalar_in(oar_kernel_ctx_t *k, const char *slot, double *v)
+static int scalar_in(oar_kernel_ctx_t *k, int slot, const char *name, double *v)
 {
-    oar_tensor_t *t = oar_k_in(k, slot, 0);
-    if (!t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", slot,
-                               nm(oar_k_in_name(k, slot, 0)));
+    oar_tensor_t *t = oar_k_input(k, slot, 0);
+    if (!t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", name,
+                               nm(oar_k_input_name(k, slot, 0)));
     const void *p = oar_tensor_data(t);
     if (oar_tensor_numel_of(t) != 1 || !p)
-        return oar_k_error(k, OAR_ERR_SHAPE, "input %s '%s' has %lld elements, expected 1", slot,
-                           nm(oar_k_in_name(k, slot, 0)), (long long)oar_tensor_numel_of(t));
+        return oar_k_error(k, OAR_ERR_SHAPE, "input %s '%s' has %lld elements, expected 1", name,
+                           nm(oar_k_input_name(k, slot, 0)), (long long)oar_tensor_numel_of(t));
     if (t->dtype == OAR_FP32) *v = *(const float *)p;
     else if (t->dtype == OAR_FP64) *v = *(const double *)p;
     else return oar_k_error(k, OAR_ERR_DTYPE, "input %s '%s' has dtype %s, expected float32 or "
-                            "float64", slot, nm(oar_k_in_name(k, slot, 0)), nm(oar_dtype_name(t->dtype)));
+                            "float64", name, nm(oar_k_input_name(k, slot, 0)), nm(oar_dtype_name(t->dtype)));
     return OAR_OK;
 }
 
-static int state_out(oar_kernel_ctx_t *k, const char *slot, int dtype, int64_t numel, void **p)
+static int state_out(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel, void **p)
 {
-    oar_tensor_t *t = oar_k_out(k, slot, 0);
+    oar_tensor_t *t = oar_k_output(k, slot, 0);
     *p = NULL;
-    if (!t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s has no tensor variable", slot);
+    if (!t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s has no tensor variable", name);
     if (oar_tensor_numel_of(t) != numel)
         return oar_k_error(k, OAR_ERR_SHAPE, "output %s '%s' has %lld elements, expected %lld",
-                           slot, nm(oar_k_out_name(k, slot, 0)),
+                           name, nm(oar_k_output_name(k, slot, 0)),
                            (long long)oar_tensor_numel_of(t), (long long)numel);
-    *p = oar_k_out_data(k, slot, 0, dtype);
+    *p = oar_k_output_data(k, slot, 0, dtype);
     return *p ? OAR_OK : OAR_ERR_NOMEM;
 }
 
 /* Writes a one-element output in its own dtype (beta powers). */
-static int scalar_out(oar_kernel_ctx_t *k, const char *slot, double v)
+static int scalar_out(oar_kernel_ctx_t *k, int slot, const char *name, double v)
 {
-    oar_tensor_t *t = oar_k_out(k, slot, 0);
-    if (!t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s has no tensor variable", slot);
+    oar_tensor_t *t = oar_k_output(k, slot, 0);
+    if (!t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s has no tensor variable", name);
     int dt = t->dtype == OAR_FP64 ? OAR_FP64 : OAR_FP32;
     void *p;
-    OAR_TRY(state_out(k, slot, dt, 1, &p));
+    OAR_TRY(state_out(k, slot, name, dt, 1, &p));
     if (dt == OAR_FP64) *(double *)p = v; else *(float *)p = (float)v;
     return OAR_OK;
 }
@@ -125,11 +133,11 @@ typedef struct {
     void *vals;         /* [n, width] in the param dtype */
 } merged_t;
 
-static int merge_rows(oar_kernel_ctx_t *k, const oar_selected_rows_t *sr, int dtype,
+static int merge_rows(oar_kernel_ctx_t *k, int grad_slot, const oar_selected_rows_t *sr, int dtype,
                       int64_t height, int64_t width, merged_t *m)
 {
     memset(m, 0, sizeof *m);
-    const char *gname = nm(oar_k_in_name(k, "Grad", 0));
+    const char *gname = nm(oar_k_input_name(k, grad_slot, 0));
     const oar_tensor_t *v = sr->value;
     int64_t nr = sr->nrows, need;
     if (oar_mul_checked(nr, width, &need) != OAR_OK) return OAR_ERR_SHAPE;
@@ -144,7 +152,7 @@ static int merge_rows(oar_kernel_ctx_t *k, const oar_selected_rows_t *sr, int dt
         return oar_k_error(k, OAR_ERR_SHAPE, "sparse Grad '%s' has %lld rows and %lld values; "
                            "Param '%s' rows have %lld elements, so %lld values were expected",
                            gname, (long long)nr, (long long)oar_tensor_numel_of(v),
-                           nm(oar_k_in_name(k, "Param", 0)), (long long)width, (long long)need);
+                           nm(oar_k_input_name(k, OAR_OPT_PARAM, 0)), (long long)width, (long long)need);
     row_ref_t *refs = oar_xmalloc(sizeof *refs * (size_t)nr);
     if (!refs) return OAR_ERR_NOMEM;
     for (int64_t i = 0; i < nr; i++) {
@@ -152,7 +160,7 @@ static int merge_rows(oar_kernel_ctx_t *k, const oar_selected_rows_t *sr, int dt
             free(refs);
             return oar_k_error(k, OAR_ERR_RANGE, "sparse Grad '%s' names row %lld, but Param '%s' "
                                "has %lld rows", gname, (long long)sr->rows[i],
-                               nm(oar_k_in_name(k, "Param", 0)), (long long)height);
+                               nm(oar_k_input_name(k, OAR_OPT_PARAM, 0)), (long long)height);
         }
         refs[i].row = sr->rows[i];
         refs[i].idx = i;
@@ -191,35 +199,36 @@ static int opt_run(oar_kernel_ctx_t *k, const opt_spec_t *sp, opt_t *o, span_fn 
     int dt = oar_k_dtype(k);
     size_t es = oar_dtype_size(dt);
     const void *pv;
-    OAR_TRY(state_in(k, "Param", dt, -1, &pv));
-    const oar_tensor_t *pt = oar_k_in(k, "Param", 0);
+    OAR_TRY(state_in(k, OAR_OPT_PARAM, "Param", dt, -1, &pv));
+    const oar_tensor_t *pt = oar_k_input(k, OAR_OPT_PARAM, 0);
     int64_t numel = oar_tensor_numel_of(pt);
     int64_t height = pt->ndim > 0 ? pt->dims[0] : 1;
     int64_t width = height > 0 ? numel / height : 0;
     o->numel = numel;
     int ns = 0;
-    for (const char *const *s = sp->states; *s; s += 2, ns++) {
+    for (const state_slot_t *s = sp->states; s->in_name; s++, ns++) {
         o->in[ns] = NULL;
-        if (oar_k_in_count(k, s[0]) == 0) continue;   /* dispensable state (MeanGrad) */
-        OAR_TRY(state_in(k, s[0], dt, numel, &o->in[ns]));
+        if (oar_k_nin(k, s->in) == 0) continue;   /* dispensable state (MeanGrad) */
+        OAR_TRY(state_in(k, s->in, s->in_name, dt, numel, &o->in[ns]));
     }
     int nsc = 0;
-    for (const char *const *s = sp->scalars; *s; s++, nsc++) OAR_TRY(scalar_in(k, *s, &o->s[nsc]));
+    for (const scalar_slot_t *s = sp->scalars; s->name; s++, nsc++)
+        OAR_TRY(scalar_in(k, s->slot, s->name, &o->s[nsc]));
 
-    oar_variable_t *gvar = oar_k_in_var(k, "Grad", 0);
+    oar_variable_t *gvar = oar_k_input_var(k, sp->grad, 0);
     bool sparse = gvar && oar_variable_type(gvar) == OAR_VAR_SELECTED_ROWS;
     const void *g = NULL;
     merged_t m = {0};
-    if (sparse) OAR_TRY(merge_rows(k, gvar->u.rows, dt, height, width, &m));
-    else OAR_TRY(state_in(k, "Grad", dt, numel, &g));
+    if (sparse) OAR_TRY(merge_rows(k, sp->grad, gvar->u.rows, dt, height, width, &m));
+    else OAR_TRY(state_in(k, sp->grad, "Grad", dt, numel, &g));
 
     int rc = OAR_OK;
     ns = 0;
-    for (const char *const *s = sp->states; *s && rc == OAR_OK; s += 2, ns++) {
+    for (const state_slot_t *s = sp->states; s->in_name && rc == OAR_OK; s++, ns++) {
         o->out[ns] = NULL;
         /* an absent output is a dispensable one (MeanGradOut of plain rmsprop) */
-        if (!o->in[ns] || oar_k_out_count(k, s[1]) == 0) continue;
-        rc = state_out(k, s[1], dt, numel, &o->out[ns]);
+        if (!o->in[ns] || oar_k_nout(k, s->out) == 0) continue;
+        rc = state_out(k, s->out, s->out_name, dt, numel, &o->out[ns]);
     }
     if (rc != OAR_OK) goto done;
 
@@ -287,12 +296,13 @@ done:
 #define IN(i) in##i
 #define OUT(i) out##i
 
+/* SETUP sees the decoded attributes as `a` */
 #define KERNELS(op, spec, SETUP)                                                \
     static int op##_run(oar_kernel_ctx_t *k, span_fn fn)                        \
     {                                                                           \
-        const oar_op_desc_t *d = oar_k_op(k);                                   \
+        const oar_opt_attrs_t *a = oar_k_attrs(k);                              \
         opt_t o = {0};                                                          \
-        (void)d;                                                                \
+        (void)a;                                                                \
         SETUP;                                                                  \
         return opt_run(k, &spec, &o, fn);                                       \
     }                                                                           \
@@ -301,18 +311,25 @@ done:
     OAR_REGISTER_KERNEL(#op, OAR_PLACE_CPU, OAR_FP32, op##_f32)                 \
     OAR_REGISTER_KERNEL(#op, OAR_PLACE_CPU, OAR_FP64, op##_f64)
 
-static const char *const lr_only[] = {"LearningRate", NULL};
-static const char *const no_scalars[] = {NULL};
+#define STATE(in, out, in_name, out_name) {in, out, in_name, out_name}
+#define PARAM_STATE STATE(OAR_OPT_PARAM, OAR_OPT_PARAM_OUT, "Param", "ParamOut")
+#define STATES_END {0, 0, NULL, NULL}
+#define SCALARS_END {0, NULL}
+static const scalar_slot_t no_scalars[] = {SCALARS_END};
 
 /* ---- sgd: p -= lr g ------------------------------------------------------ */
-static const char *const sgd_states[] = {"Param", "ParamOut", NULL};
-static const opt_spec_t sgd_spec = {sgd_states, lr_only, SP_ROWS};
+static const state_slot_t sgd_states[] = {PARAM_STATE, STATES_END};
+static const scalar_slot_t sgd_scalars[] = {{OAR_SGD_LR, "LearningRate"}, SCALARS_END};
+static const opt_spec_t sgd_spec = {sgd_states, sgd_scalars, OAR_SGD_GRAD, SP_ROWS};
 SPAN(sgd_span, T lr = (T)o->s[0], OUT(0)[i] = IN(0)[i] - lr * g_)
 KERNELS(sgd, sgd_spec, )
 
 /* ---- momentum: v = mu v + g; p -= lr v  (nesterov: p -= lr (g + mu v)) ---- */
-static const char *const momentum_states[] = {"Param", "ParamOut", "Velocity", "VelocityOut", NULL};
-static const opt_spec_t momentum_spec = {momentum_states, lr_only, SP_ALL};
+static const state_slot_t momentum_states[] = {
+    PARAM_STATE, STATE(OAR_MOMENTUM_VELOCITY, OAR_MOMENTUM_VELOCITY_OUT, "Velocity", "VelocityOut"),
+    STATES_END};
+static const scalar_slot_t momentum_scalars[] = {{OAR_MOMENTUM_LR, "LearningRate"}, SCALARS_END};
+static const opt_spec_t momentum_spec = {momentum_states, momentum_scalars, OAR_MOMENTUM_GRAD, SP_ALL};
 SPAN(momentum_span, T lr = (T)o->s[0]; T mu = (T)o->h[0]; bool nest = o->flag, {
     T v = mu * IN(1)[i] + g_;
     T p = IN(0)[i];
@@ -320,17 +337,20 @@ SPAN(momentum_span, T lr = (T)o->s[0]; T mu = (T)o->h[0]; bool nest = o->flag, {
     OUT(0)[i] = nest ? p - (g_ + mu * v) * lr : p - lr * v;
 })
 KERNELS(momentum, momentum_spec, {
-    o.h[0] = oar_attr_f(d, "mu");
-    o.flag = oar_attr_b(d, "use_nesterov");
+    o.h[0] = a->mu;
+    o.flag = a->use_nesterov;
 })
 
 /* ---- adam (Fluid 1.8) ----------------------------------------------------
  * lr_t = lr sqrt(1 - beta2^t) / (1 - beta1^t)
  * m1 = beta1 m1 + (1 - beta1) g;  m2 = beta2 m2 + (1 - beta2) g^2
  * p -= lr_t m1 / (sqrt(m2) + eps sqrt(1 - beta2^t)) */
-static const char *const adam_states[] = {"Param", "ParamOut", "Moment1", "Moment1Out",
-                                          "Moment2", "Moment2Out", NULL};
-static const char *const adam_scalars[] = {"LearningRate", "Beta1Pow", "Beta2Pow", NULL};
+static const state_slot_t adam_states[] = {
+    PARAM_STATE, STATE(OAR_ADAM_MOMENT1, OAR_ADAM_MOMENT1_OUT, "Moment1", "Moment1Out"),
+    STATE(OAR_ADAM_MOMENT2, OAR_ADAM_MOMENT2_OUT, "Moment2", "Moment2Out"), STATES_END};
+static const scalar_slot_t adam_scalars[] = {
+    {OAR_ADAM_LR, "LearningRate"}, {OAR_ADAM_BETA1_POW, "Beta1Pow"}, {OAR_ADAM_BETA2_POW, "Beta2Pow"},
+    SCALARS_END};
 SPAN(adam_span,
      T b1 = (T)o->h[0]; T b2 = (T)o->h[1];
      T lr_t = (T)(o->s[0] * sqrt(1.0 - o->s[2]) / (1.0 - o->s[1]));
@@ -344,19 +364,23 @@ SPAN(adam_span,
 })
 static int adam_run(oar_kernel_ctx_t *k, span_fn fn)
 {
-    const oar_op_desc_t *d = oar_k_op(k);
+    const oar_opt_attrs_t *a = oar_k_attrs(k);
     opt_t o = {0};
-    o.h[0] = oar_attr_f(d, "beta1");
-    o.h[1] = oar_attr_f(d, "beta2");
-    o.h[2] = oar_attr_f(d, "epsilon");
+    o.h[0] = a->beta1;
+    o.h[1] = a->beta2;
+    o.h[2] = a->epsilon;
     /* Beta1Tensor/Beta2Tensor override the attrs (schedules of beta) */
-    if (oar_k_in_count(k, "Beta1Tensor") > 0) OAR_TRY(scalar_in(k, "Beta1Tensor", &o.h[0]));
-    if (oar_k_in_count(k, "Beta2Tensor") > 0) OAR_TRY(scalar_in(k, "Beta2Tensor", &o.h[1]));
-    opt_spec_t spec = {adam_states, adam_scalars, oar_attr_b(d, "lazy_mode") ? SP_ROWS : SP_ALL};
+    if (oar_k_nin(k, OAR_ADAM_BETA1_TENSOR) > 0)
+        OAR_TRY(scalar_in(k, OAR_ADAM_BETA1_TENSOR, "Beta1Tensor", &o.h[0]));
+    if (oar_k_nin(k, OAR_ADAM_BETA2_TENSOR) > 0)
+        OAR_TRY(scalar_in(k, OAR_ADAM_BETA2_TENSOR, "Beta2Tensor", &o.h[1]));
+    opt_spec_t spec = {adam_states, adam_scalars, OAR_ADAM_GRAD, a->lazy_mode ? SP_ROWS : SP_ALL};
     OAR_TRY(opt_run(k, &spec, &o, fn));
     /* o.s[1], o.s[2] were read before any output: safe when BetaPowOut is BetaPow */
-    if (oar_k_out_count(k, "Beta1PowOut") > 0) OAR_TRY(scalar_out(k, "Beta1PowOut", o.s[1] * o.h[0]));
-    if (oar_k_out_count(k, "Beta2PowOut") > 0) OAR_TRY(scalar_out(k, "Beta2PowOut", o.s[2] * o.h[1]));
+    if (oar_k_nout(k, OAR_ADAM_BETA1_POW_OUT) > 0)
+        OAR_TRY(scalar_out(k, OAR_ADAM_BETA1_POW_OUT, "Beta1PowOut", o.s[1] * o.h[0]));
+    if (oar_k_nout(k, OAR_ADAM_BETA2_POW_OUT) > 0)
+        OAR_TRY(scalar_out(k, OAR_ADAM_BETA2_POW_OUT, "Beta2PowOut", o.s[2] * o.h[1]));
     return OAR_OK;
 }
 static int adam_f32(oar_kernel_ctx_t *k) { return adam_run(k, adam_span_float); }
@@ -365,18 +389,20 @@ OAR_REGISTER_KERNEL("adam", OAR_PLACE_CPU, OAR_FP32, adam_f32)
 OAR_REGISTER_KERNEL("adam", OAR_PLACE_CPU, OAR_FP64, adam_f64)
 
 /* ---- adagrad: m += g^2; p -= lr g / (sqrt(m) + eps) ------------------------ */
-static const char *const adagrad_states[] = {"Param", "ParamOut", "Moment", "MomentOut", NULL};
-static const opt_spec_t adagrad_spec = {adagrad_states, lr_only, SP_ROWS};
+static const state_slot_t adagrad_states[] = {
+    PARAM_STATE, STATE(OAR_ADAGRAD_MOMENT, OAR_ADAGRAD_MOMENT_OUT, "Moment", "MomentOut"), STATES_END};
+static const scalar_slot_t adagrad_scalars[] = {{OAR_ADAGRAD_LR, "LearningRate"}, SCALARS_END};
+static const opt_spec_t adagrad_spec = {adagrad_states, adagrad_scalars, OAR_ADAGRAD_GRAD, SP_ROWS};
 SPAN(adagrad_span, T lr = (T)o->s[0]; T eps = (T)o->h[0], {
     T m = IN(1)[i] + g_ * g_;
     T p = IN(0)[i];
     OUT(1)[i] = m;
     OUT(0)[i] = p - lr * g_ / (sqrt(m) + eps);
 })
-KERNELS(adagrad, adagrad_spec, o.h[0] = oar_attr_f(d, "epsilon"))
+KERNELS(adagrad, adagrad_spec, o.h[0] = a->epsilon)
 
 /* ---- decayed_adagrad: m = decay m + (1 - decay) g^2; p -= lr g / (sqrt(m) + eps) */
-static const opt_spec_t decayed_adagrad_spec = {adagrad_states, lr_only, SP_ALL};
+static const opt_spec_t decayed_adagrad_spec = {adagrad_states, adagrad_scalars, OAR_ADAGRAD_GRAD, SP_ALL};
 SPAN(decayed_adagrad_span, T lr = (T)o->s[0]; T dec = (T)o->h[0]; T eps = (T)o->h[1], {
     T m = dec * IN(1)[i] + (1 - dec) * g_ * g_;
     T p = IN(0)[i];
@@ -384,8 +410,8 @@ SPAN(decayed_adagrad_span, T lr = (T)o->s[0]; T dec = (T)o->h[0]; T eps = (T)o->
     OUT(0)[i] = p - lr * g_ / (sqrt(m) + eps);
 })
 KERNELS(decayed_adagrad, decayed_adagrad_spec, {
-    o.h[0] = oar_attr_f(d, "decay");
-    o.h[1] = oar_attr_f(d, "epsilon");
+    o.h[0] = a->decay;
+    o.h[1] = a->epsilon;
 })
 
 /* ---- rmsprop --------------------------------------------------------------
@@ -393,9 +419,12 @@ KERNELS(decayed_adagrad, decayed_adagrad_spec, {
  * centered: mg = rho mg + (1 - rho) g;  mom = momentum mom + lr g / sqrt(ms - mg^2 + eps)
  * else:                                  mom = momentum mom + lr g / sqrt(ms + eps)
  * p -= mom */
-static const char *const rmsprop_states[] = {"Param", "ParamOut", "MeanSquare", "MeanSquareOut",
-                                             "Moment", "MomentOut", "MeanGrad", "MeanGradOut", NULL};
-static const opt_spec_t rmsprop_spec = {rmsprop_states, lr_only, SP_ALL};
+static const state_slot_t rmsprop_states[] = {
+    PARAM_STATE, STATE(OAR_RMSPROP_MEAN_SQUARE, OAR_RMSPROP_MEAN_SQUARE_OUT, "MeanSquare", "MeanSquareOut"),
+    STATE(OAR_RMSPROP_MOMENT, OAR_RMSPROP_MOMENT_OUT, "Moment", "MomentOut"),
+    STATE(OAR_RMSPROP_MEAN_GRAD, OAR_RMSPROP_MEAN_GRAD_OUT, "MeanGrad", "MeanGradOut"), STATES_END};
+static const scalar_slot_t rmsprop_scalars[] = {{OAR_RMSPROP_LR, "LearningRate"}, SCALARS_END};
+static const opt_spec_t rmsprop_spec = {rmsprop_states, rmsprop_scalars, OAR_RMSPROP_GRAD, SP_ALL};
 SPAN(rmsprop_span,
      T lr = (T)o->s[0]; T rho = (T)o->h[0]; T mom_c = (T)o->h[1]; T eps = (T)o->h[2];
      bool centered = o->flag, {
@@ -416,25 +445,27 @@ SPAN(rmsprop_span,
 })
 static int rmsprop_check(oar_kernel_ctx_t *k)
 {
-    if (oar_attr_b(oar_k_op(k), "centered") && oar_k_in_count(k, "MeanGrad") == 0)
+    if (((const oar_opt_attrs_t *)oar_k_attrs(k))->centered && oar_k_nin(k, OAR_RMSPROP_MEAN_GRAD) == 0)
         return oar_k_error(k, OAR_ERR_INVALID, "centered rmsprop needs input MeanGrad");
     return OAR_OK;
 }
 KERNELS(rmsprop, rmsprop_spec, {
     OAR_TRY(rmsprop_check(k));
-    o.h[0] = oar_attr_f(d, "decay");
-    o.h[1] = oar_attr_f(d, "momentum");
-    o.h[2] = oar_attr_f(d, "epsilon");
-    o.flag = oar_attr_b(d, "centered");
+    o.h[0] = a->decay;
+    o.h[1] = a->momentum;
+    o.h[2] = a->epsilon;
+    o.flag = a->centered;
 })
 
 /* ---- adamax ---------------------------------------------------------------
  * m = beta1 m + (1 - beta1) g;  u = max(beta2 u + eps, |g|)
  * p -= lr / (1 - beta1^t) m / u   (Beta1Pow is advanced by the caller) */
-static const char *const adamax_states[] = {"Param", "ParamOut", "Moment", "MomentOut",
-                                            "InfNorm", "InfNormOut", NULL};
-static const char *const adamax_scalars[] = {"LearningRate", "Beta1Pow", NULL};
-static const opt_spec_t adamax_spec = {adamax_states, adamax_scalars, SP_ALL};
+static const state_slot_t adamax_states[] = {
+    PARAM_STATE, STATE(OAR_ADAMAX_MOMENT, OAR_ADAMAX_MOMENT_OUT, "Moment", "MomentOut"),
+    STATE(OAR_ADAMAX_INF_NORM, OAR_ADAMAX_INF_NORM_OUT, "InfNorm", "InfNormOut"), STATES_END};
+static const scalar_slot_t adamax_scalars[] = {
+    {OAR_ADAMAX_LR, "LearningRate"}, {OAR_ADAMAX_BETA1_POW, "Beta1Pow"}, SCALARS_END};
+static const opt_spec_t adamax_spec = {adamax_states, adamax_scalars, OAR_ADAMAX_GRAD, SP_ALL};
 SPAN(adamax_span,
      T b1 = (T)o->h[0]; T b2 = (T)o->h[1]; T eps = (T)o->h[2];
      T lr_t = (T)(o->s[0] / (1.0 - o->s[1])), {
@@ -448,18 +479,21 @@ SPAN(adamax_span,
     OUT(0)[i] = p - lr_t * m / u;
 })
 KERNELS(adamax, adamax_spec, {
-    o.h[0] = oar_attr_f(d, "beta1");
-    o.h[1] = oar_attr_f(d, "beta2");
-    o.h[2] = oar_attr_f(d, "epsilon");
+    o.h[0] = a->beta1;
+    o.h[1] = a->beta2;
+    o.h[2] = a->epsilon;
 })
 
 /* ---- adadelta -------------------------------------------------------------
  * Eg2 = rho Eg2 + (1 - rho) g^2;  dx = -sqrt((Edx2 + eps) / (Eg2 + eps)) g
  * Edx2 = rho Edx2 + (1 - rho) dx^2;  p += dx */
-static const char *const adadelta_states[] = {"Param", "ParamOut", "AvgSquaredGrad",
-                                              "AvgSquaredGradOut", "AvgSquaredUpdate",
-                                              "AvgSquaredUpdateOut", NULL};
-static const opt_spec_t adadelta_spec = {adadelta_states, no_scalars, SP_ALL};
+static const state_slot_t adadelta_states[] = {
+    PARAM_STATE,
+    STATE(OAR_ADADELTA_AVG_SQ_GRAD, OAR_ADADELTA_AVG_SQ_GRAD_OUT, "AvgSquaredGrad", "AvgSquaredGradOut"),
+    STATE(OAR_ADADELTA_AVG_SQ_UPDATE, OAR_ADADELTA_AVG_SQ_UPDATE_OUT, "AvgSquaredUpdate",
+          "AvgSquaredUpdateOut"),
+    STATES_END};
+static const opt_spec_t adadelta_spec = {adadelta_states, no_scalars, OAR_ADADELTA_GRAD, SP_ALL};
 SPAN(adadelta_span, T rho = (T)o->h[0]; T eps = (T)o->h[1], {
     T eg2 = rho * IN(1)[i] + (1 - rho) * g_ * g_;
     T dx = -sqrt((IN(2)[i] + eps) / (eg2 + eps)) * g_;
@@ -470,6 +504,6 @@ SPAN(adadelta_span, T rho = (T)o->h[0]; T eps = (T)o->h[1], {
     OUT(0)[i] = p + dx;
 })
 KERNELS(adadelta, adadelta_spec, {
-    o.h[0] = oar_attr_f(d, "rho");
-    o.h[1] = oar_attr_f(d, "epsilon");
+    o.h[0] = a->rho;
+    o.h[1] = a->epsilon;
 })

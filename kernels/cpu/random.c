@@ -4,6 +4,7 @@
  * (these ops have no input to dispatch on), so one kernel serves both
  * registered dtypes. */
 #include "op.h"
+#include "ops/random.h"
 
 #include <math.h>
 
@@ -16,26 +17,19 @@ static double gen_normal(gen_t *g) { return g->use_local ? oar_rng_normal_r(&g->
 
 static int random_kernel(oar_kernel_ctx_t *k, int dist)
 {
-    const oar_op_desc_t *op = oar_k_op(k);
-    int dtype = oar_attr_i(op, "dtype");
-    int seed = oar_attr_i(op, "seed");
+    const oar_random_attrs_t *at = oar_k_attrs(k);
+    int dtype = at->dtype;
+    int seed = at->seed;
     gen_t g = {.use_local = seed != 0};
     if (g.use_local) oar_rng_seed(&g.local, (uint64_t)seed);
-    oar_tensor_t *out = oar_k_out(k, "Out", 0);
+    oar_tensor_t *out = oar_k_output(k, OAR_RND_OUT, 0);
     if (!out) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out is missing");
     if (dtype != OAR_FP32 && dtype != OAR_FP64)
         return oar_k_error(k, OAR_ERR_DTYPE, "attr dtype = %d must be float32 or float64", dtype);
-    void *data = oar_k_out_data(k, "Out", 0, dtype);
+    void *data = oar_k_output_data(k, OAR_RND_OUT, 0, dtype);
     if (!data) return OAR_ERR_NOMEM;
     int64_t n = oar_tensor_numel_of(out);
-    double a, b;   /* uniform: lo, width; gaussian: mean, std */
-    if (dist == DIST_UNIFORM) {
-        a = oar_attr_f(op, "min");
-        b = (double)oar_attr_f(op, "max") - a;
-    } else {
-        a = oar_attr_f(op, "mean");
-        b = oar_attr_f(op, "std");
-    }
+    const double a = at->a, b = at->b;   /* uniform: lo, width; gaussian: mean, std */
     float *f = dtype == OAR_FP32 ? data : NULL;
     double *d = dtype == OAR_FP64 ? data : NULL;
     for (int64_t i = 0; i < n; i++) {

@@ -7,6 +7,7 @@
  * of the matching Out element (stride 0 along reduced axes). Sums and
  * products accumulate in double (int64 for integers). */
 #include "op.h"
+#include "ops/reduce.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -23,52 +24,52 @@ typedef struct {
 
 static const char *nm(const char *s) { return s ? s : "?"; }
 
-static int in_tensor(oar_kernel_ctx_t *k, const char *slot, int dtype, const oar_tensor_t **t,
+/* input slot `slot`, named `name` in messages */
+static int in_tensor(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, const oar_tensor_t **t,
                      const void **p)
 {
-    *t = oar_k_in(k, slot, 0);
+    *t = oar_k_input(k, slot, 0);
     *p = NULL;
-    if (!*t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", slot,
-                                nm(oar_k_in_name(k, slot, 0)));
+    if (!*t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", name,
+                                nm(oar_k_input_name(k, slot, 0)));
     if ((*t)->dtype != dtype)
-        return oar_k_error(k, OAR_ERR_DTYPE, "input %s '%s' has dtype %s, expected %s", slot,
-                           nm(oar_k_in_name(k, slot, 0)), nm(oar_dtype_name((*t)->dtype)),
+        return oar_k_error(k, OAR_ERR_DTYPE, "input %s '%s' has dtype %s, expected %s", name,
+                           nm(oar_k_input_name(k, slot, 0)), nm(oar_dtype_name((*t)->dtype)),
                            oar_dtype_name(dtype));
     *p = oar_tensor_data((oar_tensor_t *)*t);
     if (!*p && oar_tensor_numel_of(*t) > 0)
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no data", slot,
-                           nm(oar_k_in_name(k, slot, 0)));
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no data", name,
+                           nm(oar_k_input_name(k, slot, 0)));
     return OAR_OK;
 }
 
-/* Output data sized by run-time inference; checks it holds `numel` elements. */
-static int out_data(oar_kernel_ctx_t *k, const char *slot, int dtype, int64_t numel, void **p)
+/* Output data sized by run-time inference; checks it holds `numel` elements.
+ * Every op here has one output, slot 0 (Out or X@GRAD, `name` in messages). */
+static int out_data(oar_kernel_ctx_t *k, const char *name, int dtype, int64_t numel, void **p)
 {
     *p = NULL;
-    oar_tensor_t *t = oar_k_out(k, slot, 0);
-    if (!t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s has no tensor variable", slot);
+    oar_tensor_t *t = oar_k_output(k, 0, 0);
+    if (!t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s has no tensor variable", name);
     if (oar_tensor_numel_of(t) != numel)
         return oar_k_error(k, OAR_ERR_SHAPE, "output %s '%s' has %lld elements, expected %lld",
-                           slot, nm(oar_k_out_name(k, slot, 0)),
+                           name, nm(oar_k_output_name(k, 0, 0)),
                            (long long)oar_tensor_numel_of(t), (long long)numel);
-    *p = oar_k_out_data(k, slot, 0, dtype);
+    *p = oar_k_output_data(k, 0, 0, dtype);
     return *p ? OAR_OK : OAR_ERR_NOMEM;
 }
 
 static int make_plan(oar_kernel_ctx_t *k, const oar_tensor_t *x, plan_t *p)
 {
-    const oar_op_desc_t *op = oar_k_op(k);
-    int nd = x->ndim, n = 0;
-    const int32_t *dim = oar_attr_ints(op, "dim", &n);
-    static const int32_t def0 = 0;   /* empty `dim` is Fluid's default {0} */
-    if (n == 0) { dim = &def0; n = 1; }
-    bool all = oar_attr_b(op, "reduce_all"), mask[OAR_MAX_DIMS];
+    const oar_reduce_attrs_t *a = oar_k_attrs(k);
+    int nd = x->ndim, n = a->dim.n;
+    const int32_t *dim = a->dim.v;
+    bool all = a->reduce_all, mask[OAR_MAX_DIMS];
     for (int i = 0; i < nd; i++) mask[i] = all;
     for (int i = 0; i < n && !all; i++) {
         int d = dim[i] < 0 ? dim[i] + nd : dim[i];
         if (d < 0 || d >= (nd > 0 ? nd : 1))
             return oar_k_error(k, OAR_ERR_RANGE, "attr dim[%d] = %d is out of range for input X "
-                               "'%s' of rank %d", i, (int)dim[i], nm(oar_k_in_name(k, "X", 0)), nd);
+                               "'%s' of rank %d", i, (int)dim[i], nm(oar_k_input_name(k, OAR_RED_X, 0)), nd);
         if (nd > 0) mask[d] = true;
     }
     bool red[OAR_MAX_DIMS];
@@ -121,12 +122,12 @@ static int make_plan(oar_kernel_ctx_t *k, const oar_tensor_t *x, plan_t *p)
     {                                                                                       \
         const oar_tensor_t *xt;                                                             \
         const void *xv;                                                                     \
-        OAR_TRY(in_tensor(k, "X", DT, &xt, &xv));                                           \
+        OAR_TRY(in_tensor(k, OAR_RED_X, "X", DT, &xt, &xv));                                \
         plan_t pl;                                                                          \
         OAR_TRY(make_plan(k, xt, &pl));                                                     \
         if ((kind == R_MAX || kind == R_MIN) && pl.rcount == 0)                             \
             return oar_k_error(k, OAR_ERR_SHAPE, "input X '%s' is empty along the reduced " \
-                               "axes; its %s is undefined", nm(oar_k_in_name(k, "X", 0)),   \
+                               "axes; its %s is undefined", nm(oar_k_input_name(k, OAR_RED_X, 0)),\
                                kind == R_MAX ? "max" : "min");                              \
         A *acc = oar_xmalloc(sizeof(A) * (size_t)(pl.onumel ? pl.onumel : 1));              \
         if (!acc) return OAR_ERR_NOMEM;                                                     \
@@ -202,21 +203,21 @@ FWD_REG(reduce_mean, R_MEAN, f64, OAR_FP64)
     {                                                                                       \
         const oar_tensor_t *xt, *gt, *ot = NULL;                                            \
         const void *xv, *gv, *ov = NULL;                                                    \
-        OAR_TRY(in_tensor(k, "X", DT, &xt, &xv));                                           \
-        OAR_TRY(in_tensor(k, "Out@GRAD", DT, &gt, &gv));                                    \
+        OAR_TRY(in_tensor(k, OAR_REDG_X, "X", DT, &xt, &xv));                               \
+        OAR_TRY(in_tensor(k, OAR_REDG_DOUT, "Out@GRAD", DT, &gt, &gv));                     \
         plan_t pl;                                                                          \
         OAR_TRY(make_plan(k, xt, &pl));                                                     \
         if (oar_tensor_numel_of(gt) != pl.onumel)                                           \
             return oar_k_error(k, OAR_ERR_SHAPE, "input Out@GRAD '%s' has %lld elements, "  \
                                "expected %lld (the reduced shape of X '%s')",               \
-                               nm(oar_k_in_name(k, "Out@GRAD", 0)),                         \
+                               nm(oar_k_input_name(k, OAR_REDG_DOUT, 0)),                   \
                                (long long)oar_tensor_numel_of(gt), (long long)pl.onumel,    \
-                               nm(oar_k_in_name(k, "X", 0)));                               \
+                               nm(oar_k_input_name(k, OAR_REDG_X, 0)));                     \
         if (kind == R_MAX || kind == R_MIN) {                                               \
-            OAR_TRY(in_tensor(k, "Out", DT, &ot, &ov));                                     \
+            OAR_TRY(in_tensor(k, OAR_REDG_OUT, "Out", DT, &ot, &ov));                       \
             if (oar_tensor_numel_of(ot) != pl.onumel)                                       \
                 return oar_k_error(k, OAR_ERR_SHAPE, "input Out '%s' has %lld elements, "   \
-                                   "expected %lld", nm(oar_k_in_name(k, "Out", 0)),         \
+                                   "expected %lld", nm(oar_k_input_name(k, OAR_REDG_OUT, 0)), \
                                    (long long)oar_tensor_numel_of(ot), (long long)pl.onumel); \
         }                                                                                   \
         const T *x = xv, *g = gv, *out = ov;                                                \
@@ -285,11 +286,11 @@ BWD_REG(reduce_prod, R_PROD)
     {                                                                                       \
         const oar_tensor_t *xt;                                                             \
         const void *xv;                                                                     \
-        OAR_TRY(in_tensor(k, "X", DT, &xt, &xv));                                           \
+        OAR_TRY(in_tensor(k, OAR_RED_X, "X", DT, &xt, &xv));                                \
         int64_t n = oar_tensor_numel_of(xt);                                                \
         if (n == 0)                                                                         \
             return oar_k_error(k, OAR_ERR_SHAPE, "input X '%s' is empty; its mean is "      \
-                               "undefined", nm(oar_k_in_name(k, "X", 0)));                  \
+                               "undefined", nm(oar_k_input_name(k, OAR_RED_X, 0)));         \
         const T *x = xv;                                                                    \
         double s = 0;                                                                       \
         _Pragma("omp parallel for reduction(+:s) if(n > 65536)")                            \
@@ -304,11 +305,11 @@ BWD_REG(reduce_prod, R_PROD)
     {                                                                                       \
         const oar_tensor_t *xt, *gt;                                                        \
         const void *xv, *gv;                                                                \
-        OAR_TRY(in_tensor(k, "X", DT, &xt, &xv));                                           \
-        OAR_TRY(in_tensor(k, "Out@GRAD", DT, &gt, &gv));                                    \
+        OAR_TRY(in_tensor(k, OAR_MEANG_X, "X", DT, &xt, &xv));                              \
+        OAR_TRY(in_tensor(k, OAR_MEANG_DOUT, "Out@GRAD", DT, &gt, &gv));                    \
         if (oar_tensor_numel_of(gt) != 1)                                                   \
             return oar_k_error(k, OAR_ERR_SHAPE, "input Out@GRAD '%s' has %lld elements, "  \
-                               "expected 1", nm(oar_k_in_name(k, "Out@GRAD", 0)),           \
+                               "expected 1", nm(oar_k_input_name(k, OAR_MEANG_DOUT, 0)),    \
                                (long long)oar_tensor_numel_of(gt));                         \
         int64_t n = oar_tensor_numel_of(xt);                                                \
         T v = (T)((double)*(const T *)gv / (double)(n ? n : 1));                            \

@@ -11,25 +11,20 @@
 #include <string.h>
 #include "op.h"
 #include "sequence_batch.h"
+#include "seq_args.h"
+#include "ops/sequence.h"
 
 static const char *nm(const char *s) { return s ? s : "?"; }
 
-enum { P_AVERAGE, P_SUM, P_SQRT, P_MAX, P_LAST, P_FIRST };
+enum {
+    P_AVERAGE = OAR_SEQPOOL_AVERAGE, P_SUM = OAR_SEQPOOL_SUM, P_SQRT = OAR_SEQPOOL_SQRT,
+    P_MAX = OAR_SEQPOOL_MAX, P_LAST = OAR_SEQPOOL_LAST, P_FIRST = OAR_SEQPOOL_FIRST
+};
 
-static int pool_code(oar_kernel_ctx_t *k)
+/* output `slot` gets the LoD levels of `x` above the pooled one (none for one level) */
+static int set_upper_lod(oar_kernel_ctx_t *k, int slot, const oar_tensor_t *x)
 {
-    static const char *const names[] = {"AVERAGE", "SUM", "SQRT", "MAX", "LAST", "FIRST"};
-    const char *p = oar_attr_s(oar_k_op(k), "pooltype");
-    for (int i = 0; i < 6; i++)
-        if (p && strcmp(p, names[i]) == 0) return i;
-    return oar_k_error(k, OAR_ERR_INVALID, "attr pooltype is '%s'; expected AVERAGE, SUM, SQRT, MAX, LAST or FIRST",
-                       nm(p));
-}
-
-/* Out gets the LoD levels of `x` above the pooled one (none for one level) */
-static int set_upper_lod(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t *x)
-{
-    oar_tensor_t *o = oar_k_out(k, slot, 0);
+    oar_tensor_t *o = oar_k_output(k, slot, 0);
     if (!o) return OAR_OK;
     if (x->lod_levels <= 1) { oar_tensor_clear_lod(o); return OAR_OK; }
     int rc = oar_tensor_set_lod(o, x->lod_levels - 1, (const int64_t *const *)x->lod, x->lod_size);
@@ -119,51 +114,51 @@ POOL_FWD(f64, double)
 
 static int pool_fwd(oar_kernel_ctx_t *k)
 {
-    int dt = oar_k_dtype(k), type = pool_code(k);
-    if (type < 0) return type;
+    const oar_seqpool_attrs_t *a = oar_k_attrs(k);
+    int dt = oar_k_dtype(k), type = a->pooltype;
     const oar_tensor_t *x;
     const void *xp;
-    OAR_TRY(oar_sk_in(k, "X", dt, &x, &xp));
+    OAR_TRY(oar_seq_in(k, OAR_SEQ_X, "X", dt, false, &x, &xp));
     const int64_t *offs;
     int64_t no;
-    OAR_TRY(oar_sk_lod(k, "X", x, &offs, &no));
+    OAR_TRY(oar_seq_lod(k, OAR_SEQ_X, "X", x, &offs, &no));
     if (offs[no - 1] > INT32_MAX && type == P_MAX)
         return oar_k_error(k, OAR_ERR_RANGE, "X has %lld rows; MaxIndex (int32) cannot index them",
                            (long long)offs[no - 1]);
     int64_t nseq = no - 1, w = oar_sk_row_width(x);
     void *op, *mp = NULL;
-    OAR_TRY(oar_sk_out(k, "Out", dt, nseq * w, false, &op));
-    if (type == P_MAX) OAR_TRY(oar_sk_out(k, "MaxIndex", OAR_INT32, nseq * w, true, &mp));
-    else if (oar_k_out(k, "MaxIndex", 0)) {
+    OAR_TRY(oar_seq_out(k, OAR_SEQPOOL_OUT, "Out", dt, nseq * w, false, &op));
+    if (type == P_MAX) {
+        OAR_TRY(oar_seq_out(k, OAR_SEQPOOL_MAX_INDEX, "MaxIndex", OAR_INT32, nseq * w, true, &mp));
+    } else if (oar_k_output(k, OAR_SEQPOOL_MAX_INDEX, 0)) {
         /* only MAX pooling has indices: -1 everywhere for the others */
         void *m;
-        OAR_TRY(oar_sk_out(k, "MaxIndex", OAR_INT32, nseq * w, true, &m));
+        OAR_TRY(oar_seq_out(k, OAR_SEQPOOL_MAX_INDEX, "MaxIndex", OAR_INT32, nseq * w, true, &m));
         for (int64_t i = 0; i < nseq * w; i++) ((int32_t *)m)[i] = -1;
     }
-    double pad = oar_attr_f(oar_k_op(k), "pad_value");
+    double pad = a->pad_value;
     if (dt == OAR_FP32) pool_fwd_f32(type, xp, op, mp, offs, nseq, w, (float)pad);
     else pool_fwd_f64(type, xp, op, mp, offs, nseq, w, pad);
-    OAR_TRY(set_upper_lod(k, "Out", x));
-    return set_upper_lod(k, "MaxIndex", x);
+    OAR_TRY(set_upper_lod(k, OAR_SEQPOOL_OUT, x));
+    return set_upper_lod(k, OAR_SEQPOOL_MAX_INDEX, x);
 }
 
 static int pool_bwd(oar_kernel_ctx_t *k)
 {
-    int dt = oar_k_dtype(k), type = pool_code(k);
-    if (type < 0) return type;
+    int dt = oar_k_dtype(k), type = ((const oar_seqpool_attrs_t *)oar_k_attrs(k))->pooltype;
     const oar_tensor_t *x, *g, *mi = NULL;
     const void *xp, *gp, *mp = NULL;
-    OAR_TRY(oar_sk_in(k, "X", -1, &x, &xp));
-    OAR_TRY(oar_sk_in(k, "Out@GRAD", dt, &g, &gp));
+    OAR_TRY(oar_seq_in(k, OAR_SEQ_X, "X", -1, false, &x, &xp));
+    OAR_TRY(oar_seq_in(k, OAR_SEQPOOLG_DOUT, "Out@GRAD", dt, false, &g, &gp));
     const int64_t *offs;
     int64_t no;
-    OAR_TRY(oar_sk_lod(k, "X", x, &offs, &no));
+    OAR_TRY(oar_seq_lod(k, OAR_SEQ_X, "X", x, &offs, &no));
     int64_t nseq = no - 1, w = oar_sk_row_width(x);
     if (oar_tensor_numel_of(g) != nseq * w)
         return oar_k_error(k, OAR_ERR_SHAPE, "Out@GRAD has %lld elements, expected %lld (%lld sequences x %lld)",
                            (long long)oar_tensor_numel_of(g), (long long)(nseq * w), (long long)nseq, (long long)w);
     if (type == P_MAX) {
-        OAR_TRY(oar_sk_opt_in(k, "MaxIndex", OAR_INT32, &mi, &mp));
+        OAR_TRY(oar_seq_in(k, OAR_SEQPOOLG_MAX_INDEX, "MaxIndex", OAR_INT32, true, &mi, &mp));
         if (mi && oar_tensor_numel_of(mi) != nseq * w)
             return oar_k_error(k, OAR_ERR_SHAPE, "MaxIndex has %lld elements, expected %lld",
                                (long long)oar_tensor_numel_of(mi), (long long)(nseq * w));
@@ -174,7 +169,7 @@ static int pool_bwd(oar_kernel_ctx_t *k)
             return oar_k_error(k, OAR_ERR_NOT_FOUND, "X holds no data to find the maxima in (and MaxIndex is absent)");
     }
     void *dx;
-    OAR_TRY(oar_sk_out(k, "X@GRAD", dt, offs[no - 1] * w, true, &dx));
+    OAR_TRY(oar_seq_out(k, OAR_SEQG_DX, "X@GRAD", dt, offs[no - 1] * w, true, &dx));
     if (!dx) return OAR_OK;
     if (dt == OAR_FP32) pool_bwd_f32(type, xp, mp, gp, dx, offs, nseq, w);
     else pool_bwd_f64(type, xp, mp, gp, dx, offs, nseq, w);
@@ -222,15 +217,15 @@ static int softmax_fwd(oar_kernel_ctx_t *k)
     int dt = oar_k_dtype(k);
     const oar_tensor_t *x;
     const void *xp;
-    OAR_TRY(oar_sk_in(k, "X", dt, &x, &xp));
+    OAR_TRY(oar_seq_in(k, OAR_SEQ_X, "X", dt, false, &x, &xp));
     const int64_t *offs;
     int64_t no;
-    OAR_TRY(oar_sk_lod(k, "X", x, &offs, &no));
+    OAR_TRY(oar_seq_lod(k, OAR_SEQ_X, "X", x, &offs, &no));
     if (oar_tensor_numel_of(x) != offs[no - 1])
         return oar_k_error(k, OAR_ERR_SHAPE, "X has %lld values in %lld rows; expected one value per row",
                            (long long)oar_tensor_numel_of(x), (long long)offs[no - 1]);
     void *op;
-    OAR_TRY(oar_sk_out(k, "Out", dt, offs[no - 1], false, &op));
+    OAR_TRY(oar_seq_out(k, OAR_SEQSM_OUT, "Out", dt, offs[no - 1], false, &op));
     if (dt == OAR_FP32) seq_softmax_f32(xp, op, offs, no - 1);
     else seq_softmax_f64(xp, op, offs, no - 1);
     return OAR_OK;
@@ -241,17 +236,17 @@ static int softmax_bwd(oar_kernel_ctx_t *k)
     int dt = oar_k_dtype(k);
     const oar_tensor_t *o, *g;
     const void *op, *gp;
-    OAR_TRY(oar_sk_in(k, "Out", dt, &o, &op));
-    OAR_TRY(oar_sk_in(k, "Out@GRAD", dt, &g, &gp));
+    OAR_TRY(oar_seq_in(k, OAR_SEQSMG_OUT, "Out", dt, false, &o, &op));
+    OAR_TRY(oar_seq_in(k, OAR_SEQSMG_DOUT, "Out@GRAD", dt, false, &g, &gp));
     const int64_t *offs;
     int64_t no;
-    OAR_TRY(oar_sk_lod(k, "Out", o, &offs, &no));
+    OAR_TRY(oar_seq_lod(k, OAR_SEQSMG_OUT, "Out", o, &offs, &no));
     if (oar_tensor_numel_of(o) != offs[no - 1] || oar_tensor_numel_of(g) != offs[no - 1])
         return oar_k_error(k, OAR_ERR_SHAPE, "Out has %lld and Out@GRAD %lld values; expected %lld (one per row)",
                            (long long)oar_tensor_numel_of(o), (long long)oar_tensor_numel_of(g),
                            (long long)offs[no - 1]);
     void *dx;
-    OAR_TRY(oar_sk_out(k, "X@GRAD", dt, offs[no - 1], true, &dx));
+    OAR_TRY(oar_seq_out(k, OAR_SEQG_DX, "X@GRAD", dt, offs[no - 1], true, &dx));
     if (!dx) return OAR_OK;
     if (dt == OAR_FP32) seq_softmax_bwd_f32(op, gp, dx, offs, no - 1);
     else seq_softmax_bwd_f64(op, gp, dx, offs, no - 1);
@@ -276,12 +271,13 @@ typedef struct expand_plan {
 
 static int expand_plan(oar_kernel_ctx_t *k, const oar_tensor_t *x, expand_plan_t *p)
 {
-    const oar_tensor_t *y = oar_k_in(k, "Y", 0);
-    if (!y) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input Y '%s' has no value", nm(oar_k_in_name(k, "Y", 0)));
-    int ref = oar_attr_i(oar_k_op(k), "ref_level");
+    const oar_tensor_t *y = oar_k_input(k, OAR_SEQEXP_Y, 0);
+    if (!y) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input Y '%s' has no value",
+                               nm(oar_k_input_name(k, OAR_SEQEXP_Y, 0)));
+    int ref = ((const oar_seqexpand_attrs_t *)oar_k_attrs(k))->ref_level;
     if (y->lod_levels < 1 || ref < -1 || ref >= y->lod_levels)
         return oar_k_error(k, OAR_ERR_INVALID, "Y '%s' has %d LoD levels; ref_level %d does not name one",
-                           nm(oar_k_in_name(k, "Y", 0)), y->lod_levels, ref);
+                           nm(oar_k_input_name(k, OAR_SEQEXP_Y, 0)), y->lod_levels, ref);
     if (ref == -1) ref = y->lod_levels - 1;
     p->ref = y->lod[ref];
     p->nref = y->lod_size[ref];
@@ -289,8 +285,8 @@ static int expand_plan(oar_kernel_ctx_t *k, const oar_tensor_t *x, expand_plan_t
     int64_t xrows = x->ndim > 0 ? x->dims[0] : 1;
     if (p->nref > 1 && (p->xo ? x->lod_size[0] != p->nref : xrows != p->nref - 1))
         return oar_k_error(k, OAR_ERR_SHAPE, "X '%s' has %lld sequences but Y '%s' has %lld at ref_level %d",
-                           nm(oar_k_in_name(k, "X", 0)), (long long)(p->xo ? x->lod_size[0] - 1 : xrows),
-                           nm(oar_k_in_name(k, "Y", 0)), (long long)(p->nref - 1), ref);
+                           nm(oar_k_input_name(k, OAR_SEQ_X, 0)), (long long)(p->xo ? x->lod_size[0] - 1 : xrows),
+                           nm(oar_k_input_name(k, OAR_SEQEXP_Y, 0)), (long long)(p->nref - 1), ref);
     return OAR_OK;
 }
 
@@ -299,16 +295,16 @@ static int expand_fwd(oar_kernel_ctx_t *k)
     int dt = oar_k_dtype(k);
     const oar_tensor_t *x;
     const void *xp;
-    OAR_TRY(oar_sk_in(k, "X", dt, &x, &xp));
+    OAR_TRY(oar_seq_in(k, OAR_SEQ_X, "X", dt, false, &x, &xp));
     expand_plan_t p;
     OAR_TRY(expand_plan(k, x, &p));
     size_t es = oar_dtype_size(dt);
     int64_t w = oar_sk_row_width(x), xrows = x->ndim > 0 ? x->dims[0] : 1;
-    oar_tensor_t *ot = oar_k_out(k, "Out", 0);
+    oar_tensor_t *ot = oar_k_output(k, OAR_SEQEXP_OUT, 0);
     if (!ot) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out has no tensor variable");
     int64_t orows = ot->ndim > 0 ? ot->dims[0] : 1;
     void *op;
-    OAR_TRY(oar_sk_out(k, "Out", dt, orows * w, false, &op));
+    OAR_TRY(oar_seq_out(k, OAR_SEQEXP_OUT, "Out", dt, orows * w, false, &op));
     if (p.nref <= 1) {   /* nothing to repeat by: Out is X */
         if (orows != xrows) return oar_k_error(k, OAR_ERR_SHAPE, "Out has %lld rows, X %lld", (long long)orows, (long long)xrows);
         memcpy(op, xp, es * (size_t)(xrows * w));
@@ -381,13 +377,13 @@ static int expand_bwd(oar_kernel_ctx_t *k)
     int dt = oar_k_dtype(k);
     const oar_tensor_t *x, *g;
     const void *xp, *gp;
-    OAR_TRY(oar_sk_in(k, "X", -1, &x, &xp));
-    OAR_TRY(oar_sk_in(k, "Out@GRAD", dt, &g, &gp));
+    OAR_TRY(oar_seq_in(k, OAR_SEQ_X, "X", -1, false, &x, &xp));
+    OAR_TRY(oar_seq_in(k, OAR_SEQEXPG_DOUT, "Out@GRAD", dt, false, &g, &gp));
     expand_plan_t p;
     OAR_TRY(expand_plan(k, x, &p));
     int64_t w = oar_sk_row_width(x), xrows = x->ndim > 0 ? x->dims[0] : 1;
     void *dx;
-    OAR_TRY(oar_sk_out(k, "X@GRAD", dt, xrows * w, true, &dx));
+    OAR_TRY(oar_seq_out(k, OAR_SEQG_DX, "X@GRAD", dt, xrows * w, true, &dx));
     if (!dx) return OAR_OK;
     int64_t want = xrows;
     if (p.nref > 1) {

@@ -15,6 +15,8 @@
 #include <string.h>
 #include "op.h"
 #include "sequence_batch.h"
+#include "seq_args.h"
+#include "ops/sequence.h"
 
 typedef struct conv_geom {
     int64_t n, d, m, cl, cs, up, down;
@@ -75,15 +77,15 @@ static int conv_setup(oar_kernel_ctx_t *k, conv_geom_t *g, const void **x, const
 {
     int dt = oar_k_dtype(k);
     const oar_tensor_t *xt, *ft, *pt;
-    OAR_TRY(oar_sk_in(k, "X", dt, &xt, x));
-    OAR_TRY(oar_sk_in(k, "Filter", dt, &ft, f));
-    OAR_TRY(oar_sk_opt_in(k, "PaddingData", dt, &pt, pad));
-    const oar_op_desc_t *op = oar_k_op(k);
-    g->cl = oar_attr_i(op, "contextLength");
-    g->cs = oar_attr_i(op, "contextStart");
+    OAR_TRY(oar_seq_in(k, OAR_SEQ_X, "X", dt, false, &xt, x));
+    OAR_TRY(oar_seq_in(k, OAR_SEQCONV_FILTER, "Filter", dt, false, &ft, f));
+    OAR_TRY(oar_seq_in(k, OAR_SEQCONV_PADDING, "PaddingData", dt, true, &pt, pad));
+    const oar_seqconv_attrs_t *a = oar_k_attrs(k);
+    g->cl = a->context_length;
+    g->cs = a->context_start;
     g->up = g->cs < 0 ? -g->cs : 0;
     g->down = g->cs + g->cl - 1 > 0 ? g->cs + g->cl - 1 : 0;
-    g->trainable = oar_attr_b(op, "paddingTrainable");
+    g->trainable = a->padding_trainable;
     if (xt->ndim != 2 || ft->ndim != 2 || ft->dims[0] != g->cl * xt->dims[1]) {
         char bx[160], bf[160];
         return oar_k_error(k, OAR_ERR_SHAPE, "X shape %s and Filter shape %s do not fit contextLength %lld",
@@ -101,7 +103,7 @@ static int conv_setup(oar_kernel_ctx_t *k, conv_geom_t *g, const void **x, const
     }
     if (!g->trainable) *pad = NULL;
     int64_t no;
-    OAR_TRY(oar_sk_lod(k, "X", xt, &g->offs, &no));
+    OAR_TRY(oar_seq_lod(k, OAR_SEQ_X, "X", xt, &g->offs, &no));
     g->nseq = no - 1;
     int64_t dims[4] = {g->n, g->cl * g->d, g->m, g->d};
     return oar_sk_blas_dims(k, 4, dims);
@@ -129,7 +131,7 @@ static int conv_fwd(oar_kernel_ctx_t *k)
     const void *x, *f, *pad;
     OAR_TRY(conv_setup(k, &g, &x, &f, &pad));
     void *o;
-    OAR_TRY(oar_sk_out(k, "Out", dt, g.n * g.m, false, &o));
+    OAR_TRY(oar_seq_out(k, OAR_SEQCONV_OUT, "Out", dt, g.n * g.m, false, &o));
     size_t es = oar_dtype_size(dt);
     void *col = alloc_col(k, &g, es, &rc);
     if (!col) return rc;
@@ -146,14 +148,14 @@ static int conv_bwd(oar_kernel_ctx_t *k)
     const void *x, *f, *pad, *gp;
     const oar_tensor_t *gt;
     OAR_TRY(conv_setup(k, &g, &x, &f, &pad));
-    OAR_TRY(oar_sk_in(k, "Out@GRAD", dt, &gt, &gp));
+    OAR_TRY(oar_seq_in(k, OAR_SEQCONVG_DOUT, "Out@GRAD", dt, false, &gt, &gp));
     if (oar_tensor_numel_of(gt) != g.n * g.m)
         return oar_k_error(k, OAR_ERR_SHAPE, "Out@GRAD has %lld values; expected [%lld, %lld]",
                            (long long)oar_tensor_numel_of(gt), (long long)g.n, (long long)g.m);
     void *dx, *df, *dpad;
-    OAR_TRY(oar_sk_out(k, "X@GRAD", dt, g.n * g.d, true, &dx));
-    OAR_TRY(oar_sk_out(k, "Filter@GRAD", dt, g.cl * g.d * g.m, true, &df));
-    OAR_TRY(oar_sk_out(k, "PaddingData@GRAD", dt, (g.up + g.down) * g.d, true, &dpad));
+    OAR_TRY(oar_seq_out(k, OAR_SEQCONVG_DX, "X@GRAD", dt, g.n * g.d, true, &dx));
+    OAR_TRY(oar_seq_out(k, OAR_SEQCONVG_DFILTER, "Filter@GRAD", dt, g.cl * g.d * g.m, true, &df));
+    OAR_TRY(oar_seq_out(k, OAR_SEQCONVG_DPADDING, "PaddingData@GRAD", dt, (g.up + g.down) * g.d, true, &dpad));
     size_t es = oar_dtype_size(dt);
     void *col = alloc_col(k, &g, es, &rc);
     if (!col) return rc;

@@ -12,18 +12,19 @@
 #include <string.h>
 #include "op.h"
 #include "broadcast.h"
+#include "ops/softmax.h"
 
 typedef struct sm_view { int64_t pre, n, post; } sm_view_t;
 
 static int sm_view(oar_kernel_ctx_t *k, const oar_tensor_t *t, sm_view_t *v)
 {
-    int axis = oar_attr_i(oar_k_op(k), "axis");
-    int r = t->ndim;
+    const int axis0 = ((const oar_softmax_attrs_t *)oar_k_attrs(k))->axis;
+    int axis = axis0, r = t->ndim;
     if (axis < 0) axis += r;
     if (r == 0 || axis < 0 || axis >= r) {
         char b[128];
         return oar_k_error(k, OAR_ERR_INVALID, "axis %d out of range for shape %s",
-                           oar_attr_i(oar_k_op(k), "axis"), oar_shape_str(t->dims, t->ndim, b, sizeof b));
+                           axis0, oar_shape_str(t->dims, t->ndim, b, sizeof b));
     }
     v->pre = 1; v->post = 1; v->n = t->dims[axis];
     for (int i = 0; i < axis; i++) v->pre *= t->dims[i];
@@ -31,13 +32,14 @@ static int sm_view(oar_kernel_ctx_t *k, const oar_tensor_t *t, sm_view_t *v)
     return OAR_OK;
 }
 
-static const void *in_data(oar_kernel_ctx_t *k, const char *slot, oar_tensor_t **t, int *rc)
+/* input slot `slot` (named `name` in messages) */
+static const void *in_data(oar_kernel_ctx_t *k, int slot, const char *name, oar_tensor_t **t, int *rc)
 {
     *rc = OAR_OK;
-    *t = oar_k_in(k, slot, 0);
-    if (!*t) { *rc = oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s is missing", slot); return NULL; }
+    *t = oar_k_input(k, slot, 0);
+    if (!*t) { *rc = oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s is missing", name); return NULL; }
     if (oar_tensor_numel_of(*t) > 0 && !oar_tensor_has_data(*t))
-        *rc = oar_k_error(k, OAR_ERR_INVALID, "input %s ('%s') holds no data", slot, oar_k_in_name(k, slot, 0));
+        *rc = oar_k_error(k, OAR_ERR_INVALID, "input %s ('%s') holds no data", name, oar_k_input_name(k, slot, 0));
     return oar_tensor_data(*t);
 }
 
@@ -119,7 +121,7 @@ static const void *in_data(oar_kernel_ctx_t *k, const char *slot, oar_tensor_t *
             for (int64_t j = 0; j < n; j++)                                           \
                 for (int64_t i = 0; i < post; i++) {                                  \
                     int64_t q = base + j * post + i;                                  \
-                    d[q] = LOG ? g[q] - exp(o[q]) * s[i] : o[q] * (g[q] - s[i]);       \
+                    d[q] = LOG ? g[q] - exp(o[q]) * s[i] : o[q] * (g[q] - s[i]);      \
                 }                                                                     \
         }                                                                             \
     }
@@ -138,11 +140,11 @@ SM_BWD(log_softmax_f64, double, 1)
     {                                                                                 \
         oar_tensor_t *xt;                                                             \
         int rc;                                                                       \
-        const T *x = in_data(k, "X", &xt, &rc);                                       \
+        const T *x = in_data(k, OAR_SM_X, "X", &xt, &rc);                             \
         if (rc) return rc;                                                            \
         sm_view_t v;                                                                  \
         OAR_TRY(sm_view(k, xt, &v));                                                  \
-        T *o = oar_k_out_data(k, "Out", 0, DT);                                       \
+        T *o = oar_k_output_data(k, OAR_SM_OUT, 0, DT);                               \
         if (!o) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate Out");          \
         int64_t total = v.pre * v.n * v.post;                                         \
         if (total == 0) return OAR_OK;                                                \
@@ -167,12 +169,12 @@ SM_BWD(log_softmax_f64, double, 1)
     }                                                                                 \
     static int NAME##_bwd(oar_kernel_ctx_t *k)                                        \
     {                                                                                 \
-        if (!oar_k_out(k, "X@GRAD", 0)) return OAR_OK;                                \
+        if (!oar_k_output(k, OAR_SMG_DX, 0)) return OAR_OK;                           \
         oar_tensor_t *ot, *gt;                                                        \
         int rc;                                                                       \
-        const T *o = in_data(k, "Out", &ot, &rc);                                     \
+        const T *o = in_data(k, OAR_SMG_OUT, "Out", &ot, &rc);                        \
         if (rc) return rc;                                                            \
-        const T *g = in_data(k, "Out@GRAD", &gt, &rc);                                \
+        const T *g = in_data(k, OAR_SMG_DOUT, "Out@GRAD", &gt, &rc);                  \
         if (rc) return rc;                                                            \
         if (oar_tensor_numel_of(ot) != oar_tensor_numel_of(gt) || gt->dtype != ot->dtype) { \
             char b1[128], b2[128];                                                    \
@@ -182,7 +184,7 @@ SM_BWD(log_softmax_f64, double, 1)
         }                                                                             \
         sm_view_t v;                                                                  \
         OAR_TRY(sm_view(k, ot, &v));                                                  \
-        T *d = oar_k_out_data(k, "X@GRAD", 0, DT);                                    \
+        T *d = oar_k_output_data(k, OAR_SMG_DX, 0, DT);                               \
         if (!d) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate X@GRAD");       \
         int64_t total = v.pre * v.n * v.post;                                         \
         if (total == 0) return OAR_OK;                                                \

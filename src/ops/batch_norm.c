@@ -9,6 +9,7 @@
  * use_global_stats normalizes with the running statistics instead.
  * Kernels in kernels/cpu/batch_norm.c. */
 #include "op.h"
+#include "batch_norm.h"
 
 #include <string.h>
 
@@ -33,25 +34,35 @@ static const oar_attr_def_t bn_attrs[] = {
     /* Fluid bounds epsilon by 0.001f, which is a bit above 1e-3 as a double */
     {.name = "epsilon", .type = OAR_ATTR_FLOAT, .def = 1e-5, .min = 0.0, .max = 0.0010000000474974513},
     {.name = "is_test", .type = OAR_ATTR_BOOLEAN, .def = 0},
-    {.name = "data_layout", .type = OAR_ATTR_STRING, .def_str = "NCHW"},
+    {.name = "data_layout", .type = OAR_ATTR_STRING, .def_str = "NCHW", .choices = OAR_BN_LAYOUTS},
     {.name = "use_global_stats", .type = OAR_ATTR_BOOLEAN, .def = 0},
     {.name = "trainable_statistics", .type = OAR_ATTR_BOOLEAN, .def = 0},
     {.name = "fuse_with_relu", .type = OAR_ATTR_BOOLEAN, .def = 0},
     {.name = "use_mkldnn", .type = OAR_ATTR_BOOLEAN, .def = 0},
     {.name = NULL}};
 
+static int bn_decode(oar_decode_ctx_t *d, void *out) {
+    oar_bn_attrs_t *a = out;
+    a->momentum = oar_dec_f(d, "momentum");
+    a->epsilon = oar_dec_f(d, "epsilon");
+    a->layout = oar_dec_choice(d, "data_layout");
+    a->global_stats = oar_dec_b(d, "use_global_stats") ||
+                      (oar_dec_b(d, "is_test") && !oar_dec_b(d, "trainable_statistics"));
+    return oar_dec_status(d);
+}
+
 /* the channel count of X per data_layout; -1 if unknown at compile time */
 static int channels(oar_infer_ctx_t *c, const int64_t *x, int xn, int64_t *ch) {
     const char *layout = oar_attr_s(oar_ic_op(c), "data_layout");
-    char xs[128];
-    oar_shape_str(x, xn, xs, sizeof xs);
-    if (xn < 2 || xn > 5)
+    if (xn < 2 || xn > 5) {
+        char xs[128];
         return oar_ic_error(c, OAR_ERR_SHAPE, "X '%s' must have 2 to 5 dims (N, C, ...), got shape %s",
-                            oar_ic_in_name(c, "X", 0), xs);
-    bool nhwc = layout && strcmp(layout, "NHWC") == 0;
-    if (!nhwc && layout && layout[0] && strcmp(layout, "NCHW") != 0 && strcmp(layout, "AnyLayout") != 0)
+                            oar_ic_in_name(c, "X", 0), oar_shape_str(x, xn, xs, sizeof xs));
+    }
+    int code = oar_attr_choice_index(OAR_BN_LAYOUTS, layout);
+    if (code < 0)
         return oar_ic_error(c, OAR_ERR_INVALID, "attr data_layout = \"%s\" must be \"NCHW\" or \"NHWC\"", layout);
-    *ch = nhwc ? x[xn - 1] : x[1];
+    *ch = code == OAR_BN_NHWC ? x[xn - 1] : x[1];
     return OAR_OK;
 }
 
@@ -133,10 +144,12 @@ static int bn_grad_maker(oar_grad_ctx_t *g) {
 
 static const oar_op_def_t batch_norm_def = {
     .type = "batch_norm", .inputs = bn_in, .outputs = bn_out, .attrs = bn_attrs,
-    .infer = bn_infer, .grad = bn_grad_maker, .dtype_slot = "X"};
+    .infer = bn_infer, .grad = bn_grad_maker, .dtype_slot = "X",
+    .attrs_size = sizeof(oar_bn_attrs_t), .decode = bn_decode};
 OAR_REGISTER_OP(batch_norm_def)
 
 static const oar_op_def_t batch_norm_grad_def = {
     .type = "batch_norm_grad", .inputs = bn_grad_in, .outputs = bn_grad_out, .attrs = bn_attrs,
-    .infer = bn_grad_infer, .grad = NULL, .dtype_slot = "X"};
+    .infer = bn_grad_infer, .grad = NULL, .dtype_slot = "X",
+    .attrs_size = sizeof(oar_bn_attrs_t), .decode = bn_decode};
 OAR_REGISTER_OP(batch_norm_grad_def)

@@ -7,6 +7,7 @@
  * own generator seeded with `seed` on every run, so masks repeat.
  * Kernels in kernels/cpu/dropout.c. */
 #include "op.h"
+#include "dropout.h"
 
 #include <string.h>
 
@@ -20,12 +21,23 @@ static const oar_attr_def_t do_attrs[] = {
     {.name = "is_test", .type = OAR_ATTR_BOOLEAN, .def = 0},
     {.name = "fix_seed", .type = OAR_ATTR_BOOLEAN, .def = 0},
     {.name = "seed", .type = OAR_ATTR_INT, .def = 0},
-    {.name = "dropout_implementation", .type = OAR_ATTR_STRING, .def_str = "downgrade_in_infer"},
+    {.name = "dropout_implementation", .type = OAR_ATTR_STRING, .def_str = "downgrade_in_infer",
+     .choices = OAR_DO_IMPLS},
     {.name = NULL}};
+
+static int do_decode(oar_decode_ctx_t *d, void *out) {
+    oar_dropout_attrs_t *a = out;
+    a->prob = oar_dec_f(d, "dropout_prob");
+    a->is_test = oar_dec_b(d, "is_test");
+    a->fix_seed = oar_dec_b(d, "fix_seed");
+    a->seed = oar_dec_i(d, "seed");
+    a->impl = oar_dec_choice(d, "dropout_implementation");
+    return oar_dec_status(d);
+}
 
 static int check_impl(oar_infer_ctx_t *c) {
     const char *impl = oar_attr_s(oar_ic_op(c), "dropout_implementation");
-    if (impl && strcmp(impl, "downgrade_in_infer") != 0 && strcmp(impl, "upscale_in_train") != 0)
+    if (oar_attr_choice_index(OAR_DO_IMPLS, impl) < 0)
         return oar_ic_error(c, OAR_ERR_INVALID,
                             "attr dropout_implementation = \"%s\" must be \"downgrade_in_infer\" or "
                             "\"upscale_in_train\"", impl);
@@ -82,10 +94,13 @@ static int do_grad_maker(oar_grad_ctx_t *g) {
 
 static const oar_op_def_t dropout_def = {
     .type = "dropout", .inputs = do_in, .outputs = do_out, .attrs = do_attrs,
-    .infer = do_infer, .grad = do_grad_maker, .dtype_slot = "X"};
+    .infer = do_infer, .grad = do_grad_maker, .dtype_slot = "X",
+    /* Out[i] is written from X[i] alone */
+    .flags = OAR_OP_INPLACE, .attrs_size = sizeof(oar_dropout_attrs_t), .decode = do_decode};
 OAR_REGISTER_OP(dropout_def)
 
 static const oar_op_def_t dropout_grad_def = {
     .type = "dropout_grad", .inputs = do_grad_in, .outputs = do_grad_out, .attrs = do_attrs,
-    .infer = do_grad_infer, .grad = NULL, .dtype_slot = "Out@GRAD"};
+    .infer = do_grad_infer, .grad = NULL, .dtype_slot = "Out@GRAD",
+    .attrs_size = sizeof(oar_dropout_attrs_t), .decode = do_decode};
 OAR_REGISTER_OP(dropout_grad_def)

@@ -5,6 +5,7 @@
  * Kernels in kernels/cpu/index_ops.c.
  */
 #include "op.h"
+#include "index_ops.h"
 
 #include <string.h>
 
@@ -118,6 +119,14 @@ static const oar_attr_def_t one_hot_attrs[] = {
     {"allow_out_of_range", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
     ATTR_END};
 
+static int one_hot_decode(oar_decode_ctx_t *d, void *out)
+{
+    oar_one_hot_attrs_t *a = out;
+    a->dtype = oar_dec_i(d, "dtype");
+    a->allow_out_of_range = oar_dec_b(d, "allow_out_of_range");
+    return oar_dec_status(d);
+}
+
 /* X int [..., 1] -> Out [..., depth] of attr dtype; depth from depth_tensor
  * (run time) over the attr */
 static int one_hot_infer(oar_infer_ctx_t *c)
@@ -162,7 +171,8 @@ static int one_hot_infer(oar_infer_ctx_t *c)
 
 static const oar_op_def_t one_hot_def = {
     .type = "one_hot", .inputs = one_hot_in, .outputs = gather_out, .attrs = one_hot_attrs,
-    .infer = one_hot_infer, .grad = NULL, .dtype_slot = "X"};
+    .infer = one_hot_infer, .grad = NULL, .dtype_slot = "X",
+    .attrs_size = sizeof(oar_one_hot_attrs_t), .decode = one_hot_decode};
 OAR_REGISTER_OP(one_hot_def)
 
 /* ---- top_k ---------------------------------------------------------------- */
@@ -257,6 +267,15 @@ static const oar_attr_def_t arg_attrs[] = {
     {"flatten", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
     ATTR_END};
 
+static int arg_decode(oar_decode_ctx_t *d, void *out)
+{
+    oar_arg_attrs_t *a = out;
+    a->axis = oar_dec_l(d, "axis");
+    a->dtype = oar_dec_i(d, "dtype");
+    a->flatten = oar_dec_b(d, "flatten");
+    return oar_dec_status(d);
+}
+
 /* Out: X's dims without axis (1 with keepdims); flatten treats X as 1-D
  * ([1], or all ones with keepdims). A result of rank 0 is [1]. */
 static int arg_infer(oar_infer_ctx_t *c)
@@ -296,9 +315,11 @@ static int arg_infer(oar_infer_ctx_t *c)
 
 static const oar_op_def_t arg_max_def = {
     .type = "arg_max", .inputs = arg_in, .outputs = gather_out, .attrs = arg_attrs,
-    .infer = arg_infer, .grad = NULL, .dtype_slot = "X"};
+    .infer = arg_infer, .grad = NULL, .dtype_slot = "X",
+    .attrs_size = sizeof(oar_arg_attrs_t), .decode = arg_decode};
 OAR_REGISTER_OP(arg_max_def)
 static const oar_op_def_t arg_min_def = {
     .type = "arg_min", .inputs = arg_in, .outputs = gather_out, .attrs = arg_attrs,
-    .infer = arg_infer, .grad = NULL, .dtype_slot = "X"};
+    .infer = arg_infer, .grad = NULL, .dtype_slot = "X",
+    .attrs_size = sizeof(oar_arg_attrs_t), .decode = arg_decode};
 OAR_REGISTER_OP(arg_min_def)

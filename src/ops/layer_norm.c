@@ -5,6 +5,7 @@
  * optional Scale and Bias of shape [right]. Mean and Variance ([left]) keep
  * the statistics for the grad op. Kernels in kernels/cpu/layer_norm.c. */
 #include "op.h"
+#include "layer_norm.h"
 
 #include <string.h>
 
@@ -26,6 +27,13 @@ static const oar_attr_def_t ln_attrs[] = {
     {.name = "use_mkldnn", .type = OAR_ATTR_BOOLEAN, .def = 0},
     {.name = "is_test", .type = OAR_ATTR_BOOLEAN, .def = 0},
     {.name = NULL}};
+
+static int ln_decode(oar_decode_ctx_t *d, void *out) {
+    oar_ln_attrs_t *a = out;
+    a->epsilon = oar_dec_f(d, "epsilon");
+    a->begin_norm_axis = oar_dec_i(d, "begin_norm_axis");
+    return oar_dec_status(d);
+}
 
 /* left/right sizes of X split at begin_norm_axis; -1 where unknown */
 static int split(oar_infer_ctx_t *c, const int64_t *x, int xn, int64_t *left, int64_t *right) {
@@ -120,10 +128,12 @@ static int ln_grad_maker(oar_grad_ctx_t *g) {
 
 static const oar_op_def_t layer_norm_def = {
     .type = "layer_norm", .inputs = ln_in, .outputs = ln_out, .attrs = ln_attrs,
-    .infer = ln_infer, .grad = ln_grad_maker, .dtype_slot = "X"};
+    .infer = ln_infer, .grad = ln_grad_maker, .dtype_slot = "X",
+    .attrs_size = sizeof(oar_ln_attrs_t), .decode = ln_decode};
 OAR_REGISTER_OP(layer_norm_def)
 
 static const oar_op_def_t layer_norm_grad_def = {
     .type = "layer_norm_grad", .inputs = ln_grad_in, .outputs = ln_grad_out, .attrs = ln_attrs,
-    .infer = ln_grad_infer, .grad = NULL, .dtype_slot = "X"};
+    .infer = ln_grad_infer, .grad = NULL, .dtype_slot = "X",
+    .attrs_size = sizeof(oar_ln_attrs_t), .decode = ln_decode};
 OAR_REGISTER_OP(layer_norm_grad_def)

@@ -9,6 +9,7 @@
  * (duplicates kept, as Fluid) and whose value is Out@GRAD as [N, D].
  */
 #include "op.h"
+#include "lookup_table.h"
 
 #include <string.h>
 
@@ -44,6 +45,14 @@ static const oar_attr_def_t lt_v2_attrs[] = {
 
 static bool is_v2(oar_infer_ctx_t *c) { return strcmp(oar_op_desc_type(oar_ic_op(c)), "lookup_table_v2") == 0 ||
                                                strcmp(oar_op_desc_type(oar_ic_op(c)), "lookup_table_v2_grad") == 0; }
+
+static int lt_decode(oar_decode_ctx_t *d, void *out)
+{
+    oar_lt_attrs_t *a = out;
+    a->padding_idx = oar_dec_l(d, "padding_idx");
+    a->is_sparse = oar_dec_b(d, "is_sparse");
+    return oar_dec_status(d);
+}
 
 /* W must be [V, D]; padding_idx -1 or a row of W. Fills V and D. */
 static int check_w(oar_infer_ctx_t *c, int64_t *v, int64_t *d)
@@ -119,7 +128,8 @@ static int lt_grad_maker(oar_grad_ctx_t *g)
 
 static const oar_op_def_t lookup_table_def = {
     .type = "lookup_table", .inputs = lt_in, .outputs = lt_out, .attrs = lt_attrs,
-    .infer = lt_infer, .grad = lt_grad_maker, .dtype_slot = "W"};
+    .infer = lt_infer, .grad = lt_grad_maker, .dtype_slot = "W",
+    .attrs_size = sizeof(oar_lt_attrs_t), .decode = lt_decode};
 OAR_REGISTER_OP(lookup_table_def)
 
 /* ---- lookup_table_grad --------------------------------------------------- */
@@ -155,7 +165,8 @@ static int ltg_infer(oar_infer_ctx_t *c)
 
 static const oar_op_def_t lookup_table_grad_def = {
     .type = "lookup_table_grad", .inputs = ltg_in, .outputs = ltg_out, .attrs = lt_attrs,
-    .infer = ltg_infer, .grad = NULL, .dtype_slot = "Out@GRAD"};
+    .infer = ltg_infer, .grad = NULL, .dtype_slot = "Out@GRAD",
+    .attrs_size = sizeof(oar_lt_attrs_t), .decode = lt_decode};
 OAR_REGISTER_OP(lookup_table_grad_def)
 
 static const oar_op_def_t lookup_table_v2_def = {

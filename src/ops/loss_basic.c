@@ -2,6 +2,7 @@
  * builds it in Python from elementwise_sub and square). X is the prediction,
  * Y the label, both of one shape. Kernels in kernels/cpu/loss_basic.c. */
 #include "op.h"
+#include "loss_basic.h"
 
 #include <string.h>
 
@@ -36,7 +37,8 @@ static int sec_infer(oar_infer_ctx_t *c)
 
 static const oar_op_def_t square_error_cost_def = {
     .type = "square_error_cost", .inputs = sec_in, .outputs = sec_out, .attrs = NULL,
-    .infer = sec_infer, .grad = oar_grad_default};
+    .infer = sec_infer, .grad = oar_grad_default,
+    .flags = OAR_OP_INPLACE /* Out[i] from X[i] and Y[i] */};
 OAR_REGISTER_OP(square_error_cost_def)
 
 /* the grad reads X, Y and Out@GRAD, not Out */
@@ -48,5 +50,6 @@ static int secg_infer(oar_infer_ctx_t *c) { return oar_infer_grad_like_inputs(c)
 
 static const oar_op_def_t square_error_cost_grad_def = {
     .type = "square_error_cost_grad", .inputs = secg_in, .outputs = secg_out, .attrs = NULL,
-    .infer = secg_infer, .grad = NULL};
+    .infer = secg_infer, .grad = NULL,
+    .flags = OAR_OP_INPLACE /* X@GRAD[i] from X[i], Y[i] and Out@GRAD[i] */};
 OAR_REGISTER_OP(square_error_cost_grad_def)

@@ -7,6 +7,7 @@
  * Total int32 [1].
  */
 #include "op.h"
+#include "metric.h"
 
 static const char *nm(const char *s) { return s ? s : "?"; }
 

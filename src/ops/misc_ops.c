@@ -3,7 +3,8 @@
  * tensor's values from inside any block, While bodies included). */
 #include <stdio.h>
 #include <string.h>
-#include "exec.h"
+#include "op.h"
+#include "misc_ops.h"
 
 #define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
 static const oar_slot_def_t none[] = {{NULL, 0}};
@@ -31,6 +32,15 @@ static int shape_attr(oar_infer_ctx_t *c, int64_t *dims, int *nd, int64_t *numel
     return oar_shape_numel(dims, n, numel);
 }
 
+/* decoded: the shape as dims, and the values the dtype reads */
+typedef struct assign_value_attrs {
+    int dtype, nd;
+    int64_t dims[OAR_MAX_DIMS];
+    oar_floats_t f32;
+    oar_ints_t i32, b8;
+    oar_longs_t i64;
+} assign_value_attrs_t;
+
 static const char *values_attr(int dtype) {
     switch (dtype) {
     case OAR_FP32: case OAR_FP64: return "fp32_values";
@@ -55,36 +65,61 @@ static int assign_value_infer(oar_infer_ctx_t *c) {
     return oar_ic_set_out(c, "Out", 0, dims, nd, dtype);
 }
 
+/* the checks of assign_value_infer, made once at prepare */
+static int assign_value_decode(oar_decode_ctx_t *d, void *out) {
+    assign_value_attrs_t *a = out;
+    oar_ints_t shape = oar_dec_ints(d, "shape");
+    a->dtype = oar_dec_i(d, "dtype");
+    a->f32 = oar_dec_floats(d, "fp32_values");
+    a->i32 = oar_dec_ints(d, "int32_values");
+    a->i64 = oar_dec_longs(d, "int64_values");
+    a->b8 = oar_dec_ints(d, "bool_values");
+    if (oar_dec_status(d) != OAR_OK) return oar_dec_status(d);
+    if (shape.n > OAR_MAX_DIMS)
+        return oar_dec_error(d, OAR_ERR_SHAPE, "shape has %d dims (at most %d)", shape.n, OAR_MAX_DIMS);
+    for (int i = 0; i < shape.n; i++) {
+        if (shape.v[i] < 0) return oar_dec_error(d, OAR_ERR_SHAPE, "shape[%d] = %d is negative", i, shape.v[i]);
+        a->dims[i] = shape.v[i];
+    }
+    a->nd = shape.n;
+    int64_t numel;
+    if (oar_shape_numel(a->dims, a->nd, &numel) != OAR_OK)
+        return oar_dec_error(d, OAR_ERR_SHAPE, "shape: %s", oar_last_error());
+    const char *attr = values_attr(a->dtype);
+    if (!attr) return oar_dec_error(d, OAR_ERR_DTYPE, "dtype %d is not supported", a->dtype);
+    int n = a->dtype == OAR_INT32 ? a->i32.n : a->dtype == OAR_INT64 ? a->i64.n
+          : a->dtype == OAR_BOOL ? a->b8.n : a->f32.n;
+    if (n != numel)
+        return oar_dec_error(d, OAR_ERR_SHAPE, "%s has %d values, the shape needs %lld", attr, n, (long long)numel);
+    return OAR_OK;
+}
+
 static int assign_value_run(oar_kernel_ctx_t *k) {
-    oar_infer_ctx_t c = {.runtime = true, .op = oar_k_op(k), .block = NULL, .k = k};
-    OAR_TRY(assign_value_infer(&c));
-    const oar_op_desc_t *op = oar_k_op(k);
-    int dtype = oar_attr_i(op, "dtype");
-    void *out = oar_k_out_data(k, "Out", 0, dtype);
+    const assign_value_attrs_t *a = oar_k_attrs(k);
+    oar_tensor_t *t = oar_k_output(k, 0, 0);
+    if (!t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out has no tensor variable");
+    OAR_TRY(oar_tensor_resize(t, a->dims, a->nd));
+    void *out = oar_k_output_data(k, 0, 0, a->dtype);
     if (!out) return OAR_ERR_NOMEM;
-    int n;
-    if (dtype == OAR_FP32 || dtype == OAR_FP64) {
-        const float *v = oar_attr_floats(op, "fp32_values", &n);
-        for (int i = 0; i < n; i++) {
-            if (dtype == OAR_FP32) ((float *)out)[i] = v[i];
-            else ((double *)out)[i] = v[i];
+    if (a->dtype == OAR_FP32 || a->dtype == OAR_FP64) {
+        for (int i = 0; i < a->f32.n; i++) {
+            if (a->dtype == OAR_FP32) ((float *)out)[i] = a->f32.v[i];
+            else ((double *)out)[i] = a->f32.v[i];
         }
-    } else if (dtype == OAR_INT32) {
-        const int32_t *v = oar_attr_ints(op, "int32_values", &n);
-        memcpy(out, v, sizeof(int32_t) * (size_t)n);
-    } else if (dtype == OAR_INT64) {
-        const int64_t *v = oar_attr_longs(op, "int64_values", &n);
-        memcpy(out, v, sizeof(int64_t) * (size_t)n);
+    } else if (a->dtype == OAR_INT32) {
+        if (a->i32.n) memcpy(out, a->i32.v, sizeof(int32_t) * (size_t)a->i32.n);
+    } else if (a->dtype == OAR_INT64) {
+        if (a->i64.n) memcpy(out, a->i64.v, sizeof(int64_t) * (size_t)a->i64.n);
     } else {
-        const int32_t *v = oar_attr_ints(op, "bool_values", &n);
-        for (int i = 0; i < n; i++) ((uint8_t *)out)[i] = v[i] != 0;
+        for (int i = 0; i < a->b8.n; i++) ((uint8_t *)out)[i] = a->b8.v[i] != 0;
     }
     return OAR_OK;
 }
 
 static const oar_op_def_t assign_value_def = {
     .type = "assign_value", .inputs = none, .outputs = out_slot, .attrs = assign_value_attrs,
-    .infer = assign_value_infer, .flags = OAR_OP_NO_KERNEL, .run = assign_value_run};
+    .infer = assign_value_infer, .flags = OAR_OP_NO_KERNEL, .run = assign_value_run,
+    .attrs_size = sizeof(assign_value_attrs_t), .decode = assign_value_decode};
 OAR_REGISTER_OP(assign_value_def)
 
 /* ---- shape --------------------------------------------------------------- */
@@ -99,11 +134,13 @@ static int shape_infer(oar_infer_ctx_t *c) {
 }
 
 static int shape_run(oar_kernel_ctx_t *k) {
-    const oar_tensor_t *x = oar_k_in(k, "Input", 0);
-    if (!x) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input '%s' has no value", oar_k_in_name(k, "Input", 0));
-    oar_infer_ctx_t c = {.runtime = true, .op = oar_k_op(k), .block = NULL, .k = k};
-    OAR_TRY(shape_infer(&c));
-    int32_t *out = oar_k_out_data(k, "Out", 0, OAR_INT32);
+    const oar_tensor_t *x = oar_k_input(k, 0, 0);
+    if (!x) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input '%s' has no value", oar_k_input_name(k, 0, 0));
+    oar_tensor_t *t = oar_k_output(k, 0, 0);
+    if (!t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out has no tensor variable");
+    int64_t nd = x->ndim;
+    OAR_TRY(oar_tensor_resize(t, &nd, 1));
+    int32_t *out = oar_k_output_data(k, 0, 0, OAR_INT32);
     if (!out) return OAR_ERR_NOMEM;
     for (int i = 0; i < x->ndim; i++) out[i] = (int32_t)x->dims[i];
     return OAR_OK;
@@ -119,6 +156,11 @@ static const oar_slot_def_t x_in[] = {{"X", 0}, {NULL, 0}};
 static const oar_attr_def_t clip_by_norm_attrs[] = {
     {"max_norm", OAR_ATTR_FLOAT, 0, NULL, true, 0, 0}, ATTR_END};
 
+static int clip_by_norm_decode(oar_decode_ctx_t *d, void *out) {
+    ((oar_clip_by_norm_attrs_t *)out)->max_norm = oar_dec_f(d, "max_norm");
+    return oar_dec_status(d);
+}
+
 static int clip_by_norm_infer(oar_infer_ctx_t *c) {
     if (oar_attr_f(oar_ic_op(c), "max_norm") <= 0)
         return oar_ic_error(c, OAR_ERR_RANGE, "max_norm must be positive, got %g", oar_attr_f(oar_ic_op(c), "max_norm"));
@@ -127,7 +169,8 @@ static int clip_by_norm_infer(oar_infer_ctx_t *c) {
 
 static const oar_op_def_t clip_by_norm_def = {
     .type = "clip_by_norm", .inputs = x_in, .outputs = out_slot, .attrs = clip_by_norm_attrs,
-    .infer = clip_by_norm_infer};
+    .infer = clip_by_norm_infer, .attrs_size = sizeof(oar_clip_by_norm_attrs_t),
+    .decode = clip_by_norm_decode, .flags = OAR_OP_INPLACE /* the norm is taken before any write */};
 OAR_REGISTER_OP(clip_by_norm_def)
 
 /* ---- Print ----------------------------------------------------------------
@@ -150,6 +193,24 @@ static int print_infer(oar_infer_ctx_t *c) {
     return oar_infer_same_as(c, "In", "Out");
 }
 
+typedef struct print_attrs {
+    int first_n, summarize;
+    const char *message;
+    bool name, type, shape, lod;
+} print_attrs_t;
+
+static int print_decode(oar_decode_ctx_t *d, void *out) {
+    print_attrs_t *a = out;
+    a->first_n = oar_dec_i(d, "first_n");
+    a->summarize = oar_dec_i(d, "summarize");
+    a->message = oar_dec_s(d, "message");
+    a->name = oar_dec_b(d, "print_tensor_name");
+    a->type = oar_dec_b(d, "print_tensor_type");
+    a->shape = oar_dec_b(d, "print_tensor_shape");
+    a->lod = oar_dec_b(d, "print_tensor_lod");
+    return oar_dec_status(d);
+}
+
 static double element(const oar_tensor_t *t, int64_t i) {
     const void *d = t->buf->data;
     switch (t->dtype) {
@@ -166,23 +227,23 @@ static double element(const oar_tensor_t *t, int64_t i) {
 
 static int print_run(oar_kernel_ctx_t *k) {
     const oar_op_desc_t *op = oar_k_op(k);
-    oar_tensor_t *x = oar_k_in(k, "In", 0);
+    const print_attrs_t *a = oar_k_attrs(k);
+    oar_tensor_t *x = oar_k_input(k, 0, 0);
     if (!x || !oar_tensor_has_data(x))
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input '%s' has no value", oar_k_in_name(k, "In", 0));
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input '%s' has no value", oar_k_input_name(k, 0, 0));
     /* first_n counts calls of this op desc across runs */
     static __thread const oar_op_desc_t *last_op;
     static __thread int calls;
     if (last_op != op) { last_op = op; calls = 0; }
-    int first_n = oar_attr_i(op, "first_n");
+    int first_n = a->first_n;
     if (first_n < 0 || calls < first_n) {
         char buf[160];
         flockfile(stderr);
-        const char *msg = oar_attr_s(op, "message");
-        if (msg && *msg) fprintf(stderr, "%s ", msg);
-        if (oar_attr_b(op, "print_tensor_name")) fprintf(stderr, "%s ", oar_k_in_name(k, "In", 0));
-        if (oar_attr_b(op, "print_tensor_type")) fprintf(stderr, "dtype=%s ", oar_dtype_name(x->dtype));
-        if (oar_attr_b(op, "print_tensor_shape")) fprintf(stderr, "shape=%s ", oar_shape_str(x->dims, x->ndim, buf, sizeof buf));
-        if (oar_attr_b(op, "print_tensor_lod") && x->lod_levels > 0) {
+        if (a->message[0]) fprintf(stderr, "%s ", a->message);
+        if (a->name) fprintf(stderr, "%s ", oar_k_input_name(k, 0, 0));
+        if (a->type) fprintf(stderr, "dtype=%s ", oar_dtype_name(x->dtype));
+        if (a->shape) fprintf(stderr, "shape=%s ", oar_shape_str(x->dims, x->ndim, buf, sizeof buf));
+        if (a->lod && x->lod_levels > 0) {
             fprintf(stderr, "lod=");
             for (int l = 0; l < x->lod_levels; l++) {
                 fprintf(stderr, "{");
@@ -192,7 +253,7 @@ static int print_run(oar_kernel_ctx_t *k) {
             fprintf(stderr, " ");
         }
         int64_t n = oar_tensor_numel_of(x);
-        int summarize = oar_attr_i(op, "summarize");
+        int summarize = a->summarize;
         int64_t show = summarize < 0 || summarize > n ? n : summarize;
         fprintf(stderr, "data=[");
         for (int64_t i = 0; i < show; i++) fprintf(stderr, "%s%g", i ? ", " : "", element(x, i));
@@ -200,13 +261,14 @@ static int print_run(oar_kernel_ctx_t *k) {
         funlockfile(stderr);
     }
     calls++;
-    if (oar_k_out_count(k, "Out") == 0) return OAR_OK;
-    oar_tensor_t *out = oar_k_out(k, "Out", 0);
+    if (oar_k_nout(k, 0) == 0) return OAR_OK;
+    oar_tensor_t *out = oar_k_output(k, 0, 0);
     if (!out) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out has no tensor");
     return oar_tensor_share(out, x);
 }
 
 static const oar_op_def_t print_def = {
     .type = "print", .inputs = print_in, .outputs = print_out, .attrs = print_attrs,
-    .infer = print_infer, .flags = OAR_OP_NO_KERNEL, .run = print_run};
+    .infer = print_infer, .flags = OAR_OP_NO_KERNEL, .run = print_run,
+    .attrs_size = sizeof(print_attrs_t), .decode = print_decode};
 OAR_REGISTER_OP(print_def)

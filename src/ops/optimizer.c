@@ -12,6 +12,7 @@
  * does, so one op is a whole Adam step. adamax follows Fluid and leaves
  * Beta1Pow to the caller (a scale op after it). */
 #include "op.h"
+#include "optimizer.h"
 
 #include <float.h>
 #include <string.h>
@@ -101,11 +102,68 @@ static int opt_infer(oar_infer_ctx_t *c, const opt_shape_t *s)
         return opt_infer(c, &s);                                                \
     }
 
-#define OPT_DEF(name, ins, outs, attr_defs)                                     \
+/* slot orders must match optimizer.h's enums */
+#define OPT_DEF(name, ins, outs, attr_defs, dec)                                \
     static const oar_op_def_t name##_def = {                                    \
         .type = #name, .inputs = ins, .outputs = outs, .attrs = attr_defs,      \
-        .infer = name##_infer, .grad = NULL, .dtype_slot = "Param"};            \
+        .infer = name##_infer, .grad = NULL, .dtype_slot = "Param",             \
+        .attrs_size = sizeof(oar_opt_attrs_t), .decode = dec};                  \
     OAR_REGISTER_OP(name##_def)
+
+/* decode steps: each reads the attributes its op declares */
+static int dec_none(oar_decode_ctx_t *d, void *out) { (void)out; return oar_dec_status(d); }
+static int dec_momentum(oar_decode_ctx_t *d, void *out)
+{
+    oar_opt_attrs_t *a = out;
+    a->mu = oar_dec_f(d, "mu");
+    a->use_nesterov = oar_dec_b(d, "use_nesterov");
+    return oar_dec_status(d);
+}
+static int dec_adam(oar_decode_ctx_t *d, void *out)
+{
+    oar_opt_attrs_t *a = out;
+    a->beta1 = oar_dec_f(d, "beta1");
+    a->beta2 = oar_dec_f(d, "beta2");
+    a->epsilon = oar_dec_f(d, "epsilon");
+    a->lazy_mode = oar_dec_b(d, "lazy_mode");
+    return oar_dec_status(d);
+}
+static int dec_adagrad(oar_decode_ctx_t *d, void *out)
+{
+    ((oar_opt_attrs_t *)out)->epsilon = oar_dec_f(d, "epsilon");
+    return oar_dec_status(d);
+}
+static int dec_rmsprop(oar_decode_ctx_t *d, void *out)
+{
+    oar_opt_attrs_t *a = out;
+    a->epsilon = oar_dec_f(d, "epsilon");
+    a->decay = oar_dec_f(d, "decay");
+    a->momentum = oar_dec_f(d, "momentum");
+    a->centered = oar_dec_b(d, "centered");
+    return oar_dec_status(d);
+}
+static int dec_adamax(oar_decode_ctx_t *d, void *out)
+{
+    oar_opt_attrs_t *a = out;
+    a->beta1 = oar_dec_f(d, "beta1");
+    a->beta2 = oar_dec_f(d, "beta2");
+    a->epsilon = oar_dec_f(d, "epsilon");
+    return oar_dec_status(d);
+}
+static int dec_adadelta(oar_decode_ctx_t *d, void *out)
+{
+    oar_opt_attrs_t *a = out;
+    a->rho = oar_dec_f(d, "rho");
+    a->epsilon = oar_dec_f(d, "epsilon");
+    return oar_dec_status(d);
+}
+static int dec_decayed_adagrad(oar_decode_ctx_t *d, void *out)
+{
+    oar_opt_attrs_t *a = out;
+    a->decay = oar_dec_f(d, "decay");
+    a->epsilon = oar_dec_f(d, "epsilon");
+    return oar_dec_status(d);
+}
 
 #define EPS_ATTR(d) {.name = "epsilon", .type = OAR_ATTR_FLOAT, .def = (d), .min = 0, .max = FLT_MAX}
 #define UNIT_ATTR(n, d) {.name = (n), .type = OAR_ATTR_FLOAT, .def = (d), .min = 0, .max = 1}
@@ -117,7 +175,7 @@ static const char *const sgd_same[] = {"Grad", NULL};
 static const char *const sgd_scalars[] = {"LearningRate", NULL};
 static const char *const sgd_pairs[] = {"Param", "ParamOut", NULL, NULL};
 OPT_INFER(sgd)
-OPT_DEF(sgd, sgd_in, sgd_out, NULL)
+OPT_DEF(sgd, sgd_in, sgd_out, NULL, dec_none)
 
 /* ---- momentum ---------------------------------------------------------- */
 static const oar_slot_def_t momentum_in[] = {
@@ -132,7 +190,7 @@ static const char *const momentum_scalars[] = {"LearningRate", NULL};
 static const char *const momentum_pairs[] = {"Param", "ParamOut", "Velocity", "VelocityOut",
                                              NULL, NULL};
 OPT_INFER(momentum)
-OPT_DEF(momentum, momentum_in, momentum_out, momentum_attrs)
+OPT_DEF(momentum, momentum_in, momentum_out, momentum_attrs, dec_momentum)
 
 /* ---- adam -------------------------------------------------------------- */
 static const oar_slot_def_t adam_in[] = {
@@ -158,7 +216,7 @@ static const char *const adam_pairs[] = {"Param", "ParamOut", "Moment1", "Moment
                                          "Moment2Out", "Beta1Pow", "Beta1PowOut", "Beta2Pow",
                                          "Beta2PowOut", NULL, NULL};
 OPT_INFER(adam)
-OPT_DEF(adam, adam_in, adam_out, adam_attrs)
+OPT_DEF(adam, adam_in, adam_out, adam_attrs, dec_adam)
 
 /* ---- adagrad ----------------------------------------------------------- */
 static const oar_slot_def_t adagrad_in[] = {
@@ -169,7 +227,7 @@ static const char *const adagrad_same[] = {"Grad", "Moment", NULL};
 static const char *const adagrad_scalars[] = {"LearningRate", NULL};
 static const char *const adagrad_pairs[] = {"Param", "ParamOut", "Moment", "MomentOut", NULL, NULL};
 OPT_INFER(adagrad)
-OPT_DEF(adagrad, adagrad_in, adagrad_out, adagrad_attrs)
+OPT_DEF(adagrad, adagrad_in, adagrad_out, adagrad_attrs, dec_adagrad)
 
 /* ---- rmsprop ----------------------------------------------------------- */
 static const oar_slot_def_t rmsprop_in[] = {
@@ -197,7 +255,7 @@ static int rmsprop_infer(oar_infer_ctx_t *c)
                             "output MeanGradOut");
     return opt_infer(c, &rmsprop_shape);
 }
-OPT_DEF(rmsprop, rmsprop_in, rmsprop_out, rmsprop_attrs)
+OPT_DEF(rmsprop, rmsprop_in, rmsprop_out, rmsprop_attrs, dec_rmsprop)
 
 /* ---- adamax ------------------------------------------------------------ */
 static const oar_slot_def_t adamax_in[] = {
@@ -212,7 +270,7 @@ static const char *const adamax_scalars[] = {"LearningRate", "Beta1Pow", NULL};
 static const char *const adamax_pairs[] = {"Param", "ParamOut", "Moment", "MomentOut", "InfNorm",
                                            "InfNormOut", NULL, NULL};
 OPT_INFER(adamax)
-OPT_DEF(adamax, adamax_in, adamax_out, adamax_attrs)
+OPT_DEF(adamax, adamax_in, adamax_out, adamax_attrs, dec_adamax)
 
 /* ---- adadelta ---------------------------------------------------------- */
 static const oar_slot_def_t adadelta_in[] = {
@@ -227,7 +285,7 @@ static const char *const adadelta_pairs[] = {"Param", "ParamOut", "AvgSquaredGra
                                              "AvgSquaredGradOut", "AvgSquaredUpdate",
                                              "AvgSquaredUpdateOut", NULL, NULL};
 OPT_INFER(adadelta)
-OPT_DEF(adadelta, adadelta_in, adadelta_out, adadelta_attrs)
+OPT_DEF(adadelta, adadelta_in, adadelta_out, adadelta_attrs, dec_adadelta)
 
 /* ---- decayed_adagrad --------------------------------------------------- */
 static const oar_attr_def_t decayed_adagrad_attrs[] = {
@@ -237,4 +295,4 @@ static const char *const decayed_adagrad_scalars[] = {"LearningRate", NULL};
 static const char *const decayed_adagrad_pairs[] = {"Param", "ParamOut", "Moment", "MomentOut",
                                                     NULL, NULL};
 OPT_INFER(decayed_adagrad)
-OPT_DEF(decayed_adagrad, adagrad_in, adagrad_out, decayed_adagrad_attrs)
+OPT_DEF(decayed_adagrad, adagrad_in, adagrad_out, decayed_adagrad_attrs, dec_decayed_adagrad)

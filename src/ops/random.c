@@ -5,6 +5,7 @@
  * a nonzero seed reseeds an op-local generator on every execution, so each
  * run of the op yields the same values, as in Fluid. */
 #include "op.h"
+#include "random.h"
 
 static const oar_slot_def_t rnd_in[] = {{NULL, 0}};
 static const oar_slot_def_t rnd_out[] = {{"Out", 0}, {NULL, 0}};
@@ -36,6 +37,26 @@ static int rnd_infer(oar_infer_ctx_t *c)
     if (oar_attr_i(op, "seed") < 0)
         return oar_ic_error(c, OAR_ERR_INVALID, "attr seed = %d must be >= 0", oar_attr_i(op, "seed"));
     return oar_ic_set_out(c, "Out", 0, dims, n, dt);
+}
+
+static int uniform_decode(oar_decode_ctx_t *d, void *out)
+{
+    oar_random_attrs_t *a = out;
+    a->dtype = oar_dec_i(d, "dtype");
+    a->seed = oar_dec_i(d, "seed");
+    a->a = oar_dec_f(d, "min");
+    a->b = (double)oar_dec_f(d, "max") - a->a;
+    return oar_dec_status(d);
+}
+
+static int gaussian_decode(oar_decode_ctx_t *d, void *out)
+{
+    oar_random_attrs_t *a = out;
+    a->dtype = oar_dec_i(d, "dtype");
+    a->seed = oar_dec_i(d, "seed");
+    a->a = oar_dec_f(d, "mean");
+    a->b = oar_dec_f(d, "std");
+    return oar_dec_status(d);
 }
 
 static int uniform_infer(oar_infer_ctx_t *c)
@@ -72,15 +93,18 @@ static const oar_attr_def_t gaussian_attrs[] = {
 
 static const oar_op_def_t uniform_random_def = {
     .type = "uniform_random", .inputs = rnd_in, .outputs = rnd_out, .attrs = uniform_attrs,
-    .infer = uniform_infer, .grad = NULL};
+    .infer = uniform_infer, .grad = NULL,
+    .attrs_size = sizeof(oar_random_attrs_t), .decode = uniform_decode};
 OAR_REGISTER_OP(uniform_random_def)
 
 static const oar_op_def_t gaussian_random_def = {
     .type = "gaussian_random", .inputs = rnd_in, .outputs = rnd_out, .attrs = gaussian_attrs,
-    .infer = gaussian_infer, .grad = NULL};
+    .infer = gaussian_infer, .grad = NULL,
+    .attrs_size = sizeof(oar_random_attrs_t), .decode = gaussian_decode};
 OAR_REGISTER_OP(gaussian_random_def)
 
 static const oar_op_def_t truncated_gaussian_random_def = {
     .type = "truncated_gaussian_random", .inputs = rnd_in, .outputs = rnd_out,
-    .attrs = gaussian_attrs, .infer = gaussian_infer, .grad = NULL};
+    .attrs = gaussian_attrs, .infer = gaussian_infer, .grad = NULL,
+    .attrs_size = sizeof(oar_random_attrs_t), .decode = gaussian_decode};
 OAR_REGISTER_OP(truncated_gaussian_random_def)

@@ -7,6 +7,7 @@
  * Grads of max/min route the output gradient to every position equal to the
  * extreme (ties all receive it), as Fluid's do. */
 #include "op.h"
+#include "reduce.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -53,6 +54,17 @@ static const oar_attr_def_t reduce_attrs[] = {
     {.name = "keep_dim", .type = OAR_ATTR_BOOLEAN, .def = 0},
     {.name = "reduce_all", .type = OAR_ATTR_BOOLEAN, .def = 0},
     {.name = NULL}};
+
+static int reduce_decode(oar_decode_ctx_t *d, void *out)
+{
+    static const int32_t def0 = 0;
+    oar_reduce_attrs_t *a = out;
+    a->dim = oar_dec_ints(d, "dim");
+    if (a->dim.n == 0) a->dim = (oar_ints_t){&def0, 1};   /* list attrs default to empty */
+    a->keep_dim = oar_dec_b(d, "keep_dim");
+    a->reduce_all = oar_dec_b(d, "reduce_all");
+    return oar_dec_status(d);
+}
 
 /* Which axes of a rank-nd X are reduced; an error status on a bad axis. */
 static int reduce_mask(oar_infer_ctx_t *c, int nd, bool *mask)
@@ -115,12 +127,14 @@ static const oar_slot_def_t reduce_grad_in[] = {
 #define REDUCE_OP(name, maker)                                                          \
     static const oar_op_def_t name##_def = {                                            \
         .type = #name, .inputs = x_in, .outputs = out_out, .attrs = reduce_attrs,       \
-        .infer = reduce_infer, .grad = maker};                                          \
+        .infer = reduce_infer, .grad = maker,                                           \
+        .attrs_size = sizeof(oar_reduce_attrs_t), .decode = reduce_decode};             \
     OAR_REGISTER_OP(name##_def)                                                         \
     static const oar_op_def_t name##_grad_def = {                                       \
         .type = #name "_grad", .inputs = reduce_grad_in, .outputs = xgrad_out,          \
         .attrs = reduce_attrs, .infer = grad_like_x, .grad = NULL,                      \
-        .dtype_slot = "Out@GRAD"};                                                      \
+        .dtype_slot = "Out@GRAD",                                                       \
+        .attrs_size = sizeof(oar_reduce_attrs_t), .decode = reduce_decode};             \
     OAR_REGISTER_OP(name##_grad_def)
 
 REDUCE_OP(reduce_sum, reduce_linear_grad_maker)

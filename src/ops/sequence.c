@@ -26,6 +26,7 @@
 #include <limits.h>
 #include <string.h>
 #include "op.h"
+#include "sequence.h"
 
 #define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
 
@@ -54,21 +55,26 @@ static int seq_lod(oar_infer_ctx_t *c, const char *slot, const int64_t **offs, i
 
 
 /* ---- sequence_pool ------------------------------------------------------------ */
-static const char *const pool_types[] = {"AVERAGE", "SUM", "SQRT", "MAX", "LAST", "FIRST"};
-
 static const oar_slot_def_t pool_in[] = {{"X", 0}, {NULL, 0}};
 static const oar_slot_def_t pool_out[] = {{"Out", 0}, {"MaxIndex", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
 static const oar_attr_def_t pool_attrs[] = {
-    {"pooltype", OAR_ATTR_STRING, 0, "AVERAGE", false, 0, 0},
+    {"pooltype", OAR_ATTR_STRING, 0, "AVERAGE", false, 0, 0, OAR_SEQPOOL_TYPES},
     {"is_test", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
     {"pad_value", OAR_ATTR_FLOAT, 0, NULL, false, 0, 0},
     ATTR_END};
 
+static int pool_decode(oar_decode_ctx_t *d, void *out)
+{
+    oar_seqpool_attrs_t *a = out;
+    a->pooltype = oar_dec_choice(d, "pooltype");
+    a->pad_value = oar_dec_f(d, "pad_value");
+    return oar_dec_status(d);
+}
+
 static int check_pooltype(oar_infer_ctx_t *c)
 {
     const char *p = oar_attr_s(oar_ic_op(c), "pooltype");
-    for (size_t i = 0; i < sizeof pool_types / sizeof *pool_types; i++)
-        if (p && strcmp(p, pool_types[i]) == 0) return OAR_OK;
+    if (oar_attr_choice_index(OAR_SEQPOOL_TYPES, p) >= 0) return OAR_OK;
     return oar_ic_error(c, OAR_ERR_INVALID, "attr pooltype is '%s'; expected AVERAGE, SUM, SQRT, MAX, LAST or FIRST",
                         nm(p));
 }
@@ -113,7 +119,8 @@ static int pool_grad_maker(oar_grad_ctx_t *g)
 
 static const oar_op_def_t sequence_pool_def = {
     .type = "sequence_pool", .inputs = pool_in, .outputs = pool_out, .attrs = pool_attrs,
-    .infer = pool_infer, .grad = pool_grad_maker, .dtype_slot = "X"};
+    .infer = pool_infer, .grad = pool_grad_maker, .dtype_slot = "X",
+    .attrs_size = sizeof(oar_seqpool_attrs_t), .decode = pool_decode};
 OAR_REGISTER_OP(sequence_pool_def)
 
 static const oar_slot_def_t pool_grad_in[] = {
@@ -147,7 +154,8 @@ static int pool_grad_infer(oar_infer_ctx_t *c)
 
 static const oar_op_def_t sequence_pool_grad_def = {
     .type = "sequence_pool_grad", .inputs = pool_grad_in, .outputs = x_grad_out, .attrs = pool_attrs,
-    .infer = pool_grad_infer, .dtype_slot = "Out@GRAD"};
+    .infer = pool_grad_infer, .dtype_slot = "Out@GRAD",
+    .attrs_size = sizeof(oar_seqpool_attrs_t), .decode = pool_decode};
 OAR_REGISTER_OP(sequence_pool_grad_def)
 
 /* ---- sequence_softmax ------------------------------------------------------------ */
@@ -188,7 +196,8 @@ static int softmax_infer(oar_infer_ctx_t *c)
 
 static const oar_op_def_t sequence_softmax_def = {
     .type = "sequence_softmax", .inputs = x_in, .outputs = out_only, .attrs = softmax_attrs,
-    .infer = softmax_infer, .grad = oar_grad_default, .dtype_slot = "X"};
+    .infer = softmax_infer, .grad = oar_grad_default, .dtype_slot = "X",
+    .flags = OAR_OP_INPLACE /* a sequence's values are all read before its outputs are written */};
 OAR_REGISTER_OP(sequence_softmax_def)
 
 static const oar_slot_def_t softmax_grad_in[] = {{"X", 0}, {"Out", 0}, {"Out@GRAD", 0}, {NULL, 0}};
@@ -226,6 +235,12 @@ static const oar_slot_def_t expand_in[] = {{"X", 0}, {"Y", 0}, {NULL, 0}};
 static const oar_attr_def_t expand_attrs[] = {
     {"ref_level", OAR_ATTR_INT, -1, NULL, false, 0, 0},
     ATTR_END};
+
+static int expand_decode(oar_decode_ctx_t *d, void *out)
+{
+    ((oar_seqexpand_attrs_t *)out)->ref_level = oar_dec_i(d, "ref_level");
+    return oar_dec_status(d);
+}
 
 /* run time: Out's row count from X's LoD (at most one level) and Y's ref level */
 static int expand_rows(oar_infer_ctx_t *c, const oar_tensor_t *x, int64_t *rows)
@@ -296,7 +311,8 @@ static int expand_infer(oar_infer_ctx_t *c)
 
 static const oar_op_def_t sequence_expand_def = {
     .type = "sequence_expand", .inputs = expand_in, .outputs = out_only, .attrs = expand_attrs,
-    .infer = expand_infer, .grad = oar_grad_default, .dtype_slot = "X"};
+    .infer = expand_infer, .grad = oar_grad_default, .dtype_slot = "X",
+    .attrs_size = sizeof(oar_seqexpand_attrs_t), .decode = expand_decode};
 OAR_REGISTER_OP(sequence_expand_def)
 
 static const oar_slot_def_t expand_grad_in[] = {{"X", 0}, {"Y", 0}, {"Out@GRAD", 0}, {NULL, 0}};
@@ -326,7 +342,8 @@ static int expand_grad_infer(oar_infer_ctx_t *c)
 
 static const oar_op_def_t sequence_expand_grad_def = {
     .type = "sequence_expand_grad", .inputs = expand_grad_in, .outputs = x_grad_out, .attrs = expand_attrs,
-    .infer = expand_grad_infer, .dtype_slot = "Out@GRAD"};
+    .infer = expand_grad_infer, .dtype_slot = "Out@GRAD",
+    .attrs_size = sizeof(oar_seqexpand_attrs_t), .decode = expand_decode};
 OAR_REGISTER_OP(sequence_expand_grad_def)
 
 /* ---- sequence_conv ------------------------------------------------------------------ */
@@ -338,6 +355,15 @@ static const oar_attr_def_t conv_attrs[] = {
     {"contextStart", OAR_ATTR_INT, 0, NULL, false, 0, 0},
     {"contextStride", OAR_ATTR_INT, 1, NULL, false, 0, 0},
     ATTR_END};
+
+static int conv_decode(oar_decode_ctx_t *d, void *out)
+{
+    oar_seqconv_attrs_t *a = out;
+    a->context_length = oar_dec_i(d, "contextLength");
+    a->context_start = oar_dec_i(d, "contextStart");
+    a->padding_trainable = oar_dec_b(d, "paddingTrainable");
+    return oar_dec_status(d);
+}
 
 static int conv_check(oar_infer_ctx_t *c, int64_t *n, int64_t *m)
 {
@@ -400,7 +426,8 @@ static int conv_infer(oar_infer_ctx_t *c)
 
 static const oar_op_def_t sequence_conv_def = {
     .type = "sequence_conv", .inputs = conv_in, .outputs = out_only, .attrs = conv_attrs,
-    .infer = conv_infer, .grad = oar_grad_default, .dtype_slot = "X"};
+    .infer = conv_infer, .grad = oar_grad_default, .dtype_slot = "X",
+    .attrs_size = sizeof(oar_seqconv_attrs_t), .decode = conv_decode};
 OAR_REGISTER_OP(sequence_conv_def)
 
 static const oar_slot_def_t conv_grad_in[] = {
@@ -427,5 +454,6 @@ static int conv_grad_infer(oar_infer_ctx_t *c)
 
 static const oar_op_def_t sequence_conv_grad_def = {
     .type = "sequence_conv_grad", .inputs = conv_grad_in, .outputs = conv_grad_out, .attrs = conv_attrs,
-    .infer = conv_grad_infer, .dtype_slot = "X"};
+    .infer = conv_grad_infer, .dtype_slot = "X",
+    .attrs_size = sizeof(oar_seqconv_attrs_t), .decode = conv_decode};
 OAR_REGISTER_OP(sequence_conv_grad_def)

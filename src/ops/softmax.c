@@ -3,6 +3,7 @@
  * and their grads, which read only Out and Out@GRAD.
  */
 #include "op.h"
+#include "softmax.h"
 
 #define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
 
@@ -37,6 +38,12 @@ static int check_axis(oar_infer_ctx_t *c, const char *slot)
     return OAR_OK;
 }
 
+static int sm_decode(oar_decode_ctx_t *d, void *out)
+{
+    ((oar_softmax_attrs_t *)out)->axis = oar_dec_i(d, "axis");
+    return oar_dec_status(d);
+}
+
 static int sm_infer(oar_infer_ctx_t *c)
 {
     OAR_TRY(check_axis(c, "X"));
@@ -51,21 +58,24 @@ static int sm_grad_infer(oar_infer_ctx_t *c)
     return oar_infer_grad_like_out(c);
 }
 
+/* Kernels read a whole row before writing it, and each element before its
+ * own write: the output may take the dying input's buffer. */
+#define SM_DECODE .attrs_size = sizeof(oar_softmax_attrs_t), .decode = sm_decode, .flags = OAR_OP_INPLACE
 
 static const oar_op_def_t softmax_def = {
     .type = "softmax", .inputs = sm_in, .outputs = sm_out, .attrs = softmax_attrs,
-    .infer = sm_infer, .grad = oar_grad_default, .dtype_slot = "X"};
+    .infer = sm_infer, .grad = oar_grad_default, .dtype_slot = "X", SM_DECODE};
 OAR_REGISTER_OP(softmax_def)
 static const oar_op_def_t softmax_grad_def = {
     .type = "softmax_grad", .inputs = sm_grad_in, .outputs = sm_grad_out, .attrs = softmax_attrs,
-    .infer = sm_grad_infer, .dtype_slot = "Out"};
+    .infer = sm_grad_infer, .dtype_slot = "Out", SM_DECODE};
 OAR_REGISTER_OP(softmax_grad_def)
 
 static const oar_op_def_t log_softmax_def = {
     .type = "log_softmax", .inputs = sm_in, .outputs = sm_out, .attrs = log_softmax_attrs,
-    .infer = sm_infer, .grad = oar_grad_default, .dtype_slot = "X"};
+    .infer = sm_infer, .grad = oar_grad_default, .dtype_slot = "X", SM_DECODE};
 OAR_REGISTER_OP(log_softmax_def)
 static const oar_op_def_t log_softmax_grad_def = {
     .type = "log_softmax_grad", .inputs = sm_grad_in, .outputs = sm_grad_out, .attrs = log_softmax_attrs,
-    .infer = sm_grad_infer, .dtype_slot = "Out"};
+    .infer = sm_grad_infer, .dtype_slot = "Out", SM_DECODE};
 OAR_REGISTER_OP(log_softmax_grad_def)
