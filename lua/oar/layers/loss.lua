@@ -132,6 +132,8 @@ end
 -- @tparam[opt] Variable a.correct write the number correct (int32) here
 -- @tparam[opt] Variable a.total write the number of rows (int32) here
 -- @tparam[opt] string a.name
+-- @tparam[opt] Variable label with a positional input
+-- @tparam[opt=1] int k with a positional input
 -- @treturn Variable float32 [1], the fraction correct
 -- @usage local acc = layers.accuracy{input = prob, label = label, k = 1}
 function M.accuracy(a, label, k)
