@@ -138,6 +138,7 @@ function LayerHelper.known(who, a, known)
 end
 
 -- ---- the helper ---------------------------------------------------------------
+
 --- A helper for one layer call (also `LayerHelper(layer_type, kwargs)`): it
 -- names the layer (`kwargs.name` or a unique "type_N") and works on the
 -- default main and startup programs.

@@ -21,6 +21,7 @@ local var_type_enum = I.var_type_enum
 local var_types = I.var_types
 
 -- ==== Block ===================================================================
+
 --- A block of a program: its variables and its list of operators (Fluid's
 -- `Block`). Block 0 is the global block; control-flow layers add sub-blocks
 -- whose variables may read their ancestors'.

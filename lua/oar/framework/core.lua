@@ -80,6 +80,7 @@ end
 M.protected = protected
 
 -- ---- constants ---------------------------------------------------------------
+
 --- Op roles (the `op_role` attribute): Forward, Backward, Optimize, RPC,
 -- Dist, LRSched, Loss (bit flags, as Fluid's).
 -- @table OpRole

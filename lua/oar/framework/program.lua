@@ -18,6 +18,7 @@ local protected = I.protected
 local raise = I.raise
 
 -- ==== Program =====================================================================
+
 --- A program: blocks of variables and operators (Fluid's `Program`), a view
 -- on a C ProgramDesc. Layers append to the default main program (the model)
 -- and the default startup program (parameter initialization); build others

@@ -17,6 +17,7 @@ local var_type_names = I.var_type_names
 local is_int = I.is_int
 
 -- ==== Variable =================================================================
+
 --- A variable of a block (Fluid's `Variable`), a view on its VarDesc. Layers
 -- return Variables; arithmetic operators build ops (`a + b`, `2 * x`, `-x`:
 -- see oar.layers.math). Reading or setting a field reads or writes the desc.

@@ -22,6 +22,7 @@ local function prod(list, from, to)
 end
 
 -- ---- fully connected ------------------------------------------------------------
+
 --- A fully connected layer: act(input . W + b).
 -- Inputs of more than 2 dims are flattened: the first `num_flatten_dims`
 -- dims are rows, the rest columns. A list of inputs gets one weight each,
@@ -110,6 +111,7 @@ function M.embedding(a)
 end
 
 -- ---- convolution and pooling -----------------------------------------------------------
+
 --- A 2-D convolution over NCHW input, plus bias and activation. The filter
 -- is initialized from Normal(0, sqrt(2 / fan_in)) unless param_attr says otherwise.
 -- @tparam table a keyword arguments:
@@ -201,6 +203,7 @@ function M.pool2d(a)
 end
 
 -- ---- normalization and dropout -------------------------------------------------
+
 --- Batch normalization with learned scale and bias and running statistics
 -- (persistable, not trainable) for evaluation.
 -- @tparam table a keyword arguments:
@@ -610,6 +613,7 @@ M.softmax = softmax_layer("softmax")
 M.log_softmax = softmax_layer("log_softmax")
 
 -- ---- reductions ------------------------------------------------------------------
+
 --- The mean of all elements, shape [1]. Also `mean(x)`.
 -- @tparam Variable|table a the input, or `{x=, name=}` (also `input=`)
 -- @treturn Variable [1]
@@ -692,6 +696,7 @@ for _, name in ipairs({ "reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
 end
 
 -- ---- products ---------------------------------------------------------------------
+
 --- Matrix product of the last two dims (batched over the leading ones),
 -- `alpha * op(x) . op(y)`. Also `matmul(x, y)`.
 -- @tparam Variable|table a `x`, or keyword arguments:
@@ -744,6 +749,7 @@ function M.mul(a, y)
 end
 
 -- ---- elementwise arithmetic: elementwise_add{x=, y=, axis=-1, act=} ----------------------
+
 --- x + y with broadcasting: y's dims match x's starting at `axis` (-1: the
 -- trailing dims). Also `elementwise_add(x, y)`.
 -- @function elementwise_add

@@ -583,12 +583,13 @@ M.logical_xor = logical_layer("logical_xor", true)
 -- @tparam[opt] Variable out
 -- @treturn Variable bool
 -- @usage local stop = layers.logical_not(go_on)
-
---- Other layers.
--- @section misc
 M.logical_not = logical_layer("logical_not", false)
 
 -- ---- misc -----------------------------------------------------------------------
+
+--- Other layers.
+-- @section misc
+
 --- The runtime shape of a variable, as an int32 tensor. Also `shape{input=, name=}`.
 -- @tparam Variable|table a
 -- @treturn Variable int32 [rank]
