@@ -397,7 +397,7 @@ kinds.Adadelta = {
 -- @treturn Optimizer
 -- @usage oar.optimizer.Momentum{learning_rate = 0.01, momentum = 0.9}:minimize(loss)
 
---- Adam.
+--- Adam: steps by bias-corrected running means of the gradient and its square.
 -- @function Adam
 -- @tparam table spec keyword arguments:
 -- @tparam[opt=0.001] number spec.learning_rate
@@ -418,7 +418,7 @@ kinds.Adadelta = {
 -- @treturn Optimizer
 -- @usage oar.optimizer.Adamax{learning_rate = 2e-3}:minimize(loss)
 
---- Adagrad.
+--- Adagrad: steps scaled by the root of the summed squared gradients.
 -- @function Adagrad
 -- @tparam table spec keyword arguments:
 -- @tparam number spec.learning_rate
@@ -436,7 +436,7 @@ kinds.Adadelta = {
 -- @treturn Optimizer
 -- @usage oar.optimizer.DecayedAdagrad{learning_rate = 0.1, decay = 0.9}:minimize(loss)
 
---- RMSProp.
+--- RMSProp: steps scaled by the root of a running mean of squared gradients.
 -- @function RMSProp
 -- @tparam table spec keyword arguments:
 -- @tparam number spec.learning_rate
