@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "op.h"
+#include "paddle_attrs.h"
 
 static const oar_slot_def_t act_in[] = {{"X", 0}, {NULL, 0}};
 static const oar_slot_def_t act_out[] = {{"Out", 0}, {NULL, 0}};
@@ -21,7 +22,7 @@ static const oar_slot_def_t act_grad_out[] = {{"X@GRAD", OAR_SLOT_DISPENSABLE}, 
 #define COMMON \
     {"use_mkldnn", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0}, \
     {"use_cudnn", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0}, \
-    {"is_test", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0}
+    {"is_test", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0}, OAR_PA_ONEDNN, OAR_PA_MKLDNN_DT
 
 static const oar_attr_def_t a_none[] = {COMMON, END};
 static const oar_attr_def_t a_relu6[] = {F("threshold", 6.0), COMMON, END};

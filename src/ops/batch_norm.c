@@ -9,6 +9,7 @@
  * use_global_stats normalizes with the running statistics instead.
  * Kernels in kernels/cpu/batch_norm.c. */
 #include "op.h"
+#include "paddle_attrs.h"
 
 #include <string.h>
 
@@ -37,7 +38,7 @@ static const oar_attr_def_t bn_attrs[] = {
     {.name = "use_global_stats", .type = OAR_ATTR_BOOLEAN, .def = 0},
     {.name = "trainable_statistics", .type = OAR_ATTR_BOOLEAN, .def = 0},
     {.name = "fuse_with_relu", .type = OAR_ATTR_BOOLEAN, .def = 0},
-    {.name = "use_mkldnn", .type = OAR_ATTR_BOOLEAN, .def = 0},
+    {.name = "use_mkldnn", .type = OAR_ATTR_BOOLEAN, .def = 0}, OAR_PA_ONEDNN,
     {.name = NULL}};
 
 /* the channel count of X per data_layout; -1 if unknown at compile time */

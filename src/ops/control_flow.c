@@ -21,6 +21,7 @@
  * (parameters) are summed over steps into the outer X@GRAD. Array gradients
  * are accumulated item by item in the outer array (see array_ops.c). */
 #include "op.h"
+#include "paddle_attrs.h"
 #include "scope.h"
 #include "lod_plumbing.h"
 
@@ -479,6 +480,7 @@ static const oar_slot_def_t cb_out[] = {{"Out", DUP | DISP}, {"Scope", DISP}, {N
 static const oar_attr_def_t cb_attrs[] = {
     {"sub_block", OAR_ATTR_BLOCK, 0, NULL, true, 0, 0},
     {"is_scalar_condition", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    OAR_PA_L("skip_eager_deletion_vars", OAR_ATTR_STRINGS),   /* Paddle's GC hint */
     ATTR_END};
 
 static int steps_infer(oar_infer_ctx_t *c, const char *slot)
@@ -596,6 +598,7 @@ static const oar_slot_def_t while_out[] = {{"Out", DUP | DISP}, {"StepScopes", D
 static const oar_attr_def_t while_attrs[] = {
     {"sub_block", OAR_ATTR_BLOCK, 0, NULL, true, 0, 0},
     {"is_test", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    OAR_PA_L("skip_eager_deletion_vars", OAR_ATTR_STRINGS),
     ATTR_END};
 
 static int while_infer(oar_infer_ctx_t *c)

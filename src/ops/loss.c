@@ -10,6 +10,7 @@
  * loss 0 and no gradient; other labels outside [0, C) are range errors.
  */
 #include "op.h"
+#include "paddle_attrs.h"
 
 #include <string.h>
 
@@ -144,6 +145,8 @@ static const oar_attr_def_t swce_attrs[] = {
     {"ignore_index", OAR_ATTR_INT, -100, NULL, false, 0, 0},
     {"numeric_stable_mode", OAR_ATTR_BOOLEAN, 1, NULL, false, 0, 0},
     {"axis", OAR_ATTR_INT, -1, NULL, false, 0, 0},
+    /* Paddle 2.x: false means Logits are probabilities; only true is honoured */
+    OAR_PA_B("use_softmax", 1),
     ATTR_END};
 
 static int swce_axis(oar_infer_ctx_t *c, const char *slot, const int64_t *d, int nd, int *axis)

@@ -5,6 +5,7 @@
  * a nonzero seed reseeds an op-local generator on every execution, so each
  * run of the op yields the same values, as in Fluid. */
 #include "op.h"
+#include "paddle_attrs.h"
 
 static const oar_slot_def_t rnd_in[] = {{NULL, 0}};
 static const oar_slot_def_t rnd_out[] = {{"Out", 0}, {NULL, 0}};
@@ -60,6 +61,8 @@ static const oar_attr_def_t uniform_attrs[] = {
     {.name = "max", .type = OAR_ATTR_FLOAT, .def = 1.0},
     {.name = "seed", .type = OAR_ATTR_INT, .def = 0},
     {.name = "dtype", .type = OAR_ATTR_INT, .def = OAR_FP32},
+    /* Paddle 2.x: a diagonal of diag_val; refused unless diag_num is 0 */
+    OAR_PA_I("diag_num", 0), OAR_PA_I("diag_step", 0), OAR_PA_F("diag_val", 1.0),
     {.name = NULL}};
 
 static const oar_attr_def_t gaussian_attrs[] = {
@@ -68,6 +71,10 @@ static const oar_attr_def_t gaussian_attrs[] = {
     {.name = "std", .type = OAR_ATTR_FLOAT, .def = 1.0},
     {.name = "seed", .type = OAR_ATTR_INT, .def = 0},
     {.name = "dtype", .type = OAR_ATTR_INT, .def = OAR_FP32},
+    OAR_PA_USE_MKLDNN, OAR_PA_ONEDNN,
+    /* Paddle 3: truncated_gaussian_random's bounds in stds; only the +-2 the
+     * kernel draws within is honoured (src/attr_check.c) */
+    OAR_PA_F("a", -2.0), OAR_PA_F("b", 2.0),
     {.name = NULL}};
 
 static const oar_op_def_t uniform_random_def = {
