@@ -16,6 +16,9 @@ enum { ANY_INT_LIST = 1, MUST_DEFAULT = 2 };
 static const struct policy { const char *op, *attr; int flags; } k_policy[] = {
     /* INTS or LONGS: the readers use oar_attr_int_list */
     {"fill_constant", "shape", ANY_INT_LIST},
+    {"uniform_random", "shape", ANY_INT_LIST},
+    {"gaussian_random", "shape", ANY_INT_LIST},
+    {"truncated_gaussian_random", "shape", ANY_INT_LIST},
     /* quantized programs need fake-quant ops oar does not have */
     {"*", "with_quant_attr", MUST_DEFAULT},
     /* MKLDNN/TensorRT fusions: the fused op would lose its fused part */

@@ -154,8 +154,7 @@ ACT(square, par_none, "X", x * x, C(2) * v * g)
 ACT(reciprocal, par_none, "Out", C(1) / x, -g * v * v)
 ACT(leaky_relu, par_alpha, "X", x > C(0) ? x : p1 * x, v > C(0) ? g : p1 * g)
 ACT(elu, par_alpha, "X", x > C(0) ? x : p1 * (exp(x) - C(1)), v > C(0) ? g : g * p1 * exp(v))
-/* log(1 + e^x) without overflow: max(x, 0) + log1p(e^-|x|); d/dx = sigmoid(x) */
-ACT(softplus, par_none, "X", (x > C(0) ? x : C(0)) + log1p(exp(-fabs(x))), g / (C(1) + exp(-v)))
+/* softplus: kernels/cpu/activation_ext.c (Paddle 2.x's beta/threshold) */
 ACT(pow, par_pow, "X", pow(x, p1), g * p1 * pow(v, p1 - C(1)))
 ACT(cos, par_none, "X", cos(x), -g * sin(v))
 ACT(sin, par_none, "X", sin(x), g * cos(v))
