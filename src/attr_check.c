@@ -87,6 +87,12 @@ static const struct policy { const char *op, *attr; int flags; } k_policy[] = {
     {"truncated_gaussian_random", "b", MUST_DEFAULT},
     {"round", "decimals", MUST_DEFAULT},
     {"batch_norm", "fuse_with_relu", MUST_DEFAULT},
+    {"conv2d_transpose", "fuse_relu", MUST_DEFAULT},
+    {"conv2d_transpose", "fuse_activation", MUST_DEFAULT},
+    {"conv2d_transpose", "force_fp32_output", MUST_DEFAULT},
+    {"depthwise_conv2d_transpose", "fuse_relu", MUST_DEFAULT},
+    {"depthwise_conv2d_transpose", "fuse_activation", MUST_DEFAULT},
+    {"depthwise_conv2d_transpose", "force_fp32_output", MUST_DEFAULT},
 };
 
 /* the policy flags of attr `name` on op type `type` (or of its forward op) */
