@@ -11,9 +11,11 @@ enum { OAR_IPG_DX = 0 };
 
 enum { OAR_IP_BILINEAR = 0, OAR_IP_NEAREST = 1 };
 typedef struct {
-    int method;          /* OAR_IP_*, from the op type */
+    int method;          /* OAR_IP_*: attr interp_method, which decides, as in Paddle */
+    bool v2;             /* *_interp_v2: scale is FLOATS and sets the sampling ratio */
     int out_h, out_w;
-    oar_floats_t scale;
+    oar_floats_t scale;  /* v2 */
+    float scale1;        /* v1 */
     bool align_corners;
     int align_mode;
     int layout;          /* index in "NCHW|NHWC" */
