@@ -19,6 +19,8 @@ static const struct policy { const char *op, *attr; int flags; } k_policy[] = {
     {"uniform_random", "shape", ANY_INT_LIST},
     {"gaussian_random", "shape", ANY_INT_LIST},
     {"truncated_gaussian_random", "shape", ANY_INT_LIST},
+    {"reduce_all", "dim", ANY_INT_LIST},
+    {"reduce_any", "dim", ANY_INT_LIST},
     /* quantized programs need fake-quant ops oar does not have */
     {"*", "with_quant_attr", MUST_DEFAULT},
     /* MKLDNN/TensorRT fusions: the fused op would lose its fused part */
@@ -86,6 +88,10 @@ static const struct policy { const char *op, *attr; int flags; } k_policy[] = {
     {"truncated_gaussian_random", "a", MUST_DEFAULT},
     {"truncated_gaussian_random", "b", MUST_DEFAULT},
     {"round", "decimals", MUST_DEFAULT},
+    {"reduce_all", "in_dtype", MUST_DEFAULT},
+    {"reduce_all", "out_dtype", MUST_DEFAULT},
+    {"reduce_any", "in_dtype", MUST_DEFAULT},
+    {"reduce_any", "out_dtype", MUST_DEFAULT},
     {"batch_norm", "fuse_with_relu", MUST_DEFAULT},
     {"conv2d_transpose", "fuse_relu", MUST_DEFAULT},
     {"conv2d_transpose", "fuse_activation", MUST_DEFAULT},
