@@ -29,7 +29,7 @@ static const oar_slot_def_t ip_grad_out[] = {{"X@GRAD", OAR_SLOT_DISPENSABLE}, {
     /* Paddle's kernel dispatches on this string, whatever the op type says */                \
     {"interp_method", OAR_ATTR_STRING, 0, "bilinear", false, 0, 0, "bilinear|nearest"},       \
     OAR_PA_B("align_corners", 1), {"align_mode", OAR_ATTR_INT, 1, NULL, false, 0, 1, NULL},   \
-    OAR_PA_USE_MKLDNN, OAR_PA_ONEDNN
+    OAR_PA_USE_MKLDNN, OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN
 static const oar_attr_def_t ip_attrs[] = {
     IP_COMMON, OAR_PA_F("scale", 0.0), {NULL, 0, 0, NULL, false, 0, 0, NULL}};
 static const oar_attr_def_t ip_v2_attrs[] = {
