@@ -262,6 +262,10 @@ static int tensor_from(oar_var_desc_t *v, const PbTensor *t, const char *where)
     v->dtype = (int)t->data_type;
     v->ndim = (int)t->n_dims;
     if (t->n_dims) memcpy(v->dims, t->dims, t->n_dims * sizeof *t->dims);
+    /* Paddle's compile-time products of unknown dims (instance_norm's
+     * SavedMean is N * C = -3) are unknown dims */
+    for (size_t i = 0; i < t->n_dims; i++)
+        if (v->dims[i] < -1) v->dims[i] = -1;
     return OAR_OK;
 }
 
