@@ -164,6 +164,42 @@ describe("attributes of Paddle's op makers", function()
     assert.is_nil(refusal("conv2d", "Scale_weights", TYPES.FLOATS, { 0.5, 2 }))
   end)
 
+  -- ProgramDescs that Paddle itself serialized (tools/paddle_attrs/
+  -- program_with_all_attrs.py): one op of every type oar has that Paddle
+  -- knows, every attribute at its default, the extra attrs included
+  for _, f in ipairs({ { "paddle2.6", 191 }, { "paddle3.3", 174 } }) do
+    it("load from a program " .. f[1] .. " wrote with every attribute of every op", function()
+      local fh = assert(io.open("spec/fixtures/paddle_attrs/all_attrs_" .. f[1] .. ".pb", "rb"))
+      local bytes = fh:read("*a")
+      fh:close()
+      local out = ffi.new("oar_program_t *[1]")
+      if C.oar_program_parse(bytes, #bytes, out) ~= 0 then error(lib.last_error()) end
+      local p = ffi.gc(out[0], C.oar_program_free)
+      local b = C.oar_program_block(p, 0)
+      assert.are.equal(f[2], C.oar_block_num_ops(b))
+      local attrs = 0
+      for i = 0, f[2] - 1 do attrs = attrs + C.oar_op_desc_num_attrs(C.oar_block_op_at(b, i)) end
+      assert.is_true(attrs > 1500)
+    end)
+  end
+
+  it("of Paddle 3's types load when empty, and are refused by name when they hold values", function()
+    -- paddle.assign(float64 array): 2.6 writes an empty fp64_values (FLOAT64S)
+    -- beside fp32_values; 3.3 writes the values as SCALARS
+    local function parse(name)
+      local fh = assert(io.open("spec/fixtures/paddle_attrs/" .. name, "rb"))
+      local bytes = fh:read("*a")
+      fh:close()
+      local out = ffi.new("oar_program_t *[1]")
+      local rc = C.oar_program_parse(bytes, #bytes, out)
+      if rc == 0 then C.oar_program_free(out[0]) return nil end
+      return lib.last_error()
+    end
+    assert.is_nil(parse("assign_value_paddle2.6.pb"))
+    assert.matches("op 'assign_value': attr 'values' is a Paddle SCALARS attribute with a value; oar does not "
+                   .. "support that attribute type", parse("assign_value_paddle3.3.pb"), 1, true)
+  end)
+
   it("are accepted on a real insertion: a conv2d with every attr Paddle 2.6 saves", function()
     local p = P.new_program()
     local b = C.oar_program_block(p, 0)
