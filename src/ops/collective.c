@@ -11,6 +11,7 @@
  * programs; oar runs collectives in order with the compute (on CUDA, on the
  * device's one stream). The collectives have no gradient ops. */
 #include "op.h"
+#include "paddle_attrs.h"
 
 #include <string.h>
 
@@ -30,7 +31,10 @@ static int dense_same_infer(oar_infer_ctx_t *c)
 }
 
 /* ---- c_allreduce_* -------------------------------------------------------- */
-static const oar_attr_def_t allreduce_attrs[] = {RING_ATTR, CALC_STREAM_ATTR, {NULL}};
+/* use_model_parallel (Paddle 2.x) picks another communicator: refused unless
+ * false (src/attr_check.c) */
+static const oar_attr_def_t allreduce_attrs[] = {
+    RING_ATTR, CALC_STREAM_ATTR, OAR_PA_B("use_model_parallel", 0), {NULL}};
 
 #define ALLREDUCE_DEF(NAME)                                                                      \
     static const oar_op_def_t NAME##_def = {                                                    \
