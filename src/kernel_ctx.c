@@ -138,7 +138,13 @@ static const char *slot_arg_name(const oar_kernel_ctx_t *k, const oar_pslot_t *s
 
 const char *oar_k_input_name(const oar_kernel_ctx_t *k, int slot, int i) { return slot_arg_name(k, in_slot(k, slot), i); }
 const char *oar_k_output_name(const oar_kernel_ctx_t *k, int slot, int i) { return slot_arg_name(k, out_slot(k, slot), i); }
-const void *oar_k_attrs(const oar_kernel_ctx_t *k) { return k->op->attrs; }
+/* An op whose definition decodes nothing has no struct; a kernel that reads
+ * one anyway (a definition that forgot its decode step, as lookup_table_v2
+ * once did) gets zeros rather than a NULL dereference. */
+const void *oar_k_attrs(const oar_kernel_ctx_t *k) {
+    static const double zeros[64];
+    return k->op->attrs ? k->op->attrs : (const void *)zeros;
+}
 
 oar_scope_t *oar_k_scope(oar_kernel_ctx_t *k) { return k->scope; }
 oar_program_t *oar_k_program(oar_kernel_ctx_t *k) { return k->prep->program; }

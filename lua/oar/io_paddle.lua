@@ -25,6 +25,7 @@ end
 pcall(ffi.cdef, [[
 void *oar_io_paddle_opendir(const char *name) __asm__("opendir");
 int oar_io_paddle_closedir(void *dir) __asm__("closedir");
+int oar_io_paddle_access(const char *name, int mode) __asm__("access");
 ]])
 
 local function is_dir(path)
@@ -38,10 +39,9 @@ end
 -- so a FIFO cannot block); anything else that is there (a FIFO, a device)
 -- counts as present, and the read that follows refuses it by name
 local function exists(path)
-  local rc = lib.C.oar_file_check_regular(path)
-  if rc == 0 then return true end
-  if rc == -2 then return false end          -- OAR_ERR_NOT_FOUND
-  return not is_dir(path)
+  if lib.C.oar_file_check_regular(path) == 0 then return true end
+  -- something else that is there (access(2) never blocks on a FIFO)
+  return ffi.C.oar_io_paddle_access(path, 0) == 0 and not is_dir(path)
 end
 
 local function split(path)

@@ -226,7 +226,8 @@ local function build(spec)
     wanted = {}
     for i = 0, C.oar_op_num_output_slots(spec.type) - 1 do
       local s = ffi.string(C.oar_op_output_slot_at(spec.type, i))
-      local keep = GRAD_STATE[spec.type] and GRAD_STATE[spec.type][s]
+      -- XShape: the *2 shape ops' grads read it (inference models drop it)
+      local keep = (GRAD_STATE[spec.type] and GRAD_STATE[spec.type][s]) or s == "XShape"
       if bit.band(C.oar_op_output_flags(spec.type, s), 2) == 0 or keep then wanted[s] = 1 end
     end
   end

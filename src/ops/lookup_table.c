@@ -178,9 +178,11 @@ OAR_REGISTER_OP(lookup_table_grad_def)
 
 static const oar_op_def_t lookup_table_v2_def = {
     .type = "lookup_table_v2", .inputs = lt_in, .outputs = lt_out, .attrs = lt_v2_attrs,
-    .infer = lt_infer, .grad = lt_grad_maker, .dtype_slot = "W"};
+    .infer = lt_infer, .grad = lt_grad_maker, .dtype_slot = "W",
+    .attrs_size = sizeof(oar_lt_attrs_t), .decode = lt_decode};
 OAR_REGISTER_OP(lookup_table_v2_def)
 static const oar_op_def_t lookup_table_v2_grad_def = {
     .type = "lookup_table_v2_grad", .inputs = ltg_in, .outputs = ltg_out, .attrs = lt_v2_attrs,
-    .infer = ltg_infer, .grad = NULL, .dtype_slot = "Out@GRAD"};
+    .infer = ltg_infer, .grad = NULL, .dtype_slot = "Out@GRAD",
+    .attrs_size = sizeof(oar_lt_attrs_t), .decode = lt_decode};
 OAR_REGISTER_OP(lookup_table_v2_grad_def)

@@ -125,7 +125,8 @@ static int grad_maker_x(oar_grad_ctx_t *g) { return make_grad(g, false); }
 static int grad_maker_xshape(oar_grad_ctx_t *g) { return make_grad(g, true); }
 
 static const oar_slot_def_t x_out[] = {{"Out", 0}, {NULL, 0}};
-static const oar_slot_def_t x_out_xshape[] = {{"Out", 0}, {"XShape", 0}, {NULL, 0}};
+/* XShape: Paddle's save_inference_model drops it (only the grad reads it) */
+static const oar_slot_def_t x_out_xshape[] = {{"Out", 0}, {"XShape", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
 static const oar_slot_def_t x_in[] = {{"X", 0}, {NULL, 0}};
 static const oar_slot_def_t grad_in_x[] = {{"X", 0}, {"Out@GRAD", 0}, {NULL, 0}};
 static const oar_slot_def_t grad_in_xshape[] = {{"XShape", 0}, {"Out@GRAD", 0}, {NULL, 0}};

@@ -2,8 +2,10 @@
 """Writes a ProgramDesc, serialized by an installed PaddlePaddle, holding one
 op of each given type with every attribute Paddle declares for it set to
 its default (OpProto attrs through Paddle's own checker, then the "extra"
-attrs), as Paddle's save would store them. Ops are not wired to variables:
-the file tests attribute acceptance on load, not running.
+attrs), as Paddle's save would store them. Every input and output slot the
+proto declares gets a variable of its own (declared in the block), so the
+program passes the slot checks of a load; the file tests attribute
+acceptance on load, not running.
 
 usage: python program_with_all_attrs.py OUT.pb OP [OP ...]
 Required attributes without a default get a placeholder of their type (a
@@ -39,6 +41,11 @@ def main():
         types = {a.name: TYPE_NAMES.get(a.type) for a in protos[name].attrs}
         d = block.append_op()
         d.set_type(name)
+        for kind, slots in (("in", protos[name].inputs), ("out", protos[name].outputs)):
+            for slot in slots:
+                v = "%s.%s.%s" % (name, kind, slot.name)
+                block.var(v.encode())
+                (d.set_input if kind == "in" else d.set_output)(slot.name, [v])
         for _ in range(len(types) + 1):
             try:
                 d.check_attrs()
