@@ -39,6 +39,7 @@ local POOL_TYPES = { average = "AVERAGE", sum = "SUM", sqrt = "SQRT", max = "MAX
 -- @tparam[opt=false] bool a.is_test
 -- @tparam[opt=0.0] number a.pad_value the row given to an empty sequence
 -- @tparam[opt] string a.name
+-- @tparam[opt] string pool_type with a positional input
 -- @treturn Variable [number of sequences, D]
 -- @raise on an unknown pool_type
 -- @usage local pooled = layers.sequence_pool{input = h, pool_type = "max"}
@@ -103,6 +104,8 @@ end
 -- @tparam Variable a.y the LoD tensor giving the counts
 -- @tparam[opt=-1] int a.ref_level the level of y's LoD to follow (-1: the last)
 -- @tparam[opt] string a.name
+-- @tparam[opt] Variable y with a positional x
+-- @tparam[opt] int ref_level with a positional x
 -- @treturn Variable x expanded, with y's LoD at that level
 -- @usage local ctx = layers.sequence_expand{x = encoder_last, y = target_words}
 function M.sequence_expand(a, y, ref_level)

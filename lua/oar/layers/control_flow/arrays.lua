@@ -66,6 +66,8 @@ end
 -- @tparam Variable a.i the index, int64 [1] (0-based)
 -- @tparam[opt] Variable a.array the array; omitted: a new array of x's dtype
 -- @tparam[opt] string a.name
+-- @tparam[opt] Variable i with a positional x
+-- @tparam[opt] Variable array with a positional x
 -- @treturn Variable the array
 -- @raise when i is not an int64 [1] Variable or array not a tensor array
 -- @usage
@@ -92,6 +94,7 @@ end
 -- @tparam Variable a.array a tensor array (made by create_array)
 -- @tparam Variable a.i the index, int64 [1] (0-based)
 -- @tparam[opt] string a.name
+-- @tparam[opt] Variable i with a positional array
 -- @treturn Variable the element, of the array's dtype
 -- @usage local x0 = layers.array_read{array = arr, i = i}
 function M.array_read(a, i)
@@ -129,6 +132,7 @@ end
 -- @tparam table a keyword arguments:
 -- @tparam Variable a.x a LoD tensor
 -- @tparam[opt=0] int a.level the LoD level
+-- @tparam[opt] int level with a positional x
 -- @treturn Variable a variable of type lod_rank_table
 -- @usage local table = layers.lod_rank_table{x = words, level = 0}
 function M.lod_rank_table(a, level)
@@ -152,6 +156,7 @@ end
 -- @tparam table a keyword arguments:
 -- @tparam Variable a.x a LoD tensor
 -- @tparam Variable a.table its rank table (made by lod_rank_table)
+-- @tparam[opt] Variable t the rank table, with a positional x
 -- @treturn Variable a tensor array
 -- @usage local steps = layers.lod_tensor_to_array{x = words, table = layers.lod_rank_table(words)}
 function M.lod_tensor_to_array(a, t)
@@ -166,6 +171,7 @@ end
 -- @tparam table a keyword arguments:
 -- @tparam Variable a.x a tensor array
 -- @tparam Variable a.table the rank table the array was split by
+-- @tparam[opt] Variable t the rank table, with a positional x
 -- @treturn Variable a LoD tensor
 -- @usage local seq = layers.array_to_lod_tensor{x = steps, table = table}
 function M.array_to_lod_tensor(a, t)
@@ -179,6 +185,7 @@ end
 -- @tparam table a keyword arguments:
 -- @tparam Variable a.x a tensor with one row (or sequence) per sequence of the table
 -- @tparam Variable a.rank_table a rank table (made by lod_rank_table)
+-- @tparam[opt] Variable t the rank table, with a positional x
 -- @treturn Variable x reordered
 -- @usage local boot = layers.reorder_lod_tensor_by_rank{x = init_state, rank_table = table}
 function M.reorder_lod_tensor_by_rank(a, t)
@@ -194,6 +201,8 @@ end
 -- @tparam Variable a.x the memory, one row per sequence in rank order
 -- @tparam Variable a.i the step, int64 [1]
 -- @tparam Variable a.table the rank table
+-- @tparam[opt] Variable i with a positional x
+-- @tparam[opt] Variable t the rank table, with a positional x
 -- @treturn Variable x's leading rows
 -- @usage local mem = layers.shrink_memory{x = mem, i = i, table = table}
 function M.shrink_memory(a, i, t)
@@ -210,6 +219,8 @@ end
 -- @tparam[opt] {int,...} a.target_lod offsets of one LoD level, like `{0, 2, 5}` (required without y)
 -- @tparam[opt=false] bool a.append add the level below x's LoD instead of replacing it
 -- @tparam[opt] string a.name
+-- @tparam[opt] Variable y with a positional x
+-- @tparam[opt] {int,...} target_lod with a positional x
 -- @treturn Variable x's data with the new LoD
 -- @raise when target_lod is not a list of non-decreasing offsets from 0
 -- @usage local seqs = layers.lod_reset{x = rows, target_lod = {0, 2, 5}}

@@ -34,6 +34,7 @@ While.__index = While
 -- @tparam Variable a.cond a bool Variable of one element
 -- @tparam[opt=false] bool a.is_test
 -- @tparam[opt] string a.name
+-- @tparam[opt] bool is_test with a positional cond
 -- @treturn While the loop; build its body with `:block(fn)`
 -- @raise when cond is not a bool Variable of one element
 -- @usage
@@ -99,6 +100,7 @@ ConditionalBlock.__index = ConditionalBlock
 -- @tparam Variable|{Variable,...} a.inputs the condition (a bool Variable of one element) or the inputs
 -- @tparam[opt=false] bool a.is_scalar_condition
 -- @tparam[opt] string a.name
+-- @tparam[opt] bool is_scalar_condition with positional inputs
 -- @treturn ConditionalBlock build its body with `:block(fn)`
 -- @usage
 -- local cb = layers.ConditionalBlock{inputs = {flag}, is_scalar_condition = true}
