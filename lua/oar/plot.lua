@@ -131,6 +131,7 @@ local function tick_label(v, step)
   if s:match("^%-0%.?0*$") then s = s:sub(2) end
   return s
 end
+
 --- A tick's label: as many decimals as the step needs (%g for very large
 -- or small values).
 -- @function tick_label

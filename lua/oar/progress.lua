@@ -56,7 +56,8 @@ local function duration(s)
   if h > 0 then return string.format("%d:%02d:%02d", h, m, sec) end
   return string.format("%02d:%02d", m, sec)
 end
---- A duration as "mm:ss", or "h:mm:ss" from an hour on ("--:--" for NaN or inf).
+
+--- A duration as "mm:ss", or "h:mm:ss" from an hour on (dashes for NaN or inf).
 -- @function duration
 -- @tparam number s seconds
 -- @treturn string

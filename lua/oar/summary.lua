@@ -30,6 +30,7 @@ local function thousands(n)
   digits = digits:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", "")
   return sign .. digits
 end
+
 --- An integer with thousands separators.
 -- @function thousands
 -- @tparam int n
@@ -44,6 +45,7 @@ local function human_bytes(b)
   if u == 1 then return string.format("%d bytes", b) end
   return string.format("%.2f %s", b, units[u])
 end
+
 --- A byte count in bytes, KiB, MiB, GiB or TiB (two decimals above bytes).
 -- @function human_bytes
 -- @tparam number b bytes
