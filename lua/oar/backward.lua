@@ -123,7 +123,7 @@ function M.append_backward(loss, opts)
   return result
 end
 
---- Gradients of `targets` with respect to `inputs` (Fluid's calc_gradient).
+--- Gradients of `targets` with respect to `inputs` (also `calc_gradient`, Fluid's name).
 -- @tparam Variable|{Variable,...} targets what to differentiate
 -- @tparam Variable|{Variable,...} inputs with respect to what
 -- @tparam[opt] {Variable,...} target_gradients the gradient of each target (default: ones)

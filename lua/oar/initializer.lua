@@ -35,7 +35,8 @@ local function spec_of(spec, who, positional_key, known)
   return argcheck.keys("oar.initializer." .. who, spec, known)
 end
 
---- Fills the parameter with one value. Also `Constant(value)`.
+--- Fills the parameter with one value. Also `Constant(value)`; `ConstantInitializer` is
+-- Fluid's name.
 -- @tparam[opt] table|number spec options, or the value:
 -- @tparam[opt=0.0] number spec.value
 -- @tparam[opt=false] bool spec.force_cpu keep the filled tensor on the CPU
@@ -48,7 +49,7 @@ function M.Constant(spec)
                             force_cpu = spec.force_cpu and true or false })
 end
 
---- Draws from Uniform(low, high).
+--- Draws from Uniform(low, high) (also `UniformInitializer`).
 -- @tparam[opt] table spec options:
 -- @tparam[opt=-1.0] number spec.low
 -- @tparam[opt=1.0] number spec.high
@@ -63,7 +64,7 @@ function M.Uniform(spec)
   return make("uniform", { low = low, high = high, seed = opt_number(spec, "seed", 0, "Uniform") })
 end
 
---- Draws from Normal(loc, scale).
+--- Draws from Normal(loc, scale) (also `NormalInitializer`).
 -- @tparam[opt] table spec options:
 -- @tparam[opt=0.0] number spec.loc the mean
 -- @tparam[opt=1.0] number spec.scale the standard deviation
@@ -77,7 +78,8 @@ function M.Normal(spec)
                           seed = opt_number(spec, "seed", 0, "Normal") })
 end
 
---- Draws from Normal(loc, scale) truncated to two standard deviations.
+--- Draws from Normal(loc, scale) truncated to two standard deviations
+-- (also `TruncatedNormalInitializer`).
 -- @tparam[opt] table spec options:
 -- @tparam[opt=0.0] number spec.loc
 -- @tparam[opt=1.0] number spec.scale
@@ -93,7 +95,7 @@ end
 
 --- Xavier/Glorot: Uniform(+-sqrt(6 / (fan_in + fan_out))), or
 -- Normal(0, sqrt(2 / (fan_in + fan_out))) when not uniform. The fans come
--- from the shape (see compute_fans) unless given.
+-- from the shape (see compute_fans) unless given. Also `XavierInitializer`.
 -- @tparam[opt] table spec options:
 -- @tparam[opt=true] bool spec.uniform
 -- @tparam[opt] number spec.fan_in
@@ -110,7 +112,8 @@ function M.Xavier(spec)
 end
 
 --- MSRA/He: Uniform(+-sqrt(6 / fan_in)), or Normal(0, sqrt(2 / fan_in))
--- when not uniform. fan_in comes from the shape unless given.
+-- when not uniform. fan_in comes from the shape unless given. Also
+-- `MSRAInitializer`.
 -- @tparam[opt] table spec options:
 -- @tparam[opt=true] bool spec.uniform
 -- @tparam[opt] number spec.fan_in
