@@ -57,12 +57,6 @@ local MODULES = {
       IfElse = built(function(m, layers) return m.IfElse(bool_cond(layers)) end),
       StaticRNN = built(function(m) return m.StaticRNN() end),
       DynamicRNN = built(function(m) return m.DynamicRNN() end) } },
-  -- oar.layers gathers the layer modules (its own file defines no function)
-  { "oar.layers", { "lua/oar/layers/init.lua", "lua/oar/layers/nn.lua", "lua/oar/layers/tensor.lua",
-      "lua/oar/layers/loss.lua", "lua/oar/layers/learning_rate.lua", "lua/oar/layers/math.lua",
-      "lua/oar/layers/sequence.lua", "lua/oar/layers/control_flow.lua", CF .. "arrays.lua", CF .. "while.lua",
-      CF .. "switch.lua", CF .. "cond.lua", CF .. "ifelse.lua", CF .. "static_rnn.lua", CF .. "dynamic_rnn.lua",
-      CF .. "print.lua" } },
   { "oar.backward", "lua/oar/backward.lua" },
   { "oar.initializer", "lua/oar/initializer.lua",
     { Initializer = function(m) return getmetatable(m.Constant()) end } },
