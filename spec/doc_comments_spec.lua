@@ -2,6 +2,22 @@
 -- example (@usage), and `ldoc` renders them without a warning. The first
 -- part reads the sources (no tool needed); the second runs ldoc when it is
 -- installed (Debian's lua-ldoc and lua-markdown; `make doc` needs them too).
+-- the metatable of an object a control-flow constructor makes, built in a
+-- throwaway program: make(module, layers) returns the object
+local function built(make)
+  return function(m)
+    local oar = require("oar")
+    return oar.program_guard(oar.Program(), oar.Program(), function()
+      return getmetatable(make(m, oar.layers))
+    end)
+  end
+end
+local function bool_cond(layers)
+  return layers.fill_constant{ shape = { 1 }, dtype = "bool", value = 1 }
+end
+
+local CF = "lua/oar/layers/control_flow/"
+
 local MODULES = {
   -- module name, source file(s), classes: {field of the module or a function giving the metatable}
   { "oar.io", "lua/oar/io.lua" },
@@ -31,6 +47,38 @@ local MODULES = {
   { "oar.layers.learning_rate", "lua/oar/layers/learning_rate.lua" },
   { "oar.layers.math", "lua/oar/layers/math.lua" },
   { "oar.optimizer", "lua/oar/optimizer.lua", { Optimizer = function(m) return m.Optimizer end } },
+  { "oar.layers.sequence", "lua/oar/layers/sequence.lua" },
+  { "oar.layers.control_flow", { "lua/oar/layers/control_flow.lua", CF .. "arrays.lua", CF .. "while.lua",
+      CF .. "switch.lua", CF .. "cond.lua", CF .. "ifelse.lua", CF .. "static_rnn.lua", CF .. "dynamic_rnn.lua",
+      CF .. "print.lua" },
+    { While = built(function(m, layers) return m.While(bool_cond(layers)) end),
+      ConditionalBlock = built(function(m, layers) return m.ConditionalBlock{ inputs = { bool_cond(layers) } } end),
+      Switch = built(function(m) return m.Switch() end),
+      IfElse = built(function(m, layers) return m.IfElse(bool_cond(layers)) end),
+      StaticRNN = built(function(m) return m.StaticRNN() end),
+      DynamicRNN = built(function(m) return m.DynamicRNN() end) } },
+  { "oar.backward", "lua/oar/backward.lua" },
+  { "oar.initializer", "lua/oar/initializer.lua",
+    { Initializer = function(m) return getmetatable(m.Constant()) end } },
+  { "oar.param_attr", "lua/oar/param_attr.lua", { ParamAttr = function(m) return m.ParamAttr end } },
+  { "oar.clip", "lua/oar/clip.lua", { Clip = function(m) return getmetatable(m.ByNorm(1)) end } },
+  { "oar.regularizer", "lua/oar/regularizer.lua",
+    { Regularizer = function(m) return getmetatable(m.L2Decay(1)) end } },
+  { "oar.executor", "lua/oar/executor.lua", { Executor = function(m) return m.ExecutorClass end } },
+  { "oar.fleet", "lua/oar/fleet.lua",
+    { DistributedOptimizer = function(m)
+        return getmetatable(m.distributed_optimizer(require("oar.optimizer").SGD{ learning_rate = 0.1 }))
+      end } },
+  { "oar.amp", "lua/oar/amp.lua" },
+  { "oar.progress", "lua/oar/progress.lua", { Bar = function(m) return m.Bar end } },
+  { "oar.summary", "lua/oar/summary.lua" },
+  { "oar.plot", "lua/oar/plot.lua" },
+  { "oar.metrics", "lua/oar/metrics.lua", { Logger = function(m) return m.Logger end } },
+  { "oar.argcheck", "lua/oar/argcheck.lua" },
+  { "oar.checkpoint_dir", "lua/oar/checkpoint_dir.lua" },
+  { "oar.io_paddle", "lua/oar/io_paddle.lua" },
+  -- the oar table's functions are other modules' under a short name, listed in its module comment
+  { "oar", "lua/oar/init.lua" },
 }
 
 local function read(path)

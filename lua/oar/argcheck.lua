@@ -42,8 +42,11 @@ local function user_location()
   end
 end
 
---- Raises `msg` located at the user's line ("file:line: msg").
+--- Raises `msg` located at the user's line ("file:line: msg"): the first
+-- frame outside oar's own modules.
 -- @tparam string msg the message
+-- @raise always
+-- @usage oar.argcheck.raise("mylayer: 'size' must be positive, got -1")
 function M.raise(msg)
   local loc = user_location()
   if loc then error(loc .. ": " .. msg, 0) end
@@ -139,6 +142,7 @@ end
 -- @param key the unknown key
 -- @tparam table known list (or set) of valid keys
 -- @treturn string "who: unknown argument 'key' (did you mean 'x'?)"
+-- @usage print(oar.argcheck.unknown_message("layers.fc", "activation", {"act", "input", "size"}))
 function M.unknown_message(who, key, known)
   local s = M.suggest(key, known)
   if s then

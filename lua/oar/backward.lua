@@ -11,7 +11,6 @@ local raise, describe, is_variable = framework.raise, framework.describe, framew
 
 local M = {}
 
--- names from a list/set of Variables or names (a set may be {name=true})
 local function name_list(x, who, what)
   if x == nil then return {} end
   if is_variable(x) or type(x) == "string" then return { framework.names_of(x, who, what)[1] } end
@@ -28,6 +27,16 @@ local function name_list(x, who, what)
   table.sort(out)
   return out
 end
+
+--- Variable names from a Variable, a name, a list of them, or a set
+-- (`{name = true}` or `{name = var}`), sorted for a set.
+-- @function name_list
+-- @param x nil, a Variable, a name, a list or a set
+-- @tparam string who the function to name in errors
+-- @tparam string what the argument to name in errors
+-- @treturn {string,...} the names (`{}` for nil)
+-- @raise on any other value
+-- @usage local names = oar.backward.name_list({w, "b"}, "mine", "no_grad_set")   --> {"w...", "b"}
 M.name_list = name_list
 
 -- Tags the op producing `loss` as the loss op (Fluid: Forward | Loss).
@@ -114,7 +123,7 @@ function M.append_backward(loss, opts)
   return result
 end
 
---- Gradients of `targets` with respect to `inputs` (Fluid's calc_gradient).
+--- Gradients of `targets` with respect to `inputs` (also `calc_gradient`, Fluid's name).
 -- @tparam Variable|{Variable,...} targets what to differentiate
 -- @tparam Variable|{Variable,...} inputs with respect to what
 -- @tparam[opt] {Variable,...} target_gradients the gradient of each target (default: ones)
@@ -158,7 +167,7 @@ function M.gradients(targets, inputs, target_gradients, no_grad_set)
   return result
 end
 
--- Fluid's calc_gradient
+-- Fluid's name for `gradients`: `calc_gradient`
 M.calc_gradient = M.gradients
 
 return M

@@ -28,7 +28,14 @@ local function spec_of(spec, who, key, known)
   return argcheck.keys("oar.clip." .. who, spec, known)
 end
 
---- GradientClipByValue{max=, min=-max}
+--- Clips every gradient element into [min, max] (the `clip` op). Also
+-- `GradientClipByValue(max)`; `oar.clip.ByValue` is the same function.
+-- @tparam table|number spec options, or max:
+-- @tparam number spec.max
+-- @tparam[opt=-max] number spec.min
+-- @treturn GradientClip give it to an optimizer's grad_clip, or to ParamAttr's gradient_clip
+-- @raise when max is missing or min > max
+-- @usage oar.optimizer.SGD{learning_rate = 0.1, grad_clip = oar.clip.GradientClipByValue{max = 1.0}}:minimize(loss)
 function M.GradientClipByValue(spec)
   spec = spec_of(spec, "GradientClipByValue", "max", "max min")
   local max = number_field(spec, "max", "GradientClipByValue", true)
@@ -37,7 +44,13 @@ function M.GradientClipByValue(spec)
   return setmetatable({ kind = "value", min = min, max = max }, Clip)
 end
 
---- GradientClipByNorm{clip_norm=}: each gradient rescaled to norm <= clip_norm
+--- Rescales each gradient to an L2 norm of at most clip_norm (the
+-- `clip_by_norm` op). Also `GradientClipByNorm(clip_norm)`; `oar.clip.ByNorm`.
+-- @tparam table|number spec options, or clip_norm:
+-- @tparam number spec.clip_norm positive
+-- @treturn GradientClip
+-- @raise when clip_norm is missing or not positive
+-- @usage local clip = oar.clip.GradientClipByNorm{clip_norm = 5.0}
 function M.GradientClipByNorm(spec)
   spec = spec_of(spec, "GradientClipByNorm", "clip_norm", "clip_norm")
   local c = number_field(spec, "clip_norm", "GradientClipByNorm", true)
@@ -45,8 +58,14 @@ function M.GradientClipByNorm(spec)
   return setmetatable({ kind = "norm", clip_norm = c }, Clip)
 end
 
---- GradientClipByGlobalNorm{clip_norm=}: all gradients scaled by
--- clip_norm / max(global_norm, clip_norm)
+--- Scales all gradients together by clip_norm / max(global_norm, clip_norm),
+-- global_norm the L2 norm of all gradients as one vector. Also
+-- `GradientClipByGlobalNorm(clip_norm)`; `oar.clip.ByGlobalNorm`.
+-- @tparam table|number spec options, or clip_norm:
+-- @tparam number spec.clip_norm positive
+-- @treturn GradientClip
+-- @raise when clip_norm is missing or not positive
+-- @usage oar.optimizer.Adam{learning_rate = 1e-3, grad_clip = oar.clip.GradientClipByGlobalNorm{clip_norm = 1.0}}:minimize(loss)
 function M.GradientClipByGlobalNorm(spec)
   spec = spec_of(spec, "GradientClipByGlobalNorm", "clip_norm", "clip_norm")
   local c = number_field(spec, "clip_norm", "GradientClipByGlobalNorm", true)
@@ -55,6 +74,10 @@ function M.GradientClipByGlobalNorm(spec)
 end
 M.ByValue, M.ByNorm, M.ByGlobalNorm = M.GradientClipByValue, M.GradientClipByNorm, M.GradientClipByGlobalNorm
 
+--- Whether `x` is a gradient clip (made by this module).
+-- @param x any value
+-- @treturn bool
+-- @usage assert(oar.clip.is_clip(oar.clip.ByNorm(1)))
 function M.is_clip(x) return getmetatable(x) == Clip end
 
 local function new_like(block, v, suffix)
@@ -70,8 +93,13 @@ local function scalar(block, dtype)
   return block:create_var{ dtype = dtype or "float32", shape = { 1 } }
 end
 
---- Returns new {param, grad} pairs with clipped gradients; the ops are
--- optimize ops of the gradients' program.
+--- Appends the clipping ops (optimize ops of the gradients' program) and
+-- returns new `{param, grad}` pairs with the clipped gradients; pairs with
+-- no gradient are kept as they are. Optimizers call it for you.
+-- @tparam {{Variable,Variable},...} params_grads `{param, grad}` pairs (from append_backward)
+-- @treturn {{Variable,Variable},...} the pairs with clipped gradients
+-- @raise when params_grads is not a list of Variable pairs
+-- @usage local clipped = oar.clip.ByValue(1.0):apply(oar.append_backward(loss))
 function Clip:apply(params_grads)
   if type(params_grads) ~= "table" or framework.is_variable(params_grads) then
     raise("GradientClip:apply: 'params_grads' must be a list of {param, grad} pairs, got " ..

@@ -19,6 +19,14 @@ local Executor = {}
 Executor.__index = Executor
 M.ExecutorClass = Executor
 
+--- An executor on a place (also `oar.Executor`). It caches the prepared
+-- form of each program it runs.
+-- @tparam[opt=oar.CPUPlace()] Place place oar.CPUPlace() or oar.CUDAPlace(n)
+-- @treturn Executor
+-- @raise when place is not a Place, or the place cannot be used (no CUDA, no GPU)
+-- @usage
+-- local exe = oar.Executor(oar.CPUPlace())
+-- exe:run(oar.default_startup_program())
 function M.Executor(place)
   place = place or place_mod.CPUPlace()
   if not place_mod.is_place(place) then
@@ -34,7 +42,9 @@ function M.Executor(place)
   return setmetatable({ place = place, handle = ffi.gc(out[0], C.oar_executor_free) }, Executor)
 end
 
---- Frees the C executor now (and its cached prepared programs).
+--- Frees the C executor now (and its cached prepared programs); otherwise
+-- the garbage collector does. Closing twice is fine.
+-- @usage exe:close()
 function Executor:close()
   if self.handle ~= nil then
     local h = self.handle
@@ -167,12 +177,19 @@ function Executor:run(program, opts)
   return results
 end
 
--- Asks the run in progress to stop (it fails with "the run was cancelled");
--- for Ctrl-C, oar.executor.sigint_cancels_runs(true) makes SIGINT do this.
+--- Asks the run in progress (from another coroutine or a signal handler)
+-- to stop: it fails with "the run was cancelled". For Ctrl-C,
+-- `oar.executor.sigint_cancels_runs(true)` makes SIGINT do this.
+-- @usage exe:cancel()
 function Executor:cancel()
   if self.handle ~= nil then C.oar_executor_cancel(self.handle) end
 end
 
+--- Makes SIGINT (Ctrl-C) cancel the runs in progress instead of ending the
+-- process (the `oar` REPL turns it on).
+-- @tparam bool on
+-- @raise when the signal handler cannot be set
+-- @usage oar.executor.sigint_cancels_runs(true)
 function M.sigint_cancels_runs(on)
   if C.oar_sigint_cancels_runs(on and 1 or 0) ~= 0 then raise("sigint_cancels_runs: " .. lib.last_error()) end
 end

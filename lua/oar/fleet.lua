@@ -1,4 +1,4 @@
--- oar.fleet: data-parallel training in Fluid 1.8's collective mode.
+--- oar.fleet: data-parallel training in Fluid 1.8's collective mode.
 --
 --   mpirun -np N luajit train.lua          (one machine, or many with a hostfile)
 --
@@ -23,6 +23,7 @@
 -- blocking call is bounded by a timeout (fleet.init{timeout=}, default 300 s
 -- or OAR_COMM_TIMEOUT): a worker that dies, hangs, never joins or runs a
 -- different program ends the job with an error on every worker.
+-- @module oar.fleet
 local ffi = require("ffi")
 local lib = require("oar.lib")
 local framework = require("oar.framework")
@@ -41,8 +42,19 @@ local function ensure_init(who)
   end
 end
 
--- init() or init{timeout = seconds}. Fluid's role makers (any other table
--- or object) are accepted and ignored: the launcher says who is who.
+--- Joins the job (one worker when the process was not started by mpirun).
+-- Workers after the first move to a random seed of their own, so their
+-- dropout masks differ. Calling it again is fine. Fluid's role makers (any
+-- other table or object) are accepted and ignored: the launcher says who
+-- is who.
+-- @tparam[opt] table opts options:
+-- @tparam[opt=300] number opts.timeout seconds any blocking call may take
+-- (default: OAR_COMM_TIMEOUT, else 300), in (0, 1e7]
+-- @treturn table oar.fleet
+-- @raise on a bad timeout, or when the job cannot be joined
+-- @usage
+-- local fleet = oar.fleet.init()
+-- print(fleet.worker_index(), fleet.worker_num())
 function M.init(opts)
   local timeout = 0
   if type(opts) == "table" and getmetatable(opts) == nil and opts.timeout ~= nil then
@@ -71,20 +83,58 @@ function M.init(opts)
   return M
 end
 
+--- Whether init has been called.
+-- @treturn bool
+-- @usage if not oar.fleet.is_initialized() then oar.fleet.init() end
 function M.is_initialized() return state.initialized end
+
+--- This worker's index, 0 to worker_num() - 1.
+-- @treturn int
+-- @raise before init
+-- @usage local reader = oar.reader.shard(base, oar.fleet.worker_index(), oar.fleet.worker_num())
 function M.worker_index() ensure_init("fleet.worker_index") return state.rank end
+
+--- The number of workers in the job.
+-- @treturn int
+-- @raise before init
+-- @usage local global_batch = 64 * oar.fleet.worker_num()
 function M.worker_num() ensure_init("fleet.worker_num") return state.size end
+
+--- Whether this is worker 0 (the one that should print and save).
+-- @treturn bool
+-- @raise before init
+-- @usage if oar.fleet.is_first_worker() then oar.io.save_persistables(exe, "ckpt", main) end
 function M.is_first_worker() ensure_init("fleet.is_first_worker") return state.rank == 0 end
--- why the job has one worker although the launcher asked for more ("" otherwise)
+
+--- Why the job has one worker although the launcher asked for more (oar
+-- built without MPI, say); "" otherwise.
+-- @treturn string
+-- @usage if oar.fleet.note() ~= "" then print(oar.fleet.note()) end
 function M.note() return state.note or "" end
+
+--- The communication backend in use: "mpi" or "single".
+-- @treturn string
+-- @usage print(oar.fleet.backend())
 function M.backend() return ffi.string(C.oar_comm_backend_name()) end
+
+--- The timeout of blocking calls, in seconds.
+-- @treturn number
+-- @usage print(oar.fleet.timeout())
 function M.timeout() return C.oar_comm_timeout() end
+
+--- Sets the timeout of blocking calls.
+-- @tparam number s seconds
+-- @raise when s is not a valid number of seconds
+-- @usage oar.fleet.set_timeout(600)
 function M.set_timeout(s)
   if type(s) ~= "number" or C.oar_comm_set_timeout(s) ~= 0 then
     raise("fleet.set_timeout: " .. (type(s) == "number" and lib.last_error() or "expected seconds, got " .. describe(s)))
   end
 end
 
+--- Waits until every worker reaches this call.
+-- @raise before init, or when a worker fails or the timeout passes
+-- @usage oar.fleet.barrier()
 function M.barrier()
   ensure_init("fleet.barrier")
   if C.oar_comm_barrier() ~= 0 then raise("fleet.barrier: " .. lib.last_error()) end
@@ -92,8 +142,13 @@ end
 
 local reduce_ops = { sum = 0, max = 1, min = 2, prod = 3 }
 
--- all_reduce(number or list of numbers, "sum"|"max"|"min"|"prod") over the
--- workers, in float64 (metrics, step counts).
+--- Reduces numbers over the workers, in float64 (metrics, step counts):
+-- every worker gets the result.
+-- @tparam number|{number,...} x a number or a list of numbers
+-- @tparam[opt="sum"] string op "sum", "max", "min" or "prod"
+-- @treturn number|{number,...} the reduced value(s), as x
+-- @raise before init, on a bad op or a value that is not a number
+-- @usage local totals = oar.fleet.all_reduce({correct, seen})   -- sums over the workers
 function M.all_reduce(x, op)
   ensure_init("fleet.all_reduce")
   local code = reduce_ops[op or "sum"]
@@ -113,6 +168,7 @@ function M.all_reduce(x, op)
 end
 
 -- ---- the distributed optimizer ------------------------------------------------
+
 local DistributedOptimizer = {}
 DistributedOptimizer.__index = function(self, k)
   local v = DistributedOptimizer[k]
@@ -135,8 +191,19 @@ local function numel(shape)
   return n
 end
 
--- distributed_optimizer(opt, strategy): strategy = {fuse_grad_size_in_MB = 32,
--- sparse_grad = "allgather" | "dense"}
+--- Wraps an optimizer for data-parallel training: its minimize averages
+-- the gradients over the workers before the update (see the module's
+-- description), and broadcasts worker 0's initial parameters. Other
+-- methods act on the inner optimizer.
+-- @tparam Optimizer opt an oar.optimizer optimizer
+-- @tparam[opt] table strategy options:
+-- @tparam[opt=32] number strategy.fuse_grad_size_in_MB the size of one all-reduce bucket
+-- @tparam[opt="allgather"] string strategy.sparse_grad "allgather" (gather the rows) or "dense"
+-- @treturn DistributedOptimizer
+-- @raise when opt is not an optimizer or a strategy value is bad
+-- @usage
+-- local opt = oar.fleet.distributed_optimizer(oar.optimizer.Adam{learning_rate = 1e-3})
+-- opt:minimize(loss)
 function M.distributed_optimizer(opt, strategy)
   local mt = getmetatable(opt)
   if type(opt) ~= "table" or mt ~= require("oar.optimizer").Optimizer then
@@ -252,7 +319,20 @@ local function append_broadcasts(program, startup)
   end
 end
 
--- minimize(loss, {startup_program=, parameter_list=, no_grad_set=}) -> ops, params_grads
+--- Appends the backward pass, the gradient all-reduce, the inner
+-- optimizer's update ops, and the startup broadcasts. Also
+-- `minimize(loss, startup_program, parameter_list, no_grad_set)`.
+-- @tparam Variable loss a one-value loss
+-- @tparam[opt] table opts keyword arguments:
+-- @tparam[opt] Program opts.startup_program default: the default startup program
+-- @tparam[opt] {Variable|string,...} opts.parameter_list default: all trainable parameters
+-- @tparam[opt] {Variable|string,...} opts.no_grad_set
+-- @tparam[opt] {Variable|string,...} parameter_list with a positional startup program
+-- @tparam[opt] {Variable|string,...} no_grad_set with a positional startup program
+-- @treturn {Operator,...} the update ops
+-- @treturn {{Variable,Variable},...} the `{param, averaged grad}` pairs
+-- @raise before init, or when loss is not a Variable
+-- @usage local ops, pg = opt:minimize(loss)
 function DistributedOptimizer:minimize(loss, opts, parameter_list, no_grad_set)
   ensure_init("DistributedOptimizer:minimize")
   if not is_variable(loss) then raise("DistributedOptimizer:minimize: 'loss' must be a Variable, got " .. describe(loss)) end

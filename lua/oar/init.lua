@@ -1,7 +1,41 @@
--- oar: a deep learning environment shaped like PaddlePaddle Fluid 1.x.
---   local oar = require("oar"); local layers = oar.layers
--- This table gathers the public API (see API.md); each part lives in its
--- own module under oar/.
+--- oar: a deep learning environment shaped like PaddlePaddle Fluid 1.x.
+--
+--     local oar = require("oar")
+--     local layers = oar.layers
+--
+-- This table gathers the public API; each part lives in its own module
+-- under oar/, where its functions are documented. The `oar` table's own
+-- fields are those modules' functions under a short name:
+--
+-- * programs (oar.framework): `oar.Program`, `oar.Block`, `oar.Variable`,
+--   `oar.Operator`, `oar.default_main_program`, `oar.default_startup_program`,
+--   `oar.switch_main_program`, `oar.switch_startup_program`,
+--   `oar.program_guard`, `oar.name_scope`, `oar.is_variable`,
+--   `oar.is_parameter`, `oar.OpRole`;
+-- * building: `oar.ParamAttr` (oar.param_attr), `oar.LayerHelper`
+--   (oar.layer_helper), `oar.append_backward` and `oar.gradients`
+--   (oar.backward);
+-- * running: `oar.CPUPlace`, `oar.CUDAPlace`, `oar.is_compiled_with_cuda`
+--   (oar.place), `oar.Executor` (oar.executor), `oar.Tensor`, `oar.LoDTensor`
+--   (oar.tensor), `oar.Scope` (oar.scope's new), `oar.global_scope`,
+--   `oar.scope_guard` (oar.scope);
+-- * switches (oar.flags): `oar.set_flags`, `oar.get_flags`, `oar.seed`.
+--
+-- Modules: `oar.layers`, `oar.optimizer`, `oar.initializer`,
+-- `oar.regularizer`, `oar.clip`, `oar.unique_name`, `oar.dtypes`,
+-- `oar.framework`, `oar.backward`, `oar.tensor`, `oar.scope`; these load on
+-- first use: `oar.io`, `oar.dataset`, `oar.reader`, `oar.data_feeder`
+-- (`oar.DataFeeder`), `oar.profiler`, `oar.fleet`, `oar.amp`,
+-- `oar.progress`, `oar.summary`, `oar.plot`, `oar.metrics`. Any other name
+-- is an error with a suggestion ("oar: no field 'layres' (did you mean
+-- 'layers'?)"); probe for an optional field with rawget(oar, name).
+-- @module oar
+-- @usage
+-- local oar = require("oar")
+-- local x = oar.layers.data{name = "x", shape = {13}}
+-- local y = oar.layers.fc{input = x, size = 1}
+-- local exe = oar.Executor(oar.CPUPlace())
+-- exe:run(oar.default_startup_program())
 if not pcall(require, "ffi") then
   error("oar needs LuaJIT (module 'ffi' not found): run it with luajit or the oar command", 2)
 end

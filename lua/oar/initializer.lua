@@ -35,12 +35,28 @@ local function spec_of(spec, who, positional_key, known)
   return argcheck.keys("oar.initializer." .. who, spec, known)
 end
 
+--- Fills the parameter with one value. Also `Constant(value)`; `ConstantInitializer` is
+-- Fluid's name.
+-- @tparam[opt] table|number spec options, or the value:
+-- @tparam[opt=0.0] number spec.value
+-- @tparam[opt=false] bool spec.force_cpu keep the filled tensor on the CPU
+-- @treturn Initializer
+-- @raise on an unknown option or a value that is not a number
+-- @usage local attr = oar.ParamAttr{initializer = oar.initializer.Constant{value = 0.1}}
 function M.Constant(spec)
   spec = spec_of(spec, "Constant", "value", "value force_cpu")
   return make("constant", { value = opt_number(spec, "value", 0.0, "Constant"),
                             force_cpu = spec.force_cpu and true or false })
 end
 
+--- Draws from Uniform(low, high) (also `UniformInitializer`).
+-- @tparam[opt] table spec options:
+-- @tparam[opt=-1.0] number spec.low
+-- @tparam[opt=1.0] number spec.high
+-- @tparam[opt=0] int spec.seed 0: the program's random_seed
+-- @treturn Initializer
+-- @raise when low > high
+-- @usage local init = oar.initializer.Uniform{low = -0.1, high = 0.1}
 function M.Uniform(spec)
   spec = spec_of(spec, "Uniform", nil, "low high seed")
   local low, high = opt_number(spec, "low", -1.0, "Uniform"), opt_number(spec, "high", 1.0, "Uniform")
@@ -48,6 +64,13 @@ function M.Uniform(spec)
   return make("uniform", { low = low, high = high, seed = opt_number(spec, "seed", 0, "Uniform") })
 end
 
+--- Draws from Normal(loc, scale) (also `NormalInitializer`).
+-- @tparam[opt] table spec options:
+-- @tparam[opt=0.0] number spec.loc the mean
+-- @tparam[opt=1.0] number spec.scale the standard deviation
+-- @tparam[opt=0] int spec.seed 0: the program's random_seed
+-- @treturn Initializer
+-- @usage local init = oar.initializer.Normal{loc = 0, scale = 0.01}
 function M.Normal(spec)
   spec = spec_of(spec, "Normal", nil, "loc scale seed")
   return make("normal", { loc = opt_number(spec, "loc", 0.0, "Normal"),
@@ -55,6 +78,14 @@ function M.Normal(spec)
                           seed = opt_number(spec, "seed", 0, "Normal") })
 end
 
+--- Draws from Normal(loc, scale) truncated to two standard deviations
+-- (also `TruncatedNormalInitializer`).
+-- @tparam[opt] table spec options:
+-- @tparam[opt=0.0] number spec.loc
+-- @tparam[opt=1.0] number spec.scale
+-- @tparam[opt=0] int spec.seed 0: the program's random_seed
+-- @treturn Initializer
+-- @usage local init = oar.initializer.TruncatedNormal{scale = 0.02}
 function M.TruncatedNormal(spec)
   spec = spec_of(spec, "TruncatedNormal", nil, "loc scale seed")
   return make("truncated_normal", { loc = opt_number(spec, "loc", 0.0, "TruncatedNormal"),
@@ -62,7 +93,16 @@ function M.TruncatedNormal(spec)
                                     seed = opt_number(spec, "seed", 0, "TruncatedNormal") })
 end
 
---- Xavier{uniform=true, fan_in=, fan_out=, seed=}
+--- Xavier/Glorot: Uniform(+-sqrt(6 / (fan_in + fan_out))), or
+-- Normal(0, sqrt(2 / (fan_in + fan_out))) when not uniform. The fans come
+-- from the shape (see compute_fans) unless given. Also `XavierInitializer`.
+-- @tparam[opt] table spec options:
+-- @tparam[opt=true] bool spec.uniform
+-- @tparam[opt] number spec.fan_in
+-- @tparam[opt] number spec.fan_out
+-- @tparam[opt=0] int spec.seed 0: the program's random_seed
+-- @treturn Initializer
+-- @usage layers.fc{input = x, size = 64, param_attr = oar.ParamAttr{initializer = oar.initializer.Xavier()}}
 function M.Xavier(spec)
   spec = spec_of(spec, "Xavier", nil, "uniform fan_in fan_out seed")
   local uniform = spec.uniform
@@ -71,7 +111,15 @@ function M.Xavier(spec)
                           seed = opt_number(spec, "seed", 0, "Xavier") })
 end
 
---- MSRA{uniform=true, fan_in=, seed=} (He et al.)
+--- MSRA/He: Uniform(+-sqrt(6 / fan_in)), or Normal(0, sqrt(2 / fan_in))
+-- when not uniform. fan_in comes from the shape unless given. Also
+-- `MSRAInitializer`.
+-- @tparam[opt] table spec options:
+-- @tparam[opt=true] bool spec.uniform
+-- @tparam[opt] number spec.fan_in
+-- @tparam[opt=0] int spec.seed 0: the program's random_seed
+-- @treturn Initializer
+-- @usage local init = oar.initializer.MSRA{uniform = false}
 function M.MSRA(spec)
   spec = spec_of(spec, "MSRA", nil, "uniform fan_in seed")
   local uniform = spec.uniform
@@ -80,13 +128,26 @@ function M.MSRA(spec)
                         seed = opt_number(spec, "seed", 0, "MSRA") })
 end
 
--- Fluid's long names
+-- Fluid's long names: `ConstantInitializer`, `UniformInitializer`,
+-- `NormalInitializer`, `TruncatedNormalInitializer`, `XavierInitializer`,
+-- `MSRAInitializer` are the functions above.
 M.ConstantInitializer, M.UniformInitializer, M.NormalInitializer = M.Constant, M.Uniform, M.Normal
 M.TruncatedNormalInitializer, M.XavierInitializer, M.MSRAInitializer = M.TruncatedNormal, M.Xavier, M.MSRA
 
+--- Whether `x` is an initializer (made by the functions of this module).
+-- @param x any value
+-- @treturn bool
+-- @usage assert(oar.initializer.is_initializer(oar.initializer.Constant(1)))
 function M.is_initializer(x) return getmetatable(x) == Initializer end
 
---- fan_in, fan_out of a weight shape: [in, out] for fc, [out, in, k...] for conv
+--- The fans of a weight shape, as Fluid computes them: [in, out] for fc,
+-- [out, in, k...] for conv (times the kernel's size); a 1-D shape gives its
+-- size twice, a scalar 1, 1.
+-- @tparam {int,...} shape
+-- @treturn int fan_in
+-- @treturn int fan_out
+-- @raise when shape is not a list of numbers
+-- @usage local fan_in, fan_out = oar.initializer.compute_fans({64, 3, 3, 3})   --> 27, 576
 function M.compute_fans(shape)
   if type(shape) ~= "table" then
     raise("compute_fans: 'shape' must be a list of positive integers, got " .. framework.describe(shape))
@@ -109,7 +170,15 @@ local function seed_of(self, block)
   return block.program.random_seed or 0
 end
 
+--- Methods of an initializer (also callable: `init(var, block)`).
+-- @type Initializer
+
 --- Appends the init op writing `var` to `block`.
+-- @tparam Variable var the variable to initialize (its shape and dtype are used)
+-- @tparam Block block where the op goes (a startup program's block, for parameters)
+-- @treturn Operator the init op
+-- @raise when var is not a Variable or block not a Block
+-- @usage oar.initializer.Constant(0):apply(v, oar.default_startup_program():global_block())
 function Initializer:apply(var, block)
   if not framework.is_variable(var) then
     framework.raise("initializer: expected a Variable to initialize, got " .. framework.describe(var))

@@ -1,4 +1,4 @@
--- oar.io_paddle: where a model's files are and what they hold, for
+--- oar.io_paddle: where a model's files are and what they hold, for
 -- load_inference_model. One path names any of PaddlePaddle's layouts:
 --   * a Fluid 1.x directory: `__model__`, with `__params__` or one file per
 --     parameter;
@@ -7,6 +7,7 @@
 --   * a model file itself (`dir/model.pdmodel`, `dir/model.json`).
 -- The model file is read by content (a ProgramDesc protobuf or PIR JSON,
 -- src/pir_json.c), never by its extension alone.
+-- @module oar.io_paddle
 local ffi = require("ffi")
 local lib = require("oar.lib")
 local framework = require("oar.framework")
@@ -51,7 +52,16 @@ local function split(path)
   return dir, base
 end
 
--- -> model file path, directory of the parameters, combined file name in it (or nil: one file each)
+--- Finds a model's files from one path in any of the layouts above.
+-- @tparam string path a directory, a prefix or a model file
+-- @tparam[opt] string model_filename the model file's name in directory `path` (Fluid's argument)
+-- @tparam[opt] string params_filename the combined parameters file's name (with model_filename)
+-- @tparam string who the function to name in errors
+-- @treturn string the model file's path
+-- @treturn string the directory of the parameters
+-- @treturn ?string the combined parameters file's name in it; nil: one file per parameter
+-- @raise when no model is found at path
+-- @usage local model, dir, params = oar.io_paddle.resolve("inference/mnist", nil, nil, "load")
 function M.resolve(path, model_filename, params_filename, who)
   if model_filename then
     return join(path, model_filename), path, params_filename
@@ -87,7 +97,16 @@ function M.resolve(path, model_filename, params_filename, who)
     "%s.json and the file itself)", who, fluid, path, path, path))
 end
 
--- The Program in `bytes`: a ProgramDesc, or PIR JSON translated to one.
+--- The Program in `bytes`: a ProgramDesc protobuf, or PIR JSON translated
+-- to one (told apart by content).
+-- @tparam string bytes the model file's contents
+-- @tparam string where the file, for errors
+-- @tparam string who the function to name in errors
+-- @treturn Program
+-- @raise when the bytes cannot be parsed as either
+-- @usage
+-- local f = assert(io.open("model.pdmodel", "rb"))
+-- local prog = oar.io_paddle.parse_model(f:read("*a"), "model.pdmodel", "load")
 function M.parse_model(bytes, where, who)
   if not bytes:match("^%s*{") then
     local ok, prog = pcall(framework.Program.parse, bytes)

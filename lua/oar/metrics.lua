@@ -1,4 +1,4 @@
--- oar.metrics: a training log written as you go, and read back for plots.
+--- oar.metrics: a training log written as you go, and read back for plots.
 --
 --   local log = oar.metrics.logger{ file = "run.csv" }     -- or "run.jsonl"
 --   log:log{ epoch = 1, step = 100, loss = 0.52 }
@@ -22,6 +22,7 @@
 --           NaN or infinity: they are written as null and read back as nil.
 -- Each row is flushed as it is logged, so a run that dies keeps its log, and
 -- a plot can be drawn from a run still going.
+-- @module oar.metrics
 local argcheck = require("oar.argcheck")
 
 local M = {}
@@ -153,12 +154,20 @@ Logger.__index = Logger
 
 local LOGGER_ARGS = { file = true, format = true, columns = true, append = true }
 
---- Opens a metrics log.
--- args: file (path, required; .csv or .jsonl), format ("csv" or "jsonl",
--- default from the extension), columns (CSV: the column names in order;
--- default: the first row's keys, epoch and step first), append (keep the
--- file's rows and add to them; a CSV file's header must then match; default
--- false: start the file afresh).
+--- Opens a metrics log (see the module's description for the formats).
+-- @tparam table args keyword arguments:
+-- @tparam string args.file the path, ending in .csv or .jsonl
+-- @tparam[opt] string args.format "csv" or "jsonl" (default: from the extension)
+-- @tparam[opt] {string,...} args.columns CSV: the column names in order (default: the first
+-- row's keys, epoch and step first)
+-- @tparam[opt=false] bool args.append keep the file's rows and add to them (a CSV file's header
+-- must then match); false: start the file afresh
+-- @treturn Logger
+-- @raise on a bad argument or a file that cannot be opened
+-- @usage
+-- local log = oar.metrics.logger{file = "run.csv"}
+-- log:log{epoch = 1, step = 100, loss = 0.52}
+-- log:close()
 function M.logger(args)
   local who = "oar.metrics.logger"
   if type(args) ~= "table" then
@@ -231,8 +240,14 @@ local function suggestion(name, names)
   return argcheck.suggest(name, names)
 end
 
---- Writes one row: a table of name = number, string or boolean. Returns the
--- logger, so calls chain.
+--- Methods of a metrics log.
+-- @type Logger
+
+--- Writes one row and flushes it.
+-- @tparam table row name = number, string or boolean
+-- @treturn Logger the logger, so calls chain
+-- @raise after close, on a bad value, or (CSV) on a column the header lacks
+-- @usage log:log{epoch = 1, step = 938, loss = 0.47, val_loss = 0.41}
 function Logger:log(row)
   if getmetatable(self) ~= Logger then error("oar.metrics: call logger:log{...} with ':'", 2) end
   if not self.handle then error("oar.metrics: log after close (" .. self.file .. ")", 2) end
@@ -287,6 +302,7 @@ function Logger:log(row)
 end
 
 --- Closes the file (further log calls are errors); closing twice is harmless.
+-- @usage log:close()
 function Logger:close()
   if getmetatable(self) ~= Logger then error("oar.metrics: call logger:close() with ':'", 2) end
   if self.handle then
@@ -296,6 +312,9 @@ function Logger:close()
 end
 
 M.Logger = Logger
+
+--- Reading a log back.
+-- @section reading
 
 ---------------------------------------------------------------------------
 -- Reading
@@ -313,9 +332,15 @@ local function read_lines(file, who)
 end
 
 --- Reads a log written by logger (or any CSV with a header, or JSON Lines
--- of flat objects). Returns {names = {column names}, n = rows,
--- columns = {name = {value per row, nil where the row has none}}}.
--- opts: {format = "csv"|"jsonl"} (default from the extension).
+-- of flat objects).
+-- @tparam string file
+-- @tparam[opt] table opts options:
+-- @tparam[opt] string opts.format "csv" or "jsonl" (default: from the extension)
+-- @treturn table `{names = {column names}, n = rows, columns = {name = {value per row, nil where the row has none}}}`
+-- @raise when the file cannot be read or parsed
+-- @usage
+-- local run = oar.metrics.read("run.csv")
+-- print(run.n, table.concat(run.names, ", "))
 function M.read(file, opts)
   local who = "oar.metrics.read"
   if type(file) ~= "string" or file == "" then
@@ -382,7 +407,14 @@ function M.read(file, opts)
 end
 
 --- The rows of `data` (read's result) where both columns hold numbers, as
--- two arrays: xs, ys. x may be nil: the row numbers then.
+-- two arrays.
+-- @tparam table data what oar.metrics.read returns
+-- @tparam ?string x the x column; nil: the row numbers
+-- @tparam string y the y column
+-- @treturn {number,...} xs
+-- @treturn {number,...} ys
+-- @raise on a missing column (with a did-you-mean)
+-- @usage local steps, losses = oar.metrics.series(oar.metrics.read("run.csv"), "step", "val_loss")
 function M.series(data, x, y)
   local who = "oar.metrics.series"
   if type(data) ~= "table" or type(data.columns) ~= "table" or type(data.n) ~= "number" then

@@ -11,6 +11,12 @@ ParamAttr.__index = ParamAttr
 M.ParamAttr = ParamAttr
 
 local function is_param_attr(x) return getmetatable(x) == ParamAttr end
+
+--- Whether `x` is a ParamAttr.
+-- @function is_param_attr
+-- @param x any value
+-- @treturn bool
+-- @usage assert(oar.param_attr.is_param_attr(oar.ParamAttr{name = "w"}))
 M.is_param_attr = is_param_attr
 
 local known = { name = true, initializer = true, learning_rate = true, regularizer = true,
@@ -51,9 +57,14 @@ function M.new(spec)
 end
 setmetatable(M, { __call = function(_, spec) return M.new(spec) end })
 
---- Turns what a layer was given into a ParamAttr (or false for "none"):
--- nil -> defaults, "name" -> {name=}, an initializer -> {initializer=},
--- a regularizer -> {regularizer=}, a table -> ParamAttr(table).
+--- Turns what a layer was given as param_attr/bias_attr into a ParamAttr
+-- (or false for "none"): nil -> defaults, "name" -> {name=}, an
+-- initializer -> {initializer=}, a regularizer -> {regularizer=}, a table
+-- -> ParamAttr(table), false -> false.
+-- @param arg nil, false, a name, an Initializer, a Regularizer, a table or a ParamAttr
+-- @treturn ParamAttr|false
+-- @raise on any other value
+-- @usage local attr = oar.param_attr.to_attr("fc_w")   -- ParamAttr{name = "fc_w"}
 function M.to_attr(arg)
   if arg == nil then return M.new() end
   if arg == false then return false end

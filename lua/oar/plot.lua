@@ -1,4 +1,4 @@
--- oar.plot: pictures of training curves and of programs.
+--- oar.plot: pictures of training curves and of programs.
 --
 --   oar.plot.curves{ file = "loss.svg", series = { train = losses, test = {x = steps, y = test_losses} },
 --                    title = "mlp", xlabel = "step", ylabel = "loss" }
@@ -9,6 +9,7 @@
 -- legend, title, labels); a .png is that SVG converted by rsvg-convert
 -- (Debian's librsvg2-bin). Programs are drawn by Graphviz's dot from
 -- Program:to_dot().
+-- @module oar.plot
 local argcheck = require("oar.argcheck")
 local framework = require("oar.framework")
 
@@ -92,8 +93,16 @@ local function nice_number(x, round)
   return nf * 10 ^ e
 end
 
---- Ticks for data in [lo, hi]: returns the axis' ends (multiples of the
--- step enclosing the data), the step and the tick values, about `count`.
+--- Ticks at round numbers for data in [lo, hi] (1, 2 or 5 times a power
+-- of ten apart).
+-- @tparam number lo
+-- @tparam number hi
+-- @tparam[opt=6] int count about how many ticks
+-- @treturn number the axis' low end (a multiple of the step)
+-- @treturn number the axis' high end
+-- @treturn number the step
+-- @treturn {number,...} the tick values
+-- @usage local a, b, step, values = oar.plot.ticks(0.13, 0.92)   --> 0, 1, 0.2, {0, 0.2, ..., 1}
 function M.ticks(lo, hi, count)
   count = count or 6
   if lo == hi then
@@ -114,7 +123,6 @@ function M.ticks(lo, hi, count)
   return a, b, step, values
 end
 
--- Tick labels: as many decimals as the step needs.
 local function tick_label(v, step)
   if math.abs(v) < step * 1e-9 then v = 0 end   -- a rounding residue, not a value
   if math.abs(v) >= 1e6 or (v ~= 0 and math.abs(v) < 1e-4) then return (string.format("%g", v)) end
@@ -123,6 +131,14 @@ local function tick_label(v, step)
   if s:match("^%-0%.?0*$") then s = s:sub(2) end
   return s
 end
+
+--- A tick's label: as many decimals as the step needs (%g for very large
+-- or small values).
+-- @function tick_label
+-- @tparam number v the tick
+-- @tparam number step the ticks' step
+-- @treturn string
+-- @usage print(oar.plot.tick_label(0.4, 0.2))   --> 0.4
 M.tick_label = tick_label
 
 -- -------------------------------------------------------------------------
@@ -284,17 +300,29 @@ local CURVES_ARGS = { file = true, series = true, x = true, y = true, from = tru
                       xlabel = true, ylabel = true, width = true, height = true, markers = true,
                       labels = true }
 
---- Draws one or more series as a line chart.
--- args: file (.svg or .png; nil: only return the SVG), series (name =
--- {y1, y2, ...} or name = {x = {...}, y = {...}}, or a list of {name=, x=,
--- y=} to fix the legend's order; otherwise the legend is sorted by name), x
--- (the x of every series given as a plain list; default 1..n), from (a metrics
--- log, file name or oar.metrics.read's table; then x names the x column,
--- default step or epoch, and y the column or columns to draw, default every
--- numeric one), title, xlabel, ylabel, width and height (pixels, default
--- 640x400), markers (dots on the points; default: for series of at most 50
--- points), labels (legend text per series name, e.g. {val_loss = "validation"};
--- names of series not drawn are ignored). NaN and infinite values leave a gap. Returns the SVG text.
+--- Draws one or more series as a line chart (SVG; a .png is the SVG
+-- converted by rsvg-convert). NaN and infinite values leave a gap.
+-- @tparam table args keyword arguments:
+-- @tparam[opt] string args.file .svg or .png; nil: only return the SVG
+-- @tparam[opt] table args.series name = {y1, y2, ...} or name = {x = {...}, y = {...}}, or a
+-- list of {name=, x=, y=} to fix the legend's order (otherwise the legend is sorted by name)
+-- @tparam[opt] {number,...}|string args.x the x of every series given as a plain list
+-- (default 1..n); with `from`, the x column's name (default step or epoch)
+-- @tparam[opt] string|table args.from a metrics log: a file name or oar.metrics.read's table
+-- @tparam[opt] string|{string,...} args.y with `from`: the column(s) to draw (default every numeric one)
+-- @tparam[opt] string args.title
+-- @tparam[opt] string args.xlabel
+-- @tparam[opt] string args.ylabel
+-- @tparam[opt=640] number args.width pixels, 100..10000
+-- @tparam[opt=400] number args.height pixels, 100..10000
+-- @tparam[opt] bool args.markers dots on the points (default: for series of at most 50 points)
+-- @tparam[opt] table args.labels legend text per series name, e.g. `{val_loss = "validation"}`
+-- (names of series not drawn are ignored)
+-- @treturn string the SVG text
+-- @raise on a bad argument, or when a .png is asked for and rsvg-convert is missing
+-- @usage
+-- oar.plot.curves{file = "loss.svg", series = {train = losses}, xlabel = "step", ylabel = "loss"}
+-- oar.plot.curves{file = "loss.png", from = "run.csv", x = "step", y = {"loss", "val_loss"}}
 function M.curves(args)
   local who = "oar.plot.curves"
   if type(args) ~= "table" then
@@ -339,7 +367,11 @@ function M.curves(args)
   return svg
 end
 
--- The SVG of a list of series {name=, x=, y=}; opts as curves'.
+--- The SVG of a list of series (what curves draws, without checks or a file).
+-- @tparam {table,...} list series `{name=, x=, y=}`
+-- @tparam table opts as curves' (title, xlabel, ylabel, width, height, markers)
+-- @treturn string the SVG text
+-- @usage local svg = oar.plot.svg({{name = "loss", x = {1, 2, 3}, y = {0.9, 0.5, 0.3}}}, {title = "loss"})
 function M.svg(list, opts)
   local W, H = opts.width or 640, opts.height or 400
   local xmin, xmax, ymin, ymax = math.huge, -math.huge, math.huge, -math.huge
@@ -479,9 +511,14 @@ end
 -- Programs
 -- -------------------------------------------------------------------------
 
---- Draws a program with Graphviz: file ending in .dot (the Graphviz text,
--- no tool needed), .svg or .png (laid out by dot, from Debian's graphviz).
--- Returns the file name.
+--- Draws a program with Graphviz: a file ending in .dot (the Graphviz
+-- text of Program:to_dot(), no tool needed), .svg or .png (laid out by
+-- dot, from Debian's graphviz).
+-- @tparam Program program
+-- @tparam string file ending in .dot, .svg or .png
+-- @treturn string the file name
+-- @raise on a bad extension, or when dot is missing or fails
+-- @usage oar.plot.program(oar.default_main_program(), "net.svg")
 function M.program(program, file)
   local who = "oar.plot.program"
   if getmetatable(program) ~= framework.Program then

@@ -1,4 +1,4 @@
--- oar.progress: a progress bar for training loops, on stderr.
+--- oar.progress: a progress bar for training loops, on stderr.
 --
 --   local bar = oar.progress{ total = 938, title = "epoch 1/2" }
 --   for step = 1, 938 do
@@ -13,6 +13,7 @@
 -- else (a pipe, a log file, CI) redrawing would fill the log with carriage
 -- returns, so it prints a plain line each time another tenth is done instead:
 --   epoch 1/2  10% 94/938 312.4 it/s elapsed 00:00 eta 00:02 acc 0.8125 loss 0.5023
+-- @module oar.progress
 local ffi = require("ffi")
 local argcheck = require("oar.argcheck")
 
@@ -26,21 +27,28 @@ int oar_progress_clock_gettime(int clk_id, oar_progress_timespec *tp) __asm__("c
 
 local ts = ffi.new("oar_progress_timespec")
 
--- Wall-clock seconds from a monotonic clock (os.clock is CPU time, summed
+--- Wall-clock seconds from a monotonic clock (os.clock is CPU time, summed
 -- over every thread, so it runs fast while OpenMP kernels work).
+-- @treturn number seconds from an arbitrary origin
+-- @usage
+-- local t0 = oar.progress.clock()
+-- exe:run(main, {feed = feed})
+-- print(string.format("%.3f s", oar.progress.clock() - t0))
 function M.clock()
   ffi.C.oar_progress_clock_gettime(1, ts)  -- CLOCK_MONOTONIC (under a private name: other code may declare clock_gettime with its own struct)
   return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
 end
 
--- Whether stderr is a terminal that understands carriage returns and ESC[K.
+--- Whether stderr is a terminal that understands carriage returns and ESC[K
+-- (a TTY, TERM not "dumb").
+-- @treturn bool
+-- @usage if oar.progress.stderr_is_tty() then io.stderr:write("\27[1mbold\27[0m\n") end
 function M.stderr_is_tty()
   local ok, r = pcall(function() return ffi.C.isatty(2) end)
   local term = os.getenv("TERM")
   return ok and r == 1 and term ~= "dumb"
 end
 
--- "mm:ss", or "h:mm:ss" from an hour on.
 local function duration(s)
   if s ~= s or s == math.huge then return "--:--" end
   s = math.floor(s + 0.5)
@@ -48,6 +56,12 @@ local function duration(s)
   if h > 0 then return string.format("%d:%02d:%02d", h, m, sec) end
   return string.format("%02d:%02d", m, sec)
 end
+
+--- A duration as "mm:ss", or "h:mm:ss" from an hour on (dashes for NaN or inf).
+-- @function duration
+-- @tparam number s seconds
+-- @treturn string
+-- @usage print(oar.progress.duration(3725))   --> 1:02:05
 M.duration = duration
 
 local function metric_text(v)
@@ -64,14 +78,25 @@ Bar.__index = Bar
 local ARGS = { total = true, title = true, width = true, unit = true, stream = true, tty = true, clock = true,
                min_interval = true }
 
---- Creates a progress bar.
--- args: total (positive integer, required: the count that means done),
--- title (text before the bar, default ""), unit (the rate's unit, default
--- "it"), width (bar cells, default 30), stream (what to write to, anything
--- with :write; default io.stderr), tty (redraw in place; default: whether
--- stderr is a terminal, false for any other stream), clock (a function
--- returning seconds, default a monotonic wall clock), min_interval (seconds
--- between redraws on a terminal, default 0.1).
+--- Creates a progress bar (also `oar.progress{...}`).
+-- @tparam table args keyword arguments:
+-- @tparam int args.total the count that means done (a positive integer)
+-- @tparam[opt=""] string args.title text before the bar
+-- @tparam[opt="it"] string args.unit the rate's unit
+-- @tparam[opt=30] int args.width bar cells
+-- @tparam[opt=io.stderr] file args.stream what to write to (anything with :write)
+-- @tparam[opt] bool args.tty redraw in place; default: whether stderr is a terminal (false for any other stream)
+-- @tparam[opt] function args.clock returns seconds; default: a monotonic wall clock
+-- @tparam[opt=0.1] number args.min_interval seconds between redraws on a terminal
+-- @treturn Bar
+-- @raise on a missing or bad total, or a bad title, width or unknown argument
+-- @usage
+-- local bar = oar.progress{total = #batches, title = "epoch 1"}
+-- for step, batch in ipairs(batches) do
+--   local loss = exe:run(main, {feed = batch, fetch_list = {avg_loss}})[1]:item()
+--   bar:update(step, {loss = loss})
+-- end
+-- bar:finish()
 function M.new(args)
   if type(args) ~= "table" then
     error("oar.progress: expects a table of arguments {total=, title=}, got " .. type(args), 2)
@@ -150,9 +175,14 @@ function Bar:_plain_line(now)
     duration(eta), metrics_text(self.metrics))
 end
 
---- Records progress: n is the count done so far (0..total, not an
--- increment); metrics (optional) a table of name = number or string shown
--- after the timing, e.g. {loss = 0.43, acc = 0.88}.
+--- Methods of a progress bar.
+-- @type Bar
+
+--- Records progress and redraws the bar when it is time to.
+-- @tparam int n the count done so far (0..total, not an increment)
+-- @tparam[opt] table metrics name = number or string, shown after the timing
+-- @raise when n is out of range, metrics is not a table, or after finish
+-- @usage bar:update(step, {loss = 0.43, acc = 0.88})
 function Bar:update(n, metrics)
   if getmetatable(self) ~= Bar then error("oar.progress: call bar:update(n, metrics) with ':'", 2) end
   if type(n) ~= "number" or n % 1 ~= 0 or n < 0 or n > self.total then
@@ -181,7 +211,9 @@ end
 
 --- Ends the bar: on a terminal, draws its final state and moves to the next
 -- line; elsewhere prints a last line only when the last tenth was not
--- reached (a loop that stopped early). Returns the seconds elapsed.
+-- reached (a loop that stopped early). Finishing twice is fine.
+-- @treturn number the seconds elapsed
+-- @usage local seconds = bar:finish()
 function Bar:finish()
   if getmetatable(self) ~= Bar then error("oar.progress: call bar:finish() with ':'", 2) end
   local now = self.clock()
@@ -197,6 +229,8 @@ function Bar:finish()
 end
 
 --- Seconds since the bar was created.
+-- @treturn number
+-- @usage print(bar:elapsed())
 function Bar:elapsed()
   return self.clock() - self.t0
 end

@@ -24,18 +24,40 @@ local function make(kind, coeff, who)
   return setmetatable({ kind = kind, coeff = coeff, _is_regularizer = true }, Regularizer)
 end
 
+--- L2 weight decay: adds coeff * param to the gradient. Also
+-- `L2Decay{regularization_coeff=}` (or `{coeff=}`); `L2DecayRegularizer`
+-- is the same function.
+-- @tparam[opt=0.0] number|table coeff the coefficient, or options
+-- @treturn Regularizer
+-- @raise when the coefficient is not a number
+-- @usage oar.optimizer.SGD{learning_rate = 0.1, regularization = oar.regularizer.L2Decay(1e-4)}:minimize(loss)
 function M.L2Decay(coeff) return make("l2", coeff, "L2Decay") end
+
+--- L1 weight decay: adds coeff * sign(param) to the gradient. Also
+-- `L1Decay{regularization_coeff=}`; `L1DecayRegularizer` is the same function.
+-- @tparam[opt=0.0] number|table coeff the coefficient, or options
+-- @treturn Regularizer
+-- @usage local attr = oar.ParamAttr{regularizer = oar.regularizer.L1Decay(1e-5)}
 function M.L1Decay(coeff) return make("l1", coeff, "L1Decay") end
 M.L2DecayRegularizer = M.L2Decay
 M.L1DecayRegularizer = M.L1Decay
 
+--- Whether `x` is a regularizer (made by L1Decay or L2Decay).
+-- @param x any value
+-- @treturn bool
+-- @usage assert(oar.regularizer.is_regularizer(oar.regularizer.L2Decay(1e-4)))
 function M.is_regularizer(x) return getmetatable(x) == Regularizer end
 
 function Regularizer:__tostring()
   return string.format("%sDecay(%g)", self.kind == "l2" and "L2" or "L1", self.coeff)
 end
 
---- Appends ops computing the decay term of `param` to `block`; returns it.
+--- Appends ops computing the decay term of `param` to `block`.
+-- @tparam Variable param
+-- @tparam Block block
+-- @treturn Variable the decay term, param's shape
+-- @raise when param is not a Variable or block not a Block
+-- @usage local d = oar.regularizer.L2Decay(1e-4):decay_term(w, loss.block)
 function Regularizer:decay_term(param, block)
   if not framework.is_variable(param) then
     framework.raise("Regularizer:decay_term: 'param' must be a Variable, got " .. framework.describe(param))
@@ -56,8 +78,14 @@ function Regularizer:decay_term(param, block)
   return decay
 end
 
---- For each {param, grad}: grad + decay(param) with the param's own
--- regularizer, else `regularization`. Returns the new pairs.
+--- Adds weight decay to gradients: for each `{param, grad}`, grad +
+-- decay(param) with the parameter's own regularizer (from its ParamAttr),
+-- else `regularization`. Optimizers call it for you.
+-- @tparam {{Variable,Variable},...} params_grads `{param, grad}` pairs
+-- @tparam[opt] Regularizer regularization the default regularizer
+-- @treturn {{Variable,Variable},...} the new pairs (unchanged where no regularizer applies)
+-- @raise when params_grads is not a list of Variable pairs or regularization not a Regularizer
+-- @usage local pg = oar.regularizer.append_regularization_ops(oar.append_backward(loss), oar.regularizer.L2Decay(1e-4))
 function M.append_regularization_ops(params_grads, regularization)
   if type(params_grads) ~= "table" or framework.is_variable(params_grads) then
     framework.raise("append_regularization_ops: 'params_grads' must be a list of {param, grad} pairs, got " ..

@@ -1,4 +1,4 @@
--- oar.summary: a model's parameters as a table, grouped by layer.
+--- oar.summary: a model's parameters as a table, grouped by layer.
 --
 --   print(oar.summary(main_program))
 --
@@ -13,6 +13,7 @@
 -- <layer>_<n>.w_<k> / .b_<k>); the op shown is the first op of the program
 -- that reads the layer's first parameter (mul for fc, conv2d, ...), so a
 -- layer built by hand with a ParamAttr name still shows what uses it.
+-- @module oar.summary
 local ffi = require("ffi")
 local framework = require("oar.framework")
 local dtypes = require("oar.dtypes")
@@ -23,16 +24,20 @@ local function is_program(p)
   return type(p) == "table" and getmetatable(p) == framework.Program
 end
 
--- "1234567" -> "1,234,567"
 local function thousands(n)
   local s = string.format("%d", n)
   local sign, digits = s:match("^(-?)(%d+)$")
   digits = digits:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", "")
   return sign .. digits
 end
+
+--- An integer with thousands separators.
+-- @function thousands
+-- @tparam int n
+-- @treturn string
+-- @usage print(oar.summary.thousands(1234567))   --> 1,234,567
 M.thousands = thousands
 
--- 2143272 -> "2.04 MiB"
 local function human_bytes(b)
   local units = { "bytes", "KiB", "MiB", "GiB", "TiB" }
   local u = 1
@@ -40,6 +45,12 @@ local function human_bytes(b)
   if u == 1 then return string.format("%d bytes", b) end
   return string.format("%.2f %s", b, units[u])
 end
+
+--- A byte count in bytes, KiB, MiB, GiB or TiB (two decimals above bytes).
+-- @function human_bytes
+-- @tparam number b bytes
+-- @treturn string
+-- @usage print(oar.summary.human_bytes(2143272))   --> 2.04 MiB
 M.human_bytes = human_bytes
 
 -- The parameters of a program: its Parameter objects, or, for a program read
@@ -70,11 +81,17 @@ local function first_readers(program)
   return first
 end
 
---- The summary as data:
--- {layers = {{name=, op=, elements=, bytes=, params = {{name=, shape=, dtype=,
+--- The summary as data: layers in the order the program first uses them
+-- (unused ones last, by name). A program read back from bytes (no
+-- Parameter marks) counts its persistable tensors.
+-- @tparam Program program
+-- @treturn table `{layers = {{name=, op=, elements=, bytes=, params = {{name=, shape=, dtype=,
 -- elements=, bytes=, trainable=}, ...}}, ...}, parameters=, trainable=,
--- elements=, trainable_elements=, bytes=}; layers in the order the program
--- first uses them (unused ones last, by name).
+-- elements=, trainable_elements=, bytes=}`
+-- @raise when program is not a Program
+-- @usage
+-- local s = oar.summary.collect(oar.default_main_program())
+-- print(s.parameters, s.elements)
 function M.collect(program)
   if not is_program(program) then
     error("oar.summary: expects a Program (e.g. oar.default_main_program()), got " ..
@@ -136,7 +153,11 @@ local function shape_text(s)
   return "[" .. table.concat(s, ", ") .. "]"
 end
 
---- The summary as text (see the module comment); print(oar.summary(prog)).
+--- The summary as text (see the module comment); also `oar.summary(program)`.
+-- @tparam Program program
+-- @treturn string the table, one line per parameter, and a total line
+-- @raise when program is not a Program
+-- @usage print(oar.summary(oar.default_main_program()))
 function M.text(program)
   if not is_program(program) then
     error("oar.summary: expects a Program (e.g. oar.default_main_program()), got " ..

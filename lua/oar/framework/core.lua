@@ -69,6 +69,7 @@ local function protected(restore, fn, ...)
   if not res[1] then error(res[2], 0) end
   return unpack(res, 2, table.maxn(res))
 end
+
 --- Runs `fn(...)`, then `restore()` whether or not it raised; re-raises
 -- fn's error unchanged.
 -- @function protected
@@ -181,6 +182,7 @@ local function describe(x)
   if type(x) == "table" then return list_text(x) or "table" end
   return type(x) .. " " .. tostring(x)
 end
+
 --- A short description of a value for error messages ("Variable 'x'",
 -- "string 'a'", "{1, 2}", "number 3").
 -- @function describe
@@ -193,6 +195,7 @@ local function shape_text(shape)
   if shape == nil then return "?" end
   return "[" .. table.concat(shape, ", ") .. "]"
 end
+
 --- A shape as text: "[-1, 13]" ("?" for nil).
 -- @function shape_text
 -- @tparam {int,...}|nil shape

@@ -221,6 +221,7 @@ local function names_of(list, who, what)
   end
   return names
 end
+
 --- The names of a Variable, a name, or a list of them (checked), as a list.
 -- @function names_of
 -- @param list Variable, string or a list of them

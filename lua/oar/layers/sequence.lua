@@ -27,10 +27,22 @@ local function width_of(layer, key, v)
 end
 
 -- ---- pooling ------------------------------------------------------------------------------
+
 local POOL_TYPES = { average = "AVERAGE", sum = "SUM", sqrt = "SQRT", max = "MAX", last = "LAST", first = "FIRST" }
 
---- sequence_pool{input=, pool_type=, is_test=false, pad_value=0.0, name=} or
--- sequence_pool(input, pool_type): one row per sequence of the last LoD level
+--- Pools each sequence of the last LoD level into one row.
+-- Also positional: `sequence_pool(input, pool_type)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.input a LoD tensor [T, D]
+-- @tparam string a.pool_type one of "average", "sum", "sqrt" (sum / sqrt(length)),
+-- "max", "last", "first" (case does not matter)
+-- @tparam[opt=false] bool a.is_test
+-- @tparam[opt=0.0] number a.pad_value the row given to an empty sequence
+-- @tparam[opt] string a.name
+-- @tparam[opt] string pool_type with a positional input
+-- @treturn Variable [number of sequences, D]
+-- @raise on an unknown pool_type
+-- @usage local pooled = layers.sequence_pool{input = h, pool_type = "max"}
 function M.sequence_pool(a, pool_type)
   a = args("sequence_pool", a, "input", { pool_type = pool_type }, "input is_test name pad_value pool_type")
   local input = check.variable("sequence_pool", "input", a.input)
@@ -49,21 +61,33 @@ function M.sequence_pool(a, pool_type)
   return out
 end
 
---- sequence_first_step(input) / sequence_last_step(input)
+--- The first row of each sequence: `sequence_pool` with pool_type "first".
+-- @tparam Variable|table a the LoD input, or `{input=, name=}`
+-- @treturn Variable [number of sequences, D]
+-- @usage local first = layers.sequence_first_step(h)
 function M.sequence_first_step(a)
   a = args("sequence_first_step", a, "input", nil, "input name")
   return M.sequence_pool{ input = check.variable("sequence_first_step", "input", a.input), pool_type = "first",
                           name = a.name }
 end
 
+--- The last row of each sequence: `sequence_pool` with pool_type "last".
+-- @tparam Variable|table a the LoD input, or `{input=, name=}`
+-- @treturn Variable [number of sequences, D]
+-- @usage local last = layers.sequence_last_step(h)
 function M.sequence_last_step(a)
   a = args("sequence_last_step", a, "input", nil, "input name")
   return M.sequence_pool{ input = check.variable("sequence_last_step", "input", a.input), pool_type = "last",
                           name = a.name }
 end
 
---- sequence_softmax(input) or {input=, use_cudnn=false, name=}: softmax within
--- each sequence of a [N, 1] (or [N]) input
+--- Softmax within each sequence of a [T, 1] (or [T]) LoD input.
+-- @tparam Variable|table a the input, or keyword arguments:
+-- @tparam Variable a.input the LoD input (`x` is accepted too)
+-- @tparam[opt=false] bool a.use_cudnn
+-- @tparam[opt] string a.name
+-- @treturn Variable the same shape and LoD as the input
+-- @usage local weights = layers.sequence_softmax(layers.fc{input = h, size = 1})
 function M.sequence_softmax(a)
   a = args("sequence_softmax", a, "input", nil, "input name use_cudnn x")
   local input = check.variable("sequence_softmax", "input", a.input or a.x)
@@ -72,7 +96,18 @@ function M.sequence_softmax(a)
     { use_cudnn = check.boolean("sequence_softmax", "use_cudnn", a.use_cudnn, false) })
 end
 
---- sequence_expand{x=, y=, ref_level=-1, name=} or sequence_expand(x, y, ref_level)
+--- Repeats the rows (or sequences) of `x` as many times as the sequences
+-- of `y`'s LoD level `ref_level` are long. Also positional:
+-- `sequence_expand(x, y, ref_level)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.x the tensor to expand
+-- @tparam Variable a.y the LoD tensor giving the counts
+-- @tparam[opt=-1] int a.ref_level the level of y's LoD to follow (-1: the last)
+-- @tparam[opt] string a.name
+-- @tparam[opt] Variable y with a positional x
+-- @tparam[opt] int ref_level with a positional x
+-- @treturn Variable x expanded, with y's LoD at that level
+-- @usage local ctx = layers.sequence_expand{x = encoder_last, y = target_words}
 function M.sequence_expand(a, y, ref_level)
   if is_variable(a) then a = { x = a, y = y, ref_level = ref_level } end
   a = args("sequence_expand", a, nil, nil, "name ref_level x y")
@@ -85,8 +120,22 @@ function M.sequence_expand(a, y, ref_level)
   return out
 end
 
---- sequence_conv{input=, num_filters=, filter_size=3, filter_stride=1,
--- padding=true, padding_start=-(filter_size // 2), param_attr=, bias_attr=, act=, name=}
+--- A 1-D convolution along the time axis of each sequence (context
+-- projection times a filter), plus bias and activation. Rows outside a
+-- sequence read zeros.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.input a LoD tensor [T, D] with a known D
+-- @tparam int a.num_filters output width
+-- @tparam[opt=3] int a.filter_size rows in the context window
+-- @tparam[opt=1] int a.filter_stride only 1 is supported
+-- @tparam[opt=-floor(filter_size/2)] int a.padding_start the window's first row, relative to the current one
+-- @tparam[opt] ParamAttr|string a.param_attr the filter's attributes, [filter_size * D, num_filters]
+-- @tparam[opt] ParamAttr|string|false a.bias_attr the bias's attributes; `false`: no bias
+-- @tparam[opt] string|table a.act activation applied last
+-- @tparam[opt] string a.name
+-- @treturn Variable [T, num_filters], the input's LoD
+-- @raise when filter_stride is not 1 or D is unknown
+-- @usage local conv = layers.sequence_conv{input = emb, num_filters = 64, filter_size = 3, act = "tanh"}
 function M.sequence_conv(a)
   a = args("sequence_conv", a, "input", nil,
     "act bias_attr filter_size filter_stride input name num_filters padding_start param_attr")
@@ -109,6 +158,7 @@ function M.sequence_conv(a)
 end
 
 -- ---- recurrent layers ------------------------------------------------------------------------
+
 local ACTS = { "sigmoid", "tanh", "relu", "identity" }
 
 -- an optional initial state: a Variable of shape [N, hidden]
@@ -123,11 +173,31 @@ local function init_state(layer, key, v, hidden)
   return v
 end
 
---- dynamic_lstm{input=, size=, h_0=, c_0=, param_attr=, bias_attr=,
--- use_peepholes=true, is_reverse=false, gate_activation="sigmoid",
--- cell_activation="tanh", candidate_activation="tanh", dtype="float32", name=}
--- -> hidden, cell. `input` [T, size] is x already projected (an fc of size
--- `size`); size = 4 * the hidden size, as in Fluid.
+--- An LSTM over each sequence of a LoD batch (Fluid's dynamic_lstm).
+-- `input` is x already projected (an fc of width `size`); `size` is 4 times
+-- the hidden size, as in Fluid. The weight is [hidden, 4 * hidden]; the bias
+-- [1, 4 * hidden], or [1, 7 * hidden] with peepholes.
+-- Activations are one of "sigmoid", "tanh", "relu", "identity".
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.input a LoD tensor [T, size]
+-- @tparam int a.size 4 * hidden size (a multiple of 4, equal to input's width)
+-- @tparam[opt] Variable a.h_0 initial hidden state [number of sequences, hidden]
+-- @tparam[opt] Variable a.c_0 initial cell state [number of sequences, hidden]
+-- @tparam[opt] ParamAttr|string a.param_attr the hidden-to-gates weight's attributes
+-- @tparam[opt] ParamAttr|string|false a.bias_attr the bias's attributes; `false`: no bias (and no peepholes)
+-- @tparam[opt=true] bool a.use_peepholes
+-- @tparam[opt=false] bool a.is_reverse run each sequence from its end
+-- @tparam[opt="sigmoid"] string a.gate_activation
+-- @tparam[opt="tanh"] string a.cell_activation
+-- @tparam[opt="tanh"] string a.candidate_activation
+-- @tparam[opt=input's dtype] string a.dtype
+-- @tparam[opt] string a.name
+-- @treturn Variable hidden, [T, hidden] with the input's LoD
+-- @treturn Variable cell, [T, hidden]
+-- @raise when size is not a multiple of 4 or differs from input's width
+-- @usage
+-- local proj = layers.fc{input = emb, size = 4 * 128}
+-- local h, c = layers.dynamic_lstm{input = proj, size = 4 * 128}
 function M.dynamic_lstm(a)
   a = args("dynamic_lstm", a, "input", nil,
     "bias_attr c_0 candidate_activation cell_activation dtype gate_activation h_0 input is_reverse name param_attr size use_peepholes")
@@ -168,10 +238,25 @@ function M.dynamic_lstm(a)
   return h, c
 end
 
---- dynamic_gru{input=, size=, param_attr=, bias_attr=, is_reverse=false,
--- gate_activation="sigmoid", candidate_activation="tanh", h_0=,
--- origin_mode=false, name=} -> hidden. `input` is [T, 3 * size] (projected);
--- size is the hidden size, as in Fluid.
+--- A GRU over each sequence of a LoD batch (Fluid's dynamic_gru).
+-- `input` is x already projected, [T, 3 * size]; `size` is the hidden size,
+-- as in Fluid. Activations are one of "sigmoid", "tanh", "relu", "identity".
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.input a LoD tensor [T, 3 * size]
+-- @tparam int a.size the hidden size
+-- @tparam[opt] Variable a.h_0 initial hidden state [number of sequences, size]
+-- @tparam[opt] ParamAttr|string a.param_attr the weight's attributes, [size, 3 * size]
+-- @tparam[opt] ParamAttr|string|false a.bias_attr the bias's attributes; `false`: no bias
+-- @tparam[opt=false] bool a.is_reverse
+-- @tparam[opt="sigmoid"] string a.gate_activation
+-- @tparam[opt="tanh"] string a.candidate_activation
+-- @tparam[opt=false] bool a.origin_mode the update rule of the original GRU paper
+-- @tparam[opt] string a.name
+-- @treturn Variable hidden, [T, size] with the input's LoD
+-- @raise when input's width is not 3 * size
+-- @usage
+-- local proj = layers.fc{input = emb, size = 3 * 64}
+-- local h = layers.dynamic_gru{input = proj, size = 64}
 function M.dynamic_gru(a)
   a = args("dynamic_gru", a, "input", nil,
     "bias_attr candidate_activation gate_activation h_0 input is_reverse name origin_mode param_attr size")
@@ -203,9 +288,21 @@ function M.dynamic_gru(a)
   return hidden
 end
 
---- lstm_unit{x_t=, hidden_t_prev=, cell_t_prev=, forget_bias=0, param_attr=,
--- bias_attr=, name=} -> hidden, cell: one LSTM step, its gates an fc of
--- [x_t, hidden_t_prev] (Fluid's lstm_unit layer)
+--- One LSTM step (Fluid's lstm_unit layer): the gates are an fc of
+-- `[x_t, hidden_t_prev]` of width 4 * D, D the cell's width.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.x_t the step's input [N, M]
+-- @tparam Variable a.hidden_t_prev the previous hidden state [N, D]
+-- @tparam Variable a.cell_t_prev the previous cell state [N, D]
+-- @tparam[opt=0.0] number a.forget_bias added to the forget gate
+-- @tparam[opt] ParamAttr|string a.param_attr the gates fc's weight attributes
+-- @tparam[opt] ParamAttr|string|false a.bias_attr the gates fc's bias attributes
+-- @tparam[opt] string a.name
+-- @treturn Variable hidden [N, D]
+-- @treturn Variable cell [N, D]
+-- @raise when the hidden and cell widths differ
+-- @usage
+-- local h, c = layers.lstm_unit{x_t = x, hidden_t_prev = h_prev, cell_t_prev = c_prev}
 function M.lstm_unit(a)
   a = args("lstm_unit", a, nil, nil, "bias_attr cell_t_prev forget_bias hidden_t_prev name param_attr x_t")
   local x = check.variable("lstm_unit", "x_t", a.x_t)
@@ -231,9 +328,25 @@ end
 
 local ACT_CODES = { identity = 0, sigmoid = 1, tanh = 2, relu = 3 }
 
---- gru_unit{input=, hidden=, size=, param_attr=, bias_attr=, activation="tanh",
--- gate_activation="sigmoid", origin_mode=false, name=} -> hidden,
--- reset_hidden_prev, gate. `input` is [N, size] (projected), size = 3 * hidden.
+--- One GRU step (Fluid's gru_unit). `input` is x already projected,
+-- [N, size]; `size` is 3 times the hidden size, as in Fluid.
+-- Activations are one of "sigmoid", "tanh", "relu", "identity".
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.input [N, size]
+-- @tparam Variable a.hidden the previous hidden state [N, size / 3]
+-- @tparam int a.size 3 * hidden size
+-- @tparam[opt] ParamAttr|string a.param_attr the weight's attributes, [hidden, 3 * hidden]
+-- @tparam[opt] ParamAttr|string|false a.bias_attr the bias's attributes; `false`: no bias
+-- @tparam[opt="tanh"] string a.activation
+-- @tparam[opt="sigmoid"] string a.gate_activation
+-- @tparam[opt=false] bool a.origin_mode
+-- @tparam[opt] string a.name
+-- @treturn Variable hidden [N, hidden]
+-- @treturn Variable reset_hidden_prev [N, hidden]
+-- @treturn Variable gate [N, 3 * hidden]
+-- @raise when size is not a multiple of 3
+-- @usage
+-- local h = layers.gru_unit{input = layers.fc{input = x, size = 3 * 32}, hidden = h_prev, size = 3 * 32}
 function M.gru_unit(a)
   a = args("gru_unit", a, nil, nil,
     "activation bias_attr gate_activation hidden input name origin_mode param_attr size")

@@ -428,6 +428,7 @@ local function arg_layer(op_type, layer)
     return out
   end
 end
+
 --- The int64 indices of the maxima along `axis`. Also `argmax(x, axis)`.
 -- @function argmax
 -- @tparam Variable|table a x, or `{x=, axis=0, name=}`
@@ -482,6 +483,7 @@ local function compare_layer(op_type)
     return out
   end
 end
+
 --- Comparisons and logic. Each comparison is `NAME(x, y[, cond])` or
 -- `NAME{x=, y=, cond=, axis=-1, force_cpu=, name=}`: a bool tensor
 -- (stop_gradient), written into `cond` when given; y broadcasts from `axis`.
@@ -553,6 +555,7 @@ local function logical_layer(op_type, binary)
     return o
   end
 end
+
 --- x and y of bool tensors. Also `logical_and{x=, y=, out=, name=}`.
 -- @function logical_and
 -- @tparam Variable|table a x, or the keyword arguments

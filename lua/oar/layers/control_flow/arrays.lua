@@ -32,7 +32,10 @@ local M = {}
 
 -- ---- tensor arrays --------------------------------------------------------------
 
---- create_array(dtype): an empty tensor array
+--- An empty tensor array (a LoD tensor array), to fill with array_write.
+-- @tparam[opt="float32"] string|table dtype the element dtype, or `{dtype=}`
+-- @treturn Variable a variable of type lod_tensor_array
+-- @usage local arr = layers.create_array("float32")
 function M.create_array(dtype)
   if type(dtype) == "table" and not is_variable(dtype) then
     argcheck.keys("layers.create_array", dtype, "dtype")
@@ -56,7 +59,20 @@ local function index_for(helper, i, who)
   return copy
 end
 
---- array_write{x=, i=, array=}: array[i] = x; returns the array
+--- Writes `x` at index `i` of a tensor array: `array[i] = x`. Also
+-- positional: `array_write(x, i, array)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.x the tensor to write
+-- @tparam Variable a.i the index, int64 [1] (0-based)
+-- @tparam[opt] Variable a.array the array; omitted: a new array of x's dtype
+-- @tparam[opt] string a.name
+-- @tparam[opt] Variable i with a positional x
+-- @tparam[opt] Variable array with a positional x
+-- @treturn Variable the array
+-- @raise when i is not an int64 [1] Variable or array not a tensor array
+-- @usage
+-- local i = layers.zeros{shape = {1}, dtype = "int64"}
+-- local arr = layers.array_write{x = x, i = i}
 function M.array_write(a, i, array)
   a = args("array_write", a, "x", { i = i, array = array }, "array i name x")
   local x = tensor_arg("array_write", "x", a.x)
@@ -73,7 +89,14 @@ function M.array_write(a, i, array)
   return arr
 end
 
---- array_read{array=, i=}
+--- Reads element `i` of a tensor array. Also positional: `array_read(array, i)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.array a tensor array (made by create_array)
+-- @tparam Variable a.i the index, int64 [1] (0-based)
+-- @tparam[opt] string a.name
+-- @tparam[opt] Variable i with a positional array
+-- @treturn Variable the element, of the array's dtype
+-- @usage local x0 = layers.array_read{array = arr, i = i}
 function M.array_read(a, i)
   a = args("array_read", a, "array", { i = i }, "array i name")
   local arr = array_arg("array_read", "array", a.array)
@@ -84,7 +107,10 @@ function M.array_read(a, i)
   return out
 end
 
---- array_length(array): int64 [1]
+--- The number of elements of a tensor array.
+-- @tparam Variable|table a the array, or `{array=}`
+-- @treturn Variable int64 [1] (stop_gradient)
+-- @usage local n = layers.array_length(arr)
 function M.array_length(a)
   if type(a) == "table" and not is_variable(a) then
     argcheck.keys("layers.array_length", a, "array")
@@ -100,49 +126,104 @@ end
 
 -- ---- LoD rank tables ------------------------------------------------------------------
 
---- lod_rank_table{x=, level=0}
+--- A LoD rank table: the sequences of `x`'s LoD level `level`, sorted by
+-- length, longest first (what DynamicRNN is built on). Also positional:
+-- `lod_rank_table(x, level)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.x a LoD tensor
+-- @tparam[opt=0] int a.level the LoD level
+-- @tparam[opt] int level with a positional x
+-- @treturn Variable a variable of type lod_rank_table
+-- @usage local table = layers.lod_rank_table{x = words, level = 0}
 function M.lod_rank_table(a, level)
   a = args("lod_rank_table", a, "x", { level = level }, "level x")
   local x = tensor_arg("lod_rank_table", "x", a.x)
   return rank_table_in(main_program():current_block(), x, level_arg("lod_rank_table", a.level))
 end
 
---- max_sequence_len{rank_table=}
+--- The length of the longest sequence of a rank table.
+-- @tparam Variable|table a the rank table, or `{rank_table=}`
+-- @treturn Variable int64 [1]
+-- @usage local n = layers.max_sequence_len(layers.lod_rank_table(words))
 function M.max_sequence_len(a)
   a = args("max_sequence_len", a, "rank_table", nil, "rank_table")
   return max_len_in(main_program():current_block(), rank_table_arg("max_sequence_len", "rank_table", a.rank_table))
 end
 
---- lod_tensor_to_array{x=, table=}
+--- Splits a LoD tensor into a tensor array by time step: element t holds
+-- step t of every sequence long enough, in the rank table's order. Also
+-- positional: `lod_tensor_to_array(x, table)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.x a LoD tensor
+-- @tparam Variable a.table its rank table (made by lod_rank_table)
+-- @tparam[opt] Variable t the rank table, with a positional x
+-- @treturn Variable a tensor array
+-- @usage local steps = layers.lod_tensor_to_array{x = words, table = layers.lod_rank_table(words)}
 function M.lod_tensor_to_array(a, t)
   a = args("lod_tensor_to_array", a, "x", { table = t }, "table x")
   return to_array_in(main_program():current_block(), tensor_arg("lod_tensor_to_array", "x", a.x),
     rank_table_arg("lod_tensor_to_array", "table", a.table))
 end
 
---- array_to_lod_tensor{x=, table=}
+--- Joins a tensor array of time steps back into a LoD tensor in the
+-- original sequence order (the inverse of lod_tensor_to_array). Also
+-- positional: `array_to_lod_tensor(x, table)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.x a tensor array
+-- @tparam Variable a.table the rank table the array was split by
+-- @tparam[opt] Variable t the rank table, with a positional x
+-- @treturn Variable a LoD tensor
+-- @usage local seq = layers.array_to_lod_tensor{x = steps, table = table}
 function M.array_to_lod_tensor(a, t)
   a = args("array_to_lod_tensor", a, "x", { table = t }, "table x")
   return from_array_in(main_program():current_block(), array_arg("array_to_lod_tensor", "x", a.x),
     rank_table_arg("array_to_lod_tensor", "table", a.table))
 end
 
---- reorder_lod_tensor_by_rank{x=, rank_table=}
+--- Reorders the rows (or sequences) of `x` into a rank table's order. Also
+-- positional: `reorder_lod_tensor_by_rank(x, rank_table)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.x a tensor with one row (or sequence) per sequence of the table
+-- @tparam Variable a.rank_table a rank table (made by lod_rank_table)
+-- @tparam[opt] Variable t the rank table, with a positional x
+-- @treturn Variable x reordered
+-- @usage local boot = layers.reorder_lod_tensor_by_rank{x = init_state, rank_table = table}
 function M.reorder_lod_tensor_by_rank(a, t)
   a = args("reorder_lod_tensor_by_rank", a, "x", { rank_table = t }, "rank_table x")
   return reorder_in(main_program():current_block(), tensor_arg("reorder_lod_tensor_by_rank", "x", a.x),
     rank_table_arg("reorder_lod_tensor_by_rank", "rank_table", a.rank_table))
 end
 
---- shrink_memory{x=, i=, table=}
+--- Keeps the first rows of `x`: one per sequence still running at step `i`
+-- of the rank table (a DynamicRNN memory as sequences end). Also
+-- positional: `shrink_memory(x, i, table)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.x the memory, one row per sequence in rank order
+-- @tparam Variable a.i the step, int64 [1]
+-- @tparam Variable a.table the rank table
+-- @tparam[opt] Variable i with a positional x
+-- @tparam[opt] Variable t the rank table, with a positional x
+-- @treturn Variable x's leading rows
+-- @usage local mem = layers.shrink_memory{x = mem, i = i, table = table}
 function M.shrink_memory(a, i, t)
   a = args("shrink_memory", a, "x", { i = i, table = t }, "i table x")
   return shrink_in(main_program():current_block(), tensor_arg("shrink_memory", "x", a.x),
     index_arg("shrink_memory", "i", a.i), rank_table_arg("shrink_memory", "table", a.table))
 end
 
---- lod_reset{x=, y=, target_lod=, append=false}: x's data with a new LoD
--- (y's LoD, or y's values as offsets, or target_lod)
+--- `x`'s data with a new LoD: `y`'s LoD (or, when y has none, y's values as
+-- offsets), or `target_lod`. Also positional: `lod_reset(x, y, target_lod)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.x the tensor
+-- @tparam[opt] Variable a.y the tensor whose LoD (or values) to take
+-- @tparam[opt] {int,...} a.target_lod offsets of one LoD level, like `{0, 2, 5}` (required without y)
+-- @tparam[opt=false] bool a.append add the level below x's LoD instead of replacing it
+-- @tparam[opt] string a.name
+-- @tparam[opt] Variable y with a positional x
+-- @tparam[opt] {int,...} target_lod with a positional x
+-- @treturn Variable x's data with the new LoD
+-- @raise when target_lod is not a list of non-decreasing offsets from 0
+-- @usage local seqs = layers.lod_reset{x = rows, target_lod = {0, 2, 5}}
 function M.lod_reset(a, y, target_lod)
   a = args("lod_reset", a, "x", { y = y, target_lod = target_lod }, "append name target_lod x y")
   local x = tensor_arg("lod_reset", "x", a.x)

@@ -35,9 +35,20 @@ local function results_of(who, res)
   return res, "values"
 end
 
---- cond(pred, true_fn, false_fn): pred is a bool Variable of one element;
--- runs the function it selects and returns its Variables (one or several,
--- or a list if the function returned a list)
+--- Runs the branch `pred` selects and returns its results (Fluid's
+-- layers.cond). Both functions must return the same number of Variables,
+-- of the same dtypes (one or several values, or one list); a branch may
+-- be left out when neither returns anything. Also `cond{pred=, true_fn=, false_fn=, name=}`.
+-- @tparam Variable pred a bool Variable of one element
+-- @tparam[opt] function true_fn builds the ops run when pred holds
+-- @tparam[opt] function false_fn builds the ops run otherwise
+-- @tparam[opt] string name
+-- @return the selected branch's Variables (a list when the branches return a list), or nil
+-- @raise when the branches' results differ in number or dtype
+-- @usage
+-- local y = layers.cond(layers.less_than{x = a, y = b},
+--   function() return layers.scale{x = a, scale = 2} end,
+--   function() return layers.scale{x = b, scale = 0.5} end)
 function M.cond(pred, true_fn, false_fn, name)
   if type(pred) == "table" and not is_variable(pred) then
     argcheck.keys("layers.cond", pred, "pred true_fn false_fn name")

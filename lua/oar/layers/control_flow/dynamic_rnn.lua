@@ -32,14 +32,16 @@ local M = {}
 local DynamicRNN = {}
 DynamicRNN.__index = DynamicRNN
 
---- DynamicRNN(): over the sequences of a LoD level-1 input; drnn:block(fn)
--- builds the step, drnn() returns LoD tensors with the input's LoD. Built
--- like Fluid's: a rank table sorts the sequences by length, inputs become
--- tensor arrays (one item per step, shrinking as sequences end), and a
--- While loop runs the step over the items.
+--- An RNN over the sequences of a LoD input, each of its own length
+-- (Fluid's DynamicRNN). `drnn:block(fn)` builds the step; `drnn()` returns
+-- the outputs as LoD tensors with the input's LoD. Built like Fluid's: a
+-- rank table sorts the sequences by length, inputs become tensor arrays
+-- (one item per step, shrinking as sequences end), and a While loop runs
+-- the step over the items. Feed the input with a LoD (see oar.tensor).
 -- @tparam[opt] string|table name a name, or `{name=}`
 -- @treturn DynamicRNN the builder: drnn:block(fn), step_input, static_input, memory, update_memory, output, drnn()
--- @usage local drnn = layers.DynamicRNN()
+-- @usage
+-- local drnn = layers.DynamicRNN()
 -- drnn:block(function()
 --   local w = drnn:step_input(seq)
 --   local m = drnn:memory{shape = {H}, value = 0}
@@ -63,6 +65,12 @@ function DynamicRNN:_in_block(who)
   if self.status ~= "in" then raise(who .. ": call it inside drnn:block(function() ... end)") end
 end
 
+--- Builds the step: `fn()` declares step inputs, memories and outputs and
+-- appends the step's ops, which a While loop runs once per time step over
+-- the sequences still running. Call once.
+-- @tparam function fn builds one step; it must call step_input
+-- @raise when the step is already built or has no step_input
+-- @usage drnn:block(function() drnn:output(layers.fc{input = drnn:step_input(seq), size = 8}) end)
 function DynamicRNN:block(fn)
   check_fn("DynamicRNN:block", fn)
   if self.status ~= "before" then raise("DynamicRNN:block: the step is already built") end
@@ -87,8 +95,13 @@ function DynamicRNN:block(fn)
   end
 end
 
---- step_input(x, level=0): x's current step (one row per live sequence,
--- longest sequences first)
+--- Inside the step: a sequence input. The first call's LoD sets the
+-- sequences and their order.
+-- @tparam Variable x a LoD tensor (lod_level >= 1), made outside the step
+-- @tparam[opt=0] int level the LoD level that gives the sequences
+-- @treturn Variable x's current step: one row per live sequence, longest sequences first
+-- @raise outside the step, or when x has no LoD level
+-- @usage local w = drnn:step_input(seq)
 function DynamicRNN:step_input(x, level)
   self:_in_block("DynamicRNN:step_input")
   tensor_arg("DynamicRNN:step_input", "x", x)
@@ -110,8 +123,13 @@ function DynamicRNN:step_input(x, level)
   return arrays.array_read{ array = arr, i = self.step_idx }
 end
 
---- static_input(x): x's rows of the sequences still running (x has one row
--- or sequence per input sequence)
+--- Inside the step: an input that does not change with the step (an
+-- encoder's state, say), with one row (or sequence) per input sequence;
+-- at each step, the rows of the sequences still running, in their order.
+-- @tparam Variable x made outside the step
+-- @treturn Variable x's rows for the live sequences
+-- @raise outside the step, or before step_input
+-- @usage local ctx = drnn:static_input(encoder_last)
 function DynamicRNN:static_input(x)
   self:_in_block("DynamicRNN:static_input")
   tensor_arg("DynamicRNN:static_input", "x", x)
@@ -121,8 +139,18 @@ function DynamicRNN:static_input(x)
   return shrink_in(self.helper.main_program:current_block(), reordered, self.step_idx, self.rank_table)
 end
 
---- memory{init=, need_reorder=false} or memory{shape=, value=0, dtype=} (dtype: the
--- first step input's by default)
+--- Inside the step: a state carried from step to step. Either `init` (one
+-- row per sequence), or a `shape` (without the batch dim) filled with
+-- `value`. Also `memory(init)`. Call after step_input.
+-- @tparam table a keyword arguments:
+-- @tparam[opt] Variable a.init the initial state, made outside the step
+-- @tparam[opt=false] bool a.need_reorder reorder init's rows into the rank table's order (when they follow the input's order)
+-- @tparam[opt] {int,...} a.shape the state's shape without the batch dim (without init)
+-- @tparam[opt=0] number a.value the initial value (with shape)
+-- @tparam[opt] string a.dtype the state's dtype (with shape; default the first step input's)
+-- @treturn Variable the state at the current step, one row per live sequence
+-- @raise outside the step, before step_input, or without init nor shape
+-- @usage local m = drnn:memory{shape = {32}, value = 0}
 function DynamicRNN:memory(a)
   self:_in_block("DynamicRNN:memory")
   if is_variable(a) then a = { init = a } end
@@ -164,6 +192,11 @@ function DynamicRNN:memory(a)
   return mem
 end
 
+--- Inside the step: sets a memory's state for the next step.
+-- @tparam Variable ex_mem a memory (made by drnn:memory)
+-- @tparam Variable new_mem its next state
+-- @raise outside the step, or when ex_mem is not a memory of this RNN
+-- @usage drnn:update_memory(m, h)
 function DynamicRNN:update_memory(ex_mem, new_mem)
   self:_in_block("DynamicRNN:update_memory")
   tensor_arg("DynamicRNN:update_memory", "ex_mem", ex_mem)
@@ -175,6 +208,11 @@ function DynamicRNN:update_memory(ex_mem, new_mem)
   self.mem_links[#self.mem_links + 1] = { new_mem, arr }
 end
 
+--- Inside the step: outputs; each step's values are joined into a LoD
+-- tensor with the input's LoD, returned by `drnn()`.
+-- @tparam Variable ... the step's values
+-- @raise outside the step
+-- @usage drnn:output(h)
 function DynamicRNN:output(...)
   self:_in_block("DynamicRNN:output")
   for i = 1, select("#", ...) do

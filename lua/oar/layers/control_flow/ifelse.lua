@@ -23,14 +23,21 @@ local M = {}
 local IfElse = {}
 IfElse.__index = IfElse
 
---- IfElse(cond): cond is a bool [N, 1] Variable, one entry per row (per
--- sequence of a LoD input). Inputs are split by it, the true/false blocks
--- run on their rows (a block whose rows are none does not run at all), and
--- ie() merges the outputs back in row order.
+--- A per-row if/else (Fluid's IfElse). `cond` has one entry per row (per
+-- sequence of a LoD input). Inside `ie:true_block(fn)` and
+-- `ie:false_block(fn)`, `ie:input(x)` gives the rows of x that go to that
+-- block and `ie:output(...)` sets its results; a block whose rows are none
+-- does not run at all. After both blocks, `ie()` merges the outputs back
+-- in row order (one Variable per output; when only one block was built,
+-- that block's outputs as they are). A block may not read a batch-shaped
+-- outside variable directly: bring it in with `ie:input`.
 -- @tparam Variable|table cond a bool [N, 1] Variable, or `{cond=, name=}`
 -- @tparam[opt] string name
 -- @treturn IfElse the builder: ie:true_block(fn), ie:false_block(fn), ie:input(x), ie:output(...), ie()
--- @usage local ie = layers.IfElse(cond)
+-- @raise when cond is not a bool tensor Variable
+-- @usage
+-- local cond = layers.less_than{x = x, y = limit}
+-- local ie = layers.IfElse(cond)
 -- ie:true_block(function() ie:output(layers.scale{x = ie:input(x), scale = 2}) end)
 -- ie:false_block(function() ie:output(ie:input(x) + 1) end)
 -- local out = ie()
@@ -121,10 +128,25 @@ function IfElse:_check_reads(body, who)
   scan(body)
 end
 
+--- Builds the block for the rows where cond holds: the ops `fn()` appends
+-- run on those rows only. Call once, in the block the IfElse was made in.
+-- @tparam function fn builds the block (with ie:input and ie:output)
+-- @raise when built twice, inside the other block, or when it reads an
+-- outside batch variable not brought in with ie:input
+-- @usage ie:true_block(function() ie:output(layers.scale{x = ie:input(x), scale = 2}) end)
 function IfElse:true_block(fn) return self:_branch(true, fn, "IfElse:true_block") end
+
+--- Builds the block for the rows where cond does not hold (see true_block).
+-- @tparam function fn builds the block (with ie:input and ie:output)
+-- @raise as true_block
+-- @usage ie:false_block(function() ie:output(ie:input(x) + 1) end)
 function IfElse:false_block(fn) return self:_branch(false, fn, "IfElse:false_block") end
 
---- input(x): inside a block, the rows of x that go to this block
+--- Inside a block: the rows of `x` that go to this block.
+-- @tparam Variable x a tensor Variable from outside the IfElse, one row per entry of cond
+-- @treturn Variable x's rows for this block
+-- @raise outside a block, or when x is made inside the block
+-- @usage ie:true_block(function() local x_in = ie:input(x); ie:output(x_in * 2) end)
 function IfElse:input(x)
   if self.status == nil then raise("IfElse:input: call it inside true_block or false_block") end
   tensor_arg("IfElse:input", "x", x)
@@ -141,8 +163,11 @@ function IfElse:input(x)
   return pair[self.status]
 end
 
---- output(v1, v2, ...): inside a block, its results (both blocks give the
--- same number, in the same order)
+--- Inside a block: sets its results. Both blocks give the same number of
+-- outputs, in the same order; `ie()` merges them.
+-- @tparam Variable ... the block's results
+-- @raise outside a block
+-- @usage ie:false_block(function() ie:output(ie:input(x) + 1) end)
 function IfElse:output(...)
   if self.status == nil then raise("IfElse:output: call it inside true_block or false_block") end
   local list = self.outs[self.status]

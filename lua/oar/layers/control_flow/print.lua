@@ -12,11 +12,22 @@ local M = {}
 
 -- ---- Print ---------------------------------------------------------------------------------
 
---- Print(input, {first_n=-1, message=, summarize=20, print_tensor_name=true,
--- print_tensor_type=true, print_tensor_shape=true, print_tensor_lod=true,
--- print_phase="both"}): writes input's values to stderr each time the op
--- runs (each step inside a While or an RNN) and returns input. The print op
--- only looks; gradients flow around it.
+--- Writes `input`'s values to stderr each time the op runs (each step
+-- inside a While or an RNN) and returns `input`. The print op only looks;
+-- gradients flow around it.
+-- @tparam Variable input a tensor Variable
+-- @tparam[opt] table a options:
+-- @tparam[opt=-1] int a.first_n print only the first n times (-1: always)
+-- @tparam[opt=""] string a.message printed before the values
+-- @tparam[opt=20] int a.summarize how many values to print (-1: all)
+-- @tparam[opt=true] bool a.print_tensor_name
+-- @tparam[opt=true] bool a.print_tensor_type
+-- @tparam[opt=true] bool a.print_tensor_shape
+-- @tparam[opt=true] bool a.print_tensor_lod
+-- @tparam[opt="both"] string a.print_phase "forward", "backward" or "both"
+-- @tparam[opt] string a.name
+-- @treturn Variable input
+-- @usage layers.Print(loss, {message = "loss", summarize = 1})
 function M.Print(input, a)
   tensor_arg("Print", "input", input)
   a = a or {}

@@ -25,8 +25,22 @@ local M = {}
 local StaticRNN = {}
 StaticRNN.__index = StaticRNN
 
---- StaticRNN(): over time-major sequences [T, N, ...]; rnn:step(fn) builds
--- the step, rnn() returns the outputs [T, N, ...].
+--- An RNN over time-major sequences [T, N, ...] of a fixed length (Fluid's
+-- StaticRNN). `rnn:step(fn)` builds one step with `rnn:step_input`,
+-- `rnn:memory`, `rnn:update_memory` and `rnn:output`; then `rnn()` returns
+-- the outputs, each stacked into [T, N, ...].
+-- @tparam[opt] string|table name a name prefix, or `{name=}`
+-- @treturn StaticRNN
+-- @usage
+-- local rnn = layers.StaticRNN()
+-- rnn:step(function()
+--   local x_t = rnn:step_input(x)                     -- x: [T, N, D]
+--   local h_prev = rnn:memory{shape = {-1, 32}, batch_ref = x_t}
+--   local h = layers.fc{input = {x_t, h_prev}, size = 32, act = "tanh"}
+--   rnn:update_memory(h_prev, h)
+--   rnn:output(h)
+-- end)
+-- local hs = rnn()                                    -- [T, N, 32]
 function M.StaticRNN(name)
   if type(name) == "table" then
     argcheck.keys("layers.StaticRNN", name, "name")
@@ -41,6 +55,12 @@ function StaticRNN:_in_step(who)
   if self.status ~= "in" then raise(who .. ": call it inside rnn:step(function() ... end)") end
 end
 
+--- Builds the step: `fn()` declares the step inputs, memories and outputs
+-- and appends the step's ops. Call once.
+-- @tparam function fn builds one step
+-- @raise when the step is already built, has no step input or no output, or
+-- a memory is never updated
+-- @usage rnn:step(function() rnn:output(layers.scale{x = rnn:step_input(x), scale = 2}) end)
 function StaticRNN:step(fn)
   check_fn("StaticRNN:step", fn)
   if self.status ~= "before" then raise("StaticRNN:step: the step is already built") end
@@ -56,7 +76,11 @@ function StaticRNN:step(fn)
   self:_complete(block)
 end
 
---- step_input(x): x is [T, N, ...]; inside the step, its [N, ...] slice
+--- Inside the step: a sequence input. All step inputs have the same T.
+-- @tparam Variable x [T, N, ...], made outside the step
+-- @treturn Variable the current step's slice, [N, ...]
+-- @raise outside the step, or when x is not [T, N, ...] or its T differs
+-- @usage local x_t = rnn:step_input(x)
 function StaticRNN:step_input(x)
   self:_in_step("StaticRNN:step_input")
   tensor_arg("StaticRNN:step_input", "x", x)
@@ -78,8 +102,19 @@ function StaticRNN:step_input(x)
   return ipt
 end
 
---- memory{init=} or memory{shape=, batch_ref=, value=0, init_batch_dim_idx=0,
--- ref_batch_dim_idx=}: the state at this step (init at the first)
+--- Inside the step: a state carried from step to step, `init` at the first
+-- step. Either give `init`, or a `shape` whose batch dim is taken from
+-- `batch_ref` and a fill `value`. Also `memory(init)`.
+-- @tparam table a keyword arguments:
+-- @tparam[opt] Variable a.init the initial state, made outside the step
+-- @tparam[opt] {int,...} a.shape the state's shape, -1 for the batch dim (without init)
+-- @tparam[opt] Variable a.batch_ref a step input or outside variable giving the batch size (without init)
+-- @tparam[opt=0] number a.value the initial value (also `init_value`)
+-- @tparam[opt=0] int a.init_batch_dim_idx the batch dim of `shape`
+-- @tparam[opt] int a.ref_batch_dim_idx the batch dim of batch_ref (default 1 for a step input, else 0)
+-- @treturn Variable the state at the current step
+-- @raise outside the step, or without init nor shape and batch_ref
+-- @usage local h_prev = rnn:memory{shape = {-1, 32}, batch_ref = x_t}
 function StaticRNN:memory(a)
   self:_in_step("StaticRNN:memory")
   if is_variable(a) then a = { init = a } end
@@ -121,7 +156,12 @@ function StaticRNN:memory(a)
   return pre
 end
 
---- update_memory(mem, value): the memory's state for the next step
+--- Inside the step: sets a memory's state for the next step. Every memory
+-- must be updated.
+-- @tparam Variable mem a memory (made by rnn:memory)
+-- @tparam Variable value its next state
+-- @raise outside the step, or when mem is not a memory of this RNN
+-- @usage rnn:update_memory(h_prev, h)
 function StaticRNN:update_memory(mem, value)
   self:_in_step("StaticRNN:update_memory")
   tensor_arg("StaticRNN:update_memory", "mem", mem)
@@ -135,7 +175,11 @@ function StaticRNN:update_memory(mem, value)
   raise("StaticRNN:update_memory: '" .. mem.name .. "' is not a memory of this StaticRNN (made by rnn:memory)")
 end
 
---- step_output(v): v's value at every step, stacked into [T, N, ...]
+--- Inside the step: an output; its value at every step is stacked into
+-- [T, N, ...], returned by `rnn()`.
+-- @tparam Variable o the step's value
+-- @raise outside the step
+-- @usage rnn:step_output(h)
 function StaticRNN:step_output(o)
   self:_in_step("StaticRNN:step_output")
   tensor_arg("StaticRNN:step_output", "o", o)
@@ -148,6 +192,10 @@ function StaticRNN:step_output(o)
   self.outputs[#self.outputs + 1] = out
 end
 
+--- Inside the step: outputs, as step_output for each.
+-- @tparam Variable ... the step's values
+-- @raise outside the step
+-- @usage rnn:output(h, c)
 function StaticRNN:output(...)
   self:_in_step("StaticRNN:output")
   for i = 1, select("#", ...) do tensor_arg("StaticRNN:output", "output " .. i, (select(i, ...))) end

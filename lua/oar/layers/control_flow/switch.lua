@@ -19,8 +19,18 @@ local M = {}
 local Switch = {}
 Switch.__index = Switch
 
---- Switch(): sw:case(cond, fn) ... sw:default(fn); the first case whose
--- (scalar bool) condition holds runs, else the default.
+--- A switch: add cases with `:case(cond, fn)` and an optional
+-- `:default(fn)`; when the program runs, the first case whose condition
+-- holds runs its ops, else the default's.
+-- @tparam[opt] string|table name a name prefix, or `{name=}`
+-- @treturn Switch
+-- @usage
+-- local sw = layers.Switch()
+-- sw:case(layers.less_than{x = step, y = warmup}, function()
+--   layers.assign{input = warm_lr, output = lr}
+-- end):default(function()
+--   layers.assign{input = base_lr, output = lr}
+-- end)
 function M.Switch(name)
   if type(name) == "table" then
     argcheck.keys("layers.Switch", name, "name")
@@ -31,6 +41,12 @@ function M.Switch(name)
     Switch)
 end
 
+--- Adds a case: `fn`'s ops run when `cond` holds and no earlier case did.
+-- @tparam Variable cond a bool Variable of one element
+-- @tparam function fn builds the case's ops
+-- @treturn Switch the switch, to chain calls
+-- @raise after the default, or when cond is not a scalar bool
+-- @usage sw:case(layers.less_than{x = step, y = warmup}, function() layers.assign{input = warm_lr, output = lr} end)
 function Switch:case(cond, fn)
   scalar_bool_arg("Switch:case", "cond", cond)
   check_fn("Switch:case", fn)
@@ -47,6 +63,11 @@ function Switch:case(cond, fn)
   return self
 end
 
+--- Adds the default: `fn`'s ops run when no case's condition holds.
+-- @tparam function fn builds the default's ops
+-- @treturn Switch the switch
+-- @raise before any case, or when a default is already there
+-- @usage sw:default(function() layers.assign{input = base_lr, output = lr} end)
 function Switch:default(fn)
   check_fn("Switch:default", fn)
   if not self.pre_not then raise("Switch:default: add a case before the default") end

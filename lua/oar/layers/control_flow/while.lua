@@ -27,8 +27,25 @@ local M = {}
 local While = {}
 While.__index = While
 
---- While(cond) or While{cond=, is_test=false, name=}: cond is a bool [1]
--- Variable the loop body updates (less_than{..., cond=cond}).
+--- A while loop: the body built by `While:block(fn)` runs while `cond`
+-- holds. The body must update `cond` (`layers.less_than{x=, y=, cond=cond}`).
+-- Also positional: `While(cond, is_test)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.cond a bool Variable of one element
+-- @tparam[opt=false] bool a.is_test
+-- @tparam[opt] string a.name
+-- @tparam[opt] bool is_test with a positional cond
+-- @treturn While the loop; build its body with `:block(fn)`
+-- @raise when cond is not a bool Variable of one element
+-- @usage
+-- local i = layers.zeros{shape = {1}, dtype = "int64"}
+-- local n = layers.fill_constant{shape = {1}, dtype = "int64", value = 10}
+-- local cond = layers.less_than{x = i, y = n}
+-- local loop = layers.While(cond)
+-- loop:block(function()
+--   layers.increment{x = i, in_place = true}
+--   layers.less_than{x = i, y = n, cond = cond}
+-- end)
 function M.While(a, is_test)
   a = args("While", a, "cond", { is_test = is_test }, "cond is_test name")
   local cond = scalar_bool_arg("While", "cond", a.cond)
@@ -37,7 +54,16 @@ function M.While(a, is_test)
                         helper = LayerHelper("while", a), done = false }, While)
 end
 
---- Builds the loop: fn() appends the body's ops.
+--- Builds the loop's body: the ops `fn()` appends go into a sub-block the
+-- `while` op runs. Call once.
+-- @tparam function fn builds the body; it must write the loop's condition
+-- @treturn Block the body's block
+-- @raise when the body is already built, cond is not visible here, or fn never writes cond
+-- @usage
+-- loop:block(function()
+--   layers.increment{x = i, in_place = true}
+--   layers.less_than{x = i, y = n, cond = cond}
+-- end)
 function While:block(fn)
   check_fn("While:block", fn)
   if self.done then raise("While:block: the loop body is already built") end
@@ -67,9 +93,18 @@ end
 local ConditionalBlock = {}
 ConditionalBlock.__index = ConditionalBlock
 
---- ConditionalBlock{inputs={cond...}, is_scalar_condition=false}:block(fn)
--- (Fluid's building block: runs fn's ops when the scalar condition holds, or
--- when every input is non-empty)
+--- Fluid's conditional building block: the ops of `:block(fn)` run when the
+-- scalar condition holds (is_scalar_condition), or else when every input
+-- is non-empty. Also positional: `ConditionalBlock(inputs, is_scalar_condition)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable|{Variable,...} a.inputs the condition (a bool Variable of one element) or the inputs
+-- @tparam[opt=false] bool a.is_scalar_condition
+-- @tparam[opt] string a.name
+-- @tparam[opt] bool is_scalar_condition with positional inputs
+-- @treturn ConditionalBlock build its body with `:block(fn)`
+-- @usage
+-- local cb = layers.ConditionalBlock{inputs = {flag}, is_scalar_condition = true}
+-- cb:block(function() layers.assign{input = one, output = result} end)
 function M.ConditionalBlock(a, is_scalar_condition)
   if is_variable(a) or type(a) ~= "table" or (a.inputs == nil and a[1] ~= nil) then
     a = { inputs = a, is_scalar_condition = is_scalar_condition }
@@ -82,6 +117,12 @@ function M.ConditionalBlock(a, is_scalar_condition)
   return setmetatable({ inputs = inputs, is_scalar = is_scalar }, ConditionalBlock)
 end
 
+--- Builds the conditional body: the ops `fn()` appends run only when the
+-- condition holds.
+-- @tparam function fn builds the body
+-- @return fn's results
+-- @raise when an input is not visible in the current block
+-- @usage cb:block(function() layers.assign{input = one, output = result} end)
 function ConditionalBlock:block(fn)
   check_fn("ConditionalBlock:block", fn)
   local block = main_program():current_block()
