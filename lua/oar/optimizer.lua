@@ -137,15 +137,19 @@ function Optimizer:_get_accumulator(name, param)
 end
 
 -- ---- passes -------------------------------------------------------------------
+
 --- Appends backward, clipping, regularization and the update ops.
 -- The loss must hold one value (reduce it with layers.mean first).
 -- @tparam Variable loss a one-value loss
--- @tparam[opt] table opts keyword arguments (or Fluid's positional startup_program, parameter_list, no_grad_set):
+-- @tparam[opt] table|Program opts keyword arguments (or Fluid's positional startup_program):
 -- @tparam[opt] Program opts.startup_program where accumulators are initialized (default: the default startup program)
 -- @tparam[opt] {Variable|string,...} opts.parameter_list parameters to train (default: all trainable)
 -- @tparam[opt] {Variable|string,...} opts.no_grad_set variables no gradient flows through
+-- @tparam[opt] {Variable|string,...} parameter_list Fluid's positional form
+-- @tparam[opt] {Variable|string,...} no_grad_set Fluid's positional form
 -- @treturn {Operator,...} the optimize ops
 -- @treturn {{Variable,Variable},...} `{param, grad}` pairs
+-- @raise when the loss holds more than one value, or on an unknown key
 -- @usage oar.optimizer.Adam{learning_rate = 1e-3}:minimize(loss)
 function Optimizer:minimize(loss, opts, parameter_list, no_grad_set)
   local who = self.kind.name .. ":minimize"
@@ -166,6 +170,15 @@ function Optimizer:minimize(loss, opts, parameter_list, no_grad_set)
   return ops, params_grads
 end
 
+--- Appends the backward pass only (`oar.append_backward`), for use with
+-- `Optimizer:apply_gradients`.
+-- @tparam Variable loss
+-- @tparam[opt] table opts `{parameter_list=, no_grad_set=, startup_program=}` as for minimize
+-- @treturn {{Variable,Variable},...} `{param, grad}` pairs
+-- @usage
+-- local opt = oar.optimizer.SGD{learning_rate = 0.01}
+-- local pg = opt:backward(loss)
+-- opt:apply_gradients(pg)
 function Optimizer:backward(loss, opts)
   local who = self.kind.name .. ":backward"
   if not is_variable(loss) then raise(who .. ": 'loss' must be a Variable, got " .. describe(loss)) end
@@ -175,7 +188,12 @@ function Optimizer:backward(loss, opts)
   return backward.append_backward(loss, { parameter_list = opts.parameter_list, no_grad_set = opts.no_grad_set })
 end
 
---- clip, regularize, then the update ops; returns the optimize ops
+--- Clips and regularizes the gradients, then appends the update ops.
+-- @tparam {{Variable,Variable},...} params_grads `{param, grad}` pairs
+-- @tparam[opt] Program program default: the params' program
+-- @tparam[opt] Program startup where accumulators are initialized (default: the default startup program)
+-- @treturn {Operator,...} the optimize ops
+-- @usage opt:apply_gradients(opt:backward(loss))
 function Optimizer:apply_gradients(params_grads, program, startup)
   local who = self.kind.name .. ":apply_gradients"
   if type(params_grads) ~= "table" or is_variable(params_grads) then
@@ -354,6 +372,89 @@ kinds.Adadelta = {
   end,
 }
 
+--- The optimizers. Each is `oar.optimizer.NAME{learning_rate=, ...}` (also
+-- `NAMEOptimizer`, and `NAME(lr)` for just the rate) and returns an
+-- Optimizer. Every one takes `learning_rate` (a number or a schedule
+-- Variable), `regularization` (L1Decay/L2Decay), `grad_clip`
+-- (a GradientClipBy* object) and `name`; an unknown key is an error.
+-- Fluid's names are aliases: `SGDOptimizer`, `MomentumOptimizer`,
+-- `AdamOptimizer`, `AdamaxOptimizer`, `AdagradOptimizer`,
+-- `DecayedAdagradOptimizer`, `RMSPropOptimizer`, `AdadeltaOptimizer`.
+-- @section optimizers
+
+--- Plain gradient descent: `p -= lr * g`.
+-- @function SGD
+-- @tparam table spec `{learning_rate=, regularization=, grad_clip=, name=}`; learning_rate required
+-- @treturn Optimizer
+-- @usage oar.optimizer.SGD{learning_rate = 0.01}:minimize(loss)
+
+--- Momentum: `v = momentum * v + g; p -= lr * v` (Nesterov's form with use_nesterov).
+-- @function Momentum
+-- @tparam table spec keyword arguments:
+-- @tparam number spec.learning_rate
+-- @tparam[opt=0.9] number spec.momentum
+-- @tparam[opt=false] bool spec.use_nesterov
+-- @treturn Optimizer
+-- @usage oar.optimizer.Momentum{learning_rate = 0.01, momentum = 0.9}:minimize(loss)
+
+--- Adam: steps by bias-corrected running means of the gradient and its square.
+-- @function Adam
+-- @tparam table spec keyword arguments:
+-- @tparam[opt=0.001] number spec.learning_rate
+-- @tparam[opt=0.9] number spec.beta1
+-- @tparam[opt=0.999] number spec.beta2
+-- @tparam[opt=1e-8] number spec.epsilon
+-- @tparam[opt=false] bool spec.lazy_mode update only the rows a sparse gradient touches
+-- @treturn Optimizer
+-- @usage oar.optimizer.Adam{learning_rate = 1e-3, beta1 = 0.9}:minimize(loss)
+
+--- Adamax (Adam with the infinity norm).
+-- @function Adamax
+-- @tparam table spec keyword arguments:
+-- @tparam[opt=0.001] number spec.learning_rate
+-- @tparam[opt=0.9] number spec.beta1
+-- @tparam[opt=0.999] number spec.beta2
+-- @tparam[opt=1e-8] number spec.epsilon
+-- @treturn Optimizer
+-- @usage oar.optimizer.Adamax{learning_rate = 2e-3}:minimize(loss)
+
+--- Adagrad: steps scaled by the root of the summed squared gradients.
+-- @function Adagrad
+-- @tparam table spec keyword arguments:
+-- @tparam number spec.learning_rate
+-- @tparam[opt=1e-6] number spec.epsilon
+-- @tparam[opt=0.0] number spec.initial_accumulator_value
+-- @treturn Optimizer
+-- @usage oar.optimizer.Adagrad{learning_rate = 0.1}:minimize(loss)
+
+--- Adagrad with a decaying accumulator.
+-- @function DecayedAdagrad
+-- @tparam table spec keyword arguments:
+-- @tparam number spec.learning_rate
+-- @tparam[opt=0.95] number spec.decay
+-- @tparam[opt=1e-6] number spec.epsilon
+-- @treturn Optimizer
+-- @usage oar.optimizer.DecayedAdagrad{learning_rate = 0.1, decay = 0.9}:minimize(loss)
+
+--- RMSProp: steps scaled by the root of a running mean of squared gradients.
+-- @function RMSProp
+-- @tparam table spec keyword arguments:
+-- @tparam number spec.learning_rate
+-- @tparam[opt=0.95] number spec.rho decay of the mean square
+-- @tparam[opt=1e-6] number spec.epsilon
+-- @tparam[opt=0.0] number spec.momentum
+-- @tparam[opt=false] bool spec.centered
+-- @treturn Optimizer
+-- @usage oar.optimizer.RMSProp{learning_rate = 1e-3, rho = 0.9}:minimize(loss)
+
+--- Adadelta (the update does not use the learning rate).
+-- @function Adadelta
+-- @tparam table spec keyword arguments:
+-- @tparam[opt=1.0] number spec.learning_rate
+-- @tparam[opt=0.95] number spec.rho
+-- @tparam[opt=1e-6] number spec.epsilon
+-- @treturn Optimizer
+-- @usage oar.optimizer.Adadelta{learning_rate = 1.0, rho = 0.95}:minimize(loss)
 for name, kind in pairs(kinds) do
   M[name] = function(spec) return new_optimizer(kind, spec) end
   M[name .. "Optimizer"] = M[name]

@@ -170,6 +170,10 @@ function M.signature(line)
 end
 
 local function source_path(fn)
+  -- a receiver-checking wrapper (oar.framework) stands for the method it guards
+  local fw = package.loaded["oar.framework"]
+  local guarded = type(fw) == "table" and rawget(fw, "guarded")
+  if guarded and guarded[fn] then fn = guarded[fn] end
   local ok, info = pcall(debug.getinfo, fn, "S")
   if not ok or not info or info.what == "C" then return nil end
   local src = info.source or ""

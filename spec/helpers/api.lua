@@ -13,6 +13,7 @@ local lib = require("oar.lib")
 -- busted's globals are not visible in modules: take them from its module
 local busted = require("busted")
 
+local assert = require("luassert")
 local M = {}
 
 -- main, startup and whatever fn(main, startup) returned, fn having run under
@@ -46,5 +47,53 @@ function M.it_ops(ops, name, fn)
     fn()
   end)
 end
+
+-- ---- shared by the api_contract_*_spec files ---------------------------------
+function M.errmsg(fn, ...)
+  local ok, err = pcall(fn, ...)
+  assert.is_false(ok, "expected an error")
+  return tostring(err)
+end
+
+-- values of `fetch` after building with fn (which returns the fetch list)
+function M.eval(fn, feed)
+  local oar = require("oar")
+  local main, startup, fetch = M.build(function() return fn() end)
+  if type(fetch) ~= "table" or oar.is_variable(fetch) then fetch = { fetch } end
+  local out = M.run(main, startup, feed or {}, fetch)
+  return out, main
+end
+
+function M.near(expect, got, tol, path)
+  tol = tol or 1e-5
+  path = path or "value"
+  if type(expect) == "table" then
+    assert.are.equal("table", type(got), path .. " is not a table")
+    assert.are.equal(#expect, #got, "length at " .. path)
+    for i = 1, #expect do M.near(expect[i], got[i], tol, path .. "[" .. i .. "]") end
+  else
+    assert.is_true(type(got) == "number" and math.abs(expect - got) <= tol * math.max(1, math.abs(expect)),
+      string.format("%s: expected %.7g, got %s", path, expect, tostring(got)))
+  end
+end
+
+function M.op_types(block)
+  local t = {}
+  for _, op in ipairs(block:ops()) do t[#t + 1] = op.type end
+  return t
+end
+
+function M.contains(list, x)
+  for _, y in ipairs(list) do if y == x then return true end end
+  return false
+end
+
+-- a ParamAttr whose initializer is the constant v
+function M.const_attr(v)
+  local oar = require("oar")
+  return oar.ParamAttr{ initializer = oar.initializer.Constant{ value = v } }
+end
+
+M.X23 = { { 1, 2, 3 }, { 4, 5, 6 } }
 
 return M

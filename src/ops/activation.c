@@ -10,6 +10,7 @@
 #include <string.h>
 #include "op.h"
 #include "activation.h"
+#include "paddle_attrs.h"
 
 static const oar_slot_def_t act_in[] = {{"X", 0}, {NULL, 0}};
 static const oar_slot_def_t act_out[] = {{"Out", 0}, {NULL, 0}};
@@ -22,9 +23,11 @@ static const oar_slot_def_t act_grad_out[] = {{"X@GRAD", OAR_SLOT_DISPENSABLE}, 
 #define ACT_COMMON_ATTRS \
     {"use_mkldnn", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0}, \
     {"use_cudnn", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0}, \
-    {"is_test", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0}
+    {"is_test", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0}, OAR_PA_ONEDNN, OAR_PA_MKLDNN_DT
 
 static const oar_attr_def_t attrs_none[] = {ACT_COMMON_ATTRS, ATTR_END};
+/* Paddle 3: round to `decimals` places; only 0 is honoured (src/attr_check.c) */
+static const oar_attr_def_t attrs_round[] = {OAR_PA_I("decimals", 0), ACT_COMMON_ATTRS, ATTR_END};
 static const oar_attr_def_t attrs_leaky_relu[] = {
     {"alpha", OAR_ATTR_FLOAT, 0.02, NULL, false, 0, 0}, ACT_COMMON_ATTRS, ATTR_END};
 static const oar_attr_def_t attrs_elu[] = {
@@ -152,7 +155,6 @@ ACT_OUT(reciprocal, attrs_none, dec_none)
 ACT_X(log, attrs_none, dec_none)
 ACT_X(abs, attrs_none, dec_none)
 ACT_X(square, attrs_none, dec_none)
-ACT_X(softplus, attrs_none, dec_none)
 ACT_X(leaky_relu, attrs_leaky_relu, dec_alpha)
 ACT_X(elu, attrs_elu, dec_alpha)
 ACT_X(gelu, attrs_gelu, dec_gelu)
@@ -161,7 +163,7 @@ ACT_X(sin, attrs_none, dec_none)
 /* piecewise-constant: their gradient is zero almost everywhere (as in Fluid) */
 ACT_X(floor, attrs_none, dec_none)
 ACT_X(ceil, attrs_none, dec_none)
-ACT_X(round, attrs_none, dec_none)
+ACT_X(round, attrs_round, dec_none)
 ACT_X(sign, attrs_none, dec_none)
 ACT_DEF(pow, pow_in, pow_infer, attrs_pow, dec_pow, pow_grad_in, act_grad_infer_x, grad_dep_x)
 ACT_DEF(clip, clip_in, clip_infer, attrs_clip, dec_clip, clip_grad_in, act_grad_infer_x, grad_dep_x)

@@ -10,6 +10,7 @@
 #include <string.h>
 #include "op.h"
 #include "activation_ext.h"
+#include "paddle_attrs.h"
 
 static const oar_slot_def_t act_in[] = {{"X", 0}, {NULL, 0}};
 static const oar_slot_def_t act_out[] = {{"Out", 0}, {NULL, 0}};
@@ -22,7 +23,7 @@ static const oar_slot_def_t act_grad_out[] = {{"X@GRAD", OAR_SLOT_DISPENSABLE}, 
 #define COMMON \
     {"use_mkldnn", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0}, \
     {"use_cudnn", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0}, \
-    {"is_test", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0}
+    {"is_test", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0}, OAR_PA_ONEDNN, OAR_PA_MKLDNN_DT
 
 static const oar_attr_def_t a_none[] = {COMMON, END};
 static const oar_attr_def_t a_relu6[] = {F("threshold", 6.0), COMMON, END};
@@ -35,7 +36,11 @@ static const oar_attr_def_t a_hard_swish[] = {
     F("threshold", 6.0), F("scale", 6.0), F("offset", 3.0), COMMON, END};
 static const oar_attr_def_t a_soft_relu[] = {F("threshold", 40.0), COMMON, END};
 static const oar_attr_def_t a_stanh[] = {F("scale_a", 0.67), F("scale_b", 1.7159), COMMON, END};
-static const oar_attr_def_t a_thresholded_relu[] = {F("threshold", 1.0), COMMON, END};
+/* value: Paddle 3's output below the threshold (0 before) */
+static const oar_attr_def_t a_thresholded_relu[] = {F("threshold", 1.0), F("value", 0.0), COMMON, END};
+/* Paddle 2.x: log(1 + e^(beta x)) / beta, x itself where beta x > threshold;
+ * Fluid 1.8's softplus is beta 1 without the cut-off (equal to 1e-9 there) */
+static const oar_attr_def_t a_softplus[] = {F("beta", 1.0), F("threshold", 20.0), COMMON, END};
 static const oar_attr_def_t a_mish[] = {F("threshold", 20.0), COMMON, END};
 static const oar_attr_def_t a_selu[] = {
     F("scale", 1.0507009873554804934193349852946), F("alpha", 1.6732632423543772848170429916717), COMMON, END};
@@ -72,6 +77,12 @@ static int shrink_infer(oar_infer_ctx_t *c)
     float v = oar_attr_f(oar_ic_op(c), name);
     if (!(v >= 0))
         return oar_ic_error(c, OAR_ERR_RANGE, "attr %s = %g must not be negative", name, (double)v);
+    return act_infer(c);
+}
+static int softplus_infer(oar_infer_ctx_t *c)
+{
+    if (oar_attr_f(oar_ic_op(c), "beta") == 0)
+        return oar_ic_error(c, OAR_ERR_RANGE, "attr beta must not be 0");
     return act_infer(c);
 }
 static int hard_swish_infer(oar_infer_ctx_t *c)
@@ -116,7 +127,8 @@ PARAMS(softshrink, "lambda", NULL, NULL)
 PARAMS(brelu, "t_min", "t_max", NULL)
 PARAMS(hard_swish, "threshold", "scale", "offset")
 PARAMS(stanh, "scale_a", "scale_b", NULL)
-PARAMS(thresholded_relu, "threshold", NULL, NULL)
+PARAMS(thresholded_relu, "threshold", "value", NULL)
+PARAMS(softplus, "beta", "threshold", NULL)
 PARAMS(mish, "threshold", NULL, NULL)
 PARAMS(celu, "alpha", NULL, NULL)
 PARAMS(logit, "eps", NULL, NULL)
@@ -166,6 +178,7 @@ ACT_X(log10, a_none, none, act_infer)
 ACT_X(stanh, a_stanh, stanh, act_infer)
 ACT_X(softsign, a_none, none, act_infer)
 ACT_X(thresholded_relu, a_thresholded_relu, thresholded_relu, act_infer)
+ACT_X(softplus, a_softplus, softplus, softplus_infer)
 ACT_X(mish, a_mish, mish, act_infer)
 ACT_X(celu, a_celu, celu, act_infer)
 ACT_X(erf, a_none, none, act_infer)

@@ -10,6 +10,7 @@
  * Kernels in kernels/cpu/batch_norm.c. */
 #include "op.h"
 #include "batch_norm.h"
+#include "paddle_attrs.h"
 
 #include <string.h>
 
@@ -38,7 +39,7 @@ static const oar_attr_def_t bn_attrs[] = {
     {.name = "use_global_stats", .type = OAR_ATTR_BOOLEAN, .def = 0},
     {.name = "trainable_statistics", .type = OAR_ATTR_BOOLEAN, .def = 0},
     {.name = "fuse_with_relu", .type = OAR_ATTR_BOOLEAN, .def = 0},
-    {.name = "use_mkldnn", .type = OAR_ATTR_BOOLEAN, .def = 0},
+    {.name = "use_mkldnn", .type = OAR_ATTR_BOOLEAN, .def = 0}, OAR_PA_ONEDNN,
     {.name = NULL}};
 
 static int bn_decode(oar_decode_ctx_t *d, void *out) {

@@ -12,6 +12,7 @@
  * device's one stream). The collectives have no gradient ops. */
 #include "op.h"
 #include "collective.h"
+#include "paddle_attrs.h"
 
 #include <string.h>
 
@@ -38,7 +39,10 @@ static int ring_decode(oar_decode_ctx_t *d, void *out)
 #define COLL_DECODE(FN) .attrs_size = sizeof(oar_collective_attrs_t), .decode = FN
 
 /* ---- c_allreduce_* -------------------------------------------------------- */
-static const oar_attr_def_t allreduce_attrs[] = {RING_ATTR, CALC_STREAM_ATTR, {NULL}};
+/* use_model_parallel (Paddle 2.x) picks another communicator: refused unless
+ * false (src/attr_check.c) */
+static const oar_attr_def_t allreduce_attrs[] = {
+    RING_ATTR, CALC_STREAM_ATTR, OAR_PA_B("use_model_parallel", 0), {NULL}};
 
 /* in place: the kernel reduces Out's buffer, which holds X (copied when not X's own) */
 #define ALLREDUCE_DEF(NAME)                                                                      \

@@ -23,6 +23,7 @@
 #include "op.h"
 #include "exec.h"
 #include "bounded.h"
+#include "paddle_attrs.h"
 #include "scope.h"
 #include "lod_plumbing.h"
 
@@ -481,6 +482,7 @@ static const oar_slot_def_t cb_out[] = {{"Out", DUP | DISP}, {"Scope", DISP}, {N
 static const oar_attr_def_t cb_attrs[] = {
     {"sub_block", OAR_ATTR_BLOCK, 0, NULL, true, 0, 0},
     {"is_scalar_condition", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    OAR_PA_L("skip_eager_deletion_vars", OAR_ATTR_STRINGS),   /* Paddle's GC hint */
     ATTR_END};
 
 static int steps_infer(oar_infer_ctx_t *c, const char *slot)
@@ -598,6 +600,7 @@ static const oar_slot_def_t while_out[] = {{"Out", DUP | DISP}, {"StepScopes", D
 static const oar_attr_def_t while_attrs[] = {
     {"sub_block", OAR_ATTR_BLOCK, 0, NULL, true, 0, 0},
     {"is_test", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    OAR_PA_L("skip_eager_deletion_vars", OAR_ATTR_STRINGS),
     ATTR_END};
 
 static int while_infer(oar_infer_ctx_t *c)

@@ -1,6 +1,7 @@
 /* conv.c — conv2d and depthwise_conv2d (NCHW) with their grad ops.
  * Kernels in kernels/cpu/conv.c (im2col + GEMM). */
 #include "op.h"
+#include "paddle_attrs.h"
 #include "window.h"
 
 #include <stdio.h>
@@ -25,6 +26,7 @@ static const oar_attr_def_t conv_attrs[] = {
     {.name = "use_mkldnn", .type = OAR_ATTR_BOOLEAN, .def = 0},
     {.name = "workspace_size_MB", .type = OAR_ATTR_INT, .def = 512},
     {.name = "exhaustive_search", .type = OAR_ATTR_BOOLEAN, .def = 0},
+    OAR_PA_B("is_test", 0), OAR_PA_QUANTIZER, OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN, OAR_PA_CONV_FUSION,
     {.name = NULL}};
 
 /* attr list of 2 values (empty -> def) */

@@ -7,6 +7,7 @@
  */
 #include <stdio.h>
 #include "op.h"
+#include "paddle_attrs.h"
 #include "elementwise.h"
 
 static const oar_slot_def_t ew_in[] = {{"X", 0}, {"Y", 0}, {NULL, 0}};
@@ -16,6 +17,7 @@ static const oar_attr_def_t ew_attrs[] = {
     {"use_mkldnn", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
     {"x_data_format", OAR_ATTR_STRING, 0, "", false, 0, 0},
     {"y_data_format", OAR_ATTR_STRING, 0, "", false, 0, 0},
+    OAR_PA_SCALES_XY, OAR_PA_QUANTIZER, OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN,
     {NULL, 0, 0, NULL, false, 0, 0},
 };
 

@@ -1,6 +1,7 @@
 /* fill.c — constant tensors: fill_constant and fill_constant_batch_size_like.
  * Kernels in kernels/cpu/fill.c. */
 #include "op.h"
+#include "paddle_attrs.h"
 #include "attr_tensor.h"
 #include "fill.h"
 
@@ -102,6 +103,7 @@ static const oar_attr_def_t fc_attrs[] = {
     {.name = "value", .type = OAR_ATTR_FLOAT, .def = 0.0},
     {.name = "str_value", .type = OAR_ATTR_STRING, .def_str = ""},
     {.name = "force_cpu", .type = OAR_ATTR_BOOLEAN, .def = 0},
+    OAR_PA_USE_MKLDNN, OAR_PA_ONEDNN,
     {.name = NULL}};
 
 static int fc_infer(oar_infer_ctx_t *c)

@@ -24,6 +24,7 @@
  */
 #include <stdio.h>
 #include "op.h"
+#include "paddle_attrs.h"
 
 #define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
 
@@ -76,6 +77,7 @@ static const oar_attr_def_t gru_attrs[] = {
     {"gate_activation", OAR_ATTR_STRING, 0, "sigmoid", false, 0, 0},
     {"is_reverse", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
     {"origin_mode", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    OAR_PA_B("is_test", 0),
     ATTR_END};
 
 static int gru_check(oar_infer_ctx_t *c, int64_t *t, int64_t *d)

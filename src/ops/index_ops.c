@@ -6,6 +6,7 @@
  */
 #include "op.h"
 #include "index_ops.h"
+#include "paddle_attrs.h"
 
 #include <string.h>
 
@@ -30,6 +31,7 @@ static const oar_attr_def_t gather_attrs[] = {
     /* Fluid's flag for the GPU scatter; the CPU grad always accumulates,
      * which is the gradient when an index repeats */
     {"overwrite", OAR_ATTR_BOOLEAN, 1, NULL, false, 0, 0},
+    OAR_PA_I("axis", 0),   /* Paddle 2.x; only 0 is honoured (src/attr_check.c) */
     ATTR_END};
 
 /* Out = [M, X dims[1:]...] for Index [M] or [M, 1] */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "exec.h"
 #include "tensor_io.h"
+#include "paddle_attrs.h"
 
 #define LOAD_LIMIT ((size_t)1 << 36)
 
@@ -18,11 +19,15 @@ static const oar_attr_def_t save_attrs[] = {
     {"file_path", OAR_ATTR_STRING, 0, NULL, true, 0, 0},
     {"overwrite", OAR_ATTR_BOOLEAN, 1, NULL, false, 0, 0},
     {"save_as_fp16", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    OAR_PA_B("save_to_memory", 0),   /* Paddle 2.x; refused unless false */
     {NULL, 0, 0, NULL, false, 0, 0},
 };
 static const oar_attr_def_t load_attrs[] = {
     {"file_path", OAR_ATTR_STRING, 0, NULL, true, 0, 0},
     {"load_as_fp16", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    /* Paddle 2.x: load a slice of the file, or from memory; refused unless default */
+    {"seek", OAR_ATTR_LONG, -1, NULL, false, 0, 0, NULL}, OAR_PA_L("shape", OAR_ATTR_LONGS),
+    OAR_PA_B("model_from_memory", 0),
     {NULL, 0, 0, NULL, false, 0, 0},
 };
 

@@ -6,6 +6,7 @@
  * the statistics for the grad op. Kernels in kernels/cpu/layer_norm.c. */
 #include "op.h"
 #include "layer_norm.h"
+#include "paddle_attrs.h"
 
 #include <string.h>
 
@@ -26,6 +27,7 @@ static const oar_attr_def_t ln_attrs[] = {
     {.name = "begin_norm_axis", .type = OAR_ATTR_INT, .def = 1, .min = 1, .max = OAR_MAX_DIMS},
     {.name = "use_mkldnn", .type = OAR_ATTR_BOOLEAN, .def = 0},
     {.name = "is_test", .type = OAR_ATTR_BOOLEAN, .def = 0},
+    OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN,
     {.name = NULL}};
 
 static int ln_decode(oar_decode_ctx_t *d, void *out) {

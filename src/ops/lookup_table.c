@@ -10,6 +10,7 @@
  */
 #include "op.h"
 #include "lookup_table.h"
+#include "paddle_attrs.h"
 
 #include <string.h>
 
@@ -24,6 +25,12 @@ static const oar_attr_def_t lt_attrs[] = {
     {"is_distributed", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
     {"padding_idx", OAR_ATTR_LONG, -1, NULL, false, 0, 0},
     {"remote_prefetch", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    /* Paddle 2.x's parameter-server attrs (is_distributed/remote_prefetch decide
+     * whether they matter) */
+    OAR_PA_B("is_test", 0), OAR_PA_S("entry_config", ""), OAR_PA_S("entry", "none"),
+    OAR_PA_S("table_class", "none"), OAR_PA_L("table_names", OAR_ATTR_STRINGS), OAR_PA_I("trainer_id", 0),
+    OAR_PA_I("slot", 0), OAR_PA_B("grad_inplace", 0), OAR_PA_L("epmap", OAR_ATTR_STRINGS),
+    OAR_PA_L("height_sections", OAR_ATTR_LONGS),
     ATTR_END};
 /* Paddle 2.x's lookup_table_v2 (nn.Embedding): Ids of any shape, Out = Ids.shape ++ [D] */
 static const oar_attr_def_t lt_v2_attrs[] = {

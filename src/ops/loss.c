@@ -10,6 +10,7 @@
  * loss 0 and no gradient; other labels outside [0, C) are range errors.
  */
 #include "op.h"
+#include "paddle_attrs.h"
 
 #include <string.h>
 
@@ -28,6 +29,12 @@ static int check_label(oar_infer_ctx_t *c, const char *in, const int64_t *x, int
     bool ok = nl == nx;
     for (int i = 0; ok && i < nx; i++)
         ok = i == axis ? oar_dim_eq(l[i], soft ? x[i] : 1) : oar_dim_eq(l[i], x[i]);
+    /* cross_entropy (Fluid 1.8): a hard Label may drop the last axis (X [N, C], Label [N]) */
+    if (!ok && !soft && nl == nx - 1 && axis == nx - 1 &&
+        strncmp(oar_op_desc_type(oar_ic_op(c)), "cross_entropy", 13) == 0) {
+        ok = true;
+        for (int i = 0; ok && i < nl; i++) ok = oar_dim_eq(l[i], x[i]);
+    }
     if (!ok) {
         char bl[160], bx[160];
         return oar_ic_error(c, OAR_ERR_SHAPE, "Label '%s' has shape %s but %s '%s' has shape %s; a %s label "
@@ -74,7 +81,10 @@ static int ce_infer(oar_infer_ctx_t *c)
     OAR_TRY(float_input(c, "X"));
     OAR_TRY(check_label(c, "X", x, nx, nx - 1));
     x[nx - 1] = 1;
-    OAR_TRY(oar_ic_set_out(c, "Y", 0, x, nx, oar_ic_in_dtype(c, "X", 0)));
+    /* Y has Label's shape when Label dropped the class axis (Fluid 1.8) */
+    int nl;
+    oar_ic_in_dims(c, "Label", 0, &nl);
+    OAR_TRY(oar_ic_set_out(c, "Y", 0, x, nl == nx - 1 ? nx - 1 : nx, oar_ic_in_dtype(c, "X", 0)));
     return oar_ic_share_lod(c, "X", 0, "Y", 0);
 }
 
@@ -126,7 +136,9 @@ static int ceg_infer(oar_infer_ctx_t *c)
     int64_t y[OAR_MAX_DIMS];
     memcpy(y, x, sizeof y);
     y[nx - 1] = 1;
-    OAR_TRY(check_loss_grad(c, "Y@GRAD", y, nx));
+    int nl;
+    oar_ic_in_dims(c, "Label", 0, &nl);
+    OAR_TRY(check_loss_grad(c, "Y@GRAD", y, nl == nx - 1 ? nx - 1 : nx));
     OAR_TRY(oar_ic_set_out(c, "X@GRAD", 0, x, nx, oar_ic_in_dtype(c, "X", 0)));
     return oar_ic_share_lod(c, "X", 0, "X@GRAD", 0);
 }
@@ -144,6 +156,8 @@ static const oar_attr_def_t swce_attrs[] = {
     {"ignore_index", OAR_ATTR_INT, -100, NULL, false, 0, 0},
     {"numeric_stable_mode", OAR_ATTR_BOOLEAN, 1, NULL, false, 0, 0},
     {"axis", OAR_ATTR_INT, -1, NULL, false, 0, 0},
+    /* Paddle 2.x: false means Logits are probabilities; only true is honoured */
+    OAR_PA_B("use_softmax", 1),
     ATTR_END};
 
 static int swce_axis(oar_infer_ctx_t *c, const char *slot, const int64_t *d, int nd, int *axis)

@@ -26,6 +26,7 @@
  */
 #include <stdio.h>
 #include "op.h"
+#include "paddle_attrs.h"
 
 #define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
 
@@ -45,6 +46,7 @@ static const oar_attr_def_t lstm_attrs[] = {
     {"gate_activation", OAR_ATTR_STRING, 0, "sigmoid", false, 0, 0},
     {"cell_activation", OAR_ATTR_STRING, 0, "tanh", false, 0, 0},
     {"candidate_activation", OAR_ATTR_STRING, 0, "tanh", false, 0, 0},
+    OAR_PA_B("is_test", 0),
     ATTR_END};
 
 /* checks every input; *t rows of Input (-1 unknown), *d the hidden size */

@@ -3,6 +3,7 @@
  * flattened to matrices) and matmul (batched, numpy-like), with grads.
  */
 #include "op.h"
+#include "paddle_attrs.h"
 #include "broadcast.h"
 
 #define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
@@ -38,6 +39,8 @@ static const oar_attr_def_t mul_attrs[] = {
     {"x_num_col_dims", OAR_ATTR_INT, 1, NULL, false, 1, OAR_MAX_DIMS},
     {"y_num_col_dims", OAR_ATTR_INT, 1, NULL, false, 1, OAR_MAX_DIMS},
     {"use_mkldnn", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    OAR_PA_F("scale_x", 1.0), OAR_PA_L("scale_y", OAR_ATTR_FLOATS), OAR_PA_F("scale_out", 1.0),
+    OAR_PA_B("force_fp32_output", 0), OAR_PA_ONEDNN,
     ATTR_END};
 
 static int mul_infer(oar_infer_ctx_t *c)
@@ -104,6 +107,7 @@ static const oar_attr_def_t matmul_attrs[] = {
     {"fused_transpose_X", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
     {"fused_transpose_Y", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
     {"fused_transpose_Out", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
+    OAR_PA_ONEDNN,
     ATTR_END};
 /* Paddle 2.x's matmul_v2: numpy's matmul with trans_x/trans_y */
 static const oar_attr_def_t matmul_v2_attrs[] = {
@@ -118,6 +122,7 @@ static const oar_attr_def_t matmul_v2_attrs[] = {
     {"fused_transpose_X", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
     {"fused_transpose_Y", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
     {"fused_transpose_Out", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
+    OAR_PA_ONEDNN,
     ATTR_END};
 
 static int matmul_infer(oar_infer_ctx_t *c)

@@ -5,6 +5,8 @@
 #include <string.h>
 #include "op.h"
 #include "misc_ops.h"
+#include "exec.h"
+#include "paddle_attrs.h"
 
 #define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
 static const oar_slot_def_t none[] = {{NULL, 0}};
@@ -146,8 +148,9 @@ static int shape_run(oar_kernel_ctx_t *k) {
     return OAR_OK;
 }
 
+static const oar_attr_def_t shape_attrs[] = {OAR_PA_USE_MKLDNN, OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN, ATTR_END};
 static const oar_op_def_t shape_def = {
-    .type = "shape", .inputs = shape_in, .outputs = out_slot, .infer = shape_infer,
+    .type = "shape", .inputs = shape_in, .outputs = out_slot, .attrs = shape_attrs, .infer = shape_infer,
     .flags = OAR_OP_NO_KERNEL | OAR_OP_PLACE_AWARE, .run = shape_run};
 OAR_REGISTER_OP(shape_def)
 
@@ -185,6 +188,7 @@ static const oar_attr_def_t print_attrs[] = {
     {"print_tensor_shape", OAR_ATTR_BOOLEAN, 1, NULL, false, 0, 0},
     {"print_tensor_lod", OAR_ATTR_BOOLEAN, 1, NULL, false, 0, 0},
     {"print_phase", OAR_ATTR_STRING, 0, "both", false, 0, 0},
+    OAR_PA_B("print_tensor_layout", 1), OAR_PA_B("is_forward", 1),
     ATTR_END};
 static const oar_slot_def_t print_out[] = {{"Out", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
 

@@ -13,6 +13,7 @@
  * Beta1Pow to the caller (a scale op after it). */
 #include "op.h"
 #include "optimizer.h"
+#include "paddle_attrs.h"
 
 #include <float.h>
 #include <string.h>
@@ -175,7 +176,9 @@ static const char *const sgd_same[] = {"Grad", NULL};
 static const char *const sgd_scalars[] = {"LearningRate", NULL};
 static const char *const sgd_pairs[] = {"Param", "ParamOut", NULL, NULL};
 OPT_INFER(sgd)
-OPT_DEF(sgd, sgd_in, sgd_out, NULL, dec_none)
+static const oar_attr_def_t sgd_attrs[] = {
+    OAR_PA_B("multi_precision", 0), OAR_PA_USE_MKLDNN, OAR_PA_ONEDNN, {.name = NULL}};
+OPT_DEF(sgd, sgd_in, sgd_out, sgd_attrs, dec_none)
 
 /* ---- momentum ---------------------------------------------------------- */
 static const oar_slot_def_t momentum_in[] = {
@@ -184,6 +187,10 @@ static const oar_slot_def_t momentum_out[] = {{"ParamOut", 0}, {"VelocityOut", 0
 static const oar_attr_def_t momentum_attrs[] = {
     {.name = "mu", .type = OAR_ATTR_FLOAT, .required = true},
     {.name = "use_nesterov", .type = OAR_ATTR_BOOLEAN, .def = 0},
+    /* Paddle 2.x: an L2 term folded into the update, a gradient scale
+     * (refused unless default: src/attr_check.c) */
+    OAR_PA_S("regularization_method", ""), OAR_PA_F("regularization_coeff", 0.0),
+    OAR_PA_F("rescale_grad", 1.0), OAR_PA_B("multi_precision", 0),
     {.name = NULL}};
 static const char *const momentum_same[] = {"Grad", "Velocity", NULL};
 static const char *const momentum_scalars[] = {"LearningRate", NULL};
@@ -208,6 +215,9 @@ static const oar_attr_def_t adam_attrs[] = {
     /* Fluid's CPU threading threshold; accepted so Fluid programs load, the
      * CPU kernel's threading does not depend on it */
     {.name = "min_row_size_to_use_multithread", .type = OAR_ATTR_LONG, .def = 1000},
+    /* Paddle 2.x; amsgrad and use_global_beta_pow change the update and are
+     * refused unless false (src/attr_check.c) */
+    OAR_PA_B("multi_precision", 0), OAR_PA_B("use_global_beta_pow", 0), OAR_PA_B("amsgrad", 0),
     {.name = NULL}};
 static const char *const adam_same[] = {"Grad", "Moment1", "Moment2", NULL};
 static const char *const adam_scalars[] = {"LearningRate", "Beta1Pow", "Beta2Pow", "Beta1Tensor",
@@ -222,7 +232,7 @@ OPT_DEF(adam, adam_in, adam_out, adam_attrs, dec_adam)
 static const oar_slot_def_t adagrad_in[] = {
     {"Param", 0}, {"Grad", 0}, {"Moment", 0}, {"LearningRate", 0}, {NULL, 0}};
 static const oar_slot_def_t adagrad_out[] = {{"ParamOut", 0}, {"MomentOut", 0}, {NULL, 0}};
-static const oar_attr_def_t adagrad_attrs[] = {EPS_ATTR(1e-6), {.name = NULL}};
+static const oar_attr_def_t adagrad_attrs[] = {EPS_ATTR(1e-6), OAR_PA_B("multi_precision", 0), {.name = NULL}};
 static const char *const adagrad_same[] = {"Grad", "Moment", NULL};
 static const char *const adagrad_scalars[] = {"LearningRate", NULL};
 static const char *const adagrad_pairs[] = {"Param", "ParamOut", "Moment", "MomentOut", NULL, NULL};
@@ -240,7 +250,7 @@ static const oar_attr_def_t rmsprop_attrs[] = {
     EPS_ATTR(1e-10), UNIT_ATTR("decay", 0.9),
     {.name = "momentum", .type = OAR_ATTR_FLOAT, .def = 0.0},
     {.name = "centered", .type = OAR_ATTR_BOOLEAN, .def = 0},
-    {.name = NULL}};
+    OAR_PA_B("multi_precision", 0), {.name = NULL}};
 static const char *const rmsprop_same[] = {"Grad", "MeanSquare", "Moment", "MeanGrad", NULL};
 static const char *const rmsprop_scalars[] = {"LearningRate", NULL};
 static const char *const rmsprop_pairs[] = {"Param", "ParamOut", "Moment", "MomentOut",
@@ -264,7 +274,8 @@ static const oar_slot_def_t adamax_in[] = {
 static const oar_slot_def_t adamax_out[] = {
     {"ParamOut", 0}, {"MomentOut", 0}, {"InfNormOut", 0}, {NULL, 0}};
 static const oar_attr_def_t adamax_attrs[] = {
-    UNIT_ATTR("beta1", 0.9), UNIT_ATTR("beta2", 0.999), EPS_ATTR(1e-8), {.name = NULL}};
+    UNIT_ATTR("beta1", 0.9), UNIT_ATTR("beta2", 0.999), EPS_ATTR(1e-8), OAR_PA_B("multi_precision", 0),
+    {.name = NULL}};
 static const char *const adamax_same[] = {"Grad", "Moment", "InfNorm", NULL};
 static const char *const adamax_scalars[] = {"LearningRate", "Beta1Pow", NULL};
 static const char *const adamax_pairs[] = {"Param", "ParamOut", "Moment", "MomentOut", "InfNorm",
@@ -278,7 +289,7 @@ static const oar_slot_def_t adadelta_in[] = {
 static const oar_slot_def_t adadelta_out[] = {
     {"ParamOut", 0}, {"AvgSquaredGradOut", 0}, {"AvgSquaredUpdateOut", 0}, {NULL, 0}};
 static const oar_attr_def_t adadelta_attrs[] = {
-    UNIT_ATTR("rho", 0.95), EPS_ATTR(1e-6), {.name = NULL}};
+    UNIT_ATTR("rho", 0.95), EPS_ATTR(1e-6), OAR_PA_B("multi_precision", 0), {.name = NULL}};
 static const char *const adadelta_same[] = {"Grad", "AvgSquaredGrad", "AvgSquaredUpdate", NULL};
 static const char *const adadelta_scalars[] = {NULL};
 static const char *const adadelta_pairs[] = {"Param", "ParamOut", "AvgSquaredGrad",

@@ -1,6 +1,7 @@
 /* pool.c — pool2d (max/avg over NCHW windows) and pool2d_grad.
  * Kernels in kernels/cpu/pool.c. */
 #include "op.h"
+#include "paddle_attrs.h"
 #include "window.h"
 
 #include <string.h>
@@ -26,6 +27,7 @@ static const oar_attr_def_t pool_attrs[] = {
     {.name = "data_format", .type = OAR_ATTR_STRING, .def_str = "NCHW"},
     {.name = "padding_algorithm", .type = OAR_ATTR_STRING, .def_str = "EXPLICIT"},
     {.name = "is_test", .type = OAR_ATTR_BOOLEAN, .def = 0},
+    OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN,
     {.name = NULL}};
 
 static int ints2(oar_infer_ctx_t *c, const char *name, int32_t def, int32_t lo, int64_t out[2]) {

@@ -6,6 +6,8 @@
  * run of the op yields the same values, as in Fluid. */
 #include "op.h"
 #include "random.h"
+#include "paddle_attrs.h"
+#include "attr_tensor.h"
 
 static const oar_slot_def_t rnd_in[] = {{NULL, 0}};
 static const oar_slot_def_t rnd_out[] = {{"Out", 0}, {NULL, 0}};
@@ -20,17 +22,15 @@ static int rnd_infer(oar_infer_ctx_t *c)
                             "float64 (6)", dt, nm ? nm : "unknown");
     }
     int n = 0;
-    const int32_t *s = oar_attr_ints(op, "shape", &n);
-    if (n == 0) return oar_ic_error(c, OAR_ERR_SHAPE, "attr shape must not be empty");
-    if (n > OAR_MAX_DIMS)
-        return oar_ic_error(c, OAR_ERR_SHAPE, "attr shape has %d dims, at most %d supported",
-                            n, OAR_MAX_DIMS);
     int64_t dims[OAR_MAX_DIMS];
-    for (int i = 0; i < n; i++) {
-        if (s[i] < 0)
-            return oar_ic_error(c, OAR_ERR_SHAPE, "attr shape[%d] = %d must be >= 0", i, (int)s[i]);
-        dims[i] = s[i];
-    }
+    /* INTS, or LONGS as Paddle 2.x writes it (src/attr_check.c) */
+    if (!oar_attr_int_list(op, "shape", dims, OAR_MAX_DIMS, &n))
+        return oar_ic_error(c, OAR_ERR_SHAPE, "attr shape is not an INTS/LONGS list of at most %d dims",
+                            OAR_MAX_DIMS);
+    if (n == 0) return oar_ic_error(c, OAR_ERR_SHAPE, "attr shape must not be empty");
+    for (int i = 0; i < n; i++)
+        if (dims[i] < 0)
+            return oar_ic_error(c, OAR_ERR_SHAPE, "attr shape[%d] = %lld must be >= 0", i, (long long)dims[i]);
     int64_t numel;
     if (oar_shape_numel(dims, n, &numel) != OAR_OK)
         return oar_ic_error(c, OAR_ERR_SHAPE, "attr shape: %s", oar_last_error());
@@ -81,6 +81,8 @@ static const oar_attr_def_t uniform_attrs[] = {
     {.name = "max", .type = OAR_ATTR_FLOAT, .def = 1.0},
     {.name = "seed", .type = OAR_ATTR_INT, .def = 0},
     {.name = "dtype", .type = OAR_ATTR_INT, .def = OAR_FP32},
+    /* Paddle 2.x: a diagonal of diag_val; refused unless diag_num is 0 */
+    OAR_PA_I("diag_num", 0), OAR_PA_I("diag_step", 0), OAR_PA_F("diag_val", 1.0),
     {.name = NULL}};
 
 static const oar_attr_def_t gaussian_attrs[] = {
@@ -89,6 +91,10 @@ static const oar_attr_def_t gaussian_attrs[] = {
     {.name = "std", .type = OAR_ATTR_FLOAT, .def = 1.0},
     {.name = "seed", .type = OAR_ATTR_INT, .def = 0},
     {.name = "dtype", .type = OAR_ATTR_INT, .def = OAR_FP32},
+    OAR_PA_USE_MKLDNN, OAR_PA_ONEDNN,
+    /* Paddle 3: truncated_gaussian_random's bounds in stds; only the +-2 the
+     * kernel draws within is honoured (src/attr_check.c) */
+    OAR_PA_F("a", -2.0), OAR_PA_F("b", 2.0),
     {.name = NULL}};
 
 static const oar_op_def_t uniform_random_def = {

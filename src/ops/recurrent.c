@@ -15,6 +15,7 @@
  * block, and collects inputs@GRAD[t], the parameters' gradients (summed over
  * steps) and, at the first step, initial_states@GRAD. */
 #include "op.h"
+#include "paddle_attrs.h"
 #include "scope.h"
 #include "lod_plumbing.h"
 
@@ -35,6 +36,7 @@ static const oar_attr_def_t rnn_attrs[] = {
     {"has_states", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
     /* not in Fluid: set by clone(for_test), like is_train=false */
     {"is_test", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    OAR_PA_L("skip_eager_deletion_vars", OAR_ATTR_STRINGS),   /* Paddle's GC hint */
     ATTR_END};
 
 static oar_tensor_t *var_value(oar_variable_t *v)

@@ -8,6 +8,7 @@
  * extreme (ties all receive it), as Fluid's do. */
 #include "op.h"
 #include "reduce.h"
+#include "paddle_attrs.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -53,6 +54,9 @@ static const oar_attr_def_t reduce_attrs[] = {
     {.name = "dim", .type = OAR_ATTR_INTS},   /* empty = {0}, see reduce_mask */
     {.name = "keep_dim", .type = OAR_ATTR_BOOLEAN, .def = 0},
     {.name = "reduce_all", .type = OAR_ATTR_BOOLEAN, .def = 0},
+    /* a cast of the input/result; refused unless -1 (src/attr_check.c) */
+    OAR_PA_I("in_dtype", -1), OAR_PA_I("out_dtype", -1),
+    OAR_PA_USE_MKLDNN, OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN,
     {.name = NULL}};
 
 static int reduce_decode(oar_decode_ctx_t *d, void *out)

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "op.h"
+#include "paddle_attrs.h"
 #include "attr_tensor.h"
 #include "shape_ext.h"
 
@@ -52,7 +53,7 @@ static const oar_slot_def_t x_grad_out[] = {{"X@GRAD", OAR_SLOT_DISPENSABLE}, {N
 static const oar_attr_def_t fcr_attrs[] = {
     {"start_axis", OAR_ATTR_INT, 1, NULL, false, 0, 0},
     {"stop_axis", OAR_ATTR_INT, 1, NULL, false, 0, 0},
-    B("use_mkldnn"), {"mkldnn_data_type", OAR_ATTR_STRING, 0, "float32", false, 0, 0},
+    B("use_mkldnn"), {"mkldnn_data_type", OAR_ATTR_STRING, 0, "float32", false, 0, 0}, OAR_PA_ONEDNN,
     ATTR_END};
 
 /* dims[:start] ++ [prod(dims[start..stop])] ++ dims[stop+1:]; axes may be negative */
@@ -223,13 +224,14 @@ static const oar_slot_def_t tile_in[] = {
     {"X", 0}, {"RepeatTimes", OAR_SLOT_DISPENSABLE}, {"repeat_times_tensor", DUP_DISP}, {NULL, 0}};
 static const oar_slot_def_t tile_grad_in[] = {
     {"X", 0}, {"RepeatTimes", OAR_SLOT_DISPENSABLE}, {"repeat_times_tensor", DUP_DISP}, {"Out@GRAD", 0}, {NULL, 0}};
-static const oar_attr_def_t expand_attrs[] = {{"expand_times", OAR_ATTR_INTS, 0, NULL, false, 0, 0}, ATTR_END};
+static const oar_attr_def_t expand_attrs[] = {
+    {"expand_times", OAR_ATTR_INTS, 0, NULL, false, 0, 0}, OAR_PA_USE_MKLDNN, OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN, ATTR_END};
 static const oar_attr_def_t expand_v2_attrs[] = {
     {"shape", OAR_ATTR_INTS, 0, NULL, false, 0, 0}, B("use_mkldnn"),
-    {"mkldnn_data_type", OAR_ATTR_STRING, 0, "float32", false, 0, 0}, ATTR_END};
+    {"mkldnn_data_type", OAR_ATTR_STRING, 0, "float32", false, 0, 0}, OAR_PA_ONEDNN, ATTR_END};
 static const oar_attr_def_t tile_attrs[] = {
     {"repeat_times", OAR_ATTR_INTS, 0, NULL, false, 0, 0}, B("use_mkldnn"),
-    {"mkldnn_data_type", OAR_ATTR_STRING, 0, "float32", false, 0, 0}, ATTR_END};
+    {"mkldnn_data_type", OAR_ATTR_STRING, 0, "float32", false, 0, 0}, OAR_PA_ONEDNN, ATTR_END};
 
 #define REPEAT_OP(NAME, IN, GIN, ATTRS)                                                      \
     static const oar_op_def_t NAME##_def = {                                                 \
@@ -259,7 +261,7 @@ static const oar_attr_def_t slice_attrs[] = {
     {"ends", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
     {"infer_flags", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
     {"decrease_axis", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
-    B("use_mkldnn"), {"mkldnn_data_type", OAR_ATTR_STRING, 0, "float32", false, 0, 0},
+    B("use_mkldnn"), {"mkldnn_data_type", OAR_ATTR_STRING, 0, "float32", false, 0, 0}, OAR_PA_ONEDNN,
     ATTR_END};
 
 static int slice_infer(oar_infer_ctx_t *c)

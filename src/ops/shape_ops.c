@@ -10,6 +10,7 @@
  * Fluid; transpose and stack drop it.
  */
 #include "op.h"
+#include "paddle_attrs.h"
 #include "attr_tensor.h"
 #include "shape_ops.h"
 
@@ -160,6 +161,7 @@ static const oar_slot_def_t reshape2_in[] = {
 static const oar_attr_def_t reshape_attrs[] = {
     {"shape", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
     {"use_mkldnn", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    OAR_PA_MKLDNN_DT, OAR_PA_QUANTIZER, OAR_PA_ONEDNN,
     ATTR_END};
 
 /* Reads an integer (int32 or int64) tensor into vals (run time). */
@@ -322,6 +324,7 @@ VIEW_OPS(reshape, reshape_in, reshape2_in, reshape_attrs, reshape_infer)
 /* ---- squeeze / squeeze2 ------------------------------------------------- */
 static const oar_attr_def_t squeeze_attrs[] = {
     {"axes", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
+    OAR_PA_USE_MKLDNN, OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN,
     ATTR_END};
 
 /* Fluid 1.8: no axes squeezes every size-1 dim; listed axes are squeezed
@@ -401,6 +404,7 @@ VIEW_OPS(unsqueeze, x_in, unsqueeze2_in, squeeze_attrs, unsqueeze_infer)
 /* ---- flatten / flatten2 ------------------------------------------------- */
 static const oar_attr_def_t flatten_attrs[] = {
     {"axis", OAR_ATTR_INT, 1, NULL, false, 0, 0},
+    OAR_PA_USE_MKLDNN, OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN,
     ATTR_END};
 
 /* [prod(dims[:axis]), prod(dims[axis:])]; an unknown dim makes its side -1 */
@@ -431,6 +435,7 @@ static const oar_attr_def_t transpose_attrs[] = {
     {"axis", OAR_ATTR_INTS, 0, NULL, true, 0, 0},
     {"use_mkldnn", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
     {"data_format", OAR_ATTR_STRING, 0, "AnyLayout", false, 0, 0},
+    OAR_PA_MKLDNN_DT, OAR_PA_QUANTIZER, OAR_PA_ONEDNN,
     ATTR_END};
 
 static int transpose_decode(oar_decode_ctx_t *d, void *out)
@@ -524,6 +529,7 @@ static const oar_slot_def_t concat_grad_out[] = {
 static const oar_attr_def_t concat_attrs[] = {
     {"axis", OAR_ATTR_INT, 0, NULL, false, 0, 0},
     {"use_quantizer", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    OAR_PA_USE_MKLDNN, OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN,
     ATTR_END};
 
 static int axis_decode(oar_decode_ctx_t *d, oar_axis_attrs_t *a, int axis_slot)
@@ -661,6 +667,7 @@ static const oar_attr_def_t split_attrs[] = {
     {"num", OAR_ATTR_INT, 0, NULL, false, 0, 0},
     {"sections", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
     {"axis", OAR_ATTR_INT, 0, NULL, false, 0, 0},
+    OAR_PA_USE_MKLDNN, OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN,
     ATTR_END};
 
 /* sizes along the axis: `num` equal parts, or `sections` with at most one
@@ -794,6 +801,7 @@ static const oar_slot_def_t stack_out[] = {{"Y", 0}, {NULL, 0}};
 static const oar_slot_def_t stack_grad_in[] = {{"X", OAR_SLOT_DUPLICABLE}, {"Y@GRAD", 0}, {NULL, 0}};
 static const oar_attr_def_t stack_attrs[] = {
     {"axis", OAR_ATTR_INT, 0, NULL, false, 0, 0},
+    OAR_PA_USE_MKLDNN, OAR_PA_ONEDNN,
     ATTR_END};
 
 /* Y inserts a dim of size len(X) at axis (-(rank+1)..rank) */

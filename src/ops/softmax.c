@@ -4,6 +4,7 @@
  */
 #include "op.h"
 #include "softmax.h"
+#include "paddle_attrs.h"
 
 #define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
 
@@ -18,10 +19,11 @@ static const oar_attr_def_t softmax_attrs[] = {
     {"use_mkldnn", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
     {"data_format", OAR_ATTR_STRING, 0, "AnyLayout", false, 0, 0},
     {"is_test", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN,
     ATTR_END};
 static const oar_attr_def_t log_softmax_attrs[] = {
     {"axis", OAR_ATTR_INT, -1, NULL, false, 0, 0},
-    {"use_mkldnn", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
+    {"use_mkldnn", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0}, OAR_PA_ONEDNN,
     ATTR_END};
 
 static int check_axis(oar_infer_ctx_t *c, const char *slot)

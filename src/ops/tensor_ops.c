@@ -4,6 +4,7 @@
  * variables have no single dtype to dispatch on). */
 #include "op.h"
 #include "tensor_ops.h"
+#include "paddle_attrs.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -158,7 +159,7 @@ static const oar_attr_def_t scale_attrs[] = {
     {.name = "scale", .type = OAR_ATTR_FLOAT, .def = 1.0},
     {.name = "bias", .type = OAR_ATTR_FLOAT, .def = 0.0},
     {.name = "bias_after_scale", .type = OAR_ATTR_BOOLEAN, .def = 1},
-    {.name = "use_mkldnn", .type = OAR_ATTR_BOOLEAN, .def = 0},
+    {.name = "use_mkldnn", .type = OAR_ATTR_BOOLEAN, .def = 0}, OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN,
     {.name = NULL}};
 /* ScaleTensor (one value), when given, replaces attr scale (Fluid 1.8) */
 static const oar_slot_def_t scale_in[] = {{"X", 0}, {"ScaleTensor", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
@@ -210,6 +211,7 @@ OAR_REGISTER_OP(scale_def)
 static const oar_attr_def_t cast_attrs[] = {
     {.name = "in_dtype", .type = OAR_ATTR_INT, .required = true},
     {.name = "out_dtype", .type = OAR_ATTR_INT, .required = true},
+    OAR_PA_USE_MKLDNN, OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN,
     {.name = NULL}};
 
 static bool cast_dtype_ok(int dt)
@@ -344,9 +346,10 @@ static int sum_grad(oar_grad_ctx_t *g)
     return OAR_OK;
 }
 
+static const oar_attr_def_t sum_attrs[] = {OAR_PA_USE_MKLDNN, OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN, {.name = NULL}};
 /* Out[i] is the sum of the inputs' element i, all read before it is written */
 static const oar_op_def_t sum_def = {
-    .type = "sum", .inputs = sum_in, .outputs = out_out, .attrs = NULL,
+    .type = "sum", .inputs = sum_in, .outputs = out_out, .attrs = sum_attrs,
     .infer = sum_infer, .grad = sum_grad, .flags = OAR_OP_INPLACE};
 OAR_REGISTER_OP(sum_def)
 

@@ -257,8 +257,26 @@ function Block:_insert_op(pos, spec, who)
   return wrap_op(self, op)
 end
 
---- append_op{type=, inputs={Slot={var,...}}, outputs={...}, attrs={...}}
+--- Appends an operator to the block. Attribute values are coerced to the
+-- types the op declares; undeclared ones are inferred from the Lua value.
+-- The op is checked (registered type, known slots) before it is inserted;
+-- on an error the block is unchanged.
+-- @tparam table spec keyword arguments:
+-- @tparam string spec.type the op type, e.g. "relu"
+-- @tparam[opt] table spec.inputs slot -> Variable, name, or list of them: `{X = {x}}`
+-- @tparam[opt] table spec.outputs slot -> variables, like inputs
+-- @tparam[opt] table spec.attrs attribute name -> value (numbers, strings, booleans, lists, Blocks)
+-- @treturn Operator the new op
+-- @raise on an unknown key or op type, or a value that does not fit the attribute
+-- @usage
+-- local b = main:global_block()
+-- local y = b:create_var{name = "y", shape = {-1, 4}}
+-- b:append_op{type = "scale", inputs = {X = {x}}, outputs = {Out = {y}}, attrs = {scale = 2.0}}
 function Block:append_op(spec) return self:_insert_op(-1, spec, "Block:append_op") end
+--- Inserts an operator at the front of the block; arguments as `Block:append_op`.
+-- @tparam table spec `{type=, inputs=, outputs=, attrs=}`
+-- @treturn Operator the new op
+-- @usage b:prepend_op{type = "fill_constant", outputs = {Out = {c}}, attrs = {shape = {1}, value = 0.0, dtype = 5}}
 function Block:prepend_op(spec) return self:_insert_op(0, spec, "Block:prepend_op") end
 Block._prepend_op = Block.prepend_op
 

@@ -21,6 +21,18 @@ local var_type_enum = I.var_type_enum
 local var_types = I.var_types
 
 -- ==== Block ===================================================================
+
+--- A block of a program: its variables and its list of operators (Fluid's
+-- `Block`). Block 0 is the global block; control-flow layers add sub-blocks
+-- whose variables may read their ancestors'.
+-- @type Block
+-- @tfield Program program the program it belongs to
+-- @tfield int idx its index in the program
+-- @tfield int parent_idx its parent's index (-1 for the global block)
+-- @tfield int forward_block_idx for a gradient block, the forward block it differentiates (-1 otherwise)
+-- @usage
+-- local b = main:global_block()
+-- print(b.idx, b:num_ops(), #b:vars())
 Block.__index = function(b, k)
   if k == "forward_block_idx" then return C.oar_block_forward_block_idx(b:_ptr()) end
   return Block[k]
@@ -38,6 +50,9 @@ function Block:_set_forward_block_idx(idx)
   end
 end
 
+--- The parent block, or nil for the global block.
+-- @treturn Block|nil
+-- @usage local outer = sub:parent()
 function Block:parent()
   if self.parent_idx < 0 then return nil end
   return self.program:block(self.parent_idx)
@@ -76,7 +91,11 @@ function Block:_find_var_local(name)
   return wrap_var(self, name)
 end
 
---- The Variable `name` of this block or its ancestors; raises when absent.
+--- The Variable `name` of this block or its ancestors.
+-- @tparam string name
+-- @treturn Variable
+-- @raise when no such variable exists
+-- @usage local w = main:global_block():var("fc_0.w_0")
 function Block:var(name)
   check_block(self, "Block:var")
   check_name(name, "Block:var")
@@ -91,7 +110,10 @@ function Block:var(name)
 end
 Block._var_recursive = Block.var
 
---- this block or its ancestors, nil when absent
+--- The Variable `name` of this block or its ancestors, or nil when absent.
+-- @tparam string name
+-- @treturn Variable|nil
+-- @usage if block:find_var_recursive("x") then print("x is visible here") end
 function Block:find_var_recursive(name)
   check_name(name, "Block:find_var_recursive")
   local b = self
@@ -103,17 +125,28 @@ function Block:find_var_recursive(name)
   return nil
 end
 
---- whether this block itself declares `name` (Fluid's has_var: no ancestors)
+--- Whether this block itself declares `name` (Fluid's `has_var`: ancestors
+-- are not searched).
+-- @tparam string name
+-- @treturn bool
+-- @usage print(main:global_block():has_var("x"))
 function Block:has_var(name)
   check_block(self, "Block:has_var")
   check_name(name, "Block:has_var")
   return C.oar_block_find_var(self:_ptr(), name) ~= nil
 end
 
+--- Whether `name` is declared in this block or one of its ancestors.
+-- @tparam string name
+-- @treturn bool
+-- @usage print(sub:has_var_recursive("x"))
 function Block:has_var_recursive(name)
   return self:find_var_recursive(name) ~= nil
 end
 
+--- The variables this block declares, in declaration order.
+-- @treturn {Variable,...}
+-- @usage for _, v in ipairs(main:global_block():vars()) do print(v.name, v.dtype) end
 function Block:vars()
   check_block(self, "Block:vars")
   local ptr = self:_ptr()
@@ -125,6 +158,9 @@ function Block:vars()
   return out
 end
 
+--- The parameters this block declares, in declaration order.
+-- @treturn {Parameter,...}
+-- @usage print(#main:global_block():all_parameters())
 function Block:all_parameters()
   local out = {}
   for _, v in ipairs(self:vars()) do
@@ -142,6 +178,9 @@ local function wrap_op(block, ptr)
   return op
 end
 
+--- The block's operators, in execution order.
+-- @treturn {Operator,...}
+-- @usage for _, op in ipairs(main:global_block():ops()) do print(op.type) end
 function Block:ops()
   check_block(self, "Block:ops")
   local ptr = self:_ptr()
@@ -150,7 +189,15 @@ function Block:ops()
   return out
 end
 
+--- The number of operators in the block.
+-- @treturn int
+-- @usage print(main:global_block():num_ops())
 function Block:num_ops() return C.oar_block_num_ops(self:_ptr()) end
+--- The operator at 0-based position `i` (like the desc).
+-- @tparam int i in 0..num_ops()-1
+-- @treturn Operator
+-- @raise when `i` is out of range
+-- @usage print(main:global_block():op(0).type)
 function Block:op(i) -- 0-based like the desc
   local n = self:num_ops()
   if type(i) ~= "number" or i < 0 or i >= n then
@@ -167,9 +214,21 @@ local function same_shape(a, b)
   return true
 end
 
---- create_var{name=, shape=, dtype="float32", lod_level=0, persistable=false,
--- stop_gradient=false, type="lod_tensor", need_check_feed=false}. An existing
--- var of this block with the same name is returned (after a consistency check).
+--- Declares a variable in this block. An existing variable of this block
+-- with the same name is returned instead (after checking that shape and
+-- dtype agree).
+-- @tparam table spec keyword arguments:
+-- @tparam[opt] string spec.name default: a generated unique name
+-- @tparam[opt] {int,...} spec.shape dims, -1 for unknown
+-- @tparam[opt="float32"] string spec.dtype
+-- @tparam[opt=0] int spec.lod_level
+-- @tparam[opt=false] bool spec.persistable kept across runs in the scope
+-- @tparam[opt=false] bool spec.stop_gradient
+-- @tparam[opt="lod_tensor"] string spec.type "lod_tensor", "lod_tensor_array", "selected_rows", "step_scopes", ...
+-- @tparam[opt=false] bool spec.need_check_feed the executor checks feeds against it
+-- @treturn Variable
+-- @raise on an unknown key, a bad shape or dtype, or a clash with an existing variable
+-- @usage local tmp = main:global_block():create_var{name = "tmp", shape = {-1, 4}, dtype = "float32"}
 function Block:create_var(spec)
   check_block(self, "Block:create_var")
   spec = spec or {}
@@ -229,10 +288,25 @@ end
 local param_fields = { "trainable", "regularizer", "optimize_attr", "initializer", "gradient_clip",
                        "do_model_average" }
 
---- create_parameter{name=, shape=, dtype="float32", initializer=, trainable=true,
--- regularizer=, learning_rate=1, gradient_clip=}: a persistable Parameter in
--- the program's global block. The initializer appends its op to the global
--- block of *this* block's program (the startup program, for layers).
+--- Declares a persistable Parameter in the program's global block. The
+-- initializer appends its op to the global block of *this* block's program
+-- (the startup program, for layers).
+-- @tparam table spec keyword arguments:
+-- @tparam[opt] string spec.name default: a generated unique name
+-- @tparam {int,...} spec.shape non-empty, known dims
+-- @tparam[opt="float32"] string spec.dtype
+-- @tparam[opt] Initializer spec.initializer appended now when given
+-- @tparam[opt=true] bool spec.trainable
+-- @tparam[opt] Regularizer spec.regularizer
+-- @tparam[opt=1] number spec.learning_rate scales the optimizer's rate for it
+-- @tparam[opt] GradientClip spec.gradient_clip
+-- @tparam[opt] bool spec.do_model_average
+-- @tparam[opt] table spec.optimize_attr `{learning_rate=}` (overrides learning_rate)
+-- @tparam[opt] int spec.lod_level
+-- @treturn Parameter
+-- @usage
+-- local w = startup:global_block():create_parameter{name = "w", shape = {4, 2},
+--   initializer = oar.initializer.Constant{value = 0.5}}
 function Block:create_parameter(spec)
   check_block(self, "Block:create_parameter")
   local who = "Block:create_parameter"

@@ -25,7 +25,10 @@ local function frame_text(info)
   return (src:gsub("^%./", "")) .. ":" .. info.currentline
 end
 
---- Up to `max` "file:line" strings of the user's frames, innermost first.
+--- Up to `max` "file:line" strings of the user's frames (outside oar), innermost first.
+-- @tparam[opt=4] int max
+-- @treturn {string,...}
+-- @usage print(table.concat(oar.framework.callstack(2), " <- "))
 function M.callstack(max)
   max = max or 4
   local frames = {}
@@ -41,12 +44,17 @@ function M.callstack(max)
   return frames
 end
 
---- "file:line" of the user's innermost frame, or nil.
+--- "file:line" of the user's innermost frame (outside oar), or nil.
+-- @treturn string|nil
+-- @usage print(oar.framework.user_location())
 function M.user_location()
   return M.callstack(1)[1]
 end
 
---- Raises `msg` located at the user's line (not at oar's internals).
+--- Raises `msg` located at the user's line rather than oar's internals.
+-- @tparam string msg
+-- @raise always
+-- @usage if n < 1 then oar.framework.raise("mylayer: 'n' must be positive") end
 function M.raise(msg)
   local loc = M.user_location()
   if loc then error(loc .. ": " .. msg, 0) end
@@ -61,9 +69,21 @@ local function protected(restore, fn, ...)
   if not res[1] then error(res[2], 0) end
   return unpack(res, 2, table.maxn(res))
 end
+--- Runs `fn(...)`, then `restore()` whether or not it raised; re-raises
+-- fn's error unchanged.
+-- @function protected
+-- @tparam function restore
+-- @tparam function fn
+-- @param ... fn's arguments
+-- @return what `fn` returns
+-- @usage oar.framework.protected(function() print("restored") end, function() return 1 end)
 M.protected = protected
 
 -- ---- constants ---------------------------------------------------------------
+
+--- Op roles (the `op_role` attribute): Forward, Backward, Optimize, RPC,
+-- Dist, LRSched, Loss (bit flags, as Fluid's).
+-- @table OpRole
 M.OpRole = { Forward = 0, Backward = 1, Optimize = 2, RPC = 4, Dist = 8, LRSched = 16, Loss = 256 }
 
 local var_types = {
@@ -72,6 +92,9 @@ local var_types = {
 }
 local var_type_names = {}
 for k, v in pairs(var_types) do var_type_names[v] = k end
+--- Variable types by name: lod_tensor, selected_rows, feed_minibatch,
+-- fetch_list, step_scopes, lod_rank_table, lod_tensor_array, raw.
+-- @table VarType
 M.VarType = var_types
 
 local function var_type_enum(t, who)
@@ -100,6 +123,35 @@ local function is_variable(x)
 end
 local function is_parameter(x) return getmetatable(x) == ParameterMT end
 local function is_operator(x) return getmetatable(x) == Operator end
+--- Whether `x` is a Program.
+-- @function is_program
+-- @param x anything
+-- @treturn bool
+-- @usage assert(oar.framework.is_program(oar.default_main_program()))
+
+--- Whether `x` is a Block.
+-- @function is_block
+-- @param x anything
+-- @treturn bool
+-- @usage assert(oar.framework.is_block(main:global_block()))
+
+--- Whether `x` is a Variable (a Parameter counts).
+-- @function is_variable
+-- @param x anything
+-- @treturn bool
+-- @usage print(oar.is_variable(x))
+
+--- Whether `x` is a Parameter.
+-- @function is_parameter
+-- @param x anything
+-- @treturn bool
+-- @usage print(oar.is_parameter(main:all_parameters()[1]))   -- true
+
+--- Whether `x` is an Operator.
+-- @function is_operator
+-- @param x anything
+-- @treturn bool
+-- @usage print(oar.framework.is_operator(main:global_block():op(0)))
 M.is_program, M.is_block, M.is_variable = is_program, is_block, is_variable
 M.is_parameter, M.is_operator = is_parameter, is_operator
 
@@ -129,12 +181,23 @@ local function describe(x)
   if type(x) == "table" then return list_text(x) or "table" end
   return type(x) .. " " .. tostring(x)
 end
+--- A short description of a value for error messages ("Variable 'x'",
+-- "string 'a'", "{1, 2}", "number 3").
+-- @function describe
+-- @param x anything
+-- @treturn string
+-- @usage print(oar.framework.describe({1, 2}))   -- {1, 2}
 M.describe = describe
 
 local function shape_text(shape)
   if shape == nil then return "?" end
   return "[" .. table.concat(shape, ", ") .. "]"
 end
+--- A shape as text: "[-1, 13]" ("?" for nil).
+-- @function shape_text
+-- @tparam {int,...}|nil shape
+-- @treturn string
+-- @usage print(oar.framework.shape_text(x.shape))
 M.shape_text = shape_text
 
 -- dims from a Lua list, validated; `min` is the smallest dim allowed

@@ -28,6 +28,16 @@ op_getters.handle = function(op)   -- only reached once Block:_remove_op dropped
   if rawget(op, "_removed") then raise("Operator: the op was removed from its block (Block:_remove_op)") end
 end
 
+--- An operator of a block (Fluid's `Operator`): a view on its OpDesc.
+-- @type Operator
+-- @tfield string type the op type ("mul", "relu", ...)
+-- @tfield Block block the block holding it
+-- @tfield int idx its 0-based position in the block (nil once removed)
+-- @tfield cdata handle the C op desc
+-- @usage
+-- for _, op in ipairs(main:global_block():ops()) do
+--   print(op.type, table.concat(op:input_arg_names(), ","))
+-- end
 Operator.__index = function(op, k)
   local g = op_getters[k]
   if g then return g(op) end
@@ -46,13 +56,20 @@ local function slot_args(op, slot, count_fn, arg_fn)
   return out
 end
 
---- names in input slot `slot` ({} when the slot is absent)
+--- The variable names in input slot `slot` ({} when the op has no such slot).
+-- @tparam string slot e.g. "X"
+-- @treturn {string,...}
+-- @usage print(op:input("X")[1])
 function Operator:input(slot)
   check_op(self, "input")
   check_name(slot, "Operator:input")
   return slot_args(self, slot, C.oar_op_desc_input_count, C.oar_op_desc_input_arg)
 end
 
+--- The variable names in output slot `slot` ({} when absent).
+-- @tparam string slot e.g. "Out"
+-- @treturn {string,...}
+-- @usage print(op:output("Out")[1])
 function Operator:output(slot)
   check_op(self, "output")
   check_name(slot, "Operator:output")
@@ -66,12 +83,17 @@ local function indexed_strings(handle, count_fn, at_fn)
   return out
 end
 
---- slot names
+--- The op's input slot names.
+-- @treturn {string,...}
+-- @usage print(table.concat(op:input_names(), ", "))   -- "X, Y" for mul
 function Operator:input_names()
   check_op(self, "input_names")
   return indexed_strings(self.handle, C.oar_op_desc_num_inputs, C.oar_op_desc_input_slot)
 end
 
+--- The op's output slot names.
+-- @treturn {string,...}
+-- @usage print(table.concat(op:output_names(), ", "))
 function Operator:output_names()
   check_op(self, "output_names")
   return indexed_strings(self.handle, C.oar_op_desc_num_outputs, C.oar_op_desc_output_slot)
@@ -86,25 +108,42 @@ local function args_of_slots(op, slots_method, args_method)
   return out
 end
 
---- every variable name read / written, slot by slot
+--- Every variable name the op reads, slot by slot.
+-- @treturn {string,...}
+-- @usage for _, n in ipairs(op:input_arg_names()) do print(n) end
 function Operator:input_arg_names()
   return args_of_slots(self, "input_names", "input")
 end
 
+--- Every variable name the op writes, slot by slot.
+-- @treturn {string,...}
+-- @usage for _, n in ipairs(op:output_arg_names()) do print(n) end
 function Operator:output_arg_names()
   return args_of_slots(self, "output_names", "output")
 end
 
+--- The names of the attributes set on the op.
+-- @treturn {string,...}
+-- @usage for _, a in ipairs(op:attr_names()) do print(a, op:attr(a)) end
 function Operator:attr_names()
   check_op(self, "attr_names")
   return indexed_strings(self.handle, C.oar_op_desc_num_attrs, C.oar_op_desc_attr_name)
 end
 
+--- Whether attribute `name` is set on the op.
+-- @tparam string name
+-- @treturn bool
+-- @usage if op:has_attr("is_test") then print(op:attr("is_test")) end
 function Operator:has_attr(name)
   check_name(name, "Operator:has_attr")
   return C.oar_op_desc_attr_type(self.handle, name) >= 0
 end
 
+--- The type of attribute `name`: "INT", "FLOAT", "STRING", "INTS", "FLOATS",
+-- "STRINGS", "BOOLEAN", "BOOLEANS", "BLOCK", "LONG", "BLOCKS", "LONGS", or nil.
+-- @tparam string name
+-- @treturn string|nil
+-- @usage print(op:attr_type("scale"))   -- "FLOAT"
 function Operator:attr_type(name)
   check_name(name, "Operator:attr_type")
   local t = C.oar_op_desc_attr_type(self.handle, name)
@@ -161,8 +200,11 @@ local function block_attr_value(h, name)
   return -1
 end
 
---- The value of attr `name` (nil when absent). BLOCK attrs give the Block,
--- BLOCKS a list of Blocks.
+--- The value of attribute `name` (nil when absent). A BLOCK attribute gives
+-- the Block, BLOCKS a list of Blocks.
+-- @tparam string name
+-- @return the value: number, string, boolean, list, Block or nil
+-- @usage print(op:attr("scale"))
 function Operator:attr(name)
   check_op(self, "attr")
   check_name(name, "Operator:attr")
@@ -180,11 +222,20 @@ function Operator:attr(name)
   return v
 end
 
+--- The block index a BLOCK attribute holds (-1 when absent).
+-- @tparam string name e.g. "sub_block"
+-- @treturn int
+-- @usage print(while_op:block_attr_id("sub_block"))
 function Operator:block_attr_id(name)
   check_name(name, "Operator:block_attr_id")
   return block_attr_value(self.handle, name)
 end
 
+--- Sets attribute `name`, coerced to the type the op declares.
+-- @tparam string name
+-- @param value number, string, boolean, list or Block
+-- @raise when the value does not fit the attribute's type
+-- @usage op:set_attr("scale", 0.5)
 function Operator:set_attr(name, value)
   check_op(self, "set_attr")
   check_name(name, "Operator:set_attr")

@@ -18,6 +18,21 @@ local protected = I.protected
 local raise = I.raise
 
 -- ==== Program =====================================================================
+
+--- A program: blocks of variables and operators (Fluid's `Program`), a view
+-- on a C ProgramDesc. Layers append to the default main program (the model)
+-- and the default startup program (parameter initialization); build others
+-- with `oar.Program()` and `oar.program_guard`.
+-- @type Program
+-- @tfield cdata handle the C program (owned; freed with the Lua object)
+-- @tfield int random_seed the seed of random ops without their own (0: from `oar.seed`)
+-- @usage
+-- local main, startup = oar.Program(), oar.Program()
+-- oar.program_guard(main, startup, function()
+--   local x = layers.data{name = "x", shape = {13}}
+--   layers.fc{input = x, size = 1}
+-- end)
+-- print(main)
 Program.__index = Program
 
 local function wrap_program(ptr)
@@ -31,6 +46,9 @@ local function wrap_program(ptr)
   }, Program)
 end
 
+--- A new, empty program with one (global) block; `oar.Program()` calls it.
+-- @treturn Program
+-- @usage local prog = oar.Program.new()   -- or oar.Program()
 function Program.new()
   local out = ffi.new("oar_program_t *[1]")
   if C.oar_program_new(out) ~= 0 then raise("Program: " .. lib.last_error()) end
@@ -38,7 +56,13 @@ function Program.new()
 end
 setmetatable(Program, { __call = function(_, ...) return Program.new(...) end })
 
---- A program from ProgramDesc protobuf bytes (as written by serialize()).
+--- A program from ProgramDesc protobuf bytes, as written by `Program:serialize`
+-- (also `Program.parse_from_string`). Parameter facts that live only in Lua
+-- (trainable, regularizer) are not in the bytes.
+-- @tparam string bytes ProgramDesc protobuf bytes
+-- @treturn Program
+-- @raise when the bytes are not a valid ProgramDesc
+-- @usage local copy = oar.Program.parse(main:serialize())
 function Program.parse(bytes)
   if type(bytes) ~= "string" then
     raise("Program.parse: 'bytes' must be a string of ProgramDesc bytes, got " .. describe(bytes))
@@ -55,6 +79,9 @@ local function check_program(p, who)
   if not is_program(p) then raise(who .. ": call it with ':' on a Program") end
 end
 
+--- The number of blocks (the global block and every sub-block).
+-- @treturn int
+-- @usage print(main:num_blocks())   -- 1 until control flow adds sub-blocks
 function Program:num_blocks()
   check_program(self, "Program:num_blocks")
   return C.oar_program_num_blocks(self.handle)
@@ -73,6 +100,11 @@ local function wrap_block(prog, idx)
   return b
 end
 
+--- The block at index `i` (0 is the global block).
+-- @tparam int i a block index in 0..num_blocks()-1
+-- @treturn Block
+-- @raise when `i` is out of range
+-- @usage local b = main:block(0)
 function Program:block(i)
   check_program(self, "Program:block")
   local n = self:num_blocks()
@@ -82,10 +114,24 @@ function Program:block(i)
   return self._blocks[i] or wrap_block(self, i)
 end
 
+--- The global block (block 0), where layers declare data and parameters.
+-- @treturn Block
+-- @usage local w = main:global_block():var("fc_0.w_0")
 function Program:global_block() return self:block(0) end
+--- The block that layers append to now: the global block, or the sub-block
+-- of a control-flow body being built.
+-- @treturn Block
+-- @usage print(main:current_block().idx)   -- 0 outside control flow
 function Program:current_block() return self:block(self._current) end
 
---- Pushes a child of the current block and makes it current.
+--- Appends a child block and makes it current (control-flow layers call it;
+-- pair it with `Program:rollback`).
+-- @tparam[opt] int parent_idx the parent's index (default: the current block)
+-- @treturn Block the new block
+-- @usage
+-- local sub = main:create_block()
+-- -- ... append ops to sub ...
+-- main:rollback()
 function Program:create_block(parent_idx)
   check_program(self, "Program:create_block")
   parent_idx = parent_idx or self._current
@@ -102,7 +148,9 @@ function Program:create_block(parent_idx)
   return self:block(idx)
 end
 
---- Returns to the parent of the current block.
+--- Makes the parent of the current block current again.
+-- @raise when the current block is the global block
+-- @usage main:create_block(); main:rollback()
 function Program:rollback()
   check_program(self, "Program:rollback")
   local parent = self:current_block().parent_idx
@@ -131,10 +179,12 @@ function Program:_copy_param_info_from(src)
 end
 
 --- A copy of the program.
--- With for_test, backward, optimize and lr-schedule ops are dropped and
--- is_test attrs set (dropout off, batch_norm on its running statistics).
--- @tparam[opt] table|bool opts `{for_test=false}`, or for_test itself
+-- With `for_test`, backward, optimize and lr-schedule ops are dropped and
+-- is_test attributes set (dropout off, batch_norm on its running statistics):
+-- clone before `minimize` or after, the result evaluates.
+-- @tparam[opt] table|bool opts `{for_test = false}`, or for_test itself
 -- @treturn Program the copy
+-- @raise on an unknown key in `opts` (with a suggestion)
 -- @usage local test_prog = main:clone{for_test = true}
 function Program:clone(opts)
   check_program(self, "Program:clone")
@@ -171,9 +221,19 @@ local function names_of(list, who, what)
   end
   return names
 end
+--- The names of a Variable, a name, or a list of them (checked), as a list.
+-- @function names_of
+-- @param list Variable, string or a list of them
+-- @tparam string who the caller, for errors
+-- @tparam string what the argument's name, for errors
+-- @treturn {string,...}
+-- @usage local names = oar.framework.names_of({x, "y"}, "mylayer", "input")   -- {"x", "y"}
 M.names_of = names_of
 
---- A new program holding only what `targets` need.
+--- A new program holding only the ops that `targets` need.
+-- @tparam Variable|string|{Variable|string,...} targets the variables to keep computing
+-- @treturn Program
+-- @usage local just_pred = main:prune({pred})
 function Program:prune(targets)
   check_program(self, "Program:prune")
   local names = names_of(targets, "Program:prune", "targets")
@@ -194,7 +254,10 @@ function Program:_inference_optimize()
   return self
 end
 
---- ProgramDesc protobuf bytes.
+--- The program as ProgramDesc protobuf bytes (also `serialize_to_string`);
+-- `Program.parse` reads them back, Paddle reads them too.
+-- @treturn string
+-- @usage io.open("model.pb", "wb"):write(main:serialize())
 function Program:serialize()
   check_program(self, "Program:serialize")
   local bytes = ffi.new("void *[1]")
@@ -208,12 +271,19 @@ function Program:serialize()
 end
 Program.serialize_to_string = Program.serialize
 
+--- Checks the program's structure in C (every op's inputs declared, block
+-- indices in range, ...).
+-- @treturn bool true
+-- @raise with the first problem found
+-- @usage assert(main:validate())
 function Program:validate()
   if C.oar_program_validate(self.handle) ~= 0 then raise("Program:validate: " .. lib.last_error()) end
   return true
 end
 
---- every Variable of every block
+--- Every Variable of every block, block by block.
+-- @treturn {Variable,...}
+-- @usage for _, v in ipairs(main:list_vars()) do print(v.name) end
 function Program:list_vars()
   local out = {}
   for i = 0, self:num_blocks() - 1 do
@@ -222,6 +292,9 @@ function Program:list_vars()
   return out
 end
 
+--- The parameters of the global block, in creation order.
+-- @treturn {Parameter,...}
+-- @usage for _, p in ipairs(main:all_parameters()) do print(p.name, p.trainable) end
 function Program:all_parameters() return self:global_block():all_parameters() end
 
 -- Runs fn() with ops tagged `role` (and op_role_var `vars`); restores after.
@@ -250,18 +323,30 @@ end
 -- ==== defaults and guards ========================================================
 local main_program, startup_program
 
+--- Defaults and guards.
+-- @section defaults
+
+--- The default main program, where layers append their ops (created on first use).
+-- @treturn Program
+-- @usage local main = oar.default_main_program()
 function M.default_main_program()
   if not main_program then main_program = Program.new() end
   return main_program
 end
 
+--- The default startup program, where layers append their parameters'
+-- initializers; run it once before training.
+-- @treturn Program
+-- @usage exe:run(oar.default_startup_program())
 function M.default_startup_program()
   if not startup_program then startup_program = Program.new() end
   return startup_program
 end
 
---- switch_main_program(p) / switch_startup_program(p): p becomes the default;
--- returns the previous one.
+--- Makes `p` the default main program.
+-- @tparam Program p
+-- @treturn Program the previous default
+-- @usage local old = oar.switch_main_program(oar.Program())
 function M.switch_main_program(p)
   if not is_program(p) then raise("switch_main_program: 'program' must be a Program, got " .. describe(p)) end
   local old = M.default_main_program()
@@ -269,6 +354,10 @@ function M.switch_main_program(p)
   return old
 end
 
+--- Makes `p` the default startup program.
+-- @tparam Program p
+-- @treturn Program the previous default
+-- @usage local old = oar.switch_startup_program(oar.Program())
 function M.switch_startup_program(p)
   if not is_program(p) then raise("switch_startup_program: 'program' must be a Program, got " .. describe(p)) end
   local old = M.default_startup_program()
@@ -276,8 +365,17 @@ function M.switch_startup_program(p)
   return old
 end
 
---- program_guard(main, startup, fn) or program_guard(main, fn): fn() runs
--- with these as defaults; the old ones come back also when fn errors.
+--- Runs `fn()` with `main` (and `startup`) as the default programs; the old
+-- defaults come back also when `fn` errors. Also `program_guard(main, fn)`.
+-- @tparam Program main
+-- @tparam[opt] Program startup
+-- @tparam function fn
+-- @return what `fn` returns
+-- @usage
+-- oar.program_guard(main, startup, function()
+--   local x = layers.data{name = "x", shape = {4}}
+--   local y = layers.fc{input = x, size = 2}
+-- end)
 function M.program_guard(main, startup, fn)
   if type(startup) == "function" and fn == nil then startup, fn = nil, startup end
   if not is_program(main) then
@@ -297,7 +395,12 @@ function M.program_guard(main, startup, fn)
   end, fn)
 end
 
---- name_scope(prefix, fn): ops created in fn carry op_namescope "/prefix/".
+--- Runs `fn()` with ops carrying `op_namescope` "/prefix/" (nested scopes
+-- join: "/outer/inner/"), for the program's text and graph forms.
+-- @tparam string prefix
+-- @tparam function fn
+-- @return what `fn` returns
+-- @usage oar.name_scope("encoder", function() h = layers.fc{input = x, size = 8} end)
 function M.name_scope(prefix, fn)
   if type(prefix) ~= "string" then raise("name_scope: 'prefix' must be a string") end
   if type(fn) ~= "function" then raise("name_scope: 'fn' must be a function") end

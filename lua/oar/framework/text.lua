@@ -41,6 +41,10 @@ local function slots_text(op, names_fn, args_fn)
   return table.concat(parts, ", ")
 end
 
+--- The op as one line of text: outputs, type, inputs, attributes
+-- (also what `tostring(op)` prints).
+-- @treturn string
+-- @usage print(main:global_block():op(0):to_string())
 function Operator:to_string()
   local attrs = {}
   local names = self:attr_names()
@@ -71,7 +75,10 @@ local function var_line(v)
   return table.concat(parts, " ")
 end
 
---- The listing depends on the desc only, so a parsed copy lists the same.
+--- The block as text: its variables, then its ops, one per line. The listing
+-- depends on the desc only, so a parsed copy lists the same.
+-- @treturn string
+-- @usage print(main:global_block():to_string())
 function Block:to_string()
   local lines = { string.format("block %d (parent %d):", self.idx, self.parent_idx) }
   local fwd = self.forward_block_idx
@@ -81,6 +88,9 @@ function Block:to_string()
   return table.concat(lines, "\n")
 end
 
+--- The program as text, block by block (also `tostring(prog)`).
+-- @treturn string
+-- @usage print(main:to_string())
 function Program:to_string()
   local parts = { string.format("Program (%d blocks)", self:num_blocks()) }
   for i = 0, self:num_blocks() - 1 do parts[#parts + 1] = self:block(i):to_string() end
@@ -92,8 +102,11 @@ local function dot_quote(s)
   return '"' .. s:gsub("\\", "\\\\"):gsub('"', '\\"') .. '"'
 end
 
---- Graphviz text: one cluster per block, ops as boxes, vars as ellipses,
--- edges var -> op for inputs and op -> var for outputs.
+--- The program as Graphviz text: one cluster per block, ops as boxes,
+-- variables as ellipses, edges variable -> op for inputs and op -> variable
+-- for outputs (`oar.plot.program` renders it).
+-- @treturn string
+-- @usage io.open("main.dot", "w"):write(main:to_dot())   -- then: dot -Tsvg main.dot
 function Program:to_dot()
   check_program(self, "Program:to_dot")
   local lines = { "digraph program {", "  rankdir=TB;", "  node [fontsize=10];" }

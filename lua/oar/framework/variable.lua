@@ -17,6 +17,31 @@ local var_type_names = I.var_type_names
 local is_int = I.is_int
 
 -- ==== Variable =================================================================
+
+--- A variable of a block (Fluid's `Variable`), a view on its VarDesc. Layers
+-- return Variables; arithmetic operators build ops (`a + b`, `2 * x`, `-x`:
+-- see oar.layers.math). Reading or setting a field reads or writes the desc.
+-- A Parameter is a persistable Variable made by `Block:create_parameter`,
+-- with the extra fields below.
+-- @type Variable
+-- @tfield string name unique in its block (read only)
+-- @tfield Block block the declaring block (read only)
+-- @tfield {int,...} shape dims, -1 for unknown (settable)
+-- @tfield string dtype "float32", "int64", ... (settable)
+-- @tfield int lod_level levels of sequence structure (settable)
+-- @tfield bool persistable kept in the scope across runs (settable)
+-- @tfield bool stop_gradient no gradient flows through it (settable)
+-- @tfield bool need_check_feed the executor checks feeds against it (settable)
+-- @tfield string type "lod_tensor", "lod_tensor_array", "selected_rows", ... (settable)
+-- @tfield bool trainable Parameter only: updated by optimizers
+-- @tfield Regularizer regularizer Parameter only: its weight decay, or nil
+-- @tfield table optimize_attr Parameter only: `{learning_rate = scale}`
+-- @tfield Initializer initializer Parameter only: how it was initialized
+-- @tfield GradientClip gradient_clip Parameter only: its clipping, or nil
+-- @usage
+-- local x = layers.data{name = "x", shape = {13}}
+-- print(x.name, x.dtype, table.concat(x.shape, "x"))   -- x float32 -1x13
+-- x.stop_gradient = true
 function Variable:_desc()
   local d = C.oar_block_find_var(self.block:_ptr(), rawget(self, "name"))
   if d == nil then
@@ -99,8 +124,15 @@ for _, mt in ipairs({ VariableMT, ParameterMT }) do
   mt.__newindex = var_newindex
 end
 
+--- The name of this variable's gradient ("name@GRAD").
+-- @treturn string
+-- @usage local g = main:global_block():var(w:grad_name())
 function Variable:grad_name() return rawget(self, "name") .. "@GRAD" end
 
+--- The variable as one line of text (also `tostring(v)`):
+-- "Variable(name=x, shape=[-1, 13], dtype=float32)".
+-- @treturn string
+-- @usage print(x:to_string())
 function Variable:to_string()
   local kind = is_parameter(self) and "Parameter" or "Variable"
   local s = string.format("%s(name=%s, shape=%s, dtype=%s", kind, rawget(self, "name"),

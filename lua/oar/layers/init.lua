@@ -23,6 +23,7 @@ merge("oar.layers.nn", true)
 merge("oar.layers.tensor", true)
 merge("oar.layers.loss", true)
 merge("oar.layers.learning_rate", true)
+merge("oar.layers.extra", true)
 require("oar.layers.math")   -- Variable operators
 merge("oar.layers.control_flow", false)
 merge("oar.layers.sequence", false)

@@ -57,7 +57,12 @@ local function indicator_less(step, bound)
   return out
 end
 
---- The step counter (value begin at the first run), created once per program.
+--- The float step counter the schedules read ("@LR_DECAY_COUNTER@", persistable),
+-- created once per program; it reads `begin` at the first run and grows by
+-- one per run (also `autoincreased_step_counter`).
+-- @tparam[opt=0] number begin
+-- @treturn Variable float32 [1]
+-- @usage local step = layers.decay_step_counter()
 function M.decay_step_counter(begin)
   begin = begin or 0
   local main = framework.default_main_program()
@@ -93,7 +98,17 @@ local function decay_progress(decay_steps, staircase)
   return div
 end
 
---- lr * decay_rate ^ (step / decay_steps), the exponent floored when staircase
+--- `lr * decay_rate ^ (step / decay_steps)`, the exponent floored with
+-- staircase. Positional or `{learning_rate=, decay_steps=, decay_rate=, staircase=}`.
+-- Each schedule returns a Variable that an optimizer takes as its learning_rate.
+-- @tparam number|table learning_rate the initial rate, or the keyword table
+-- @tparam number decay_steps positive
+-- @tparam number decay_rate positive
+-- @tparam[opt=false] bool staircase
+-- @treturn Variable float32 [1], the rate at each step
+-- @usage
+-- local lr = layers.exponential_decay{learning_rate = 0.1, decay_steps = 1000, decay_rate = 0.5}
+-- oar.optimizer.SGD{learning_rate = lr}:minimize(loss)
 function M.exponential_decay(learning_rate, decay_steps, decay_rate, staircase)
   local who = "exponential_decay"
   if type(learning_rate) == "table" and not is_variable(learning_rate) then
@@ -110,7 +125,14 @@ function M.exponential_decay(learning_rate, decay_steps, decay_rate, staircase)
   end)
 end
 
---- lr * exp(-decay_rate * step / decay_steps)
+--- `lr * exp(-decay_rate * step / decay_steps)` (floored progress with staircase).
+-- Positional or `{learning_rate=, decay_steps=, decay_rate=, staircase=}`.
+-- @tparam number|table learning_rate
+-- @tparam number decay_steps positive
+-- @tparam number decay_rate
+-- @tparam[opt=false] bool staircase
+-- @treturn Variable
+-- @usage local lr = layers.natural_exp_decay(0.1, 1000, 0.5, true)
 function M.natural_exp_decay(learning_rate, decay_steps, decay_rate, staircase)
   local who = "natural_exp_decay"
   if type(learning_rate) == "table" and not is_variable(learning_rate) then
@@ -126,7 +148,14 @@ function M.natural_exp_decay(learning_rate, decay_steps, decay_rate, staircase)
   end)
 end
 
---- lr / (1 + decay_rate * step / decay_steps)
+--- `lr / (1 + decay_rate * step / decay_steps)` (floored progress with staircase).
+-- Positional or `{learning_rate=, decay_steps=, decay_rate=, staircase=}`.
+-- @tparam number|table learning_rate
+-- @tparam number decay_steps positive
+-- @tparam number decay_rate
+-- @tparam[opt=false] bool staircase
+-- @treturn Variable
+-- @usage local lr = layers.inverse_time_decay(0.1, 100, 0.5)
 function M.inverse_time_decay(learning_rate, decay_steps, decay_rate, staircase)
   local who = "inverse_time_decay"
   if type(learning_rate) == "table" and not is_variable(learning_rate) then
@@ -142,8 +171,12 @@ function M.inverse_time_decay(learning_rate, decay_steps, decay_rate, staircase)
   end)
 end
 
---- values[i] while step < boundaries[i]; values[#values] after the last boundary.
--- As arithmetic: v_n + sum_k (v_k - v_{k+1}) * [step < b_k].
+--- `values[i]` while step < boundaries[i]; `values[#values]` after the last
+-- boundary. Positional or `{boundaries=, values=}`.
+-- @tparam {number,...}|table boundaries increasing steps, or the keyword table
+-- @tparam {number,...} values one more than boundaries
+-- @treturn Variable
+-- @usage local lr = layers.piecewise_decay({1000, 2000}, {0.1, 0.01, 0.001})
 function M.piecewise_decay(boundaries, values)
   local who = "piecewise_decay"
   if type(boundaries) == "table" and boundaries.boundaries then
@@ -178,8 +211,16 @@ function M.piecewise_decay(boundaries, values)
   end)
 end
 
---- (lr - end_lr) * (1 - step / decay_steps) ^ power + end_lr; with cycle the
--- horizon grows to the next multiple of decay_steps, else step stops at it.
+--- `(lr - end_lr) * (1 - step / decay_steps) ^ power + end_lr`; with cycle
+-- the horizon grows to the next multiple of decay_steps, else step stops at
+-- it. Positional or `{learning_rate=, decay_steps=, end_learning_rate=, power=, cycle=}`.
+-- @tparam number|table learning_rate
+-- @tparam number decay_steps positive
+-- @tparam[opt=0.0001] number end_learning_rate
+-- @tparam[opt=1.0] number power
+-- @tparam[opt=false] bool cycle
+-- @treturn Variable
+-- @usage local lr = layers.polynomial_decay{learning_rate = 0.1, decay_steps = 5000, power = 2}
 function M.polynomial_decay(learning_rate, decay_steps, end_learning_rate, power, cycle)
   local who = "polynomial_decay"
   if type(learning_rate) == "table" and not is_variable(learning_rate) then
@@ -208,7 +249,13 @@ function M.polynomial_decay(learning_rate, decay_steps, end_learning_rate, power
   end)
 end
 
---- lr * 0.5 * (cos(floor(step / step_each_epoch) * pi / epochs) + 1)
+--- `lr * 0.5 * (cos(floor(step / step_each_epoch) * pi / epochs) + 1)`.
+-- Positional or `{learning_rate=, step_each_epoch=, epochs=}`.
+-- @tparam number|table learning_rate
+-- @tparam number step_each_epoch positive
+-- @tparam number epochs positive
+-- @treturn Variable
+-- @usage local lr = layers.cosine_decay(0.1, 938, 20)
 function M.cosine_decay(learning_rate, step_each_epoch, epochs)
   local who = "cosine_decay"
   if type(learning_rate) == "table" and not is_variable(learning_rate) then
@@ -226,7 +273,14 @@ function M.cosine_decay(learning_rate, step_each_epoch, epochs)
   end)
 end
 
---- learning_rate * d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5), step from 1
+--- The Transformer's schedule: `learning_rate * d_model^-0.5 *
+-- min(step^-0.5, step * warmup_steps^-1.5)`, step counted from 1.
+-- Positional or `{d_model=, warmup_steps=, learning_rate=}`.
+-- @tparam number|table d_model positive
+-- @tparam number warmup_steps positive
+-- @tparam[opt=1.0] number learning_rate
+-- @treturn Variable
+-- @usage local lr = layers.noam_decay(512, 4000)
 function M.noam_decay(d_model, warmup_steps, learning_rate)
   local who = "noam_decay"
   if type(d_model) == "table" then
@@ -244,8 +298,14 @@ function M.noam_decay(d_model, warmup_steps, learning_rate)
   end)
 end
 
---- start_lr + (end_lr - start_lr) * step / warmup_steps while step < warmup_steps,
--- then learning_rate (a number or a schedule Variable)
+--- A linear warm-up, `start_lr + (end_lr - start_lr) * step / warmup_steps`
+-- while step < warmup_steps, then `learning_rate`.
+-- @tparam number|Variable learning_rate the rate after warm-up (a number or a schedule)
+-- @tparam number warmup_steps positive
+-- @tparam number start_lr
+-- @tparam number end_lr
+-- @treturn Variable
+-- @usage local lr = layers.linear_lr_warmup(layers.cosine_decay(0.1, 938, 20), 500, 0.0, 0.1)
 function M.linear_lr_warmup(learning_rate, warmup_steps, start_lr, end_lr)
   local who = "linear_lr_warmup"
   warmup_steps = positive(who, "warmup_steps", warmup_steps)

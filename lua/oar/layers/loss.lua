@@ -15,7 +15,19 @@ local function pair(layer, a, k1, k2, label, known)
   return args(layer, a, nil, nil, known)
 end
 
---- cross_entropy{input=, label=, soft_label=false, ignore_index=-100}
+--- Cross entropy of probabilities (e.g. a softmax's output) against labels,
+-- per row. Also `cross_entropy(input, label)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.input probabilities [N, D]
+-- @tparam Variable a.label int64 class ids [N, 1], or [N, D] probabilities with soft_label
+-- @tparam[opt=false] bool a.soft_label
+-- @tparam[opt=-100] int a.ignore_index rows with this label give 0
+-- @tparam[opt] string a.name
+-- @tparam[opt] Variable label with a positional input
+-- @treturn Variable [N, 1]
+-- @usage
+-- local prob = layers.fc{input = h, size = 10, act = "softmax"}
+-- local loss = layers.mean(layers.cross_entropy{input = prob, label = label})
 function M.cross_entropy(a, label)
   a = pair("cross_entropy", a, "input", "label", label, "input label soft_label ignore_index name")
   local x = check.variable("cross_entropy", "input", a.input)
@@ -28,8 +40,21 @@ function M.cross_entropy(a, label)
   return out
 end
 
---- softmax_with_cross_entropy{logits=, label=, soft_label=false, ignore_index=-100,
--- return_softmax=false, axis=-1} -> loss (, softmax)
+--- Softmax then cross entropy, fused and numerically stable. Also
+-- `softmax_with_cross_entropy(logits, label)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.logits [N, D]
+-- @tparam Variable a.label int64 [N, 1], or [N, D] with soft_label
+-- @tparam[opt=false] bool a.soft_label
+-- @tparam[opt=-100] int a.ignore_index
+-- @tparam[opt=true] bool a.numeric_stable_mode
+-- @tparam[opt=false] bool a.return_softmax return the softmax too
+-- @tparam[opt=-1] int a.axis
+-- @tparam[opt] string a.name
+-- @tparam[opt] Variable label with positional logits
+-- @treturn Variable loss [N, 1]
+-- @treturn[opt] Variable softmax, with return_softmax
+-- @usage local loss = layers.mean(layers.softmax_with_cross_entropy{logits = logits, label = label})
 function M.softmax_with_cross_entropy(a, label)
   local who = "softmax_with_cross_entropy"
   a = pair(who, a, "logits", "label", label,
@@ -49,7 +74,14 @@ function M.softmax_with_cross_entropy(a, label)
   return loss
 end
 
---- square_error_cost{input=, label=}: (input - label)^2 elementwise
+--- (input - label)^2, elementwise. Also `square_error_cost(input, label)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.input
+-- @tparam Variable a.label
+-- @tparam[opt] string a.name
+-- @tparam[opt] Variable label with a positional input
+-- @treturn Variable shaped like input
+-- @usage local loss = layers.mean(layers.square_error_cost{input = pred, label = y})
 function M.square_error_cost(a, label)
   a = pair("square_error_cost", a, "input", "label", label, "input label name")
   local x = check.variable("square_error_cost", "input", a.input)
@@ -67,7 +99,17 @@ function M.square_error_cost(a, label)
   return out
 end
 
---- sigmoid_cross_entropy_with_logits{x=, label=, ignore_index=-100, normalize=false}
+--- Elementwise binary cross entropy of sigmoid(x) against labels in [0, 1].
+-- Also `sigmoid_cross_entropy_with_logits(x, label)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.x logits
+-- @tparam Variable a.label shaped like x
+-- @tparam[opt=-100] int a.ignore_index elements with this label give 0
+-- @tparam[opt=false] bool a.normalize divide by the number of elements not ignored
+-- @tparam[opt] string a.name
+-- @tparam[opt] Variable label with a positional x
+-- @treturn Variable shaped like x
+-- @usage local loss = layers.mean(layers.sigmoid_cross_entropy_with_logits{x = logits, label = y})
 function M.sigmoid_cross_entropy_with_logits(a, label)
   local who = "sigmoid_cross_entropy_with_logits"
   a = pair(who, a, "x", "label", label, "x label ignore_index normalize name")
@@ -81,7 +123,19 @@ function M.sigmoid_cross_entropy_with_logits(a, label)
   return out
 end
 
---- accuracy{input=, label=, k=1, correct=, total=}: top-k then accuracy, like Fluid
+--- Top-k accuracy of a batch (a top_k op then an accuracy op, like Fluid).
+-- Also `accuracy(input, label, k)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.input scores or probabilities [N, D]
+-- @tparam Variable a.label int64 [N, 1]
+-- @tparam[opt=1] int a.k
+-- @tparam[opt] Variable a.correct write the number correct (int32) here
+-- @tparam[opt] Variable a.total write the number of rows (int32) here
+-- @tparam[opt] string a.name
+-- @tparam[opt] Variable label with a positional input
+-- @tparam[opt=1] int k with a positional input
+-- @treturn Variable float32 [1], the fraction correct
+-- @usage local acc = layers.accuracy{input = prob, label = label, k = 1}
 function M.accuracy(a, label, k)
   if framework.is_variable(a) then a = { input = a, label = label, k = k } end
   a = args("accuracy", a, nil, nil, "correct input k label name total")

@@ -76,18 +76,45 @@ local function binary(op, kind, on_scalar_right, on_scalar_left)
   end
 end
 
+--- `a + b` for Variables and numbers (also the `+` operator on Variables).
+-- A number becomes a `scale` op; two Variables an `elementwise_add`.
+-- @function add
+-- @tparam Variable|number a
+-- @tparam Variable|number b
+-- @treturn Variable
+-- @raise when neither operand is a Variable or one is not a number
+-- @usage local y = x + 1   -- the same as require("oar.layers.math").add(x, 1)
 M.add = binary("+", "add",
   function(v, n) return scale(v, 1.0, n) end,
   function(n, v) return scale(v, 1.0, n) end)
 
+--- `a - b` (the `-` operator on Variables).
+-- @function sub
+-- @tparam Variable|number a
+-- @tparam Variable|number b
+-- @treturn Variable
+-- @usage local d = 1 - x
 M.sub = binary("-", "sub",
   function(v, n) return scale(v, 1.0, -n) end,
   function(n, v) return scale(v, -1.0, n) end)
 
+--- `a * b`, elementwise (the `*` operator on Variables).
+-- @function mul
+-- @tparam Variable|number a
+-- @tparam Variable|number b
+-- @treturn Variable
+-- @usage local y = 2 * x
 M.mul = binary("*", "mul",
   function(v, n) return scale(v, n, 0.0) end,
   function(n, v) return scale(v, n, 0.0) end)
 
+--- `a / b`, elementwise (the `/` operator on Variables).
+-- @function div
+-- @tparam Variable|number a
+-- @tparam Variable|number b
+-- @treturn Variable
+-- @raise on division by the number 0
+-- @usage local half = x / 2
 M.div = binary("/", "div",
   function(v, n)
     if n == 0 then raise("Variable /: division by the number 0") end
@@ -95,6 +122,12 @@ M.div = binary("/", "div",
   end,
   function(n, v) return elementwise("div", constant_like(v, n), v) end)
 
+--- `a ^ b`, elementwise (the `^` operator on Variables).
+-- @function pow
+-- @tparam Variable|number a
+-- @tparam Variable|number b
+-- @treturn Variable
+-- @usage local sq = x ^ 2
 M.pow = binary("^", "pow",
   function(v, n)
     local out = tmp_like(v)
@@ -104,15 +137,25 @@ M.pow = binary("^", "pow",
   end,
   function(n, v) return elementwise("pow", constant_like(v, n), v) end)
 
+--- `-a` (the unary minus on Variables).
+-- @tparam Variable a
+-- @treturn Variable
+-- @usage local m = -x
 function M.neg(a) return scale(a, -1.0, 0.0) end
 
---- Installs the operators on Variable and Parameter.
+--- Installs the operators (`+ - * / ^` and unary minus) and `Variable:astype`
+-- on Variable and Parameter; done when the module loads.
+-- @usage require("oar.layers.math").patch()
 function M.patch()
   for _, mt in ipairs({ framework.VariableMT, framework.ParameterMT }) do
     mt.__add, mt.__sub, mt.__mul, mt.__div, mt.__pow = M.add, M.sub, M.mul, M.div, M.pow
     mt.__unm = function(a) return M.neg(a) end
   end
-  -- v:astype("int64") like Fluid
+  --- `v:astype(dtype)`: v cast to `dtype` (a `cast` op), like Fluid's.
+  -- @function Variable:astype
+  -- @tparam string dtype
+  -- @treturn Variable
+  -- @usage local f = label:astype("float32")
   framework.Variable.astype = function(self, dtype)
     if not is_variable(self) then raise("Variable:astype: call it with ':' on a Variable, got " .. framework.describe(self)) end
     local require_dtypes = require("oar.dtypes")

@@ -22,6 +22,7 @@ local function prod(list, from, to)
 end
 
 -- ---- fully connected ------------------------------------------------------------
+
 --- A fully connected layer: act(input . W + b).
 -- Inputs of more than 2 dims are flattened: the first `num_flatten_dims`
 -- dims are rows, the rest columns. A list of inputs gets one weight each,
@@ -71,7 +72,20 @@ function M.fc(a)
   return helper:append_activation(pre_act)
 end
 
---- embedding{input=, size={vocab, dim}, is_sparse=false, padding_idx=, param_attr=, dtype=}
+--- Looks up rows of an embedding table: `out[i] = W[ids[i]]`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.input int64 ids, shape [N, 1] (or a LoD sequence of ids)
+-- @tparam {int,int} a.size `{vocab_size, dim}`
+-- @tparam[opt=false] bool a.is_sparse sparse gradient (SelectedRows)
+-- @tparam[opt=false] bool a.is_distributed
+-- @tparam[opt] int a.padding_idx rows with this id read zeros and get no gradient (negative: from the end)
+-- @tparam[opt] ParamAttr|string a.param_attr the table's attributes
+-- @tparam[opt="float32"] string a.dtype
+-- @tparam[opt] string a.name
+-- @treturn Variable [N, dim]
+-- @usage
+-- local ids = layers.data{name = "ids", shape = {1}, dtype = "int64"}
+-- local emb = layers.embedding{input = ids, size = {10000, 32}}
 function M.embedding(a)
   a = args("embedding", a, "input", nil,
     "dtype input is_distributed is_sparse name padding_idx param_attr size")
@@ -97,8 +111,26 @@ function M.embedding(a)
 end
 
 -- ---- convolution and pooling -----------------------------------------------------------
---- conv2d{input=, num_filters=, filter_size=, stride=1, padding=0, dilation=1,
--- groups=1, param_attr=, bias_attr=, act=, use_cudnn=true, name=}; NCHW
+
+--- A 2-D convolution over NCHW input, plus bias and activation. The filter
+-- is initialized from Normal(0, sqrt(2 / fan_in)) unless param_attr says otherwise.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.input [N, C, H, W]
+-- @tparam int a.num_filters output channels
+-- @tparam int|{int,int} a.filter_size
+-- @tparam[opt=1] int|{int,int} a.stride
+-- @tparam[opt=0] int|{int,int} a.padding
+-- @tparam[opt=1] int|{int,int} a.dilation
+-- @tparam[opt=1] int a.groups C and num_filters split into groups
+-- @tparam[opt] ParamAttr|string a.param_attr the filter's attributes
+-- @tparam[opt] ParamAttr|string|false a.bias_attr false: no bias
+-- @tparam[opt] string|table a.act activation
+-- @tparam[opt=true] bool a.use_cudnn
+-- @tparam[opt] string a.name
+-- @treturn Variable [N, num_filters, H', W']
+-- @usage
+-- local img = layers.data{name = "img", shape = {1, 28, 28}}
+-- local c = layers.conv2d{input = img, num_filters = 20, filter_size = 5, act = "relu"}
 function M.conv2d(a)
   a = args("conv2d", a, "input", nil,
     "act bias_attr dilation filter_size groups input name num_filters padding param_attr stride use_cudnn")
@@ -136,8 +168,19 @@ function M.conv2d(a)
   return helper:append_activation(pre_act)
 end
 
---- pool2d{input=, pool_size=, pool_type="max", pool_stride=1, pool_padding=0,
--- global_pooling=false, ceil_mode=false, exclusive=true}
+--- 2-D max or average pooling over NCHW input.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.input [N, C, H, W]
+-- @tparam int|{int,int} a.pool_size window (ignored with global_pooling)
+-- @tparam[opt="max"] string a.pool_type "max" or "avg"
+-- @tparam[opt=1] int|{int,int} a.pool_stride
+-- @tparam[opt=0] int|{int,int} a.pool_padding
+-- @tparam[opt=false] bool a.global_pooling pool each whole channel
+-- @tparam[opt=false] bool a.ceil_mode round the output size up
+-- @tparam[opt=true] bool a.exclusive average over the real (unpadded) cells only
+-- @tparam[opt] string a.name
+-- @treturn Variable
+-- @usage local p = layers.pool2d{input = c, pool_size = 2, pool_stride = 2, pool_type = "max"}
 function M.pool2d(a)
   a = args("pool2d", a, "input", nil,
     "ceil_mode exclusive global_pooling input name pool_padding pool_size pool_stride pool_type")
@@ -160,9 +203,24 @@ function M.pool2d(a)
 end
 
 -- ---- normalization and dropout -------------------------------------------------
---- batch_norm{input=, act=, is_test=false, momentum=0.9, epsilon=1e-5,
--- param_attr=, bias_attr=, data_layout="NCHW", moving_mean_name=,
--- moving_variance_name=, use_global_stats=false}
+
+--- Batch normalization with learned scale and bias and running statistics
+-- (persistable, not trainable) for evaluation.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.input at least 2-D
+-- @tparam[opt] string|table a.act activation
+-- @tparam[opt=false] bool a.is_test use the running statistics (`clone{for_test=true}` sets it)
+-- @tparam[opt=0.9] number a.momentum of the running statistics
+-- @tparam[opt=1e-5] number a.epsilon
+-- @tparam[opt] ParamAttr|string a.param_attr the scale's attributes (initialized to 1)
+-- @tparam[opt] ParamAttr|string a.bias_attr the bias's attributes (initialized to 0)
+-- @tparam[opt="NCHW"] string a.data_layout "NCHW" or "NHWC"
+-- @tparam[opt] string a.moving_mean_name
+-- @tparam[opt] string a.moving_variance_name
+-- @tparam[opt=false] bool a.use_global_stats normalize with the running statistics also in training
+-- @tparam[opt] string a.name
+-- @treturn Variable shaped like the input
+-- @usage local h = layers.batch_norm{input = c, act = "relu"}
 function M.batch_norm(a)
   a = args("batch_norm", a, "input", nil,
     "act bias_attr data_layout epsilon input is_test momentum moving_mean_name moving_variance_name name param_attr use_global_stats")
@@ -198,8 +256,19 @@ function M.batch_norm(a)
   return helper:append_activation(out)
 end
 
---- layer_norm{input=, scale=true, shift=true, begin_norm_axis=1, epsilon=1e-5,
--- param_attr=, bias_attr=, act=}
+--- Layer normalization over the dims from `begin_norm_axis` on.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.input
+-- @tparam[opt=true] bool a.scale learn a scale (initialized to 1)
+-- @tparam[opt=true] bool a.shift learn a bias (initialized to 0)
+-- @tparam[opt=1] int a.begin_norm_axis in [1, rank)
+-- @tparam[opt=1e-5] number a.epsilon
+-- @tparam[opt] ParamAttr|string a.param_attr the scale's attributes
+-- @tparam[opt] ParamAttr|string a.bias_attr the bias's attributes
+-- @tparam[opt] string|table a.act activation
+-- @tparam[opt] string a.name
+-- @treturn Variable shaped like the input
+-- @usage local h = layers.layer_norm{input = x, begin_norm_axis = 1}
 function M.layer_norm(a)
   a = args("layer_norm", a, "input", nil,
     "act begin_norm_axis bias_attr epsilon input name param_attr scale shift")
@@ -230,7 +299,19 @@ function M.layer_norm(a)
   return helper:append_activation(out)
 end
 
---- dropout{x=, dropout_prob=, is_test=false, seed=, dropout_implementation="downgrade_in_infer"}
+--- Dropout: zeroes each element with probability `dropout_prob` in training.
+-- Also `dropout(x, prob)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.x
+-- @tparam number a.dropout_prob in [0, 1]
+-- @tparam[opt=false] bool a.is_test pass through (`clone{for_test=true}` sets it)
+-- @tparam[opt] int a.seed fixed seed (default: the program's random_seed when set)
+-- @tparam[opt="downgrade_in_infer"] string a.dropout_implementation or "upscale_in_train"
+-- (scale kept elements by 1/(1-p) in training instead of scaling by (1-p) in evaluation)
+-- @tparam[opt] string a.name
+-- @tparam[opt] number prob dropout_prob, with a positional `x`
+-- @treturn Variable shaped like x
+-- @usage local h = layers.dropout(h, 0.5)   -- or layers.dropout{x = h, dropout_prob = 0.5}
 function M.dropout(a, prob)
   a = args("dropout", a, "x", { dropout_prob = prob },
     "dropout_implementation dropout_prob is_test name seed x")
@@ -265,6 +346,221 @@ local activations = {
   hard_shrink = { threshold = 0.5 }, softshrink = { lambda = 0.5 },
 }
 
+--- Activations. Each is `layers.NAME(x)`, `layers.NAME{x=, name=, attrs...}`,
+-- or `layers.NAME(x, {attrs...})`; those with an attribute also take its
+-- value positionally: `layers.leaky_relu(x, 0.1)`. Each returns a Variable
+-- shaped like x.
+-- @section activations
+
+--- max(x, 0).
+-- @function relu
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local h = layers.relu(x)
+
+--- 1 / (1 + exp(-x)).
+-- @function sigmoid
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local p = layers.sigmoid(logits)
+
+--- tanh(x).
+-- @function tanh
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local h = layers.tanh(x)
+
+--- exp(x).
+-- @function exp
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local e = layers.exp(x)
+
+--- Natural logarithm.
+-- @function log
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local l = layers.log(p)
+
+--- Square root.
+-- @function sqrt
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local s = layers.sqrt(x)
+
+--- 1 / sqrt(x).
+-- @function rsqrt
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local r = layers.rsqrt(x)
+
+--- |x|.
+-- @function abs
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local a = layers.abs(x)
+
+--- x * x.
+-- @function square
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local s = layers.square(x)
+
+--- Rounds up (no gradient).
+-- @function ceil
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local c = layers.ceil(x)
+
+--- Rounds down (no gradient).
+-- @function floor
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local f = layers.floor(x)
+
+--- Rounds to the nearest integer (no gradient).
+-- @function round
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local r = layers.round(x)
+
+--- cos(x).
+-- @function cos
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local c = layers.cos(x)
+
+--- sin(x).
+-- @function sin
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local s = layers.sin(x)
+
+--- 1 / x.
+-- @function reciprocal
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local r = layers.reciprocal(x)
+
+--- log(1 + exp(x)).
+-- @function softplus
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local s = layers.softplus(x)
+
+--- x / (1 + |x|).
+-- @function softsign
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local s = layers.softsign(x)
+
+--- log(sigmoid(x)).
+-- @function logsigmoid
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local l = layers.logsigmoid(x)
+
+--- x - tanh(x).
+-- @function tanh_shrink
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local t = layers.tanh_shrink(x)
+
+--- -1, 0 or 1 (no gradient).
+-- @function sign
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local s = layers.sign(x)
+
+--- Gaussian error linear unit, x * Phi(x).
+-- @function gelu
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local h = layers.gelu(x)
+
+--- x for x > 0, alpha * x otherwise.
+-- @function leaky_relu
+-- @tparam Variable|table x the input, or `{x=, alpha=, name=}`
+-- @tparam[opt=0.02] number alpha
+-- @treturn Variable
+-- @usage local h = layers.leaky_relu(x, 0.1)
+
+--- x for x > 0, alpha * (exp(x) - 1) otherwise.
+-- @function elu
+-- @tparam Variable|table x the input, or `{x=, alpha=, name=}`
+-- @tparam[opt=1.0] number alpha
+-- @treturn Variable
+-- @usage local h = layers.elu(x)
+
+--- min(max(x, 0), threshold).
+-- @function relu6
+-- @tparam Variable|table x the input, or `{x=, threshold=, name=}`
+-- @tparam[opt=6.0] number threshold
+-- @treturn Variable
+-- @usage local h = layers.relu6(x)
+
+--- x ^ factor.
+-- @function pow
+-- @tparam Variable|table x the input, or `{x=, factor=, name=}`
+-- @tparam[opt=1.0] number factor
+-- @treturn Variable
+-- @usage local y = layers.pow(x, 2)
+
+--- max(0, min(1, slope * x + offset)).
+-- @function hard_sigmoid
+-- @tparam Variable|table x the input, or `{x=, slope=0.2, offset=0.5, name=}`
+-- @treturn Variable
+-- @usage local y = layers.hard_sigmoid{x = x, slope = 0.2}
+
+--- x * sigmoid(beta * x).
+-- @function swish
+-- @tparam Variable|table x the input, or `{x=, beta=, name=}`
+-- @tparam[opt=1.0] number beta
+-- @treturn Variable
+-- @usage local y = layers.swish(x)
+
+--- min(max(x, t_min), t_max).
+-- @function brelu
+-- @tparam Variable|table x the input, or `{x=, t_min=0, t_max=24, name=}`
+-- @treturn Variable
+-- @usage local y = layers.brelu{x = x, t_min = 1, t_max = 4}
+
+--- scale_b * tanh(scale_a * x).
+-- @function stanh
+-- @tparam Variable|table x the input, or `{x=, scale_a=2/3, scale_b=1.7159, name=}`
+-- @treturn Variable
+-- @usage local y = layers.stanh(x)
+
+--- log(1 + exp(min(max(x, -threshold), threshold))).
+-- @function soft_relu
+-- @tparam Variable|table x the input, or `{x=, threshold=, name=}`
+-- @tparam[opt=40.0] number threshold
+-- @treturn Variable
+-- @usage local y = layers.soft_relu(x)
+
+--- x for x > threshold, 0 otherwise.
+-- @function thresholded_relu
+-- @tparam Variable|table x the input, or `{x=, threshold=, name=}`
+-- @tparam[opt=1.0] number threshold
+-- @treturn Variable
+-- @usage local y = layers.thresholded_relu(x, 0.5)
+
+--- x where |x| > threshold, 0 otherwise.
+-- @function hard_shrink
+-- @tparam Variable|table x the input, or `{x=, threshold=, name=}`
+-- @tparam[opt=0.5] number threshold
+-- @treturn Variable
+-- @usage local y = layers.hard_shrink(x)
+
+--- x - lambda for x > lambda, x + lambda for x < -lambda, 0 otherwise.
+-- @function softshrink
+-- @tparam Variable|table x the input, or `{x=, lambda=, name=}`
+-- @tparam[opt=0.5] number lambda
+-- @treturn Variable
+-- @usage local y = layers.softshrink(x)
+
+--- Softmax and reductions.
+-- @section softmax
 for op_type, defaults in pairs(activations) do
   local known = { "x", "name" }
   for k in pairs(defaults) do known[#known + 1] = k end
@@ -300,12 +596,28 @@ local function softmax_layer(op_type)
   end
 end
 
---- softmax(x) or softmax{input=, axis=-1}; log_softmax the same
+--- Softmax along `axis`: exp(x) / sum(exp(x)). Also `softmax(x)`.
+-- @function softmax
+-- @tparam Variable|table a the input, or keyword arguments:
+-- @tparam Variable a.input (also `x=`)
+-- @tparam[opt=-1] int a.axis
+-- @tparam[opt] string a.name
+-- @treturn Variable
+-- @usage local p = layers.softmax(logits)
 M.softmax = softmax_layer("softmax")
+--- log(softmax(x)) along `axis`, computed stably. Also `log_softmax(x)`.
+-- @function log_softmax
+-- @tparam Variable|table a the input, or `{input=, axis=-1, name=}`
+-- @treturn Variable
+-- @usage local lp = layers.log_softmax{input = logits, axis = -1}
 M.log_softmax = softmax_layer("log_softmax")
 
 -- ---- reductions ------------------------------------------------------------------
---- mean(x) or mean{x=}: the mean of all elements, shape [1]
+
+--- The mean of all elements, shape [1]. Also `mean(x)`.
+-- @tparam Variable|table a the input, or `{x=, name=}` (also `input=`)
+-- @treturn Variable [1]
+-- @usage local avg_loss = layers.mean(loss)
 function M.mean(a)
   a = args("mean", a, "x", nil, "input name x")
   local x = check.variable("mean", "x", a.x or a.input)
@@ -330,13 +642,73 @@ local function reduce_layer(op_type)
   end
 end
 
+--- Sum over `dim` (all dims when nil). Also `reduce_sum(x, dim, keep_dim)`.
+-- @function reduce_sum
+-- @tparam Variable|table a the input, or keyword arguments:
+-- @tparam Variable a.input (also `x=`)
+-- @tparam[opt] int|{int,...} a.dim dims to reduce (negative: from the end); nil: all
+-- @tparam[opt=false] bool a.keep_dim keep reduced dims as size 1
+-- @tparam[opt] string a.name
+-- @treturn Variable
+-- @usage local s = layers.reduce_sum(x, 1)   -- sum over dim 1
+
+--- Mean over `dim` (all when nil); arguments as `reduce_sum`.
+-- @function reduce_mean
+-- @tparam Variable|table a the input, or `{input=, dim=, keep_dim=false, name=}`
+-- @treturn Variable
+-- @usage local m = layers.reduce_mean{input = x, dim = {1}, keep_dim = true}
+
+--- Maximum over `dim` (all when nil); arguments as `reduce_sum`.
+-- @function reduce_max
+-- @tparam Variable|table a the input, or `{input=, dim=, keep_dim=false, name=}`
+-- @treturn Variable
+-- @usage local m = layers.reduce_max(x, -1)
+
+--- Minimum over `dim` (all when nil); arguments as `reduce_sum`.
+-- @function reduce_min
+-- @tparam Variable|table a the input, or `{input=, dim=, keep_dim=false, name=}`
+-- @treturn Variable
+-- @usage local m = layers.reduce_min(x)
+
+--- Product over `dim` (all when nil); arguments as `reduce_sum`.
+-- @function reduce_prod
+-- @tparam Variable|table a the input, or `{input=, dim=, keep_dim=false, name=}`
+-- @treturn Variable
+-- @usage local p = layers.reduce_prod(x, 1)
+
+--- Logical and over `dim` of a bool tensor (all when nil); arguments as `reduce_sum`.
+-- @function reduce_all
+-- @tparam Variable|table a the input, or `{input=, dim=, keep_dim=false, name=}`
+-- @treturn Variable bool
+-- @usage local all_ok = layers.reduce_all(layers.less_than(x, y))
+
+--- Logical or over `dim` of a bool tensor (all when nil); arguments as `reduce_sum`.
+-- @function reduce_any
+-- @tparam Variable|table a the input, or `{input=, dim=, keep_dim=false, name=}`
+-- @treturn Variable bool
+-- @usage local any_bad = layers.reduce_any(layers.greater_than(x, limit))
+
+--- Products and elementwise arithmetic.
+-- @section products
 for _, name in ipairs({ "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
                         "reduce_all", "reduce_any" }) do
   M[name] = reduce_layer(name)
 end
 
 -- ---- products ---------------------------------------------------------------------
---- matmul{x=, y=, transpose_x=false, transpose_y=false, alpha=1.0}
+
+--- Matrix product of the last two dims (batched over the leading ones),
+-- `alpha * op(x) . op(y)`. Also `matmul(x, y)`.
+-- @tparam Variable|table a `x`, or keyword arguments:
+-- @tparam Variable a.x
+-- @tparam Variable a.y
+-- @tparam[opt=false] bool a.transpose_x
+-- @tparam[opt=false] bool a.transpose_y
+-- @tparam[opt=1.0] number a.alpha
+-- @tparam[opt] string a.name
+-- @tparam[opt] Variable y with a positional x
+-- @treturn Variable
+-- @usage local scores = layers.matmul{x = q, y = k, transpose_y = true, alpha = 0.125}
 function M.matmul(a, y)
   if framework.is_variable(a) then a = { x = a, y = y } end
   a = args("matmul", a, nil, nil, "alpha name transpose_x transpose_y x y")
@@ -351,7 +723,18 @@ function M.matmul(a, y)
   return out
 end
 
---- mul{x=, y=, x_num_col_dims=1, y_num_col_dims=1}
+--- Matrix product of x and y flattened to 2-D (Fluid's `mul`: the first
+-- `x_num_col_dims` dims of x are rows). Also `mul(x, y)`.
+-- @tparam Variable|table a `x`, or keyword arguments:
+-- @tparam Variable a.x
+-- @tparam Variable a.y
+-- @tparam[opt=1] int a.x_num_col_dims
+-- @tparam[opt=1] int a.y_num_col_dims
+-- @tparam[opt] string|table a.act activation
+-- @tparam[opt] string a.name
+-- @tparam[opt] Variable y with a positional x
+-- @treturn Variable
+-- @usage local z = layers.mul(x, w)
 function M.mul(a, y)
   if framework.is_variable(a) then a = { x = a, y = y } end
   a = args("mul", a, nil, nil, "act name x x_num_col_dims y y_num_col_dims")
@@ -366,6 +749,75 @@ function M.mul(a, y)
 end
 
 -- ---- elementwise arithmetic: elementwise_add{x=, y=, axis=-1, act=} ----------------------
+
+--- x + y with broadcasting: y's dims match x's starting at `axis` (-1: the
+-- trailing dims). Also `elementwise_add(x, y)`.
+-- @function elementwise_add
+-- @tparam Variable|table a `x`, or keyword arguments:
+-- @tparam Variable a.x
+-- @tparam Variable a.y
+-- @tparam[opt=-1] int a.axis
+-- @tparam[opt] string|table a.act activation
+-- @tparam[opt] string a.name
+-- @tparam[opt] Variable y with a positional x
+-- @treturn Variable shaped like x
+-- @usage local z = layers.elementwise_add{x = h, y = b, axis = 1}
+
+--- x - y; arguments as `elementwise_add`.
+-- @function elementwise_sub
+-- @tparam Variable|table a `x`, or `{x=, y=, axis=-1, act=, name=}`
+-- @tparam[opt] Variable y
+-- @treturn Variable
+-- @usage local d = layers.elementwise_sub(x, y)
+
+--- x * y; arguments as `elementwise_add`.
+-- @function elementwise_mul
+-- @tparam Variable|table a `x`, or `{x=, y=, axis=-1, act=, name=}`
+-- @tparam[opt] Variable y
+-- @treturn Variable
+-- @usage local p = layers.elementwise_mul(x, mask)
+
+--- x / y; arguments as `elementwise_add`.
+-- @function elementwise_div
+-- @tparam Variable|table a `x`, or `{x=, y=, axis=-1, act=, name=}`
+-- @tparam[opt] Variable y
+-- @treturn Variable
+-- @usage local q = layers.elementwise_div(x, y)
+
+--- max(x, y); arguments as `elementwise_add`.
+-- @function elementwise_max
+-- @tparam Variable|table a `x`, or `{x=, y=, axis=-1, act=, name=}`
+-- @tparam[opt] Variable y
+-- @treturn Variable
+-- @usage local m = layers.elementwise_max(x, y)
+
+--- min(x, y); arguments as `elementwise_add`.
+-- @function elementwise_min
+-- @tparam Variable|table a `x`, or `{x=, y=, axis=-1, act=, name=}`
+-- @tparam[opt] Variable y
+-- @treturn Variable
+-- @usage local m = layers.elementwise_min(x, y)
+
+--- x ^ y; arguments as `elementwise_add`.
+-- @function elementwise_pow
+-- @tparam Variable|table a `x`, or `{x=, y=, axis=-1, act=, name=}`
+-- @tparam[opt] Variable y
+-- @treturn Variable
+-- @usage local p = layers.elementwise_pow(x, y)
+
+--- x mod y (integers; no gradient); arguments as `elementwise_add`.
+-- @function elementwise_mod
+-- @tparam Variable|table a `x`, or `{x=, y=, axis=-1, act=, name=}`
+-- @tparam[opt] Variable y
+-- @treturn Variable
+-- @usage local r = layers.elementwise_mod(i, n)
+
+--- floor(x / y) (integers; no gradient); arguments as `elementwise_add`.
+-- @function elementwise_floordiv
+-- @tparam Variable|table a `x`, or `{x=, y=, axis=-1, act=, name=}`
+-- @tparam[opt] Variable y
+-- @treturn Variable
+-- @usage local q = layers.elementwise_floordiv(i, n)
 for _, kind in ipairs({ "add", "sub", "mul", "div", "max", "min", "pow", "mod", "floordiv" }) do
   local op_type = "elementwise_" .. kind
   M[op_type] = function(a, y)
@@ -381,7 +833,18 @@ for _, kind in ipairs({ "add", "sub", "mul", "div", "max", "min", "pow", "mod", 
   end
 end
 
---- scale{x=, scale=1.0, bias=0.0, bias_after_scale=true, act=}
+--- `scale * x + bias` (or `scale * (x + bias)`). Also `scale(x, scale, bias)`.
+-- @tparam Variable|table a `x`, or keyword arguments:
+-- @tparam Variable a.x
+-- @tparam[opt=1.0] number a.scale
+-- @tparam[opt=0.0] number a.bias
+-- @tparam[opt=true] bool a.bias_after_scale
+-- @tparam[opt] string|table a.act activation
+-- @tparam[opt] string a.name
+-- @tparam[opt] number s scale, with a positional x
+-- @tparam[opt] number b bias, with a positional x
+-- @treturn Variable
+-- @usage local y = layers.scale(x, 2.0, 1.0)   -- 2x + 1
 function M.scale(a, s, b)
   a = args("scale", a, "x", { scale = s, bias = b }, "act bias bias_after_scale name scale x")
   local x = check.variable("scale", "x", a.x)
@@ -392,7 +855,14 @@ function M.scale(a, s, b)
   return helper:append_activation(out)
 end
 
---- clip{x=, min=, max=}
+--- Clamps every element to [min, max].
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.x
+-- @tparam number a.min
+-- @tparam number a.max not below min
+-- @tparam[opt] string a.name
+-- @treturn Variable
+-- @usage local y = layers.clip{x = x, min = -1, max = 1}
 function M.clip(a)
   a = args("clip", a, "x", nil, "max min name x")
   local x = check.variable("clip", "x", a.x)
@@ -401,7 +871,13 @@ function M.clip(a)
   return LayerHelper("clip", a):unary("clip", x, { min = lo, max = hi })
 end
 
---- clip_by_norm{x=, max_norm=}
+--- Scales x down so that its L2 norm is at most `max_norm`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.x
+-- @tparam number a.max_norm
+-- @tparam[opt] string a.name
+-- @treturn Variable
+-- @usage local g = layers.clip_by_norm{x = grad, max_norm = 5.0}
 function M.clip_by_norm(a)
   a = args("clip_by_norm", a, "x", nil, "max_norm name x")
   local x = check.variable("clip_by_norm", "x", a.x)
@@ -409,7 +885,16 @@ function M.clip_by_norm(a)
     { max_norm = check.number("clip_by_norm", "max_norm", a.max_norm) })
 end
 
---- topk{input=, k=} -> values, indices (int64)
+--- The `k` largest values along the last dim and their indices (also
+-- `top_k`, and `topk(x, k)`).
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.input
+-- @tparam int a.k
+-- @tparam[opt] string a.name
+-- @tparam[opt] int k with a positional input
+-- @treturn Variable values
+-- @treturn Variable indices, int64
+-- @usage local values, indices = layers.topk(probs, 5)
 function M.topk(a, k)
   a = args("topk", a, "input", { k = k }, "input k name")
   local x = check.variable("topk", "input", a.input)
@@ -423,7 +908,14 @@ function M.topk(a, k)
 end
 M.top_k = M.topk
 
---- one_hot{input=, depth=}
+--- One-hot float32 rows from int ids: [N, 1] -> [N, depth]. Also `one_hot(ids, depth)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.input int64 ids [N, 1]
+-- @tparam int a.depth
+-- @tparam[opt] string a.name
+-- @tparam[opt] int depth with a positional input
+-- @treturn Variable float32 [N, depth]
+-- @usage local oh = layers.one_hot(label, 10)
 function M.one_hot(a, depth)
   a = args("one_hot", a, "input", { depth = depth }, "depth input name")
   local x = check.variable("one_hot", "input", a.input)

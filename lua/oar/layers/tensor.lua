@@ -49,7 +49,14 @@ function M.data(a)
   }
 end
 
---- create_tensor{dtype=, name=, persistable=false}
+--- Declares an empty variable for an op to write (Fluid's `create_tensor`).
+-- Also `create_tensor("float32")`.
+-- @tparam table a keyword arguments:
+-- @tparam string a.dtype
+-- @tparam[opt] string a.name default: a unique "create_tensor_N"
+-- @tparam[opt=false] bool a.persistable
+-- @treturn Variable
+-- @usage local out = layers.create_tensor{dtype = "float32"}
 function M.create_tensor(a)
   a = args("create_tensor", a, "dtype", nil, "dtype name persistable")
   local helper = LayerHelper("create_tensor", a)
@@ -57,7 +64,17 @@ function M.create_tensor(a)
                                  persistable = a.persistable or false }
 end
 
---- create_parameter{shape=, dtype=, name=, attr=, is_bias=false, default_initializer=}
+--- Declares a parameter (in the main program) with its initializer (in the
+-- startup program), outside any layer.
+-- @tparam table a keyword arguments:
+-- @tparam {int,...} a.shape positive dims
+-- @tparam[opt="float32"] string a.dtype
+-- @tparam[opt] string a.name
+-- @tparam[opt] ParamAttr|table a.attr its attributes (default: `{name = a.name}`)
+-- @tparam[opt=false] bool a.is_bias default initializer Constant(0) for a bias, Xavier otherwise
+-- @tparam[opt] Initializer a.default_initializer
+-- @treturn Parameter
+-- @usage local w = layers.create_parameter{shape = {4, 4}, dtype = "float32", name = "w"}
 function M.create_parameter(a)
   a = args("create_parameter", a, nil, nil, "attr default_initializer dtype is_bias name shape")
   if type(a.shape) ~= "table" then check.fail("create_parameter", "shape", "a list of positive integers", a.shape) end
@@ -68,8 +85,17 @@ function M.create_parameter(a)
     a.is_bias or false, a.default_initializer)
 end
 
---- create_global_var{shape=, value=, dtype=, persistable=false, force_cpu=false, name=}:
--- a global var filled with `value` by the startup program
+--- A variable of the main program's global block filled with `value` by the
+-- startup program (stop_gradient).
+-- @tparam table a keyword arguments:
+-- @tparam {int,...} a.shape
+-- @tparam number a.value
+-- @tparam string a.dtype
+-- @tparam[opt=false] bool a.persistable
+-- @tparam[opt=false] bool a.force_cpu
+-- @tparam[opt] string a.name default: a unique "global_var_N"
+-- @treturn Variable
+-- @usage local step = layers.create_global_var{shape = {1}, value = 0, dtype = "int64", persistable = true}
 function M.create_global_var(a)
   a = args("create_global_var", a, nil, nil, "dtype force_cpu name persistable shape value")
   if type(a.shape) ~= "table" then check.fail("create_global_var", "shape", "a list of integers", a.shape) end
@@ -84,7 +110,16 @@ function M.create_global_var(a)
   return var
 end
 
---- fill_constant{shape=, dtype=, value=, out=, force_cpu=false}
+--- A tensor of `shape` filled with `value` (stop_gradient).
+-- @tparam table a keyword arguments:
+-- @tparam {int,...} a.shape
+-- @tparam string a.dtype
+-- @tparam number|bool a.value
+-- @tparam[opt] Variable a.out write into this variable instead of a new one
+-- @tparam[opt=false] bool a.force_cpu
+-- @tparam[opt] string a.name
+-- @treturn Variable
+-- @usage local i = layers.fill_constant{shape = {1}, dtype = "int64", value = 0}
 function M.fill_constant(a)
   a = args("fill_constant", a, nil, nil, "dtype force_cpu name out shape value")
   if type(a.shape) ~= "table" then check.fail("fill_constant", "shape", "a list of integers", a.shape) end
@@ -102,7 +137,18 @@ function M.fill_constant(a)
   return out
 end
 
---- fill_constant_batch_size_like{input=, shape=, dtype=, value=, input_dim_idx=0, output_dim_idx=0}
+--- A tensor filled with `value` whose dim `output_dim_idx` is the input's
+-- dim `input_dim_idx` (the batch size) and the other dims are `shape`'s.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.input
+-- @tparam {int,...} a.shape
+-- @tparam string a.dtype
+-- @tparam number a.value
+-- @tparam[opt=0] int a.input_dim_idx
+-- @tparam[opt=0] int a.output_dim_idx
+-- @tparam[opt] string a.name
+-- @treturn Variable
+-- @usage local h0 = layers.fill_constant_batch_size_like{input = x, shape = {-1, 32}, dtype = "float32", value = 0}
 function M.fill_constant_batch_size_like(a)
   a = args("fill_constant_batch_size_like", a, nil, nil,
     "dtype input input_dim_idx name output_dim_idx shape value")
@@ -121,19 +167,32 @@ function M.fill_constant_batch_size_like(a)
   return out
 end
 
+--- A tensor of zeros: `zeros(shape, dtype)` or `zeros{shape=, dtype=, force_cpu=false}`.
+-- @tparam {int,...}|table a the shape, or keyword arguments
+-- @tparam[opt] string dtype with a positional shape
+-- @treturn Variable
+-- @usage local z = layers.zeros({2, 3}, "float32")
 function M.zeros(a, dtype)
   if type(a) == "table" and a.shape == nil then a = { shape = a, dtype = dtype } end
   a = args("zeros", a, nil, nil, "dtype force_cpu shape")
   return M.fill_constant{ shape = a.shape, dtype = a.dtype, value = 0.0, force_cpu = a.force_cpu }
 end
 
+--- A tensor of ones: `ones(shape, dtype)` or `ones{shape=, dtype=, force_cpu=false}`.
+-- @tparam {int,...}|table a the shape, or keyword arguments
+-- @tparam[opt] string dtype with a positional shape
+-- @treturn Variable
+-- @usage local o = layers.ones({2, 3}, "float32")
 function M.ones(a, dtype)
   if type(a) == "table" and a.shape == nil then a = { shape = a, dtype = dtype } end
   a = args("ones", a, nil, nil, "dtype force_cpu shape")
   return M.fill_constant{ shape = a.shape, dtype = a.dtype, value = 1.0, force_cpu = a.force_cpu }
 end
 
---- zeros_like(x): fill_zeros_like
+--- Zeros shaped like x (stop_gradient). Also `zeros_like{x=, name=}`.
+-- @tparam Variable|table a
+-- @treturn Variable
+-- @usage local z = layers.zeros_like(x)
 function M.zeros_like(a)
   a = args("zeros_like", a, "x", nil, "name x")
   local x = check.variable("zeros_like", "x", a.x)
@@ -142,6 +201,10 @@ function M.zeros_like(a)
   return out
 end
 
+--- Ones shaped like x (stop_gradient). Also `ones_like{x=, name=}`.
+-- @tparam Variable|table a
+-- @treturn Variable
+-- @usage local o = layers.ones_like(x)
 function M.ones_like(a)
   a = args("ones_like", a, "x", nil, "name x")
   local x = check.variable("ones_like", "x", a.x)
@@ -152,8 +215,14 @@ function M.ones_like(a)
   return out
 end
 
---- assign(input, output): copies a Variable, or writes a Lua table / Tensor
--- of numbers as a constant (assign_value).
+--- Copies a Variable, or writes a Lua number, table of numbers or Tensor
+-- as a constant (float32, int32 or int64). Also `assign{input=, output=}`.
+-- @tparam Variable|Tensor|table|number input
+-- @tparam[opt] Variable output write here (default: a new variable)
+-- @treturn Variable output
+-- @usage
+-- local c = layers.assign({{1, 2}, {3, 4}})   -- a float32 [2, 2] constant
+-- layers.assign(new_value, state)             -- state = new_value
 function M.assign(input, output)
   if type(input) == "table" and not is_variable(input) and input.input ~= nil then
     argcheck.keys("layers.assign", input, "input output")
@@ -185,7 +254,14 @@ function M.assign(input, output)
   return output
 end
 
---- cast{x=, dtype=}
+--- Converts x to `dtype`. Also `cast(x, dtype)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.x
+-- @tparam string a.dtype
+-- @tparam[opt] string a.name
+-- @tparam[opt] string dtype with a positional x
+-- @treturn Variable
+-- @usage local f = layers.cast(label, "float32")
 function M.cast(a, dtype)
   a = args("cast", a, "x", { dtype = dtype }, "dtype name x")
   local x = check.variable("cast", "x", a.x)
@@ -197,7 +273,14 @@ function M.cast(a, dtype)
   return out
 end
 
---- concat{input={...}, axis=0}
+--- Concatenates variables along `axis`. Also `concat({a, b}, axis)`.
+-- @tparam table a keyword arguments:
+-- @tparam {Variable,...} a.input
+-- @tparam[opt=0] int a.axis
+-- @tparam[opt] string a.name
+-- @tparam[opt] int axis with a positional list
+-- @treturn Variable
+-- @usage local ab = layers.concat({a, b}, 1)
 function M.concat(a, axis)
   if type(a) == "table" and not is_variable(a) and a.input == nil and is_variable(a[1]) then
     a = { input = a, axis = axis }
@@ -211,7 +294,13 @@ function M.concat(a, axis)
   return out
 end
 
---- sums{input={...}, out=}
+--- The elementwise sum of variables of one shape. Also `sums({a, b, c})`.
+-- @tparam table a keyword arguments:
+-- @tparam {Variable,...} a.input
+-- @tparam[opt] Variable a.out write here
+-- @tparam[opt] string a.name
+-- @treturn Variable
+-- @usage local total = layers.sums({a, b, c})
 function M.sums(a)
   if type(a) == "table" and not is_variable(a) and a.input == nil and is_variable(a[1]) then a = { input = a } end
   a = args("sums", a, "input", nil, "input name out")
@@ -222,7 +311,14 @@ function M.sums(a)
   return out
 end
 
---- split{input=, num_or_sections=, dim=-1} -> list of Variables
+--- Splits a variable along `dim` into equal parts or sections of given sizes.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.input
+-- @tparam int|{int,...} a.num_or_sections a number of equal parts, or the sizes
+-- @tparam[opt=-1] int a.dim
+-- @tparam[opt] string a.name
+-- @treturn {Variable,...}
+-- @usage local parts = layers.split{input = x, num_or_sections = {2, 3}, dim = 1}
 function M.split(a)
   a = args("split", a, "input", nil, "dim input name num_or_sections")
   local x = check.variable("split", "input", a.input)
@@ -254,7 +350,16 @@ end
 
 local function has_op(t) return lib.C.oar_op_is_registered(t) end
 
---- reshape{x=, shape=, act=}: "reshape" when registered, else "reshape2"
+--- A view of x with another shape: one dim may be -1 (inferred), 0 keeps the
+-- input's dim. Also `reshape(x, shape)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.x
+-- @tparam {int,...} a.shape
+-- @tparam[opt] string|table a.act activation
+-- @tparam[opt] string a.name
+-- @tparam[opt] {int,...} shape with a positional x
+-- @treturn Variable
+-- @usage local flat = layers.reshape(img, {-1, 784})
 function M.reshape(a, shape)
   a = args("reshape", a, "x", { shape = shape }, "act name shape x")
   local x = check.variable("reshape", "x", a.x)
@@ -277,7 +382,15 @@ function M.reshape(a, shape)
   return helper:append_activation(out)
 end
 
---- transpose{x=, perm=}
+--- Permutes the dims of x: output dim i is input dim perm[i] (0-based).
+-- Also `transpose(x, perm)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.x
+-- @tparam {int,...} a.perm a permutation of 0..rank-1
+-- @tparam[opt] string a.name
+-- @tparam[opt] {int,...} perm with a positional x
+-- @treturn Variable
+-- @usage local nhwc = layers.transpose(x, {0, 2, 3, 1})
 function M.transpose(a, perm)
   a = args("transpose", a, "x", { perm = perm }, "name perm x")
   local x = check.variable("transpose", "x", a.x)
@@ -315,10 +428,30 @@ local function arg_layer(op_type, layer)
     return out
   end
 end
+--- The int64 indices of the maxima along `axis`. Also `argmax(x, axis)`.
+-- @function argmax
+-- @tparam Variable|table a x, or `{x=, axis=0, name=}`
+-- @tparam[opt=0] int axis with a positional x
+-- @treturn Variable int64
+-- @usage local pred = layers.argmax(probs, 1)
 M.argmax = arg_layer("arg_max", "argmax")
+--- The int64 indices of the minima along `axis`. Also `argmin(x, axis)`.
+-- @function argmin
+-- @tparam Variable|table a x, or `{x=, axis=0, name=}`
+-- @tparam[opt=0] int axis with a positional x
+-- @treturn Variable int64
+-- @usage local nearest = layers.argmin(dist, 1)
 M.argmin = arg_layer("arg_min", "argmin")
 
---- increment{x=, value=1, in_place=true}
+--- x + value, by default written back into x (a loop counter). Also `increment(x, value)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.x a one-element tensor
+-- @tparam[opt=1] number a.value
+-- @tparam[opt=true] bool a.in_place write into x
+-- @tparam[opt] string a.name
+-- @tparam[opt] number value with a positional x
+-- @treturn Variable
+-- @usage layers.increment(i)   -- i = i + 1, inside a While body
 function M.increment(a, value)
   a = args("increment", a, "x", { value = value }, "in_place name value x")
   local x = check.variable("increment", "x", a.x)
@@ -349,6 +482,58 @@ local function compare_layer(op_type)
     return out
   end
 end
+--- Comparisons and logic. Each comparison is `NAME(x, y[, cond])` or
+-- `NAME{x=, y=, cond=, axis=-1, force_cpu=, name=}`: a bool tensor
+-- (stop_gradient), written into `cond` when given; y broadcasts from `axis`.
+-- @section compare
+
+--- x < y.
+-- @function less_than
+-- @tparam Variable|table a x, or the keyword arguments
+-- @tparam[opt] Variable y
+-- @tparam[opt] Variable cond write here
+-- @treturn Variable bool
+-- @usage local go_on = layers.less_than(i, n)
+
+--- x <= y; arguments as `less_than`.
+-- @function less_equal
+-- @tparam Variable|table a
+-- @tparam[opt] Variable y
+-- @tparam[opt] Variable cond
+-- @treturn Variable bool
+-- @usage local ok = layers.less_equal(x, limit)
+
+--- x > y; arguments as `less_than`.
+-- @function greater_than
+-- @tparam Variable|table a
+-- @tparam[opt] Variable y
+-- @tparam[opt] Variable cond
+-- @treturn Variable bool
+-- @usage local pos = layers.greater_than(x, zero)
+
+--- x >= y; arguments as `less_than`.
+-- @function greater_equal
+-- @tparam Variable|table a
+-- @tparam[opt] Variable y
+-- @tparam[opt] Variable cond
+-- @treturn Variable bool
+-- @usage local ok = layers.greater_equal(x, y)
+
+--- x == y; arguments as `less_than`.
+-- @function equal
+-- @tparam Variable|table a
+-- @tparam[opt] Variable y
+-- @tparam[opt] Variable cond
+-- @treturn Variable bool
+-- @usage local hit = layers.equal(pred, label)
+
+--- x ~= y; arguments as `less_than`.
+-- @function not_equal
+-- @tparam Variable|table a
+-- @tparam[opt] Variable y
+-- @tparam[opt] Variable cond
+-- @treturn Variable bool
+-- @usage local miss = layers.not_equal(pred, label)
 for _, name in ipairs({ "less_than", "less_equal", "greater_than", "greater_equal", "equal", "not_equal" }) do
   M[name] = compare_layer(name)
 end
@@ -368,13 +553,47 @@ local function logical_layer(op_type, binary)
     return o
   end
 end
+--- x and y of bool tensors. Also `logical_and{x=, y=, out=, name=}`.
+-- @function logical_and
+-- @tparam Variable|table a x, or the keyword arguments
+-- @tparam[opt] Variable y
+-- @tparam[opt] Variable out write here
+-- @treturn Variable bool
+-- @usage local both = layers.logical_and(a, b)
 M.logical_and = logical_layer("logical_and", true)
+--- x or y of bool tensors; arguments as `logical_and`.
+-- @function logical_or
+-- @tparam Variable|table a
+-- @tparam[opt] Variable y
+-- @tparam[opt] Variable out
+-- @treturn Variable bool
+-- @usage local either = layers.logical_or(a, b)
 M.logical_or = logical_layer("logical_or", true)
+--- x xor y of bool tensors; arguments as `logical_and`.
+-- @function logical_xor
+-- @tparam Variable|table a
+-- @tparam[opt] Variable y
+-- @tparam[opt] Variable out
+-- @treturn Variable bool
+-- @usage local one = layers.logical_xor(a, b)
 M.logical_xor = logical_layer("logical_xor", true)
+--- not x of a bool tensor. Also `logical_not(x, out)` or `{x=, out=, name=}`.
+-- @function logical_not
+-- @tparam Variable|table a
+-- @tparam[opt] Variable out
+-- @treturn Variable bool
+-- @usage local stop = layers.logical_not(go_on)
 M.logical_not = logical_layer("logical_not", false)
 
 -- ---- misc -----------------------------------------------------------------------
---- shape(x): the runtime shape as an int32 tensor
+
+--- Other layers.
+-- @section misc
+
+--- The runtime shape of a variable, as an int32 tensor. Also `shape{input=, name=}`.
+-- @tparam Variable|table a
+-- @treturn Variable int32 [rank]
+-- @usage local s = layers.shape(x)
 function M.shape(a)
   a = args("shape", a, "input", nil, "input name")
   local x = check.variable("shape", "input", a.input)
@@ -384,6 +603,10 @@ function M.shape(a)
   return out
 end
 
+--- Whether `x` names a dtype ("float32", an enum value, ...).
+-- @param x anything
+-- @treturn bool
+-- @usage print(layers.is_dtype("float32"), layers.is_dtype("floot"))   -- true false
 function M.is_dtype(x) return dtypes.name(x) ~= nil end
 
 return M
