@@ -3,15 +3,17 @@
  * src/ops/activation_ext.c (float32, float64).
  *
  * Each op is a forward and a grad expression pasted into a plain loop; up
- * to three FLOAT attrs are read once per run into p1..p3. The formulas are
+ * to three FLOAT attrs, decoded at prepare (src/ops/activation_ext.c), are
+ * its p1..p3. The formulas are
  * Fluid's functors (operators/activation_op.h), including their choice of
  * reading X or Out in the gradient.
  */
 #include <tgmath.h>
 #include "op.h"
 #include "broadcast.h"
+#include "ops/activation_ext.h"
 
-typedef struct par { double p[3]; } par_t;
+typedef oar_act_ext_attrs_t par_t;
 typedef void (*map_fn)(const void *a, const void *b, void *o, int64_t lo, int64_t hi, const par_t *p);
 
 static void run_map(map_fn fn, const void *a, const void *b, void *o, int64_t n, const par_t *p)
@@ -28,38 +30,37 @@ static void run_map(map_fn fn, const void *a, const void *b, void *o, int64_t n,
     }
 }
 
-static void read_pars(oar_kernel_ctx_t *k, const char *n1, const char *n2, const char *n3, par_t *p)
+/* input `slot` (`name` in messages) holds its values */
+static int check_data(oar_kernel_ctx_t *k, const oar_tensor_t *t, int slot, const char *name)
 {
-    const char *names[3] = {n1, n2, n3};
-    for (int i = 0; i < 3; i++) p->p[i] = names[i] ? oar_attr_f(oar_k_op(k), names[i]) : 0;
-}
-
-static int check_data(oar_kernel_ctx_t *k, const oar_tensor_t *t, const char *slot)
-{
-    if (!t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s is missing", slot);
+    if (!t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s is missing", name);
     if (oar_tensor_numel_of(t) > 0 && !oar_tensor_has_data(t))
-        return oar_k_error(k, OAR_ERR_INVALID, "input %s ('%s') holds no data", slot, oar_k_in_name(k, slot, 0));
+        return oar_k_error(k, OAR_ERR_INVALID, "input %s ('%s') holds no data", name,
+                           oar_k_input_name(k, slot, 0) ? oar_k_input_name(k, slot, 0) : "?");
     return OAR_OK;
 }
 
-static int forward(oar_kernel_ctx_t *k, int dtype, map_fn fn, const par_t *p)
+static int forward(oar_kernel_ctx_t *k, int dtype, map_fn fn)
 {
-    oar_tensor_t *x = oar_k_in(k, "X", 0);
-    OAR_TRY(check_data(k, x, "X"));
+    const par_t *p = oar_k_attrs(k);
+    oar_tensor_t *x = oar_k_input(k, OAR_UNARY_X, 0);
+    OAR_TRY(check_data(k, x, OAR_UNARY_X, "X"));
     int64_t n = oar_tensor_numel_of(x);
     const void *xd = oar_tensor_data(x);
-    void *o = oar_k_out_data(k, "Out", 0, dtype);
+    void *o = oar_k_output_data(k, OAR_UNARY_OUT, 0, dtype);
     if (!o) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate Out");
     if (n > 0) run_map(fn, xd, NULL, o, n, p);
     return OAR_OK;
 }
 
-static int backward(oar_kernel_ctx_t *k, int dtype, map_fn fn, const par_t *p, const char *dep)
+/* dep: the name of input 0, the forward value the formula reads (X or Out) */
+static int backward(oar_kernel_ctx_t *k, int dtype, map_fn fn, const char *dep)
 {
-    if (!oar_k_out(k, "X@GRAD", 0)) return OAR_OK;
-    oar_tensor_t *d = oar_k_in(k, dep, 0), *g = oar_k_in(k, "Out@GRAD", 0);
-    OAR_TRY(check_data(k, d, dep));
-    OAR_TRY(check_data(k, g, "Out@GRAD"));
+    const par_t *p = oar_k_attrs(k);
+    if (!oar_k_output(k, OAR_UNARY_G_DX, 0)) return OAR_OK;
+    oar_tensor_t *d = oar_k_input(k, OAR_UNARY_G_DEP, 0), *g = oar_k_input(k, OAR_UNARY_G_DOUT, 0);
+    OAR_TRY(check_data(k, d, OAR_UNARY_G_DEP, dep));
+    OAR_TRY(check_data(k, g, OAR_UNARY_G_DOUT, "Out@GRAD"));
     int64_t n = oar_tensor_numel_of(d);
     if (oar_tensor_numel_of(g) != n || g->dtype != d->dtype) {
         char b1[128], b2[128];
@@ -68,13 +69,14 @@ static int backward(oar_kernel_ctx_t *k, int dtype, map_fn fn, const par_t *p, c
                            oar_dtype_name(d->dtype), oar_shape_str(d->dims, d->ndim, b2, sizeof b2));
     }
     const void *dd = oar_tensor_data(d), *gd = oar_tensor_data(g);
-    void *dx = oar_k_out_data(k, "X@GRAD", 0, dtype);
+    void *dx = oar_k_output_data(k, OAR_UNARY_G_DX, 0, dtype);
     if (!dx) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate X@GRAD");
     if (n > 0) run_map(fn, dd, gd, dx, n, p);
     return OAR_OK;
 }
 
-/* FWD uses x and p1..p3; GRAD uses v (X or Out, per DEP), g and p1..p3 */
+/* FWD uses x and p1..p3; GRAD uses v (X or Out, per DEP), g and p1..p3.
+ * A1..A3 name the attrs behind p1..p3: the definition's decode reads them. */
 #define ONE(NAME, SUF, T, DT, A1, A2, A3, DEP, FWD, GRAD)                                     \
     static void NAME##_f_##SUF(const void *av, const void *bv, void *ov, int64_t lo, int64_t hi, \
                                const par_t *pp)                                               \
@@ -94,16 +96,8 @@ static int backward(oar_kernel_ctx_t *k, int dtype, map_fn fn, const par_t *p, c
         (void)p1; (void)p2; (void)p3;                                                         \
         for (int64_t i = lo; i < hi; i++) { const real v = vs[i], g = gs[i]; os[i] = (GRAD); } \
     }                                                                                         \
-    static int NAME##_kf_##SUF(oar_kernel_ctx_t *k)                                           \
-    {                                                                                         \
-        par_t p; read_pars(k, A1, A2, A3, &p);                                                \
-        return forward(k, DT, NAME##_f_##SUF, &p);                                            \
-    }                                                                                         \
-    static int NAME##_kg_##SUF(oar_kernel_ctx_t *k)                                           \
-    {                                                                                         \
-        par_t p; read_pars(k, A1, A2, A3, &p);                                                \
-        return backward(k, DT, NAME##_g_##SUF, &p, DEP);                                      \
-    }                                                                                         \
+    static int NAME##_kf_##SUF(oar_kernel_ctx_t *k) { return forward(k, DT, NAME##_f_##SUF); } \
+    static int NAME##_kg_##SUF(oar_kernel_ctx_t *k) { return backward(k, DT, NAME##_g_##SUF, DEP); } \
     OAR_REGISTER_KERNEL(#NAME, OAR_PLACE_CPU, DT, NAME##_kf_##SUF)                            \
     OAR_REGISTER_KERNEL(#NAME "_grad", OAR_PLACE_CPU, DT, NAME##_kg_##SUF)
 

@@ -6,12 +6,14 @@
  * so in-place use (Out named like X, as the fleet's passes emit) works. */
 #include "op.h"
 #include "comm.h"
+#include "ops/collective.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char *nm(const char *s) { return s ? s : "?"; }
+static const char *xname(const oar_kernel_ctx_t *k, int i) { return nm(oar_k_input_name(k, OAR_COLL_X, i)); }
 
 /* an error from the communication layer, with the op's context added by the executor */
 static int comm_error(oar_kernel_ctx_t *k, int rc)
@@ -24,7 +26,7 @@ static int comm_error(oar_kernel_ctx_t *k, int rc)
 static int common_checks(oar_kernel_ctx_t *k)
 {
     const oar_op_desc_t *op = oar_k_op(k);
-    int ring = oar_attr_i(op, "ring_id");
+    int ring = ((const oar_collective_attrs_t *)oar_k_attrs(k))->ring_id;
     if (ring != 0)
         return oar_k_error(k, OAR_ERR_UNSUPPORTED, "ring_id %d: oar has one communicator (ring 0, every worker "
                            "of the job)", ring);
@@ -36,16 +38,16 @@ static int common_checks(oar_kernel_ctx_t *k)
 static int x_into_out(oar_kernel_ctx_t *k, void **out, int64_t *numel)
 {
     int dt = oar_k_dtype(k);
-    oar_tensor_t *x = oar_k_in(k, "X", 0);
-    if (!x) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input X '%s' has no value", nm(oar_k_in_name(k, "X", 0)));
+    oar_tensor_t *x = oar_k_input(k, OAR_COLL_X, 0);
+    if (!x) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input X '%s' has no value", xname(k, 0));
     if (x->dtype != dt)
-        return oar_k_error(k, OAR_ERR_DTYPE, "input X '%s' has dtype %s, expected %s", nm(oar_k_in_name(k, "X", 0)),
+        return oar_k_error(k, OAR_ERR_DTYPE, "input X '%s' has dtype %s, expected %s", xname(k, 0),
                            nm(oar_dtype_name(x->dtype)), nm(oar_dtype_name(dt)));
     int64_t n = oar_tensor_numel_of(x);
     const void *xp = oar_tensor_data(x);
     if (!xp && n > 0)
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input X '%s' has no data", nm(oar_k_in_name(k, "X", 0)));
-    void *yp = oar_k_out_data(k, "Out", 0, dt);
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input X '%s' has no data", xname(k, 0));
+    void *yp = oar_k_output_data(k, OAR_COLL_OUT, 0, dt);
     if (!yp && n > 0) return OAR_ERR_NOMEM;
     if (n > 0 && yp != xp) memcpy(yp, xp, (size_t)n * oar_dtype_size(dt));
     *out = yp;
@@ -73,7 +75,7 @@ static int allreduce_prod(oar_kernel_ctx_t *k) { return allreduce(k, OAR_REDUCE_
 static int broadcast(oar_kernel_ctx_t *k)
 {
     OAR_TRY(common_checks(k));
-    int root = oar_attr_i(oar_k_op(k), "root");
+    int root = ((const oar_collective_attrs_t *)oar_k_attrs(k))->root;
     if (root >= oar_comm_size())
         return oar_k_error(k, OAR_ERR_RANGE, "root %d is not a worker: the job has %d", root, oar_comm_size());
     void *y;
@@ -90,10 +92,10 @@ static int allgather_rows(oar_kernel_ctx_t *k, oar_variable_t *xv, int nranks)
 {
     const oar_selected_rows_t *src = xv->u.rows;
     const oar_tensor_t *v = src->value;
-    const char *xname = nm(oar_k_in_name(k, "X", 0));
+    const char *xn = xname(k, 0);
     int dt = oar_k_dtype(k);
     if (!v || v->ndim < 1 || v->dtype != dt)
-        return oar_k_error(k, OAR_ERR_DTYPE, "input X '%s': its selected rows hold no %s value", xname,
+        return oar_k_error(k, OAR_ERR_DTYPE, "input X '%s': its selected rows hold no %s value", xn,
                            nm(oar_dtype_name(dt)));
     int64_t width = 1;
     for (int i = 1; i < v->ndim; i++) width *= v->dims[i];
@@ -108,7 +110,7 @@ static int allgather_rows(oar_kernel_ctx_t *k, oar_variable_t *xv, int nranks)
             int64_t h = all[3 * r + 1], w = all[3 * r + 2];
             free(all);
             return oar_k_error(k, OAR_ERR_SHAPE, "input X '%s': worker %d holds rows of height %lld and width %lld, "
-                               "this worker %lld and %lld", xname, r, (long long)h, (long long)w,
+                               "this worker %lld and %lld", xn, r, (long long)h, (long long)w,
                                (long long)src->height, (long long)width);
         }
         if (all[3 * r] > most) most = all[3 * r];
@@ -130,10 +132,10 @@ static int allgather_rows(oar_kernel_ctx_t *k, oar_variable_t *xv, int nranks)
         rc = comm_error(k, rc);
     oar_selected_rows_t *dst = NULL;
     if (rc == OAR_OK) {
-        oar_variable_t *ov = oar_k_out_var(k, "Out", 0);
+        oar_variable_t *ov = oar_k_output_var(k, OAR_COLL_OUT, 0);
         dst = ov ? oar_var_selected_rows(ov) : NULL;
         if (!dst) rc = oar_k_error(k, OAR_ERR_INVALID, "output Out '%s' cannot hold selected rows",
-                                   nm(oar_k_out_name(k, "Out", 0)));
+                                   nm(oar_k_output_name(k, OAR_COLL_OUT, 0)));
     }
     if (rc == OAR_OK && total > dst->cap) {
         int64_t *r = oar_xrealloc(dst->rows, sizeof(int64_t) * (size_t)total);
@@ -167,25 +169,24 @@ static int allgather_rows(oar_kernel_ctx_t *k, oar_variable_t *xv, int nranks)
 static int allgather(oar_kernel_ctx_t *k)
 {
     OAR_TRY(common_checks(k));
-    int nranks = oar_attr_i(oar_k_op(k), "nranks");
+    int nranks = ((const oar_collective_attrs_t *)oar_k_attrs(k))->nranks;
     if (nranks != oar_comm_size())
         return oar_k_error(k, OAR_ERR_INVALID, "attr nranks is %d but the job has %d workers", nranks, oar_comm_size());
-    oar_variable_t *xv = oar_k_in_var(k, "X", 0);
+    oar_variable_t *xv = oar_k_input_var(k, OAR_COLL_X, 0);
     if (xv && oar_variable_type(xv) == OAR_VAR_SELECTED_ROWS) return allgather_rows(k, xv, nranks);
     int dt = oar_k_dtype(k);
-    oar_tensor_t *x = oar_k_in(k, "X", 0);
+    oar_tensor_t *x = oar_k_input(k, OAR_COLL_X, 0);
     if (!x || x->dtype != dt)
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input X '%s' has no %s value", nm(oar_k_in_name(k, "X", 0)),
-                           nm(oar_dtype_name(dt)));
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input X '%s' has no %s value", xname(k, 0), nm(oar_dtype_name(dt)));
     size_t bytes = (size_t)oar_tensor_numel_of(x) * oar_dtype_size(dt);
     const void *xp = oar_tensor_data(x);
     if (!xp && bytes > 0)
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input X '%s' has no data", nm(oar_k_in_name(k, "X", 0)));
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input X '%s' has no data", xname(k, 0));
     /* X may be Out: keep X's bytes before Out gets its buffer */
     void *mine = bytes > 0 ? oar_xmalloc(bytes) : NULL;
     if (bytes > 0 && !mine) return OAR_ERR_NOMEM;
     if (bytes > 0) memcpy(mine, xp, bytes);
-    void *y = oar_k_out_data(k, "Out", 0, dt);
+    void *y = oar_k_output_data(k, OAR_COLL_OUT, 0, dt);
     int rc = OAR_OK;
     if (!y && bytes > 0) rc = OAR_ERR_NOMEM;
     else if ((rc = oar_comm_allgather(mine, y, bytes)) != OAR_OK) rc = comm_error(k, rc);
@@ -196,20 +197,20 @@ static int allgather(oar_kernel_ctx_t *k)
 /* ---- c_coalesce / c_split_coalesced -------------------------------------------- */
 static int coalesce(oar_kernel_ctx_t *k)
 {
-    int n = oar_k_in_count(k, "X"), dt = oar_k_dtype(k);
+    int n = oar_k_nin(k, OAR_COLL_X), dt = oar_k_dtype(k);
     size_t es = oar_dtype_size(dt);
     for (int i = 0; i < n; i++) {
-        oar_tensor_t *x = oar_k_in(k, "X", i);
+        oar_tensor_t *x = oar_k_input(k, OAR_COLL_X, i);
         if (!x || x->dtype != dt || (!oar_tensor_data(x) && oar_tensor_numel_of(x) > 0))
-            return oar_k_error(k, OAR_ERR_NOT_FOUND, "input X[%d] '%s' has no %s value", i,
-                               nm(oar_k_in_name(k, "X", i)), nm(oar_dtype_name(dt)));
+            return oar_k_error(k, OAR_ERR_NOT_FOUND, "input X[%d] '%s' has no %s value", i, xname(k, i),
+                               nm(oar_dtype_name(dt)));
     }
-    char *y = oar_k_out_data(k, "Out", 0, dt);
-    oar_tensor_t *yt = oar_k_out(k, "Out", 0);
+    char *y = oar_k_output_data(k, OAR_COLL_OUT, 0, dt);
+    oar_tensor_t *yt = oar_k_output(k, OAR_COLL_OUT, 0);
     if (!y && yt && oar_tensor_numel_of(yt) > 0) return OAR_ERR_NOMEM;
     size_t at = 0, cap = yt ? (size_t)oar_tensor_numel_of(yt) * es : 0;
     for (int i = 0; i < n; i++) {
-        oar_tensor_t *x = oar_k_in(k, "X", i);
+        oar_tensor_t *x = oar_k_input(k, OAR_COLL_X, i);
         size_t b = (size_t)oar_tensor_numel_of(x) * es;
         if (at + b > cap) return oar_k_error(k, OAR_ERR_SHAPE, "output Out is smaller than the inputs");
         if (b) memcpy(y + at, oar_tensor_data(x), b);
@@ -220,29 +221,28 @@ static int coalesce(oar_kernel_ctx_t *k)
 
 static int split_coalesced(oar_kernel_ctx_t *k)
 {
-    int n = oar_k_out_count(k, "Out"), dt = oar_k_dtype(k);
+    int n = oar_k_nout(k, OAR_COLL_OUT), dt = oar_k_dtype(k);
     size_t es = oar_dtype_size(dt);
-    oar_tensor_t *x = oar_k_in(k, "X", 0);
+    oar_tensor_t *x = oar_k_input(k, OAR_COLL_X, 0);
     if (!x || x->dtype != dt)
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input X '%s' has no %s value", nm(oar_k_in_name(k, "X", 0)),
-                           nm(oar_dtype_name(dt)));
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input X '%s' has no %s value", xname(k, 0), nm(oar_dtype_name(dt)));
     const char *xp = oar_tensor_data(x);
     size_t at = 0, total = (size_t)oar_tensor_numel_of(x) * es;
     for (int i = 0; i < n; i++) {
-        oar_tensor_t *o = oar_k_out(k, "Out", i);
+        oar_tensor_t *o = oar_k_output(k, OAR_COLL_OUT, i);
         if (!o) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out[%d] is missing", i);
         size_t b = (size_t)oar_tensor_numel_of(o) * es;
         if (at + b > total)
             return oar_k_error(k, OAR_ERR_SHAPE, "input X '%s' holds %zu elements, fewer than the outputs need",
-                               nm(oar_k_in_name(k, "X", 0)), total / es);
-        void *y = oar_k_out_data(k, "Out", i, dt);
+                               xname(k, 0), total / es);
+        void *y = oar_k_output_data(k, OAR_COLL_OUT, i, dt);
         if (!y && b > 0) return OAR_ERR_NOMEM;
         if (b) memcpy(y, xp + at, b);
         at += b;
     }
     if (at != total)
         return oar_k_error(k, OAR_ERR_SHAPE, "input X '%s' holds %zu elements, the outputs %zu",
-                           nm(oar_k_in_name(k, "X", 0)), total / es, at / es);
+                           xname(k, 0), total / es, at / es);
     return OAR_OK;
 }
 

@@ -5,8 +5,8 @@
  * serves every registered dtype and switches on the attr. */
 #include "op.h"
 #include "ops/attr_tensor.h"
+#include "ops/fill.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,15 +22,13 @@ static int64_t sat_int(double v, double lo, double hi)
     return (int64_t)v;
 }
 
-/* The fill value: `str_value` when set (it keeps int64 values a float32 attr
- * would round), else `value`. Integers come back in *iv, floats in *dv. */
-static int fill_value(oar_kernel_ctx_t *k, int dtype, double *dv, int64_t *iv)
+/* The fill value: ValueTensor when given, else `str_value` when set (it
+ * keeps int64 values a float32 attr would round), else `value`. Integers come
+ * back in *iv, floats in *dv. */
+static int fill_value(oar_kernel_ctx_t *k, const oar_fill_attrs_t *a, double *dv, int64_t *iv)
 {
-    const oar_op_desc_t *op = oar_k_op(k);
-    const char *s = oar_attr_s(op, "str_value");
-    double d = oar_attr_f(op, "value");
-    bool is_int = dtype != OAR_FP32 && dtype != OAR_FP64;
-    oar_tensor_t *vt = oar_k_in(k, "ValueTensor", 0);
+    double d = a->value;
+    oar_tensor_t *vt = oar_k_input(k, a->value_slot, 0);
     if (vt) {
         /* ValueTensor overrides value and str_value; int64 keeps every digit */
         if (vt->dtype == OAR_INT64 && oar_tensor_numel_of(vt) == 1 && oar_tensor_has_data(vt)) {
@@ -38,23 +36,18 @@ static int fill_value(oar_kernel_ctx_t *k, int dtype, double *dv, int64_t *iv)
             *dv = (double)*iv;
             return OAR_OK;
         }
-        OAR_TRY(oar_k_scalar(k, "ValueTensor", "value", &d));
-    } else if (s && s[0]) {
-        char *end;
-        errno = 0;
-        long long ll = strtoll(s, &end, 10);
-        if (is_int && *end == '\0' && errno == 0) {
-            *iv = ll;
-            *dv = (double)ll;
-            return OAR_OK;
-        }
-        errno = 0;
-        d = strtod(s, &end);
-        if (end == s || *end != '\0')
-            return oar_k_error(k, OAR_ERR_INVALID, "attr str_value '%s' is not a number", s);
+        OAR_TRY(oar_k_scalar_at(k, a->value_slot, "ValueTensor", &d));
+    } else if (a->str_kind == OAR_FILL_STR_INT) {
+        *iv = a->str_int;
+        *dv = (double)a->str_int;
+        return OAR_OK;
+    } else if (a->str_kind == OAR_FILL_STR_FLOAT) {
+        d = a->str_float;
+    } else if (a->str_kind == OAR_FILL_STR_BAD) {
+        return oar_k_error(k, OAR_ERR_INVALID, "attr str_value '%s' is not a number", a->str_value);
     }
     *dv = d;
-    switch (dtype) {
+    switch (a->dtype) {
     case OAR_BOOL: *iv = d != 0.0; break;
     case OAR_INT8: *iv = sat_int(d, -128.0, 127.0); break;
     case OAR_UINT8: *iv = sat_int(d, 0.0, 255.0); break;
@@ -70,14 +63,14 @@ static int fill_value(oar_kernel_ctx_t *k, int dtype, double *dv, int64_t *iv)
 
 static int fill_kernel(oar_kernel_ctx_t *k)
 {
-    const oar_op_desc_t *op = oar_k_op(k);
-    int dtype = oar_attr_i(op, "dtype");
+    const oar_fill_attrs_t *a = oar_k_attrs(k);
+    int dtype = a->dtype;
     double dv = 0;
     int64_t iv = 0;
-    OAR_TRY(fill_value(k, dtype, &dv, &iv));
-    oar_tensor_t *out = oar_k_out(k, "Out", 0);
+    OAR_TRY(fill_value(k, a, &dv, &iv));
+    oar_tensor_t *out = oar_k_output(k, OAR_FILL_OUT, 0);
     if (!out) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out has no tensor variable");
-    void *data = oar_k_out_data(k, "Out", 0, dtype);
+    void *data = oar_k_output_data(k, OAR_FILL_OUT, 0, dtype);
     if (!data) return OAR_ERR_NOMEM;
     int64_t n = oar_tensor_numel_of(out);
     switch (dtype) {

@@ -14,11 +14,13 @@
 
 static const char *nm(const char *s) { return s ? s : "?"; }
 
-static int input(oar_kernel_ctx_t *k, const char *slot, oar_tensor_t **t)
+/* input `slot` (`name` in messages) holding a value */
+static int input(oar_kernel_ctx_t *k, int slot, const char *name, oar_tensor_t **t)
 {
-    *t = oar_k_in(k, slot, 0);
+    *t = oar_k_input(k, slot, 0);
     if (!*t || (*t)->dtype < 0 || (oar_tensor_numel_of(*t) > 0 && !oar_tensor_has_data(*t)))
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", slot, nm(oar_k_in_name(k, slot, 0)));
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", name,
+                           nm(oar_k_input_name(k, slot, 0)));
     return OAR_OK;
 }
 
@@ -79,11 +81,11 @@ static int repeat_map(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tens
 static int repeat_fwd(oar_kernel_ctx_t *k)
 {
     oar_tensor_t *x;
-    OAR_TRY(input(k, "X", &x));
+    OAR_TRY(input(k, OAR_REPEAT_X, "X", &x));
     const char *xd = oar_tensor_data(x);
-    char *od = oar_k_out_data(k, "Out", 0, x->dtype);
+    char *od = oar_k_output_data(k, OAR_REPEAT_OUT, 0, x->dtype);
     if (!od) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate Out");
-    const oar_tensor_t *o = oar_k_out(k, "Out", 0);
+    const oar_tensor_t *o = oar_k_output(k, OAR_REPEAT_OUT, 0);
     rowmap_t m;
     OAR_TRY(repeat_map(k, x, o, &m));
     size_t esz = oar_dtype_size(x->dtype);
@@ -100,13 +102,13 @@ static int repeat_fwd(oar_kernel_ctx_t *k)
     static int repeat_bwd_##SUF(oar_kernel_ctx_t *k)                                        \
     {                                                                                       \
         oar_tensor_t *x, *g;                                                                \
-        OAR_TRY(input(k, "X", &x));                                                         \
-        OAR_TRY(input(k, "Out@GRAD", &g));                                                  \
-        if (!oar_k_out(k, "X@GRAD", 0)) return OAR_OK;                                      \
+        OAR_TRY(input(k, OAR_REPEAT_X, "X", &x));                                           \
+        OAR_TRY(input(k, OAR_REPEATG_DOUT, "Out@GRAD", &g));                                \
+        if (!oar_k_output(k, OAR_REPEATG_DX, 0)) return OAR_OK;                             \
         rowmap_t m;                                                                         \
         OAR_TRY(repeat_map(k, x, g, &m));                                                   \
         const T *gd = oar_tensor_data(g);                                                   \
-        T *dx = oar_k_out_data(k, "X@GRAD", 0, DT);                                         \
+        T *dx = oar_k_output_data(k, OAR_REPEATG_DX, 0, DT);                                \
         if (!dx) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate X@GRAD");            \
         memset(dx, 0, sizeof(T) * (size_t)oar_tensor_numel_of(x));                          \
         int64_t w = m.od[m.nd - 1], sw = m.sd[m.nd - 1];                                    \
@@ -122,15 +124,35 @@ REPEAT_BWD(f32, float, OAR_FP32)
 REPEAT_BWD(f64, double, OAR_FP64)
 
 /* ---- slice -------------------------------------------------------------- */
+/* attr `a` (`name` in messages) as int64 into v */
+static int attr_ints(oar_kernel_ctx_t *k, oar_ints_t a, const char *name, int64_t *v, int *n)
+{
+    if (a.n > OAR_MAX_DIMS)
+        return oar_k_error(k, OAR_ERR_INVALID, "attr %s has %d values, at most %d", name, a.n, OAR_MAX_DIMS);
+    for (int i = 0; i < a.n; i++) v[i] = a.v[i];
+    *n = a.n;
+    return OAR_OK;
+}
+
+/* starts or ends: the tensor input `tslot`, else the list `lslot`, else the attr */
+static int bounds(oar_kernel_ctx_t *k, int tslot, const char *tname, int lslot, const char *lname,
+                  oar_ints_t attr, const char *aname, int64_t *v, int *n)
+{
+    bool given;
+    OAR_TRY(oar_k_int_list_at(k, tslot, tname, lslot, lname, v, OAR_MAX_DIMS, n, &given));
+    return given ? OAR_OK : attr_ints(k, attr, aname, v, n);
+}
+
 /* the slice of Input as a row map: od = sliced dims (before decrease_axis) */
 static int slice_map(oar_kernel_ctx_t *k, const oar_tensor_t *in, rowmap_t *m)
 {
+    const oar_slice_attrs_t *a = oar_k_attrs(k);
     int64_t ax[OAR_MAX_DIMS], st[OAR_MAX_DIMS], en[OAR_MAX_DIMS];
-    int na, ns, ne;
-    if (!oar_attr_int_list(oar_k_op(k), "axes", ax, OAR_MAX_DIMS, &na))
-        return oar_k_error(k, OAR_ERR_INVALID, "attr axes is not an int list");
-    OAR_TRY(oar_k_int_list(k, "StartsTensor", "StartsTensorList", "starts", st, OAR_MAX_DIMS, &ns));
-    OAR_TRY(oar_k_int_list(k, "EndsTensor", "EndsTensorList", "ends", en, OAR_MAX_DIMS, &ne));
+    int na = 0, ns = 0, ne = 0;
+    OAR_TRY(attr_ints(k, a->axes, "axes", ax, &na));
+    OAR_TRY(bounds(k, OAR_SLICE_STARTS_T, "StartsTensor", OAR_SLICE_STARTS_L, "StartsTensorList", a->starts,
+                   "starts", st, &ns));
+    OAR_TRY(bounds(k, OAR_SLICE_ENDS_T, "EndsTensor", OAR_SLICE_ENDS_L, "EndsTensorList", a->ends, "ends", en, &ne));
     if (ns != na || ne != na)
         return oar_k_error(k, OAR_ERR_SHAPE, "axes has %d values but starts %d and ends %d", na, ns, ne);
     int nd = in->ndim;
@@ -153,13 +175,13 @@ static int slice_map(oar_kernel_ctx_t *k, const oar_tensor_t *in, rowmap_t *m)
 static int slice_fwd(oar_kernel_ctx_t *k)
 {
     oar_tensor_t *in;
-    OAR_TRY(input(k, "Input", &in));
+    OAR_TRY(input(k, OAR_SLICE_INPUT, "Input", &in));
     rowmap_t m;
     OAR_TRY(slice_map(k, in, &m));
     const char *src = oar_tensor_data(in);
-    char *od = oar_k_out_data(k, "Out", 0, in->dtype);
+    char *od = oar_k_output_data(k, OAR_SLICE_OUT, 0, in->dtype);
     if (!od) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate Out");
-    if (oar_tensor_numel_of(oar_k_out(k, "Out", 0)) != prod(m.od, m.nd))
+    if (oar_tensor_numel_of(oar_k_output(k, OAR_SLICE_OUT, 0)) != prod(m.od, m.nd))
         return oar_k_error(k, OAR_ERR_SHAPE, "Out's size does not match the slice");
     size_t esz = oar_dtype_size(in->dtype);
     int64_t w = m.od[m.nd - 1], rows = w > 0 ? prod(m.od, m.nd) / w : 0, s0 = m.start[m.nd - 1];
@@ -171,14 +193,14 @@ static int slice_fwd(oar_kernel_ctx_t *k)
 static int slice_bwd(oar_kernel_ctx_t *k)
 {
     oar_tensor_t *in, *g;
-    OAR_TRY(input(k, "Input", &in));
-    OAR_TRY(input(k, "Out@GRAD", &g));
-    if (!oar_k_out(k, "Input@GRAD", 0)) return OAR_OK;
+    OAR_TRY(input(k, OAR_SLICE_INPUT, "Input", &in));
+    OAR_TRY(input(k, OAR_SLICEG_DOUT, "Out@GRAD", &g));
+    if (!oar_k_output(k, OAR_SLICEG_DINPUT, 0)) return OAR_OK;
     rowmap_t m;
     OAR_TRY(slice_map(k, in, &m));
     if (oar_tensor_numel_of(g) != prod(m.od, m.nd))
         return oar_k_error(k, OAR_ERR_SHAPE, "Out@GRAD's size does not match the slice");
-    char *dx = oar_k_out_data(k, "Input@GRAD", 0, g->dtype);
+    char *dx = oar_k_output_data(k, OAR_SLICEG_DINPUT, 0, g->dtype);
     if (!dx) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate Input@GRAD");
     size_t esz = oar_dtype_size(g->dtype);
     memset(dx, 0, (size_t)oar_tensor_numel_of(in) * esz);

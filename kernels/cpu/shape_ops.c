@@ -16,45 +16,45 @@
  */
 #include "op.h"
 #include "ops/attr_tensor.h"
+#include "ops/shape_ops.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 static const char *nm(const char *s) { return s ? s : "?"; }
 
-/* an input tensor with data (a zero-size tensor may have none) */
-static int input(oar_kernel_ctx_t *k, const char *slot, int i, oar_tensor_t **t)
+/* input `slot` (`name` in messages) as a tensor with data (a zero-size
+ * tensor may have none) */
+static int input(oar_kernel_ctx_t *k, int slot, const char *name, int i, oar_tensor_t **t)
 {
-    *t = oar_k_in(k, slot, i);
+    *t = oar_k_input(k, slot, i);
     if (!*t || (*t)->dtype < 0)
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s[%d] '%s' has no value", slot, i,
-                           nm(oar_k_in_name(k, slot, i)));
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s[%d] '%s' has no value", name, i,
+                           nm(oar_k_input_name(k, slot, i)));
     if (!oar_tensor_has_data(*t) && oar_tensor_numel_of(*t) > 0)
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s[%d] '%s' has no data", slot, i,
-                           nm(oar_k_in_name(k, slot, i)));
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s[%d] '%s' has no data", name, i,
+                           nm(oar_k_input_name(k, slot, i)));
     return OAR_OK;
 }
 
-static bool wanted(oar_kernel_ctx_t *k, const char *slot, int i)
-{
-    const char *n = oar_k_out_name(k, slot, i);
-    return n && strcmp(n, OAR_EMPTY_VAR) != 0;
-}
+/* the output exists and is not @EMPTY@ (a grad the pass left out): every
+ * named variable is bound before the block runs */
+static bool wanted(oar_kernel_ctx_t *k, int slot, int i) { return oar_k_output_var(k, slot, i) != NULL; }
 
 /* ---- views -------------------------------------------------------------- */
 
 /* out becomes a view of in with the dims and LoD run-time inference gave it */
-static int view_into(oar_kernel_ctx_t *k, const char *in_slot, const char *out_slot)
+static int view_into(oar_kernel_ctx_t *k, int in_slot, const char *in_name, int out_slot, const char *out_name)
 {
     oar_tensor_t *in;
-    OAR_TRY(input(k, in_slot, 0, &in));
+    OAR_TRY(input(k, in_slot, in_name, 0, &in));
     if (!wanted(k, out_slot, 0)) return OAR_OK;
-    oar_tensor_t *out = oar_k_out(k, out_slot, 0);
-    if (!out) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s has no tensor variable", out_slot);
+    oar_tensor_t *out = oar_k_output(k, out_slot, 0);
+    if (!out) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s has no tensor variable", out_name);
     if (oar_tensor_numel_of(out) != oar_tensor_numel_of(in))
         return oar_k_error(k, OAR_ERR_SHAPE, "output %s '%s' has %lld elements but input %s '%s' has %lld",
-                           out_slot, nm(oar_k_out_name(k, out_slot, 0)), (long long)oar_tensor_numel_of(out),
-                           in_slot, nm(oar_k_in_name(k, in_slot, 0)), (long long)oar_tensor_numel_of(in));
+                           out_name, nm(oar_k_output_name(k, out_slot, 0)), (long long)oar_tensor_numel_of(out),
+                           in_name, nm(oar_k_input_name(k, in_slot, 0)), (long long)oar_tensor_numel_of(in));
     if (out == in) return OAR_OK;
     if (!oar_tensor_has_data(in)) {
         /* zero elements and never allocated: give out storage of its own */
@@ -82,20 +82,23 @@ static int view_into(oar_kernel_ctx_t *k, const char *in_slot, const char *out_s
  * counts as written and can be fetched */
 static int write_xshape(oar_kernel_ctx_t *k)
 {
-    if (!wanted(k, "XShape", 0)) return OAR_OK;
-    oar_tensor_t *xs = oar_k_out(k, "XShape", 0);
-    oar_tensor_t *x = oar_k_in(k, "X", 0);
+    if (!wanted(k, OAR_SHAPE_XSHAPE, 0)) return OAR_OK;
+    oar_tensor_t *xs = oar_k_output(k, OAR_SHAPE_XSHAPE, 0);
+    oar_tensor_t *x = oar_k_input(k, OAR_SHAPE_X, 0);
     if (!xs || !x) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output XShape has no tensor variable");
     return oar_tensor_mutable(xs, x->dtype) ? OAR_OK : OAR_ERR_NOMEM;
 }
 
 static int view_fwd(oar_kernel_ctx_t *k)
 {
-    OAR_TRY(view_into(k, "X", "Out"));
-    return oar_k_out_count(k, "XShape") > 0 ? write_xshape(k) : OAR_OK;
+    OAR_TRY(view_into(k, OAR_SHAPE_X, "X", OAR_SHAPE_OUT, "Out"));
+    return oar_k_nout(k, OAR_SHAPE_XSHAPE) > 0 ? write_xshape(k) : OAR_OK;
 }
 
-static int view_bwd(oar_kernel_ctx_t *k) { return view_into(k, "Out@GRAD", "X@GRAD"); }
+static int view_bwd(oar_kernel_ctx_t *k)
+{
+    return view_into(k, OAR_SHAPEG_DOUT, "Out@GRAD", OAR_SHAPEG_DX, "X@GRAD");
+}
 
 /* ---- transpose ---------------------------------------------------------- */
 
@@ -191,33 +194,32 @@ static int run_transpose(oar_kernel_ctx_t *k, const oar_tensor_t *x, oar_tensor_
 /* attr axis, normalized (inference validated it as a permutation) */
 static void perm_attr(oar_kernel_ctx_t *k, int *perm, int n)
 {
-    int na = 0;
-    const int32_t *a = oar_attr_ints(oar_k_op(k), "axis", &na);
-    for (int i = 0; i < n && i < na; i++) perm[i] = a[i] < 0 ? a[i] + n : a[i];
+    oar_ints_t a = ((const oar_transpose_attrs_t *)oar_k_attrs(k))->axis;
+    for (int i = 0; i < n && i < a.n; i++) perm[i] = a.v[i] < 0 ? a.v[i] + n : a.v[i];
 }
 
 static int transpose_fwd(oar_kernel_ctx_t *k)
 {
     oar_tensor_t *x;
-    OAR_TRY(input(k, "X", 0, &x));
-    oar_tensor_t *y = oar_k_out(k, "Out", 0);
+    OAR_TRY(input(k, OAR_SHAPE_X, "X", 0, &x));
+    oar_tensor_t *y = oar_k_output(k, OAR_SHAPE_OUT, 0);
     if (!y) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out has no tensor variable");
     if (y == x)
         return oar_k_error(k, OAR_ERR_INVALID, "Out '%s' is X itself; transpose cannot run in place",
-                           nm(oar_k_out_name(k, "Out", 0)));
+                           nm(oar_k_output_name(k, OAR_SHAPE_OUT, 0)));
     int perm[OAR_MAX_DIMS];
     perm_attr(k, perm, x->ndim);
     OAR_TRY(run_transpose(k, x, y, perm));
-    return oar_k_out_count(k, "XShape") > 0 ? write_xshape(k) : OAR_OK;
+    return oar_k_nout(k, OAR_SHAPE_XSHAPE) > 0 ? write_xshape(k) : OAR_OK;
 }
 
 /* X@GRAD = Out@GRAD transposed by the inverse permutation */
 static int transpose_bwd(oar_kernel_ctx_t *k)
 {
     oar_tensor_t *g;
-    OAR_TRY(input(k, "Out@GRAD", 0, &g));
-    if (!wanted(k, "X@GRAD", 0)) return OAR_OK;
-    oar_tensor_t *dx = oar_k_out(k, "X@GRAD", 0);
+    OAR_TRY(input(k, OAR_SHAPEG_DOUT, "Out@GRAD", 0, &g));
+    if (!wanted(k, OAR_SHAPEG_DX, 0)) return OAR_OK;
+    oar_tensor_t *dx = oar_k_output(k, OAR_SHAPEG_DX, 0);
     if (!dx) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output X@GRAD has no tensor variable");
     int perm[OAR_MAX_DIMS], inv[OAR_MAX_DIMS];
     perm_attr(k, perm, g->ndim);
@@ -273,15 +275,16 @@ static int64_t prod(const int64_t *d, int from, int to)
 /* attr axis, or AxisTensor when given (run-time inference has checked it) */
 static int concat_axis(oar_kernel_ctx_t *k, int nd)
 {
-    double v = oar_attr_i(oar_k_op(k), "axis");
-    if (oar_k_in(k, "AxisTensor", 0) && oar_k_scalar(k, "AxisTensor", "axis", &v) != OAR_OK) return 0;
+    const oar_axis_attrs_t *a_ = oar_k_attrs(k);
+    double v = a_->axis;
+    if (oar_k_scalar_at(k, a_->axis_slot, "AxisTensor", &v) != OAR_OK) return 0;
     int a = (int)v;
     return a < 0 ? a + nd : a;
 }
 
 /* Along axis 0 the rows of all inputs follow each other: their LoDs join,
  * offsets shifted, when all have the same number of levels. */
-static int concat_join_lod(oar_kernel_ctx_t *k, int n, oar_tensor_t *const *xs, oar_tensor_t *out)
+static int concat_join_lod(int n, oar_tensor_t *const *xs, oar_tensor_t *out)
 {
     int levels = xs[0]->lod_levels;
     for (int i = 1; i < n; i++)
@@ -306,7 +309,7 @@ static int concat_join_lod(oar_kernel_ctx_t *k, int n, oar_tensor_t *const *xs, 
     }
     if (rc == OAR_OK) {
         rc = oar_tensor_set_lod(out, levels, (const int64_t *const *)lod, size);
-        if (rc != OAR_OK) oar_error_prefix("%s: joining the LoDs of X: ", oar_k_op(k)->type);
+        if (rc != OAR_OK) oar_error_prefix("concat: joining the LoDs of X: ");
     }
     for (int l = 0; l < levels; l++) free(lod[l]);
     return rc;
@@ -314,18 +317,18 @@ static int concat_join_lod(oar_kernel_ctx_t *k, int n, oar_tensor_t *const *xs, 
 
 static int concat_fwd(oar_kernel_ctx_t *k)
 {
-    int n = oar_k_in_count(k, "X");
-    oar_tensor_t *out = oar_k_out(k, "Out", 0);
+    int n = oar_k_nin(k, OAR_CONCAT_X);
+    oar_tensor_t *out = oar_k_output(k, OAR_CONCAT_OUT, 0);
     if (!out) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out has no tensor variable");
     parts_t p;
     OAR_TRY(parts_new(n, &p));
     oar_tensor_t **xs = oar_xcalloc((size_t)n, sizeof *xs);
     int rc = xs ? OAR_OK : OAR_ERR_NOMEM;
     for (int i = 0; i < n && rc == OAR_OK; i++) {
-        rc = input(k, "X", i, &xs[i]);
+        rc = input(k, OAR_CONCAT_X, "X", i, &xs[i]);
         if (rc == OAR_OK && xs[i] == out)
             rc = oar_k_error(k, OAR_ERR_INVALID, "Out '%s' is also input X[%d]; concat cannot run in place",
-                             nm(oar_k_out_name(k, "Out", 0)), i);
+                             nm(oar_k_output_name(k, OAR_CONCAT_OUT, 0)), i);
     }
     int axis = rc == OAR_OK ? concat_axis(k, xs[0]->ndim) : 0;
     size_t es = rc == OAR_OK ? oar_dtype_size(xs[0]->dtype) : 0;
@@ -336,7 +339,7 @@ static int concat_fwd(oar_kernel_ctx_t *k)
     char *y = rc == OAR_OK ? oar_tensor_mutable(out, xs[0]->dtype) : NULL;
     if (rc == OAR_OK && !y) rc = OAR_ERR_NOMEM;
     if (rc == OAR_OK) join(y, prod(out->dims, 0, axis), n, p.src, p.chunk);
-    if (rc == OAR_OK && axis == 0) rc = concat_join_lod(k, n, xs, out);
+    if (rc == OAR_OK && axis == 0) rc = concat_join_lod(n, xs, out);
     free(xs);
     parts_free(&p);
     return rc;
@@ -344,29 +347,29 @@ static int concat_fwd(oar_kernel_ctx_t *k)
 
 /* Cuts `src` along axis into the outputs `slot` whose sizes inference set
  * (X@GRAD: sizes come from X since an @EMPTY@ grad has no tensor). */
-static int cut_into(oar_kernel_ctx_t *k, const oar_tensor_t *src, int axis, const char *slot,
-                    const char *size_slot)
+static int cut_into(oar_kernel_ctx_t *k, const oar_tensor_t *src, int axis, int slot, const char *name,
+                    int size_slot, const char *size_name)
 {
-    int n = oar_k_out_count(k, slot);
+    int n = oar_k_nout(k, slot);
     parts_t p;
     OAR_TRY(parts_new(n, &p));
     size_t es = oar_dtype_size(src->dtype);
     int64_t total = 0;
     int rc = OAR_OK;
     for (int i = 0; i < n && rc == OAR_OK; i++) {
-        const oar_tensor_t *shape_of = size_slot ? oar_k_in(k, size_slot, i) : oar_k_out(k, slot, i);
+        const oar_tensor_t *shape_of = size_slot >= 0 ? oar_k_input(k, size_slot, i) : oar_k_output(k, slot, i);
         if (!shape_of) {
-            rc = oar_k_error(k, OAR_ERR_NOT_FOUND, "%s[%d] has no tensor", size_slot ? size_slot : slot, i);
+            rc = oar_k_error(k, OAR_ERR_NOT_FOUND, "%s[%d] has no tensor", size_slot >= 0 ? size_name : name, i);
             break;
         }
         p.chunk[i] = (size_t)prod(shape_of->dims, axis, shape_of->ndim) * es;
         total += shape_of->dims[axis];
         if (!wanted(k, slot, i)) continue;
-        oar_tensor_t *o = oar_k_out(k, slot, i);
-        if (!o) { rc = oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s[%d] has no tensor variable", slot, i); break; }
+        oar_tensor_t *o = oar_k_output(k, slot, i);
+        if (!o) { rc = oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s[%d] has no tensor variable", name, i); break; }
         if (o == src) {
-            rc = oar_k_error(k, OAR_ERR_INVALID, "output %s[%d] '%s' is the input itself", slot, i,
-                             nm(oar_k_out_name(k, slot, i)));
+            rc = oar_k_error(k, OAR_ERR_INVALID, "output %s[%d] '%s' is the input itself", name, i,
+                             nm(oar_k_output_name(k, slot, i)));
             break;
         }
         if (!(p.dst[i] = oar_tensor_mutable(o, src->dtype))) rc = OAR_ERR_NOMEM;
@@ -386,22 +389,22 @@ static int cut_into(oar_kernel_ctx_t *k, const oar_tensor_t *src, int axis, cons
 static int concat_bwd(oar_kernel_ctx_t *k)
 {
     oar_tensor_t *g;
-    OAR_TRY(input(k, "Out@GRAD", 0, &g));
-    return cut_into(k, g, concat_axis(k, g->ndim), "X@GRAD", "X");
+    OAR_TRY(input(k, OAR_CONCATG_DOUT, "Out@GRAD", 0, &g));
+    return cut_into(k, g, concat_axis(k, g->ndim), OAR_CONCATG_DX, "X@GRAD", OAR_CONCAT_X, "X");
 }
 
 static int split_fwd(oar_kernel_ctx_t *k)
 {
     oar_tensor_t *x;
-    OAR_TRY(input(k, "X", 0, &x));
-    return cut_into(k, x, concat_axis(k, x->ndim), "Out", NULL);
+    OAR_TRY(input(k, OAR_CONCAT_X, "X", 0, &x));
+    return cut_into(k, x, concat_axis(k, x->ndim), OAR_CONCAT_OUT, "Out", -1, NULL);
 }
 
 /* stack is a concat of the inputs viewed with a size-1 axis inserted */
 static int stack_fwd(oar_kernel_ctx_t *k)
 {
-    int n = oar_k_in_count(k, "X");
-    oar_tensor_t *y = oar_k_out(k, "Y", 0);
+    int n = oar_k_nin(k, OAR_STACK_X);
+    oar_tensor_t *y = oar_k_output(k, OAR_STACK_Y, 0);
     if (!y) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Y has no tensor variable");
     int axis = concat_axis(k, y->ndim);
     parts_t p;
@@ -409,7 +412,7 @@ static int stack_fwd(oar_kernel_ctx_t *k)
     int rc = OAR_OK, dtype = -1;
     for (int i = 0; i < n && rc == OAR_OK; i++) {
         oar_tensor_t *x;
-        rc = input(k, "X", i, &x);
+        rc = input(k, OAR_STACK_X, "X", i, &x);
         if (rc != OAR_OK) break;
         if (x == y) {
             rc = oar_k_error(k, OAR_ERR_INVALID, "Y is also input X[%d]; stack cannot run in place", i);
@@ -429,17 +432,17 @@ static int stack_fwd(oar_kernel_ctx_t *k)
 static int stack_bwd(oar_kernel_ctx_t *k)
 {
     oar_tensor_t *g;
-    OAR_TRY(input(k, "Y@GRAD", 0, &g));
+    OAR_TRY(input(k, OAR_STACKG_DY, "Y@GRAD", 0, &g));
     int axis = concat_axis(k, g->ndim);
-    int n = oar_k_out_count(k, "X@GRAD");
+    int n = oar_k_nout(k, OAR_STACKG_DX);
     parts_t p;
     OAR_TRY(parts_new(n, &p));
     size_t chunk = (size_t)prod(g->dims, axis + 1, g->ndim) * oar_dtype_size(g->dtype);
     int rc = OAR_OK;
     for (int i = 0; i < n && rc == OAR_OK; i++) {
         p.chunk[i] = chunk;
-        if (!wanted(k, "X@GRAD", i)) continue;
-        oar_tensor_t *o = oar_k_out(k, "X@GRAD", i);
+        if (!wanted(k, OAR_STACKG_DX, i)) continue;
+        oar_tensor_t *o = oar_k_output(k, OAR_STACKG_DX, i);
         if (!o) rc = oar_k_error(k, OAR_ERR_NOT_FOUND, "output X@GRAD[%d] has no tensor variable", i);
         else if (!(p.dst[i] = oar_tensor_mutable(o, g->dtype))) rc = OAR_ERR_NOMEM;
     }

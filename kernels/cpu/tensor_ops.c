@@ -3,39 +3,41 @@
  * in-place output (Out named like an input) sees the input's values. */
 #include "op.h"
 #include "ops/attr_tensor.h"
+#include "ops/tensor_ops.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* input tensor of `dtype` with data (a zero-size tensor may have none) */
-static int in_ptr(oar_kernel_ctx_t *k, const char *slot, int i, int dtype,
-                  const oar_tensor_t **t, const void **p)
+static const char *nm(const char *s) { return s ? s : "?"; }
+
+/* input X[i] as a tensor of `dtype` with data (a zero-size tensor may have none) */
+static int in_ptr(oar_kernel_ctx_t *k, int i, int dtype, const oar_tensor_t **t, const void **p)
 {
     *t = NULL;
     *p = NULL;
-    const oar_tensor_t *x = oar_k_in(k, slot, i);
-    const char *name = oar_k_in_name(k, slot, i);
-    if (!x) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s[%d] '%s' has no value",
-                               slot, i, name ? name : "?");
+    const oar_tensor_t *x = oar_k_input(k, OAR_TENSOR_X, i);
+    if (!x) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input X[%d] '%s' has no value", i,
+                               nm(oar_k_input_name(k, OAR_TENSOR_X, i)));
     if (x->dtype != dtype)
-        return oar_k_error(k, OAR_ERR_DTYPE, "input %s[%d] '%s' has dtype %s, expected %s", slot, i,
-                           name ? name : "?", oar_dtype_name(x->dtype) ? oar_dtype_name(x->dtype) : "unset",
-                           oar_dtype_name(dtype));
+        return oar_k_error(k, OAR_ERR_DTYPE, "input X[%d] '%s' has dtype %s, expected %s", i,
+                           nm(oar_k_input_name(k, OAR_TENSOR_X, i)),
+                           oar_dtype_name(x->dtype) ? oar_dtype_name(x->dtype) : "unset", oar_dtype_name(dtype));
     *p = oar_tensor_data((oar_tensor_t *)x);
     if (!*p && oar_tensor_numel_of(x) > 0)
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s[%d] '%s' has no data", slot, i,
-                           name ? name : "?");
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input X[%d] '%s' has no data", i,
+                           nm(oar_k_input_name(k, OAR_TENSOR_X, i)));
     *t = x;
     return OAR_OK;
 }
 
-static int out_ptr(oar_kernel_ctx_t *k, const char *slot, int dtype, void **p)
+/* output Out's data in `dtype` */
+static int out_ptr(oar_kernel_ctx_t *k, int dtype, void **p)
 {
     *p = NULL;
-    if (!oar_k_out(k, slot, 0))
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s has no tensor variable", slot);
-    *p = oar_k_out_data(k, slot, 0, dtype);
+    if (!oar_k_output(k, OAR_TENSOR_OUT, 0))
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out has no tensor variable");
+    *p = oar_k_output_data(k, OAR_TENSOR_OUT, 0, dtype);
     return *p ? OAR_OK : OAR_ERR_NOMEM;
 }
 
@@ -49,11 +51,10 @@ static int rows_in_out(oar_kernel_ctx_t *k, oar_variable_t *var, int dtype,
 {
     const oar_selected_rows_t *src = var->u.rows;
     const oar_tensor_t *v = src->value;
-    const char *name = oar_k_in_name(k, "X", 0);
     if (!v || !oar_tensor_has_data(v) || v->dtype != dtype)
         return oar_k_error(k, OAR_ERR_DTYPE, "input X '%s': its selected rows hold no %s value",
-                           name ? name : "?", oar_dtype_name(dtype));
-    oar_variable_t *ov = oar_k_out_var(k, "Out", 0);
+                           nm(oar_k_input_name(k, OAR_TENSOR_X, 0)), oar_dtype_name(dtype));
+    oar_variable_t *ov = oar_k_output_var(k, OAR_TENSOR_OUT, 0);
     oar_selected_rows_t *dst = ov ? oar_var_selected_rows(ov) : NULL;
     if (!dst) return oar_k_error(k, OAR_ERR_INVALID, "output Out: %s",
                                  ov ? oar_last_error() : "missing");
@@ -80,22 +81,22 @@ static int rows_in_out(oar_kernel_ctx_t *k, oar_variable_t *var, int dtype,
 #define SCALE_KERNEL(sfx, T, DT, CT)                                                     \
     static int scale_##sfx(oar_kernel_ctx_t *k)                                          \
     {                                                                                    \
-        const oar_op_desc_t *op = oar_k_op(k);                                           \
-        double sv;                                                                       \
-        OAR_TRY(oar_k_scalar(k, "ScaleTensor", "scale", &sv));                           \
-        CT s = (CT)sv, b = (CT)oar_attr_f(op, "bias");                                   \
-        if (!oar_attr_b(op, "bias_after_scale")) b *= s;                                 \
+        const oar_scale_attrs_t *a = oar_k_attrs(k);                                     \
+        double sv = a->scale;                                                            \
+        OAR_TRY(oar_k_scalar_at(k, OAR_SCALE_TENSOR, "ScaleTensor", &sv));               \
+        CT s = (CT)sv, b = (CT)a->bias;                                                  \
+        if (!a->bias_after_scale) b *= s;                                                \
         const oar_tensor_t *xt;                                                          \
         const void *xv;                                                                  \
         void *yv;                                                                        \
-        oar_variable_t *var = oar_k_in_var(k, "X", 0);                                   \
+        oar_variable_t *var = oar_k_input_var(k, OAR_TENSOR_X, 0);                       \
         if (var && oar_variable_type(var) == OAR_VAR_SELECTED_ROWS) {                    \
             oar_tensor_t *yt;                                                            \
             OAR_TRY(rows_in_out(k, var, DT, &xt, &xv, &yt));                             \
             if (!(yv = oar_tensor_mutable(yt, DT))) return OAR_ERR_NOMEM;                \
         } else {                                                                         \
-            OAR_TRY(in_ptr(k, "X", 0, DT, &xt, &xv));                                    \
-            OAR_TRY(out_ptr(k, "Out", DT, &yv));                                         \
+            OAR_TRY(in_ptr(k, 0, DT, &xt, &xv));                                         \
+            OAR_TRY(out_ptr(k, DT, &yv));                                                \
         }                                                                                \
         const T *x = xv;                                                                 \
         T *y = yv;                                                                       \
@@ -128,11 +129,11 @@ static inline double sat(double v, double lo, double hi)
 #define CAST_FROM(sfx, TI, DT, CV)                                                                \
     static int cast_##sfx(oar_kernel_ctx_t *k)                                                     \
     {                                                                                              \
-        int out_dt = oar_attr_i(oar_k_op(k), "out_dtype");                                         \
+        int out_dt = ((const oar_cast_attrs_t *)oar_k_attrs(k))->out_dtype;                        \
         const oar_tensor_t *xt;                                                                    \
         const void *xv;                                                                            \
         void *dst;                                                                                 \
-        OAR_TRY(in_ptr(k, "X", 0, DT, &xt, &xv));                                                  \
+        OAR_TRY(in_ptr(k, 0, DT, &xt, &xv));                                                       \
         int64_t n = oar_tensor_numel_of(xt);                                                       \
         const TI *s = xv;                                                                          \
         switch (out_dt) {                                                                          \
@@ -142,10 +143,10 @@ static inline double sat(double v, double lo, double hi)
             return oar_k_error(k, OAR_ERR_UNSUPPORTED, "attr out_dtype = %d has no CPU cast", out_dt); \
         }                                                                                          \
         /* casting in place to a wider dtype would overwrite unread input */                       \
-        if (oar_k_out(k, "Out", 0) == xt && oar_dtype_size(out_dt) != sizeof(TI))                  \
+        if (oar_k_output(k, OAR_TENSOR_OUT, 0) == xt && oar_dtype_size(out_dt) != sizeof(TI))      \
             return oar_k_error(k, OAR_ERR_INVALID, "Out '%s' is X itself; an in-place cast must "  \
-                               "keep the element size", oar_k_out_name(k, "Out", 0));              \
-        OAR_TRY(out_ptr(k, "Out", out_dt, &dst));                                                  \
+                               "keep the element size", nm(oar_k_output_name(k, OAR_TENSOR_OUT, 0))); \
+        OAR_TRY(out_ptr(k, out_dt, &dst));                                                         \
         switch (out_dt) {                                                                          \
         case OAR_BOOL: CAST_TO(bool, s[i] != 0); break;                                            \
         case OAR_INT8: CAST_TO(int8_t, CV(s[i], -128.0, 127.0)); break;      \
@@ -186,7 +187,7 @@ static int64_t sr_width(const oar_selected_rows_t *sr)
 static int sr_check(oar_kernel_ctx_t *k, int j, const oar_selected_rows_t *sr, int dtype,
                     int64_t *width)
 {
-    const char *name = oar_k_in_name(k, "X", j);
+    const char *name = oar_k_input_name(k, OAR_TENSOR_X, j);
     const oar_tensor_t *v = sr->value;
     if (sr->nrows == 0) return OAR_OK;   /* no rows: no value to agree with */
     int64_t w = sr_width(sr);
@@ -208,17 +209,17 @@ static int sr_check(oar_kernel_ctx_t *k, int j, const oar_selected_rows_t *sr, i
  * concatenated (duplicate rows stay; consumers add them up). */
 static int sum_all_rows(oar_kernel_ctx_t *k, int dtype)
 {
-    int m = oar_k_in_count(k, "X");
+    int m = oar_k_nin(k, OAR_TENSOR_X);
     int64_t total = 0, width = -1, height = -1;
     const oar_selected_rows_t *lead = NULL;
     for (int j = 0; j < m; j++) {
-        oar_variable_t *v = oar_k_in_var(k, "X", j);
+        oar_variable_t *v = oar_k_input_var(k, OAR_TENSOR_X, j);
         if (!v) continue;
         const oar_selected_rows_t *sr = v->u.rows;
         OAR_TRY(sr_check(k, j, sr, dtype, &width));
         if (height >= 0 && sr->height != height)
             return oar_k_error(k, OAR_ERR_SHAPE, "input X[%d] '%s' has height %lld, X[0] %lld", j,
-                               oar_k_in_name(k, "X", j), (long long)sr->height, (long long)height);
+                               nm(oar_k_input_name(k, OAR_TENSOR_X, j)), (long long)sr->height, (long long)height);
         height = sr->height;
         if (!lead && sr->nrows > 0) lead = sr;   /* its value gives the row shape */
         total += sr->nrows;
@@ -239,7 +240,7 @@ static int sum_all_rows(oar_kernel_ctx_t *k, int dtype)
     char *dst = oar_tensor_data(val);
     int64_t at = 0;
     for (int j = 0; j < m; j++) {
-        oar_variable_t *v = oar_k_in_var(k, "X", j);
+        oar_variable_t *v = oar_k_input_var(k, OAR_TENSOR_X, j);
         if (!v || v->u.rows->nrows == 0) continue;
         const oar_selected_rows_t *sr = v->u.rows;
         memcpy(rows + at, sr->rows, sizeof *rows * (size_t)sr->nrows);
@@ -247,7 +248,7 @@ static int sum_all_rows(oar_kernel_ctx_t *k, int dtype)
         at += sr->nrows;
     }
     /* every input is read: now the output (possibly X[0] itself) may change */
-    oar_selected_rows_t *out = oar_var_selected_rows(oar_k_out_var(k, "Out", 0));
+    oar_selected_rows_t *out = oar_var_selected_rows(oar_k_output_var(k, OAR_TENSOR_OUT, 0));
     if (!out) {
         free(rows);
         oar_tensor_free(val);
@@ -266,9 +267,9 @@ static int sum_all_rows(oar_kernel_ctx_t *k, int dtype)
 #define SUM_KERNEL(sfx, T, DT)                                                              \
     static int sum_##sfx(oar_kernel_ctx_t *k)                                               \
     {                                                                                       \
-        int m = oar_k_in_count(k, "X"), used = 0, nsr = 0;                                  \
+        int m = oar_k_nin(k, OAR_TENSOR_X), used = 0, nsr = 0;                              \
         for (int j = 0; j < m; j++) {                                                       \
-            oar_variable_t *v = oar_k_in_var(k, "X", j);                                    \
+            oar_variable_t *v = oar_k_input_var(k, OAR_TENSOR_X, j);                        \
             if (v && oar_variable_type(v) == OAR_VAR_SELECTED_ROWS) nsr++;                  \
             else if (v) used++;                                                             \
         }                                                                                   \
@@ -281,8 +282,7 @@ static int sum_all_rows(oar_kernel_ctx_t *k, int dtype)
         int64_t n = -1, width = -1;                                                         \
         int rc = OAR_OK, first = -1;                                                        \
         for (int j = 0; j < m && rc == OAR_OK; j++) {                                       \
-            const char *name = oar_k_in_name(k, "X", j);                                    \
-            oar_variable_t *v = oar_k_in_var(k, "X", j);                                    \
+            oar_variable_t *v = oar_k_input_var(k, OAR_TENSOR_X, j);                        \
             if (!v) continue;                                                               \
             if (oar_variable_type(v) == OAR_VAR_SELECTED_ROWS) {                            \
                 rc = sr_check(k, j, v->u.rows, DT, &width);                                 \
@@ -290,26 +290,28 @@ static int sum_all_rows(oar_kernel_ctx_t *k, int dtype)
             }                                                                               \
             const oar_tensor_t *t;                                                          \
             const void *p;                                                                  \
-            rc = in_ptr(k, "X", j, DT, &t, &p);                                             \
+            rc = in_ptr(k, j, DT, &t, &p);                                                  \
             if (rc != OAR_OK) break;                                                        \
             int64_t nj = oar_tensor_numel_of(t);                                            \
             if (n < 0) { n = nj; first = j; }                                               \
             else if (nj != n)                                                               \
                 rc = oar_k_error(k, OAR_ERR_SHAPE, "input X[%d] '%s' has %lld elements, "  \
-                                 "X[%d] '%s' has %lld", j, name, (long long)nj, first,      \
-                                 oar_k_in_name(k, "X", first), (long long)n);               \
+                                 "X[%d] '%s' has %lld", j,                                  \
+                                 nm(oar_k_input_name(k, OAR_TENSOR_X, j)), (long long)nj,   \
+                                 first, nm(oar_k_input_name(k, OAR_TENSOR_X, first)),       \
+                                 (long long)n);                                             \
             src[used++] = p;                                                                \
         }                                                                                   \
         void *yv = NULL;                                                                    \
         if (rc == OAR_OK && used == 0)                                                      \
             rc = oar_k_error(k, OAR_ERR_INVALID, "input X has no variables");               \
-        const oar_tensor_t *ot = oar_k_out(k, "Out", 0);                                    \
+        const oar_tensor_t *ot = oar_k_output(k, OAR_TENSOR_OUT, 0);                        \
         int64_t height = ot && ot->ndim > 0 ? ot->dims[0] : 1;                              \
         if (rc == OAR_OK && nsr > 0 && width * height != n)                                 \
             rc = oar_k_error(k, OAR_ERR_SHAPE, "sparse inputs have rows of %lld elements; " \
                              "the dense inputs' rows have %lld", (long long)width,          \
                              (long long)(height ? n / height : 0));                         \
-        if (rc == OAR_OK) rc = out_ptr(k, "Out", DT, &yv);                                  \
+        if (rc == OAR_OK) rc = out_ptr(k, DT, &yv);                                         \
         if (rc == OAR_OK) {                                                                 \
             T *y = yv;                                                                      \
             /* per element over all inputs: Out may alias any of them */                    \
@@ -319,7 +321,7 @@ static int sum_all_rows(oar_kernel_ctx_t *k, int dtype)
                 y[i] = acc;                                                                 \
             }                                                                               \
             for (int j = 0; j < m && rc == OAR_OK; j++) {                                   \
-                oar_variable_t *v = oar_k_in_var(k, "X", j);                                \
+                oar_variable_t *v = oar_k_input_var(k, OAR_TENSOR_X, j);                    \
                 if (!v || oar_variable_type(v) != OAR_VAR_SELECTED_ROWS) continue;          \
                 const oar_selected_rows_t *sr = v->u.rows;                                  \
                 const T *val = sr->nrows ? sr->value->buf->data : NULL;                     \
@@ -327,7 +329,7 @@ static int sum_all_rows(oar_kernel_ctx_t *k, int dtype)
                     if (sr->rows[r] < 0 || sr->rows[r] >= height) {                         \
                         rc = oar_k_error(k, OAR_ERR_RANGE, "input X[%d] '%s' names row "    \
                                          "%lld of a sum with %lld rows", j,                 \
-                                         oar_k_in_name(k, "X", j),                          \
+                                         nm(oar_k_input_name(k, OAR_TENSOR_X, j)),          \
                                          (long long)sr->rows[r], (long long)height);        \
                         break;                                                              \
                     }                                                                       \
@@ -350,12 +352,12 @@ SUM_KERNEL(i64, int64_t, OAR_INT64)
 static int fill_zeros_like_k(oar_kernel_ctx_t *k)
 {
     int dt = oar_k_dtype(k);
-    const oar_tensor_t *x = oar_k_in(k, "X", 0);
+    const oar_tensor_t *x = oar_k_input(k, OAR_TENSOR_X, 0);
     if (!x) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input X '%s' has no value",
-                               oar_k_in_name(k, "X", 0) ? oar_k_in_name(k, "X", 0) : "?");
+                               nm(oar_k_input_name(k, OAR_TENSOR_X, 0)));
     int64_t n = oar_tensor_numel_of(x);
     void *y;
-    OAR_TRY(out_ptr(k, "Out", dt, &y));
+    OAR_TRY(out_ptr(k, dt, &y));
     if (n > 0) memset(y, 0, (size_t)n * oar_dtype_size(dt));
     return OAR_OK;
 }
@@ -377,16 +379,17 @@ FZL_REG(f64, OAR_FP64)
 #define INCREMENT_KERNEL(sfx, T, DT)                                                        \
     static int increment_##sfx(oar_kernel_ctx_t *k)                                         \
     {                                                                                       \
-        double step = oar_attr_f(oar_k_op(k), "step");                                      \
+        double step = ((const oar_increment_attrs_t *)oar_k_attrs(k))->step;                \
         const oar_tensor_t *xt;                                                             \
         const void *xv;                                                                     \
         void *yv;                                                                           \
-        OAR_TRY(in_ptr(k, "X", 0, DT, &xt, &xv));                                           \
+        OAR_TRY(in_ptr(k, 0, DT, &xt, &xv));                                                \
         if (oar_tensor_numel_of(xt) != 1)                                                   \
             return oar_k_error(k, OAR_ERR_SHAPE, "input X '%s' has %lld elements, expected 1", \
-                               oar_k_in_name(k, "X", 0), (long long)oar_tensor_numel_of(xt)); \
+                               nm(oar_k_input_name(k, OAR_TENSOR_X, 0)),                    \
+                               (long long)oar_tensor_numel_of(xt));                         \
         T v = *(const T *)xv;                                                               \
-        OAR_TRY(out_ptr(k, "Out", DT, &yv));                                                \
+        OAR_TRY(out_ptr(k, DT, &yv));                                                       \
         *(T *)yv = (T)(v + step);                                                           \
         return OAR_OK;                                                                      \
     }                                                                                       \

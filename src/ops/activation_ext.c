@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "op.h"
+#include "activation_ext.h"
 #include "paddle_attrs.h"
 
 static const oar_slot_def_t act_in[] = {{"X", 0}, {NULL, 0}};
@@ -104,49 +105,81 @@ static int make_grad(oar_grad_ctx_t *g, bool dep_out)
 static int grad_dep_out(oar_grad_ctx_t *g) { return make_grad(g, true); }
 static int grad_dep_x(oar_grad_ctx_t *g) { return make_grad(g, false); }
 
-#define ACT_DEF(NAME, INFER, ATTRS, GRAD_IN, GRAD_INFER, GRAD_MAKER)                  \
+/* the parameters p[0..2] of the kernels' formulas, by attr name (NULL:
+ * unused, left 0); an op without any has no decode step */
+#define PARAMS(SET, A1, A2, A3)                                                       \
+    static int SET##_decode(oar_decode_ctx_t *d, void *out)                           \
+    {                                                                                 \
+        oar_act_ext_attrs_t *a = out;                                                 \
+        const char *names[3] = {A1, A2, A3};                                          \
+        for (int i = 0; i < 3; i++)                                                   \
+            if (names[i]) a->p[i] = oar_dec_f(d, names[i]);                           \
+        return oar_dec_status(d);                                                     \
+    }
+#define none_decode NULL
+PARAMS(relu6, "threshold", NULL, NULL)
+PARAMS(hard_sigmoid, "slope", "offset", NULL)
+PARAMS(soft_relu, "threshold", NULL, NULL)
+PARAMS(selu, "scale", "alpha", NULL)
+PARAMS(swish, "beta", NULL, NULL)
+PARAMS(shrink, "threshold", NULL, NULL)
+PARAMS(softshrink, "lambda", NULL, NULL)
+PARAMS(brelu, "t_min", "t_max", NULL)
+PARAMS(hard_swish, "threshold", "scale", "offset")
+PARAMS(stanh, "scale_a", "scale_b", NULL)
+PARAMS(thresholded_relu, "threshold", "value", NULL)
+PARAMS(softplus, "beta", "threshold", NULL)
+PARAMS(mish, "threshold", NULL, NULL)
+PARAMS(celu, "alpha", NULL, NULL)
+PARAMS(logit, "eps", NULL, NULL)
+
+/* forward and grad compute element i from element i alone: in place */
+#define ACT_DEF(NAME, INFER, ATTRS, SET, GRAD_IN, GRAD_INFER, GRAD_MAKER)             \
     static const oar_op_def_t NAME##_def = {                                          \
         .type = #NAME, .inputs = act_in, .outputs = act_out, .attrs = ATTRS,          \
-        .infer = INFER, .grad = GRAD_MAKER, .dtype_slot = "X"};                       \
+        .infer = INFER, .grad = GRAD_MAKER, .dtype_slot = "X", .flags = OAR_OP_INPLACE, \
+        .attrs_size = sizeof(oar_act_ext_attrs_t), .decode = SET##_decode};           \
     OAR_REGISTER_OP(NAME##_def)                                                       \
     static const oar_op_def_t NAME##_grad_def = {                                     \
         .type = #NAME "_grad", .inputs = GRAD_IN, .outputs = act_grad_out,           \
-        .attrs = ATTRS, .infer = GRAD_INFER, .dtype_slot = "Out@GRAD"};               \
+        .attrs = ATTRS, .infer = GRAD_INFER, .dtype_slot = "Out@GRAD",                \
+        .flags = OAR_OP_INPLACE, .attrs_size = sizeof(oar_act_ext_attrs_t),           \
+        .decode = SET##_decode};                                                      \
     OAR_REGISTER_OP(NAME##_grad_def)
 
-#define ACT_OUT(NAME, ATTRS, INFER) \
-    ACT_DEF(NAME, INFER, ATTRS, act_grad_in_out, oar_infer_grad_like_out, grad_dep_out)
-#define ACT_X(NAME, ATTRS, INFER) \
-    ACT_DEF(NAME, INFER, ATTRS, act_grad_in_x, grad_infer_x, grad_dep_x)
+#define ACT_OUT(NAME, ATTRS, SET, INFER) \
+    ACT_DEF(NAME, INFER, ATTRS, SET, act_grad_in_out, oar_infer_grad_like_out, grad_dep_out)
+#define ACT_X(NAME, ATTRS, SET, INFER) \
+    ACT_DEF(NAME, INFER, ATTRS, SET, act_grad_in_x, grad_infer_x, grad_dep_x)
 
-ACT_OUT(relu6, a_relu6, act_infer)
-ACT_OUT(hard_sigmoid, a_hard_sigmoid, act_infer)
-ACT_OUT(rsqrt, a_none, act_infer)
-ACT_OUT(soft_relu, a_soft_relu, soft_relu_infer)
-ACT_OUT(selu, a_selu, act_infer)
-ACT_X(swish, a_swish, act_infer)
-ACT_X(silu, a_none, act_infer)
-ACT_X(logsigmoid, a_none, act_infer)
-ACT_X(atan, a_none, act_infer)
-ACT_X(acos, a_none, act_infer)
-ACT_X(asin, a_none, act_infer)
-ACT_X(tan, a_none, act_infer)
-ACT_X(sinh, a_none, act_infer)
-ACT_X(cosh, a_none, act_infer)
-ACT_X(tanh_shrink, a_none, act_infer)
-ACT_X(hard_shrink, a_shrink, shrink_infer)
-ACT_X(softshrink, a_softshrink, shrink_infer)
-ACT_X(brelu, a_brelu, brelu_infer)
-ACT_X(hard_swish, a_hard_swish, hard_swish_infer)
-ACT_X(log1p, a_none, act_infer)
-ACT_X(expm1, a_none, act_infer)
-ACT_X(log2, a_none, act_infer)
-ACT_X(log10, a_none, act_infer)
-ACT_X(stanh, a_stanh, act_infer)
-ACT_X(softsign, a_none, act_infer)
-ACT_X(thresholded_relu, a_thresholded_relu, act_infer)
-ACT_X(softplus, a_softplus, softplus_infer)
-ACT_X(mish, a_mish, act_infer)
-ACT_X(celu, a_celu, act_infer)
-ACT_X(erf, a_none, act_infer)
-ACT_X(logit, a_logit, act_infer)
+ACT_OUT(relu6, a_relu6, relu6, act_infer)
+ACT_OUT(hard_sigmoid, a_hard_sigmoid, hard_sigmoid, act_infer)
+ACT_OUT(rsqrt, a_none, none, act_infer)
+ACT_OUT(soft_relu, a_soft_relu, soft_relu, soft_relu_infer)
+ACT_OUT(selu, a_selu, selu, act_infer)
+ACT_X(swish, a_swish, swish, act_infer)
+ACT_X(silu, a_none, none, act_infer)
+ACT_X(logsigmoid, a_none, none, act_infer)
+ACT_X(atan, a_none, none, act_infer)
+ACT_X(acos, a_none, none, act_infer)
+ACT_X(asin, a_none, none, act_infer)
+ACT_X(tan, a_none, none, act_infer)
+ACT_X(sinh, a_none, none, act_infer)
+ACT_X(cosh, a_none, none, act_infer)
+ACT_X(tanh_shrink, a_none, none, act_infer)
+ACT_X(hard_shrink, a_shrink, shrink, shrink_infer)
+ACT_X(softshrink, a_softshrink, softshrink, shrink_infer)
+ACT_X(brelu, a_brelu, brelu, brelu_infer)
+ACT_X(hard_swish, a_hard_swish, hard_swish, hard_swish_infer)
+ACT_X(log1p, a_none, none, act_infer)
+ACT_X(expm1, a_none, none, act_infer)
+ACT_X(log2, a_none, none, act_infer)
+ACT_X(log10, a_none, none, act_infer)
+ACT_X(stanh, a_stanh, stanh, act_infer)
+ACT_X(softsign, a_none, none, act_infer)
+ACT_X(thresholded_relu, a_thresholded_relu, thresholded_relu, act_infer)
+ACT_X(softplus, a_softplus, softplus, softplus_infer)
+ACT_X(mish, a_mish, mish, act_infer)
+ACT_X(celu, a_celu, celu, act_infer)
+ACT_X(erf, a_none, none, act_infer)
+ACT_X(logit, a_logit, logit, act_infer)

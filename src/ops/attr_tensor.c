@@ -180,3 +180,37 @@ int oar_k_scalar(oar_kernel_ctx_t *k, const char *slot, const char *attr, double
     *v = oar_op_desc_attr_type(op, attr) == OAR_ATTR_LONG ? (double)oar_attr_l(op, attr) : (double)oar_attr_f(op, attr);
     return OAR_OK;
 }
+
+int oar_k_scalar_at(oar_kernel_ctx_t *k, int slot, const char *sname, double *v)
+{
+    const oar_tensor_t *t = oar_k_input(k, slot, 0);
+    if (!t) return OAR_OK;
+    char why[128];
+    int rc = tensor_scalar(t, v, why, sizeof why);
+    if (rc) return oar_k_error(k, rc, "input %s '%s' %s", nm(sname), nm(oar_k_input_name(k, slot, 0)), why);
+    return OAR_OK;
+}
+
+int oar_k_int_list_at(oar_kernel_ctx_t *k, int tslot, const char *tname, int lslot, const char *lname,
+                      int64_t *v, int max, int *n, bool *given)
+{
+    char why[128];
+    *given = true;
+    const oar_tensor_t *t = oar_k_input(k, tslot, 0);
+    if (t) {
+        int rc = tensor_ints(t, v, max, n, why, sizeof why);
+        if (rc) return oar_k_error(k, rc, "input %s '%s' %s", nm(tname), nm(oar_k_input_name(k, tslot, 0)), why);
+        return OAR_OK;
+    }
+    int nl = oar_k_nin(k, lslot);
+    if (nl <= 0) { *given = false; return OAR_OK; }
+    if (nl > max) return oar_k_error(k, OAR_ERR_SHAPE, "input %s has %d tensors, at most %d", nm(lname), nl, max);
+    for (int i = 0; i < nl; i++) {
+        int cnt = 0;
+        int rc = tensor_ints(oar_k_input(k, lslot, i), &v[i], 1, &cnt, why, sizeof why);
+        if (rc == OAR_OK && cnt != 1) { snprintf(why, sizeof why, "must hold one value"); rc = OAR_ERR_SHAPE; }
+        if (rc) return oar_k_error(k, rc, "input %s[%d] '%s' %s", nm(lname), i, nm(oar_k_input_name(k, lslot, i)), why);
+    }
+    *n = nl;
+    return OAR_OK;
+}

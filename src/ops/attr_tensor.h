@@ -21,6 +21,15 @@ int oar_k_int_list(oar_kernel_ctx_t *k, const char *tslot, const char *lslot, co
  * false when the tensor decides */
 int oar_ic_scalar(oar_infer_ctx_t *c, const char *slot, const char *attr, double *v, bool *known);
 int oar_k_scalar(oar_kernel_ctx_t *k, const char *slot, const char *attr, double *v);
+/* Kernels, by slot index (-1: the op has no such slot; names are for
+ * messages only). The value of one-value tensor input `slot` when given;
+ * *v is left as it is when the input is absent, so the caller seeds it with
+ * the decoded attribute. */
+int oar_k_scalar_at(oar_kernel_ctx_t *k, int slot, const char *sname, double *v);
+/* An int list from 1-D tensor input `tslot`, else the one-value tensors of
+ * `lslot`; *given false (v and *n untouched) when neither is present. */
+int oar_k_int_list_at(oar_kernel_ctx_t *k, int tslot, const char *tname, int lslot, const char *lname,
+                      int64_t *v, int max, int *n, bool *given);
 /* an INTS or LONGS attr as int64 (absent: 0 values); false when it has another type */
 bool oar_attr_int_list(const oar_op_desc_t *op, const char *name, int64_t *v, int max, int *n);
 #endif

@@ -11,6 +11,7 @@
  * programs; oar runs collectives in order with the compute (on CUDA, on the
  * device's one stream). The collectives have no gradient ops. */
 #include "op.h"
+#include "collective.h"
 #include "paddle_attrs.h"
 
 #include <string.h>
@@ -30,16 +31,24 @@ static int dense_same_infer(oar_infer_ctx_t *c)
     return oar_infer_same_as(c, "X", "Out");
 }
 
+static int ring_decode(oar_decode_ctx_t *d, void *out)
+{
+    ((oar_collective_attrs_t *)out)->ring_id = oar_dec_i(d, "ring_id");
+    return oar_dec_status(d);
+}
+#define COLL_DECODE(FN) .attrs_size = sizeof(oar_collective_attrs_t), .decode = FN
+
 /* ---- c_allreduce_* -------------------------------------------------------- */
 /* use_model_parallel (Paddle 2.x) picks another communicator: refused unless
  * false (src/attr_check.c) */
 static const oar_attr_def_t allreduce_attrs[] = {
     RING_ATTR, CALC_STREAM_ATTR, OAR_PA_B("use_model_parallel", 0), {NULL}};
 
+/* in place: the kernel reduces Out's buffer, which holds X (copied when not X's own) */
 #define ALLREDUCE_DEF(NAME)                                                                      \
     static const oar_op_def_t NAME##_def = {                                                    \
         .type = #NAME, .inputs = x_in, .outputs = out_out, .attrs = allreduce_attrs,            \
-        .infer = dense_same_infer};                                                             \
+        .infer = dense_same_infer, .flags = OAR_OP_INPLACE, COLL_DECODE(ring_decode)};         \
     OAR_REGISTER_OP(NAME##_def)
 
 ALLREDUCE_DEF(c_allreduce_sum)
@@ -51,9 +60,17 @@ ALLREDUCE_DEF(c_allreduce_prod)
 static const oar_attr_def_t broadcast_attrs[] = {
     RING_ATTR, {.name = "root", .type = OAR_ATTR_INT, .def = 0, .min = 0, .max = 1 << 24}, CALC_STREAM_ATTR, {NULL}};
 
+static int broadcast_decode(oar_decode_ctx_t *d, void *out)
+{
+    oar_collective_attrs_t *a = out;
+    a->ring_id = oar_dec_i(d, "ring_id");
+    a->root = oar_dec_i(d, "root");
+    return oar_dec_status(d);
+}
+
 static const oar_op_def_t c_broadcast_def = {
     .type = "c_broadcast", .inputs = x_in, .outputs = out_out, .attrs = broadcast_attrs,
-    .infer = dense_same_infer};
+    .infer = dense_same_infer, .flags = OAR_OP_INPLACE, COLL_DECODE(broadcast_decode)};
 OAR_REGISTER_OP(c_broadcast_def)
 
 /* ---- c_allgather ------------------------------------------------------------- */
@@ -85,9 +102,17 @@ static int allgather_infer(oar_infer_ctx_t *c)
     return oar_ic_set_out(c, "Out", 0, dims, nd, oar_ic_in_dtype(c, "X", 0));
 }
 
+static int allgather_decode(oar_decode_ctx_t *d, void *out)
+{
+    oar_collective_attrs_t *a = out;
+    a->ring_id = oar_dec_i(d, "ring_id");
+    a->nranks = oar_dec_i(d, "nranks");
+    return oar_dec_status(d);
+}
+
 static const oar_op_def_t c_allgather_def = {
     .type = "c_allgather", .inputs = x_in, .outputs = out_out, .attrs = allgather_attrs,
-    .infer = allgather_infer};
+    .infer = allgather_infer, COLL_DECODE(allgather_decode)};
 OAR_REGISTER_OP(c_allgather_def)
 
 /* ---- c_coalesce / c_split_coalesced ---------------------------------------- */

@@ -3,8 +3,11 @@
 #include "op.h"
 #include "paddle_attrs.h"
 #include "attr_tensor.h"
+#include "fill.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* CPU kernels exist for these; float16 is storage-only on CPU. */
@@ -42,6 +45,47 @@ static int shape_attr(oar_infer_ctx_t *c, int64_t *dims, int *ndim,
     }
     *ndim = n;
     return OAR_OK;
+}
+
+/* The kernels' attributes; str_value (which keeps int64 values a float32
+ * attr would round) is parsed here, for the decoded dtype. A bad one fails
+ * the kernel only when no ValueTensor overrides it. */
+static int fill_decode_common(oar_decode_ctx_t *d, oar_fill_attrs_t *a)
+{
+    a->dtype = oar_dec_i(d, "dtype");
+    a->value = oar_dec_f(d, "value");
+    const char *s = oar_dec_s(d, "str_value");
+    a->str_value = s;
+    a->str_kind = OAR_FILL_STR_NONE;
+    if (!s[0]) return oar_dec_status(d);
+    bool is_int = a->dtype != OAR_FP32 && a->dtype != OAR_FP64;
+    char *end;
+    errno = 0;
+    long long ll = strtoll(s, &end, 10);
+    if (is_int && *end == '\0' && errno == 0) {
+        a->str_kind = OAR_FILL_STR_INT;
+        a->str_int = ll;
+        return oar_dec_status(d);
+    }
+    errno = 0;
+    double v = strtod(s, &end);
+    a->str_kind = (end == s || *end != '\0') ? OAR_FILL_STR_BAD : OAR_FILL_STR_FLOAT;
+    a->str_float = v;
+    return oar_dec_status(d);
+}
+
+static int fc_decode(oar_decode_ctx_t *d, void *out)
+{
+    oar_fill_attrs_t *a = out;
+    a->value_slot = OAR_FILL_VALUE_TENSOR;
+    return fill_decode_common(d, a);
+}
+
+static int fcb_decode(oar_decode_ctx_t *d, void *out)
+{
+    oar_fill_attrs_t *a = out;
+    a->value_slot = -1;
+    return fill_decode_common(d, a);
 }
 
 /* ---- fill_constant ----------------------------------------------------- */
@@ -87,7 +131,7 @@ static int fc_infer(oar_infer_ctx_t *c)
 
 static const oar_op_def_t fill_constant_def = {
     .type = "fill_constant", .inputs = fc_in, .outputs = fc_out, .attrs = fc_attrs,
-    .infer = fc_infer, .grad = NULL};
+    .infer = fc_infer, .grad = NULL, .attrs_size = sizeof(oar_fill_attrs_t), .decode = fc_decode};
 OAR_REGISTER_OP(fill_constant_def)
 
 /* ---- fill_constant_batch_size_like ------------------------------------- */
@@ -141,5 +185,6 @@ static int fcb_infer(oar_infer_ctx_t *c)
 
 static const oar_op_def_t fill_constant_batch_size_like_def = {
     .type = "fill_constant_batch_size_like", .inputs = fcb_in, .outputs = fc_out,
-    .attrs = fcb_attrs, .infer = fcb_infer, .grad = NULL, .dtype_slot = "Input"};
+    .attrs = fcb_attrs, .infer = fcb_infer, .grad = NULL, .dtype_slot = "Input",
+    .attrs_size = sizeof(oar_fill_attrs_t), .decode = fcb_decode};
 OAR_REGISTER_OP(fill_constant_batch_size_like_def)

@@ -325,11 +325,22 @@ static int slice_grad_maker(oar_grad_ctx_t *g)
     return oar_gc_in_grad(g, op, "Input");
 }
 
+static int slice_decode(oar_decode_ctx_t *d, void *out)
+{
+    oar_slice_attrs_t *a = out;
+    a->axes = oar_dec_ints(d, "axes");
+    a->starts = oar_dec_ints(d, "starts");
+    a->ends = oar_dec_ints(d, "ends");
+    return oar_dec_status(d);
+}
+
 static const oar_op_def_t slice_def = {
     .type = "slice", .inputs = slice_in, .outputs = out_slot, .attrs = slice_attrs,
-    .infer = slice_infer, .grad = slice_grad_maker, .dtype_slot = "Input"};
+    .infer = slice_infer, .grad = slice_grad_maker, .dtype_slot = "Input",
+    .attrs_size = sizeof(oar_slice_attrs_t), .decode = slice_decode};
 OAR_REGISTER_OP(slice_def)
 static const oar_op_def_t slice_grad_def = {
     .type = "slice_grad", .inputs = slice_grad_in, .outputs = slice_grad_out, .attrs = slice_attrs,
-    .infer = slice_grad_infer, .dtype_slot = "Out@GRAD"};
+    .infer = slice_grad_infer, .dtype_slot = "Out@GRAD",
+    .attrs_size = sizeof(oar_slice_attrs_t), .decode = slice_decode};
 OAR_REGISTER_OP(slice_grad_def)

@@ -12,6 +12,7 @@
 #include "op.h"
 #include "paddle_attrs.h"
 #include "attr_tensor.h"
+#include "shape_ops.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -438,6 +439,14 @@ static const oar_attr_def_t transpose_attrs[] = {
     OAR_PA_MKLDNN_DT, OAR_PA_QUANTIZER, OAR_PA_ONEDNN,
     ATTR_END};
 
+static int transpose_decode(oar_decode_ctx_t *d, void *out)
+{
+    oar_transpose_attrs_t *a = out;
+    a->axis = oar_dec_ints(d, "axis");
+    return oar_dec_status(d);
+}
+#define TRANSPOSE_DECODE .attrs_size = sizeof(oar_transpose_attrs_t), .decode = transpose_decode
+
 /* attr axis as a validated permutation of rank nx (negative entries count
  * from the end) */
 static int transpose_perm(oar_infer_ctx_t *c, int nx, int *perm, const char *what)
@@ -498,19 +507,19 @@ static int transpose_infer2(oar_infer_ctx_t *c) { return transpose_infer(c, true
 
 static const oar_op_def_t transpose_def = {
     .type = "transpose", .inputs = x_in, .outputs = x_out, .attrs = transpose_attrs,
-    .infer = transpose_infer1, .grad = grad_maker_x, .dtype_slot = "X"};
+    .infer = transpose_infer1, .grad = grad_maker_x, .dtype_slot = "X", TRANSPOSE_DECODE};
 OAR_REGISTER_OP(transpose_def)
 static const oar_op_def_t transpose_grad_def = {
     .type = "transpose_grad", .inputs = grad_in_x, .outputs = grad_out_x, .attrs = transpose_attrs,
-    .infer = transpose_grad_infer1, .dtype_slot = "Out@GRAD"};
+    .infer = transpose_grad_infer1, .dtype_slot = "Out@GRAD", TRANSPOSE_DECODE};
 OAR_REGISTER_OP(transpose_grad_def)
 static const oar_op_def_t transpose2_def = {
     .type = "transpose2", .inputs = x_in, .outputs = x_out_xshape, .attrs = transpose_attrs,
-    .infer = transpose_infer2, .grad = grad_maker_xshape, .dtype_slot = "X"};
+    .infer = transpose_infer2, .grad = grad_maker_xshape, .dtype_slot = "X", TRANSPOSE_DECODE};
 OAR_REGISTER_OP(transpose2_def)
 static const oar_op_def_t transpose2_grad_def = {
     .type = "transpose2_grad", .inputs = grad_in_xshape, .outputs = grad_out_x, .attrs = transpose_attrs,
-    .infer = transpose_grad_infer2, .dtype_slot = "Out@GRAD"};
+    .infer = transpose_grad_infer2, .dtype_slot = "Out@GRAD", TRANSPOSE_DECODE};
 OAR_REGISTER_OP(transpose2_grad_def)
 
 /* ---- concat ------------------------------------------------------------- */
@@ -523,6 +532,15 @@ static const oar_attr_def_t concat_attrs[] = {
     {"use_quantizer", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
     OAR_PA_USE_MKLDNN, OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN,
     ATTR_END};
+
+static int axis_decode(oar_decode_ctx_t *d, oar_axis_attrs_t *a, int axis_slot)
+{
+    a->axis = oar_dec_i(d, "axis");
+    a->axis_slot = axis_slot;
+    return oar_dec_status(d);
+}
+static int axis_tensor_decode(oar_decode_ctx_t *d, void *out) { return axis_decode(d, out, OAR_CONCAT_AXIS); }
+static int axis_only_decode(oar_decode_ctx_t *d, void *out) { return axis_decode(d, out, -1); }
 
 /* the axis attr against rank nd; for stack the output has rank nd + 1 */
 static int norm_axis(oar_infer_ctx_t *c, int nd, int *axis, const char *what)
@@ -633,13 +651,15 @@ static int concat_grad_maker(oar_grad_ctx_t *g)
 
 static const oar_op_def_t concat_def = {
     .type = "concat", .inputs = concat_axis_in, .outputs = x_out, .attrs = concat_attrs,
-    .infer = concat_infer, .grad = concat_grad_maker, .dtype_slot = "X"};
+    .infer = concat_infer, .grad = concat_grad_maker, .dtype_slot = "X",
+    .attrs_size = sizeof(oar_axis_attrs_t), .decode = axis_tensor_decode};
 OAR_REGISTER_OP(concat_def)
 static const oar_slot_def_t concat_grad_in[] = {
     {"X", OAR_SLOT_DUPLICABLE}, {"AxisTensor", OAR_SLOT_DISPENSABLE}, {"Out@GRAD", 0}, {NULL, 0}};
 static const oar_op_def_t concat_grad_def = {
     .type = "concat_grad", .inputs = concat_grad_in, .outputs = concat_grad_out,
-    .attrs = concat_attrs, .infer = concat_grad_infer, .dtype_slot = "Out@GRAD"};
+    .attrs = concat_attrs, .infer = concat_grad_infer, .dtype_slot = "Out@GRAD",
+    .attrs_size = sizeof(oar_axis_attrs_t), .decode = axis_tensor_decode};
 OAR_REGISTER_OP(concat_grad_def)
 
 /* ---- split -------------------------------------------------------------- */
@@ -773,7 +793,8 @@ static const oar_slot_def_t split_in[] = {
     {NULL, 0}};
 static const oar_op_def_t split_def = {
     .type = "split", .inputs = split_in, .dtype_slot = "X", .outputs = split_out, .attrs = split_attrs,
-    .infer = split_infer, .grad = split_grad_maker};
+    .infer = split_infer, .grad = split_grad_maker,
+    .attrs_size = sizeof(oar_axis_attrs_t), .decode = axis_tensor_decode};
 OAR_REGISTER_OP(split_def)
 
 /* ---- stack -------------------------------------------------------------- */
@@ -824,9 +845,11 @@ static int stack_grad_maker(oar_grad_ctx_t *g)
 
 static const oar_op_def_t stack_def = {
     .type = "stack", .inputs = concat_in, .outputs = stack_out, .attrs = stack_attrs,
-    .infer = stack_infer, .grad = stack_grad_maker};
+    .infer = stack_infer, .grad = stack_grad_maker,
+    .attrs_size = sizeof(oar_axis_attrs_t), .decode = axis_only_decode};
 OAR_REGISTER_OP(stack_def)
 static const oar_op_def_t stack_grad_def = {
     .type = "stack_grad", .inputs = stack_grad_in, .outputs = concat_grad_out, .attrs = stack_attrs,
-    .infer = stack_grad_infer, .dtype_slot = "Y@GRAD"};
+    .infer = stack_grad_infer, .dtype_slot = "Y@GRAD",
+    .attrs_size = sizeof(oar_axis_attrs_t), .decode = axis_only_decode};
 OAR_REGISTER_OP(stack_grad_def)

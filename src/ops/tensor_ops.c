@@ -3,6 +3,7 @@
  * and runs here (it also copies tensor arrays and selected rows, whose
  * variables have no single dtype to dispatch on). */
 #include "op.h"
+#include "tensor_ops.h"
 #include "paddle_attrs.h"
 
 #include <stdio.h>
@@ -119,10 +120,10 @@ static int copy_array(oar_kernel_ctx_t *k, oar_tensor_array_t *src, oar_variable
 
 static int assign_run(oar_kernel_ctx_t *k)
 {
-    oar_variable_t *iv = oar_k_in_var(k, "X", 0), *ov = oar_k_out_var(k, "Out", 0);
+    oar_variable_t *iv = oar_k_input_var(k, OAR_TENSOR_X, 0), *ov = oar_k_output_var(k, OAR_TENSOR_OUT, 0);
     if (!iv || oar_variable_type(iv) == 0)
         return oar_k_error(k, OAR_ERR_NOT_FOUND, "input X '%s' has no value",
-                           oar_k_in_name(k, "X", 0) ? oar_k_in_name(k, "X", 0) : "?");
+                           oar_k_input_name(k, OAR_TENSOR_X, 0) ? oar_k_input_name(k, OAR_TENSOR_X, 0) : "?");
     if (!ov) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out is missing");
     if (iv == ov) return OAR_OK;
     switch (oar_variable_type(iv)) {
@@ -190,9 +191,20 @@ static int scale_grad(oar_grad_ctx_t *g)
     return oar_op_desc_set_attr_bool(op, "bias_after_scale", true);
 }
 
+static int scale_decode(oar_decode_ctx_t *d, void *out)
+{
+    oar_scale_attrs_t *a = out;
+    a->scale = oar_dec_f(d, "scale");
+    a->bias = oar_dec_f(d, "bias");
+    a->bias_after_scale = oar_dec_b(d, "bias_after_scale");
+    return oar_dec_status(d);
+}
+
+/* Out[i] is computed from X[i] alone */
 static const oar_op_def_t scale_def = {
     .type = "scale", .inputs = scale_in, .outputs = out_out, .attrs = scale_attrs,
-    .infer = scale_infer, .grad = scale_grad, .dtype_slot = "X"};
+    .infer = scale_infer, .grad = scale_grad, .dtype_slot = "X", .flags = OAR_OP_INPLACE,
+    .attrs_size = sizeof(oar_scale_attrs_t), .decode = scale_decode};
 OAR_REGISTER_OP(scale_def)
 
 /* ---- cast -------------------------------------------------------------- */
@@ -243,9 +255,18 @@ static int cast_grad(oar_grad_ctx_t *g)
     return oar_op_desc_set_attr_int(op, "out_dtype", oar_attr_i(f, "in_dtype"));
 }
 
+static int cast_decode(oar_decode_ctx_t *d, void *out)
+{
+    oar_cast_attrs_t *a = out;
+    a->out_dtype = oar_dec_i(d, "out_dtype");
+    return oar_dec_status(d);
+}
+
+/* not in place: a narrowing cast run in parallel would overwrite input
+ * elements another thread has yet to read */
 static const oar_op_def_t cast_def = {
     .type = "cast", .inputs = x_in, .outputs = out_out, .attrs = cast_attrs,
-    .infer = cast_infer, .grad = cast_grad};
+    .infer = cast_infer, .grad = cast_grad, .attrs_size = sizeof(oar_cast_attrs_t), .decode = cast_decode};
 OAR_REGISTER_OP(cast_def)
 
 /* ---- sum --------------------------------------------------------------- */
@@ -326,9 +347,10 @@ static int sum_grad(oar_grad_ctx_t *g)
 }
 
 static const oar_attr_def_t sum_attrs[] = {OAR_PA_USE_MKLDNN, OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN, {.name = NULL}};
+/* Out[i] is the sum of the inputs' element i, all read before it is written */
 static const oar_op_def_t sum_def = {
     .type = "sum", .inputs = sum_in, .outputs = out_out, .attrs = sum_attrs,
-    .infer = sum_infer, .grad = sum_grad};
+    .infer = sum_infer, .grad = sum_grad, .flags = OAR_OP_INPLACE};
 OAR_REGISTER_OP(sum_def)
 
 /* ---- fill_zeros_like --------------------------------------------------- */
@@ -357,7 +379,14 @@ static int increment_infer(oar_infer_ctx_t *c)
     return oar_infer_same_as(c, "X", "Out");
 }
 
+static int increment_decode(oar_decode_ctx_t *d, void *out)
+{
+    ((oar_increment_attrs_t *)out)->step = oar_dec_f(d, "step");
+    return oar_dec_status(d);
+}
+
 static const oar_op_def_t increment_def = {
     .type = "increment", .inputs = x_in, .outputs = out_out, .attrs = increment_attrs,
-    .infer = increment_infer, .grad = NULL};
+    .infer = increment_infer, .grad = NULL, .flags = OAR_OP_INPLACE,
+    .attrs_size = sizeof(oar_increment_attrs_t), .decode = increment_decode};
 OAR_REGISTER_OP(increment_def)
