@@ -48,6 +48,7 @@ local MODULES = {
   { "oar.layers.math", "lua/oar/layers/math.lua" },
   { "oar.optimizer", "lua/oar/optimizer.lua", { Optimizer = function(m) return m.Optimizer end } },
   { "oar.layers.sequence", "lua/oar/layers/sequence.lua" },
+  { "oar.layers.extra", "lua/oar/layers/extra.lua" },
   { "oar.layers.control_flow", { "lua/oar/layers/control_flow.lua", CF .. "arrays.lua", CF .. "while.lua",
       CF .. "switch.lua", CF .. "cond.lua", CF .. "ifelse.lua", CF .. "static_rnn.lua", CF .. "dynamic_rnn.lua",
       CF .. "print.lua" },

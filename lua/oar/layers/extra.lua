@@ -113,15 +113,29 @@ end
 
 local RESIZE_KEYS = "actual_shape align_corners align_mode data_format input name out_shape scale"
 
---- resize_bilinear{input=, out_shape={h, w} or Variable, scale=, actual_shape=,
--- align_corners=true, align_mode=1}; NCHW
+--- Resizes NCHW images by bilinear interpolation (Fluid's resize_bilinear).
+-- Keys: `input`, `out_shape` ({h, w} or a Variable), `scale`, `actual_shape`,
+-- `align_corners` (default true), `align_mode` (default 1), `name`; or
+-- positionally (input, out_shape, scale).
+-- @tparam table a keyword arguments
+-- @param[opt] out_shape the key `out_shape`, given positionally
+-- @param[opt] scale the key `scale`, given positionally
+-- @treturn Variable [N, C, out_h, out_w]
+-- @usage local big = layers.resize_bilinear{input = img, out_shape = {56, 56}}
 function M.resize_bilinear(a, out_shape, scale)
   a = args("resize_bilinear", a, "input", { out_shape = out_shape, scale = scale }, RESIZE_KEYS)
   check.string("resize_bilinear", "data_format", a.data_format, "NCHW", { "NCHW" })
   return resize("resize_bilinear", a, "bilinear")
 end
 
---- resize_nearest{input=, out_shape=, scale=, actual_shape=, align_corners=true}; NCHW
+--- Resizes NCHW images to the nearest source pixel (Fluid's resize_nearest).
+-- Keys: `input`, `out_shape`, `scale`, `actual_shape`, `align_corners`
+-- (default true), `name`; or positionally (input, out_shape, scale).
+-- @tparam table a keyword arguments
+-- @param[opt] out_shape the key `out_shape`, given positionally
+-- @param[opt] scale the key `scale`, given positionally
+-- @treturn Variable [N, C, out_h, out_w]
+-- @usage local up = layers.resize_nearest{input = img, scale = 2}
 function M.resize_nearest(a, out_shape, scale)
   a = args("resize_nearest", a, "input", { out_shape = out_shape, scale = scale },
     "actual_shape align_corners data_format input name out_shape scale")
@@ -129,7 +143,13 @@ function M.resize_nearest(a, out_shape, scale)
   return resize("resize_nearest", a, "nearest")
 end
 
---- image_resize{input=, out_shape=, scale=, resample="BILINEAR"|"NEAREST", ...}
+--- Resizes NCHW images, bilinear or nearest (Fluid's image_resize).
+-- Keys as `resize_bilinear`, plus `resample`: "BILINEAR" (default) or "NEAREST".
+-- @tparam table a keyword arguments
+-- @param[opt] out_shape the key `out_shape`, given positionally
+-- @param[opt] scale the key `scale`, given positionally
+-- @treturn Variable [N, C, out_h, out_w]
+-- @usage local y = layers.image_resize{input = img, out_shape = {14, 14}, resample = "NEAREST"}
 function M.image_resize(a, out_shape, scale)
   a = args("image_resize", a, "input", { out_shape = out_shape, scale = scale }, RESIZE_KEYS .. " resample")
   local r = check.string("image_resize", "resample", a.resample, "BILINEAR", { "BILINEAR", "NEAREST" })
@@ -137,8 +157,14 @@ function M.image_resize(a, out_shape, scale)
   return resize("image_resize", a, r == "BILINEAR" and "bilinear" or "nearest")
 end
 
---- prelu{x=, mode="all"|"channel"|"element", param_attr=}: x where x > 0, else alpha x
--- (alpha starts at 0.25, one for all, per channel or per element)
+--- Parametric ReLU: x where x > 0, else alpha x.
+-- Keys: `x`, `mode` ("all": one alpha, "channel": one per channel,
+-- "element": one per element), `param_attr` (alpha starts at 0.25), `name`;
+-- or positionally (x, mode).
+-- @tparam table a keyword arguments
+-- @param[opt] mode the key `mode`, given positionally
+-- @treturn Variable like x
+-- @usage local y = layers.prelu{x = h, mode = "channel"}
 function M.prelu(a, mode)
   a = args("prelu", a, "x", { mode = mode }, "mode name param_attr x")
   local x = check.variable("prelu", "x", a.x)
@@ -176,8 +202,13 @@ local function norm_params(helper, L, input)
   return inputs, c
 end
 
---- instance_norm{input=, epsilon=1e-5, param_attr=, bias_attr=}: each (sample, channel)
--- normalized over its spatial dims
+--- Instance normalization: each (sample, channel) plane normalized over its
+-- spatial dims, then scaled and shifted per channel.
+-- Keys: `input` (NCHW), `epsilon` (default 1e-5), `param_attr` (Scale, 1),
+-- `bias_attr` (Bias, 0; false for none), `name`.
+-- @tparam table a keyword arguments
+-- @treturn Variable like input
+-- @usage local y = layers.instance_norm{input = feat}
 function M.instance_norm(a)
   a = args("instance_norm", a, "input", nil, "bias_attr epsilon input name param_attr")
   local input = check.variable("instance_norm", "input", a.input)
@@ -192,7 +223,13 @@ function M.instance_norm(a)
   return out
 end
 
---- group_norm{input=, groups=, epsilon=1e-5, param_attr=, bias_attr=, act=, data_layout="NCHW"}
+--- Group normalization over `groups` groups of channels.
+-- Keys: `input` (NCHW), `groups`, `epsilon` (default 1e-5), `param_attr`,
+-- `bias_attr`, `act`, `data_layout` ("NCHW"), `name`; or (input, groups).
+-- @tparam table a keyword arguments
+-- @param[opt] groups the key `groups`, given positionally
+-- @treturn Variable like input
+-- @usage local y = layers.group_norm{input = feat, groups = 4}
 function M.group_norm(a, groups)
   a = args("group_norm", a, "input", { groups = groups }, "act bias_attr data_layout epsilon groups input name param_attr")
   local input = check.variable("group_norm", "input", a.input)
@@ -210,7 +247,14 @@ function M.group_norm(a, groups)
   return helper:append_activation(out)
 end
 
---- pad{x=, paddings={before_0, after_0, before_1, ...}, pad_value=0}
+--- Pads every dim with a constant (Fluid's pad).
+-- Keys: `x`, `paddings` ({before_0, after_0, before_1, after_1, ...}, two per
+-- dim), `pad_value` (default 0), `name`; or (x, paddings, pad_value).
+-- @tparam table a keyword arguments
+-- @param[opt] paddings the key `paddings`, given positionally
+-- @param[opt] pad_value the key `pad_value`, given positionally
+-- @treturn Variable x padded
+-- @usage local y = layers.pad{x = m, paddings = {0, 0, 1, 1}, pad_value = -1}
 function M.pad(a, paddings, pad_value)
   a = args("pad", a, "x", { paddings = paddings, pad_value = pad_value }, "name pad_value paddings x")
   local x = check.variable("pad", "x", a.x)
@@ -225,7 +269,12 @@ function M.pad(a, paddings, pad_value)
   return helper:unary("pad", x, { paddings = p, pad_value = check.number("pad", "pad_value", a.pad_value, 0.0) })
 end
 
---- gather_nd{input=, index=}: input's slices at the coordinate rows of index
+--- The slices of `input` at the coordinates in the last dim of `index`.
+-- Keys: `input`, `index` (int32/int64 [..., k]), `name`; or (input, index).
+-- @tparam table a keyword arguments
+-- @param[opt] index the key `index`, given positionally
+-- @treturn Variable index.shape[:-1] ++ input.shape[k:]
+-- @usage local picked = layers.gather_nd{input = table2d, index = coords}
 function M.gather_nd(a, index)
   if framework.is_variable(a) then a = { input = a, index = index } end
   a = args("gather_nd", a, nil, nil, "index input name")
@@ -237,7 +286,13 @@ function M.gather_nd(a, index)
   return out
 end
 
---- index_select{x=, index=, dim=0} (Paddle 2.x's index_select, axis as dim)
+--- The entries of `x` at `index` along dim `dim` (Paddle 2.x's index_select).
+-- Keys: `x`, `index` (int32/int64 [n]), `dim` (default 0), `name`; or (x, index, dim).
+-- @tparam table a keyword arguments
+-- @param[opt] index the key `index`, given positionally
+-- @param[opt] dim the key `dim`, given positionally
+-- @treturn Variable x with dim `dim` of length n
+-- @usage local rows = layers.index_select{x = m, index = ids, dim = 0}
 function M.index_select(a, index, dim)
   if framework.is_variable(a) then a = { x = a, index = index, dim = dim } end
   a = args("index_select", a, nil, nil, "dim index name x")
@@ -250,7 +305,13 @@ function M.index_select(a, index, dim)
   return out
 end
 
---- cumsum{x=, axis=-1, exclusive=false, reverse=false}
+--- Cumulative sum along `axis`.
+-- Keys: `x`, `axis` (default -1), `exclusive` (default false: include the
+-- element itself), `reverse` (default false), `name`; or (x, axis).
+-- @tparam table a keyword arguments
+-- @param[opt] axis the key `axis`, given positionally
+-- @treturn Variable like x
+-- @usage local c = layers.cumsum{x = v, axis = 0}
 function M.cumsum(a, axis)
   a = args("cumsum", a, "x", { axis = axis }, "axis exclusive name reverse x")
   local x = check.variable("cumsum", "x", a.x)
@@ -260,7 +321,14 @@ function M.cumsum(a, axis)
     reverse = check.boolean("cumsum", "reverse", a.reverse, false) })
 end
 
---- argsort{input=, axis=-1, descending=false} -> sorted values, their int64 indices
+--- Sorts along `axis` (stably) and returns the values and their indices.
+-- Keys: `input`, `axis` (default -1), `descending` (default false), `name`;
+-- or (input, axis).
+-- @tparam table a keyword arguments
+-- @param[opt] axis the key `axis`, given positionally
+-- @treturn Variable the sorted values
+-- @treturn Variable their int64 indices in input
+-- @usage local sorted, idx = layers.argsort{input = scores, descending = true}
 function M.argsort(a, axis)
   a = args("argsort", a, "input", { axis = axis }, "axis descending input name")
   local x = check.variable("argsort", "input", a.input)
