@@ -4,6 +4,7 @@
 #include "tensor.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,12 @@
 #define OAR_MSG_CAP 4096
 
 static _Thread_local char g_msg[OAR_MSG_CAP];
+/* the message already names its op (the executor adds an op's context once,
+ * however deeply nested the run that failed) */
+static _Thread_local bool g_op_context;
+
+bool oar_error_has_op_context(void) { return g_op_context; }
+void oar_error_mark_op_context(void) { g_op_context = true; }
 
 const char *oar_last_error(void) { return g_msg; }
 
@@ -25,6 +32,19 @@ int oar_error(int status, const char *fmt, ...)
     vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
     memcpy(g_msg, tmp, strlen(tmp) + 1);
+    g_op_context = false;
+    return status;
+}
+
+int oar_error_in_op(int status, const char *fmt, ...)
+{
+    char tmp[OAR_MSG_CAP];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    memcpy(g_msg, tmp, strlen(tmp) + 1);
+    g_op_context = true;
     return status;
 }
 
@@ -44,6 +64,10 @@ void oar_error_prefix(const char *fmt, ...)
     memmove(g_msg + plen, g_msg, mlen);
     memcpy(g_msg, pre, plen);
     g_msg[plen + mlen] = '\0';
+    /* the message now begins with this prefix: an op context, if any, is
+     * inside it, and the enclosing op adds its own (callers that prefix an
+     * op's context mark it again) */
+    g_op_context = false;
 }
 
 static void *nomem(size_t n)

@@ -5,6 +5,12 @@
 
 /* Sets the message and returns status, so callers can `return oar_error(...)`. */
 int oar_error(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* oar_error for a message that already begins with its op's context
+ * ("op 'mul' (block 0, #3, created at x.lua:5): ..."): the executor adds no
+ * second one. */
+int oar_error_in_op(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool oar_error_has_op_context(void);
+void oar_error_mark_op_context(void);
 /* Prefixes the current message with context ("op 'mul' (block 0, #3): "). */
 void oar_error_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

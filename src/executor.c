@@ -189,7 +189,7 @@ static int check_finite(const oar_prep_op_t *op, oar_variable_t **vars) {
                 OAR_TRY(rc);
             }
             if (at >= 0)
-                return oar_error(OAR_ERR_NUMERIC, "%s: output %s ('%s') contains %s at flat index %lld",
+                return oar_error_in_op(OAR_ERR_NUMERIC, "%s: output %s ('%s') contains %s at flat index %lld",
                                  op->context, op->outs[s].name, vars[id]->name, isnan(x) ? "NaN" : "Inf", (long long)at);
         }
     return OAR_OK;
@@ -200,7 +200,7 @@ static int check_inputs_set(const oar_prep_op_t *op, oar_variable_t **vars) {
         for (int a = 0; a < op->ins[s].n; a++) {
             int id = op->ins[s].ids[a];
             if (id >= 0 && vars[id]->type == 0)
-                return oar_error(OAR_ERR_NOT_FOUND, "%s: input %s ('%s') has no value (not fed, not computed "
+                return oar_error_in_op(OAR_ERR_NOT_FOUND, "%s: input %s ('%s') has no value (not fed, not computed "
                                  "by an earlier op, and not initialized: did you run the startup program?)",
                                  op->context, op->ins[s].name, vars[id]->name);
         }
@@ -220,7 +220,7 @@ static oar_kernel_fn pick_kernel(oar_kernel_ctx_t *k, int *dtype_out) {
     oar_kernel_fn fn = (dtype >= 0 && dtype < OAR_NUM_DTYPES) ? op->kernels[dtype] : NULL;
     if (!fn) {
         const char *dn = oar_dtype_name(dtype);
-        oar_error(OAR_ERR_UNSUPPORTED, "%s: no %s kernel for dtype %s", op->context,
+        oar_error_in_op(OAR_ERR_UNSUPPORTED, "%s: no %s kernel for dtype %s", op->context,
                   k->exe->place == OAR_PLACE_CPU ? "CPU" : "CUDA or CPU", dn ? dn : "unknown");
     }
     *dtype_out = dtype;
@@ -415,15 +415,17 @@ static int run_ops(oar_executor_t *e, const oar_prepared_t *p, oar_variable_t **
         int crc = oar_executor_check_cancel(e);
         if (crc != OAR_OK) {
             oar_error_prefix("%s: ", k.op->context);
+            oar_error_mark_op_context();
             return crc;
         }
         double t0 = oar_flag_profile ? oar_profile_now() : 0;
         int rc = placed ? run_op_placed(&k, keep) : run_op(&k, keep);
         if (oar_flag_profile) oar_profile_add(k.op->desc->type, oar_profile_now() - t0);
         if (rc != OAR_OK) {
-            /* add the op's context unless a nested run already named an op */
-            const char *msg = oar_last_error();
-            if (strncmp(msg, "op '", 4) != 0) oar_error_prefix("%s: ", k.op->context);
+            /* add the op's context unless the message names an op already
+             * (its own check, or an op of a nested run) */
+            if (!oar_error_has_op_context()) oar_error_prefix("%s: ", k.op->context);
+            oar_error_mark_op_context();
             return rc;
         }
         if (oar_flag_check_nan_inf) OAR_TRY(check_finite(k.op, vars));

@@ -125,11 +125,12 @@ static int prepare_op(int place, oar_block_t *b, names_builder_t *nb, int i, oar
     op->context = oar_xstrdup(oar_op_context(d, ctx, sizeof ctx));
     if (!op->context) return OAR_ERR_NOMEM;
     op->def = oar_registry_op(d->type);
-    if (!op->def) return oar_error(OAR_ERR_NOT_FOUND, "%s: unknown op type '%s'", op->context, d->type);
+    if (!op->def) return oar_error_in_op(OAR_ERR_NOT_FOUND, "%s: unknown op type '%s'", op->context, d->type);
     /* an op that bypassed insertion and parsing (oar_block_insert_op_raw) is
      * checked here, once per prepare: its kernel trusts slots and ranges */
     if (oar_op_check_def_const(d, op->def) != OAR_OK) {
         oar_error_prefix("%s: ", op->context);
+        oar_error_mark_op_context();
         return OAR_ERR_INVALID;
     }
     OAR_TRY(prepare_slots(nb, op->def->inputs, d->inputs, d->ninputs, &op->ins, &op->nins));
@@ -141,6 +142,7 @@ static int prepare_op(int place, oar_block_t *b, names_builder_t *nb, int i, oar
     int rc = oar_op_decode(op->def, d, op->attrs);
     if (rc != OAR_OK) {
         oar_error_prefix("%s: ", op->context);
+        oar_error_mark_op_context();
         return rc;
     }
     bool any = false;
@@ -154,7 +156,7 @@ static int prepare_op(int place, oar_block_t *b, names_builder_t *nb, int i, oar
         any = any || op->kernels[t];
     }
     if (!(op->def->flags & OAR_OP_NO_KERNEL) && !any)
-        return oar_error(OAR_ERR_UNSUPPORTED, "%s: no %s kernel is registered", op->context,
+        return oar_error_in_op(OAR_ERR_UNSUPPORTED, "%s: no %s kernel is registered", op->context,
                          place == OAR_PLACE_CPU ? "CPU" : "CUDA or CPU");
     op->host_inputs = (op->def->flags & OAR_OP_NO_KERNEL) && !(op->def->flags & OAR_OP_PLACE_AWARE);
     /* the dispatch input: the declared slot, else the first present input */
