@@ -207,7 +207,6 @@ static int gru_fwd(oar_kernel_ctx_t *k)
     /* split by sequence across threads (oar_seqb_parts) */
     int64_t q[OAR_SEQB_MAX_PARTS + 1];
     int parts = oar_seqb_parts(&a.sb, a.sb.nseq * 3 * D * D, q);
-    int blas = oar_sk_blas_hold(parts > 1 ? 0 : a.sb.nseq * 3 * D * D);
     #pragma omp parallel for num_threads(parts) schedule(static, 1) if (parts > 1)
     for (int part = 0; part < parts; part++) {
         int64_t q0 = q[part], q1 = q[part + 1];
@@ -221,7 +220,6 @@ static int gru_fwd(oar_kernel_ctx_t *k)
                      (char *)brhp + es * (size_t)(s0 * D), (char *)bh + es * (size_t)(s0 * D), &a.cf);
         }
     }
-    oar_sk_blas_release(blas);
     oar_seqb_scatter(&a.sb, bh, hid, D, es);
 done:
     free(h0s);
@@ -267,7 +265,6 @@ static int gru_bwd(oar_kernel_ctx_t *k)
      * drhp are its scratch */
     int64_t q[OAR_SEQB_MAX_PARTS + 1];
     int parts = oar_seqb_parts(&a.sb, a.sb.nseq * 3 * D * D, q);
-    int blas = oar_sk_blas_hold(parts > 1 ? 0 : a.sb.nseq * 3 * D * D);
     #pragma omp parallel for num_threads(parts) schedule(static, 1) if (parts > 1)
     for (int part = 0; part < parts; part++) {
         int64_t q0 = q[part], q1 = q[part + 1];
@@ -284,7 +281,6 @@ static int gru_bwd(oar_kernel_ctx_t *k)
                      (char *)drhp + es * (size_t)(q0 * D), &a.cf);
         }
     }
-    oar_sk_blas_release(blas);
     if (dw) {
         /* the previous hiddens in batch order (zeros at step 0 without H0) */
         if (!(hprev = oar_sk_scratch(k, T * D, es, true, &rc))) goto done;

@@ -313,7 +313,6 @@ static int lstm_fwd(oar_kernel_ctx_t *k)
     if (a.b) oar_sk_add_row(a.dt, bg, a.b, T, 4 * D);
     int64_t q[OAR_SEQB_MAX_PARTS + 1];
     int parts = oar_seqb_parts(&a.sb, a.sb.nseq * 4 * D * D, q);
-    int blas = oar_sk_blas_hold(parts > 1 ? 0 : a.sb.nseq * 4 * D * D);
     #pragma omp parallel for num_threads(parts) schedule(static, 1) if (parts > 1)
     for (int part = 0; part < parts; part++) {
         int64_t q0 = q[part], q1 = q[part + 1];
@@ -331,7 +330,6 @@ static int lstm_fwd(oar_kernel_ctx_t *k)
                      &a.peep, &a.act);
         }
     }
-    oar_sk_blas_release(blas);
     oar_seqb_scatter(&a.sb, hb, hid, D, es);
     oar_seqb_scatter(&a.sb, bc, cell, D, es);
 done:
@@ -407,7 +405,6 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
     int parts = oar_seqb_parts(&a.sb, a.sb.nseq * 4 * D * D, q);
     if (parts > 1 && dpeep && !(ppeep = oar_sk_scratch(k, (parts - 1) * 3 * D, es, true, &rc))) goto done;
     if (parts > 1 && !(ptmp = oar_sk_scratch(k, (parts - 1) * 2 * D, es, false, &rc))) goto done;
-    int blas = oar_sk_blas_hold(parts > 1 ? 0 : a.sb.nseq * 4 * D * D);
     #pragma omp parallel for num_threads(parts) schedule(static, 1) if (parts > 1)
     for (int part = 0; part < parts; part++) {
         int64_t q0 = q[part], q1 = q[part + 1];
@@ -435,7 +432,6 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
                             (char *)dh0s + es * (size_t)(q0 * D), D);
         }
     }
-    oar_sk_blas_release(blas);
     for (int part = 1; ppeep && part < parts; part++) {
         const char *src = (const char *)ppeep + es * (size_t)((part - 1) * 3 * D);
         if (a.dt == OAR_FP32)

@@ -7,9 +7,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cblas.h>
 #include <omp.h>
 #include "sequence_batch.h"
+#include "gemm.h"
 #include "act_f32.h"
 
 static const char *nm(const char *s) { return s ? s : "?"; }
@@ -216,22 +216,7 @@ ACT_IMPL(f64, double)
 void oar_sk_gemm(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
                  const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc)
 {
-    if (M <= 0 || N <= 0) return;
-    if (K <= 0) {   /* empty sum: C = beta C */
-        for (int64_t i = 0; i < M; i++)
-            for (int64_t j = 0; j < N; j++) {
-                if (dtype == OAR_FP32) { float *c = (float *)C + i * ldc + j; *c = beta == 0 ? 0.0f : (float)beta * *c; }
-                else { double *c = (double *)C + i * ldc + j; *c = beta == 0 ? 0.0 : beta * *c; }
-            }
-        return;
-    }
-    enum CBLAS_TRANSPOSE a = ta ? CblasTrans : CblasNoTrans, bt = tb ? CblasTrans : CblasNoTrans;
-    if (dtype == OAR_FP32)
-        cblas_sgemm(CblasRowMajor, a, bt, (int)M, (int)N, (int)K, (float)alpha, A, (int)lda, B, (int)ldb,
-                    (float)beta, C, (int)ldc);
-    else
-        cblas_dgemm(CblasRowMajor, a, bt, (int)M, (int)N, (int)K, alpha, A, (int)lda, B, (int)ldb,
-                    beta, C, (int)ldc);
+    oar_gemm(dtype, 1, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 void oar_sk_add_row(int dtype, void *y, const void *b, int64_t rows, int64_t w)
@@ -262,19 +247,6 @@ void oar_sk_col_sum(int dtype, const void *x, int64_t rows, int64_t w, void *dst
         for (int64_t r = 0; r < rows; r++)
             for (int64_t j = 0; j < w; j++) d[j] += ((const double *)x)[r * w + j];
     }
-}
-
-int oar_sk_blas_hold(int64_t macs)
-{
-    if (macs >= OAR_SK_BLAS_PAR_MIN) return 0;
-    int n = openblas_get_num_threads();
-    if (n > 1) openblas_set_num_threads(1);
-    return n > 1 ? n : 0;
-}
-
-void oar_sk_blas_release(int saved)
-{
-    if (saved > 1) openblas_set_num_threads(saved);
 }
 
 int oar_sk_blas_dims(oar_kernel_ctx_t *k, int n, const int64_t *dims)

@@ -47,7 +47,7 @@ static inline int64_t oar_seqb_count(const oar_seqb_t *b, int64_t t)
  * sorted sequences [q[p], q[p + 1]) (about equal rows each), whose rows at
  * step t are rows step_start[t] + q[p] .. of that step (while the step holds
  * them) and whose previous rows are the same run of step t - 1. Each part
- * runs its own small GEMMs (OpenBLAS held to one thread). Returns the number
+ * runs its own small GEMMs (single-threaded, gemm.h). Returns the number
  * of parts: 1 unless there are several OpenMP threads and sequences and a
  * step of all sequences has at least OAR_SEQB_PAR_MIN multiply-adds
  * (step_macs). -DOAR_SEQB_PAR_MIN=0 forces the split (to test it). */
@@ -79,20 +79,14 @@ void oar_act_bwd_f32(int act, const float *y, float *g, int64_t n);
 void oar_act_bwd_f64(int act, const double *y, double *g, int64_t n);
 
 /* ---- BLAS ----------------------------------------------------------------- */
-/* row-major C (M x N) = alpha op(A) op(B) + beta C on float32 or float64;
- * callers check sizes with oar_sk_blas_dims first */
+/* row-major C (M x N) = alpha op(A) op(B) + beta C on float32 or float64, on
+ * the calling thread (oar_gemm, gemm.h); callers check sizes with
+ * oar_sk_blas_dims first */
 void oar_sk_gemm(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
                  const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc);
 /* y[r] += b for rows of width w; dst = column sums of x [rows, w] */
 void oar_sk_add_row(int dtype, void *y, const void *b, int64_t rows, int64_t w);
 void oar_sk_col_sum(int dtype, const void *x, int64_t rows, int64_t w, void *dst);
-/* Recurrent steps are many small GEMMs, where OpenBLAS's worker threads
- * cost more (spinning, waking) than they save: hold OpenBLAS to one thread
- * while products of `macs` multiply-adds run, when that is below
- * OAR_SK_BLAS_PAR_MIN. Returns what oar_sk_blas_release restores. */
-#define OAR_SK_BLAS_PAR_MIN ((int64_t)1 << 22)
-int oar_sk_blas_hold(int64_t macs);
-void oar_sk_blas_release(int saved);
 /* error unless every value fits BLAS's int */
 int oar_sk_blas_dims(oar_kernel_ctx_t *k, int n, const int64_t *dims);
 

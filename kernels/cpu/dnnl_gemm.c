@@ -1,0 +1,112 @@
+/* dnnl_gemm.c — oar_gemm (gemm.h): float32 through oneDNN's sgemm when built
+ * with OAR_WITH_DNNL, OpenBLAS otherwise and for float64.
+ *
+ * Measured on the 2-core AVX-512 machine (docs/DECISIONS.md, "GEMM path"):
+ * oneDNN's sgemm runs the MLP/LSTM/LeNet shapes 5-40 % faster than OpenBLAS
+ * on one thread, and split in two column blocks on libgomp it reaches
+ * ~200 GFLOP/s where OpenBLAS's own two threads gave ~90. */
+#include <cblas.h>
+#include <omp.h>
+#include "gemm.h"
+#include "oar.h"
+#ifdef OAR_WITH_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
+void openblas_set_num_threads(int num_threads);
+
+/* OpenBLAS (float64 products, float32 without oneDNN) stays on one thread:
+ * every parallel split is oar's, on libgomp */
+__attribute__((constructor)) static void blas_one_thread(void) { openblas_set_num_threads(1); }
+
+const char *oar_gemm_backend(void) {
+#ifdef OAR_WITH_DNNL
+    return "onednn";
+#else
+    return "openblas";
+#endif
+}
+
+int oar_gemm_threads(int64_t macs) {
+    if (macs < OAR_GEMM_PAR_MIN || omp_in_parallel()) return 1;
+    int n = omp_get_max_threads();
+    return n < 1 ? 1 : n;
+}
+
+/* one single-threaded product */
+static void gemm1(int dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
+                  const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {
+    if (dt == OAR_FP32) {
+#ifdef OAR_WITH_DNNL
+        /* oneDNN threads a call made outside a parallel region over all of
+         * OpenMP's threads; a one-thread region whose thread count is 1
+         * keeps it on this thread */
+        dnnl_status_t st;
+        if (omp_in_parallel() || omp_get_max_threads() == 1) {
+            st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, (float)alpha, A, lda, B, ldb,
+                            (float)beta, C, ldc);
+        } else {
+            st = dnnl_success;
+            #pragma omp parallel num_threads(1)
+            {
+                omp_set_num_threads(1);
+                st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, (float)alpha, A, lda, B, ldb,
+                                (float)beta, C, ldc);
+            }
+        }
+        if (st == dnnl_success) return;
+        /* oneDNN refuses only arguments OpenBLAS accepts too (none here); fall through */
+#endif
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N,
+                    (int)K, (float)alpha, A, (int)lda, B, (int)ldb, (float)beta, C, (int)ldc);
+        return;
+    }
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N,
+                (int)K, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
+}
+
+#define AT(p, off, es) ((void *)((char *)(p) + (size_t)(off) * (es)))
+#define CAT(p, off, es) ((const void *)((const char *)(p) + (size_t)(off) * (es)))
+
+void oar_gemm(int dt, int threads, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
+              const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {
+    if (M <= 0 || N <= 0) return;
+    const size_t es = dt == OAR_FP32 ? sizeof(float) : sizeof(double);
+    if (K <= 0) {   /* an empty sum: C = beta C */
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                if (dt == OAR_FP32) { float *c = (float *)C + i * ldc + j; *c = beta == 0 ? 0.0f : (float)beta * *c; }
+                else { double *c = (double *)C + i * ldc + j; *c = beta == 0 ? 0.0 : beta * *c; }
+            }
+        return;
+    }
+    if (threads > 1 && omp_in_parallel()) threads = 1;
+    /* blocks of whole 16-column (or 8-row) panels */
+    if (threads > 1 && N >= 32 * threads) {
+        const int64_t block = ((N + threads - 1) / threads + 15) / 16 * 16;
+        #pragma omp parallel for num_threads(threads) schedule(static)
+        for (int t = 0; t < threads; t++) {
+            const int64_t n0 = t * block;
+            if (n0 < N) {
+                const int64_t nn = N - n0 < block ? N - n0 : block;
+                gemm1(dt, ta, tb, M, nn, K, alpha, A, lda, CAT(B, tb ? n0 * ldb : n0, es), ldb, beta,
+                      AT(C, n0, es), ldc);
+            }
+        }
+        return;
+    }
+    if (threads > 1 && M >= 16 * threads) {
+        const int64_t block = ((M + threads - 1) / threads + 7) / 8 * 8;
+        #pragma omp parallel for num_threads(threads) schedule(static)
+        for (int t = 0; t < threads; t++) {
+            const int64_t m0 = t * block;
+            if (m0 < M) {
+                const int64_t mm = M - m0 < block ? M - m0 : block;
+                gemm1(dt, ta, tb, mm, N, K, alpha, CAT(A, ta ? m0 : m0 * lda, es), lda, B, ldb, beta,
+                      AT(C, m0 * ldc, es), ldc);
+            }
+        }
+        return;
+    }
+    gemm1(dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}

@@ -1,0 +1,31 @@
+/* gemm.h — the one GEMM entry of the CPU kernels (conv, matmul/mul, the
+ * recurrent cells, sequence_conv).
+ *
+ * float32 goes to oneDNN's sgemm when oar is built with it (OAR_WITH_DNNL):
+ * oneDNN picks its kernels from the CPU it runs on (AVX-512 where present,
+ * AVX2 or SSE4.1 otherwise), whatever OPENBLAS_CORETYPE says, and it threads
+ * on libgomp, the pool oar's own loops use. float64, and float32 without
+ * oneDNN, go to OpenBLAS, which oar holds to one thread (its pthread pool
+ * would spin against libgomp's; docs/DECISIONS.md "threads").
+ *
+ * Threads: `threads` OpenMP threads may share one product; it is split at
+ * fixed column (or row) blocks, each a single-threaded call, so a product's
+ * result depends on its shape only, never on which thread ran which block.
+ * threads = 1 runs on the calling thread; inside a parallel region every
+ * call runs on the calling thread whatever `threads` says. */
+#ifndef OAR_KERNELS_CPU_GEMM_H
+#define OAR_KERNELS_CPU_GEMM_H
+#include <stdbool.h>
+#include <stdint.h>
+
+/* row-major C[M, N] = alpha op(A) op(B) + beta C (float32 or float64, all
+ * sizes within int range: callers check) */
+void oar_gemm(int dtype, int threads, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
+              const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc);
+/* how many threads a product of `macs` multiply-adds should use: 1 below
+ * OAR_GEMM_PAR_MIN or inside a parallel region, else OpenMP's thread count */
+#define OAR_GEMM_PAR_MIN ((int64_t)1 << 16)
+int oar_gemm_threads(int64_t macs);
+/* "onednn" or "openblas": the library float32 products use */
+const char *oar_gemm_backend(void);
+#endif
