@@ -36,7 +36,26 @@ int oar_gemm_threads(int64_t macs) {
 /* one single-threaded product */
 static void gemm1(int dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
                   const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {
-    if (dt == OAR_FP32) {
+    const bool f32 = dt == OAR_FP32;
+    /* a one-row or one-column product is a GEMV: OpenBLAS's beats a degenerate
+     * GEMM (and oneDNN's sgemm) for a batch of one */
+    if (M == 1) {   /* C row = op(B)^T x, x = the row of op(A) */
+        const int incx = ta ? (int)lda : 1;
+        if (f32) cblas_sgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, (int)(tb ? N : K), (int)(tb ? K : N),
+                             (float)alpha, B, (int)ldb, A, incx, (float)beta, C, 1);
+        else cblas_dgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, (int)(tb ? N : K), (int)(tb ? K : N),
+                         alpha, B, (int)ldb, A, incx, beta, C, 1);
+        return;
+    }
+    if (N == 1) {   /* C column = op(A) b, b = the column of op(B) */
+        const int incb = tb ? 1 : (int)ldb;
+        if (f32) cblas_sgemv(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, (int)(ta ? K : M), (int)(ta ? M : K),
+                             (float)alpha, A, (int)lda, B, incb, (float)beta, C, (int)ldc);
+        else cblas_dgemv(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, (int)(ta ? K : M), (int)(ta ? M : K),
+                         alpha, A, (int)lda, B, incb, beta, C, (int)ldc);
+        return;
+    }
+    if (f32) {
 #ifdef OAR_WITH_DNNL
         /* oneDNN threads a call made outside a parallel region over all of
          * OpenMP's threads; a one-thread region whose thread count is 1
@@ -65,6 +84,7 @@ static void gemm1(int dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, dou
                 (int)K, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
 }
 
+#define GEMV_BLOCK 128
 #define AT(p, off, es) ((void *)((char *)(p) + (size_t)(off) * (es)))
 #define CAT(p, off, es) ((const void *)((const char *)(p) + (size_t)(off) * (es)))
 
@@ -81,6 +101,22 @@ void oar_gemm(int dt, int threads, bool ta, bool tb, int64_t M, int64_t N, int64
         return;
     }
     if (threads > 1 && omp_in_parallel()) threads = 1;
+    /* GEMVs: OpenBLAS's GEMV kernels round differently depending on where
+     * a column falls in a call, so the blocks are fixed (GEMV_BLOCK wide)
+     * whatever the thread count, and threads take whole blocks */
+    if (M == 1 || N == 1) {
+        const int64_t L = M == 1 ? N : M, nb = (L + GEMV_BLOCK - 1) / GEMV_BLOCK;
+        #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1 && nb > 1)
+        for (int64_t b = 0; b < nb; b++) {
+            const int64_t o = b * GEMV_BLOCK, len = L - o < GEMV_BLOCK ? L - o : GEMV_BLOCK;
+            if (M == 1)
+                gemm1(dt, ta, tb, 1, len, K, alpha, A, lda, CAT(B, tb ? o * ldb : o, es), ldb, beta, AT(C, o, es), ldc);
+            else
+                gemm1(dt, ta, tb, len, 1, K, alpha, CAT(A, ta ? o : o * lda, es), lda, B, ldb, beta,
+                      AT(C, o * ldc, es), ldc);
+        }
+        return;
+    }
     /* blocks of whole 16-column (or 8-row) panels */
     if (threads > 1 && N >= 32 * threads) {
         const int64_t block = ((N + threads - 1) / threads + 15) / 16 * 16;

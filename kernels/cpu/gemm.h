@@ -8,9 +8,14 @@
  * oneDNN, go to OpenBLAS, which oar holds to one thread (its pthread pool
  * would spin against libgomp's; docs/DECISIONS.md "threads").
  *
- * Threads: `threads` OpenMP threads may share one product; it is split at
- * fixed column (or row) blocks, each a single-threaded call, so a product's
- * result depends on its shape only, never on which thread ran which block.
+ * A one-row (M == 1) or one-column (N == 1) product is an OpenBLAS GEMV,
+ * several times faster than a degenerate GEMM for a batch of one.
+ *
+ * Threads: `threads` OpenMP threads may share one product; it is split into
+ * column (or row) blocks, each a single-threaded call. A product's result
+ * does not depend on the thread count (spec/gemm_threads_spec.lua): GEMVs
+ * use fixed 128-wide blocks whatever the count, and oneDNN's sgemm computes
+ * an element the same way wherever its column falls in a call.
  * threads = 1 runs on the calling thread; inside a parallel region every
  * call runs on the calling thread whatever `threads` says. */
 #ifndef OAR_KERNELS_CPU_GEMM_H
