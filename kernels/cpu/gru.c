@@ -14,6 +14,8 @@
 #include <string.h>
 #include "op.h"
 #include "sequence_batch.h"
+#include "gemm.h"
+#include "ops/gru.h"
 
 typedef struct gru_cfg { int act, gate; bool origin; } gru_cfg_t;
 
@@ -150,24 +152,21 @@ static int gru_setup(oar_kernel_ctx_t *k, gru_args_t *a)
     a->dt = oar_k_dtype(k);
     a->es = oar_dtype_size(a->dt);
     const oar_tensor_t *wt;
-    OAR_TRY(oar_sk_in(k, "Input", a->dt, &a->in, &a->x));
-    OAR_TRY(oar_sk_in(k, "Weight", a->dt, &wt, &a->w));
-    OAR_TRY(oar_sk_opt_in(k, "H0", a->dt, &a->h0t, &a->h0));
-    OAR_TRY(oar_sk_opt_in(k, "Bias", a->dt, &a->bt, &a->b));
+    OAR_TRY(oar_sk_input(k, OAR_GRU_INPUT, "Input", a->dt, &a->in, &a->x));
+    OAR_TRY(oar_sk_input(k, OAR_GRU_WEIGHT, "Weight", a->dt, &wt, &a->w));
+    OAR_TRY(oar_sk_opt_input(k, OAR_GRU_H0, "H0", a->dt, &a->h0t, &a->h0));
+    OAR_TRY(oar_sk_opt_input(k, OAR_GRU_BIAS, "Bias", a->dt, &a->bt, &a->b));
     OAR_TRY(check_shapes(k, "Input", a->in, wt, a->bt, &a->D));
     a->T = a->in->dims[0];
-    const oar_op_desc_t *op = oar_k_op(k);
-    a->cf.act = oar_act_code(oar_attr_s(op, "activation"));
-    a->cf.gate = oar_act_code(oar_attr_s(op, "gate_activation"));
-    a->cf.origin = oar_attr_b(op, "origin_mode");
-    if (a->cf.act < 0 || a->cf.gate < 0)
-        return oar_k_error(k, OAR_ERR_INVALID, "unknown activation (activation '%s', gate_activation '%s')",
-                           oar_attr_s(op, "activation"), oar_attr_s(op, "gate_activation"));
+    const oar_gru_attrs_t *at = oar_k_attrs(k);
+    a->cf.act = at->act;
+    a->cf.gate = at->gate;
+    a->cf.origin = at->origin;
     const int64_t *offs;
     int64_t no;
-    OAR_TRY(oar_sk_lod(k, "Input", a->in, &offs, &no));
+    OAR_TRY(oar_sk_lod_at(k, OAR_GRU_INPUT, "Input", a->in, &offs, &no));
     OAR_TRY(oar_sk_check_state(k, "H0", a->h0t, no - 1, a->D));
-    return oar_sk_seqb_make(k, &a->sb, offs, no);
+    return oar_sk_seqb_make(k, &a->sb, offs, no, at->reverse);
 }
 
 /* rows of the previous step's hidden for step t (t > 0), else the sorted H0 */
@@ -180,10 +179,11 @@ static const void *prev_rows(const gru_args_t *a, const void *batch_hidden, cons
 
 /* output `slot`, or scratch (*own, freed by the caller) when the program
  * dropped it (Paddle's inference models have no Batch* outputs) */
-static int out_or_scratch(oar_kernel_ctx_t *k, const char *slot, int dt, int64_t n, size_t es, void **p, void **own)
+static int out_or_scratch(oar_kernel_ctx_t *k, int slot, const char *name, int dt, int64_t n, size_t es, void **p,
+                          void **own)
 {
     int rc = OAR_OK;
-    if (oar_k_out(k, slot, 0)) return oar_sk_out(k, slot, dt, n, false, p);
+    if (oar_k_output(k, slot, 0)) return oar_sk_output(k, slot, name, dt, n, false, p);
     *own = *p = oar_sk_scratch(k, n, es, false, &rc);
     return *p ? OAR_OK : rc;
 }
@@ -196,10 +196,10 @@ static int gru_fwd(oar_kernel_ctx_t *k)
     int64_t T = a.T, D = a.D;
     size_t es = a.es;
     void *bg, *brhp, *bh, *hid, *h0s = NULL, *own[3] = {NULL, NULL, NULL};
-    if ((rc = out_or_scratch(k, "BatchGate", a.dt, T * 3 * D, es, &bg, &own[0])) != OAR_OK ||
-        (rc = out_or_scratch(k, "BatchResetHiddenPrev", a.dt, T * D, es, &brhp, &own[1])) != OAR_OK ||
-        (rc = out_or_scratch(k, "BatchHidden", a.dt, T * D, es, &bh, &own[2])) != OAR_OK ||
-        (rc = oar_sk_out(k, "Hidden", a.dt, T * D, false, &hid)) != OAR_OK)
+    if ((rc = out_or_scratch(k, OAR_GRU_BATCHGATE, "BatchGate", a.dt, T * 3 * D, es, &bg, &own[0])) != OAR_OK ||
+        (rc = out_or_scratch(k, OAR_GRU_BATCHRHP, "BatchResetHiddenPrev", a.dt, T * D, es, &brhp, &own[1])) != OAR_OK ||
+        (rc = out_or_scratch(k, OAR_GRU_BATCHHIDDEN, "BatchHidden", a.dt, T * D, es, &bh, &own[2])) != OAR_OK ||
+        (rc = oar_sk_output(k, OAR_GRU_HIDDEN, "Hidden", a.dt, T * D, false, &hid)) != OAR_OK)
         goto done;
     if (a.h0 && !(h0s = oar_sk_sorted_state(k, &a.sb, a.h0, D, es, &rc))) goto done;
     oar_seqb_gather(&a.sb, a.x, bg, 3 * D, es);
@@ -239,10 +239,10 @@ static int gru_bwd(oar_kernel_ctx_t *k)
     const void *bg, *brhp, *bh, *dhid;
     void *dx = NULL, *dh0 = NULL, *dw = NULL, *dbias = NULL;
     void *dhb = NULL, *dgb = NULL, *hprev = NULL, *h0s = NULL, *dh0s = NULL, *drhp = NULL;
-    if ((rc = oar_sk_in(k, "BatchGate", a.dt, &bgt, &bg)) != OAR_OK ||
-        (rc = oar_sk_in(k, "BatchResetHiddenPrev", a.dt, &brt, &brhp)) != OAR_OK ||
-        (rc = oar_sk_in(k, "BatchHidden", a.dt, &bht, &bh)) != OAR_OK ||
-        (rc = oar_sk_in(k, "Hidden@GRAD", a.dt, &dht, &dhid)) != OAR_OK)
+    if ((rc = oar_sk_input(k, OAR_GRU_BATCHGATE_IN, "BatchGate", a.dt, &bgt, &bg)) != OAR_OK ||
+        (rc = oar_sk_input(k, OAR_GRU_BATCHRHP_IN, "BatchResetHiddenPrev", a.dt, &brt, &brhp)) != OAR_OK ||
+        (rc = oar_sk_input(k, OAR_GRU_BATCHHIDDEN_IN, "BatchHidden", a.dt, &bht, &bh)) != OAR_OK ||
+        (rc = oar_sk_input(k, OAR_GRU_DHIDDEN, "Hidden@GRAD", a.dt, &dht, &dhid)) != OAR_OK)
         goto done;
     if (oar_tensor_numel_of(bgt) != T * 3 * D || oar_tensor_numel_of(brt) != T * D ||
         oar_tensor_numel_of(bht) != T * D || oar_tensor_numel_of(dht) != T * D) {
@@ -250,11 +250,11 @@ static int gru_bwd(oar_kernel_ctx_t *k)
                          "match Input [%lld, %lld]", (long long)T, (long long)(3 * D));
         goto done;
     }
-    if ((rc = oar_sk_out(k, "Input@GRAD", a.dt, T * 3 * D, true, &dx)) != OAR_OK ||
-        (rc = oar_sk_out(k, "Weight@GRAD", a.dt, 3 * D * D, true, &dw)) != OAR_OK)
+    if ((rc = oar_sk_output(k, OAR_GRU_DINPUT, "Input@GRAD", a.dt, T * 3 * D, true, &dx)) != OAR_OK ||
+        (rc = oar_sk_output(k, OAR_GRU_DWEIGHT, "Weight@GRAD", a.dt, 3 * D * D, true, &dw)) != OAR_OK)
         goto done;
-    if (a.h0 && (rc = oar_sk_out(k, "H0@GRAD", a.dt, a.sb.nseq * D, true, &dh0)) != OAR_OK) goto done;
-    if (a.b && (rc = oar_sk_out(k, "Bias@GRAD", a.dt, 3 * D, true, &dbias)) != OAR_OK) goto done;
+    if (a.h0 && (rc = oar_sk_output(k, OAR_GRU_DH0, "H0@GRAD", a.dt, a.sb.nseq * D, true, &dh0)) != OAR_OK) goto done;
+    if (a.b && (rc = oar_sk_output(k, OAR_GRU_DBIAS, "Bias@GRAD", a.dt, 3 * D, true, &dbias)) != OAR_OK) goto done;
     if (!(dhb = oar_sk_scratch(k, T * D, es, true, &rc)) || !(dgb = oar_sk_scratch(k, T * 3 * D, es, true, &rc))
         || !(drhp = oar_sk_scratch(k, T * D, es, true, &rc)))
         goto done;
@@ -322,19 +322,19 @@ static int unit_setup(oar_kernel_ctx_t *k, unit_args_t *a)
     memset(a, 0, sizeof *a);
     a->dt = oar_k_dtype(k);
     const oar_tensor_t *in, *hpt, *wt;
-    OAR_TRY(oar_sk_in(k, "Input", a->dt, &in, &a->x));
-    OAR_TRY(oar_sk_in(k, "HiddenPrev", a->dt, &hpt, &a->hp));
-    OAR_TRY(oar_sk_in(k, "Weight", a->dt, &wt, &a->w));
-    OAR_TRY(oar_sk_opt_in(k, "Bias", a->dt, &a->bt, &a->b));
+    OAR_TRY(oar_sk_input(k, OAR_GRUU_INPUT, "Input", a->dt, &in, &a->x));
+    OAR_TRY(oar_sk_input(k, OAR_GRUU_HPREV, "HiddenPrev", a->dt, &hpt, &a->hp));
+    OAR_TRY(oar_sk_input(k, OAR_GRUU_WEIGHT, "Weight", a->dt, &wt, &a->w));
+    OAR_TRY(oar_sk_opt_input(k, OAR_GRUU_BIAS, "Bias", a->dt, &a->bt, &a->b));
     OAR_TRY(check_shapes(k, "Input", in, wt, a->bt, &a->D));
     a->N = in->dims[0];
     if (oar_tensor_numel_of(hpt) != a->N * a->D)
         return oar_k_error(k, OAR_ERR_SHAPE, "HiddenPrev has %lld values; expected [%lld, %lld]",
                            (long long)oar_tensor_numel_of(hpt), (long long)a->N, (long long)a->D);
-    const oar_op_desc_t *op = oar_k_op(k);
-    a->cf.act = oar_attr_i(op, "activation");
-    a->cf.gate = oar_attr_i(op, "gate_activation");
-    a->cf.origin = oar_attr_b(op, "origin_mode");
+    const oar_gru_attrs_t *at = oar_k_attrs(k);
+    a->cf.act = at->act;
+    a->cf.gate = at->gate;
+    a->cf.origin = at->origin;
     if (a->cf.act < 0 || a->cf.act > 3 || a->cf.gate < 0 || a->cf.gate > 3)
         return oar_k_error(k, OAR_ERR_INVALID, "activation codes %d / %d: expected 0..3", a->cf.act, a->cf.gate);
     return OAR_OK;
@@ -345,9 +345,9 @@ static int unit_fwd(oar_kernel_ctx_t *k)
     unit_args_t a;
     OAR_TRY(unit_setup(k, &a));
     void *g, *rhp, *h;
-    OAR_TRY(oar_sk_out(k, "Gate", a.dt, a.N * 3 * a.D, false, &g));
-    OAR_TRY(oar_sk_out(k, "ResetHiddenPrev", a.dt, a.N * a.D, false, &rhp));
-    OAR_TRY(oar_sk_out(k, "Hidden", a.dt, a.N * a.D, false, &h));
+    OAR_TRY(oar_sk_output(k, OAR_GRUU_GATE, "Gate", a.dt, a.N * 3 * a.D, false, &g));
+    OAR_TRY(oar_sk_output(k, OAR_GRUU_RHP, "ResetHiddenPrev", a.dt, a.N * a.D, false, &rhp));
+    OAR_TRY(oar_sk_output(k, OAR_GRUU_HIDDEN, "Hidden", a.dt, a.N * a.D, false, &h));
     memcpy(g, a.x, oar_dtype_size(a.dt) * (size_t)(a.N * 3 * a.D));
     if (a.b) oar_sk_add_row(a.dt, g, a.b, a.N, 3 * a.D);
     step_fwd(a.dt, a.N, a.D, g, a.hp, a.w, rhp, h, &a.cf);
@@ -362,17 +362,17 @@ static int unit_bwd(oar_kernel_ctx_t *k)
     size_t es = oar_dtype_size(a.dt);
     const oar_tensor_t *gt, *rt, *dht;
     const void *g, *rhp, *dh;
-    OAR_TRY(oar_sk_in(k, "Gate", a.dt, &gt, &g));
-    OAR_TRY(oar_sk_in(k, "ResetHiddenPrev", a.dt, &rt, &rhp));
-    OAR_TRY(oar_sk_in(k, "Hidden@GRAD", a.dt, &dht, &dh));
+    OAR_TRY(oar_sk_input(k, OAR_GRUU_GATE_IN, "Gate", a.dt, &gt, &g));
+    OAR_TRY(oar_sk_input(k, OAR_GRUU_RHP_IN, "ResetHiddenPrev", a.dt, &rt, &rhp));
+    OAR_TRY(oar_sk_input(k, OAR_GRUU_DHIDDEN, "Hidden@GRAD", a.dt, &dht, &dh));
     if (oar_tensor_numel_of(gt) != N * 3 * D || oar_tensor_numel_of(rt) != N * D || oar_tensor_numel_of(dht) != N * D)
         return oar_k_error(k, OAR_ERR_SHAPE, "Gate, ResetHiddenPrev or Hidden@GRAD does not match [%lld, %lld]",
                            (long long)N, (long long)D);
     void *dx, *dhp, *dw, *db = NULL;
-    OAR_TRY(oar_sk_out(k, "Input@GRAD", a.dt, N * 3 * D, true, &dx));
-    OAR_TRY(oar_sk_out(k, "HiddenPrev@GRAD", a.dt, N * D, true, &dhp));
-    OAR_TRY(oar_sk_out(k, "Weight@GRAD", a.dt, 3 * D * D, true, &dw));
-    if (a.b) OAR_TRY(oar_sk_out(k, "Bias@GRAD", a.dt, 3 * D, true, &db));
+    OAR_TRY(oar_sk_output(k, OAR_GRUU_DINPUT, "Input@GRAD", a.dt, N * 3 * D, true, &dx));
+    OAR_TRY(oar_sk_output(k, OAR_GRUU_DHPREV, "HiddenPrev@GRAD", a.dt, N * D, true, &dhp));
+    OAR_TRY(oar_sk_output(k, OAR_GRUU_DWEIGHT, "Weight@GRAD", a.dt, 3 * D * D, true, &dw));
+    if (a.b) OAR_TRY(oar_sk_output(k, OAR_GRUU_DBIAS, "Bias@GRAD", a.dt, 3 * D, true, &db));
     int rc = OAR_OK;
     void *dg = oar_sk_scratch(k, N * 3 * D, es, true, &rc);
     void *drhp = dg ? oar_sk_scratch(k, N * D, es, true, &rc) : NULL;

@@ -16,6 +16,8 @@
 #include "op.h"
 #include "sequence_batch.h"
 #include "act_f32.h"
+#include "gemm.h"
+#include "ops/lstm.h"
 
 typedef struct lstm_acts { int gate, cell, cand; } lstm_acts_t;
 
@@ -221,18 +223,6 @@ static void step_bwd(int dt, int64_t n, int64_t D, const void *g, const void *c,
         step_bwd_f64(n, D, g, c, cp, dh, dc, dg, dcp, p->ci, p->cf, p->co, dci, dcf, dco, act, tmp);
 }
 
-static int lstm_acts(oar_kernel_ctx_t *k, lstm_acts_t *a)
-{
-    const oar_op_desc_t *op = oar_k_op(k);
-    a->gate = oar_act_code(oar_attr_s(op, "gate_activation"));
-    a->cell = oar_act_code(oar_attr_s(op, "cell_activation"));
-    a->cand = oar_act_code(oar_attr_s(op, "candidate_activation"));
-    if (a->gate < 0 || a->cell < 0 || a->cand < 0)
-        return oar_k_error(k, OAR_ERR_INVALID, "unknown activation (gate '%s', cell '%s', candidate '%s')",
-                           oar_attr_s(op, "gate_activation"), oar_attr_s(op, "cell_activation"),
-                           oar_attr_s(op, "candidate_activation"));
-    return OAR_OK;
-}
 
 /* everything both kernels read */
 typedef struct lstm_args {
@@ -252,17 +242,18 @@ static int lstm_setup(oar_kernel_ctx_t *k, lstm_args_t *a)
     a->dt = oar_k_dtype(k);
     a->es = oar_dtype_size(a->dt);
     const oar_tensor_t *wt;
-    OAR_TRY(oar_sk_in(k, "Input", a->dt, &a->in, &a->x));
-    OAR_TRY(oar_sk_in(k, "Weight", a->dt, &wt, &a->w));
-    OAR_TRY(oar_sk_opt_in(k, "H0", a->dt, &a->h0t, &a->h0));
-    OAR_TRY(oar_sk_opt_in(k, "C0", a->dt, &a->c0t, &a->c0));
-    OAR_TRY(oar_sk_opt_in(k, "Bias", a->dt, &a->bt, &a->b));
-    OAR_TRY(lstm_acts(k, &a->act));
+    OAR_TRY(oar_sk_input(k, OAR_LSTM_INPUT, "Input", a->dt, &a->in, &a->x));
+    OAR_TRY(oar_sk_input(k, OAR_LSTM_WEIGHT, "Weight", a->dt, &wt, &a->w));
+    OAR_TRY(oar_sk_opt_input(k, OAR_LSTM_H0, "H0", a->dt, &a->h0t, &a->h0));
+    OAR_TRY(oar_sk_opt_input(k, OAR_LSTM_C0, "C0", a->dt, &a->c0t, &a->c0));
+    OAR_TRY(oar_sk_opt_input(k, OAR_LSTM_BIAS, "Bias", a->dt, &a->bt, &a->b));
+    const oar_lstm_attrs_t *at = oar_k_attrs(k);
+    a->act = (lstm_acts_t){.gate = at->gate, .cell = at->cell, .cand = at->cand};
     if (wt->ndim != 2 || wt->dims[1] != 4 * wt->dims[0] || a->in->ndim != 2 || a->in->dims[1] != wt->dims[1])
         return oar_k_error(k, OAR_ERR_SHAPE, "Input [T, 4D] and Weight [D, 4D] do not agree");
     a->T = a->in->dims[0];
     a->D = wt->dims[0];
-    bool peep = oar_attr_b(oar_k_op(k), "use_peepholes") && a->b;
+    bool peep = at->peepholes && a->b;
     if (a->b && oar_tensor_numel_of(a->bt) != (peep ? 7 : 4) * a->D)
         return oar_k_error(k, OAR_ERR_SHAPE, "Bias has %lld values; expected %lld",
                            (long long)oar_tensor_numel_of(a->bt), (long long)((peep ? 7 : 4) * a->D));
@@ -273,21 +264,22 @@ static int lstm_setup(oar_kernel_ctx_t *k, lstm_args_t *a)
     }
     const int64_t *offs;
     int64_t no;
-    OAR_TRY(oar_sk_lod(k, "Input", a->in, &offs, &no));
+    OAR_TRY(oar_sk_lod_at(k, OAR_LSTM_INPUT, "Input", a->in, &offs, &no));
     OAR_TRY(oar_sk_check_state(k, "H0", a->h0t, no - 1, a->D));
     OAR_TRY(oar_sk_check_state(k, "C0", a->c0t, no - 1, a->D));
     int64_t dims[3] = {a->T, 4 * a->D, no};
     OAR_TRY(oar_sk_blas_dims(k, 3, dims));
-    return oar_sk_seqb_make(k, &a->sb, offs, no);
+    return oar_sk_seqb_make(k, &a->sb, offs, no, at->reverse);
 }
 
 
 /* output `slot`, or scratch (*own, freed by the caller) when the program
  * dropped it (Paddle's inference models have no Batch* outputs) */
-static int out_or_scratch(oar_kernel_ctx_t *k, const char *slot, int dt, int64_t n, size_t es, void **p, void **own)
+static int out_or_scratch(oar_kernel_ctx_t *k, int slot, const char *name, int dt, int64_t n, size_t es, void **p,
+                          void **own)
 {
     int rc = OAR_OK;
-    if (oar_k_out(k, slot, 0)) return oar_sk_out(k, slot, dt, n, false, p);
+    if (oar_k_output(k, slot, 0)) return oar_sk_output(k, slot, name, dt, n, false, p);
     *own = *p = oar_sk_scratch(k, n, es, false, &rc);
     return *p ? OAR_OK : rc;
 }
@@ -300,10 +292,10 @@ static int lstm_fwd(oar_kernel_ctx_t *k)
     int64_t T = a.T, D = a.D;
     size_t es = a.es;
     void *hid, *cell, *bg, *bc, *h0s = NULL, *c0s = NULL, *hb = NULL, *own_bg = NULL, *own_bc = NULL;
-    if ((rc = oar_sk_out(k, "Hidden", a.dt, T * D, false, &hid)) != OAR_OK ||
-        (rc = oar_sk_out(k, "Cell", a.dt, T * D, false, &cell)) != OAR_OK ||
-        (rc = out_or_scratch(k, "BatchGate", a.dt, T * 4 * D, es, &bg, &own_bg)) != OAR_OK ||
-        (rc = out_or_scratch(k, "BatchCellPreAct", a.dt, T * D, es, &bc, &own_bc)) != OAR_OK)
+    if ((rc = oar_sk_output(k, OAR_LSTM_HIDDEN, "Hidden", a.dt, T * D, false, &hid)) != OAR_OK ||
+        (rc = oar_sk_output(k, OAR_LSTM_CELL, "Cell", a.dt, T * D, false, &cell)) != OAR_OK ||
+        (rc = out_or_scratch(k, OAR_LSTM_BATCHGATE, "BatchGate", a.dt, T * 4 * D, es, &bg, &own_bg)) != OAR_OK ||
+        (rc = out_or_scratch(k, OAR_LSTM_BATCHCELL, "BatchCellPreAct", a.dt, T * D, es, &bc, &own_bc)) != OAR_OK)
         goto done;
     hb = oar_sk_scratch(k, T * D, es, false, &rc);
     if (!hb) goto done;
@@ -354,12 +346,12 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
     void *dx = NULL, *dh0 = NULL, *dc0 = NULL, *dw = NULL, *dbias = NULL;
     void *dhb = NULL, *dcb = NULL, *dgb = NULL, *hprev = NULL, *h0s = NULL, *c0s = NULL, *dh0s = NULL, *dc0s = NULL,
          *tmp = NULL, *ppeep = NULL, *ptmp = NULL;
-    if ((rc = oar_sk_in(k, "Hidden", a.dt, &ht, &hid)) != OAR_OK ||
-        (rc = oar_sk_in(k, "Cell", a.dt, &ct, &cell)) != OAR_OK ||
-        (rc = oar_sk_in(k, "BatchGate", a.dt, &bgt, &bg)) != OAR_OK ||
-        (rc = oar_sk_in(k, "BatchCellPreAct", a.dt, &bct, &bc)) != OAR_OK ||
-        (rc = oar_sk_in(k, "Hidden@GRAD", a.dt, &dht, &dhid)) != OAR_OK ||
-        (rc = oar_sk_opt_in(k, "Cell@GRAD", a.dt, &dct, &dcell)) != OAR_OK)
+    if ((rc = oar_sk_input(k, OAR_LSTM_HIDDEN_IN, "Hidden", a.dt, &ht, &hid)) != OAR_OK ||
+        (rc = oar_sk_input(k, OAR_LSTM_CELL_IN, "Cell", a.dt, &ct, &cell)) != OAR_OK ||
+        (rc = oar_sk_input(k, OAR_LSTM_BATCHGATE_IN, "BatchGate", a.dt, &bgt, &bg)) != OAR_OK ||
+        (rc = oar_sk_input(k, OAR_LSTM_BATCHCELL_IN, "BatchCellPreAct", a.dt, &bct, &bc)) != OAR_OK ||
+        (rc = oar_sk_input(k, OAR_LSTM_DHIDDEN, "Hidden@GRAD", a.dt, &dht, &dhid)) != OAR_OK ||
+        (rc = oar_sk_opt_input(k, OAR_LSTM_DCELL, "Cell@GRAD", a.dt, &dct, &dcell)) != OAR_OK)
         goto done;
     if (oar_tensor_numel_of(bgt) != T * 4 * D || oar_tensor_numel_of(bct) != T * D ||
         oar_tensor_numel_of(dht) != T * D || (dct && oar_tensor_numel_of(dct) != T * D)) {
@@ -367,12 +359,12 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
                          "Input [%lld, %lld]", (long long)T, (long long)(4 * D));
         goto done;
     }
-    if ((rc = oar_sk_out(k, "Input@GRAD", a.dt, T * 4 * D, true, &dx)) != OAR_OK ||
-        (rc = oar_sk_out(k, "Weight@GRAD", a.dt, 4 * D * D, true, &dw)) != OAR_OK)
+    if ((rc = oar_sk_output(k, OAR_LSTM_DINPUT, "Input@GRAD", a.dt, T * 4 * D, true, &dx)) != OAR_OK ||
+        (rc = oar_sk_output(k, OAR_LSTM_DWEIGHT, "Weight@GRAD", a.dt, 4 * D * D, true, &dw)) != OAR_OK)
         goto done;
-    if (a.h0 && (rc = oar_sk_out(k, "H0@GRAD", a.dt, a.sb.nseq * D, true, &dh0)) != OAR_OK) goto done;
-    if (a.c0 && (rc = oar_sk_out(k, "C0@GRAD", a.dt, a.sb.nseq * D, true, &dc0)) != OAR_OK) goto done;
-    if (a.b && (rc = oar_sk_out(k, "Bias@GRAD", a.dt, oar_tensor_numel_of(a.bt), true, &dbias)) != OAR_OK) goto done;
+    if (a.h0 && (rc = oar_sk_output(k, OAR_LSTM_DH0, "H0@GRAD", a.dt, a.sb.nseq * D, true, &dh0)) != OAR_OK) goto done;
+    if (a.c0 && (rc = oar_sk_output(k, OAR_LSTM_DC0, "C0@GRAD", a.dt, a.sb.nseq * D, true, &dc0)) != OAR_OK) goto done;
+    if (a.b && (rc = oar_sk_output(k, OAR_LSTM_DBIAS, "Bias@GRAD", a.dt, oar_tensor_numel_of(a.bt), true, &dbias)) != OAR_OK) goto done;
     if (!(dhb = oar_sk_scratch(k, T * D, es, false, &rc)) || !(dcb = oar_sk_scratch(k, T * D, es, !dcell, &rc))
         || !(dgb = oar_sk_scratch(k, T * 4 * D, es, false, &rc)) || !(tmp = oar_sk_scratch(k, 2 * D, es, false, &rc)))
         goto done;
@@ -518,14 +510,14 @@ static int unit_fwd(oar_kernel_ctx_t *k)
     int dt = oar_k_dtype(k);
     const oar_tensor_t *x, *cp;
     const void *xp, *cpp;
-    OAR_TRY(oar_sk_in(k, "X", dt, &x, &xp));
-    OAR_TRY(oar_sk_in(k, "C_prev", dt, &cp, &cpp));
+    OAR_TRY(oar_sk_input(k, OAR_LSTMU_X, "X", dt, &x, &xp));
+    OAR_TRY(oar_sk_input(k, OAR_LSTMU_CPREV, "C_prev", dt, &cp, &cpp));
     int64_t N = 0, D = 0;
     OAR_TRY(unit_dims(k, x, cp, &N, &D));
     void *c, *h;
-    OAR_TRY(oar_sk_out(k, "C", dt, N * D, false, &c));
-    OAR_TRY(oar_sk_out(k, "H", dt, N * D, false, &h));
-    double fb = oar_attr_f(oar_k_op(k), "forget_bias");
+    OAR_TRY(oar_sk_output(k, OAR_LSTMU_C, "C", dt, N * D, false, &c));
+    OAR_TRY(oar_sk_output(k, OAR_LSTMU_H, "H", dt, N * D, false, &h));
+    const double fb = ((const oar_lstm_unit_attrs_t *)oar_k_attrs(k))->forget_bias;
     if (dt == OAR_FP32) unit_fwd_f32(N, D, xp, cpp, c, h, (float)fb);
     else unit_fwd_f64(N, D, xp, cpp, c, h, fb);
     return OAR_OK;
@@ -536,19 +528,19 @@ static int unit_bwd(oar_kernel_ctx_t *k)
     int dt = oar_k_dtype(k);
     const oar_tensor_t *x, *cp, *c, *dc, *dh;
     const void *xp, *cpp, *cv, *dcv, *dhv;
-    OAR_TRY(oar_sk_in(k, "X", dt, &x, &xp));
-    OAR_TRY(oar_sk_in(k, "C_prev", dt, &cp, &cpp));
-    OAR_TRY(oar_sk_in(k, "C", dt, &c, &cv));
-    OAR_TRY(oar_sk_in(k, "C@GRAD", dt, &dc, &dcv));
-    OAR_TRY(oar_sk_in(k, "H@GRAD", dt, &dh, &dhv));
+    OAR_TRY(oar_sk_input(k, OAR_LSTMU_X, "X", dt, &x, &xp));
+    OAR_TRY(oar_sk_input(k, OAR_LSTMU_CPREV, "C_prev", dt, &cp, &cpp));
+    OAR_TRY(oar_sk_input(k, OAR_LSTMU_C_IN, "C", dt, &c, &cv));
+    OAR_TRY(oar_sk_input(k, OAR_LSTMU_DC, "C@GRAD", dt, &dc, &dcv));
+    OAR_TRY(oar_sk_input(k, OAR_LSTMU_DH, "H@GRAD", dt, &dh, &dhv));
     int64_t N = 0, D = 0;
     OAR_TRY(unit_dims(k, x, cp, &N, &D));
     if (oar_tensor_numel_of(c) != N * D || oar_tensor_numel_of(dc) != N * D || oar_tensor_numel_of(dh) != N * D)
         return oar_k_error(k, OAR_ERR_SHAPE, "C, C@GRAD and H@GRAD must be [%lld, %lld]", (long long)N, (long long)D);
     void *dx, *dcp;
-    OAR_TRY(oar_sk_out(k, "X@GRAD", dt, N * 4 * D, true, &dx));
-    OAR_TRY(oar_sk_out(k, "C_prev@GRAD", dt, N * D, true, &dcp));
-    double fb = oar_attr_f(oar_k_op(k), "forget_bias");
+    OAR_TRY(oar_sk_output(k, OAR_LSTMU_DX, "X@GRAD", dt, N * 4 * D, true, &dx));
+    OAR_TRY(oar_sk_output(k, OAR_LSTMU_DCPREV, "C_prev@GRAD", dt, N * D, true, &dcp));
+    const double fb = ((const oar_lstm_unit_attrs_t *)oar_k_attrs(k))->forget_bias;
     if (dt == OAR_FP32) unit_bwd_f32(N, D, xp, cpp, cv, dcv, dhv, dx, dcp, (float)fb);
     else unit_bwd_f64(N, D, xp, cpp, cv, dcv, dhv, dx, dcp, fb);
     return OAR_OK;

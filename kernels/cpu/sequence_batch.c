@@ -324,6 +324,75 @@ int oar_sk_lod(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t *t,
     return OAR_OK;
 }
 
+/* ---- the same by slot index ---------------------------------------------------- */
+
+static int input_at(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, const oar_tensor_t **t,
+                    const void **p, bool optional)
+{
+    *t = oar_k_input(k, slot, 0);
+    *p = NULL;
+    if (!*t) {
+        if (optional && !oar_k_input_var(k, slot, 0)) return OAR_OK;
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", name, nm(oar_k_input_name(k, slot, 0)));
+    }
+    if (dtype >= 0 && (*t)->dtype != dtype)
+        return oar_k_error(k, OAR_ERR_DTYPE, "input %s '%s' has dtype %s, expected %s", name,
+                           nm(oar_k_input_name(k, slot, 0)), nm(oar_dtype_name((*t)->dtype)),
+                           nm(oar_dtype_name(dtype)));
+    *p = oar_tensor_data((oar_tensor_t *)*t);
+    if (!*p && oar_tensor_numel_of(*t) > 0)
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' holds no data", name, nm(oar_k_input_name(k, slot, 0)));
+    return OAR_OK;
+}
+
+int oar_sk_input(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, const oar_tensor_t **t, const void **p)
+{
+    return input_at(k, slot, name, dtype, t, p, false);
+}
+
+int oar_sk_opt_input(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, const oar_tensor_t **t,
+                     const void **p)
+{
+    return input_at(k, slot, name, dtype, t, p, true);
+}
+
+int oar_sk_output(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel, bool optional,
+                  void **p)
+{
+    *p = NULL;
+    oar_tensor_t *t = oar_k_output(k, slot, 0);
+    if (!t) {
+        if (optional) return OAR_OK;
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s has no tensor variable", name);
+    }
+    if (oar_tensor_numel_of(t) != numel) {
+        char b[160];
+        return oar_k_error(k, OAR_ERR_SHAPE, "output %s '%s' has shape %s, expected %lld elements", name,
+                           nm(oar_k_output_name(k, slot, 0)), oar_shape_str(t->dims, t->ndim, b, sizeof b),
+                           (long long)numel);
+    }
+    *p = oar_k_output_data(k, slot, 0, dtype);
+    if (!*p) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate output %s", name);
+    return OAR_OK;
+}
+
+int oar_sk_lod_at(oar_kernel_ctx_t *k, int slot, const char *name, const oar_tensor_t *t, const int64_t **offs,
+                  int64_t *noffs)
+{
+    if (t->lod_levels < 1)
+        return oar_k_error(k, OAR_ERR_INVALID, "input %s '%s' has no LoD; a LoD tensor (level >= 1) is required",
+                           name, nm(oar_k_input_name(k, slot, 0)));
+    int l = t->lod_levels - 1;
+    *offs = t->lod[l];
+    *noffs = t->lod_size[l];
+    int64_t rows = t->ndim > 0 ? t->dims[0] : 1;
+    if (*noffs < 1 || (*offs)[*noffs - 1] != rows)
+        return oar_k_error(k, OAR_ERR_SHAPE, "input %s '%s': LoD level %d ends at %lld but the tensor has %lld rows",
+                           name, nm(oar_k_input_name(k, slot, 0)), l,
+                           (long long)(*noffs > 0 ? (*offs)[*noffs - 1] : 0), (long long)rows);
+    return OAR_OK;
+}
+
 void *oar_sk_scratch(oar_kernel_ctx_t *k, int64_t n, size_t es, bool zero, int *rc)
 {
     size_t count = (size_t)(n > 0 ? n : 1);
@@ -340,9 +409,9 @@ int oar_sk_check_state(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t
     return OAR_OK;
 }
 
-int oar_sk_seqb_make(oar_kernel_ctx_t *k, oar_seqb_t *b, const int64_t *offs, int64_t noffs)
+int oar_sk_seqb_make(oar_kernel_ctx_t *k, oar_seqb_t *b, const int64_t *offs, int64_t noffs, bool reverse)
 {
-    if (oar_seqb_make(b, offs, noffs, oar_attr_b(oar_k_op(k), "is_reverse")) != OAR_OK)
+    if (oar_seqb_make(b, offs, noffs, reverse) != OAR_OK)
         return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate the batch layout of %lld sequences",
                            (long long)(noffs - 1));
     return OAR_OK;

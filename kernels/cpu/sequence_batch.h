@@ -98,6 +98,15 @@ int oar_sk_opt_in(oar_kernel_ctx_t *k, const char *slot, int dtype, const oar_te
 /* writable output data holding numel elements; *p NULL (OK) when the output
  * is absent or @EMPTY@ and `optional` */
 int oar_sk_out(oar_kernel_ctx_t *k, const char *slot, int dtype, int64_t numel, bool optional, void **p);
+/* The same on the prepared-op API (op.h, "kernel context"): `slot` is the
+ * definition's slot index, `name` the slot's name for error messages. */
+int oar_sk_input(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, const oar_tensor_t **t, const void **p);
+int oar_sk_opt_input(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, const oar_tensor_t **t,
+                     const void **p);
+int oar_sk_output(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel, bool optional,
+                  void **p);
+int oar_sk_lod_at(oar_kernel_ctx_t *k, int slot, const char *name, const oar_tensor_t *t, const int64_t **offs,
+                  int64_t *noffs);
 /* the LoD level the sequence ops work on (the last one) of input `slot`:
  * error when the tensor has no LoD or its last offset is not its row count */
 int oar_sk_lod(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t *t,
@@ -109,8 +118,8 @@ int oar_sk_lod(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t *t,
 void *oar_sk_scratch(oar_kernel_ctx_t *k, int64_t n, size_t es, bool zero, int *rc);
 /* an initial state (H0, C0; t NULL when absent) holds one row of D per sequence */
 int oar_sk_check_state(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t *t, int64_t nseq, int64_t D);
-/* oar_seqb_make over the op's sequences, reversed by its is_reverse attr */
-int oar_sk_seqb_make(oar_kernel_ctx_t *k, oar_seqb_t *b, const int64_t *offs, int64_t noffs);
+/* oar_seqb_make over the op's sequences, reversed when `reverse` */
+int oar_sk_seqb_make(oar_kernel_ctx_t *k, oar_seqb_t *b, const int64_t *offs, int64_t noffs, bool reverse);
 /* a scratch copy of an initial state's rows [nseq, D] in sorted order */
 void *oar_sk_sorted_state(oar_kernel_ctx_t *k, const oar_seqb_t *b, const void *state, int64_t D, size_t es,
                           int *rc);
