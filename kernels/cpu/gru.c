@@ -113,9 +113,11 @@ static void step_bwd(int dt, int64_t n, int64_t D, const void *g, const void *hp
 static void weight_grad(int dt, int64_t rows, int64_t D, const void *hp, const void *rhp, const void *dg, void *dw)
 {
     size_t es = oar_dtype_size(dt);
-    oar_sk_gemm(dt, true, false, D, 2 * D, rows, 1.0, hp, D, dg, 3 * D, 0.0, dw, 2 * D);
-    oar_sk_gemm(dt, true, false, D, D, rows, 1.0, rhp, D, (const char *)dg + es * (size_t)(2 * D), 3 * D, 0.0,
-                (char *)dw + es * (size_t)(2 * D * D), D);
+    /* products over every row: threads split them */
+    oar_gemm(dt, oar_gemm_threads(2 * D * D * rows), true, false, D, 2 * D, rows, 1.0, hp, D, dg, 3 * D, 0.0, dw,
+             2 * D);
+    oar_gemm(dt, oar_gemm_threads(D * D * rows), true, false, D, D, rows, 1.0, rhp, D,
+             (const char *)dg + es * (size_t)(2 * D), 3 * D, 0.0, (char *)dw + es * (size_t)(2 * D * D), D);
 }
 
 /* Input-like [rows, 3D] and Weight [D, 3D] agree; Bias (optional) holds 3D */
@@ -255,8 +257,9 @@ static int gru_bwd(oar_kernel_ctx_t *k)
         goto done;
     if (a.h0 && (rc = oar_sk_output(k, OAR_GRU_DH0, "H0@GRAD", a.dt, a.sb.nseq * D, true, &dh0)) != OAR_OK) goto done;
     if (a.b && (rc = oar_sk_output(k, OAR_GRU_DBIAS, "Bias@GRAD", a.dt, 3 * D, true, &dbias)) != OAR_OK) goto done;
-    if (!(dhb = oar_sk_scratch(k, T * D, es, true, &rc)) || !(dgb = oar_sk_scratch(k, T * 3 * D, es, true, &rc))
-        || !(drhp = oar_sk_scratch(k, T * D, es, true, &rc)))
+    /* dhb is gathered, dgb written by every step, drhp by its GEMM: none is cleared */
+    if (!(dhb = oar_sk_scratch(k, T * D, es, false, &rc)) || !(dgb = oar_sk_scratch(k, T * 3 * D, es, false, &rc))
+        || !(drhp = oar_sk_scratch(k, T * D, es, false, &rc)))
         goto done;
     if (a.h0 && !(h0s = oar_sk_sorted_state(k, &a.sb, a.h0, D, es, &rc))) goto done;
     if (dh0 && !(dh0s = oar_sk_scratch(k, a.sb.nseq * D, es, true, &rc))) goto done;

@@ -378,12 +378,13 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
     if (dpeep) memset(dpeep, 0, es * (size_t)(3 * D));
     /* the previous hiddens in batch order, for the weight grad */
     if (dw) {
-        if (!(hprev = oar_sk_scratch(k, T * D, es, true, &rc))) goto done;
+        if (!(hprev = oar_sk_scratch(k, T * D, es, false, &rc))) goto done;
         for (int64_t t = 0; t < a.sb.nsteps; t++) {
             int64_t s0 = a.sb.step_start[t], n = oar_seqb_count(&a.sb, t);
             char *dst = (char *)hprev + es * (size_t)(s0 * D);
-            if (t == 0) {
+            if (t == 0) {   /* zeros without H0 */
                 if (h0s) memcpy(dst, h0s, es * (size_t)(n * D));
+                else memset(dst, 0, es * (size_t)(n * D));
                 continue;
             }
             int64_t p0 = a.sb.step_start[t - 1];
@@ -431,7 +432,9 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
         else
             for (int64_t j = 0; j < 3 * D; j++) ((double *)dpeep)[j] += ((const double *)src)[j];
     }
-    if (dw) oar_sk_gemm(a.dt, true, false, D, 4 * D, T, 1.0, hprev, D, dgb, 4 * D, 0.0, dw, 4 * D);
+    /* one product over every step: threads split it */
+    if (dw) oar_gemm(a.dt, oar_gemm_threads(4 * D * D * T), true, false, D, 4 * D, T, 1.0, hprev, D, dgb, 4 * D, 0.0,
+                     dw, 4 * D);
     if (dx) oar_seqb_scatter(&a.sb, dgb, dx, 4 * D, es);
     if (dbias) oar_sk_col_sum(a.dt, dgb, T, 4 * D, dbias);
     if (dh0) oar_seqb_unsort_rows(&a.sb, dh0s, dh0, D, es);
