@@ -87,6 +87,24 @@ describe("pool2d NHWC", function()
 end)
 
 describe("pool2d_grad with disjoint windows", function()
+  it("2x2 windows that tile the input: ties to the first maximum, NaN to the first NaN", function()
+    -- windows {1, 7; 7, 2} (tie: first 7), {NaN, 3; 4, NaN} (Out NaN: first NaN),
+    -- {0, 0; 0, 0} (all tie), {-1, -5; -3, -0.5}
+    local x = { 1, 7, 0 / 0, 3, 0, 0, -1, -5,
+                7, 2, 4, 0 / 0, 0, 0, -3, -0.5 }
+    for _, dtype in ipairs({ "float32", "float64" }) do
+      local fwd = T.run{ type = "pool2d", attrs = { pooling_type = "max", ksize = { 2, 2 }, strides = { 2, 2 } },
+        inputs = { X = T.tensor(x, { shape = { 1, 1, 2, 8 }, dtype = dtype }) }, outputs = { Out = 1 } }.Out[1]
+      local res = T.run{ type = "pool2d_grad",
+        attrs = { pooling_type = "max", ksize = { 2, 2 }, strides = { 2, 2 } }, outputs = { ["X@GRAD"] = 1 },
+        inputs = { X = T.tensor(x, { shape = { 1, 1, 2, 8 }, dtype = dtype }),
+                   Out = T.tensor(fwd.data, { shape = fwd.shape, dtype = dtype }),
+                   ["Out@GRAD"] = T.tensor({ 1, 2, 3, 4 }, { shape = { 1, 1, 1, 4 }, dtype = dtype }) } }
+      T.assert_close(res["X@GRAD"][1], { shape = { 1, 1, 2, 8 }, data = {
+        0, 1, 2, 0, 3, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 4 } })
+    end
+  end)
   it("windows that tile the input", function()
     fd({ 2, 2, 4, 6 }, { pooling_type = "max", ksize = { 2, 2 }, strides = { 2, 2 } }, 21)
     fd({ 1, 2, 6, 6 }, { pooling_type = "max", ksize = { 3, 3 }, strides = { 3, 3 } }, 22)
