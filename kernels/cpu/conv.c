@@ -43,6 +43,9 @@
 #define CONV_PAR_MIN_MACS ((int64_t)1 << 18)
 /* Filter@GRAD partial sums in batch mode: a fixed count, not one per thread */
 #define CONV_DW_CHUNKS 16
+/* batched GEMMs: at least this many columns, columns of at most this size */
+#define CONV_GEMM_COLS 256
+#define CONV_COL_BYTES ((int64_t)1 << 20)
 
 typedef struct conv_geom {
     int64_t n, c, h, w;       /* input (logical NCHW) */
@@ -52,6 +55,7 @@ typedef struct conv_geom {
     int64_t kg;               /* GEMM depth per group: cg*kh*kw */
     int64_t img, ktot;        /* input values per image; column rows (kg*groups) */
     int threads;              /* OpenMP threads for this call */
+    int64_t bimg;             /* images side by side in one GEMM (batch mode) */
     bool direct;              /* 1x1, stride 1, no padding: no im2col */
     bool nhwc;
     oar_win2d_t win;
@@ -132,6 +136,16 @@ static int conv_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tens
     if (g->n > 0 && total >= CONV_PAR_MIN_MACS && !omp_in_parallel()) {
         g->threads = omp_get_max_threads();
         if (g->threads < 1) g->threads = 1;
+    }
+    /* Narrow outputs (LeNet's second conv: 8x8) make thin GEMMs; unfolding
+     * a few images side by side gives them >= CONV_GEMM_COLS columns while
+     * the columns stay in cache (<= CONV_COL_BYTES). Depends on the shape
+     * only, so results do not depend on the thread count. */
+    g->bimg = 1;
+    if (!g->direct && p < CONV_GEMM_COLS) {
+        int64_t b = (CONV_GEMM_COLS + p - 1) / p;
+        while (b > 1 && (g->ktot + g->m) * p * b * 8 > CONV_COL_BYTES) b--;
+        g->bimg = b;
     }
     g->win = (oar_win2d_t){.c = g->c, .h = g->h, .w = g->w, .kh = g->kh, .kw = g->kw,
                            .oh = g->oh, .ow = g->ow, .sh = st[0], .sw = st[1],
@@ -241,16 +255,76 @@ static int get_inputs(oar_kernel_ctx_t *k, const oar_tensor_t **x, const oar_ten
 /* batch mode when every thread gets at least one image */
 static bool batch_mode(const conv_geom_t *g) { return g->threads == 1 || g->n >= g->threads; }
 
-/* column buffers, one per thread in batch mode; NULL for direct convs */
+/* per-thread work areas in batch mode (one in image mode): columns of bimg
+ * images [ktot, bimg*P], then an [M, bimg*P] block for the outputs (or
+ * output grads) of those images side by side; NULL for direct convs */
+static int64_t work_size(const conv_geom_t *g) { return (g->ktot + g->m) * g->p * g->bimg; }
+
 static int alloc_cols(oar_kernel_ctx_t *k, const conv_geom_t *g, size_t esz, void **col) {
     *col = NULL;
     if (g->direct) return OAR_OK;
     int64_t n = 0;
-    if (oar_mul_checked(g->ktot, g->p, &n) || oar_mul_checked(n, batch_mode(g) ? g->threads : 1, &n) ||
+    if (oar_mul_checked(g->ktot + g->m, g->p, &n) || oar_mul_checked(n, g->bimg, &n) ||
+        oar_mul_checked(n, batch_mode(g) ? g->threads : 1, &n) ||
         oar_mul_checked(n, (int64_t)esz, &n) || !(*col = oar_xmalloc((size_t)n)))
         return oar_k_error(k, OAR_ERR_NOMEM, "no memory for the im2col buffer (%lld x %lld values)",
                            (long long)g->ktot, (long long)g->p);
     return OAR_OK;
+}
+
+/* images [i0, i0 + nb) of the batch, nb <= bimg: y = W col with the images'
+ * columns side by side (one GEMM per group), then the [M, nb*P] block is
+ * spread to the images' outputs. work: work_size values. */
+static void fwd_block(int dt, const conv_geom_t *g, const void *x, const void *w, void *y, int64_t i0, int64_t nb,
+                      void *work) {
+    const size_t esz = oar_dtype_size(dt);
+    const int64_t P = g->p, KG = g->kg, MG = g->mg, L = nb * P;
+    if (nb == 1) {
+        fwd_image(dt, g, CAT_(x, i0 * g->img, esz), w, AT(y, i0 * g->m * P, esz), work, 1);
+        return;
+    }
+    void *col = work, *blk = AT(work, g->ktot * P * g->bimg, esz);
+    for (int64_t i = 0; i < nb; i++) im2col(dt, CAT_(x, (i0 + i) * g->img, esz), &g->win, AT(col, i * P, esz), L);
+    for (int64_t gr = 0; gr < g->groups; gr++)
+        oar_gemm(dt, 1, false, false, MG, L, KG, 1.0, CAT_(w, gr * MG * KG, esz), KG, CAT_(col, gr * KG * L, esz), L,
+                 0.0, AT(blk, gr * MG * L, esz), L);
+    for (int64_t i = 0; i < nb; i++)
+        for (int64_t r = 0; r < g->m; r++)
+            memcpy(AT(y, ((i0 + i) * g->m + r) * P, esz), CAT_(blk, r * L + i * P, esz), (size_t)P * esz);
+}
+
+/* the grads of images [i0, i0 + nb), nb <= bimg, their columns side by side:
+ * dw = (first ? 0 : dw) + dY dcol^T and dx = col2im(W^T dY), one GEMM each
+ * per group */
+static void bwd_block(int dt, const conv_geom_t *g, const void *x, const void *w, const void *dy, void *dx, void *dw,
+                      bool first, int64_t i0, int64_t nb, void *work) {
+    const size_t esz = oar_dtype_size(dt);
+    const int64_t P = g->p, KG = g->kg, MG = g->mg, L = nb * P;
+    if (nb == 1) {
+        bwd_image(dt, g, CAT_(x, i0 * g->img, esz), w, CAT_(dy, i0 * g->m * P, esz),
+                  dx ? AT(dx, i0 * g->img, esz) : NULL, dw, first, work, 1);
+        return;
+    }
+    void *col = work, *dyb = AT(work, g->ktot * P * g->bimg, esz);
+    for (int64_t i = 0; i < nb; i++)
+        for (int64_t r = 0; r < g->m; r++)
+            memcpy(AT(dyb, r * L + i * P, esz), CAT_(dy, ((i0 + i) * g->m + r) * P, esz), (size_t)P * esz);
+    if (dw) {
+        for (int64_t i = 0; i < nb; i++) im2col(dt, CAT_(x, (i0 + i) * g->img, esz), &g->win, AT(col, i * P, esz), L);
+        for (int64_t gr = 0; gr < g->groups; gr++)
+            oar_gemm(dt, 1, false, true, MG, KG, L, 1.0, CAT_(dyb, gr * MG * L, esz), L, CAT_(col, gr * KG * L, esz), L,
+                     first ? 0.0 : 1.0, AT(dw, gr * MG * KG, esz), KG);
+    }
+    if (dx) {
+        for (int64_t gr = 0; gr < g->groups; gr++)
+            oar_gemm(dt, 1, true, false, KG, L, MG, 1.0, CAT_(w, gr * MG * KG, esz), KG, CAT_(dyb, gr * MG * L, esz), L,
+                     0.0, AT(col, gr * KG * L, esz), L);
+        for (int64_t i = 0; i < nb; i++) {
+            void *d = AT(dx, (i0 + i) * g->img, esz);
+            memset(d, 0, (size_t)g->img * esz);
+            col2im(dt, CAT_(col, i * P, esz), &g->win, L, d);
+        }
+    }
 }
 
 /* NCHW scratch of `numel` values for the NHWC path */
@@ -276,7 +350,7 @@ static int conv_fwd(oar_kernel_ctx_t *k) {
     if (!yout) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate Output");
     if (g.n == 0) return OAR_OK;
     const size_t esz = oar_dtype_size(dt);
-    const int64_t ysz = g.m * g.p, csz = g.ktot * g.p;
+    const int64_t ysz = g.m * g.p, csz = work_size(&g);
     void *xn = NULL, *y = yout;
     if (g.nhwc) {
         if (!(xn = scratch(k, g.n * g.img, esz, "Input"))) return OAR_ERR_NOMEM;
@@ -293,12 +367,15 @@ static int conv_fwd(oar_kernel_ctx_t *k) {
         if (rc) { free(xn); if (y != yout) free(y); return rc; }
         const int T = g.threads;
         if (batch_mode(&g)) {
+            const int64_t nblk = (g.n + g.bimg - 1) / g.bimg;
             #pragma omp parallel num_threads(T) if (T > 1)
             {
                 void *mine = col ? AT(col, (int64_t)omp_get_thread_num() * csz, esz) : NULL;
                 #pragma omp for schedule(dynamic, 1)
-                for (int64_t i = 0; i < g.n; i++)
-                    fwd_image(dt, &g, CAT_(x, i * g.img, esz), w, AT(y, i * ysz, esz), mine, 1);
+                for (int64_t b = 0; b < nblk; b++) {
+                    const int64_t i0 = b * g.bimg;
+                    fwd_block(dt, &g, x, w, y, i0, g.n - i0 < g.bimg ? g.n - i0 : g.bimg, mine);
+                }
             }
         } else {
             for (int64_t i = 0; i < g.n; i++)
@@ -343,7 +420,7 @@ static int conv_bwd_nchw(oar_kernel_ctx_t *k, int dt, const conv_geom_t *gp, con
         return OAR_OK;
     }
     const size_t esz = oar_dtype_size(dt);
-    const int64_t ysz = g.m * g.p, csz = g.ktot * g.p, wsz = g.m * g.kg;
+    const int64_t ysz = g.m * g.p, csz = work_size(&g), wsz = g.m * g.kg;
     const int T = g.threads;
     const bool batch = batch_mode(&g);
     void *col, *dwx = NULL;
@@ -365,10 +442,9 @@ static int conv_bwd_nchw(oar_kernel_ctx_t *k, int dt, const conv_geom_t *gp, con
             #pragma omp for schedule(dynamic, 1)
             for (int64_t c = 0; c < nch; c++) {
                 void *dwc = !dw ? NULL : c == 0 ? dw : AT(dwx, (c - 1) * wsz, esz);
-                const int64_t i0 = c * g.n / nch;
-                for (int64_t i = i0; i < (c + 1) * g.n / nch; i++)
-                    bwd_image(dt, &g, CAT_(x, i * g.img, esz), w, CAT_(dy, i * ysz, esz),
-                              dx ? AT(dx, i * g.img, esz) : NULL, dwc, i == i0, mine, 1);
+                const int64_t c0 = c * g.n / nch, c1 = (c + 1) * g.n / nch;
+                for (int64_t i = c0; i < c1; i += g.bimg)
+                    bwd_block(dt, &g, x, w, dy, dx, dwc, i == c0, i, c1 - i < g.bimg ? c1 - i : g.bimg, mine);
             }
         }
     } else {
