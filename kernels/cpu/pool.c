@@ -12,6 +12,7 @@
  * and double by including this file into itself. */
 #ifndef OAR_POOL_T
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,39 @@ static inline void window(int64_t i, int64_t in, int64_t out, int64_t k, int64_t
 #include "pool.c"
 #undef OAR_POOL_T
 #undef OAR_POOL_SUF
+
+/* 2x2/2 max pooling that tiles the input, float32: each window's gradient
+ * goes to its first element equal to Out (the first NaN when Out is NaN).
+ * Selections are bit masks, not branches: which element holds the maximum
+ * is unpredictable, and mispredicted branches made this pass slower than
+ * clearing dx and adding into it. */
+static void pool_max2_bwd_f32(const float *x, const float *y, const float *dy, float *dx, const pool_geom_t *g) {
+    const int64_t H = g->h, W = g->w, OH = g->oh, OW = g->ow;
+    #pragma omp parallel for schedule(static) if (g->planes * H * W >= POOL_PAR_MIN)
+    for (int64_t pl = 0; pl < g->planes; pl++) {
+        for (int64_t i = 0; i < OH; i++) {
+            const float *r0 = x + (pl * H + 2 * i) * W, *r1 = r0 + W;
+            const float *m = y + (pl * OH + i) * OW, *d = dy + (pl * OH + i) * OW;
+            float *q0 = dx + (pl * H + 2 * i) * W, *q1 = q0 + W;
+            for (int64_t j = 0; j < OW; j++) {
+                const float mv = m[j], a0 = r0[2 * j], a1 = r0[2 * j + 1], a2 = r1[2 * j];
+                uint32_t dv, e0, e1, e2;
+                memcpy(&dv, &d[j], sizeof dv);
+                if (__builtin_expect(mv != mv, 0)) {
+                    e0 = a0 != a0; e1 = a1 != a1; e2 = a2 != a2;
+                } else {
+                    e0 = a0 == mv; e1 = a1 == mv; e2 = a2 == mv;
+                }
+                const uint32_t t1 = e1 & ~e0, t2 = e2 & ~(e0 | e1), t3 = ~(e0 | e1 | e2) & 1u;
+                const uint32_t v0 = dv & -e0, v1 = dv & -t1, v2 = dv & -t2, v3 = dv & -t3;
+                memcpy(&q0[2 * j], &v0, sizeof v0);
+                memcpy(&q0[2 * j + 1], &v1, sizeof v1);
+                memcpy(&q1[2 * j], &v2, sizeof v2);
+                memcpy(&q1[2 * j + 1], &v3, sizeof v3);
+            }
+        }
+    }
+}
 
 static const char *const algo_names[] = {"EXPLICIT", "SAME", "VALID"};
 
@@ -236,10 +270,9 @@ static int pool_bwd(oar_kernel_ctx_t *k) {
      * the first element equal to Out (the first NaN when Out is NaN), found
      * in one branch-free pass per row */
     const oar_tensor_t *yt = g.nhwc ? NULL : oar_k_input(k, OAR_POOL_OUT_IN, 0);
-    const bool max2 = g.is_max && g.covers && g.kh == 2 && g.kw == 2 && oar_tensor_has_data(yt) &&
+    const bool max2 = dt == OAR_FP32 && g.is_max && g.covers && g.kh == 2 && g.kw == 2 && oar_tensor_has_data(yt) &&
                       yt->dtype == dt && yt->ndim == 4 && memcmp(yt->dims, want, sizeof want) == 0;
     if (max2 && dt == OAR_FP32) pool_max2_bwd_f32(xd, yt->buf->data, dyd, dx, &g);
-    else if (max2) pool_max2_bwd_f64(xd, yt->buf->data, dyd, dx, &g);
     else if (dt == OAR_FP32) pool_bwd_f32(xd, dyd, dx, &g, b, b + 2 * g.oh);
     else pool_bwd_f64(xd, dyd, dx, &g, b, b + 2 * g.oh);
     if (g.nhwc) {
@@ -310,29 +343,6 @@ static void FN(pool_fwd, OAR_POOL_SUF)(const T *x, T *y, const pool_geom_t *g, c
                     }
                 }
                 yp[i * OW + j] = r;
-            }
-        }
-    }
-}
-
-static void FN(pool_max2_bwd, OAR_POOL_SUF)(const T *x, const T *y, const T *dy, T *dx, const pool_geom_t *g) {
-    const int64_t H = g->h, W = g->w, OH = g->oh, OW = g->ow;
-    #pragma omp parallel for schedule(static) if (g->planes * H * W >= POOL_PAR_MIN)
-    for (int64_t pl = 0; pl < g->planes; pl++) {
-        for (int64_t i = 0; i < OH; i++) {
-            const T *r0 = x + (pl * H + 2 * i) * W, *r1 = r0 + W;
-            const T *m = y + (pl * OH + i) * OW, *d = dy + (pl * OH + i) * OW;
-            T *q0 = dx + (pl * H + 2 * i) * W, *q1 = q0 + W;
-            for (int64_t j = 0; j < OW; j++) {
-                const T mv = m[j], dv = d[j];
-                const T a0 = r0[2 * j], a1 = r0[2 * j + 1], a2 = r1[2 * j];   /* a3 takes what is left */
-                const int mn = mv != mv;
-                const int e0 = (a0 == mv) | (mn & (a0 != a0)), e1 = (a1 == mv) | (mn & (a1 != a1));
-                const int e2 = (a2 == mv) | (mn & (a2 != a2));
-                q0[2 * j] = e0 ? dv : 0;
-                q0[2 * j + 1] = ((e0 ^ 1) & e1) ? dv : 0;
-                q1[2 * j] = (((e0 | e1) ^ 1) & e2) ? dv : 0;
-                q1[2 * j + 1] = !(e0 | e1 | e2) ? dv : 0;
             }
         }
     }
