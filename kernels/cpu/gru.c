@@ -79,23 +79,24 @@ GRU_STEPS(f64, double)
 
 /* one forward step: g [n, 3D] holds x (+ bias) and gets the activated gates;
  * hp [n, D] or NULL; writes rhp and h */
-static void step_fwd(int dt, int64_t n, int64_t D, void *g, const void *hp, const void *w, void *rhp, void *h,
-                     const gru_cfg_t *cf)
+static void step_fwd(int dt, int threads, int64_t n, int64_t D, void *g, const void *hp, const void *w, void *rhp,
+                     void *h, const gru_cfg_t *cf)
 {
     size_t es = oar_dtype_size(dt);
     const char *wc = (const char *)w + es * (size_t)(2 * D * D);
     char *gc = (char *)g + es * (size_t)(2 * D);
-    if (hp) oar_sk_gemm(dt, false, false, n, 2 * D, D, 1.0, hp, D, w, 2 * D, 1.0, g, 3 * D);
+    if (hp) oar_gemm(dt, threads, false, false, n, 2 * D, D, 1.0, hp, D, w, 2 * D, 1.0, g, 3 * D);
     if (dt == OAR_FP32) fwd_gates_f32(n, D, g, hp, rhp, cf);
     else fwd_gates_f64(n, D, g, hp, rhp, cf);
-    if (hp) oar_sk_gemm(dt, false, false, n, D, D, 1.0, rhp, D, wc, D, 1.0, gc, 3 * D);
+    if (hp) oar_gemm(dt, threads, false, false, n, D, D, 1.0, rhp, D, wc, D, 1.0, gc, 3 * D);
     if (dt == OAR_FP32) fwd_out_f32(n, D, g, hp, h, cf);
     else fwd_out_f64(n, D, g, hp, h, cf);
 }
 
 /* one backward step: dg [n, 3D] gets the pre-activation grads; dhp += the
  * previous hidden's grad (when not NULL); drhp scratch [n, D] */
-static void step_bwd(int dt, int64_t n, int64_t D, const void *g, const void *hp, const void *w, const void *dh,
+static void step_bwd(int dt, int threads, int64_t n, int64_t D, const void *g, const void *hp, const void *w,
+                     const void *dh,
                      void *dg, void *dhp, void *drhp, const gru_cfg_t *cf)
 {
     size_t es = oar_dtype_size(dt);
@@ -103,10 +104,11 @@ static void step_bwd(int dt, int64_t n, int64_t D, const void *g, const void *hp
     if (dt == OAR_FP32) bwd_uc_f32(n, D, g, hp, dh, dg, dhp, cf);
     else bwd_uc_f64(n, D, g, hp, dh, dg, dhp, cf);
     if (hp)
-        oar_sk_gemm(dt, false, true, n, D, D, 1.0, (const char *)dg + es * (size_t)(2 * D), 3 * D, wc, D, 0.0, drhp, D);
+        oar_gemm(dt, threads, false, true, n, D, D, 1.0, (const char *)dg + es * (size_t)(2 * D), 3 * D, wc, D, 0.0,
+                 drhp, D);
     if (dt == OAR_FP32) bwd_r_f32(n, D, g, hp, drhp, dg, dhp, cf);
     else bwd_r_f64(n, D, g, hp, drhp, dg, dhp, cf);
-    if (hp && dhp) oar_sk_gemm(dt, false, true, n, D, 2 * D, 1.0, dg, 3 * D, w, 2 * D, 1.0, dhp, D);
+    if (hp && dhp) oar_gemm(dt, threads, false, true, n, D, 2 * D, 1.0, dg, 3 * D, w, 2 * D, 1.0, dhp, D);
 }
 
 /* Weight@GRAD of rows: [D, 2D] block = hp^T dG_ur, [D, D] block = rhp^T dG_c */
@@ -217,7 +219,7 @@ static int gru_fwd(oar_kernel_ctx_t *k)
             if (n <= q0) break;   /* counts only shrink */
             int64_t m = (n < q1 ? n : q1) - q0, s0 = a.sb.step_start[t] + q0;
             const void *hp = prev_rows(&a, bh, h0s, t);
-            step_fwd(a.dt, m, D, (char *)bg + es * (size_t)(s0 * 3 * D),
+            step_fwd(a.dt, 1, m, D, (char *)bg + es * (size_t)(s0 * 3 * D),
                      hp ? (const char *)hp + es * (size_t)(q0 * D) : NULL, a.w,
                      (char *)brhp + es * (size_t)(s0 * D), (char *)bh + es * (size_t)(s0 * D), &a.cf);
         }
@@ -278,7 +280,7 @@ static int gru_bwd(oar_kernel_ctx_t *k)
             void *dhp = t > 0 ? (char *)dhb + es * (size_t)((a.sb.step_start[t - 1] + q0) * D)
                         : dh0s ? (char *)dh0s + es * (size_t)(q0 * D) : NULL;
             const void *hp = prev_rows(&a, bh, h0s, t);
-            step_bwd(a.dt, m, D, (const char *)bg + es * (size_t)(s0 * 3 * D),
+            step_bwd(a.dt, 1, m, D, (const char *)bg + es * (size_t)(s0 * 3 * D),
                      hp ? (const char *)hp + es * (size_t)(q0 * D) : NULL, a.w,
                      (char *)dhb + es * (size_t)(s0 * D), (char *)dgb + es * (size_t)(s0 * 3 * D), dhp,
                      (char *)drhp + es * (size_t)(q0 * D), &a.cf);
@@ -353,7 +355,8 @@ static int unit_fwd(oar_kernel_ctx_t *k)
     OAR_TRY(oar_sk_output(k, OAR_GRUU_HIDDEN, "Hidden", a.dt, a.N * a.D, false, &h));
     memcpy(g, a.x, oar_dtype_size(a.dt) * (size_t)(a.N * 3 * a.D));
     if (a.b) oar_sk_add_row(a.dt, g, a.b, a.N, 3 * a.D);
-    step_fwd(a.dt, a.N, a.D, g, a.hp, a.w, rhp, h, &a.cf);
+    /* one step over every row: threads split its products */
+    step_fwd(a.dt, oar_gemm_threads(2 * a.N * a.D * a.D), a.N, a.D, g, a.hp, a.w, rhp, h, &a.cf);
     return OAR_OK;
 }
 
@@ -381,7 +384,7 @@ static int unit_bwd(oar_kernel_ctx_t *k)
     void *drhp = dg ? oar_sk_scratch(k, N * D, es, true, &rc) : NULL;
     if (!dg || !drhp) { free(dg); return rc; }
     if (dhp) memset(dhp, 0, es * (size_t)(N * D));
-    step_bwd(a.dt, N, D, g, a.hp, a.w, dh, dg, dhp, drhp, &a.cf);
+    step_bwd(a.dt, oar_gemm_threads(2 * N * D * D), N, D, g, a.hp, a.w, dh, dg, dhp, drhp, &a.cf);
     if (dw) weight_grad(a.dt, N, D, a.hp, rhp, dg, dw);
     if (dx) memcpy(dx, dg, es * (size_t)(N * 3 * D));
     if (db) oar_sk_col_sum(a.dt, dg, N, 3 * D, db);
