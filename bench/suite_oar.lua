@@ -18,6 +18,7 @@
 --                        dataset reader as a user's loop does (wall seconds)
 --   fit_a_line_epoch     the fit_a_line book model (fc 13 -> 1, square error, SGD lr 0.001) over
 --                        8192 synthetic rows, batch 20 (wall seconds)
+--   (--steps N ends an epoch after N batches: for quick checks only)
 --   infer_b1, infer_b128 the MLP's inference (softmax output) through the C predictor
 --                        (oar_predictor_*), microseconds per batch
 -- Initialization: oar's defaults (Fluid's: Xavier fc weights, Normal conv filters,
@@ -177,12 +178,15 @@ end
 
 local function epoch(net, shape)
   local m = classifier(net, shape, adam)
+  -- the data set is read before timing, as PyTorch's side does
+  local data = oar.dataset.fashion_mnist.load("train")
   local t0 = wall()
   local n, out = 0, nil
-  for x, y in oar.dataset.fashion_mnist.batches("train", 64, { shuffle = false, drop_last = false,
-                                                              image_shape = shape }) do
+  for x, y in oar.dataset.fashion_mnist.batches(data, 64, { shuffle = false, drop_last = false,
+                                                           image_shape = shape }) do
     out = m.exe:run(m.main, { feed = { img = x, label = y }, fetch_list = { m.loss }, scope = m.scope })
     n = n + 1
+    if opts.steps and n >= opts.steps then break end   -- a partial epoch (quick checks)
   end
   local dt = wall() - t0
   if out[1]:data()[0] ~= out[1]:data()[0] then error(workload .. ": the loss is NaN") end
@@ -214,7 +218,7 @@ local function fit_a_line_epoch()
   end
   local t0 = wall()
   local out
-  for b = 0, rows / bs - 1 do
+  for b = 0, (opts.steps and math.min(opts.steps, rows / bs) or rows / bs) - 1 do
     local xt = oar.Tensor{ shape = { bs, F }, dtype = "float32" }
     local yt = oar.Tensor{ shape = { bs, 1 }, dtype = "float32" }
     local xp, yp = xt:data(), yt:data()

@@ -156,7 +156,8 @@ def main():
             x = x.reshape(-1, 1, 28, 28)
         opt = adam(model.parameters(), a.fused)
         t0 = time.perf_counter()
-        for k in range(0, x.shape[0], 64):
+        end = x.shape[0] if a.steps is None else min(x.shape[0], 64 * a.steps)   # --steps: a partial epoch
+        for k in range(0, end, 64):
             loss = F.cross_entropy(model(x[k:k + 64]), y[k:k + 64])
             opt.zero_grad()
             loss.backward()
@@ -181,7 +182,7 @@ def main():
         fluid_init(model)
         opt = torch.optim.SGD(model.parameters(), lr=0.001)
         t0 = time.perf_counter()
-        for k in range(0, rows - bs + 1, bs):
+        for k in range(0, (rows if a.steps is None else min(rows, bs * a.steps)) - bs + 1, bs):
             loss = F.mse_loss(model(xt[k:k + bs]), yt[k:k + bs])
             opt.zero_grad()
             loss.backward()
