@@ -8,7 +8,9 @@ sequence lengths. Runs on PyTorch 2.x from pip and on Debian's 1.13.
 
 --threads sets torch.set_num_threads (OpenBLAS's pool of Debian's build follows
 OPENBLAS_NUM_THREADS, which the caller sets); --fused uses Adam(fused=True)
-(PyTorch >= 2.4 on the CPU). Prints "RESULT <workload> <value> <unit>".
+(PyTorch >= 2.4 on the CPU). The GRUs differ in one detail with the same work:
+Fluid's applies the reset gate before the recurrent product ((r * h) W_c),
+PyTorch's after it (r * (W_hn h)). Prints "RESULT <workload> <value> <unit>".
 """
 import argparse
 import math
