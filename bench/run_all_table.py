@@ -23,7 +23,7 @@ def fmt(v, unit):
     if unit == "samples/s":
         return "%.0f" % v
     if unit == "s":
-        return "%.2f s" % v
+        return "%.3g s" % v
     return "%.0f µs" % v if v >= 100 else "%.1f µs" % v
 
 
