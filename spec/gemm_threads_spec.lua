@@ -31,7 +31,9 @@ end
 
 describe("GEMMs split across threads", function()
   for _, case in ipairs({ { { 128, 784 }, { 784, 500 } }, { { 100, 256 }, { 256, 10 } }, { { 1, 784 }, { 784, 300 } },
-                          { { 300, 784 }, { 784, 1 } }, { { 70, 33 }, { 33, 129 } } }) do
+                          { { 300, 784 }, { 784, 1 } }, { { 70, 33 }, { 33, 129 } },
+                          -- GEMVs large enough to split (>= 2^21 multiply-adds)
+                          { { 1, 4096 }, { 4096, 600 } }, { { 600, 4096 }, { 4096, 1 } } }) do
     it(("mul [%d, %d] x [%d, %d] and its grads"):format(case[1][1], case[1][2], case[2][1], case[2][2]), function()
       local run = mul_grads(case[1], case[2])
       local one, two = at_threads(1, run), at_threads(2, run)
