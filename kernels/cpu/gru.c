@@ -94,21 +94,35 @@ static void step_fwd(int dt, int threads, int64_t n, int64_t D, void *g, const v
 }
 
 /* one backward step: dg [n, 3D] gets the pre-activation grads; dhp += the
- * previous hidden's grad (when not NULL); drhp scratch [n, D] */
-static void step_bwd(int dt, int threads, int64_t n, int64_t D, const void *g, const void *hp, const void *w,
-                     const void *dh,
-                     void *dg, void *dhp, void *drhp, const gru_cfg_t *cf)
+ * previous hidden's grad (when not NULL); drhp scratch [n, D]; wt: the
+ * weights transposed (transposed_weights) */
+static void step_bwd(int dt, int threads, int64_t n, int64_t D, const void *g, const void *hp, const void *wt,
+                     const void *dh, void *dg, void *dhp, void *drhp, const gru_cfg_t *cf)
 {
     size_t es = oar_dtype_size(dt);
-    const char *wc = (const char *)w + es * (size_t)(2 * D * D);
+    const char *wct = (const char *)wt + es * (size_t)(2 * D * D);
     if (dt == OAR_FP32) bwd_uc_f32(n, D, g, hp, dh, dg, dhp, cf);
     else bwd_uc_f64(n, D, g, hp, dh, dg, dhp, cf);
     if (hp)
-        oar_gemm(dt, threads, false, true, n, D, D, 1.0, (const char *)dg + es * (size_t)(2 * D), 3 * D, wc, D, 0.0,
+        oar_gemm(dt, threads, false, false, n, D, D, 1.0, (const char *)dg + es * (size_t)(2 * D), 3 * D, wct, D, 0.0,
                  drhp, D);
     if (dt == OAR_FP32) bwd_r_f32(n, D, g, hp, drhp, dg, dhp, cf);
     else bwd_r_f64(n, D, g, hp, drhp, dg, dhp, cf);
-    if (hp && dhp) oar_gemm(dt, threads, false, true, n, D, 2 * D, 1.0, dg, 3 * D, w, 2 * D, 1.0, dhp, D);
+    if (hp && dhp) oar_gemm(dt, threads, false, false, n, D, 2 * D, 1.0, dg, 3 * D, wt, D, 1.0, dhp, D);
+}
+
+/* Weight [D, 3D] is a [D, 2D] block (update, reset) then a [D, D] block
+ * (candidate); wt gets both transposed, [2D, D] then [D, D], so the
+ * backward steps run plain products (see oar_sk_transpose); NULL with *rc
+ * set on failure */
+static void *transposed_weights(oar_kernel_ctx_t *k, int dt, const void *w, int64_t D, int *rc)
+{
+    size_t es = oar_dtype_size(dt);
+    void *wt = oar_sk_scratch(k, 3 * D * D, es, false, rc);
+    if (!wt) return NULL;
+    oar_sk_transpose(dt, w, D, 2 * D, 2 * D, wt, D);
+    oar_sk_transpose(dt, (const char *)w + es * (size_t)(2 * D * D), D, D, D, (char *)wt + es * (size_t)(2 * D * D), D);
+    return wt;
 }
 
 /* Weight@GRAD of rows: [D, 2D] block = hp^T dG_ur, [D, D] block = rhp^T dG_c */
@@ -242,7 +256,7 @@ static int gru_bwd(oar_kernel_ctx_t *k)
     const oar_tensor_t *bgt, *brt, *bht, *dht;
     const void *bg, *brhp, *bh, *dhid;
     void *dx = NULL, *dh0 = NULL, *dw = NULL, *dbias = NULL;
-    void *dhb = NULL, *dgb = NULL, *hprev = NULL, *h0s = NULL, *dh0s = NULL, *drhp = NULL;
+    void *dhb = NULL, *dgb = NULL, *hprev = NULL, *h0s = NULL, *dh0s = NULL, *drhp = NULL, *wt = NULL;
     if ((rc = oar_sk_input(k, OAR_GRU_BATCHGATE_IN, "BatchGate", a.dt, &bgt, &bg)) != OAR_OK ||
         (rc = oar_sk_input(k, OAR_GRU_BATCHRHP_IN, "BatchResetHiddenPrev", a.dt, &brt, &brhp)) != OAR_OK ||
         (rc = oar_sk_input(k, OAR_GRU_BATCHHIDDEN_IN, "BatchHidden", a.dt, &bht, &bh)) != OAR_OK ||
@@ -261,7 +275,7 @@ static int gru_bwd(oar_kernel_ctx_t *k)
     if (a.b && (rc = oar_sk_output(k, OAR_GRU_DBIAS, "Bias@GRAD", a.dt, 3 * D, true, &dbias)) != OAR_OK) goto done;
     /* dhb is gathered, dgb written by every step, drhp by its GEMM: none is cleared */
     if (!(dhb = oar_sk_scratch(k, T * D, es, false, &rc)) || !(dgb = oar_sk_scratch(k, T * 3 * D, es, false, &rc))
-        || !(drhp = oar_sk_scratch(k, T * D, es, false, &rc)))
+        || !(drhp = oar_sk_scratch(k, T * D, es, false, &rc)) || !(wt = transposed_weights(k, a.dt, a.w, D, &rc)))
         goto done;
     if (a.h0 && !(h0s = oar_sk_sorted_state(k, &a.sb, a.h0, D, es, &rc))) goto done;
     if (dh0 && !(dh0s = oar_sk_scratch(k, a.sb.nseq * D, es, true, &rc))) goto done;
@@ -281,7 +295,7 @@ static int gru_bwd(oar_kernel_ctx_t *k)
                         : dh0s ? (char *)dh0s + es * (size_t)(q0 * D) : NULL;
             const void *hp = prev_rows(&a, bh, h0s, t);
             step_bwd(a.dt, 1, m, D, (const char *)bg + es * (size_t)(s0 * 3 * D),
-                     hp ? (const char *)hp + es * (size_t)(q0 * D) : NULL, a.w,
+                     hp ? (const char *)hp + es * (size_t)(q0 * D) : NULL, wt,
                      (char *)dhb + es * (size_t)(s0 * D), (char *)dgb + es * (size_t)(s0 * 3 * D), dhp,
                      (char *)drhp + es * (size_t)(q0 * D), &a.cf);
         }
@@ -301,7 +315,7 @@ static int gru_bwd(oar_kernel_ctx_t *k)
     if (dbias) oar_sk_col_sum(a.dt, dgb, T, 3 * D, dbias);
     if (dh0) oar_seqb_unsort_rows(&a.sb, dh0s, dh0, D, es);
 done:
-    free(dhb); free(dgb); free(hprev); free(h0s); free(dh0s); free(drhp);
+    free(dhb); free(dgb); free(hprev); free(h0s); free(dh0s); free(drhp); free(wt);
     oar_seqb_free(&a.sb);
     return rc;
 }
@@ -382,9 +396,11 @@ static int unit_bwd(oar_kernel_ctx_t *k)
     int rc = OAR_OK;
     void *dg = oar_sk_scratch(k, N * 3 * D, es, true, &rc);
     void *drhp = dg ? oar_sk_scratch(k, N * D, es, true, &rc) : NULL;
-    if (!dg || !drhp) { free(dg); return rc; }
+    void *wt = drhp ? transposed_weights(k, a.dt, a.w, D, &rc) : NULL;
+    if (!dg || !drhp || !wt) { free(dg); free(drhp); return rc; }
     if (dhp) memset(dhp, 0, es * (size_t)(N * D));
-    step_bwd(a.dt, oar_gemm_threads(2 * N * D * D), N, D, g, a.hp, a.w, dh, dg, dhp, drhp, &a.cf);
+    step_bwd(a.dt, oar_gemm_threads(2 * N * D * D), N, D, g, a.hp, wt, dh, dg, dhp, drhp, &a.cf);
+    free(wt);
     if (dw) weight_grad(a.dt, N, D, a.hp, rhp, dg, dw);
     if (dx) memcpy(dx, dg, es * (size_t)(N * 3 * D));
     if (db) oar_sk_col_sum(a.dt, dg, N, 3 * D, db);

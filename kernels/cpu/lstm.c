@@ -345,7 +345,7 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
     const void *hid, *cell, *bg, *bc, *dhid, *dcell = NULL;
     void *dx = NULL, *dh0 = NULL, *dc0 = NULL, *dw = NULL, *dbias = NULL;
     void *dhb = NULL, *dcb = NULL, *dgb = NULL, *hprev = NULL, *h0s = NULL, *c0s = NULL, *dh0s = NULL, *dc0s = NULL,
-         *tmp = NULL, *ppeep = NULL, *ptmp = NULL;
+         *tmp = NULL, *ppeep = NULL, *ptmp = NULL, *wt = NULL;
     if ((rc = oar_sk_input(k, OAR_LSTM_HIDDEN_IN, "Hidden", a.dt, &ht, &hid)) != OAR_OK ||
         (rc = oar_sk_input(k, OAR_LSTM_CELL_IN, "Cell", a.dt, &ct, &cell)) != OAR_OK ||
         (rc = oar_sk_input(k, OAR_LSTM_BATCHGATE_IN, "BatchGate", a.dt, &bgt, &bg)) != OAR_OK ||
@@ -366,8 +366,10 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
     if (a.c0 && (rc = oar_sk_output(k, OAR_LSTM_DC0, "C0@GRAD", a.dt, a.sb.nseq * D, true, &dc0)) != OAR_OK) goto done;
     if (a.b && (rc = oar_sk_output(k, OAR_LSTM_DBIAS, "Bias@GRAD", a.dt, oar_tensor_numel_of(a.bt), true, &dbias)) != OAR_OK) goto done;
     if (!(dhb = oar_sk_scratch(k, T * D, es, false, &rc)) || !(dcb = oar_sk_scratch(k, T * D, es, !dcell, &rc))
-        || !(dgb = oar_sk_scratch(k, T * 4 * D, es, false, &rc)) || !(tmp = oar_sk_scratch(k, 2 * D, es, false, &rc)))
+        || !(dgb = oar_sk_scratch(k, T * 4 * D, es, false, &rc)) || !(tmp = oar_sk_scratch(k, 2 * D, es, false, &rc))
+        || !(wt = oar_sk_scratch(k, 4 * D * D, es, false, &rc)))
         goto done;
+    oar_sk_transpose(a.dt, a.w, D, 4 * D, 4 * D, wt, D);   /* W^T [4D, D] for the per-step products */
     if (a.h0 && !(h0s = oar_sk_sorted_state(k, &a.sb, a.h0, D, es, &rc))) goto done;
     if (a.c0 && !(c0s = oar_sk_sorted_state(k, &a.sb, a.c0, D, es, &rc))) goto done;
     if (dh0 && !(dh0s = oar_sk_scratch(k, a.sb.nseq * D, es, true, &rc))) goto done;
@@ -418,10 +420,10 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
                      (char *)dcb + es * (size_t)(s0 * D), dg, dcp, &a.peep, mypeep, &a.act, mytmp);
             /* the previous hidden's grad: dG W^T */
             if (t > 0)
-                oar_sk_gemm(a.dt, false, true, m, D, 4 * D, 1.0, dg, 4 * D, a.w, 4 * D, 1.0,
+                oar_sk_gemm(a.dt, false, false, m, D, 4 * D, 1.0, dg, 4 * D, wt, D, 1.0,
                             (char *)dhb + es * (size_t)(p0 * D), D);
             else if (dh0s)
-                oar_sk_gemm(a.dt, false, true, m, D, 4 * D, 1.0, dg, 4 * D, a.w, 4 * D, 0.0,
+                oar_sk_gemm(a.dt, false, false, m, D, 4 * D, 1.0, dg, 4 * D, wt, D, 0.0,
                             (char *)dh0s + es * (size_t)(q0 * D), D);
         }
     }
@@ -440,7 +442,8 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
     if (dh0) oar_seqb_unsort_rows(&a.sb, dh0s, dh0, D, es);
     if (dc0) oar_seqb_unsort_rows(&a.sb, dc0s, dc0, D, es);
 done:
-    free(dhb); free(dcb); free(dgb); free(hprev); free(h0s); free(c0s); free(dh0s); free(dc0s); free(tmp); free(ppeep); free(ptmp);
+    free(dhb); free(dcb); free(dgb); free(hprev); free(h0s); free(c0s); free(dh0s); free(dc0s); free(tmp); free(ppeep);
+    free(ptmp); free(wt);
     oar_seqb_free(&a.sb);
     return rc;
 }

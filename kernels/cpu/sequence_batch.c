@@ -219,6 +219,15 @@ void oar_sk_gemm(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K, d
     oar_gemm(dtype, 1, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
+void oar_sk_transpose(int dtype, const void *src, int64_t rows, int64_t cols, int64_t lds, void *dst, int64_t ldd)
+{
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) {
+            if (dtype == OAR_FP32) ((float *)dst)[c * ldd + r] = ((const float *)src)[r * lds + c];
+            else ((double *)dst)[c * ldd + r] = ((const double *)src)[r * lds + c];
+        }
+}
+
 void oar_sk_add_row(int dtype, void *y, const void *b, int64_t rows, int64_t w)
 {
     for (int64_t r = 0; r < rows; r++) {
