@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "im2col.h"
+#include "scratch.h"
 #include "gemm.h"
 #include "desc.h"
 #include "ops/conv.h"
@@ -266,7 +267,7 @@ static int alloc_cols(oar_kernel_ctx_t *k, const conv_geom_t *g, size_t esz, voi
     int64_t n = 0;
     if (oar_mul_checked(g->ktot + g->m, g->p, &n) || oar_mul_checked(n, g->bimg, &n) ||
         oar_mul_checked(n, batch_mode(g) ? g->threads : 1, &n) ||
-        oar_mul_checked(n, (int64_t)esz, &n) || !(*col = oar_xmalloc((size_t)n)))
+        oar_mul_checked(n, (int64_t)esz, &n) || !(*col = oar_scratch_alloc((size_t)n)))
         return oar_k_error(k, OAR_ERR_NOMEM, "no memory for the im2col buffer (%lld x %lld values)",
                            (long long)g->ktot, (long long)g->p);
     return OAR_OK;
@@ -329,7 +330,7 @@ static void bwd_block(int dt, const conv_geom_t *g, const void *x, const void *w
 
 /* NCHW scratch of `numel` values for the NHWC path */
 static void *scratch(oar_kernel_ctx_t *k, int64_t numel, size_t esz, const char *what) {
-    void *p = numel > 0 ? oar_xmalloc((size_t)numel * esz) : oar_xmalloc(1);
+    void *p = numel > 0 ? oar_scratch_alloc((size_t)numel * esz) : oar_scratch_alloc(1);
     if (!p) oar_k_error(k, OAR_ERR_NOMEM, "no memory for the NCHW copy of %s (%lld values)", what, (long long)numel);
     return p;
 }
@@ -354,7 +355,7 @@ static int conv_fwd(oar_kernel_ctx_t *k) {
     void *xn = NULL, *y = yout;
     if (g.nhwc) {
         if (!(xn = scratch(k, g.n * g.img, esz, "Input"))) return OAR_ERR_NOMEM;
-        if (!(y = scratch(k, g.n * ysz, esz, "Output"))) { free(xn); return OAR_ERR_NOMEM; }
+        if (!(y = scratch(k, g.n * ysz, esz, "Output"))) { oar_scratch_free(xn); return OAR_ERR_NOMEM; }
         transpose_images(dt, x, xn, g.n, g.h * g.w, g.c, g.threads);
         x = xn;
     }
@@ -364,7 +365,7 @@ static int conv_fwd(oar_kernel_ctx_t *k) {
     } else {
         void *col;
         int rc = alloc_cols(k, &g, esz, &col);
-        if (rc) { free(xn); if (y != yout) free(y); return rc; }
+        if (rc) { oar_scratch_free(xn); if (y != yout) oar_scratch_free(y); return rc; }
         const int T = g.threads;
         if (batch_mode(&g)) {
             const int64_t nblk = (g.n + g.bimg - 1) / g.bimg;
@@ -381,12 +382,12 @@ static int conv_fwd(oar_kernel_ctx_t *k) {
             for (int64_t i = 0; i < g.n; i++)
                 fwd_image(dt, &g, CAT_(x, i * g.img, esz), w, AT(y, i * ysz, esz), col, T);
         }
-        free(col);
+        oar_scratch_free(col);
     }
     if (g.nhwc) {
         transpose_images(dt, y, yout, g.n, g.m, g.p, g.threads);
-        free(y);
-        free(xn);
+        oar_scratch_free(y);
+        oar_scratch_free(xn);
     }
     return OAR_OK;
 }
@@ -429,9 +430,9 @@ static int conv_bwd_nchw(oar_kernel_ctx_t *k, int dt, const conv_geom_t *gp, con
      * own buffer (written by its first image), added in chunk order at the end */
     const int64_t nch = batch ? (g.n < CONV_DW_CHUNKS ? g.n : CONV_DW_CHUNKS) : 1;
     if (dw && nch > 1) {
-        dwx = oar_xmalloc((size_t)(nch - 1) * (size_t)wsz * esz);
+        dwx = oar_scratch_alloc((size_t)(nch - 1) * (size_t)wsz * esz);
         if (!dwx) {
-            free(col);
+            oar_scratch_free(col);
             return oar_k_error(k, OAR_ERR_NOMEM, "no memory for %lld Filter@GRAD partial sums", (long long)nch);
         }
     }
@@ -462,9 +463,9 @@ static int conv_bwd_nchw(oar_kernel_ctx_t *k, int dt, const conv_geom_t *gp, con
                 for (int64_t j = 0; j < wsz; j++) ((double *)dw)[j] += s[j];
             }
         }
-        free(dwx);
+        oar_scratch_free(dwx);
     }
-    free(col);
+    oar_scratch_free(col);
     return OAR_OK;
 }
 
@@ -502,12 +503,12 @@ static int conv_bwd(oar_kernel_ctx_t *k) {
     void *xn = scratch(k, g.n * g.img, esz, "Input");
     void *dyn = xn ? scratch(k, g.n * g.m * g.p, esz, "Output@GRAD") : NULL;
     void *dxn = dyn && dxout ? scratch(k, g.n * g.img, esz, "Input@GRAD") : NULL;
-    if (!xn || !dyn || (dxout && !dxn)) { free(xn); free(dyn); free(dxn); return OAR_ERR_NOMEM; }
+    if (!xn || !dyn || (dxout && !dxn)) { oar_scratch_free(xn); oar_scratch_free(dyn); oar_scratch_free(dxn); return OAR_ERR_NOMEM; }
     transpose_images(dt, x, xn, g.n, g.h * g.w, g.c, g.threads);
     transpose_images(dt, dy, dyn, g.n, g.p, g.m, g.threads);
     rc = conv_bwd_nchw(k, dt, &g, xn, w, dyn, dxn, dw);
     if (rc == OAR_OK && dxout) transpose_images(dt, dxn, dxout, g.n, g.c, g.h * g.w, g.threads);
-    free(xn); free(dyn); free(dxn);
+    oar_scratch_free(xn); oar_scratch_free(dyn); oar_scratch_free(dxn);
     return rc;
 }
 

@@ -15,6 +15,7 @@
 #include "op.h"
 #include "sequence_batch.h"
 #include "gemm.h"
+#include "scratch.h"
 #include "ops/gru.h"
 
 typedef struct gru_cfg { int act, gate; bool origin; } gru_cfg_t;
@@ -240,8 +241,8 @@ static int gru_fwd(oar_kernel_ctx_t *k)
     }
     oar_seqb_scatter(&a.sb, bh, hid, D, es);
 done:
-    free(h0s);
-    for (int i = 0; i < 3; i++) free(own[i]);
+    oar_scratch_free(h0s);
+    for (int i = 0; i < 3; i++) oar_scratch_free(own[i]);
     oar_seqb_free(&a.sb);
     return rc;
 }
@@ -315,7 +316,8 @@ static int gru_bwd(oar_kernel_ctx_t *k)
     if (dbias) oar_sk_col_sum(a.dt, dgb, T, 3 * D, dbias);
     if (dh0) oar_seqb_unsort_rows(&a.sb, dh0s, dh0, D, es);
 done:
-    free(dhb); free(dgb); free(hprev); free(h0s); free(dh0s); free(drhp); free(wt);
+    void *scratch[] = {dhb, dgb, hprev, h0s, dh0s, drhp, wt};
+    for (size_t i = 0; i < sizeof scratch / sizeof scratch[0]; i++) oar_scratch_free(scratch[i]);
     oar_seqb_free(&a.sb);
     return rc;
 }
@@ -397,15 +399,15 @@ static int unit_bwd(oar_kernel_ctx_t *k)
     void *dg = oar_sk_scratch(k, N * 3 * D, es, true, &rc);
     void *drhp = dg ? oar_sk_scratch(k, N * D, es, true, &rc) : NULL;
     void *wt = drhp ? transposed_weights(k, a.dt, a.w, D, &rc) : NULL;
-    if (!dg || !drhp || !wt) { free(dg); free(drhp); return rc; }
+    if (!dg || !drhp || !wt) { oar_scratch_free(dg); oar_scratch_free(drhp); return rc; }
     if (dhp) memset(dhp, 0, es * (size_t)(N * D));
     step_bwd(a.dt, oar_gemm_threads(2 * N * D * D), N, D, g, a.hp, wt, dh, dg, dhp, drhp, &a.cf);
-    free(wt);
+    oar_scratch_free(wt);
     if (dw) weight_grad(a.dt, N, D, a.hp, rhp, dg, dw);
     if (dx) memcpy(dx, dg, es * (size_t)(N * 3 * D));
     if (db) oar_sk_col_sum(a.dt, dg, N, 3 * D, db);
-    free(dg);
-    free(drhp);
+    oar_scratch_free(dg);
+    oar_scratch_free(drhp);
     return OAR_OK;
 }
 

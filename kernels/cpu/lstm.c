@@ -17,6 +17,7 @@
 #include "sequence_batch.h"
 #include "act_f32.h"
 #include "gemm.h"
+#include "scratch.h"
 #include "ops/lstm.h"
 
 typedef struct lstm_acts { int gate, cell, cand; } lstm_acts_t;
@@ -325,11 +326,11 @@ static int lstm_fwd(oar_kernel_ctx_t *k)
     oar_seqb_scatter(&a.sb, hb, hid, D, es);
     oar_seqb_scatter(&a.sb, bc, cell, D, es);
 done:
-    free(hb);
-    free(h0s);
-    free(c0s);
-    free(own_bg);
-    free(own_bc);
+    oar_scratch_free(hb);
+    oar_scratch_free(h0s);
+    oar_scratch_free(c0s);
+    oar_scratch_free(own_bg);
+    oar_scratch_free(own_bc);
     oar_seqb_free(&a.sb);
     return rc;
 }
@@ -442,8 +443,8 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
     if (dh0) oar_seqb_unsort_rows(&a.sb, dh0s, dh0, D, es);
     if (dc0) oar_seqb_unsort_rows(&a.sb, dc0s, dc0, D, es);
 done:
-    free(dhb); free(dcb); free(dgb); free(hprev); free(h0s); free(c0s); free(dh0s); free(dc0s); free(tmp); free(ppeep);
-    free(ptmp); free(wt);
+    void *scratch[] = {dhb, dcb, dgb, hprev, h0s, c0s, dh0s, dc0s, tmp, ppeep, ptmp, wt};
+    for (size_t i = 0; i < sizeof scratch / sizeof scratch[0]; i++) oar_scratch_free(scratch[i]);
     oar_seqb_free(&a.sb);
     return rc;
 }
@@ -538,7 +539,7 @@ static int unit_fwd(oar_kernel_ctx_t *k)
     if (!tmp) return rc;
     if (dt == OAR_FP32) unit_fwd_f32(N, D, xp, cpp, c, h, (float)fb, tmp);
     else unit_fwd_f64(N, D, xp, cpp, c, h, fb, tmp);
-    free(tmp);
+    oar_scratch_free(tmp);
     return OAR_OK;
 }
 
@@ -565,7 +566,7 @@ static int unit_bwd(oar_kernel_ctx_t *k)
     if (!tmp) return rc;
     if (dt == OAR_FP32) unit_bwd_f32(N, D, xp, cpp, cv, dcv, dhv, dx, dcp, (float)fb, tmp);
     else unit_bwd_f64(N, D, xp, cpp, cv, dcv, dhv, dx, dcp, fb, tmp);
-    free(tmp);
+    oar_scratch_free(tmp);
     return OAR_OK;
 }
 

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "im2col.h"
+#include "scratch.h"
 #include "desc.h"
 #include "ops/pool.h"
 
@@ -142,7 +143,7 @@ static int pool_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, pool_geom_t *g
 
 /* [lo, hi) window bounds of every output row and column, computed once */
 static int64_t *window_bounds(oar_kernel_ctx_t *k, const pool_geom_t *g) {
-    int64_t *b = oar_xmalloc(sizeof(int64_t) * 2 * (size_t)(g->oh + g->ow));
+    int64_t *b = oar_scratch_alloc(sizeof(int64_t) * 2 * (size_t)(g->oh + g->ow));
     if (!b) {
         oar_k_error(k, OAR_ERR_NOMEM, "no memory for %lld window bounds", (long long)(g->oh + g->ow));
         return NULL;
@@ -186,7 +187,7 @@ static void transpose_images(int dt, const void *src, void *dst, int64_t n, int6
 }
 
 static void *scratch(oar_kernel_ctx_t *k, int64_t numel, size_t esz) {
-    void *p = oar_xmalloc(numel > 0 ? (size_t)numel * esz : 1);
+    void *p = oar_scratch_alloc(numel > 0 ? (size_t)numel * esz : 1);
     if (!p) oar_k_error(k, OAR_ERR_NOMEM, "no memory for an NCHW copy of %lld values", (long long)numel);
     return p;
 }
@@ -212,7 +213,7 @@ static int pool_fwd(oar_kernel_ctx_t *k) {
     if (g.nhwc) {
         xn = scratch(k, g.planes * g.h * g.w, esz);
         y = xn ? scratch(k, g.planes * g.oh * g.ow, esz) : NULL;
-        if (!xn || !y) { free(xn); free(b); return OAR_ERR_NOMEM; }
+        if (!xn || !y) { oar_scratch_free(xn); oar_scratch_free(b); return OAR_ERR_NOMEM; }
         transpose_images(dt, xd, xn, g.n, g.h * g.w, g.c);
         xd = xn;
     }
@@ -220,10 +221,10 @@ static int pool_fwd(oar_kernel_ctx_t *k) {
     else pool_fwd_f64(xd, y, &g, b, b + 2 * g.oh);
     if (g.nhwc) {
         transpose_images(dt, y, yout, g.n, g.c, g.oh * g.ow);
-        free(y);
-        free(xn);
+        oar_scratch_free(y);
+        oar_scratch_free(xn);
     }
-    free(b);
+    oar_scratch_free(b);
     return OAR_OK;
 }
 
@@ -260,7 +261,7 @@ static int pool_bwd(oar_kernel_ctx_t *k) {
         xn = scratch(k, g.planes * g.h * g.w, esz);
         dyn = xn ? scratch(k, g.planes * g.oh * g.ow, esz) : NULL;
         dx = dyn ? scratch(k, g.planes * g.h * g.w, esz) : NULL;
-        if (!dx) { free(xn); free(dyn); free(b); return OAR_ERR_NOMEM; }
+        if (!dx) { oar_scratch_free(xn); oar_scratch_free(dyn); oar_scratch_free(b); return OAR_ERR_NOMEM; }
         transpose_images(dt, xd, xn, g.n, g.h * g.w, g.c);
         transpose_images(dt, dyd, dyn, g.n, g.oh * g.ow, g.c);
         xd = xn;
@@ -277,9 +278,9 @@ static int pool_bwd(oar_kernel_ctx_t *k) {
     else pool_bwd_f64(xd, dyd, dx, &g, b, b + 2 * g.oh);
     if (g.nhwc) {
         transpose_images(dt, dx, dxout, g.n, g.c, g.h * g.w);
-        free(dx); free(dyn); free(xn);
+        oar_scratch_free(dx); oar_scratch_free(dyn); oar_scratch_free(xn);
     }
-    free(b);
+    oar_scratch_free(b);
     return OAR_OK;
 }
 

@@ -4,11 +4,13 @@
  * (see sequence_batch.h).
  */
 #include <limits.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <omp.h>
 #include "sequence_batch.h"
+#include "scratch.h"
 #include "gemm.h"
 #include "act_f32.h"
 
@@ -405,8 +407,9 @@ int oar_sk_lod_at(oar_kernel_ctx_t *k, int slot, const char *name, const oar_ten
 void *oar_sk_scratch(oar_kernel_ctx_t *k, int64_t n, size_t es, bool zero, int *rc)
 {
     size_t count = (size_t)(n > 0 ? n : 1);
-    void *p = zero ? oar_xcalloc(count, es) : oar_xmalloc(count * es);
+    void *p = count <= SIZE_MAX / es ? oar_scratch_alloc(count * es) : NULL;
     if (!p) *rc = oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate %lld scratch values", (long long)n);
+    else if (zero) memset(p, 0, count * es);
     return p;
 }
 

@@ -119,13 +119,14 @@ int oar_sk_lod(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t *t,
 
 /* ---- recurrent kernels (lstm.c, gru.c) -------------------------------------- */
 /* checked scratch of n elements of es bytes, zeroed when `zero` (else the
- * caller writes all of it); NULL with *rc set on failure */
+ * caller writes all of it), from the block cache (scratch.h): free it with
+ * oar_scratch_free; NULL with *rc set on failure */
 void *oar_sk_scratch(oar_kernel_ctx_t *k, int64_t n, size_t es, bool zero, int *rc);
 /* an initial state (H0, C0; t NULL when absent) holds one row of D per sequence */
 int oar_sk_check_state(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t *t, int64_t nseq, int64_t D);
 /* oar_seqb_make over the op's sequences, reversed when `reverse` */
 int oar_sk_seqb_make(oar_kernel_ctx_t *k, oar_seqb_t *b, const int64_t *offs, int64_t noffs, bool reverse);
-/* a scratch copy of an initial state's rows [nseq, D] in sorted order */
+/* a scratch copy (oar_scratch_free) of an initial state's rows [nseq, D] in sorted order */
 void *oar_sk_sorted_state(oar_kernel_ctx_t *k, const oar_seqb_t *b, const void *state, int64_t D, size_t es,
                           int *rc);
 
