@@ -14,7 +14,8 @@
  * Threads: `threads` OpenMP threads may share one product; it is split into
  * column (or row) blocks, each a single-threaded call. A product's result
  * does not depend on the thread count (spec/gemm_threads_spec.lua): GEMVs
- * use fixed 128-wide blocks whatever the count, and oneDNN's sgemm gave
+ * use fixed 256-wide blocks whatever the count (those of 2^21
+ * multiply-adds or more; smaller ones are one call), and oneDNN's sgemm gave
  * identical elements wherever their column fell in every shape tried (an
  * observation the spec guards, not a documented guarantee).
  * threads = 1 runs on the calling thread; inside a parallel region every
