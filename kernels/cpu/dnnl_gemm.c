@@ -85,6 +85,8 @@ static void gemm1(int dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, dou
 }
 
 #define GEMV_BLOCK 256
+#define FIX_N 128   /* OpenBLAS products: fixed column blocks, */
+#define FIX_M 64    /* or row blocks when there are few columns */
 #define GEMV_PAR_MIN ((int64_t)1 << 21)
 #define AT(p, off, es) ((void *)((char *)(p) + (size_t)(off) * (es)))
 #define CAT(p, off, es) ((const void *)((const char *)(p) + (size_t)(off) * (es)))
@@ -128,7 +130,34 @@ void oar_gemm(int dt, int threads, bool ta, bool tb, int64_t M, int64_t N, int64
         }
         return;
     }
-    /* blocks of whole 16-column (or 8-row) panels */
+#ifdef OAR_WITH_DNNL
+    const bool openblas = dt != OAR_FP32;
+#else
+    const bool openblas = true;
+#endif
+    if (openblas) {
+        /* OpenBLAS's GEMM kernels, too, round an element differently
+         * depending on where it falls in a call: a product large enough to
+         * be split is always cut at the same fixed blocks, whatever the
+         * thread count, and threads take whole blocks */
+        if (M * N * K < OAR_GEMM_PAR_MIN || (N < 2 * FIX_N && M < 2 * FIX_M)) {
+            gemm1(dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+            return;
+        }
+        const bool by_n = N >= 2 * FIX_N;
+        const int64_t L = by_n ? N : M, W = by_n ? FIX_N : FIX_M, nb = (L + W - 1) / W;
+        #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+        for (int64_t b = 0; b < nb; b++) {
+            const int64_t o = b * W, len = L - o < W ? L - o : W;
+            if (by_n)
+                gemm1(dt, ta, tb, M, len, K, alpha, A, lda, CAT(B, tb ? o * ldb : o, es), ldb, beta, AT(C, o, es), ldc);
+            else
+                gemm1(dt, ta, tb, len, N, K, alpha, CAT(A, ta ? o : o * lda, es), lda, B, ldb, beta,
+                      AT(C, o * ldc, es), ldc);
+        }
+        return;
+    }
+    /* oneDNN: blocks of whole 16-column (or 8-row) panels, one per thread */
     if (threads > 1 && N >= 32 * threads) {
         const int64_t block = ((N + threads - 1) / threads + 15) / 16 * 16;
         #pragma omp parallel for num_threads(threads) schedule(static)
