@@ -3,19 +3,21 @@
  *
  * Threading: all parallelism is OpenMP; every GEMM inside the parallel
  * regions below runs on its calling thread.
- *  - batch mode (at least as many images as threads): threads take whole
- *    images as they come (dynamic scheduling keeps both cores busy when one
- *    is shared with another process); each unfolds its image into its own
- *    column buffer, small enough to stay in cache, and runs single-threaded
- *    GEMMs straight into the output. Filter@GRAD is summed per fixed chunk of
- *    images and the chunks are added in order, so the result does not depend
- *    on the thread count or on which thread took which chunk.
+ *  - batch mode (at least as many images as threads): threads take blocks
+ *    of images as they come (dynamic scheduling keeps both cores busy when
+ *    one is shared with another process); each unfolds its block into its
+ *    own column buffer, small enough to stay in cache, and runs
+ *    single-threaded GEMMs. A block is one image, or a few side by side
+ *    when the output is narrow (bimg: LeNet's 8x8 second conv makes 64-column
+ *    GEMMs alone, 256-column ones four at a time). Filter@GRAD is summed per
+ *    fixed chunk of images and the chunks are added in order, so the result
+ *    does not depend on the thread count or on which thread took which chunk.
  *  - image mode (fewer images than threads, e.g. inference on one large
  *    image): images go one by one; im2col splits over channels and every
- *    GEMM splits its output columns across threads at fixed blocks.
- * Measured on LeNet shapes, per-image column buffers beat unfolding a whole
- * batch into one wide matrix for one big GEMM: the wide matrix does not fit
- * in cache and writing it costs as much as the GEMM.
+ *    GEMM splits its output columns across threads (gemm.h).
+ * Measured on LeNet shapes, cache-sized column buffers beat unfolding a
+ * whole batch into one wide matrix for one big GEMM: the wide matrix does
+ * not fit in cache and writing it costs as much as the GEMM.
  * The backward pass unfolds each image once, for Filter@GRAD; Input@GRAD is
  * W^T dY folded back (col2im) into the image, zeroed just before, while in
  * cache. No buffer that a GEMM overwrites is cleared first.
