@@ -54,6 +54,19 @@ ifneq ($(MPI_PC),)
 OAR_CFLAGS += -DOAR_WITH_MPI $(shell pkg-config --cflags $(MPI_PC))
 LIBS     += $(shell pkg-config --libs $(MPI_PC))
 endif
+# ---- oneDNN (libdnnl-dev): float32 GEMMs at the CPU's full vector width ------
+# (kernels/cpu/dnnl_gemm.c). oneDNN picks AVX-512/AVX2/SSE4.1 kernels at run
+# time from the CPU itself, whatever OPENBLAS_CORETYPE says, and threads on
+# libgomp like oar. Used when its header is found, unless NO_DNNL=1; without
+# it OpenBLAS does every GEMM. docs/DECISIONS.md, "GEMM path".
+DNNL_INC ?= /usr/include/oneapi/dnnl/dnnl.h
+ifneq ($(NO_DNNL),1)
+ifneq ($(wildcard $(DNNL_INC)),)
+OAR_CFLAGS += -DOAR_WITH_DNNL
+LIBS     += -ldnnl
+endif
+endif
+# ---- end oneDNN
 
 LIB      = $(BUILD)/liboar.so
 CDEF     = lua/oar/cdef.lua

@@ -8,10 +8,6 @@
 #include <omp.h>
 #include <string.h>
 
-/* OpenBLAS's own thread count; declared here to avoid depending on which
- * cblas.h variant is installed */
-void openblas_set_num_threads(int num_threads);
-
 int oar_flag_check_nan_inf = 0;
 int oar_flag_memory_plan = 1;   /* release temporaries after their last use */
 static int g_num_threads = 0;   /* 0: never set, report OpenMP's default */
@@ -51,8 +47,8 @@ int oar_set_flag(const char *name, int64_t value)
     if (strcmp(name, "num_threads") == 0) {
         if (value < 1 || value > 4096)
             return oar_error(OAR_ERR_INVALID, "flag num_threads takes 1 to 4096, got %lld", (long long)value);
+        /* one pool: OpenMP's. OpenBLAS stays on one thread (kernels/cpu/gemm.h) */
         g_num_threads = (int)value;
-        openblas_set_num_threads(g_num_threads);
         omp_set_num_threads(g_num_threads);
         return OAR_OK;
     }

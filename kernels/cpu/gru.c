@@ -14,6 +14,9 @@
 #include <string.h>
 #include "op.h"
 #include "sequence_batch.h"
+#include "gemm.h"
+#include "scratch.h"
+#include "ops/gru.h"
 
 typedef struct gru_cfg { int act, gate; bool origin; } gru_cfg_t;
 
@@ -77,43 +80,61 @@ GRU_STEPS(f64, double)
 
 /* one forward step: g [n, 3D] holds x (+ bias) and gets the activated gates;
  * hp [n, D] or NULL; writes rhp and h */
-static void step_fwd(int dt, int64_t n, int64_t D, void *g, const void *hp, const void *w, void *rhp, void *h,
-                     const gru_cfg_t *cf)
+static void step_fwd(int dt, int threads, int64_t n, int64_t D, void *g, const void *hp, const void *w, void *rhp,
+                     void *h, const gru_cfg_t *cf)
 {
     size_t es = oar_dtype_size(dt);
     const char *wc = (const char *)w + es * (size_t)(2 * D * D);
     char *gc = (char *)g + es * (size_t)(2 * D);
-    if (hp) oar_sk_gemm(dt, false, false, n, 2 * D, D, 1.0, hp, D, w, 2 * D, 1.0, g, 3 * D);
+    if (hp) oar_gemm(dt, threads, false, false, n, 2 * D, D, 1.0, hp, D, w, 2 * D, 1.0, g, 3 * D);
     if (dt == OAR_FP32) fwd_gates_f32(n, D, g, hp, rhp, cf);
     else fwd_gates_f64(n, D, g, hp, rhp, cf);
-    if (hp) oar_sk_gemm(dt, false, false, n, D, D, 1.0, rhp, D, wc, D, 1.0, gc, 3 * D);
+    if (hp) oar_gemm(dt, threads, false, false, n, D, D, 1.0, rhp, D, wc, D, 1.0, gc, 3 * D);
     if (dt == OAR_FP32) fwd_out_f32(n, D, g, hp, h, cf);
     else fwd_out_f64(n, D, g, hp, h, cf);
 }
 
 /* one backward step: dg [n, 3D] gets the pre-activation grads; dhp += the
- * previous hidden's grad (when not NULL); drhp scratch [n, D] */
-static void step_bwd(int dt, int64_t n, int64_t D, const void *g, const void *hp, const void *w, const void *dh,
-                     void *dg, void *dhp, void *drhp, const gru_cfg_t *cf)
+ * previous hidden's grad (when not NULL); drhp scratch [n, D]; wt: the
+ * weights transposed (transposed_weights) */
+static void step_bwd(int dt, int threads, int64_t n, int64_t D, const void *g, const void *hp, const void *wt,
+                     const void *dh, void *dg, void *dhp, void *drhp, const gru_cfg_t *cf)
 {
     size_t es = oar_dtype_size(dt);
-    const char *wc = (const char *)w + es * (size_t)(2 * D * D);
+    const char *wct = (const char *)wt + es * (size_t)(2 * D * D);
     if (dt == OAR_FP32) bwd_uc_f32(n, D, g, hp, dh, dg, dhp, cf);
     else bwd_uc_f64(n, D, g, hp, dh, dg, dhp, cf);
     if (hp)
-        oar_sk_gemm(dt, false, true, n, D, D, 1.0, (const char *)dg + es * (size_t)(2 * D), 3 * D, wc, D, 0.0, drhp, D);
+        oar_gemm(dt, threads, false, false, n, D, D, 1.0, (const char *)dg + es * (size_t)(2 * D), 3 * D, wct, D, 0.0,
+                 drhp, D);
     if (dt == OAR_FP32) bwd_r_f32(n, D, g, hp, drhp, dg, dhp, cf);
     else bwd_r_f64(n, D, g, hp, drhp, dg, dhp, cf);
-    if (hp && dhp) oar_sk_gemm(dt, false, true, n, D, 2 * D, 1.0, dg, 3 * D, w, 2 * D, 1.0, dhp, D);
+    if (hp && dhp) oar_gemm(dt, threads, false, false, n, D, 2 * D, 1.0, dg, 3 * D, wt, D, 1.0, dhp, D);
+}
+
+/* Weight [D, 3D] is a [D, 2D] block (update, reset) then a [D, D] block
+ * (candidate); wt gets both transposed, [2D, D] then [D, D], so the
+ * backward steps run plain products (see oar_sk_transpose); NULL with *rc
+ * set on failure */
+static void *transposed_weights(oar_kernel_ctx_t *k, int dt, const void *w, int64_t D, int *rc)
+{
+    size_t es = oar_dtype_size(dt);
+    void *wt = oar_sk_scratch(k, 3 * D * D, es, false, rc);
+    if (!wt) return NULL;
+    oar_sk_transpose(dt, w, D, 2 * D, 2 * D, wt, D);
+    oar_sk_transpose(dt, (const char *)w + es * (size_t)(2 * D * D), D, D, D, (char *)wt + es * (size_t)(2 * D * D), D);
+    return wt;
 }
 
 /* Weight@GRAD of rows: [D, 2D] block = hp^T dG_ur, [D, D] block = rhp^T dG_c */
 static void weight_grad(int dt, int64_t rows, int64_t D, const void *hp, const void *rhp, const void *dg, void *dw)
 {
     size_t es = oar_dtype_size(dt);
-    oar_sk_gemm(dt, true, false, D, 2 * D, rows, 1.0, hp, D, dg, 3 * D, 0.0, dw, 2 * D);
-    oar_sk_gemm(dt, true, false, D, D, rows, 1.0, rhp, D, (const char *)dg + es * (size_t)(2 * D), 3 * D, 0.0,
-                (char *)dw + es * (size_t)(2 * D * D), D);
+    /* products over every row: threads split them */
+    oar_gemm(dt, oar_gemm_threads(2 * D * D * rows), true, false, D, 2 * D, rows, 1.0, hp, D, dg, 3 * D, 0.0, dw,
+             2 * D);
+    oar_gemm(dt, oar_gemm_threads(D * D * rows), true, false, D, D, rows, 1.0, rhp, D,
+             (const char *)dg + es * (size_t)(2 * D), 3 * D, 0.0, (char *)dw + es * (size_t)(2 * D * D), D);
 }
 
 /* Input-like [rows, 3D] and Weight [D, 3D] agree; Bias (optional) holds 3D */
@@ -150,24 +171,21 @@ static int gru_setup(oar_kernel_ctx_t *k, gru_args_t *a)
     a->dt = oar_k_dtype(k);
     a->es = oar_dtype_size(a->dt);
     const oar_tensor_t *wt;
-    OAR_TRY(oar_sk_in(k, "Input", a->dt, &a->in, &a->x));
-    OAR_TRY(oar_sk_in(k, "Weight", a->dt, &wt, &a->w));
-    OAR_TRY(oar_sk_opt_in(k, "H0", a->dt, &a->h0t, &a->h0));
-    OAR_TRY(oar_sk_opt_in(k, "Bias", a->dt, &a->bt, &a->b));
+    OAR_TRY(oar_sk_input(k, OAR_GRU_INPUT, "Input", a->dt, &a->in, &a->x));
+    OAR_TRY(oar_sk_input(k, OAR_GRU_WEIGHT, "Weight", a->dt, &wt, &a->w));
+    OAR_TRY(oar_sk_opt_input(k, OAR_GRU_H0, "H0", a->dt, &a->h0t, &a->h0));
+    OAR_TRY(oar_sk_opt_input(k, OAR_GRU_BIAS, "Bias", a->dt, &a->bt, &a->b));
     OAR_TRY(check_shapes(k, "Input", a->in, wt, a->bt, &a->D));
     a->T = a->in->dims[0];
-    const oar_op_desc_t *op = oar_k_op(k);
-    a->cf.act = oar_act_code(oar_attr_s(op, "activation"));
-    a->cf.gate = oar_act_code(oar_attr_s(op, "gate_activation"));
-    a->cf.origin = oar_attr_b(op, "origin_mode");
-    if (a->cf.act < 0 || a->cf.gate < 0)
-        return oar_k_error(k, OAR_ERR_INVALID, "unknown activation (activation '%s', gate_activation '%s')",
-                           oar_attr_s(op, "activation"), oar_attr_s(op, "gate_activation"));
+    const oar_gru_attrs_t *at = oar_k_attrs(k);
+    a->cf.act = at->act;
+    a->cf.gate = at->gate;
+    a->cf.origin = at->origin;
     const int64_t *offs;
     int64_t no;
-    OAR_TRY(oar_sk_lod(k, "Input", a->in, &offs, &no));
+    OAR_TRY(oar_sk_lod_at(k, OAR_GRU_INPUT, "Input", a->in, &offs, &no));
     OAR_TRY(oar_sk_check_state(k, "H0", a->h0t, no - 1, a->D));
-    return oar_sk_seqb_make(k, &a->sb, offs, no);
+    return oar_sk_seqb_make(k, &a->sb, offs, no, at->reverse);
 }
 
 /* rows of the previous step's hidden for step t (t > 0), else the sorted H0 */
@@ -180,10 +198,11 @@ static const void *prev_rows(const gru_args_t *a, const void *batch_hidden, cons
 
 /* output `slot`, or scratch (*own, freed by the caller) when the program
  * dropped it (Paddle's inference models have no Batch* outputs) */
-static int out_or_scratch(oar_kernel_ctx_t *k, const char *slot, int dt, int64_t n, size_t es, void **p, void **own)
+static int out_or_scratch(oar_kernel_ctx_t *k, int slot, const char *name, int dt, int64_t n, size_t es, void **p,
+                          void **own)
 {
     int rc = OAR_OK;
-    if (oar_k_out(k, slot, 0)) return oar_sk_out(k, slot, dt, n, false, p);
+    if (oar_k_output(k, slot, 0)) return oar_sk_output(k, slot, name, dt, n, false, p);
     *own = *p = oar_sk_scratch(k, n, es, false, &rc);
     return *p ? OAR_OK : rc;
 }
@@ -196,10 +215,10 @@ static int gru_fwd(oar_kernel_ctx_t *k)
     int64_t T = a.T, D = a.D;
     size_t es = a.es;
     void *bg, *brhp, *bh, *hid, *h0s = NULL, *own[3] = {NULL, NULL, NULL};
-    if ((rc = out_or_scratch(k, "BatchGate", a.dt, T * 3 * D, es, &bg, &own[0])) != OAR_OK ||
-        (rc = out_or_scratch(k, "BatchResetHiddenPrev", a.dt, T * D, es, &brhp, &own[1])) != OAR_OK ||
-        (rc = out_or_scratch(k, "BatchHidden", a.dt, T * D, es, &bh, &own[2])) != OAR_OK ||
-        (rc = oar_sk_out(k, "Hidden", a.dt, T * D, false, &hid)) != OAR_OK)
+    if ((rc = out_or_scratch(k, OAR_GRU_BATCHGATE, "BatchGate", a.dt, T * 3 * D, es, &bg, &own[0])) != OAR_OK ||
+        (rc = out_or_scratch(k, OAR_GRU_BATCHRHP, "BatchResetHiddenPrev", a.dt, T * D, es, &brhp, &own[1])) != OAR_OK ||
+        (rc = out_or_scratch(k, OAR_GRU_BATCHHIDDEN, "BatchHidden", a.dt, T * D, es, &bh, &own[2])) != OAR_OK ||
+        (rc = oar_sk_output(k, OAR_GRU_HIDDEN, "Hidden", a.dt, T * D, false, &hid)) != OAR_OK)
         goto done;
     if (a.h0 && !(h0s = oar_sk_sorted_state(k, &a.sb, a.h0, D, es, &rc))) goto done;
     oar_seqb_gather(&a.sb, a.x, bg, 3 * D, es);
@@ -207,7 +226,6 @@ static int gru_fwd(oar_kernel_ctx_t *k)
     /* split by sequence across threads (oar_seqb_parts) */
     int64_t q[OAR_SEQB_MAX_PARTS + 1];
     int parts = oar_seqb_parts(&a.sb, a.sb.nseq * 3 * D * D, q);
-    int blas = oar_sk_blas_hold(parts > 1 ? 0 : a.sb.nseq * 3 * D * D);
     #pragma omp parallel for num_threads(parts) schedule(static, 1) if (parts > 1)
     for (int part = 0; part < parts; part++) {
         int64_t q0 = q[part], q1 = q[part + 1];
@@ -216,16 +234,15 @@ static int gru_fwd(oar_kernel_ctx_t *k)
             if (n <= q0) break;   /* counts only shrink */
             int64_t m = (n < q1 ? n : q1) - q0, s0 = a.sb.step_start[t] + q0;
             const void *hp = prev_rows(&a, bh, h0s, t);
-            step_fwd(a.dt, m, D, (char *)bg + es * (size_t)(s0 * 3 * D),
+            step_fwd(a.dt, 1, m, D, (char *)bg + es * (size_t)(s0 * 3 * D),
                      hp ? (const char *)hp + es * (size_t)(q0 * D) : NULL, a.w,
                      (char *)brhp + es * (size_t)(s0 * D), (char *)bh + es * (size_t)(s0 * D), &a.cf);
         }
     }
-    oar_sk_blas_release(blas);
     oar_seqb_scatter(&a.sb, bh, hid, D, es);
 done:
-    free(h0s);
-    for (int i = 0; i < 3; i++) free(own[i]);
+    oar_scratch_free(h0s);
+    for (int i = 0; i < 3; i++) oar_scratch_free(own[i]);
     oar_seqb_free(&a.sb);
     return rc;
 }
@@ -240,11 +257,11 @@ static int gru_bwd(oar_kernel_ctx_t *k)
     const oar_tensor_t *bgt, *brt, *bht, *dht;
     const void *bg, *brhp, *bh, *dhid;
     void *dx = NULL, *dh0 = NULL, *dw = NULL, *dbias = NULL;
-    void *dhb = NULL, *dgb = NULL, *hprev = NULL, *h0s = NULL, *dh0s = NULL, *drhp = NULL;
-    if ((rc = oar_sk_in(k, "BatchGate", a.dt, &bgt, &bg)) != OAR_OK ||
-        (rc = oar_sk_in(k, "BatchResetHiddenPrev", a.dt, &brt, &brhp)) != OAR_OK ||
-        (rc = oar_sk_in(k, "BatchHidden", a.dt, &bht, &bh)) != OAR_OK ||
-        (rc = oar_sk_in(k, "Hidden@GRAD", a.dt, &dht, &dhid)) != OAR_OK)
+    void *dhb = NULL, *dgb = NULL, *hprev = NULL, *h0s = NULL, *dh0s = NULL, *drhp = NULL, *wt = NULL;
+    if ((rc = oar_sk_input(k, OAR_GRU_BATCHGATE_IN, "BatchGate", a.dt, &bgt, &bg)) != OAR_OK ||
+        (rc = oar_sk_input(k, OAR_GRU_BATCHRHP_IN, "BatchResetHiddenPrev", a.dt, &brt, &brhp)) != OAR_OK ||
+        (rc = oar_sk_input(k, OAR_GRU_BATCHHIDDEN_IN, "BatchHidden", a.dt, &bht, &bh)) != OAR_OK ||
+        (rc = oar_sk_input(k, OAR_GRU_DHIDDEN, "Hidden@GRAD", a.dt, &dht, &dhid)) != OAR_OK)
         goto done;
     if (oar_tensor_numel_of(bgt) != T * 3 * D || oar_tensor_numel_of(brt) != T * D ||
         oar_tensor_numel_of(bht) != T * D || oar_tensor_numel_of(dht) != T * D) {
@@ -252,13 +269,14 @@ static int gru_bwd(oar_kernel_ctx_t *k)
                          "match Input [%lld, %lld]", (long long)T, (long long)(3 * D));
         goto done;
     }
-    if ((rc = oar_sk_out(k, "Input@GRAD", a.dt, T * 3 * D, true, &dx)) != OAR_OK ||
-        (rc = oar_sk_out(k, "Weight@GRAD", a.dt, 3 * D * D, true, &dw)) != OAR_OK)
+    if ((rc = oar_sk_output(k, OAR_GRU_DINPUT, "Input@GRAD", a.dt, T * 3 * D, true, &dx)) != OAR_OK ||
+        (rc = oar_sk_output(k, OAR_GRU_DWEIGHT, "Weight@GRAD", a.dt, 3 * D * D, true, &dw)) != OAR_OK)
         goto done;
-    if (a.h0 && (rc = oar_sk_out(k, "H0@GRAD", a.dt, a.sb.nseq * D, true, &dh0)) != OAR_OK) goto done;
-    if (a.b && (rc = oar_sk_out(k, "Bias@GRAD", a.dt, 3 * D, true, &dbias)) != OAR_OK) goto done;
-    if (!(dhb = oar_sk_scratch(k, T * D, es, true, &rc)) || !(dgb = oar_sk_scratch(k, T * 3 * D, es, true, &rc))
-        || !(drhp = oar_sk_scratch(k, T * D, es, true, &rc)))
+    if (a.h0 && (rc = oar_sk_output(k, OAR_GRU_DH0, "H0@GRAD", a.dt, a.sb.nseq * D, true, &dh0)) != OAR_OK) goto done;
+    if (a.b && (rc = oar_sk_output(k, OAR_GRU_DBIAS, "Bias@GRAD", a.dt, 3 * D, true, &dbias)) != OAR_OK) goto done;
+    /* dhb is gathered, dgb written by every step, drhp by its GEMM: none is cleared */
+    if (!(dhb = oar_sk_scratch(k, T * D, es, false, &rc)) || !(dgb = oar_sk_scratch(k, T * 3 * D, es, false, &rc))
+        || !(drhp = oar_sk_scratch(k, T * D, es, false, &rc)) || !(wt = transposed_weights(k, a.dt, a.w, D, &rc)))
         goto done;
     if (a.h0 && !(h0s = oar_sk_sorted_state(k, &a.sb, a.h0, D, es, &rc))) goto done;
     if (dh0 && !(dh0s = oar_sk_scratch(k, a.sb.nseq * D, es, true, &rc))) goto done;
@@ -267,7 +285,6 @@ static int gru_bwd(oar_kernel_ctx_t *k)
      * drhp are its scratch */
     int64_t q[OAR_SEQB_MAX_PARTS + 1];
     int parts = oar_seqb_parts(&a.sb, a.sb.nseq * 3 * D * D, q);
-    int blas = oar_sk_blas_hold(parts > 1 ? 0 : a.sb.nseq * 3 * D * D);
     #pragma omp parallel for num_threads(parts) schedule(static, 1) if (parts > 1)
     for (int part = 0; part < parts; part++) {
         int64_t q0 = q[part], q1 = q[part + 1];
@@ -278,13 +295,12 @@ static int gru_bwd(oar_kernel_ctx_t *k)
             void *dhp = t > 0 ? (char *)dhb + es * (size_t)((a.sb.step_start[t - 1] + q0) * D)
                         : dh0s ? (char *)dh0s + es * (size_t)(q0 * D) : NULL;
             const void *hp = prev_rows(&a, bh, h0s, t);
-            step_bwd(a.dt, m, D, (const char *)bg + es * (size_t)(s0 * 3 * D),
-                     hp ? (const char *)hp + es * (size_t)(q0 * D) : NULL, a.w,
+            step_bwd(a.dt, 1, m, D, (const char *)bg + es * (size_t)(s0 * 3 * D),
+                     hp ? (const char *)hp + es * (size_t)(q0 * D) : NULL, wt,
                      (char *)dhb + es * (size_t)(s0 * D), (char *)dgb + es * (size_t)(s0 * 3 * D), dhp,
                      (char *)drhp + es * (size_t)(q0 * D), &a.cf);
         }
     }
-    oar_sk_blas_release(blas);
     if (dw) {
         /* the previous hiddens in batch order (zeros at step 0 without H0) */
         if (!(hprev = oar_sk_scratch(k, T * D, es, true, &rc))) goto done;
@@ -300,7 +316,8 @@ static int gru_bwd(oar_kernel_ctx_t *k)
     if (dbias) oar_sk_col_sum(a.dt, dgb, T, 3 * D, dbias);
     if (dh0) oar_seqb_unsort_rows(&a.sb, dh0s, dh0, D, es);
 done:
-    free(dhb); free(dgb); free(hprev); free(h0s); free(dh0s); free(drhp);
+    void *scratch[] = {dhb, dgb, hprev, h0s, dh0s, drhp, wt};
+    for (size_t i = 0; i < sizeof scratch / sizeof scratch[0]; i++) oar_scratch_free(scratch[i]);
     oar_seqb_free(&a.sb);
     return rc;
 }
@@ -326,19 +343,19 @@ static int unit_setup(oar_kernel_ctx_t *k, unit_args_t *a)
     memset(a, 0, sizeof *a);
     a->dt = oar_k_dtype(k);
     const oar_tensor_t *in, *hpt, *wt;
-    OAR_TRY(oar_sk_in(k, "Input", a->dt, &in, &a->x));
-    OAR_TRY(oar_sk_in(k, "HiddenPrev", a->dt, &hpt, &a->hp));
-    OAR_TRY(oar_sk_in(k, "Weight", a->dt, &wt, &a->w));
-    OAR_TRY(oar_sk_opt_in(k, "Bias", a->dt, &a->bt, &a->b));
+    OAR_TRY(oar_sk_input(k, OAR_GRUU_INPUT, "Input", a->dt, &in, &a->x));
+    OAR_TRY(oar_sk_input(k, OAR_GRUU_HPREV, "HiddenPrev", a->dt, &hpt, &a->hp));
+    OAR_TRY(oar_sk_input(k, OAR_GRUU_WEIGHT, "Weight", a->dt, &wt, &a->w));
+    OAR_TRY(oar_sk_opt_input(k, OAR_GRUU_BIAS, "Bias", a->dt, &a->bt, &a->b));
     OAR_TRY(check_shapes(k, "Input", in, wt, a->bt, &a->D));
     a->N = in->dims[0];
     if (oar_tensor_numel_of(hpt) != a->N * a->D)
         return oar_k_error(k, OAR_ERR_SHAPE, "HiddenPrev has %lld values; expected [%lld, %lld]",
                            (long long)oar_tensor_numel_of(hpt), (long long)a->N, (long long)a->D);
-    const oar_op_desc_t *op = oar_k_op(k);
-    a->cf.act = oar_attr_i(op, "activation");
-    a->cf.gate = oar_attr_i(op, "gate_activation");
-    a->cf.origin = oar_attr_b(op, "origin_mode");
+    const oar_gru_attrs_t *at = oar_k_attrs(k);
+    a->cf.act = at->act;
+    a->cf.gate = at->gate;
+    a->cf.origin = at->origin;
     if (a->cf.act < 0 || a->cf.act > 3 || a->cf.gate < 0 || a->cf.gate > 3)
         return oar_k_error(k, OAR_ERR_INVALID, "activation codes %d / %d: expected 0..3", a->cf.act, a->cf.gate);
     return OAR_OK;
@@ -349,12 +366,13 @@ static int unit_fwd(oar_kernel_ctx_t *k)
     unit_args_t a;
     OAR_TRY(unit_setup(k, &a));
     void *g, *rhp, *h;
-    OAR_TRY(oar_sk_out(k, "Gate", a.dt, a.N * 3 * a.D, false, &g));
-    OAR_TRY(oar_sk_out(k, "ResetHiddenPrev", a.dt, a.N * a.D, false, &rhp));
-    OAR_TRY(oar_sk_out(k, "Hidden", a.dt, a.N * a.D, false, &h));
+    OAR_TRY(oar_sk_output(k, OAR_GRUU_GATE, "Gate", a.dt, a.N * 3 * a.D, false, &g));
+    OAR_TRY(oar_sk_output(k, OAR_GRUU_RHP, "ResetHiddenPrev", a.dt, a.N * a.D, false, &rhp));
+    OAR_TRY(oar_sk_output(k, OAR_GRUU_HIDDEN, "Hidden", a.dt, a.N * a.D, false, &h));
     memcpy(g, a.x, oar_dtype_size(a.dt) * (size_t)(a.N * 3 * a.D));
     if (a.b) oar_sk_add_row(a.dt, g, a.b, a.N, 3 * a.D);
-    step_fwd(a.dt, a.N, a.D, g, a.hp, a.w, rhp, h, &a.cf);
+    /* one step over every row: threads split its products */
+    step_fwd(a.dt, oar_gemm_threads(2 * a.N * a.D * a.D), a.N, a.D, g, a.hp, a.w, rhp, h, &a.cf);
     return OAR_OK;
 }
 
@@ -366,28 +384,30 @@ static int unit_bwd(oar_kernel_ctx_t *k)
     size_t es = oar_dtype_size(a.dt);
     const oar_tensor_t *gt, *rt, *dht;
     const void *g, *rhp, *dh;
-    OAR_TRY(oar_sk_in(k, "Gate", a.dt, &gt, &g));
-    OAR_TRY(oar_sk_in(k, "ResetHiddenPrev", a.dt, &rt, &rhp));
-    OAR_TRY(oar_sk_in(k, "Hidden@GRAD", a.dt, &dht, &dh));
+    OAR_TRY(oar_sk_input(k, OAR_GRUU_GATE_IN, "Gate", a.dt, &gt, &g));
+    OAR_TRY(oar_sk_input(k, OAR_GRUU_RHP_IN, "ResetHiddenPrev", a.dt, &rt, &rhp));
+    OAR_TRY(oar_sk_input(k, OAR_GRUU_DHIDDEN, "Hidden@GRAD", a.dt, &dht, &dh));
     if (oar_tensor_numel_of(gt) != N * 3 * D || oar_tensor_numel_of(rt) != N * D || oar_tensor_numel_of(dht) != N * D)
         return oar_k_error(k, OAR_ERR_SHAPE, "Gate, ResetHiddenPrev or Hidden@GRAD does not match [%lld, %lld]",
                            (long long)N, (long long)D);
     void *dx, *dhp, *dw, *db = NULL;
-    OAR_TRY(oar_sk_out(k, "Input@GRAD", a.dt, N * 3 * D, true, &dx));
-    OAR_TRY(oar_sk_out(k, "HiddenPrev@GRAD", a.dt, N * D, true, &dhp));
-    OAR_TRY(oar_sk_out(k, "Weight@GRAD", a.dt, 3 * D * D, true, &dw));
-    if (a.b) OAR_TRY(oar_sk_out(k, "Bias@GRAD", a.dt, 3 * D, true, &db));
+    OAR_TRY(oar_sk_output(k, OAR_GRUU_DINPUT, "Input@GRAD", a.dt, N * 3 * D, true, &dx));
+    OAR_TRY(oar_sk_output(k, OAR_GRUU_DHPREV, "HiddenPrev@GRAD", a.dt, N * D, true, &dhp));
+    OAR_TRY(oar_sk_output(k, OAR_GRUU_DWEIGHT, "Weight@GRAD", a.dt, 3 * D * D, true, &dw));
+    if (a.b) OAR_TRY(oar_sk_output(k, OAR_GRUU_DBIAS, "Bias@GRAD", a.dt, 3 * D, true, &db));
     int rc = OAR_OK;
     void *dg = oar_sk_scratch(k, N * 3 * D, es, true, &rc);
     void *drhp = dg ? oar_sk_scratch(k, N * D, es, true, &rc) : NULL;
-    if (!dg || !drhp) { free(dg); return rc; }
+    void *wt = drhp ? transposed_weights(k, a.dt, a.w, D, &rc) : NULL;
+    if (!dg || !drhp || !wt) { oar_scratch_free(dg); oar_scratch_free(drhp); return rc; }
     if (dhp) memset(dhp, 0, es * (size_t)(N * D));
-    step_bwd(a.dt, N, D, g, a.hp, a.w, dh, dg, dhp, drhp, &a.cf);
+    step_bwd(a.dt, oar_gemm_threads(2 * N * D * D), N, D, g, a.hp, wt, dh, dg, dhp, drhp, &a.cf);
+    oar_scratch_free(wt);
     if (dw) weight_grad(a.dt, N, D, a.hp, rhp, dg, dw);
     if (dx) memcpy(dx, dg, es * (size_t)(N * 3 * D));
     if (db) oar_sk_col_sum(a.dt, dg, N, 3 * D, db);
-    free(dg);
-    free(drhp);
+    oar_scratch_free(dg);
+    oar_scratch_free(drhp);
     return OAR_OK;
 }
 

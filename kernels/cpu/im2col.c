@@ -29,9 +29,19 @@
 #define FN_(name, suf) name##_##suf
 #define FN(name, suf) FN_(name, suf)
 
+/* The valid output columns [lo, hi) and input offset of each kernel column
+ * j depend on j only: computed once per call (up to IM2COL_KW_MAX columns
+ * on the stack; wider kernels compute them per channel). */
+#ifndef IM2COL_KW_MAX
+#define IM2COL_KW_MAX 32
+#endif
+
 void FN(oar_im2col, OAR_IM2COL_SUF)(const T *x, const oar_win2d_t *g, T *col, int64_t ld) {
     const int64_t C = g->c, H = g->h, W = g->w, OH = g->oh, OW = g->ow;
-    const int64_t KH = g->kh, KW = g->kw;
+    const int64_t KH = g->kh, KW = g->kw, sw = g->sw;
+    int64_t jlo[IM2COL_KW_MAX], jhi[IM2COL_KW_MAX];
+    const bool pre = KW <= IM2COL_KW_MAX;
+    for (int64_t j = 0; pre && j < KW; j++) oar_win_valid_cols(j * g->dw - g->pl, sw, W, OW, &jlo[j], &jhi[j]);
     #pragma omp parallel for schedule(static) if (C > 1 && C * KH * KW * OH * OW >= OAR_IM2COL_PAR_MIN)
     for (int64_t c = 0; c < C; c++) {
         const T *xc = x + c * H * W;
@@ -40,7 +50,9 @@ void FN(oar_im2col, OAR_IM2COL_SUF)(const T *x, const oar_win2d_t *g, T *col, in
                 T *dst = col + ((c * KH + i) * KW + j) * ld;
                 const int64_t woff = j * g->dw - g->pl;
                 int64_t lo, hi;
-                oar_win_valid_cols(woff, g->sw, W, OW, &lo, &hi);
+                if (pre) { lo = jlo[j]; hi = jhi[j]; }
+                else oar_win_valid_cols(woff, sw, W, OW, &lo, &hi);
+                const bool full = lo == 0 && hi == OW;
                 for (int64_t oh = 0; oh < OH; oh++) {
                     T *d = dst + oh * OW;
                     const int64_t ih = oh * g->sh - g->pt + i * g->dh;
@@ -48,15 +60,17 @@ void FN(oar_im2col, OAR_IM2COL_SUF)(const T *x, const oar_win2d_t *g, T *col, in
                         memset(d, 0, (size_t)OW * sizeof(T));
                         continue;
                     }
-                    const T *xr = xc + ih * W;
-                    for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0;
+                    const T *xr = xc + ih * W + woff;
                     /* rows are short (often < 32): an inline loop beats memcpy calls */
-                    if (g->sw == 1) {
-                        for (int64_t ow = lo; ow < hi; ow++) d[ow] = xr[ow + woff];
-                    } else {
-                        const int64_t sw = g->sw;
-                        for (int64_t ow = lo; ow < hi; ow++) d[ow] = xr[ow * sw + woff];
+                    if (full && sw == 1) {
+                        for (int64_t ow = 0; ow < OW; ow++) d[ow] = xr[ow];
+                        continue;
                     }
+                    for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0;
+                    if (sw == 1)
+                        for (int64_t ow = lo; ow < hi; ow++) d[ow] = xr[ow];
+                    else
+                        for (int64_t ow = lo; ow < hi; ow++) d[ow] = xr[ow * sw];
                     for (int64_t ow = hi; ow < OW; ow++) d[ow] = 0;
                 }
             }
@@ -66,7 +80,10 @@ void FN(oar_im2col, OAR_IM2COL_SUF)(const T *x, const oar_win2d_t *g, T *col, in
 
 void FN(oar_col2im, OAR_IM2COL_SUF)(const T *col, const oar_win2d_t *g, int64_t ld, T *dx) {
     const int64_t C = g->c, H = g->h, W = g->w, OH = g->oh, OW = g->ow;
-    const int64_t KH = g->kh, KW = g->kw;
+    const int64_t KH = g->kh, KW = g->kw, sw = g->sw;
+    int64_t jlo[IM2COL_KW_MAX], jhi[IM2COL_KW_MAX];
+    const bool pre = KW <= IM2COL_KW_MAX;
+    for (int64_t j = 0; pre && j < KW; j++) oar_win_valid_cols(j * g->dw - g->pl, sw, W, OW, &jlo[j], &jhi[j]);
     /* channels write disjoint planes of dx, so they may run in parallel */
     #pragma omp parallel for schedule(static) if (C > 1 && C * KH * KW * OH * OW >= OAR_IM2COL_PAR_MIN)
     for (int64_t c = 0; c < C; c++) {
@@ -76,17 +93,17 @@ void FN(oar_col2im, OAR_IM2COL_SUF)(const T *col, const oar_win2d_t *g, int64_t 
                 const T *src = col + ((c * KH + i) * KW + j) * ld;
                 const int64_t woff = j * g->dw - g->pl;
                 int64_t lo, hi;
-                oar_win_valid_cols(woff, g->sw, W, OW, &lo, &hi);
+                if (pre) { lo = jlo[j]; hi = jhi[j]; }
+                else oar_win_valid_cols(woff, sw, W, OW, &lo, &hi);
                 for (int64_t oh = 0; oh < OH; oh++) {
                     const int64_t ih = oh * g->sh - g->pt + i * g->dh;
                     if (ih < 0 || ih >= H) continue;
                     const T *s = src + oh * OW;
-                    T *xr = xc + ih * W;
-                    const int64_t sw = g->sw;
+                    T *xr = xc + ih * W + woff;
                     if (sw == 1)
-                        for (int64_t ow = lo; ow < hi; ow++) xr[ow + woff] += s[ow];
+                        for (int64_t ow = lo; ow < hi; ow++) xr[ow] += s[ow];
                     else
-                        for (int64_t ow = lo; ow < hi; ow++) xr[ow * sw + woff] += s[ow];
+                        for (int64_t ow = lo; ow < hi; ow++) xr[ow * sw] += s[ow];
                 }
             }
         }

@@ -16,6 +16,9 @@
 #include "op.h"
 #include "sequence_batch.h"
 #include "act_f32.h"
+#include "gemm.h"
+#include "scratch.h"
+#include "ops/lstm.h"
 
 typedef struct lstm_acts { int gate, cell, cand; } lstm_acts_t;
 
@@ -221,18 +224,6 @@ static void step_bwd(int dt, int64_t n, int64_t D, const void *g, const void *c,
         step_bwd_f64(n, D, g, c, cp, dh, dc, dg, dcp, p->ci, p->cf, p->co, dci, dcf, dco, act, tmp);
 }
 
-static int lstm_acts(oar_kernel_ctx_t *k, lstm_acts_t *a)
-{
-    const oar_op_desc_t *op = oar_k_op(k);
-    a->gate = oar_act_code(oar_attr_s(op, "gate_activation"));
-    a->cell = oar_act_code(oar_attr_s(op, "cell_activation"));
-    a->cand = oar_act_code(oar_attr_s(op, "candidate_activation"));
-    if (a->gate < 0 || a->cell < 0 || a->cand < 0)
-        return oar_k_error(k, OAR_ERR_INVALID, "unknown activation (gate '%s', cell '%s', candidate '%s')",
-                           oar_attr_s(op, "gate_activation"), oar_attr_s(op, "cell_activation"),
-                           oar_attr_s(op, "candidate_activation"));
-    return OAR_OK;
-}
 
 /* everything both kernels read */
 typedef struct lstm_args {
@@ -252,17 +243,18 @@ static int lstm_setup(oar_kernel_ctx_t *k, lstm_args_t *a)
     a->dt = oar_k_dtype(k);
     a->es = oar_dtype_size(a->dt);
     const oar_tensor_t *wt;
-    OAR_TRY(oar_sk_in(k, "Input", a->dt, &a->in, &a->x));
-    OAR_TRY(oar_sk_in(k, "Weight", a->dt, &wt, &a->w));
-    OAR_TRY(oar_sk_opt_in(k, "H0", a->dt, &a->h0t, &a->h0));
-    OAR_TRY(oar_sk_opt_in(k, "C0", a->dt, &a->c0t, &a->c0));
-    OAR_TRY(oar_sk_opt_in(k, "Bias", a->dt, &a->bt, &a->b));
-    OAR_TRY(lstm_acts(k, &a->act));
+    OAR_TRY(oar_sk_input(k, OAR_LSTM_INPUT, "Input", a->dt, &a->in, &a->x));
+    OAR_TRY(oar_sk_input(k, OAR_LSTM_WEIGHT, "Weight", a->dt, &wt, &a->w));
+    OAR_TRY(oar_sk_opt_input(k, OAR_LSTM_H0, "H0", a->dt, &a->h0t, &a->h0));
+    OAR_TRY(oar_sk_opt_input(k, OAR_LSTM_C0, "C0", a->dt, &a->c0t, &a->c0));
+    OAR_TRY(oar_sk_opt_input(k, OAR_LSTM_BIAS, "Bias", a->dt, &a->bt, &a->b));
+    const oar_lstm_attrs_t *at = oar_k_attrs(k);
+    a->act = (lstm_acts_t){.gate = at->gate, .cell = at->cell, .cand = at->cand};
     if (wt->ndim != 2 || wt->dims[1] != 4 * wt->dims[0] || a->in->ndim != 2 || a->in->dims[1] != wt->dims[1])
         return oar_k_error(k, OAR_ERR_SHAPE, "Input [T, 4D] and Weight [D, 4D] do not agree");
     a->T = a->in->dims[0];
     a->D = wt->dims[0];
-    bool peep = oar_attr_b(oar_k_op(k), "use_peepholes") && a->b;
+    bool peep = at->peepholes && a->b;
     if (a->b && oar_tensor_numel_of(a->bt) != (peep ? 7 : 4) * a->D)
         return oar_k_error(k, OAR_ERR_SHAPE, "Bias has %lld values; expected %lld",
                            (long long)oar_tensor_numel_of(a->bt), (long long)((peep ? 7 : 4) * a->D));
@@ -273,21 +265,22 @@ static int lstm_setup(oar_kernel_ctx_t *k, lstm_args_t *a)
     }
     const int64_t *offs;
     int64_t no;
-    OAR_TRY(oar_sk_lod(k, "Input", a->in, &offs, &no));
+    OAR_TRY(oar_sk_lod_at(k, OAR_LSTM_INPUT, "Input", a->in, &offs, &no));
     OAR_TRY(oar_sk_check_state(k, "H0", a->h0t, no - 1, a->D));
     OAR_TRY(oar_sk_check_state(k, "C0", a->c0t, no - 1, a->D));
     int64_t dims[3] = {a->T, 4 * a->D, no};
     OAR_TRY(oar_sk_blas_dims(k, 3, dims));
-    return oar_sk_seqb_make(k, &a->sb, offs, no);
+    return oar_sk_seqb_make(k, &a->sb, offs, no, at->reverse);
 }
 
 
 /* output `slot`, or scratch (*own, freed by the caller) when the program
  * dropped it (Paddle's inference models have no Batch* outputs) */
-static int out_or_scratch(oar_kernel_ctx_t *k, const char *slot, int dt, int64_t n, size_t es, void **p, void **own)
+static int out_or_scratch(oar_kernel_ctx_t *k, int slot, const char *name, int dt, int64_t n, size_t es, void **p,
+                          void **own)
 {
     int rc = OAR_OK;
-    if (oar_k_out(k, slot, 0)) return oar_sk_out(k, slot, dt, n, false, p);
+    if (oar_k_output(k, slot, 0)) return oar_sk_output(k, slot, name, dt, n, false, p);
     *own = *p = oar_sk_scratch(k, n, es, false, &rc);
     return *p ? OAR_OK : rc;
 }
@@ -300,10 +293,10 @@ static int lstm_fwd(oar_kernel_ctx_t *k)
     int64_t T = a.T, D = a.D;
     size_t es = a.es;
     void *hid, *cell, *bg, *bc, *h0s = NULL, *c0s = NULL, *hb = NULL, *own_bg = NULL, *own_bc = NULL;
-    if ((rc = oar_sk_out(k, "Hidden", a.dt, T * D, false, &hid)) != OAR_OK ||
-        (rc = oar_sk_out(k, "Cell", a.dt, T * D, false, &cell)) != OAR_OK ||
-        (rc = out_or_scratch(k, "BatchGate", a.dt, T * 4 * D, es, &bg, &own_bg)) != OAR_OK ||
-        (rc = out_or_scratch(k, "BatchCellPreAct", a.dt, T * D, es, &bc, &own_bc)) != OAR_OK)
+    if ((rc = oar_sk_output(k, OAR_LSTM_HIDDEN, "Hidden", a.dt, T * D, false, &hid)) != OAR_OK ||
+        (rc = oar_sk_output(k, OAR_LSTM_CELL, "Cell", a.dt, T * D, false, &cell)) != OAR_OK ||
+        (rc = out_or_scratch(k, OAR_LSTM_BATCHGATE, "BatchGate", a.dt, T * 4 * D, es, &bg, &own_bg)) != OAR_OK ||
+        (rc = out_or_scratch(k, OAR_LSTM_BATCHCELL, "BatchCellPreAct", a.dt, T * D, es, &bc, &own_bc)) != OAR_OK)
         goto done;
     hb = oar_sk_scratch(k, T * D, es, false, &rc);
     if (!hb) goto done;
@@ -313,7 +306,6 @@ static int lstm_fwd(oar_kernel_ctx_t *k)
     if (a.b) oar_sk_add_row(a.dt, bg, a.b, T, 4 * D);
     int64_t q[OAR_SEQB_MAX_PARTS + 1];
     int parts = oar_seqb_parts(&a.sb, a.sb.nseq * 4 * D * D, q);
-    int blas = oar_sk_blas_hold(parts > 1 ? 0 : a.sb.nseq * 4 * D * D);
     #pragma omp parallel for num_threads(parts) schedule(static, 1) if (parts > 1)
     for (int part = 0; part < parts; part++) {
         int64_t q0 = q[part], q1 = q[part + 1];
@@ -331,15 +323,14 @@ static int lstm_fwd(oar_kernel_ctx_t *k)
                      &a.peep, &a.act);
         }
     }
-    oar_sk_blas_release(blas);
     oar_seqb_scatter(&a.sb, hb, hid, D, es);
     oar_seqb_scatter(&a.sb, bc, cell, D, es);
 done:
-    free(hb);
-    free(h0s);
-    free(c0s);
-    free(own_bg);
-    free(own_bc);
+    oar_scratch_free(hb);
+    oar_scratch_free(h0s);
+    oar_scratch_free(c0s);
+    oar_scratch_free(own_bg);
+    oar_scratch_free(own_bc);
     oar_seqb_free(&a.sb);
     return rc;
 }
@@ -355,13 +346,13 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
     const void *hid, *cell, *bg, *bc, *dhid, *dcell = NULL;
     void *dx = NULL, *dh0 = NULL, *dc0 = NULL, *dw = NULL, *dbias = NULL;
     void *dhb = NULL, *dcb = NULL, *dgb = NULL, *hprev = NULL, *h0s = NULL, *c0s = NULL, *dh0s = NULL, *dc0s = NULL,
-         *tmp = NULL, *ppeep = NULL, *ptmp = NULL;
-    if ((rc = oar_sk_in(k, "Hidden", a.dt, &ht, &hid)) != OAR_OK ||
-        (rc = oar_sk_in(k, "Cell", a.dt, &ct, &cell)) != OAR_OK ||
-        (rc = oar_sk_in(k, "BatchGate", a.dt, &bgt, &bg)) != OAR_OK ||
-        (rc = oar_sk_in(k, "BatchCellPreAct", a.dt, &bct, &bc)) != OAR_OK ||
-        (rc = oar_sk_in(k, "Hidden@GRAD", a.dt, &dht, &dhid)) != OAR_OK ||
-        (rc = oar_sk_opt_in(k, "Cell@GRAD", a.dt, &dct, &dcell)) != OAR_OK)
+         *tmp = NULL, *ppeep = NULL, *ptmp = NULL, *wt = NULL;
+    if ((rc = oar_sk_input(k, OAR_LSTM_HIDDEN_IN, "Hidden", a.dt, &ht, &hid)) != OAR_OK ||
+        (rc = oar_sk_input(k, OAR_LSTM_CELL_IN, "Cell", a.dt, &ct, &cell)) != OAR_OK ||
+        (rc = oar_sk_input(k, OAR_LSTM_BATCHGATE_IN, "BatchGate", a.dt, &bgt, &bg)) != OAR_OK ||
+        (rc = oar_sk_input(k, OAR_LSTM_BATCHCELL_IN, "BatchCellPreAct", a.dt, &bct, &bc)) != OAR_OK ||
+        (rc = oar_sk_input(k, OAR_LSTM_DHIDDEN, "Hidden@GRAD", a.dt, &dht, &dhid)) != OAR_OK ||
+        (rc = oar_sk_opt_input(k, OAR_LSTM_DCELL, "Cell@GRAD", a.dt, &dct, &dcell)) != OAR_OK)
         goto done;
     if (oar_tensor_numel_of(bgt) != T * 4 * D || oar_tensor_numel_of(bct) != T * D ||
         oar_tensor_numel_of(dht) != T * D || (dct && oar_tensor_numel_of(dct) != T * D)) {
@@ -369,15 +360,17 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
                          "Input [%lld, %lld]", (long long)T, (long long)(4 * D));
         goto done;
     }
-    if ((rc = oar_sk_out(k, "Input@GRAD", a.dt, T * 4 * D, true, &dx)) != OAR_OK ||
-        (rc = oar_sk_out(k, "Weight@GRAD", a.dt, 4 * D * D, true, &dw)) != OAR_OK)
+    if ((rc = oar_sk_output(k, OAR_LSTM_DINPUT, "Input@GRAD", a.dt, T * 4 * D, true, &dx)) != OAR_OK ||
+        (rc = oar_sk_output(k, OAR_LSTM_DWEIGHT, "Weight@GRAD", a.dt, 4 * D * D, true, &dw)) != OAR_OK)
         goto done;
-    if (a.h0 && (rc = oar_sk_out(k, "H0@GRAD", a.dt, a.sb.nseq * D, true, &dh0)) != OAR_OK) goto done;
-    if (a.c0 && (rc = oar_sk_out(k, "C0@GRAD", a.dt, a.sb.nseq * D, true, &dc0)) != OAR_OK) goto done;
-    if (a.b && (rc = oar_sk_out(k, "Bias@GRAD", a.dt, oar_tensor_numel_of(a.bt), true, &dbias)) != OAR_OK) goto done;
+    if (a.h0 && (rc = oar_sk_output(k, OAR_LSTM_DH0, "H0@GRAD", a.dt, a.sb.nseq * D, true, &dh0)) != OAR_OK) goto done;
+    if (a.c0 && (rc = oar_sk_output(k, OAR_LSTM_DC0, "C0@GRAD", a.dt, a.sb.nseq * D, true, &dc0)) != OAR_OK) goto done;
+    if (a.b && (rc = oar_sk_output(k, OAR_LSTM_DBIAS, "Bias@GRAD", a.dt, oar_tensor_numel_of(a.bt), true, &dbias)) != OAR_OK) goto done;
     if (!(dhb = oar_sk_scratch(k, T * D, es, false, &rc)) || !(dcb = oar_sk_scratch(k, T * D, es, !dcell, &rc))
-        || !(dgb = oar_sk_scratch(k, T * 4 * D, es, false, &rc)) || !(tmp = oar_sk_scratch(k, 2 * D, es, false, &rc)))
+        || !(dgb = oar_sk_scratch(k, T * 4 * D, es, false, &rc)) || !(tmp = oar_sk_scratch(k, 2 * D, es, false, &rc))
+        || !(wt = oar_sk_scratch(k, 4 * D * D, es, false, &rc)))
         goto done;
+    oar_sk_transpose(a.dt, a.w, D, 4 * D, 4 * D, wt, D);   /* W^T [4D, D] for the per-step products */
     if (a.h0 && !(h0s = oar_sk_sorted_state(k, &a.sb, a.h0, D, es, &rc))) goto done;
     if (a.c0 && !(c0s = oar_sk_sorted_state(k, &a.sb, a.c0, D, es, &rc))) goto done;
     if (dh0 && !(dh0s = oar_sk_scratch(k, a.sb.nseq * D, es, true, &rc))) goto done;
@@ -388,12 +381,13 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
     if (dpeep) memset(dpeep, 0, es * (size_t)(3 * D));
     /* the previous hiddens in batch order, for the weight grad */
     if (dw) {
-        if (!(hprev = oar_sk_scratch(k, T * D, es, true, &rc))) goto done;
+        if (!(hprev = oar_sk_scratch(k, T * D, es, false, &rc))) goto done;
         for (int64_t t = 0; t < a.sb.nsteps; t++) {
             int64_t s0 = a.sb.step_start[t], n = oar_seqb_count(&a.sb, t);
             char *dst = (char *)hprev + es * (size_t)(s0 * D);
-            if (t == 0) {
+            if (t == 0) {   /* zeros without H0 */
                 if (h0s) memcpy(dst, h0s, es * (size_t)(n * D));
+                else memset(dst, 0, es * (size_t)(n * D));
                 continue;
             }
             int64_t p0 = a.sb.step_start[t - 1];
@@ -407,7 +401,6 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
     int parts = oar_seqb_parts(&a.sb, a.sb.nseq * 4 * D * D, q);
     if (parts > 1 && dpeep && !(ppeep = oar_sk_scratch(k, (parts - 1) * 3 * D, es, true, &rc))) goto done;
     if (parts > 1 && !(ptmp = oar_sk_scratch(k, (parts - 1) * 2 * D, es, false, &rc))) goto done;
-    int blas = oar_sk_blas_hold(parts > 1 ? 0 : a.sb.nseq * 4 * D * D);
     #pragma omp parallel for num_threads(parts) schedule(static, 1) if (parts > 1)
     for (int part = 0; part < parts; part++) {
         int64_t q0 = q[part], q1 = q[part + 1];
@@ -428,14 +421,13 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
                      (char *)dcb + es * (size_t)(s0 * D), dg, dcp, &a.peep, mypeep, &a.act, mytmp);
             /* the previous hidden's grad: dG W^T */
             if (t > 0)
-                oar_sk_gemm(a.dt, false, true, m, D, 4 * D, 1.0, dg, 4 * D, a.w, 4 * D, 1.0,
+                oar_sk_gemm(a.dt, false, false, m, D, 4 * D, 1.0, dg, 4 * D, wt, D, 1.0,
                             (char *)dhb + es * (size_t)(p0 * D), D);
             else if (dh0s)
-                oar_sk_gemm(a.dt, false, true, m, D, 4 * D, 1.0, dg, 4 * D, a.w, 4 * D, 0.0,
+                oar_sk_gemm(a.dt, false, false, m, D, 4 * D, 1.0, dg, 4 * D, wt, D, 0.0,
                             (char *)dh0s + es * (size_t)(q0 * D), D);
         }
     }
-    oar_sk_blas_release(blas);
     for (int part = 1; ppeep && part < parts; part++) {
         const char *src = (const char *)ppeep + es * (size_t)((part - 1) * 3 * D);
         if (a.dt == OAR_FP32)
@@ -443,13 +435,16 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
         else
             for (int64_t j = 0; j < 3 * D; j++) ((double *)dpeep)[j] += ((const double *)src)[j];
     }
-    if (dw) oar_sk_gemm(a.dt, true, false, D, 4 * D, T, 1.0, hprev, D, dgb, 4 * D, 0.0, dw, 4 * D);
+    /* one product over every step: threads split it */
+    if (dw) oar_gemm(a.dt, oar_gemm_threads(4 * D * D * T), true, false, D, 4 * D, T, 1.0, hprev, D, dgb, 4 * D, 0.0,
+                     dw, 4 * D);
     if (dx) oar_seqb_scatter(&a.sb, dgb, dx, 4 * D, es);
     if (dbias) oar_sk_col_sum(a.dt, dgb, T, 4 * D, dbias);
     if (dh0) oar_seqb_unsort_rows(&a.sb, dh0s, dh0, D, es);
     if (dc0) oar_seqb_unsort_rows(&a.sb, dc0s, dc0, D, es);
 done:
-    free(dhb); free(dcb); free(dgb); free(hprev); free(h0s); free(c0s); free(dh0s); free(dc0s); free(tmp); free(ppeep); free(ptmp);
+    void *scratch[] = {dhb, dcb, dgb, hprev, h0s, c0s, dh0s, dc0s, tmp, ppeep, ptmp, wt};
+    for (size_t i = 0; i < sizeof scratch / sizeof scratch[0]; i++) oar_scratch_free(scratch[i]);
     oar_seqb_free(&a.sb);
     return rc;
 }
@@ -463,40 +458,49 @@ OAR_REGISTER_KERNEL("lstm_grad", OAR_PLACE_CPU, OAR_FP64, lstm_bwd64)
 
 /* ---- lstm_unit ---------------------------------------------------------------------- */
 
+/* Row by row: the row's four gate blocks [i, f, o, g] are copied to
+ * scratch and activated as runs (sigmoid over i, f, o; tanh over g), so the
+ * activations run vectorized over D values instead of a call per value;
+ * tmp holds 5D values. */
 #define UNIT(SFX, T)                                                                  \
-    static T sig_##SFX(T v) { T x = v; oar_act_fwd_##SFX(OAR_ACT_SIGMOID, &x, 1); return x; } \
-    static T tnh_##SFX(T v) { T x = v; oar_act_fwd_##SFX(OAR_ACT_TANH, &x, 1); return x; }   \
-    static void unit_fwd_##SFX(int64_t N, int64_t D, const T *x, const T *cp, T *c, T *h, T fb) \
+    static void unit_gates_##SFX(int64_t D, const T *xr, T fb, T *a)                  \
     {                                                                                 \
+        memcpy(a, xr, sizeof(T) * (size_t)(4 * D));                                   \
+        for (int64_t j = 0; j < D; j++) a[D + j] += fb;                               \
+        oar_act_fwd_##SFX(OAR_ACT_SIGMOID, a, 3 * D);                                 \
+        oar_act_fwd_##SFX(OAR_ACT_TANH, a + 3 * D, D);                                \
+    }                                                                                 \
+    static void unit_fwd_##SFX(int64_t N, int64_t D, const T *x, const T *cp, T *c, T *h, T fb, T *tmp) \
+    {                                                                                 \
+        T *a = tmp, *tc = tmp + 4 * D;                                                \
         for (int64_t r = 0; r < N; r++) {                                             \
-            const T *xr = x + r * 4 * D;                                              \
-            for (int64_t j = 0; j < D; j++) {                                         \
-                T i = sig_##SFX(xr[j]), f = sig_##SFX(xr[D + j] + fb);                \
-                T o = sig_##SFX(xr[2 * D + j]), g = tnh_##SFX(xr[3 * D + j]);          \
-                T cv = f * cp[r * D + j] + i * g;                                     \
-                c[r * D + j] = cv;                                                    \
-                h[r * D + j] = o * tnh_##SFX(cv);                                     \
-            }                                                                         \
+            unit_gates_##SFX(D, x + r * 4 * D, fb, a);                                \
+            const T *i = a, *f = a + D, *g = a + 3 * D;                               \
+            T *cr = c + r * D;                                                        \
+            for (int64_t j = 0; j < D; j++) tc[j] = cr[j] = f[j] * cp[r * D + j] + i[j] * g[j]; \
+            oar_act_fwd_##SFX(OAR_ACT_TANH, tc, D);                                   \
+            for (int64_t j = 0; j < D; j++) h[r * D + j] = a[2 * D + j] * tc[j];      \
         }                                                                             \
     }                                                                                 \
     static void unit_bwd_##SFX(int64_t N, int64_t D, const T *x, const T *cp, const T *c, \
-                               const T *dc, const T *dh, T *dx, T *dcp, T fb)         \
+                               const T *dc, const T *dh, T *dx, T *dcp, T fb, T *tmp) \
     {                                                                                 \
+        T *a = tmp, *tc = tmp + 4 * D;                                                \
         for (int64_t r = 0; r < N; r++) {                                             \
-            const T *xr = x + r * 4 * D;                                              \
+            unit_gates_##SFX(D, x + r * 4 * D, fb, a);                                \
+            const T *i = a, *f = a + D, *o = a + 2 * D, *g = a + 3 * D;               \
+            memcpy(tc, c + r * D, sizeof(T) * (size_t)D);                             \
+            oar_act_fwd_##SFX(OAR_ACT_TANH, tc, D);                                   \
+            T *d = dx ? dx + r * 4 * D : NULL;                                        \
             for (int64_t j = 0; j < D; j++) {                                         \
-                int64_t q = r * D + j;                                                \
-                T i = sig_##SFX(xr[j]), f = sig_##SFX(xr[D + j] + fb);                \
-                T o = sig_##SFX(xr[2 * D + j]), g = tnh_##SFX(xr[3 * D + j]);          \
-                T tc = tnh_##SFX(c[q]);                                               \
-                T dct = dc[q] + dh[q] * o * ((T)1 - tc * tc);                         \
-                if (dcp) dcp[q] = dct * f;                                            \
-                if (dx) {                                                             \
-                    T *d = dx + r * 4 * D;                                            \
-                    d[j] = dct * g * i * ((T)1 - i);                                  \
-                    d[D + j] = dct * cp[q] * f * ((T)1 - f);                          \
-                    d[2 * D + j] = dh[q] * tc * o * ((T)1 - o);                       \
-                    d[3 * D + j] = dct * i * ((T)1 - g * g);                          \
+                const int64_t q = r * D + j;                                          \
+                const T dct = dc[q] + dh[q] * o[j] * ((T)1 - tc[j] * tc[j]);           \
+                if (dcp) dcp[q] = dct * f[j];                                         \
+                if (d) {                                                              \
+                    d[j] = dct * g[j] * i[j] * ((T)1 - i[j]);                         \
+                    d[D + j] = dct * cp[q] * f[j] * ((T)1 - f[j]);                    \
+                    d[2 * D + j] = dh[q] * tc[j] * o[j] * ((T)1 - o[j]);              \
+                    d[3 * D + j] = dct * i[j] * ((T)1 - g[j] * g[j]);                 \
                 }                                                                     \
             }                                                                         \
         }                                                                             \
@@ -522,16 +526,20 @@ static int unit_fwd(oar_kernel_ctx_t *k)
     int dt = oar_k_dtype(k);
     const oar_tensor_t *x, *cp;
     const void *xp, *cpp;
-    OAR_TRY(oar_sk_in(k, "X", dt, &x, &xp));
-    OAR_TRY(oar_sk_in(k, "C_prev", dt, &cp, &cpp));
+    OAR_TRY(oar_sk_input(k, OAR_LSTMU_X, "X", dt, &x, &xp));
+    OAR_TRY(oar_sk_input(k, OAR_LSTMU_CPREV, "C_prev", dt, &cp, &cpp));
     int64_t N = 0, D = 0;
     OAR_TRY(unit_dims(k, x, cp, &N, &D));
     void *c, *h;
-    OAR_TRY(oar_sk_out(k, "C", dt, N * D, false, &c));
-    OAR_TRY(oar_sk_out(k, "H", dt, N * D, false, &h));
-    double fb = oar_attr_f(oar_k_op(k), "forget_bias");
-    if (dt == OAR_FP32) unit_fwd_f32(N, D, xp, cpp, c, h, (float)fb);
-    else unit_fwd_f64(N, D, xp, cpp, c, h, fb);
+    OAR_TRY(oar_sk_output(k, OAR_LSTMU_C, "C", dt, N * D, false, &c));
+    OAR_TRY(oar_sk_output(k, OAR_LSTMU_H, "H", dt, N * D, false, &h));
+    const double fb = ((const oar_lstm_unit_attrs_t *)oar_k_attrs(k))->forget_bias;
+    int rc = OAR_OK;
+    void *tmp = oar_sk_scratch(k, 5 * D, oar_dtype_size(dt), false, &rc);
+    if (!tmp) return rc;
+    if (dt == OAR_FP32) unit_fwd_f32(N, D, xp, cpp, c, h, (float)fb, tmp);
+    else unit_fwd_f64(N, D, xp, cpp, c, h, fb, tmp);
+    oar_scratch_free(tmp);
     return OAR_OK;
 }
 
@@ -540,21 +548,25 @@ static int unit_bwd(oar_kernel_ctx_t *k)
     int dt = oar_k_dtype(k);
     const oar_tensor_t *x, *cp, *c, *dc, *dh;
     const void *xp, *cpp, *cv, *dcv, *dhv;
-    OAR_TRY(oar_sk_in(k, "X", dt, &x, &xp));
-    OAR_TRY(oar_sk_in(k, "C_prev", dt, &cp, &cpp));
-    OAR_TRY(oar_sk_in(k, "C", dt, &c, &cv));
-    OAR_TRY(oar_sk_in(k, "C@GRAD", dt, &dc, &dcv));
-    OAR_TRY(oar_sk_in(k, "H@GRAD", dt, &dh, &dhv));
+    OAR_TRY(oar_sk_input(k, OAR_LSTMU_X, "X", dt, &x, &xp));
+    OAR_TRY(oar_sk_input(k, OAR_LSTMU_CPREV, "C_prev", dt, &cp, &cpp));
+    OAR_TRY(oar_sk_input(k, OAR_LSTMU_C_IN, "C", dt, &c, &cv));
+    OAR_TRY(oar_sk_input(k, OAR_LSTMU_DC, "C@GRAD", dt, &dc, &dcv));
+    OAR_TRY(oar_sk_input(k, OAR_LSTMU_DH, "H@GRAD", dt, &dh, &dhv));
     int64_t N = 0, D = 0;
     OAR_TRY(unit_dims(k, x, cp, &N, &D));
     if (oar_tensor_numel_of(c) != N * D || oar_tensor_numel_of(dc) != N * D || oar_tensor_numel_of(dh) != N * D)
         return oar_k_error(k, OAR_ERR_SHAPE, "C, C@GRAD and H@GRAD must be [%lld, %lld]", (long long)N, (long long)D);
     void *dx, *dcp;
-    OAR_TRY(oar_sk_out(k, "X@GRAD", dt, N * 4 * D, true, &dx));
-    OAR_TRY(oar_sk_out(k, "C_prev@GRAD", dt, N * D, true, &dcp));
-    double fb = oar_attr_f(oar_k_op(k), "forget_bias");
-    if (dt == OAR_FP32) unit_bwd_f32(N, D, xp, cpp, cv, dcv, dhv, dx, dcp, (float)fb);
-    else unit_bwd_f64(N, D, xp, cpp, cv, dcv, dhv, dx, dcp, fb);
+    OAR_TRY(oar_sk_output(k, OAR_LSTMU_DX, "X@GRAD", dt, N * 4 * D, true, &dx));
+    OAR_TRY(oar_sk_output(k, OAR_LSTMU_DCPREV, "C_prev@GRAD", dt, N * D, true, &dcp));
+    const double fb = ((const oar_lstm_unit_attrs_t *)oar_k_attrs(k))->forget_bias;
+    int rc = OAR_OK;
+    void *tmp = oar_sk_scratch(k, 5 * D, oar_dtype_size(dt), false, &rc);
+    if (!tmp) return rc;
+    if (dt == OAR_FP32) unit_bwd_f32(N, D, xp, cpp, cv, dcv, dhv, dx, dcp, (float)fb, tmp);
+    else unit_bwd_f64(N, D, xp, cpp, cv, dcv, dhv, dx, dcp, fb, tmp);
+    oar_scratch_free(tmp);
     return OAR_OK;
 }
 

@@ -1,51 +1,24 @@
 /*
- * matmul.c — CPU kernels of mul, matmul and their grads on OpenBLAS.
+ * matmul.c — CPU kernels of mul, matmul and their grads.
  *
- * Every product goes through mm(), which turns a one-row (M == 1) or
- * one-column (N == 1) product into a GEMV (several times faster than a
- * degenerate GEMM for a batch of one) and handles empty inner dims itself.
+ * Every product goes through oar_gemm (gemm.h: oneDNN's sgemm for float32,
+ * GEMVs for one-row or one-column products, empty inner dims handled),
+ * split across threads when large.
  */
 #include <limits.h>
 #include <string.h>
-#include <cblas.h>
 #include "op.h"
 #include "broadcast.h"
+#include "gemm.h"
+#include "ops/matmul.h"
 
 /* C (M x N, ld ldc) = alpha op(A) op(B) + beta C, op(A) M x K, op(B) K x N,
- * row-major; A is stored M x K (K x M when ta), B K x N (N x K when tb). */
+ * row-major; A is stored M x K (K x M when ta), B K x N (N x K when tb).
+ * Large products split across OpenMP threads (gemm.h). */
 static void mm(int dtype, bool ta, bool tb, int M, int N, int K, double alpha,
                const void *A, int lda, const void *B, int ldb, double beta, void *C, int ldc)
 {
-    if (M == 0 || N == 0) return;
-    bool f32 = dtype == OAR_FP32;
-    if (K == 0) {   /* empty sum: C = beta C */
-        for (int i = 0; i < M; i++)
-            for (int j = 0; j < N; j++) {
-                if (f32) { float *c = (float *)C + (int64_t)i * ldc + j; *c = beta == 0 ? 0.0f : (float)beta * *c; }
-                else { double *c = (double *)C + (int64_t)i * ldc + j; *c = beta == 0 ? 0.0 : beta * *c; }
-            }
-        return;
-    }
-    if (M == 1) {   /* C row = op(B)^T x, x = the row of op(A) */
-        int incx = ta ? lda : 1;
-        if (f32) cblas_sgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, tb ? N : K, tb ? K : N,
-                             (float)alpha, B, ldb, A, incx, (float)beta, C, 1);
-        else cblas_dgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, tb ? N : K, tb ? K : N,
-                         alpha, B, ldb, A, incx, beta, C, 1);
-        return;
-    }
-    if (N == 1) {   /* C column = op(A) b, b = the column of op(B) */
-        int incb = tb ? 1 : ldb;
-        if (f32) cblas_sgemv(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, ta ? K : M, ta ? M : K,
-                             (float)alpha, A, lda, B, incb, (float)beta, C, ldc);
-        else cblas_dgemv(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, ta ? K : M, ta ? M : K,
-                         alpha, A, lda, B, incb, beta, C, ldc);
-        return;
-    }
-    if (f32) cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                         M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc);
-    else cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                     M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    oar_gemm(dtype, oar_gemm_threads((int64_t)M * N * K), ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 /* BLAS takes int sizes */
@@ -57,9 +30,12 @@ static int check_int(oar_kernel_ctx_t *k, int64_t M, int64_t N, int64_t K)
     return OAR_OK;
 }
 
-static const void *in_data(oar_kernel_ctx_t *k, const char *slot, int64_t want, oar_tensor_t **t, int *rc)
+static const char *const in_slot_names[] = {"X", "Y", "Out@GRAD"};
+
+static const void *in_data(oar_kernel_ctx_t *k, int si, int64_t want, oar_tensor_t **t, int *rc)
 {
-    *t = oar_k_in(k, slot, 0);
+    const char *slot = in_slot_names[si];
+    *t = oar_k_input(k, si, 0);
     if (!*t) { *rc = oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s is missing", slot); return NULL; }
     if (want >= 0 && oar_tensor_numel_of(*t) != want) {
         char b[128];
@@ -68,7 +44,7 @@ static const void *in_data(oar_kernel_ctx_t *k, const char *slot, int64_t want, 
         return NULL;
     }
     if (oar_tensor_numel_of(*t) > 0 && !oar_tensor_has_data(*t)) {
-        *rc = oar_k_error(k, OAR_ERR_INVALID, "input %s ('%s') holds no data", slot, oar_k_in_name(k, slot, 0));
+        *rc = oar_k_error(k, OAR_ERR_INVALID, "input %s ('%s') holds no data", slot, oar_k_input_name(k, si, 0));
         return NULL;
     }
     *rc = OAR_OK;
@@ -76,12 +52,12 @@ static const void *in_data(oar_kernel_ctx_t *k, const char *slot, int64_t want, 
 }
 
 /* writable grad output, or NULL with *rc OK when the grad is not wanted */
-static void *grad_out(oar_kernel_ctx_t *k, const char *slot, int dtype, int *rc)
+static void *grad_out(oar_kernel_ctx_t *k, int slot, int dtype, int *rc)
 {
     *rc = OAR_OK;
-    if (!oar_k_out(k, slot, 0)) return NULL;
-    void *d = oar_k_out_data(k, slot, 0, dtype);
-    if (!d) *rc = oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate %s", slot);
+    if (!oar_k_output(k, slot, 0)) return NULL;
+    void *d = oar_k_output_data(k, slot, 0, dtype);
+    if (!d) *rc = oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate %s", slot == OAR_MM_DX ? "X@GRAD" : "Y@GRAD");
     return d;
 }
 
@@ -92,12 +68,12 @@ static int mul_setup(oar_kernel_ctx_t *k, mul_dims_t *m, const void **x, const v
 {
     oar_tensor_t *xt, *yt;
     int rc;
-    *x = in_data(k, "X", -1, &xt, &rc);
+    *x = in_data(k, OAR_MM_X, -1, &xt, &rc);
     if (rc) return rc;
-    *y = in_data(k, "Y", -1, &yt, &rc);
+    *y = in_data(k, OAR_MM_Y, -1, &yt, &rc);
     if (rc) return rc;
-    const oar_op_desc_t *op = oar_k_op(k);
-    int xnf = oar_attr_i(op, "x_num_col_dims"), ynf = oar_attr_i(op, "y_num_col_dims");
+    const oar_mul_attrs_t *at = oar_k_attrs(k);
+    const int xnf = at->xnf, ynf = at->ynf;
     if (xnf < 1 || xnf >= xt->ndim || ynf < 1 || ynf >= yt->ndim)
         return oar_k_error(k, OAR_ERR_SHAPE, "x_num_col_dims %d / y_num_col_dims %d out of range for ranks %d and %d",
                            xnf, ynf, xt->ndim, yt->ndim);
@@ -121,7 +97,7 @@ static int mul_fwd(oar_kernel_ctx_t *k)
     mul_dims_t m;
     const void *x, *y;
     OAR_TRY(mul_setup(k, &m, &x, &y));
-    void *o = oar_k_out_data(k, "Out", 0, dt);
+    void *o = oar_k_output_data(k, OAR_MM_OUT, 0, dt);
     if (!o) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate Out");
     mm(dt, false, false, (int)m.M, (int)m.N, (int)m.K, 1.0, x, (int)m.K, y, (int)m.N, 0.0, o, (int)m.N);
     return OAR_OK;
@@ -134,13 +110,13 @@ static int mul_bwd(oar_kernel_ctx_t *k)
     const void *x, *y;
     oar_tensor_t *gt;
     OAR_TRY(mul_setup(k, &m, &x, &y));
-    const void *g = in_data(k, "Out@GRAD", m.M * m.N, &gt, &rc);
+    const void *g = in_data(k, OAR_MM_DOUT, m.M * m.N, &gt, &rc);
     if (rc) return rc;
-    void *dx = grad_out(k, "X@GRAD", dt, &rc);
+    void *dx = grad_out(k, OAR_MM_DX, dt, &rc);
     if (rc) return rc;
     /* dX = G Y^T, dY = X^T G */
     if (dx) mm(dt, false, true, (int)m.M, (int)m.K, (int)m.N, 1.0, g, (int)m.N, y, (int)m.N, 0.0, dx, (int)m.K);
-    void *dy = grad_out(k, "Y@GRAD", dt, &rc);
+    void *dy = grad_out(k, OAR_MM_DY, dt, &rc);
     if (rc) return rc;
     if (dy) mm(dt, true, false, (int)m.K, (int)m.N, (int)m.M, 1.0, x, (int)m.K, g, (int)m.N, 0.0, dy, (int)m.N);
     return OAR_OK;
@@ -167,14 +143,13 @@ static int matmul_setup(oar_kernel_ctx_t *k, mm_args_t *a)
 {
     oar_tensor_t *xt, *yt;
     int rc;
-    a->x = in_data(k, "X", -1, &xt, &rc);
+    a->x = in_data(k, OAR_MM_X, -1, &xt, &rc);
     if (rc) return rc;
-    a->y = in_data(k, "Y", -1, &yt, &rc);
+    a->y = in_data(k, OAR_MM_Y, -1, &yt, &rc);
     if (rc) return rc;
-    const oar_op_desc_t *op = oar_k_op(k);
     /* matmul_v2: numpy's matmul (trans_x/trans_y, no alpha); matmul: Fluid's v1 */
-    bool v2 = oar_op_desc_attr_type(op, "trans_x") >= 0;
-    bool tx = oar_attr_b(op, v2 ? "trans_x" : "transpose_X"), ty = oar_attr_b(op, v2 ? "trans_y" : "transpose_Y");
+    const oar_matmul_attrs_t *at = oar_k_attrs(k);
+    const bool v2 = at->v2, tx = at->tx, ty = at->ty;
     int mrc = v2 ? oar_mm_shape(xt->dims, xt->ndim, yt->dims, yt->ndim, tx, ty, &a->s)
                  : oar_mm_shape_v1(xt->dims, xt->ndim, yt->dims, yt->ndim, tx, ty, &a->s);
     if (mrc != OAR_MM_OK) {
@@ -186,7 +161,7 @@ static int matmul_setup(oar_kernel_ctx_t *k, mm_args_t *a)
     OAR_TRY(check_int(k, a->s.M, a->s.N, a->s.K));
     a->ldx = (int)(a->s.tx ? a->s.M : a->s.K);
     a->ldy = (int)(a->s.y_vec ? 1 : (a->s.ty ? a->s.K : a->s.N));
-    a->alpha = v2 ? 1.0 : oar_attr_f(op, "alpha");
+    a->alpha = at->alpha;
     a->esz = oar_dtype_size(oar_k_dtype(k));
     return OAR_OK;
 }
@@ -214,7 +189,7 @@ static int matmul_fwd(oar_kernel_ctx_t *k)
     int dt = oar_k_dtype(k);
     mm_args_t a;
     OAR_TRY(matmul_setup(k, &a));
-    char *o = oar_k_out_data(k, "Out", 0, dt);
+    char *o = oar_k_output_data(k, OAR_MM_OUT, 0, dt);
     if (!o) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate Out");
     const oar_mm_shape_t *s = &a.s;
     int M = (int)s->M, N = (int)s->N, K = (int)s->K;
@@ -242,11 +217,11 @@ static int matmul_bwd(oar_kernel_ctx_t *k)
     OAR_TRY(matmul_setup(k, &a));
     const oar_mm_shape_t *s = &a.s;
     oar_tensor_t *gt;
-    const char *g = in_data(k, "Out@GRAD", s->batch * s->M * s->N, &gt, &rc);
+    const char *g = in_data(k, OAR_MM_DOUT, s->batch * s->M * s->N, &gt, &rc);
     if (rc) return rc;
-    char *dx = grad_out(k, "X@GRAD", dt, &rc);
+    char *dx = grad_out(k, OAR_MM_DX, dt, &rc);
     if (rc) return rc;
-    char *dy = grad_out(k, "Y@GRAD", dt, &rc);
+    char *dy = grad_out(k, OAR_MM_DY, dt, &rc);
     if (rc) return rc;
     int M = (int)s->M, N = (int)s->N, K = (int)s->K;
     const char *x = a.x, *y = a.y;

@@ -4,12 +4,14 @@
  * (see sequence_batch.h).
  */
 #include <limits.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cblas.h>
 #include <omp.h>
 #include "sequence_batch.h"
+#include "scratch.h"
+#include "gemm.h"
 #include "act_f32.h"
 
 static const char *nm(const char *s) { return s ? s : "?"; }
@@ -216,22 +218,16 @@ ACT_IMPL(f64, double)
 void oar_sk_gemm(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
                  const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc)
 {
-    if (M <= 0 || N <= 0) return;
-    if (K <= 0) {   /* empty sum: C = beta C */
-        for (int64_t i = 0; i < M; i++)
-            for (int64_t j = 0; j < N; j++) {
-                if (dtype == OAR_FP32) { float *c = (float *)C + i * ldc + j; *c = beta == 0 ? 0.0f : (float)beta * *c; }
-                else { double *c = (double *)C + i * ldc + j; *c = beta == 0 ? 0.0 : beta * *c; }
-            }
-        return;
-    }
-    enum CBLAS_TRANSPOSE a = ta ? CblasTrans : CblasNoTrans, bt = tb ? CblasTrans : CblasNoTrans;
-    if (dtype == OAR_FP32)
-        cblas_sgemm(CblasRowMajor, a, bt, (int)M, (int)N, (int)K, (float)alpha, A, (int)lda, B, (int)ldb,
-                    (float)beta, C, (int)ldc);
-    else
-        cblas_dgemm(CblasRowMajor, a, bt, (int)M, (int)N, (int)K, alpha, A, (int)lda, B, (int)ldb,
-                    beta, C, (int)ldc);
+    oar_gemm(dtype, 1, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void oar_sk_transpose(int dtype, const void *src, int64_t rows, int64_t cols, int64_t lds, void *dst, int64_t ldd)
+{
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) {
+            if (dtype == OAR_FP32) ((float *)dst)[c * ldd + r] = ((const float *)src)[r * lds + c];
+            else ((double *)dst)[c * ldd + r] = ((const double *)src)[r * lds + c];
+        }
 }
 
 void oar_sk_add_row(int dtype, void *y, const void *b, int64_t rows, int64_t w)
@@ -262,19 +258,6 @@ void oar_sk_col_sum(int dtype, const void *x, int64_t rows, int64_t w, void *dst
         for (int64_t r = 0; r < rows; r++)
             for (int64_t j = 0; j < w; j++) d[j] += ((const double *)x)[r * w + j];
     }
-}
-
-int oar_sk_blas_hold(int64_t macs)
-{
-    if (macs >= OAR_SK_BLAS_PAR_MIN) return 0;
-    int n = openblas_get_num_threads();
-    if (n > 1) openblas_set_num_threads(1);
-    return n > 1 ? n : 0;
-}
-
-void oar_sk_blas_release(int saved)
-{
-    if (saved > 1) openblas_set_num_threads(saved);
 }
 
 int oar_sk_blas_dims(oar_kernel_ctx_t *k, int n, const int64_t *dims)
@@ -352,11 +335,81 @@ int oar_sk_lod(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t *t,
     return OAR_OK;
 }
 
+/* ---- the same by slot index ---------------------------------------------------- */
+
+static int input_at(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, const oar_tensor_t **t,
+                    const void **p, bool optional)
+{
+    *t = oar_k_input(k, slot, 0);
+    *p = NULL;
+    if (!*t) {
+        if (optional && !oar_k_input_var(k, slot, 0)) return OAR_OK;
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", name, nm(oar_k_input_name(k, slot, 0)));
+    }
+    if (dtype >= 0 && (*t)->dtype != dtype)
+        return oar_k_error(k, OAR_ERR_DTYPE, "input %s '%s' has dtype %s, expected %s", name,
+                           nm(oar_k_input_name(k, slot, 0)), nm(oar_dtype_name((*t)->dtype)),
+                           nm(oar_dtype_name(dtype)));
+    *p = oar_tensor_data((oar_tensor_t *)*t);
+    if (!*p && oar_tensor_numel_of(*t) > 0)
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' holds no data", name, nm(oar_k_input_name(k, slot, 0)));
+    return OAR_OK;
+}
+
+int oar_sk_input(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, const oar_tensor_t **t, const void **p)
+{
+    return input_at(k, slot, name, dtype, t, p, false);
+}
+
+int oar_sk_opt_input(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, const oar_tensor_t **t,
+                     const void **p)
+{
+    return input_at(k, slot, name, dtype, t, p, true);
+}
+
+int oar_sk_output(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel, bool optional,
+                  void **p)
+{
+    *p = NULL;
+    oar_tensor_t *t = oar_k_output(k, slot, 0);
+    if (!t) {
+        if (optional) return OAR_OK;
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s has no tensor variable", name);
+    }
+    if (oar_tensor_numel_of(t) != numel) {
+        char b[160];
+        return oar_k_error(k, OAR_ERR_SHAPE, "output %s '%s' has shape %s, expected %lld elements", name,
+                           nm(oar_k_output_name(k, slot, 0)), oar_shape_str(t->dims, t->ndim, b, sizeof b),
+                           (long long)numel);
+    }
+    *p = oar_k_output_data(k, slot, 0, dtype);
+    if (!*p) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate output %s", name);
+    return OAR_OK;
+}
+
+int oar_sk_lod_at(oar_kernel_ctx_t *k, int slot, const char *name, const oar_tensor_t *t, const int64_t **offs,
+                  int64_t *noffs)
+{
+    if (t->lod_levels < 1)
+        return oar_k_error(k, OAR_ERR_INVALID, "input %s '%s' has no LoD; a LoD tensor (level >= 1) is required",
+                           name, nm(oar_k_input_name(k, slot, 0)));
+    int l = t->lod_levels - 1;
+    *offs = t->lod[l];
+    *noffs = t->lod_size[l];
+    int64_t rows = t->ndim > 0 ? t->dims[0] : 1;
+    if (*noffs < 1 || (*offs)[*noffs - 1] != rows)
+        return oar_k_error(k, OAR_ERR_SHAPE, "input %s '%s': LoD level %d ends at %lld but the tensor has %lld rows",
+                           name, nm(oar_k_input_name(k, slot, 0)), l,
+                           (long long)(*noffs > 0 ? (*offs)[*noffs - 1] : 0), (long long)rows);
+    return OAR_OK;
+}
+
 void *oar_sk_scratch(oar_kernel_ctx_t *k, int64_t n, size_t es, bool zero, int *rc)
 {
     size_t count = (size_t)(n > 0 ? n : 1);
-    void *p = zero ? oar_xcalloc(count, es) : oar_xmalloc(count * es);
+    void *p = count <= SIZE_MAX / es ? oar_scratch_alloc(count * es) : NULL;
     if (!p) *rc = oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate %lld scratch values", (long long)n);
+    else if (zero) memset(p, 0, count * es);
     return p;
 }
 
@@ -368,9 +421,9 @@ int oar_sk_check_state(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t
     return OAR_OK;
 }
 
-int oar_sk_seqb_make(oar_kernel_ctx_t *k, oar_seqb_t *b, const int64_t *offs, int64_t noffs)
+int oar_sk_seqb_make(oar_kernel_ctx_t *k, oar_seqb_t *b, const int64_t *offs, int64_t noffs, bool reverse)
 {
-    if (oar_seqb_make(b, offs, noffs, oar_attr_b(oar_k_op(k), "is_reverse")) != OAR_OK)
+    if (oar_seqb_make(b, offs, noffs, reverse) != OAR_OK)
         return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate the batch layout of %lld sequences",
                            (long long)(noffs - 1));
     return OAR_OK;

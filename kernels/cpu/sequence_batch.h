@@ -47,7 +47,7 @@ static inline int64_t oar_seqb_count(const oar_seqb_t *b, int64_t t)
  * sorted sequences [q[p], q[p + 1]) (about equal rows each), whose rows at
  * step t are rows step_start[t] + q[p] .. of that step (while the step holds
  * them) and whose previous rows are the same run of step t - 1. Each part
- * runs its own small GEMMs (OpenBLAS held to one thread). Returns the number
+ * runs its own small GEMMs (single-threaded, gemm.h). Returns the number
  * of parts: 1 unless there are several OpenMP threads and sequences and a
  * step of all sequences has at least OAR_SEQB_PAR_MIN multiply-adds
  * (step_macs). -DOAR_SEQB_PAR_MIN=0 forces the split (to test it). */
@@ -79,20 +79,19 @@ void oar_act_bwd_f32(int act, const float *y, float *g, int64_t n);
 void oar_act_bwd_f64(int act, const double *y, double *g, int64_t n);
 
 /* ---- BLAS ----------------------------------------------------------------- */
-/* row-major C (M x N) = alpha op(A) op(B) + beta C on float32 or float64;
- * callers check sizes with oar_sk_blas_dims first */
+/* row-major C (M x N) = alpha op(A) op(B) + beta C on float32 or float64, on
+ * the calling thread (oar_gemm, gemm.h); callers check sizes with
+ * oar_sk_blas_dims first */
 void oar_sk_gemm(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
                  const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc);
+/* dst [cols, rows] (ld ldd) = src [rows, cols] (ld lds) transposed: the
+ * recurrent backward steps multiply by W^T, and oneDNN's sgemm runs the
+ * plain product of a transposed copy up to 2x faster than the transposed
+ * product (16-32 rows x 512 deep: 114 vs 54-73 GFLOP/s) */
+void oar_sk_transpose(int dtype, const void *src, int64_t rows, int64_t cols, int64_t lds, void *dst, int64_t ldd);
 /* y[r] += b for rows of width w; dst = column sums of x [rows, w] */
 void oar_sk_add_row(int dtype, void *y, const void *b, int64_t rows, int64_t w);
 void oar_sk_col_sum(int dtype, const void *x, int64_t rows, int64_t w, void *dst);
-/* Recurrent steps are many small GEMMs, where OpenBLAS's worker threads
- * cost more (spinning, waking) than they save: hold OpenBLAS to one thread
- * while products of `macs` multiply-adds run, when that is below
- * OAR_SK_BLAS_PAR_MIN. Returns what oar_sk_blas_release restores. */
-#define OAR_SK_BLAS_PAR_MIN ((int64_t)1 << 22)
-int oar_sk_blas_hold(int64_t macs);
-void oar_sk_blas_release(int saved);
 /* error unless every value fits BLAS's int */
 int oar_sk_blas_dims(oar_kernel_ctx_t *k, int n, const int64_t *dims);
 
@@ -104,6 +103,15 @@ int oar_sk_opt_in(oar_kernel_ctx_t *k, const char *slot, int dtype, const oar_te
 /* writable output data holding numel elements; *p NULL (OK) when the output
  * is absent or @EMPTY@ and `optional` */
 int oar_sk_out(oar_kernel_ctx_t *k, const char *slot, int dtype, int64_t numel, bool optional, void **p);
+/* The same on the prepared-op API (op.h, "kernel context"): `slot` is the
+ * definition's slot index, `name` the slot's name for error messages. */
+int oar_sk_input(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, const oar_tensor_t **t, const void **p);
+int oar_sk_opt_input(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, const oar_tensor_t **t,
+                     const void **p);
+int oar_sk_output(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel, bool optional,
+                  void **p);
+int oar_sk_lod_at(oar_kernel_ctx_t *k, int slot, const char *name, const oar_tensor_t *t, const int64_t **offs,
+                  int64_t *noffs);
 /* the LoD level the sequence ops work on (the last one) of input `slot`:
  * error when the tensor has no LoD or its last offset is not its row count */
 int oar_sk_lod(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t *t,
@@ -111,13 +119,14 @@ int oar_sk_lod(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t *t,
 
 /* ---- recurrent kernels (lstm.c, gru.c) -------------------------------------- */
 /* checked scratch of n elements of es bytes, zeroed when `zero` (else the
- * caller writes all of it); NULL with *rc set on failure */
+ * caller writes all of it), from the block cache (scratch.h): free it with
+ * oar_scratch_free; NULL with *rc set on failure */
 void *oar_sk_scratch(oar_kernel_ctx_t *k, int64_t n, size_t es, bool zero, int *rc);
 /* an initial state (H0, C0; t NULL when absent) holds one row of D per sequence */
 int oar_sk_check_state(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t *t, int64_t nseq, int64_t D);
-/* oar_seqb_make over the op's sequences, reversed by its is_reverse attr */
-int oar_sk_seqb_make(oar_kernel_ctx_t *k, oar_seqb_t *b, const int64_t *offs, int64_t noffs);
-/* a scratch copy of an initial state's rows [nseq, D] in sorted order */
+/* oar_seqb_make over the op's sequences, reversed when `reverse` */
+int oar_sk_seqb_make(oar_kernel_ctx_t *k, oar_seqb_t *b, const int64_t *offs, int64_t noffs, bool reverse);
+/* a scratch copy (oar_scratch_free) of an initial state's rows [nseq, D] in sorted order */
 void *oar_sk_sorted_state(oar_kernel_ctx_t *k, const oar_seqb_t *b, const void *state, int64_t D, size_t es,
                           int *rc);
 

@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <map>
 #include <mutex>
+#include <string.h>
 #include "cuda_common.h"
 extern "C" {
 #include "ops/window.h"
@@ -50,6 +51,10 @@ int conv_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tensor_t *w
     const char *xn = nm(oar_k_in_name(k, "Input", 0)), *wn = nm(oar_k_in_name(k, "Filter", 0));
     oar_shape_str(x->dims, x->ndim, xs, sizeof xs);
     oar_shape_str(w->dims, w->ndim, ws, sizeof ws);
+    /* NHWC runs on the CPU kernels only (they transpose to NCHW) */
+    const char *fmt = oar_attr_s(oar_k_op(k), "data_format");
+    if (fmt && strcmp(fmt, "NHWC") == 0)
+        return oar_k_error(k, OAR_ERR_UNSUPPORTED, "data_format \"NHWC\" is not supported on the GPU yet; use NCHW");
     if (x->ndim != 4) return oar_k_error(k, OAR_ERR_SHAPE, "Input '%s' must be 4-D NCHW, got shape %s", xn, xs);
     if (w->ndim != 4) return oar_k_error(k, OAR_ERR_SHAPE, "Filter '%s' must be 4-D, got shape %s", wn, ws);
     if (x->dtype != w->dtype)

@@ -14,6 +14,7 @@
  * grad: one thread per output adding into X@GRAD (atomics, as windows may
  * overlap).
  */
+#include <string.h>
 #include "cuda_common.h"
 extern "C" {
 #include "ops/window.h"
@@ -48,6 +49,10 @@ int pool_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, Geom *g)
     const char *xn = nm(oar_k_in_name(k, "X", 0));
     char xs[128];
     oar_shape_str(x->dims, x->ndim, xs, sizeof xs);
+    /* NHWC runs on the CPU kernels only (they transpose to NCHW) */
+    const char *fmt = oar_attr_s(oar_k_op(k), "data_format");
+    if (fmt && strcmp(fmt, "NHWC") == 0)
+        return oar_k_error(k, OAR_ERR_UNSUPPORTED, "data_format \"NHWC\" is not supported on the GPU yet; use NCHW");
     if (x->ndim != 4) return oar_k_error(k, OAR_ERR_SHAPE, "X '%s' must be 4-D NCHW, got shape %s", xn, xs);
     const char *type = oar_attr_s(op, "pooling_type");
     if (!type || (strcmp(type, "max") != 0 && strcmp(type, "avg") != 0))

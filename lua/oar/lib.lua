@@ -8,6 +8,7 @@ ffi.cdef(require("oar.cdef"))
 ffi.cdef[[
 void free(void *ptr);
 int setenv(const char *name, const char *value, int overwrite);
+int unsetenv(const char *name);
 ]]
 
 local function find_library()
@@ -33,12 +34,18 @@ if not libpath then
         "`eval \"$(luarocks --lua-version=5.1 path)\"`.", 0)
 end
 M.path = libpath
--- OpenMP worker threads that spin after a parallel loop steal the cores
--- OpenBLAS's threads need for the next GEMM; let them sleep instead (read
--- by libgomp when liboar loads it, so it must be set first; a user's own
--- setting wins).
-ffi.C.setenv("OMP_WAIT_POLICY", "PASSIVE", 0)
-M.C = ffi.load(libpath)
+-- OpenMP worker threads that spin after a parallel loop take the core from
+-- the thread with work whenever the machine runs anything else (measured:
+-- 5x slower MLP training under load); let them sleep instead. libgomp reads
+-- the policy once, when liboar loads it, so it is set for that moment and
+-- removed again: the user's environment is left as it was, and a user's own
+-- setting wins.
+local policy_was_set = os.getenv("OMP_WAIT_POLICY") ~= nil
+if not policy_was_set then ffi.C.setenv("OMP_WAIT_POLICY", "PASSIVE", 0) end
+local ok_load, lib_or_err = pcall(ffi.load, libpath)
+if not policy_was_set then ffi.C.unsetenv("OMP_WAIT_POLICY") end
+if not ok_load then error(lib_or_err, 0) end
+M.C = lib_or_err
 local C = M.C
 
 -- The message for the last failed call, as a Lua string.

@@ -1,7 +1,9 @@
-/* conv.c — conv2d and depthwise_conv2d (NCHW) with their grad ops.
- * Kernels in kernels/cpu/conv.c (im2col + GEMM). */
+/* conv.c — conv2d and depthwise_conv2d (NCHW or NHWC) with their grad ops.
+ * Kernels in kernels/cpu/conv.c (im2col + GEMM); slots and the decoded
+ * attributes in conv.h. */
 #include "op.h"
 #include "paddle_attrs.h"
+#include "conv.h"
 #include "window.h"
 
 #include <stdio.h>
@@ -20,8 +22,8 @@ static const oar_attr_def_t conv_attrs[] = {
     {.name = "paddings", .type = OAR_ATTR_INTS},
     {.name = "dilations", .type = OAR_ATTR_INTS},
     {.name = "groups", .type = OAR_ATTR_INT, .def = 1, .min = 1, .max = 2147483647.0},
-    {.name = "data_format", .type = OAR_ATTR_STRING, .def_str = "NCHW"},
-    {.name = "padding_algorithm", .type = OAR_ATTR_STRING, .def_str = "EXPLICIT"},
+    {.name = "data_format", .type = OAR_ATTR_STRING, .def_str = "NCHW", .choices = OAR_FMT_CHOICES},
+    {.name = "padding_algorithm", .type = OAR_ATTR_STRING, .def_str = "EXPLICIT", .choices = OAR_PAD_CHOICES},
     {.name = "use_cudnn", .type = OAR_ATTR_BOOLEAN, .def = 1},
     {.name = "use_mkldnn", .type = OAR_ATTR_BOOLEAN, .def = 0},
     {.name = "workspace_size_MB", .type = OAR_ATTR_INT, .def = 512},
@@ -65,20 +67,28 @@ static int conv_infer(oar_infer_ctx_t *c) {
     const oar_op_desc_t *op = oar_ic_op(c);
     const char *fmt = oar_attr_s(op, "data_format");
     /* Fluid 1.x programs write "AnyLayout" for the default NCHW */
-    if (fmt && fmt[0] && strcmp(fmt, "NCHW") != 0 && strcmp(fmt, "AnyLayout") != 0)
+    if (fmt && fmt[0] && oar_attr_choice_index(OAR_FMT_CHOICES, fmt) < 0)
         return oar_ic_error(c, OAR_ERR_UNSUPPORTED,
-                            "attr data_format = \"%s\" is not supported; only \"NCHW\" is", fmt);
+                            "attr data_format = \"%s\" is not supported; \"NCHW\" or \"NHWC\" is", fmt);
+    const bool nhwc = fmt && strcmp(fmt, "NHWC") == 0;
     int xn, wn;
-    const int64_t *x = oar_ic_in_dims(c, "Input", 0, &xn);
-    if (!x) return OAR_ERR_SHAPE;
+    const int64_t *xr = oar_ic_in_dims(c, "Input", 0, &xn);
+    if (!xr) return OAR_ERR_SHAPE;
+    /* the checks below read x in NCHW order */
+    int64_t xv[4] = {0, 0, 0, 0};
+    if (xn == 4) {
+        if (nhwc) { xv[0] = xr[0]; xv[1] = xr[3]; xv[2] = xr[1]; xv[3] = xr[2]; }
+        else for (int i = 0; i < 4; i++) xv[i] = xr[i];
+    }
+    const int64_t *x = xn == 4 ? xv : xr;
     const int64_t *w = oar_ic_in_dims(c, "Filter", 0, &wn);
     if (!w) return OAR_ERR_SHAPE;
     char xs[128], ws[128];
-    oar_shape_str(x, xn, xs, sizeof xs);
+    oar_shape_str(xr, xn, xs, sizeof xs);
     oar_shape_str(w, wn, ws, sizeof ws);
     if (xn != 4)
-        return oar_ic_error(c, OAR_ERR_SHAPE, "Input '%s' must be 4-D NCHW, got shape %s",
-                            oar_ic_in_name(c, "Input", 0), xs);
+        return oar_ic_error(c, OAR_ERR_SHAPE, "Input '%s' must be 4-D %s, got shape %s",
+                            oar_ic_in_name(c, "Input", 0), nhwc ? "NHWC" : "NCHW", xs);
     if (wn != 4)
         return oar_ic_error(c, OAR_ERR_SHAPE, "Filter '%s' must be 4-D [M, C/groups, kh, kw], got shape %s",
                             oar_ic_in_name(c, "Filter", 0), ws);
@@ -143,7 +153,48 @@ static int conv_infer(oar_infer_ctx_t *c) {
                                 (long long)(in + pd[2 * i] + pd[2 * i + 1]));
         out[2 + i] = room / st[i] + 1;
     }
+    if (nhwc) {
+        const int64_t o[4] = {out[0], out[2], out[3], out[1]};
+        return oar_ic_set_out(c, "Output", 0, o, 4, xdt);
+    }
     return oar_ic_set_out(c, "Output", 0, out, 4, xdt);
+}
+
+/* ---- decoding ------------------------------------------------------------ */
+int oar_conv_dec_pair(oar_decode_ctx_t *d, const char *name, int64_t def, int64_t lo, int64_t out[2]) {
+    oar_ints_t v = oar_dec_ints(d, name);
+    if (v.n == 0) { out[0] = out[1] = def; return OAR_OK; }
+    if (v.n != 2)
+        return oar_dec_error(d, OAR_ERR_INVALID, "attr %s must hold 2 values (height, width), got %d", name, v.n);
+    if (v.v[0] < lo || v.v[1] < lo)
+        return oar_dec_error(d, OAR_ERR_INVALID, "attr %s = {%d, %d}: each value must be >= %lld", name,
+                             (int)v.v[0], (int)v.v[1], (long long)lo);
+    out[0] = v.v[0]; out[1] = v.v[1];
+    return OAR_OK;
+}
+
+int oar_conv_dec_pads(oar_decode_ctx_t *d, int64_t out[4]) {
+    oar_ints_t v = oar_dec_ints(d, "paddings");
+    if (v.n == 0) { out[0] = out[1] = out[2] = out[3] = 0; return OAR_OK; }
+    if (v.n == 2) { out[0] = out[1] = v.v[0]; out[2] = out[3] = v.v[1]; }
+    else if (v.n == 4) { for (int i = 0; i < 4; i++) out[i] = v.v[i]; }
+    else return oar_dec_error(d, OAR_ERR_INVALID,
+                              "attr paddings must hold 2 values {h, w} or 4 {top, bottom, left, right}, got %d", v.n);
+    for (int i = 0; i < 4; i++)
+        if (out[i] < 0) return oar_dec_error(d, OAR_ERR_INVALID, "attr paddings must be >= 0, got %lld at %d",
+                                             (long long)out[i], i);
+    return OAR_OK;
+}
+
+static int conv_decode(oar_decode_ctx_t *d, void *out) {
+    oar_conv_attrs_t *a = out;
+    oar_conv_dec_pair(d, "strides", 1, 1, a->st);
+    oar_conv_dec_pair(d, "dilations", 1, 1, a->dl);
+    oar_conv_dec_pads(d, a->pd);
+    a->groups = oar_dec_i(d, "groups");
+    a->algo = oar_dec_choice(d, "padding_algorithm");
+    a->nhwc = oar_dec_choice(d, "data_format") == OAR_FMT_NHWC;
+    return oar_dec_status(d);
 }
 
 static int conv_grad_infer(oar_infer_ctx_t *c) {
@@ -171,22 +222,26 @@ static int conv_grad_maker(oar_grad_ctx_t *g) {
 
 static const oar_op_def_t conv2d_def = {
     .type = "conv2d", .inputs = conv_in, .outputs = conv_out, .attrs = conv_attrs,
-    .infer = conv_infer, .grad = conv_grad_maker, .dtype_slot = "Input"};
+    .infer = conv_infer, .grad = conv_grad_maker, .dtype_slot = "Input",
+    .attrs_size = sizeof(oar_conv_attrs_t), .decode = conv_decode};
 OAR_REGISTER_OP(conv2d_def)
 
 static const oar_op_def_t conv2d_grad_def = {
     .type = "conv2d_grad", .inputs = conv_grad_in, .outputs = conv_grad_out, .attrs = conv_attrs,
-    .infer = conv_grad_infer, .grad = NULL, .dtype_slot = "Input"};
+    .infer = conv_grad_infer, .grad = NULL, .dtype_slot = "Input",
+    .attrs_size = sizeof(oar_conv_attrs_t), .decode = conv_decode};
 OAR_REGISTER_OP(conv2d_grad_def)
 
 /* Fluid's layer picks depthwise_conv2d when groups == channels; the CPU
  * kernels are the grouped conv2d kernels. */
 static const oar_op_def_t depthwise_conv2d_def = {
     .type = "depthwise_conv2d", .inputs = conv_in, .outputs = conv_out, .attrs = conv_attrs,
-    .infer = conv_infer, .grad = conv_grad_maker, .dtype_slot = "Input"};
+    .infer = conv_infer, .grad = conv_grad_maker, .dtype_slot = "Input",
+    .attrs_size = sizeof(oar_conv_attrs_t), .decode = conv_decode};
 OAR_REGISTER_OP(depthwise_conv2d_def)
 
 static const oar_op_def_t depthwise_conv2d_grad_def = {
     .type = "depthwise_conv2d_grad", .inputs = conv_grad_in, .outputs = conv_grad_out,
-    .attrs = conv_attrs, .infer = conv_grad_infer, .grad = NULL, .dtype_slot = "Input"};
+    .attrs = conv_attrs, .infer = conv_grad_infer, .grad = NULL, .dtype_slot = "Input",
+    .attrs_size = sizeof(oar_conv_attrs_t), .decode = conv_decode};
 OAR_REGISTER_OP(depthwise_conv2d_grad_def)

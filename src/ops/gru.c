@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include "op.h"
 #include "paddle_attrs.h"
+#include "gru.h"
 
 #define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
 
@@ -73,8 +74,8 @@ static const oar_slot_def_t gru_out[] = {
     {"BatchGate", OAR_SLOT_DISPENSABLE}, {"BatchResetHiddenPrev", OAR_SLOT_DISPENSABLE},
     {"BatchHidden", OAR_SLOT_DISPENSABLE}, {"Hidden", 0}, {NULL, 0}};
 static const oar_attr_def_t gru_attrs[] = {
-    {"activation", OAR_ATTR_STRING, 0, "tanh", false, 0, 0},
-    {"gate_activation", OAR_ATTR_STRING, 0, "sigmoid", false, 0, 0},
+    {"activation", OAR_ATTR_STRING, 0, "tanh", false, 0, 0, OAR_GRU_ACT_CHOICES},
+    {"gate_activation", OAR_ATTR_STRING, 0, "sigmoid", false, 0, 0, OAR_GRU_ACT_CHOICES},
     {"is_reverse", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
     {"origin_mode", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
     OAR_PA_B("is_test", 0),
@@ -122,9 +123,20 @@ static int gru_grad_maker(oar_grad_ctx_t *g)
     return OAR_OK;
 }
 
+static int gru_decode(oar_decode_ctx_t *d, void *out)
+{
+    oar_gru_attrs_t *a = out;
+    a->act = oar_dec_choice(d, "activation");
+    a->gate = oar_dec_choice(d, "gate_activation");
+    a->origin = oar_dec_b(d, "origin_mode");
+    a->reverse = oar_dec_b(d, "is_reverse");
+    return oar_dec_status(d);
+}
+
 static const oar_op_def_t gru_def = {
     .type = "gru", .inputs = gru_in, .outputs = gru_out, .attrs = gru_attrs,
-    .infer = gru_infer, .grad = gru_grad_maker, .dtype_slot = "Input"};
+    .infer = gru_infer, .grad = gru_grad_maker, .dtype_slot = "Input",
+    .attrs_size = sizeof(oar_gru_attrs_t), .decode = gru_decode};
 OAR_REGISTER_OP(gru_def)
 
 static const oar_slot_def_t gru_grad_in[] = {
@@ -151,7 +163,8 @@ static int gru_grad_infer(oar_infer_ctx_t *c)
 
 static const oar_op_def_t gru_grad_def = {
     .type = "gru_grad", .inputs = gru_grad_in, .outputs = gru_grad_out, .attrs = gru_attrs,
-    .infer = gru_grad_infer, .dtype_slot = "Input"};
+    .infer = gru_grad_infer, .dtype_slot = "Input",
+    .attrs_size = sizeof(oar_gru_attrs_t), .decode = gru_decode};
 OAR_REGISTER_OP(gru_grad_def)
 
 /* ---- gru_unit ---------------------------------------------------------------------------- */
@@ -200,9 +213,23 @@ static int unit_grad_maker(oar_grad_ctx_t *g)
     return OAR_OK;
 }
 
+/* Fluid's INT activation codes, the kernels' numbering (identity, sigmoid, tanh, relu) */
+static int unit_decode(oar_decode_ctx_t *d, void *out)
+{
+    oar_gru_attrs_t *a = out;
+    a->act = oar_dec_i(d, "activation");
+    a->gate = oar_dec_i(d, "gate_activation");
+    a->origin = oar_dec_b(d, "origin_mode");
+    a->reverse = false;
+    if (a->act < 0 || a->act > 3 || a->gate < 0 || a->gate > 3)
+        return oar_dec_error(d, OAR_ERR_INVALID, "gru_unit activation codes %d / %d: expected 0..3", a->act, a->gate);
+    return oar_dec_status(d);
+}
+
 static const oar_op_def_t gru_unit_def = {
     .type = "gru_unit", .inputs = unit_in, .outputs = unit_out, .attrs = unit_attrs,
-    .infer = unit_infer, .grad = unit_grad_maker, .dtype_slot = "Input"};
+    .infer = unit_infer, .grad = unit_grad_maker, .dtype_slot = "Input",
+    .attrs_size = sizeof(oar_gru_attrs_t), .decode = unit_decode};
 OAR_REGISTER_OP(gru_unit_def)
 
 static const oar_slot_def_t unit_grad_in[] = {
@@ -227,5 +254,6 @@ static int unit_grad_infer(oar_infer_ctx_t *c)
 
 static const oar_op_def_t gru_unit_grad_def = {
     .type = "gru_unit_grad", .inputs = unit_grad_in, .outputs = unit_grad_out, .attrs = unit_attrs,
-    .infer = unit_grad_infer, .dtype_slot = "Input"};
+    .infer = unit_grad_infer, .dtype_slot = "Input",
+    .attrs_size = sizeof(oar_gru_attrs_t), .decode = unit_decode};
 OAR_REGISTER_OP(gru_unit_grad_def)

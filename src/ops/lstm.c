@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include "op.h"
 #include "paddle_attrs.h"
+#include "lstm.h"
 
 #define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
 
@@ -43,9 +44,9 @@ static const oar_slot_def_t lstm_out[] = {
 static const oar_attr_def_t lstm_attrs[] = {
     {"use_peepholes", OAR_ATTR_BOOLEAN, 1, NULL, false, 0, 0},
     {"is_reverse", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    {"gate_activation", OAR_ATTR_STRING, 0, "sigmoid", false, 0, 0},
-    {"cell_activation", OAR_ATTR_STRING, 0, "tanh", false, 0, 0},
-    {"candidate_activation", OAR_ATTR_STRING, 0, "tanh", false, 0, 0},
+    {"gate_activation", OAR_ATTR_STRING, 0, "sigmoid", false, 0, 0, OAR_ACT_CHOICES},
+    {"cell_activation", OAR_ATTR_STRING, 0, "tanh", false, 0, 0, OAR_ACT_CHOICES},
+    {"candidate_activation", OAR_ATTR_STRING, 0, "tanh", false, 0, 0, OAR_ACT_CHOICES},
     OAR_PA_B("is_test", 0),
     ATTR_END};
 
@@ -119,9 +120,27 @@ static int lstm_grad_maker(oar_grad_ctx_t *g)
     return OAR_OK;
 }
 
+static int lstm_decode(oar_decode_ctx_t *d, void *out)
+{
+    oar_lstm_attrs_t *a = out;
+    a->peepholes = oar_dec_b(d, "use_peepholes");
+    a->reverse = oar_dec_b(d, "is_reverse");
+    a->gate = oar_dec_choice(d, "gate_activation");
+    a->cell = oar_dec_choice(d, "cell_activation");
+    a->cand = oar_dec_choice(d, "candidate_activation");
+    return oar_dec_status(d);
+}
+
+static int unit_decode(oar_decode_ctx_t *d, void *out)
+{
+    ((oar_lstm_unit_attrs_t *)out)->forget_bias = oar_dec_f(d, "forget_bias");
+    return oar_dec_status(d);
+}
+
 static const oar_op_def_t lstm_def = {
     .type = "lstm", .inputs = lstm_in, .outputs = lstm_out, .attrs = lstm_attrs,
-    .infer = lstm_infer, .grad = lstm_grad_maker, .dtype_slot = "Input"};
+    .infer = lstm_infer, .grad = lstm_grad_maker, .dtype_slot = "Input",
+    .attrs_size = sizeof(oar_lstm_attrs_t), .decode = lstm_decode};
 OAR_REGISTER_OP(lstm_def)
 
 static const oar_slot_def_t lstm_grad_in[] = {
@@ -149,7 +168,8 @@ static int lstm_grad_infer(oar_infer_ctx_t *c)
 
 static const oar_op_def_t lstm_grad_def = {
     .type = "lstm_grad", .inputs = lstm_grad_in, .outputs = lstm_grad_out, .attrs = lstm_attrs,
-    .infer = lstm_grad_infer, .dtype_slot = "Input"};
+    .infer = lstm_grad_infer, .dtype_slot = "Input",
+    .attrs_size = sizeof(oar_lstm_attrs_t), .decode = lstm_decode};
 OAR_REGISTER_OP(lstm_grad_def)
 
 /* ---- lstm_unit ---------------------------------------------------------------------- */
@@ -204,7 +224,8 @@ static int unit_grad_maker(oar_grad_ctx_t *g)
 
 static const oar_op_def_t lstm_unit_def = {
     .type = "lstm_unit", .inputs = unit_in, .outputs = unit_out, .attrs = unit_attrs,
-    .infer = unit_infer, .grad = unit_grad_maker, .dtype_slot = "X"};
+    .infer = unit_infer, .grad = unit_grad_maker, .dtype_slot = "X",
+    .attrs_size = sizeof(oar_lstm_unit_attrs_t), .decode = unit_decode};
 OAR_REGISTER_OP(lstm_unit_def)
 
 static const oar_slot_def_t unit_grad_in[] = {
@@ -227,5 +248,6 @@ static int unit_grad_infer(oar_infer_ctx_t *c)
 
 static const oar_op_def_t lstm_unit_grad_def = {
     .type = "lstm_unit_grad", .inputs = unit_grad_in, .outputs = unit_grad_out, .attrs = unit_attrs,
-    .infer = unit_grad_infer, .dtype_slot = "X"};
+    .infer = unit_grad_infer, .dtype_slot = "X",
+    .attrs_size = sizeof(oar_lstm_unit_attrs_t), .decode = unit_decode};
 OAR_REGISTER_OP(lstm_unit_grad_def)

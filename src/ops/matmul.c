@@ -5,6 +5,7 @@
 #include "op.h"
 #include "paddle_attrs.h"
 #include "broadcast.h"
+#include "matmul.h"
 
 #define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
 
@@ -79,13 +80,23 @@ static int mul_infer(oar_infer_ctx_t *c)
 
 static int grad_infer(oar_infer_ctx_t *c) { return oar_infer_grad_like_inputs(c); }
 
+static int mul_decode(oar_decode_ctx_t *d, void *out)
+{
+    oar_mul_attrs_t *a = out;
+    a->xnf = oar_dec_i(d, "x_num_col_dims");
+    a->ynf = oar_dec_i(d, "y_num_col_dims");
+    return oar_dec_status(d);
+}
+
 static const oar_op_def_t mul_def = {
     .type = "mul", .inputs = xy_in, .outputs = out_slot, .attrs = mul_attrs,
-    .infer = mul_infer, .grad = oar_grad_default, .dtype_slot = "X"};
+    .infer = mul_infer, .grad = oar_grad_default, .dtype_slot = "X",
+    .attrs_size = sizeof(oar_mul_attrs_t), .decode = mul_decode};
 OAR_REGISTER_OP(mul_def)
 static const oar_op_def_t mul_grad_def = {
     .type = "mul_grad", .inputs = grad_in, .outputs = grad_out, .attrs = mul_attrs,
-    .infer = grad_infer, .dtype_slot = "X"};
+    .infer = grad_infer, .dtype_slot = "X",
+    .attrs_size = sizeof(oar_mul_attrs_t), .decode = mul_decode};
 OAR_REGISTER_OP(mul_grad_def)
 
 /* ---- matmul --------------------------------------------------------------- */
@@ -158,20 +169,42 @@ static int matmul_infer(oar_infer_ctx_t *c)
     return oar_ic_share_lod(c, "X", 0, "Out", 0);
 }
 
+static int matmul_decode(oar_decode_ctx_t *d, void *out)
+{
+    oar_matmul_attrs_t *a = out;
+    a->v2 = false;
+    a->tx = oar_dec_b(d, "transpose_X");
+    a->ty = oar_dec_b(d, "transpose_Y");
+    a->alpha = oar_dec_f(d, "alpha");
+    return oar_dec_status(d);
+}
+
+static int matmul_v2_decode(oar_decode_ctx_t *d, void *out)
+{
+    oar_matmul_attrs_t *a = out;
+    a->v2 = true;
+    a->tx = oar_dec_b(d, "trans_x");
+    a->ty = oar_dec_b(d, "trans_y");
+    a->alpha = 1.0;
+    return oar_dec_status(d);
+}
+#define MM_DECODE .attrs_size = sizeof(oar_matmul_attrs_t), .decode = matmul_decode
+#define MM_V2_DECODE .attrs_size = sizeof(oar_matmul_attrs_t), .decode = matmul_v2_decode
+
 static const oar_op_def_t matmul_def = {
     .type = "matmul", .inputs = xy_in, .outputs = out_slot, .attrs = matmul_attrs,
-    .infer = matmul_infer, .grad = oar_grad_default, .dtype_slot = "X"};
+    .infer = matmul_infer, .grad = oar_grad_default, .dtype_slot = "X", MM_DECODE};
 OAR_REGISTER_OP(matmul_def)
 static const oar_op_def_t matmul_grad_def = {
     .type = "matmul_grad", .inputs = grad_in, .outputs = grad_out, .attrs = matmul_attrs,
-    .infer = grad_infer, .dtype_slot = "X"};
+    .infer = grad_infer, .dtype_slot = "X", MM_DECODE};
 OAR_REGISTER_OP(matmul_grad_def)
 
 static const oar_op_def_t matmul_v2_def = {
     .type = "matmul_v2", .inputs = xy_in, .outputs = out_slot, .attrs = matmul_v2_attrs,
-    .infer = matmul_infer, .grad = oar_grad_default, .dtype_slot = "X"};
+    .infer = matmul_infer, .grad = oar_grad_default, .dtype_slot = "X", MM_V2_DECODE};
 OAR_REGISTER_OP(matmul_v2_def)
 static const oar_op_def_t matmul_v2_grad_def = {
     .type = "matmul_v2_grad", .inputs = grad_in, .outputs = grad_out, .attrs = matmul_v2_attrs,
-    .infer = grad_infer, .dtype_slot = "X"};
+    .infer = grad_infer, .dtype_slot = "X", MM_V2_DECODE};
 OAR_REGISTER_OP(matmul_v2_grad_def)

@@ -1,7 +1,8 @@
-/* pool.c — pool2d (max/avg over NCHW windows) and pool2d_grad.
- * Kernels in kernels/cpu/pool.c. */
+/* pool.c — pool2d (max/avg over NCHW or NHWC windows) and pool2d_grad.
+ * Kernels in kernels/cpu/pool.c; slots and decoded attributes in pool.h. */
 #include "op.h"
 #include "paddle_attrs.h"
+#include "pool.h"
 #include "window.h"
 
 #include <string.h>
@@ -13,7 +14,7 @@ static const oar_slot_def_t pool_grad_out[] = {{"X@GRAD", OAR_SLOT_DISPENSABLE},
 
 /* Fluid 1.x attrs; strides and paddings default to {1,1} / {0,0} when empty. */
 static const oar_attr_def_t pool_attrs[] = {
-    {.name = "pooling_type", .type = OAR_ATTR_STRING, .required = true},
+    {.name = "pooling_type", .type = OAR_ATTR_STRING, .required = true, .choices = OAR_POOL_CHOICES},
     {.name = "ksize", .type = OAR_ATTR_INTS},
     {.name = "global_pooling", .type = OAR_ATTR_BOOLEAN, .def = 0},
     {.name = "strides", .type = OAR_ATTR_INTS},
@@ -24,8 +25,8 @@ static const oar_attr_def_t pool_attrs[] = {
     {.name = "ceil_mode", .type = OAR_ATTR_BOOLEAN, .def = 0},
     {.name = "use_mkldnn", .type = OAR_ATTR_BOOLEAN, .def = 0},
     {.name = "use_quantizer", .type = OAR_ATTR_BOOLEAN, .def = 0},
-    {.name = "data_format", .type = OAR_ATTR_STRING, .def_str = "NCHW"},
-    {.name = "padding_algorithm", .type = OAR_ATTR_STRING, .def_str = "EXPLICIT"},
+    {.name = "data_format", .type = OAR_ATTR_STRING, .def_str = "NCHW", .choices = OAR_FMT_CHOICES},
+    {.name = "padding_algorithm", .type = OAR_ATTR_STRING, .def_str = "EXPLICIT", .choices = OAR_PAD_CHOICES},
     {.name = "is_test", .type = OAR_ATTR_BOOLEAN, .def = 0},
     OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN,
     {.name = NULL}};
@@ -54,16 +55,21 @@ static int pool_infer(oar_infer_ctx_t *c) {
         return oar_ic_error(c, OAR_ERR_INVALID, "attr pooling_type = \"%s\" must be \"max\" or \"avg\"",
                             type ? type : "");
     const char *fmt = oar_attr_s(op, "data_format");
-    if (fmt && fmt[0] && strcmp(fmt, "NCHW") != 0 && strcmp(fmt, "AnyLayout") != 0)
+    if (fmt && fmt[0] && oar_attr_choice_index(OAR_FMT_CHOICES, fmt) < 0)
         return oar_ic_error(c, OAR_ERR_UNSUPPORTED,
-                            "attr data_format = \"%s\" is not supported; only \"NCHW\" is", fmt);
+                            "attr data_format = \"%s\" is not supported; \"NCHW\" or \"NHWC\" is", fmt);
+    const bool nhwc = fmt && strcmp(fmt, "NHWC") == 0;
     int xn;
-    const int64_t *x = oar_ic_in_dims(c, "X", 0, &xn);
-    if (!x) return OAR_ERR_SHAPE;
+    const int64_t *xr = oar_ic_in_dims(c, "X", 0, &xn);
+    if (!xr) return OAR_ERR_SHAPE;
     char xs[128];
-    oar_shape_str(x, xn, xs, sizeof xs);
+    oar_shape_str(xr, xn, xs, sizeof xs);
     if (xn != 4)
-        return oar_ic_error(c, OAR_ERR_SHAPE, "X '%s' must be 4-D NCHW, got shape %s", oar_ic_in_name(c, "X", 0), xs);
+        return oar_ic_error(c, OAR_ERR_SHAPE, "X '%s' must be 4-D %s, got shape %s", oar_ic_in_name(c, "X", 0),
+                            nhwc ? "NHWC" : "NCHW", xs);
+    /* the checks below read x in NCHW order */
+    const int64_t xv[4] = {xr[0], nhwc ? xr[3] : xr[1], nhwc ? xr[1] : xr[2], nhwc ? xr[2] : xr[3]};
+    const int64_t *x = xv;
     bool global = oar_attr_b(op, "global_pooling"), adaptive = oar_attr_b(op, "adaptive");
     bool ceil_mode = oar_attr_b(op, "ceil_mode");
     int64_t ks[2], st[2], pd[4];
@@ -108,8 +114,28 @@ static int pool_infer(oar_infer_ctx_t *c) {
                                 ceil_mode ? "true" : "false");
         out[2 + i] = o;
     }
-    OAR_TRY(oar_ic_set_out(c, "Out", 0, out, 4, oar_ic_in_dtype(c, "X", 0)));
+    if (nhwc) {
+        const int64_t o[4] = {out[0], out[2], out[3], out[1]};
+        OAR_TRY(oar_ic_set_out(c, "Out", 0, o, 4, oar_ic_in_dtype(c, "X", 0)));
+    } else {
+        OAR_TRY(oar_ic_set_out(c, "Out", 0, out, 4, oar_ic_in_dtype(c, "X", 0)));
+    }
     return oar_ic_share_lod(c, "X", 0, "Out", 0);
+}
+
+static int pool_decode(oar_decode_ctx_t *d, void *out) {
+    oar_pool_attrs_t *a = out;
+    a->type = oar_dec_choice(d, "pooling_type");
+    a->global = oar_dec_b(d, "global_pooling");
+    a->exclusive = oar_dec_b(d, "exclusive");
+    a->adaptive = oar_dec_b(d, "adaptive");
+    a->ceil_mode = oar_dec_b(d, "ceil_mode");
+    a->nhwc = oar_dec_choice(d, "data_format") == OAR_FMT_NHWC;
+    a->algo = oar_dec_choice(d, "padding_algorithm");
+    if (!a->global) oar_conv_dec_pair(d, "ksize", 0, 1, a->ks);
+    oar_conv_dec_pair(d, "strides", 1, 1, a->st);
+    oar_conv_dec_pads(d, a->pd);
+    return oar_dec_status(d);
 }
 
 static int pool_grad_infer(oar_infer_ctx_t *c) {
@@ -121,10 +147,12 @@ static int pool_grad_infer(oar_infer_ctx_t *c) {
 
 static const oar_op_def_t pool2d_def = {
     .type = "pool2d", .inputs = pool_in, .outputs = pool_out, .attrs = pool_attrs,
-    .infer = pool_infer, .grad = oar_grad_default};
+    .infer = pool_infer, .grad = oar_grad_default,
+    .attrs_size = sizeof(oar_pool_attrs_t), .decode = pool_decode};
 OAR_REGISTER_OP(pool2d_def)
 
 static const oar_op_def_t pool2d_grad_def = {
     .type = "pool2d_grad", .inputs = pool_grad_in, .outputs = pool_grad_out, .attrs = pool_attrs,
-    .infer = pool_grad_infer, .grad = NULL, .dtype_slot = "X"};
+    .infer = pool_grad_infer, .grad = NULL, .dtype_slot = "X",
+    .attrs_size = sizeof(oar_pool_attrs_t), .decode = pool_decode};
 OAR_REGISTER_OP(pool2d_grad_def)

@@ -1,0 +1,188 @@
+/* dnnl_gemm.c — oar_gemm (gemm.h): float32 through oneDNN's sgemm when built
+ * with OAR_WITH_DNNL, OpenBLAS otherwise and for float64.
+ *
+ * Measured on the 2-core AVX-512 machine (docs/DECISIONS.md, "GEMM path"):
+ * oneDNN's sgemm runs the MLP/LSTM/LeNet shapes 5-40 % faster than OpenBLAS
+ * on one thread, and split in two column blocks on libgomp it reaches
+ * ~200 GFLOP/s where OpenBLAS's own two threads gave ~90. */
+#include <cblas.h>
+#include <omp.h>
+#include "gemm.h"
+#include "oar.h"
+#ifdef OAR_WITH_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
+void openblas_set_num_threads(int num_threads);
+
+/* OpenBLAS (float64 products, float32 without oneDNN) stays on one thread:
+ * every parallel split is oar's, on libgomp */
+__attribute__((constructor)) static void blas_one_thread(void) { openblas_set_num_threads(1); }
+
+const char *oar_gemm_backend(void) {
+#ifdef OAR_WITH_DNNL
+    return "onednn";
+#else
+    return "openblas";
+#endif
+}
+
+int oar_gemm_threads(int64_t macs) {
+    if (macs < OAR_GEMM_PAR_MIN || omp_in_parallel()) return 1;
+    int n = omp_get_max_threads();
+    return n < 1 ? 1 : n;
+}
+
+/* one single-threaded product */
+static void gemm1(int dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
+                  const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {
+    const bool f32 = dt == OAR_FP32;
+    /* a one-row or one-column product is a GEMV: OpenBLAS's beats a degenerate
+     * GEMM (and oneDNN's sgemm) for a batch of one */
+    if (M == 1) {   /* C row = op(B)^T x, x = the row of op(A) */
+        const int incx = ta ? (int)lda : 1;
+        if (f32) cblas_sgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, (int)(tb ? N : K), (int)(tb ? K : N),
+                             (float)alpha, B, (int)ldb, A, incx, (float)beta, C, 1);
+        else cblas_dgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, (int)(tb ? N : K), (int)(tb ? K : N),
+                         alpha, B, (int)ldb, A, incx, beta, C, 1);
+        return;
+    }
+    if (N == 1) {   /* C column = op(A) b, b = the column of op(B) */
+        const int incb = tb ? 1 : (int)ldb;
+        if (f32) cblas_sgemv(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, (int)(ta ? K : M), (int)(ta ? M : K),
+                             (float)alpha, A, (int)lda, B, incb, (float)beta, C, (int)ldc);
+        else cblas_dgemv(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, (int)(ta ? K : M), (int)(ta ? M : K),
+                         alpha, A, (int)lda, B, incb, beta, C, (int)ldc);
+        return;
+    }
+    if (f32) {
+#ifdef OAR_WITH_DNNL
+        /* oneDNN threads a call made outside a parallel region over all of
+         * OpenMP's threads; a one-thread region whose thread count is 1
+         * keeps it on this thread */
+        dnnl_status_t st;
+        if (omp_in_parallel() || omp_get_max_threads() == 1) {
+            st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, (float)alpha, A, lda, B, ldb,
+                            (float)beta, C, ldc);
+        } else {
+            st = dnnl_success;
+            #pragma omp parallel num_threads(1)
+            {
+                omp_set_num_threads(1);
+                st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, (float)alpha, A, lda, B, ldb,
+                                (float)beta, C, ldc);
+            }
+        }
+        if (st == dnnl_success) return;
+        /* oneDNN refuses only arguments OpenBLAS accepts too (none here); fall through */
+#endif
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N,
+                    (int)K, (float)alpha, A, (int)lda, B, (int)ldb, (float)beta, C, (int)ldc);
+        return;
+    }
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N,
+                (int)K, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
+}
+
+#define GEMV_BLOCK 256
+#define FIX_N 128   /* OpenBLAS products: fixed column blocks, */
+#define FIX_M 64    /* or row blocks when there are few columns */
+#define GEMV_PAR_MIN ((int64_t)1 << 21)
+#define AT(p, off, es) ((void *)((char *)(p) + (size_t)(off) * (es)))
+#define CAT(p, off, es) ((const void *)((const char *)(p) + (size_t)(off) * (es)))
+
+void oar_gemm(int dt, int threads, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
+              const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {
+    if (M <= 0 || N <= 0) return;
+    const size_t es = dt == OAR_FP32 ? sizeof(float) : sizeof(double);
+    if (K <= 0) {   /* an empty sum: C = beta C */
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                if (dt == OAR_FP32) { float *c = (float *)C + i * ldc + j; *c = beta == 0 ? 0.0f : (float)beta * *c; }
+                else { double *c = (double *)C + i * ldc + j; *c = beta == 0 ? 0.0 : beta * *c; }
+            }
+        return;
+    }
+    if (threads > 1 && omp_in_parallel()) threads = 1;
+    /* GEMVs: OpenBLAS's GEMV kernels round differently depending on where
+     * a column falls in a call, so the blocks are fixed (GEMV_BLOCK wide)
+     * whatever the thread count, and threads take whole blocks */
+    if (M == 1 || N == 1) {
+        const int64_t L = M == 1 ? N : M, nb = (L + GEMV_BLOCK - 1) / GEMV_BLOCK;
+        /* a GEMV streams its matrix once: below GEMV_PAR_MIN multiply-adds
+         * waking a sleeping worker costs more than the half it would take
+         * (batch-1 MLP inference: 56-60 us with 2 threads, 37-41 with 1),
+         * and one call beats blocks (784 x 512: 20 us, 25 in 128-wide
+         * blocks). Whole or blocked is decided by size alone, never by the
+         * thread count. */
+        if (L * K < GEMV_PAR_MIN) {
+            gemm1(dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+            return;
+        }
+        #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1 && nb > 1)
+        for (int64_t b = 0; b < nb; b++) {
+            const int64_t o = b * GEMV_BLOCK, len = L - o < GEMV_BLOCK ? L - o : GEMV_BLOCK;
+            if (M == 1)
+                gemm1(dt, ta, tb, 1, len, K, alpha, A, lda, CAT(B, tb ? o * ldb : o, es), ldb, beta, AT(C, o, es), ldc);
+            else
+                gemm1(dt, ta, tb, len, 1, K, alpha, CAT(A, ta ? o : o * lda, es), lda, B, ldb, beta,
+                      AT(C, o * ldc, es), ldc);
+        }
+        return;
+    }
+#ifdef OAR_WITH_DNNL
+    const bool openblas = dt != OAR_FP32;
+#else
+    const bool openblas = true;
+#endif
+    if (openblas) {
+        /* OpenBLAS's GEMM kernels, too, round an element differently
+         * depending on where it falls in a call: a product large enough to
+         * be split is always cut at the same fixed blocks, whatever the
+         * thread count, and threads take whole blocks */
+        if (M * N * K < OAR_GEMM_PAR_MIN || (N < 2 * FIX_N && M < 2 * FIX_M)) {
+            gemm1(dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+            return;
+        }
+        const bool by_n = N >= 2 * FIX_N;
+        const int64_t L = by_n ? N : M, W = by_n ? FIX_N : FIX_M, nb = (L + W - 1) / W;
+        #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+        for (int64_t b = 0; b < nb; b++) {
+            const int64_t o = b * W, len = L - o < W ? L - o : W;
+            if (by_n)
+                gemm1(dt, ta, tb, M, len, K, alpha, A, lda, CAT(B, tb ? o * ldb : o, es), ldb, beta, AT(C, o, es), ldc);
+            else
+                gemm1(dt, ta, tb, len, N, K, alpha, CAT(A, ta ? o : o * lda, es), lda, B, ldb, beta,
+                      AT(C, o * ldc, es), ldc);
+        }
+        return;
+    }
+    /* oneDNN: blocks of whole 16-column (or 8-row) panels, one per thread */
+    if (threads > 1 && N >= 32 * threads) {
+        const int64_t block = ((N + threads - 1) / threads + 15) / 16 * 16;
+        #pragma omp parallel for num_threads(threads) schedule(static)
+        for (int t = 0; t < threads; t++) {
+            const int64_t n0 = t * block;
+            if (n0 < N) {
+                const int64_t nn = N - n0 < block ? N - n0 : block;
+                gemm1(dt, ta, tb, M, nn, K, alpha, A, lda, CAT(B, tb ? n0 * ldb : n0, es), ldb, beta,
+                      AT(C, n0, es), ldc);
+            }
+        }
+        return;
+    }
+    if (threads > 1 && M >= 16 * threads) {
+        const int64_t block = ((M + threads - 1) / threads + 7) / 8 * 8;
+        #pragma omp parallel for num_threads(threads) schedule(static)
+        for (int t = 0; t < threads; t++) {
+            const int64_t m0 = t * block;
+            if (m0 < M) {
+                const int64_t mm = M - m0 < block ? M - m0 : block;
+                gemm1(dt, ta, tb, mm, N, K, alpha, CAT(A, ta ? m0 : m0 * lda, es), lda, B, ldb, beta,
+                      AT(C, m0 * ldc, es), ldc);
+            }
+        }
+        return;
+    }
+    gemm1(dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}

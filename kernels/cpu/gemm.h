@@ -1,0 +1,40 @@
+/* gemm.h — the one GEMM entry of the CPU kernels (conv, matmul/mul, the
+ * recurrent cells, sequence_conv).
+ *
+ * float32 goes to oneDNN's sgemm when oar is built with it (OAR_WITH_DNNL):
+ * oneDNN picks its kernels from the CPU it runs on (AVX-512 where present,
+ * AVX2 or SSE4.1 otherwise), whatever OPENBLAS_CORETYPE says, and it threads
+ * on libgomp, the pool oar's own loops use. float64, and float32 without
+ * oneDNN, go to OpenBLAS, which oar holds to one thread (its pthread pool
+ * would spin against libgomp's; docs/DECISIONS.md "threads").
+ *
+ * A one-row (M == 1) or one-column (N == 1) product is an OpenBLAS GEMV,
+ * several times faster than a degenerate GEMM for a batch of one.
+ *
+ * Threads: `threads` OpenMP threads may share one product; it is split into
+ * column (or row) blocks, each a single-threaded call. A product's result
+ * does not depend on the thread count (spec/gemm_threads_spec.lua): products
+ * on OpenBLAS (float64; float32 without oneDNN) large enough to be split are
+ * always cut at fixed 128-column (64-row) blocks, on one thread too; GEMVs
+ * use fixed 256-wide blocks whatever the count (those of 2^21
+ * multiply-adds or more; smaller ones are one call), and oneDNN's sgemm gave
+ * identical elements wherever their column fell in every shape tried (an
+ * observation the spec guards, not a documented guarantee).
+ * threads = 1 runs on the calling thread; inside a parallel region every
+ * call runs on the calling thread whatever `threads` says. */
+#ifndef OAR_KERNELS_CPU_GEMM_H
+#define OAR_KERNELS_CPU_GEMM_H
+#include <stdbool.h>
+#include <stdint.h>
+
+/* row-major C[M, N] = alpha op(A) op(B) + beta C (float32 or float64, all
+ * sizes within int range: callers check) */
+void oar_gemm(int dtype, int threads, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
+              const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc);
+/* how many threads a product of `macs` multiply-adds should use: 1 below
+ * OAR_GEMM_PAR_MIN or inside a parallel region, else OpenMP's thread count */
+#define OAR_GEMM_PAR_MIN ((int64_t)1 << 16)
+int oar_gemm_threads(int64_t macs);
+/* "onednn" or "openblas": the library float32 products use */
+const char *oar_gemm_backend(void);
+#endif
