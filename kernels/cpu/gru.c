@@ -315,7 +315,7 @@ static int gru_bwd(oar_kernel_ctx_t *k)
     if (dx) oar_seqb_scatter(&a.sb, dgb, dx, 3 * D, es);
     if (dbias) oar_sk_col_sum(a.dt, dgb, T, 3 * D, dbias);
     if (dh0) oar_seqb_unsort_rows(&a.sb, dh0s, dh0, D, es);
-done:
+done:;
     void *scratch[] = {dhb, dgb, hprev, h0s, dh0s, drhp, wt};
     for (size_t i = 0; i < sizeof scratch / sizeof scratch[0]; i++) oar_scratch_free(scratch[i]);
     oar_seqb_free(&a.sb);

@@ -442,7 +442,7 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
     if (dbias) oar_sk_col_sum(a.dt, dgb, T, 4 * D, dbias);
     if (dh0) oar_seqb_unsort_rows(&a.sb, dh0s, dh0, D, es);
     if (dc0) oar_seqb_unsort_rows(&a.sb, dc0s, dc0, D, es);
-done:
+done:;
     void *scratch[] = {dhb, dcb, dgb, hprev, h0s, c0s, dh0s, dc0s, tmp, ppeep, ptmp, wt};
     for (size_t i = 0; i < sizeof scratch / sizeof scratch[0]; i++) oar_scratch_free(scratch[i]);
     oar_seqb_free(&a.sb);
