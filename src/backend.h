@@ -87,7 +87,7 @@ const char *oar_backend_cuda_error(void);
     /* tensor.h, variable.h */ "oar_dtype_name", "oar_dtype_size", "oar_shape_str",       \
     "oar_tensor_clear_lod", "oar_tensor_copy_lod", "oar_tensor_free",                    \
     "oar_tensor_mutable", "oar_tensor_mutable_on", "oar_tensor_new_empty",               \
-    "oar_tensor_resize", "oar_tensor_share", "oar_tensor_set_lod",                       \
+    "oar_tensor_resize", "oar_tensor_share", "oar_tensor_share_data", "oar_tensor_set_lod",                       \
     "oar_var_selected_rows", "oar_variable_type",                                        \
     /* ops/window.h */ "oar_win_attr_pads", "oar_win_attr_pair",                         \
     /* device.h: scratch device memory, the debug flag */ "oar_device_alloc",            \

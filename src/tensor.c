@@ -334,6 +334,27 @@ int oar_tensor_bytes_for(const oar_tensor_t *t, int dtype, size_t *bytes)
     return check_shape(t->dims, t->ndim, dtype, NULL, bytes);
 }
 
+int oar_tensor_share_data(oar_tensor_t *t, const oar_tensor_t *src)
+{
+    if (!t || !src) return oar_error(OAR_ERR_INVALID, "oar_tensor_share_data: NULL tensor");
+    int64_t dims[OAR_MAX_DIMS];
+    int nd = t->ndim;
+    memcpy(dims, t->dims, sizeof dims);
+    /* detach t's LoD across the share (which installs src's) and put it back */
+    int levels = t->lod_levels;
+    int64_t *lod[OAR_MAX_LOD], size[OAR_MAX_LOD];
+    memcpy(lod, t->lod, sizeof lod);
+    memcpy(size, t->lod_size, sizeof size);
+    t->lod_levels = 0;
+    int rc = oar_tensor_share(t, src);
+    oar_tensor_clear_lod(t);
+    memcpy(t->lod, lod, sizeof lod);
+    memcpy(t->lod_size, size, sizeof size);
+    t->lod_levels = levels;
+    if (rc != OAR_OK) return rc;
+    return oar_tensor_resize(t, dims, nd);
+}
+
 int oar_tensor_adopt_buffer(oar_tensor_t *dst, const oar_tensor_t *src)
 {
     if (!dst || !src || !src->buf) return oar_error(OAR_ERR_INVALID, "oar_tensor_adopt_buffer: no buffer");

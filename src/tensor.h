@@ -35,6 +35,9 @@ int64_t oar_mem_peak_bytes(void);
 void oar_mem_peak_reset(void);
 /* bytes t's dims take in dtype (checked) */
 int oar_tensor_bytes_for(const oar_tensor_t *t, int dtype, size_t *bytes);
+/* t becomes a view of src's data: src's dtype and (shared) buffer, t's own
+ * dims and LoD (reshape-like kernels of every place) */
+int oar_tensor_share_data(oar_tensor_t *t, const oar_tensor_t *src);
 /* dst shares src's buffer (keeping its own dims): the memory plan's in-place pairs */
 int oar_tensor_adopt_buffer(oar_tensor_t *dst, const oar_tensor_t *src);
 /* Returns writable storage for numel(dims) elements of dtype, allocating (64-byte

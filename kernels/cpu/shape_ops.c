@@ -60,22 +60,7 @@ static int view_into(oar_kernel_ctx_t *k, int in_slot, const char *in_name, int 
         /* zero elements and never allocated: give out storage of its own */
         return oar_tensor_mutable(out, in->dtype) ? OAR_OK : OAR_ERR_NOMEM;
     }
-    int64_t dims[OAR_MAX_DIMS];
-    int nd = out->ndim;
-    memcpy(dims, out->dims, sizeof dims);
-    /* detach out's LoD across the share (which installs in's) and put it back */
-    int levels = out->lod_levels;
-    int64_t *lod[OAR_MAX_LOD], size[OAR_MAX_LOD];
-    memcpy(lod, out->lod, sizeof lod);
-    memcpy(size, out->lod_size, sizeof size);
-    out->lod_levels = 0;
-    int rc = oar_tensor_share(out, in);
-    oar_tensor_clear_lod(out);
-    memcpy(out->lod, lod, sizeof lod);
-    memcpy(out->lod_size, size, sizeof size);
-    out->lod_levels = levels;
-    if (rc != OAR_OK) return rc;
-    return oar_tensor_resize(out, dims, nd);
+    return oar_tensor_share_data(out, in);   /* a view: in's buffer, out's dims and LoD */
 }
 
 /* the v2 ops' XShape holds no values; it gets an (empty) buffer so that it

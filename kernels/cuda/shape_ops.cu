@@ -63,22 +63,7 @@ int view_into(oar_kernel_ctx_t *k, const char *in_slot, const char *out_slot)
                            nm(oar_k_in_name(k, in_slot, 0)), (long long)oar_tensor_numel_of(in));
     if (out == in) return OAR_OK;
     if (!oar_tensor_has_data(in)) return out_like(k, out_slot, 0, in->dtype) ? OAR_OK : OAR_ERR_NOMEM;
-    int64_t dims[OAR_MAX_DIMS];
-    const int nd = out->ndim;
-    memcpy(dims, out->dims, sizeof dims);
-    /* keep out's LoD (inference set it) across the share, which installs in's */
-    const int levels = out->lod_levels;
-    int64_t *lod[OAR_MAX_LOD], size[OAR_MAX_LOD];
-    memcpy(lod, out->lod, sizeof lod);
-    memcpy(size, out->lod_size, sizeof size);
-    out->lod_levels = 0;
-    int rc = oar_tensor_share(out, in);
-    oar_tensor_clear_lod(out);
-    memcpy(out->lod, lod, sizeof lod);
-    memcpy(out->lod_size, size, sizeof size);
-    out->lod_levels = levels;
-    if (rc != OAR_OK) return rc;
-    return oar_tensor_resize(out, dims, nd);
+    return oar_tensor_share_data(out, in);   /* a view: in's buffer, out's dims and LoD */
 }
 
 /* the v2 ops' XShape holds no values; an (empty) buffer marks it written */
