@@ -11,7 +11,6 @@
 #include <string.h>
 #include "op.h"
 #include "sequence_batch.h"
-#include "seq_args.h"
 #include "ops/sequence.h"
 
 static const char *nm(const char *s) { return s ? s : "?"; }
@@ -118,22 +117,22 @@ static int pool_fwd(oar_kernel_ctx_t *k)
     int dt = oar_k_dtype(k), type = a->pooltype;
     const oar_tensor_t *x;
     const void *xp;
-    OAR_TRY(oar_seq_in(k, OAR_SEQ_X, "X", dt, false, &x, &xp));
+    OAR_TRY(oar_sk_input(k, OAR_SEQ_X, "X", dt, &x, &xp));
     const int64_t *offs;
     int64_t no;
-    OAR_TRY(oar_seq_lod(k, OAR_SEQ_X, "X", x, &offs, &no));
+    OAR_TRY(oar_sk_lod_at(k, OAR_SEQ_X, "X", x, &offs, &no));
     if (offs[no - 1] > INT32_MAX && type == P_MAX)
         return oar_k_error(k, OAR_ERR_RANGE, "X has %lld rows; MaxIndex (int32) cannot index them",
                            (long long)offs[no - 1]);
     int64_t nseq = no - 1, w = oar_sk_row_width(x);
     void *op, *mp = NULL;
-    OAR_TRY(oar_seq_out(k, OAR_SEQPOOL_OUT, "Out", dt, nseq * w, false, &op));
+    OAR_TRY(oar_sk_output(k, OAR_SEQPOOL_OUT, "Out", dt, nseq * w, false, &op));
     if (type == P_MAX) {
-        OAR_TRY(oar_seq_out(k, OAR_SEQPOOL_MAX_INDEX, "MaxIndex", OAR_INT32, nseq * w, true, &mp));
+        OAR_TRY(oar_sk_output(k, OAR_SEQPOOL_MAX_INDEX, "MaxIndex", OAR_INT32, nseq * w, true, &mp));
     } else if (oar_k_output(k, OAR_SEQPOOL_MAX_INDEX, 0)) {
         /* only MAX pooling has indices: -1 everywhere for the others */
         void *m;
-        OAR_TRY(oar_seq_out(k, OAR_SEQPOOL_MAX_INDEX, "MaxIndex", OAR_INT32, nseq * w, true, &m));
+        OAR_TRY(oar_sk_output(k, OAR_SEQPOOL_MAX_INDEX, "MaxIndex", OAR_INT32, nseq * w, true, &m));
         for (int64_t i = 0; i < nseq * w; i++) ((int32_t *)m)[i] = -1;
     }
     double pad = a->pad_value;
@@ -148,17 +147,17 @@ static int pool_bwd(oar_kernel_ctx_t *k)
     int dt = oar_k_dtype(k), type = ((const oar_seqpool_attrs_t *)oar_k_attrs(k))->pooltype;
     const oar_tensor_t *x, *g, *mi = NULL;
     const void *xp, *gp, *mp = NULL;
-    OAR_TRY(oar_seq_in(k, OAR_SEQ_X, "X", -1, false, &x, &xp));
-    OAR_TRY(oar_seq_in(k, OAR_SEQPOOLG_DOUT, "Out@GRAD", dt, false, &g, &gp));
+    OAR_TRY(oar_sk_input(k, OAR_SEQ_X, "X", -1, &x, &xp));
+    OAR_TRY(oar_sk_input(k, OAR_SEQPOOLG_DOUT, "Out@GRAD", dt, &g, &gp));
     const int64_t *offs;
     int64_t no;
-    OAR_TRY(oar_seq_lod(k, OAR_SEQ_X, "X", x, &offs, &no));
+    OAR_TRY(oar_sk_lod_at(k, OAR_SEQ_X, "X", x, &offs, &no));
     int64_t nseq = no - 1, w = oar_sk_row_width(x);
     if (oar_tensor_numel_of(g) != nseq * w)
         return oar_k_error(k, OAR_ERR_SHAPE, "Out@GRAD has %lld elements, expected %lld (%lld sequences x %lld)",
                            (long long)oar_tensor_numel_of(g), (long long)(nseq * w), (long long)nseq, (long long)w);
     if (type == P_MAX) {
-        OAR_TRY(oar_seq_in(k, OAR_SEQPOOLG_MAX_INDEX, "MaxIndex", OAR_INT32, true, &mi, &mp));
+        OAR_TRY(oar_sk_opt_input(k, OAR_SEQPOOLG_MAX_INDEX, "MaxIndex", OAR_INT32, &mi, &mp));
         if (mi && oar_tensor_numel_of(mi) != nseq * w)
             return oar_k_error(k, OAR_ERR_SHAPE, "MaxIndex has %lld elements, expected %lld",
                                (long long)oar_tensor_numel_of(mi), (long long)(nseq * w));
@@ -169,7 +168,7 @@ static int pool_bwd(oar_kernel_ctx_t *k)
             return oar_k_error(k, OAR_ERR_NOT_FOUND, "X holds no data to find the maxima in (and MaxIndex is absent)");
     }
     void *dx;
-    OAR_TRY(oar_seq_out(k, OAR_SEQG_DX, "X@GRAD", dt, offs[no - 1] * w, true, &dx));
+    OAR_TRY(oar_sk_output(k, OAR_SEQG_DX, "X@GRAD", dt, offs[no - 1] * w, true, &dx));
     if (!dx) return OAR_OK;
     if (dt == OAR_FP32) pool_bwd_f32(type, xp, mp, gp, dx, offs, nseq, w);
     else pool_bwd_f64(type, xp, mp, gp, dx, offs, nseq, w);
@@ -217,15 +216,15 @@ static int softmax_fwd(oar_kernel_ctx_t *k)
     int dt = oar_k_dtype(k);
     const oar_tensor_t *x;
     const void *xp;
-    OAR_TRY(oar_seq_in(k, OAR_SEQ_X, "X", dt, false, &x, &xp));
+    OAR_TRY(oar_sk_input(k, OAR_SEQ_X, "X", dt, &x, &xp));
     const int64_t *offs;
     int64_t no;
-    OAR_TRY(oar_seq_lod(k, OAR_SEQ_X, "X", x, &offs, &no));
+    OAR_TRY(oar_sk_lod_at(k, OAR_SEQ_X, "X", x, &offs, &no));
     if (oar_tensor_numel_of(x) != offs[no - 1])
         return oar_k_error(k, OAR_ERR_SHAPE, "X has %lld values in %lld rows; expected one value per row",
                            (long long)oar_tensor_numel_of(x), (long long)offs[no - 1]);
     void *op;
-    OAR_TRY(oar_seq_out(k, OAR_SEQSM_OUT, "Out", dt, offs[no - 1], false, &op));
+    OAR_TRY(oar_sk_output(k, OAR_SEQSM_OUT, "Out", dt, offs[no - 1], false, &op));
     if (dt == OAR_FP32) seq_softmax_f32(xp, op, offs, no - 1);
     else seq_softmax_f64(xp, op, offs, no - 1);
     return OAR_OK;
@@ -236,17 +235,17 @@ static int softmax_bwd(oar_kernel_ctx_t *k)
     int dt = oar_k_dtype(k);
     const oar_tensor_t *o, *g;
     const void *op, *gp;
-    OAR_TRY(oar_seq_in(k, OAR_SEQSMG_OUT, "Out", dt, false, &o, &op));
-    OAR_TRY(oar_seq_in(k, OAR_SEQSMG_DOUT, "Out@GRAD", dt, false, &g, &gp));
+    OAR_TRY(oar_sk_input(k, OAR_SEQSMG_OUT, "Out", dt, &o, &op));
+    OAR_TRY(oar_sk_input(k, OAR_SEQSMG_DOUT, "Out@GRAD", dt, &g, &gp));
     const int64_t *offs;
     int64_t no;
-    OAR_TRY(oar_seq_lod(k, OAR_SEQSMG_OUT, "Out", o, &offs, &no));
+    OAR_TRY(oar_sk_lod_at(k, OAR_SEQSMG_OUT, "Out", o, &offs, &no));
     if (oar_tensor_numel_of(o) != offs[no - 1] || oar_tensor_numel_of(g) != offs[no - 1])
         return oar_k_error(k, OAR_ERR_SHAPE, "Out has %lld and Out@GRAD %lld values; expected %lld (one per row)",
                            (long long)oar_tensor_numel_of(o), (long long)oar_tensor_numel_of(g),
                            (long long)offs[no - 1]);
     void *dx;
-    OAR_TRY(oar_seq_out(k, OAR_SEQG_DX, "X@GRAD", dt, offs[no - 1], true, &dx));
+    OAR_TRY(oar_sk_output(k, OAR_SEQG_DX, "X@GRAD", dt, offs[no - 1], true, &dx));
     if (!dx) return OAR_OK;
     if (dt == OAR_FP32) seq_softmax_bwd_f32(op, gp, dx, offs, no - 1);
     else seq_softmax_bwd_f64(op, gp, dx, offs, no - 1);
@@ -295,7 +294,7 @@ static int expand_fwd(oar_kernel_ctx_t *k)
     int dt = oar_k_dtype(k);
     const oar_tensor_t *x;
     const void *xp;
-    OAR_TRY(oar_seq_in(k, OAR_SEQ_X, "X", dt, false, &x, &xp));
+    OAR_TRY(oar_sk_input(k, OAR_SEQ_X, "X", dt, &x, &xp));
     expand_plan_t p;
     OAR_TRY(expand_plan(k, x, &p));
     size_t es = oar_dtype_size(dt);
@@ -304,7 +303,7 @@ static int expand_fwd(oar_kernel_ctx_t *k)
     if (!ot) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out has no tensor variable");
     int64_t orows = ot->ndim > 0 ? ot->dims[0] : 1;
     void *op;
-    OAR_TRY(oar_seq_out(k, OAR_SEQEXP_OUT, "Out", dt, orows * w, false, &op));
+    OAR_TRY(oar_sk_output(k, OAR_SEQEXP_OUT, "Out", dt, orows * w, false, &op));
     if (p.nref <= 1) {   /* nothing to repeat by: Out is X */
         if (orows != xrows) return oar_k_error(k, OAR_ERR_SHAPE, "Out has %lld rows, X %lld", (long long)orows, (long long)xrows);
         memcpy(op, xp, es * (size_t)(xrows * w));
@@ -377,13 +376,13 @@ static int expand_bwd(oar_kernel_ctx_t *k)
     int dt = oar_k_dtype(k);
     const oar_tensor_t *x, *g;
     const void *xp, *gp;
-    OAR_TRY(oar_seq_in(k, OAR_SEQ_X, "X", -1, false, &x, &xp));
-    OAR_TRY(oar_seq_in(k, OAR_SEQEXPG_DOUT, "Out@GRAD", dt, false, &g, &gp));
+    OAR_TRY(oar_sk_input(k, OAR_SEQ_X, "X", -1, &x, &xp));
+    OAR_TRY(oar_sk_input(k, OAR_SEQEXPG_DOUT, "Out@GRAD", dt, &g, &gp));
     expand_plan_t p;
     OAR_TRY(expand_plan(k, x, &p));
     int64_t w = oar_sk_row_width(x), xrows = x->ndim > 0 ? x->dims[0] : 1;
     void *dx;
-    OAR_TRY(oar_seq_out(k, OAR_SEQG_DX, "X@GRAD", dt, xrows * w, true, &dx));
+    OAR_TRY(oar_sk_output(k, OAR_SEQG_DX, "X@GRAD", dt, xrows * w, true, &dx));
     if (!dx) return OAR_OK;
     int64_t want = xrows;
     if (p.nref > 1) {

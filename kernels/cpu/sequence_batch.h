@@ -95,15 +95,7 @@ void oar_sk_col_sum(int dtype, const void *x, int64_t rows, int64_t w, void *dst
 /* error unless every value fits BLAS's int */
 int oar_sk_blas_dims(oar_kernel_ctx_t *k, int n, const int64_t *dims);
 
-/* ---- kernel argument helpers ------------------------------------------------ */
-/* an input that must be present and hold data of dtype (any dtype when -1) */
-int oar_sk_in(oar_kernel_ctx_t *k, const char *slot, int dtype, const oar_tensor_t **t, const void **p);
-/* an optional input: *t NULL when absent */
-int oar_sk_opt_in(oar_kernel_ctx_t *k, const char *slot, int dtype, const oar_tensor_t **t, const void **p);
-/* writable output data holding numel elements; *p NULL (OK) when the output
- * is absent or @EMPTY@ and `optional` */
-int oar_sk_out(oar_kernel_ctx_t *k, const char *slot, int dtype, int64_t numel, bool optional, void **p);
-/* The same on the prepared-op API (op.h, "kernel context"): `slot` is the
+/* Arguments on the prepared-op API (op.h, "kernel context"): `slot` is the
  * definition's slot index, `name` the slot's name for error messages. */
 int oar_sk_input(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, const oar_tensor_t **t, const void **p);
 int oar_sk_opt_input(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, const oar_tensor_t **t,
@@ -112,10 +104,6 @@ int oar_sk_output(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, in
                   void **p);
 int oar_sk_lod_at(oar_kernel_ctx_t *k, int slot, const char *name, const oar_tensor_t *t, const int64_t **offs,
                   int64_t *noffs);
-/* the LoD level the sequence ops work on (the last one) of input `slot`:
- * error when the tensor has no LoD or its last offset is not its row count */
-int oar_sk_lod(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t *t,
-               const int64_t **offs, int64_t *noffs);
 
 /* ---- recurrent kernels (lstm.c, gru.c) -------------------------------------- */
 /* checked scratch of n elements of es bytes, zeroed when `zero` (else the

@@ -15,7 +15,6 @@
 #include <string.h>
 #include "op.h"
 #include "sequence_batch.h"
-#include "seq_args.h"
 #include "ops/sequence.h"
 
 typedef struct conv_geom {
@@ -77,9 +76,9 @@ static int conv_setup(oar_kernel_ctx_t *k, conv_geom_t *g, const void **x, const
 {
     int dt = oar_k_dtype(k);
     const oar_tensor_t *xt, *ft, *pt;
-    OAR_TRY(oar_seq_in(k, OAR_SEQ_X, "X", dt, false, &xt, x));
-    OAR_TRY(oar_seq_in(k, OAR_SEQCONV_FILTER, "Filter", dt, false, &ft, f));
-    OAR_TRY(oar_seq_in(k, OAR_SEQCONV_PADDING, "PaddingData", dt, true, &pt, pad));
+    OAR_TRY(oar_sk_input(k, OAR_SEQ_X, "X", dt, &xt, x));
+    OAR_TRY(oar_sk_input(k, OAR_SEQCONV_FILTER, "Filter", dt, &ft, f));
+    OAR_TRY(oar_sk_opt_input(k, OAR_SEQCONV_PADDING, "PaddingData", dt, &pt, pad));
     const oar_seqconv_attrs_t *a = oar_k_attrs(k);
     g->cl = a->context_length;
     g->cs = a->context_start;
@@ -103,7 +102,7 @@ static int conv_setup(oar_kernel_ctx_t *k, conv_geom_t *g, const void **x, const
     }
     if (!g->trainable) *pad = NULL;
     int64_t no;
-    OAR_TRY(oar_seq_lod(k, OAR_SEQ_X, "X", xt, &g->offs, &no));
+    OAR_TRY(oar_sk_lod_at(k, OAR_SEQ_X, "X", xt, &g->offs, &no));
     g->nseq = no - 1;
     int64_t dims[4] = {g->n, g->cl * g->d, g->m, g->d};
     return oar_sk_blas_dims(k, 4, dims);
@@ -131,7 +130,7 @@ static int conv_fwd(oar_kernel_ctx_t *k)
     const void *x, *f, *pad;
     OAR_TRY(conv_setup(k, &g, &x, &f, &pad));
     void *o;
-    OAR_TRY(oar_seq_out(k, OAR_SEQCONV_OUT, "Out", dt, g.n * g.m, false, &o));
+    OAR_TRY(oar_sk_output(k, OAR_SEQCONV_OUT, "Out", dt, g.n * g.m, false, &o));
     size_t es = oar_dtype_size(dt);
     void *col = alloc_col(k, &g, es, &rc);
     if (!col) return rc;
@@ -148,14 +147,14 @@ static int conv_bwd(oar_kernel_ctx_t *k)
     const void *x, *f, *pad, *gp;
     const oar_tensor_t *gt;
     OAR_TRY(conv_setup(k, &g, &x, &f, &pad));
-    OAR_TRY(oar_seq_in(k, OAR_SEQCONVG_DOUT, "Out@GRAD", dt, false, &gt, &gp));
+    OAR_TRY(oar_sk_input(k, OAR_SEQCONVG_DOUT, "Out@GRAD", dt, &gt, &gp));
     if (oar_tensor_numel_of(gt) != g.n * g.m)
         return oar_k_error(k, OAR_ERR_SHAPE, "Out@GRAD has %lld values; expected [%lld, %lld]",
                            (long long)oar_tensor_numel_of(gt), (long long)g.n, (long long)g.m);
     void *dx, *df, *dpad;
-    OAR_TRY(oar_seq_out(k, OAR_SEQCONVG_DX, "X@GRAD", dt, g.n * g.d, true, &dx));
-    OAR_TRY(oar_seq_out(k, OAR_SEQCONVG_DFILTER, "Filter@GRAD", dt, g.cl * g.d * g.m, true, &df));
-    OAR_TRY(oar_seq_out(k, OAR_SEQCONVG_DPADDING, "PaddingData@GRAD", dt, (g.up + g.down) * g.d, true, &dpad));
+    OAR_TRY(oar_sk_output(k, OAR_SEQCONVG_DX, "X@GRAD", dt, g.n * g.d, true, &dx));
+    OAR_TRY(oar_sk_output(k, OAR_SEQCONVG_DFILTER, "Filter@GRAD", dt, g.cl * g.d * g.m, true, &df));
+    OAR_TRY(oar_sk_output(k, OAR_SEQCONVG_DPADDING, "PaddingData@GRAD", dt, (g.up + g.down) * g.d, true, &dpad));
     size_t es = oar_dtype_size(dt);
     void *col = alloc_col(k, &g, es, &rc);
     if (!col) return rc;
