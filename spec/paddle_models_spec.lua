@@ -81,7 +81,7 @@ describe("PaddlePaddle's exported models", function()
       local what = model .. " (" .. layout.name .. ")"
       it(what .. ": load_inference_model + exe:run give Paddle's outputs", function()
         local missing = PF.missing(model, layout.name)
-        if missing then pending(what .. " needs " .. missing) return end
+        assert(not missing, what .. " needs " .. tostring(missing))
         check_outputs(run_lua(layout.path, fx), fx, what)
         -- the model file named directly, with its parameters found beside it
         if layout.name ~= "fluid_separate" and layout.name ~= "fluid_combined" then
@@ -90,7 +90,7 @@ describe("PaddlePaddle's exported models", function()
       end)
       it(what .. ": the C predictor gives Paddle's outputs", function()
         local missing = PF.missing(model, layout.name)
-        if missing then pending(what .. " needs " .. missing) return end
+        assert(not missing, what .. " needs " .. tostring(missing))
         run_c(layout, fx)
       end)
     end
@@ -119,12 +119,7 @@ describe("Paddle model files", function()
     local got, scope = run_lua(fx.dir .. "/pd2/model", fx)
     assert.same({}, scope:find_var("scalar_w"):get_tensor():shape())
     assert.equal(1.5, scope:find_var("scalar_w"):get_tensor():data()[0])
-    -- the C predictor keeps it (checked above); exe:run needs the executor's fetch
-    if #got[2]:shape() ~= 0 then
-      pending("exe:run returns a declared 0-D output as [1]: the executor's fetch (src/executor.c, issue 8) " ..
-        "should keep the rank the program declares, as oar_predictor_run does")
-      return
-    end
+    -- exe:run keeps the rank the program declares, as the C predictor does
     assert.same({}, got[2]:shape())
   end)
 
