@@ -68,7 +68,9 @@ end
 
 local function describe_mpi(name, fn)
   if skip_reason then
-    describe(name, function() pending("skipped: " .. skip_reason) end)
+    -- tools/bootstrap installs OpenMPI and the build finds it: a missing
+    -- engine leaves data-parallel training untested, which is a failure
+    describe(name, function() it("needs mpirun and an MPI build", function() error(skip_reason) end) end)
   else
     describe(name, fn)
   end

@@ -6,27 +6,8 @@
 -- gradients against finite differences in float64.
 local T = require("spec.helpers.op_test")
 local R = require("spec.helpers.random")
-
-local function numel(s)
-  local k = 1
-  for _, v in ipairs(s) do k = k * v end
-  return k
-end
-
-local function unravel(p, shape)
-  local idx = {}
-  for i = #shape, 1, -1 do
-    idx[i] = p % shape[i]
-    p = (p - idx[i]) / shape[i]
-  end
-  return idx
-end
-
-local function ravel(idx, shape)
-  local p = 0
-  for i = 1, #shape do p = p * shape[i] + idx[i] end
-  return p
-end
+local I = require("spec.helpers.index")
+local numel, unravel, ravel = I.numel, I.unravel, I.ravel
 
 -- numpy.pad's modes for one index: the source index or nil (constant)
 local function src(mode, o, before, n)

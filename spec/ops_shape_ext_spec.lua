@@ -4,28 +4,8 @@
 -- expected values computed here by plain index arithmetic.
 local T = require("spec.helpers.op_test")
 local R = require("spec.helpers.random")
-
-local function numel(shape)
-  local n = 1
-  for _, d in ipairs(shape) do n = n * d end
-  return n
-end
-
--- row-major multi-index of flat position p (0-based) in shape
-local function unravel(p, shape)
-  local idx = {}
-  for i = #shape, 1, -1 do
-    idx[i] = p % shape[i]
-    p = (p - idx[i]) / shape[i]
-  end
-  return idx
-end
-
-local function ravel(idx, shape)
-  local p = 0
-  for i = 1, #shape do p = p * shape[i] + idx[i] end
-  return p
-end
+local I = require("spec.helpers.index")
+local numel, unravel, ravel = I.numel, I.unravel, I.ravel
 
 -- out[idx] = x[idx mod xdims], X's dims padded with leading 1s
 local function repeat_ref(x, xs, os)

@@ -5,27 +5,8 @@
 -- against finite differences in float64.
 local T = require("spec.helpers.op_test")
 local R = require("spec.helpers.random")
-
-local function numel(s)
-  local k = 1
-  for _, v in ipairs(s) do k = k * v end
-  return k
-end
-
-local function unravel(p, shape)
-  local idx = {}
-  for i = #shape, 1, -1 do
-    idx[i] = p % shape[i]
-    p = (p - idx[i]) / shape[i]
-  end
-  return idx
-end
-
-local function ravel(idx, shape)
-  local p = 0
-  for i = 1, #shape do p = p * shape[i] + idx[i] end
-  return p
-end
+local I = require("spec.helpers.index")
+local numel, unravel, ravel = I.numel, I.unravel, I.ravel
 
 -- values in [-1, 1] kept away from 0 (the kink of prelu)
 local function away_from_zero(n, seed)

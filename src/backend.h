@@ -94,7 +94,8 @@ const char *oar_backend_cuda_error(void);
     "oar_device_copy", "oar_device_free", "oar_flag_cuda_sync_each_op",                 \
     /* comm.h: NCCL's unique id travels over the job's communicator */                  \
     "oar_comm_broadcast", "oar_comm_check_once", "oar_comm_rank", "oar_comm_size",       \
-    "oar_comm_timeout", "oar_k_program", "oar_op_desc_type"
+    "oar_comm_timeout", "oar_k_program", "oar_op_desc_type",                          \
+    /* ops/lod_plumbing.h */ "oar_cf_concat_lod"
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,7 @@
  */
 #include "op.h"
 #include "ops/attr_tensor.h"
+#include "ops/lod_plumbing.h"
 #include "ops/shape_ops.h"
 
 #include <stdlib.h>
@@ -267,39 +268,6 @@ static int concat_axis(oar_kernel_ctx_t *k, int nd)
     return a < 0 ? a + nd : a;
 }
 
-/* Along axis 0 the rows of all inputs follow each other: their LoDs join,
- * offsets shifted, when all have the same number of levels. */
-static int concat_join_lod(int n, oar_tensor_t *const *xs, oar_tensor_t *out)
-{
-    int levels = xs[0]->lod_levels;
-    for (int i = 1; i < n; i++)
-        if (xs[i]->lod_levels != levels) levels = 0;
-    oar_tensor_clear_lod(out);
-    if (levels == 0) return OAR_OK;
-    int64_t *lod[OAR_MAX_LOD] = {NULL}, size[OAR_MAX_LOD];
-    int rc = OAR_OK;
-    for (int l = 0; l < levels && rc == OAR_OK; l++) {
-        int64_t total = 1;
-        for (int i = 0; i < n; i++) total += xs[i]->lod_size[l] - 1;
-        if (!(lod[l] = oar_xmalloc(sizeof(int64_t) * (size_t)total))) { rc = OAR_ERR_NOMEM; break; }
-        size[l] = total;
-        int64_t j = 0, shift = 0;
-        lod[l][j++] = 0;
-        for (int i = 0; i < n; i++) {
-            const int64_t *o = xs[i]->lod[l];
-            int64_t m = xs[i]->lod_size[l];
-            for (int64_t q = 1; q < m; q++) lod[l][j++] = shift + o[q] - o[0];
-            shift += o[m - 1] - o[0];
-        }
-    }
-    if (rc == OAR_OK) {
-        rc = oar_tensor_set_lod(out, levels, (const int64_t *const *)lod, size);
-        if (rc != OAR_OK) oar_error_prefix("concat: joining the LoDs of X: ");
-    }
-    for (int l = 0; l < levels; l++) free(lod[l]);
-    return rc;
-}
-
 static int concat_fwd(oar_kernel_ctx_t *k)
 {
     int n = oar_k_nin(k, OAR_CONCAT_X);
@@ -324,7 +292,7 @@ static int concat_fwd(oar_kernel_ctx_t *k)
     char *y = rc == OAR_OK ? oar_tensor_mutable(out, xs[0]->dtype) : NULL;
     if (rc == OAR_OK && !y) rc = OAR_ERR_NOMEM;
     if (rc == OAR_OK) join(y, prod(out->dims, 0, axis), n, p.src, p.chunk);
-    if (rc == OAR_OK && axis == 0) rc = concat_join_lod(n, xs, out);
+    if (rc == OAR_OK && axis == 0) rc = oar_cf_concat_lod(n, xs, out);
     free(xs);
     parts_free(&p);
     return rc;

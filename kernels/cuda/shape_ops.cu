@@ -14,6 +14,9 @@
  * 2-D copies (cudaMemcpy2DAsync), one per part.
  */
 #include "cuda_common.h"
+extern "C" {
+#include "ops/lod_plumbing.h"
+}
 
 using namespace oarcu;
 
@@ -201,37 +204,6 @@ int copy2d(oar_kernel_ctx_t *k, char *wide, size_t row, size_t col, char *part, 
     return OAR_OK;
 }
 
-/* Along axis 0 the inputs' LoDs join (offsets shifted) when all have the
- * same number of levels, as on the CPU. */
-int concat_join_lod(oar_kernel_ctx_t *k, int n, oar_tensor_t *const *xs, oar_tensor_t *out)
-{
-    int levels = xs[0]->lod_levels;
-    for (int i = 1; i < n; i++)
-        if (xs[i]->lod_levels != levels) levels = 0;
-    oar_tensor_clear_lod(out);
-    if (levels == 0) return OAR_OK;
-    int64_t *lod[OAR_MAX_LOD] = {nullptr}, size[OAR_MAX_LOD];
-    int rc = OAR_OK;
-    for (int l = 0; l < levels && rc == OAR_OK; l++) {
-        int64_t total = 1;
-        for (int i = 0; i < n; i++) total += xs[i]->lod_size[l] - 1;
-        lod[l] = (int64_t *)oar_xmalloc(sizeof(int64_t) * (size_t)total);
-        if (!lod[l]) { rc = OAR_ERR_NOMEM; break; }
-        size[l] = total;
-        int64_t j = 0, shift = 0;
-        lod[l][j++] = 0;
-        for (int i = 0; i < n; i++) {
-            const int64_t *o = xs[i]->lod[l];
-            const int64_t m = xs[i]->lod_size[l];
-            for (int64_t q = 1; q < m; q++) lod[l][j++] = shift + o[q] - o[0];
-            shift += o[m - 1] - o[0];
-        }
-    }
-    if (rc == OAR_OK) rc = oar_tensor_set_lod(out, levels, (const int64_t *const *)lod, size);
-    for (int l = 0; l < levels; l++) free(lod[l]);
-    return rc;
-}
-
 int concat_fwd(oar_kernel_ctx_t *k)
 {
     const int n = oar_k_in_count(k, "X");
@@ -258,7 +230,7 @@ int concat_fwd(oar_kernel_ctx_t *k)
             OAR_TRY(copy2d(k, y, row, col, (char *)xs[i]->buf->data, chunk, outer, false));
         col += chunk;
     }
-    return axis == 0 ? concat_join_lod(k, n, xs, out) : OAR_OK;
+    return axis == 0 ? oar_cf_concat_lod(n, xs, out) : OAR_OK;
 }
 
 /* Cuts src along axis into the outputs `slot` (sizes from `size_slot`'s

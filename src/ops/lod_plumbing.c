@@ -413,3 +413,34 @@ int oar_cf_x_grad_maker(oar_grad_ctx_t *g, const char *type, const char *const *
     OAR_TRY(oar_gc_out_grad(g, op, "Out"));
     return x_is_array ? oar_cf_inplace_array_grad(g, op, "X") : oar_gc_in_grad(g, op, "X");
 }
+
+int oar_cf_concat_lod(int n, oar_tensor_t *const *xs, oar_tensor_t *out)
+{
+    int levels = xs[0]->lod_levels;
+    for (int i = 1; i < n; i++)
+        if (xs[i]->lod_levels != levels) levels = 0;
+    oar_tensor_clear_lod(out);
+    if (levels == 0) return OAR_OK;
+    int64_t *lod[OAR_MAX_LOD] = {NULL}, size[OAR_MAX_LOD];
+    int rc = OAR_OK;
+    for (int l = 0; l < levels && rc == OAR_OK; l++) {
+        int64_t total = 1;
+        for (int i = 0; i < n; i++) total += xs[i]->lod_size[l] - 1;
+        if (!(lod[l] = oar_xmalloc(sizeof(int64_t) * (size_t)total))) { rc = OAR_ERR_NOMEM; break; }
+        size[l] = total;
+        int64_t j = 0, shift = 0;
+        lod[l][j++] = 0;
+        for (int i = 0; i < n; i++) {
+            const int64_t *o = xs[i]->lod[l];
+            int64_t m = xs[i]->lod_size[l];
+            for (int64_t q = 1; q < m; q++) lod[l][j++] = shift + o[q] - o[0];
+            shift += o[m - 1] - o[0];
+        }
+    }
+    if (rc == OAR_OK) {
+        rc = oar_tensor_set_lod(out, levels, (const int64_t *const *)lod, size);
+        if (rc != OAR_OK) oar_error_prefix("concat: joining the LoDs of X: ");
+    }
+    for (int l = 0; l < levels; l++) free(lod[l]);
+    return rc;
+}

@@ -25,6 +25,11 @@ int oar_cf_add_into(oar_tensor_t *acc, const oar_tensor_t *x, const char *what);
 /* copies n rows: dst rows [d0, d0+n) := src rows [s0, s0+n); same dtype and row size */
 int oar_cf_copy_rows(oar_tensor_t *dst, int64_t d0, const oar_tensor_t *src, int64_t s0, int64_t n);
 
+/* out's LoD := the LoDs of xs[0..n) joined, offsets shifted, as rows of
+ * tensors concatenated along axis 0 (concat on every place); cleared when
+ * the inputs do not all have the same number of levels */
+int oar_cf_concat_lod(int n, oar_tensor_t *const *xs, oar_tensor_t *out);
+
 /* ---- LoD units ---------------------------------------------------------- */
 /* Units of t at `level`: the sequences of LoD level `level` when t has more
  * than `level` levels, else its rows. */
