@@ -18,8 +18,11 @@ WARN_ERR = -Werror
 endif
 # luarocks' own CFLAGS (its config; "-O2 -fPIC" by default) come first, so that
 # oar's optimisation flags win over its generic default
+# -fvisibility=hidden: liboar.so exports only what src/oar.h and src/oar_op.h
+# mark OAR_API (spec/exports_spec.lua; docs/DECISIONS.md, "What liboar exports")
+VISIBILITY = -fvisibility=hidden
 OAR_CFLAGS = $(LUAROCKS_CFLAGS) -std=c11 -Wall -Wextra -Wno-missing-field-initializers $(WARN_ERR) -D_GNU_SOURCE -fPIC $(OPT) -fopenmp \
-             -fno-math-errno -Isrc -Ibuild $(OPENBLAS_INC) $(EXTRA_CFLAGS)
+             -fno-math-errno $(VISIBILITY) -Isrc -Ibuild $(OPENBLAS_INC) $(EXTRA_CFLAGS)
 DEPFLAGS = -MMD -MP
 OPENBLAS_INC ?= -I/usr/include/x86_64-linux-gnu/openblas-pthread -I/usr/include/openblas
 LIBS     = -lprotobuf-c -lopenblas -lm -lpthread -fopenmp
@@ -70,10 +73,15 @@ endif
 
 LIB      = $(BUILD)/liboar.so
 CDEF     = lua/oar/cdef.lua
+CDEF_OP  = lua/oar/cdef_op.lua
+# the headers `make install` puts in INST_INCDIR/oar: the two APIs and what
+# oar_op.h includes
+API_HEADERS = oar.h oar_op.h op.h desc.h strmap.h tensor.h variable.h error.h scope.h device.h \
+              comm.h attr_check.h desc_check.h
 LAUNCHER = $(BUILD)/oar
 
 .PHONY: all lib test install clean fuzz fuzz-smoke asan bench doc
-all: $(LIB) $(CDEF) $(LAUNCHER)
+all: $(LIB) $(CDEF) $(CDEF_OP) $(LAUNCHER)
 lib: $(LIB)
 
 $(BUILD)/framework.pb-c.c $(BUILD)/framework.pb-c.h: proto/framework.proto
@@ -81,7 +89,7 @@ $(BUILD)/framework.pb-c.c $(BUILD)/framework.pb-c.h: proto/framework.proto
 	$(call say,PROTO,$<)protoc-c --c_out=$(BUILD) -Iproto proto/framework.proto
 
 $(BUILD)/framework.pb-c.o: $(BUILD)/framework.pb-c.c
-	$(call say,CC,$<)$(CC) -std=c11 -O2 -fPIC -Ibuild $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+	$(call say,CC,$<)$(CC) -std=c11 -O2 -fPIC $(VISIBILITY) -Ibuild $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 # the generated header must exist before the first compile (order-only); after
 # that the .d files name every header each object really includes
@@ -89,16 +97,21 @@ $(BUILD)/%.o: %.c | $(BUILD)/framework.pb-c.h
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)$(CC) $(OAR_CFLAGS) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
--include $(C_OBJ:.o=.d) $(LAUNCHER).d
+-include $(C_OBJ:.o=.d) $(LAUNCHER).d $(BUILD)/cdef_op.d
 
 # linked to a temp name and renamed: a process loading the library never
 # sees a half-written file
 $(LIB): $(C_OBJ)
 	$(call say,LD,$@)$(CC) -shared $(LDFLAGS) -o $@.tmp.$$$$ $^ $(LIBS) && mv -f $@.tmp.$$$$ $@
 
-# The FFI declarations are the preprocessor-free section of oar.h.
+# The FFI declarations are the preprocessor-free section of oar.h, and the
+# op-authoring header's types and OAR_API functions (through the preprocessor,
+# which also lists the headers they came from in build/cdef_op.d)
 $(CDEF): src/oar.h tools/gen_cdef.sh
 	$(call say,GEN,$@)sh tools/gen_cdef.sh src/oar.h > $@
+$(CDEF_OP): src/oar_op.h tools/gen_cdef.sh
+	@mkdir -p $(BUILD)
+	$(call say,GEN,$@)CC="$(CC)" sh tools/gen_cdef.sh --op src/oar_op.h $(BUILD)/cdef_op.d $@ > $@.tmp && mv -f $@.tmp $@
 
 # The `oar` command (bin/oar.c): embeds LuaJIT (Debian libluajit-5.1-dev), finds
 # its Lua modules from its own place, turns Ctrl-C into a Lua error. The version
@@ -119,6 +132,7 @@ install: all
 	$(Q)cp $(LIB) $(INST_LIBDIR)/liboar.so
 	$(Q)cp -r lua/oar/. $(INST_LUADIR)/oar/
 	$(Q)if [ -n "$(INST_BINDIR)" ]; then mkdir -p $(INST_BINDIR) && cp $(LAUNCHER) $(INST_BINDIR)/oar; fi
+	$(Q)if [ -n "$(INST_INCDIR)" ]; then mkdir -p $(INST_INCDIR)/oar && cp $(addprefix src/,$(API_HEADERS)) $(INST_INCDIR)/oar/; fi
 
 # API reference from the doc comments in lua/ (config.ld), into build/doc.
 # LDoc is Debian's lua-ldoc; only this target needs it.
@@ -133,7 +147,7 @@ doc:
 	@echo "API reference written to $(BUILD)/doc/index.html"
 
 clean:
-	rm -rf $(BUILD) $(CDEF)
+	rm -rf $(BUILD) $(CDEF) $(CDEF_OP)
 
 # A source rock of this checkout: its tracked files (as they are in the work
 # tree) in build/oar-$(OAR_VERSION).tar.gz under oar/, packed by `luarocks pack`
@@ -215,7 +229,7 @@ FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_DIR     = $(BUILD)/fuzz
 FUZZ_SAN     = -fsanitize=address,undefined -fno-sanitize-recover=undefined
-FUZZ_CFLAGS  = -std=c11 -g -O1 -march=native -D_GNU_SOURCE -fopenmp -Wall -Wextra -Wno-unknown-pragmas $(FUZZ_SAN) \
+FUZZ_CFLAGS  = -std=c11 -g -O1 -march=native -D_GNU_SOURCE -fopenmp -Wall -Wextra -Wno-unknown-pragmas $(FUZZ_SAN) $(VISIBILITY) \
                -fsanitize=fuzzer-no-link -Isrc -I$(FUZZ_DIR) $(OPENBLAS_INC)
 FUZZ_SRC     = $(wildcard src/*.c src/ops/*.c kernels/cpu/*.c)
 FUZZ_OBJ     = $(patsubst %.c,$(FUZZ_DIR)/%.o,$(FUZZ_SRC)) $(FUZZ_DIR)/framework.pb-c.o
@@ -274,16 +288,16 @@ ASAN_SPECS ?= spec
 
 $(ASAN_DIR)/framework.pb-c.o: $(BUILD)/framework.pb-c.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -O1 -g -fPIC $(ASAN_FLAGS) -Ibuild -c $< -o $@
+	$(CC) -std=c11 -O1 -g -fPIC $(VISIBILITY) $(ASAN_FLAGS) -Ibuild -c $< -o $@
 
 $(ASAN_DIR)/%.o: %.c $(BUILD)/framework.pb-c.h $(wildcard src/*.h kernels/cpu/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -Wall -Wextra -D_GNU_SOURCE -fPIC -O1 -g -fopenmp -Isrc -Ibuild $(OPENBLAS_INC) $(ASAN_FLAGS) -c $< -o $@
+	$(CC) -std=c11 -Wall -Wextra -D_GNU_SOURCE -fPIC -O1 -g -fopenmp $(VISIBILITY) -Isrc -Ibuild $(OPENBLAS_INC) $(ASAN_FLAGS) -c $< -o $@
 
 $(ASAN_DIR)/liboar.so: $(ASAN_OBJ)
 	$(CC) -shared $(ASAN_FLAGS) -o $@.tmp.$$$$ $^ -lprotobuf-c -lopenblas -lm -lpthread -fopenmp -Wl,-z,nodelete && mv -f $@.tmp.$$$$ $@
 
-asan: $(ASAN_DIR)/liboar.so $(CDEF)
+asan: $(ASAN_DIR)/liboar.so $(CDEF) $(CDEF_OP)
 	LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

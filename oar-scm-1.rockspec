@@ -43,6 +43,9 @@ build = {
       INST_LIBDIR = "$(LIBDIR)",
       INST_LUADIR = "$(LUADIR)",
       INST_BINDIR = "$(BINDIR)",
+      -- src/oar.h and src/oar_op.h (with the headers it includes), for C
+      -- programs and device backends built against liboar
+      INST_INCDIR = "$(PREFIX)/include",
       OAR_VERSION = version,
    },
 }

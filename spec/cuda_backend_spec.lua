@@ -202,7 +202,6 @@ describe("a CUDA run through the fake backend", function()
   local PRELUDE = PROGRAM .. [[
 ffi.cdef[[
 int fake_live_blocks, fake_peer_copies, fake_last_src_device, fake_last_dst_device, fake_run_ends, fake_syncs;
-int64_t oar_kernel_calls(const char *op_type, int place);
 ]] .. "]]" .. [[
 
 local fake = ffi.load(os.getenv("OAR_CUDA_BACKEND"))

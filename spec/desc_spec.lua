@@ -3,24 +3,9 @@
 -- oar_program_validate on programs built in memory.
 local ffi = require("ffi")
 local lib = require("oar.lib")
-local C = lib.C
+-- raw insertion, attribute readers, copies: the op-authoring API (src/oar_op.h)
+local C = lib.load_op_api()
 local P = require("spec.helpers.program")
-
--- internal helpers (src/desc.h) that the public cdef does not carry
-local function cdef_once(decl) pcall(ffi.cdef, decl) end
-cdef_once("int oar_block_insert_op_raw(oar_block_t *b, int pos, oar_op_desc_t *op);")
-cdef_once("const char *oar_op_context(const oar_op_desc_t *op, char *buf, size_t n);")
-cdef_once("int32_t oar_attr_i(const oar_op_desc_t *op, const char *name);")
-cdef_once("int64_t oar_attr_l(const oar_op_desc_t *op, const char *name);")
-cdef_once("float oar_attr_f(const oar_op_desc_t *op, const char *name);")
-cdef_once("bool oar_attr_b(const oar_op_desc_t *op, const char *name);")
-cdef_once("const char *oar_attr_s(const oar_op_desc_t *op, const char *name);")
-cdef_once("const int32_t *oar_attr_ints(const oar_op_desc_t *op, const char *name, int *n);")
-cdef_once("const int64_t *oar_attr_longs(const oar_op_desc_t *op, const char *name, int *n);")
-cdef_once("const float *oar_attr_floats(const oar_op_desc_t *op, const char *name, int *n);")
-cdef_once("int oar_attr_block(const oar_op_desc_t *op, const char *name);")
-cdef_once("int oar_op_desc_copy(const oar_op_desc_t *src, oar_op_desc_t **out);")
-cdef_once("int oar_var_desc_copy_from(oar_var_desc_t *dst, const oar_var_desc_t *src);")
 
 local OK, INVALID, NOT_FOUND, SHAPE, DTYPE, FORMAT, RANGE = 0, -1, -2, -3, -4, -7, -8
 local ATTR = { INT = 0, FLOAT = 1, STRING = 2, INTS = 3, FLOATS = 4, STRINGS = 5, BOOLEAN = 6,
@@ -735,12 +720,8 @@ describe("oar_program_validate", function()
   end)
 
   it("checks dtypes and shapes written behind the setters' backs", function()
-    -- the struct layout of src/desc.h, to corrupt a desc the way a bad pass could
-    cdef_once[[
-      struct oar_var_desc { char *name; int type; int dtype; int ndim; int64_t dims[9];
-                            int lod_level; bool persistable, stop_gradient, need_check_feed;
-                            oar_block_t *block; };
-    ]]
+    -- the struct layout of src/desc.h (declared by the op-authoring API, loaded
+    -- above), to corrupt a desc the way a bad pass could
     local p = valid_program()
     local v = C.oar_block_find_var(C.oar_program_block(p, 0), "out")
     v.dtype = 42

@@ -135,8 +135,8 @@ describe("hostile programs", function()
     assert.truthy(tostring(err):find("missing output slot", 1, true), err)
     -- built behind insertion's back (the raw C insert), then run: the executor checks it
     refused_in_child([[
-      -- internal (not in the FFI header): insertion without any check
-      ffi.cdef("int oar_block_insert_op_raw(oar_block_t *b, int pos, oar_op_desc_t *op);")
+      -- insertion without any check (the op-authoring API, for passes)
+      require("oar.lib").load_op_api()
       local prog = oar.Program()
       local b = prog:global_block()
       for _, n in ipairs({ "p", "g", "lr" }) do b:create_var{ name = n, shape = { 2 }, persistable = true } end

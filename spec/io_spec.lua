@@ -408,7 +408,6 @@ describe("oar.io failed loads leave the scope as it was", function()
 
   it("does not touch the generator state or the scope when a checkpoint fails to load", function()
     local C = require("oar.lib").C
-    pcall(ffi.cdef, "int oar_rng_get_state(uint64_t state[4]);")
     local function state()
       local a = ffi.new("uint64_t[4]")
       assert.equal(0, C.oar_rng_get_state(a))

@@ -309,15 +309,10 @@ end)
 
 -- ---- sparse gradients --------------------------------------------------------
 -- SELECTED_ROWS cannot be fed; the grad variable is built in a scope through
--- liboar's internal (exported) accessor, declared persistable so the executor
--- takes it from that scope.
-pcall(ffi.cdef, [[
-  typedef struct oar_d2_selected_rows {
-    int64_t height; int64_t *rows; int64_t nrows, cap; oar_tensor_t *value;
-  } oar_d2_selected_rows;
-  void *oar_var_selected_rows(oar_variable_t *v);
-  void *malloc(size_t n);
-]])
+-- the op-authoring API's accessor (src/oar_op.h), declared persistable so the
+-- executor takes it from that scope.
+require("oar.lib").load_op_api()
+pcall(ffi.cdef, "void *malloc(size_t n);")
 
 local HEIGHT, WIDTH = 4, 3
 local SP0 = { 0.5, -1, 2, 0.25, 1.5, -0.5, 3, 0.1, -2, 1, 1, -0.75 }
@@ -372,7 +367,7 @@ local function run_sparse(optype, states, outs_of, scalars, attrs, rows, vals, v
   local scope = ffi.gc(sp[0], C.oar_scope_free)
   local vp = ffi.new("oar_variable_t*[1]")
   lib.check(C.oar_scope_var(scope, "g", vp))
-  local sr = ffi.cast("oar_d2_selected_rows*", C.oar_var_selected_rows(vp[0]))
+  local sr = ffi.cast("oar_selected_rows_t *", C.oar_var_selected_rows(vp[0]))
   assert.is_true(sr ~= nil, lib.last_error())
   sr.height = HEIGHT
   sr.rows = ffi.cast("int64_t*", ffi.C.malloc(8 * #rows))

@@ -38,11 +38,7 @@ describe("assign", function()
   end)
 
   it("copies a tensor array, unwritten slots included", function()
-    pcall(ffi.cdef, [[
-      typedef struct oar_d2_tensor_array { oar_tensor_t **items; int n, cap; } oar_d2_tensor_array;
-      void *oar_var_array(oar_variable_t *v);
-      int oar_array_resize(void *a, int n);
-    ]])
+    lib.load_op_api()   -- tensor arrays from C (src/oar_op.h)
     local pp = ffi.new("oar_program_t*[1]")
     lib.check(C.oar_program_new(pp))
     local prog = ffi.gc(pp[0], C.oar_program_free)
@@ -60,7 +56,7 @@ describe("assign", function()
     local scope = ffi.gc(sp[0], C.oar_scope_free)
     local vp = ffi.new("oar_variable_t*[1]")
     lib.check(C.oar_scope_var(scope, "arr", vp))
-    local arr = ffi.cast("oar_d2_tensor_array*", C.oar_var_array(vp[0]))
+    local arr = ffi.cast("oar_tensor_array_t *", C.oar_var_array(vp[0]))
     assert.is_true(arr ~= nil, lib.last_error())
     lib.check(C.oar_array_resize(arr, 3))
     local items = { T.tensor({ 1, 2 }, { shape = { 2 } }), false, T.tensor({ 3, 4, 5 }, { shape = { 3, 1 } }) }
@@ -282,16 +278,11 @@ describe("increment", function()
 end)
 
 -- SELECTED_ROWS inputs cannot be fed: they are built in a scope through
--- liboar's internal (exported) accessor and declared persistable so the
--- executor takes them from that scope.
+-- the op-authoring API's accessor (src/oar_op.h) and declared persistable so
+-- the executor takes them from that scope.
 describe("selected rows inputs (sum, scale)", function()
-  pcall(ffi.cdef, [[
-    typedef struct oar_d2_selected_rows {
-      int64_t height; int64_t *rows; int64_t nrows, cap; oar_tensor_t *value;
-    } oar_d2_selected_rows;
-    void *oar_var_selected_rows(oar_variable_t *v);
-    void *malloc(size_t n);
-  ]])
+  lib.load_op_api()
+  pcall(ffi.cdef, "void *malloc(size_t n);")
 
   local function declare(block, name, shape, var_type, persistable)
     local vp = ffi.new("oar_var_desc_t*[1]")
@@ -305,7 +296,7 @@ describe("selected rows inputs (sum, scale)", function()
   local function put_rows(scope, name, height, rows, vals, width)
     local vp = ffi.new("oar_variable_t*[1]")
     lib.check(C.oar_scope_var(scope, name, vp))
-    local sr = ffi.cast("oar_d2_selected_rows*", C.oar_var_selected_rows(vp[0]))
+    local sr = ffi.cast("oar_selected_rows_t *", C.oar_var_selected_rows(vp[0]))
     assert.is_true(sr ~= nil, lib.last_error())
     sr.height = height
     sr.rows = ffi.cast("int64_t*", ffi.C.malloc(8 * math.max(#rows, 1)))
@@ -351,7 +342,7 @@ describe("selected rows inputs (sum, scale)", function()
     put_rows(scope, "a", 5, { 4, 1 }, { 1, 2, 3, 4 }, 2)
     put_rows(scope, "b", 5, { 1 }, { 10, 20 }, 2)
     run(prog, scope, {}, {})
-    local sr = ffi.cast("oar_d2_selected_rows*", C.oar_var_selected_rows(C.oar_scope_find_var(scope, "s")))
+    local sr = ffi.cast("oar_selected_rows_t *", C.oar_var_selected_rows(C.oar_scope_find_var(scope, "s")))
     assert.are.equal(5, tonumber(sr.height))
     assert.are.equal(3, tonumber(sr.nrows))
     assert.are.same({ 4, 1, 1 }, { tonumber(sr.rows[0]), tonumber(sr.rows[1]), tonumber(sr.rows[2]) })
@@ -395,7 +386,7 @@ describe("selected rows inputs (sum, scale)", function()
     put_rows(scope, "r", 4, { 3, 1, 3 }, { 1, 2, 3, 4, 5, 6 }, 2)
     run(prog, scope, {}, {})
     local function read(name)
-      local sr = ffi.cast("oar_d2_selected_rows*", C.oar_var_selected_rows(C.oar_scope_find_var(scope, name)))
+      local sr = ffi.cast("oar_selected_rows_t *", C.oar_var_selected_rows(C.oar_scope_find_var(scope, name)))
       local rows = {}
       for i = 0, tonumber(sr.nrows) - 1 do rows[#rows + 1] = tonumber(sr.rows[i]) end
       return tonumber(sr.height), rows, T.from_c(sr.value)

@@ -9,13 +9,9 @@
 -- attrs), merged by tools/paddle_attrs/merge.py.
 local ffi = require("ffi")
 local lib = require("oar.lib")
-local C = lib.C
+-- oar_op_check_attrs, oar_attr_kind_accepted: the op-authoring API (src/oar_op.h)
+local C = lib.load_op_api()
 local P = require("spec.helpers.program")
-
-pcall(ffi.cdef, [[
-int oar_op_check_attrs(const oar_op_desc_t *op);
-bool oar_attr_kind_accepted(const char *op_type, const char *name, int have);
-]])
 
 local TYPES = { INT = 0, FLOAT = 1, STRING = 2, INTS = 3, FLOATS = 4, STRINGS = 5, BOOLEAN = 6,
                 BOOLEANS = 7, BLOCK = 8, LONG = 9, BLOCKS = 10, LONGS = 11 }

@@ -6,11 +6,9 @@
 -- input refused with OAR_ERR_FORMAT and a message that says what is wrong.
 local ffi = require("ffi")
 local lib = require("oar.lib")
-local C = lib.C
+-- raw insertion and oar_program_normalize: the op-authoring API (src/oar_op.h)
+local C = lib.load_op_api()
 local P = require("spec.helpers.program")
-
-local function cdef_once(decl) pcall(ffi.cdef, decl) end
-cdef_once("int oar_block_insert_op_raw(oar_block_t *b, int pos, oar_op_desc_t *op);")
 
 local OK, FORMAT, UNSUPPORTED = 0, -7, -10
 local ATTR = { INT = 0, FLOAT = 1, STRING = 2, INTS = 3, FLOATS = 4, STRINGS = 5, BOOLEAN = 6,
@@ -345,7 +343,6 @@ describe("ProgramDesc bytes", function()
     assert.are.equal(OK, rc, msg)
     -- parsing fills in declared defaults (issue 13): the original, given the
     -- same defaults, is what comes back
-    pcall(ffi.cdef, "int oar_program_normalize(oar_program_t *p);")
     assert.are.equal(OK, C.oar_program_normalize(p))
     local a, b = dump(p), dump(q)
     assert.are.same(a, b)

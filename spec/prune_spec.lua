@@ -3,16 +3,12 @@
 -- the C API, on programs built by hand.
 local ffi = require("ffi")
 local lib = require("oar.lib")
-local C = lib.C
+-- OpDesc.is_target has no accessor: read from struct oar_op_desc (src/desc.h,
+-- declared by the op-authoring API)
+local C = lib.load_op_api()
 local T = require("spec.helpers.op_test")
 local P = require("spec.helpers.program")
 local O = require("spec.helpers.test_ops")
-
-local function cdef_once(decl) pcall(ffi.cdef, decl) end
--- OpDesc.is_target has no accessor: read it through a mirror of the leading
--- fields of struct oar_op_desc (src/desc.h)
-cdef_once([[typedef struct { char *type; void *inputs; int ninputs; void *outputs; int noutputs;
-  void *attrs; int nattrs; bool is_target; } prunespec_op_head_t;]])
 
 local FP32, FEED_MINIBATCH, FETCH_LIST = 5, 9, 10
 local ROLE_BACKWARD, ROLE_OPTIMIZE, ROLE_LRSCHED, ROLE_LOSS = 1, 2, 16, 256
@@ -49,7 +45,7 @@ local function ops_of(b)
     local role = ffi.new("int32_t[1]")
     if C.oar_op_desc_attr_type(o, "op_role") >= 0 then lib.check(C.oar_op_desc_get_attr_int(o, "op_role", role)) end
     out[#out + 1] = { type = ffi.string(C.oar_op_desc_type(o)), ins = table.concat(ins, ","), desc = o,
-                      role = role[0], is_target = ffi.cast("prunespec_op_head_t *", o).is_target }
+                      role = role[0], is_target = o.is_target }
   end
   return out
 end

@@ -4,22 +4,8 @@
 local ffi = require("ffi")
 local bit = require("bit")
 local lib = require("oar.lib")
-local C = lib.C
-
-local function cdef_once(decl) pcall(ffi.cdef, decl) end
-cdef_once("typedef struct { uint64_t s[4]; } oar_rng_t;")
-cdef_once[[
-uint64_t oar_rng_next(void);
-double oar_rng_uniform(void);
-double oar_rng_normal(void);
-void oar_rng_seed(oar_rng_t *r, uint64_t seed);
-uint64_t oar_rng_next_r(oar_rng_t *r);
-double oar_rng_uniform_r(oar_rng_t *r);
-double oar_rng_normal_r(oar_rng_t *r);
-int oar_rng_get_state(uint64_t state[4]);
-int oar_rng_set_state(const uint64_t state[4]);
-]]
-cdef_once("extern int oar_flag_check_nan_inf;")
+-- the generators and oar_flag_check_nan_inf: the op-authoring API (src/oar_op.h)
+local C = lib.load_op_api()
 
 -- Reference generators on uint64_t cdata (LuaJIT's 64-bit arithmetic wraps).
 local function splitmix64(state)

@@ -5,35 +5,9 @@ local ffi = require("ffi")
 local lib = require("oar.lib")
 local C = lib.C
 
-local function cdef_once(decl) pcall(ffi.cdef, decl) end
-cdef_once[[
-struct oar_buffer { int refcount; int place, device; void *data; size_t bytes; };
-]]
-cdef_once[[
-struct oar_tensor {
-  int refcount; int dtype; int ndim; int64_t dims[9];
-  struct oar_buffer *buf;
-  int lod_levels; int64_t *lod[8]; int64_t lod_size[8];
-};
-]]
-cdef_once[[
-struct oar_scope {
-  int refcount;
-  oar_scope_t *parent;
-  oar_variable_t **vars; int nvars, capv;
-  struct { const char **keys; int *vals; int cap, n; } index;
-  oar_scope_t **kids; int nkids, capk;
-  int internal_refs;
-  int gc_state, gc_count;
-};
-]]
-cdef_once("int oar_scope_new_detached_kid(oar_scope_t *parent, oar_scope_t **out);")
-cdef_once("void *oar_var_array(oar_variable_t *v);")
-cdef_once("void *oar_var_step_scopes(oar_variable_t *v);")
-cdef_once("void *oar_var_selected_rows(oar_variable_t *v);")
-cdef_once("int oar_array_resize(void *a, int n);")
-cdef_once("int oar_step_scopes_push(void *s, oar_scope_t *scope);")
-cdef_once("void oar_variable_clear(oar_variable_t *v);")
+-- the scope, tensor and buffer layouts, detached kids and typed variables:
+-- the op-authoring API (src/oar_op.h), for white-box checks
+lib.load_op_api()
 
 local OK, INVALID, NOT_FOUND, DTYPE, RANGE = 0, -1, -2, -4, -8
 local FP32 = 5

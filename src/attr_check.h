@@ -8,8 +8,8 @@
  * definition; attrs oar cannot honour (the table in attr_check.c) hold
  * their default.
  * Errors name the op, the attribute and its value. */
-int oar_op_check_attrs(const oar_op_desc_t *op);
+OAR_API int oar_op_check_attrs(const oar_op_desc_t *op);
 /* true when an attr of type `have` is acceptable where the op declares
  * another type (INTS for LONGS and back, for attrs the table marks) */
-bool oar_attr_kind_accepted(const char *op_type, const char *name, int have);
+OAR_API bool oar_attr_kind_accepted(const char *op_type, const char *name, int have);
 #endif

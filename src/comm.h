@@ -53,7 +53,7 @@ int oar_comm_break(void);
 int oar_comm_allgather_check(const void *send, void *recv, size_t bytes, const char *who);
 /* For collective kernels: checks p across the workers (oar_comm_check_program)
  * the first time a program, or a new version of it, runs a collective. */
-int oar_comm_check_once(const oar_program_t *p, const char *who);
+OAR_API int oar_comm_check_once(const oar_program_t *p, const char *who);
 /* the rank to print in messages (-1 before init) */
 int oar_comm_rank_for_messages(void);
 /* the chunk size an engine splits large messages into (elements) */

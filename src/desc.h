@@ -60,27 +60,27 @@ void oar_desc_touch_block(oar_block_t *b);
 const oar_attr_t *oar_op_find_attr(const oar_op_desc_t *op, const char *name);
 const oar_op_slot_t *oar_op_find_input(const oar_op_desc_t *op, const char *slot);
 const oar_op_slot_t *oar_op_find_output(const oar_op_desc_t *op, const char *slot);
-int oar_op_desc_copy(const oar_op_desc_t *src, oar_op_desc_t **out); /* detached copy */
-int oar_op_desc_copy_attrs(oar_op_desc_t *dst, const oar_op_desc_t *src);
-int oar_var_desc_copy_from(oar_var_desc_t *dst, const oar_var_desc_t *src); /* all but name */
+OAR_API int oar_op_desc_copy(const oar_op_desc_t *src, oar_op_desc_t **out); /* detached copy */
+OAR_API int oar_op_desc_copy_attrs(oar_op_desc_t *dst, const oar_op_desc_t *src);
+OAR_API int oar_var_desc_copy_from(oar_var_desc_t *dst, const oar_var_desc_t *src); /* all but name */
 /* append without definition checks (parse, passes that build ops already valid) */
-int oar_block_append_op_raw(oar_block_t *b, oar_op_desc_t *op);
-int oar_block_insert_op_raw(oar_block_t *b, int pos, oar_op_desc_t *op);
+OAR_API int oar_block_append_op_raw(oar_block_t *b, oar_op_desc_t *op);
+OAR_API int oar_block_insert_op_raw(oar_block_t *b, int pos, oar_op_desc_t *op);
 
 /* Attribute reads for kernels and inference; defaults are filled at insertion,
  * so a missing attr yields 0/""/empty. */
-int32_t oar_attr_i(const oar_op_desc_t *op, const char *name);
-int64_t oar_attr_l(const oar_op_desc_t *op, const char *name);
-float oar_attr_f(const oar_op_desc_t *op, const char *name);
-bool oar_attr_b(const oar_op_desc_t *op, const char *name);
-const char *oar_attr_s(const oar_op_desc_t *op, const char *name);
-const int32_t *oar_attr_ints(const oar_op_desc_t *op, const char *name, int *n);
-const int64_t *oar_attr_longs(const oar_op_desc_t *op, const char *name, int *n);
-const float *oar_attr_floats(const oar_op_desc_t *op, const char *name, int *n);
+OAR_API int32_t oar_attr_i(const oar_op_desc_t *op, const char *name);
+OAR_API int64_t oar_attr_l(const oar_op_desc_t *op, const char *name);
+OAR_API float oar_attr_f(const oar_op_desc_t *op, const char *name);
+OAR_API bool oar_attr_b(const oar_op_desc_t *op, const char *name);
+OAR_API const char *oar_attr_s(const oar_op_desc_t *op, const char *name);
+OAR_API const int32_t *oar_attr_ints(const oar_op_desc_t *op, const char *name, int *n);
+OAR_API const int64_t *oar_attr_longs(const oar_op_desc_t *op, const char *name, int *n);
+OAR_API const float *oar_attr_floats(const oar_op_desc_t *op, const char *name, int *n);
 /* block-typed attr value, -1 if absent */
-int oar_attr_block(const oar_op_desc_t *op, const char *name);
+OAR_API int oar_attr_block(const oar_op_desc_t *op, const char *name);
 /* "op 'mul' (block 0, #3, created at train.lua:12)" into buf */
-const char *oar_op_context(const oar_op_desc_t *op, char *buf, size_t n);
+OAR_API const char *oar_op_context(const oar_op_desc_t *op, char *buf, size_t n);
 
 /* shared by desc.c, desc_attr.c, desc_pb.c, desc_validate.c */
 void oar_attr_value_free(oar_attr_t *a);          /* frees the value, keeps the name */

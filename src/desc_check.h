@@ -22,5 +22,5 @@ int oar_op_check_block_attrs(const oar_op_desc_t *op, const oar_block_t *b);
 int oar_attr_check_attached(const oar_op_desc_t *op, const char *name, const oar_attr_t *val);
 int oar_attr_check_removal(const oar_op_desc_t *op, const char *name);
 /* parse: every op of a registered type checked and given its defaults */
-int oar_program_normalize(oar_program_t *p);
+OAR_API int oar_program_normalize(oar_program_t *p);
 #endif

@@ -24,18 +24,18 @@ int oar_device_count(void);
  * a missing library, no driver or GPU, device index out of range). */
 int oar_device_check(int device);
 /* At least `bytes` (0 allowed) of device memory into *out; contents unspecified. */
-int oar_device_alloc(int device, size_t bytes, void **out);
+OAR_API int oar_device_alloc(int device, size_t bytes, void **out);
 /* Returns a block from oar_device_alloc to the cache; NULL is ignored. */
-void oar_device_free(int device, void *p);
+OAR_API void oar_device_free(int device, void *p);
 /* Copies `bytes` between places (OAR_PLACE_CPU / OAR_PLACE_CUDA) on one
  * device (`device`: the CUDA device involved). Host-to-host is a memmove.
  * Returns once the host side may be reused. */
-int oar_device_copy(void *dst, int dst_place, const void *src, int src_place, size_t bytes, int device);
+OAR_API int oar_device_copy(void *dst, int dst_place, const void *src, int src_place, size_t bytes, int device);
 /* The same between any two places and devices (a copy between two CUDA
  * devices is ordered after the source device's queued work). */
-int oar_device_copy_between(void *dst, int dst_place, int dst_device, const void *src, int src_place,
+OAR_API int oar_device_copy_between(void *dst, int dst_place, int dst_device, const void *src, int src_place,
                             int src_device, size_t bytes);
-int oar_device_memset_zero(void *p, size_t bytes, int device);
+OAR_API int oar_device_memset_zero(void *p, size_t bytes, int device);
 /* Makes `device` the calling thread's current device (kernels launch there);
  * cheap when it already is. */
 int oar_device_use(int device);
@@ -49,7 +49,7 @@ int oar_device_run_end(int device);
 extern int oar_device_ever_used;
 /* debug flag cuda_sync_each_op: the executor syncs after every CUDA kernel,
  * so a failing kernel is reported by the op that launched it */
-extern int oar_flag_cuda_sync_each_op;
+extern OAR_API int oar_flag_cuda_sync_each_op;
 
 #ifdef __cplusplus
 }

@@ -84,14 +84,14 @@ typedef struct oar_op_def {
     int (*decode)(oar_decode_ctx_t *d, void *attrs);
 } oar_op_def_t;
 
-int oar_registry_add_op(const oar_op_def_t *def);
-int oar_registry_add_kernel(const char *type, int place, int dtype, oar_kernel_fn fn);
-const oar_op_def_t *oar_registry_op(const char *type);           /* NULL if unknown */
-oar_kernel_fn oar_registry_kernel(const char *type, int place, int dtype);
+OAR_API int oar_registry_add_op(const oar_op_def_t *def);
+OAR_API int oar_registry_add_kernel(const char *type, int place, int dtype, oar_kernel_fn fn);
+OAR_API const oar_op_def_t *oar_registry_op(const char *type);           /* NULL if unknown */
+OAR_API oar_kernel_fn oar_registry_kernel(const char *type, int place, int dtype);
 /* the attr definition of `name` for def (including the attrs common to every op) */
-const oar_attr_def_t *oar_registry_attr_def(const oar_op_def_t *def, const char *name);
-const oar_slot_def_t *oar_registry_input_slot(const oar_op_def_t *def, const char *name);
-const oar_slot_def_t *oar_registry_output_slot(const oar_op_def_t *def, const char *name);
+OAR_API const oar_attr_def_t *oar_registry_attr_def(const oar_op_def_t *def, const char *name);
+OAR_API const oar_slot_def_t *oar_registry_input_slot(const oar_op_def_t *def, const char *name);
+OAR_API const oar_slot_def_t *oar_registry_output_slot(const oar_op_def_t *def, const char *name);
 
 #define OAR_CAT_(a, b) a##b
 #define OAR_CAT(a, b) OAR_CAT_(a, b)
@@ -102,58 +102,58 @@ const oar_slot_def_t *oar_registry_output_slot(const oar_op_def_t *def, const ch
         oar_registry_add_kernel(type, place, dtype, fn); }
 
 /* ---- inference context (compile time and run time) --------------------- */
-bool oar_ic_runtime(const oar_infer_ctx_t *c);
-const oar_op_desc_t *oar_ic_op(const oar_infer_ctx_t *c);
-int oar_ic_in_count(const oar_infer_ctx_t *c, const char *slot);   /* 0 if absent */
-int oar_ic_out_count(const oar_infer_ctx_t *c, const char *slot);
-const char *oar_ic_in_name(const oar_infer_ctx_t *c, const char *slot, int i);
-const char *oar_ic_out_name(const oar_infer_ctx_t *c, const char *slot, int i);
+OAR_API bool oar_ic_runtime(const oar_infer_ctx_t *c);
+OAR_API const oar_op_desc_t *oar_ic_op(const oar_infer_ctx_t *c);
+OAR_API int oar_ic_in_count(const oar_infer_ctx_t *c, const char *slot);   /* 0 if absent */
+OAR_API int oar_ic_out_count(const oar_infer_ctx_t *c, const char *slot);
+OAR_API const char *oar_ic_in_name(const oar_infer_ctx_t *c, const char *slot, int i);
+OAR_API const char *oar_ic_out_name(const oar_infer_ctx_t *c, const char *slot, int i);
 /* slot's argument 0 exists and is not @EMPTY@ (an optional input given, a
  * grad output the backward pass wants) */
-bool oar_ic_in_present(const oar_infer_ctx_t *c, const char *slot);
-bool oar_ic_out_present(const oar_infer_ctx_t *c, const char *slot);
+OAR_API bool oar_ic_in_present(const oar_infer_ctx_t *c, const char *slot);
+OAR_API bool oar_ic_out_present(const oar_infer_ctx_t *c, const char *slot);
 /* dims of input i of slot: ndim into *ndim; NULL (and an error set) when the
  * input is missing or its shape unknown. Compile time may contain -1. */
-const int64_t *oar_ic_in_dims(oar_infer_ctx_t *c, const char *slot, int i, int *ndim);
-int oar_ic_in_dtype(oar_infer_ctx_t *c, const char *slot, int i);  /* -1 if unknown */
-int oar_ic_in_var_type(oar_infer_ctx_t *c, const char *slot, int i);
-int oar_ic_in_lod_level(oar_infer_ctx_t *c, const char *slot, int i);
-int oar_ic_out_var_type(oar_infer_ctx_t *c, const char *slot, int i);
+OAR_API const int64_t *oar_ic_in_dims(oar_infer_ctx_t *c, const char *slot, int i, int *ndim);
+OAR_API int oar_ic_in_dtype(oar_infer_ctx_t *c, const char *slot, int i);  /* -1 if unknown */
+OAR_API int oar_ic_in_var_type(oar_infer_ctx_t *c, const char *slot, int i);
+OAR_API int oar_ic_in_lod_level(oar_infer_ctx_t *c, const char *slot, int i);
+OAR_API int oar_ic_out_var_type(oar_infer_ctx_t *c, const char *slot, int i);
 /* compile time: sets the var desc's shape/dtype; run time: resizes the tensor
  * (dtype applies when the kernel allocates). dtype -1 keeps the current. */
-int oar_ic_set_out(oar_infer_ctx_t *c, const char *slot, int i, const int64_t *dims, int ndim, int dtype);
-int oar_ic_set_out_lod_level(oar_infer_ctx_t *c, const char *slot, int i, int level); /* compile time only; no-op at run time */
-int oar_ic_set_out_var_type(oar_infer_ctx_t *c, const char *slot, int i, int var_type);
+OAR_API int oar_ic_set_out(oar_infer_ctx_t *c, const char *slot, int i, const int64_t *dims, int ndim, int dtype);
+OAR_API int oar_ic_set_out_lod_level(oar_infer_ctx_t *c, const char *slot, int i, int level); /* compile time only; no-op at run time */
+OAR_API int oar_ic_set_out_var_type(oar_infer_ctx_t *c, const char *slot, int i, int var_type);
 /* out gets in's LoD (run time) or lod_level (compile time) */
-int oar_ic_share_lod(oar_infer_ctx_t *c, const char *in_slot, int i, const char *out_slot, int j);
+OAR_API int oar_ic_share_lod(oar_infer_ctx_t *c, const char *in_slot, int i, const char *out_slot, int j);
 /* run time only: the tensor behind an input (NULL at compile time) */
-const oar_tensor_t *oar_ic_in_tensor(oar_infer_ctx_t *c, const char *slot, int i);
-int oar_ic_error(oar_infer_ctx_t *c, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+OAR_API const oar_tensor_t *oar_ic_in_tensor(oar_infer_ctx_t *c, const char *slot, int i);
+OAR_API int oar_ic_error(oar_infer_ctx_t *c, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* common inference shapes */
-int oar_infer_same_as(oar_infer_ctx_t *c, const char *in, const char *out); /* dims, dtype, LoD */
+OAR_API int oar_infer_same_as(oar_infer_ctx_t *c, const char *in, const char *out); /* dims, dtype, LoD */
 /* for X_grad ops: every output slot "S@GRAD" i gets the dims/dtype of input slot "S" i */
-int oar_infer_grad_like_inputs(oar_infer_ctx_t *c);
+OAR_API int oar_infer_grad_like_inputs(oar_infer_ctx_t *c);
 /* for ops whose grad reads Out: X@GRAD (when wanted) gets Out's dims, dtype
  * and LoD; Out@GRAD must have Out's dims */
-int oar_infer_grad_like_out(oar_infer_ctx_t *c);
+OAR_API int oar_infer_grad_like_out(oar_infer_ctx_t *c);
 /* true if two dims agree, treating -1 (compile time) as a wildcard */
 static inline bool oar_dim_eq(int64_t a, int64_t b) { return a == b || a < 0 || b < 0; }
 
 /* common input checks (src/infer_check.c); errors name slot and variable */
 /* input `slot` is 2-D [rows, cols] (-1: any); `what` describes the expected
  * shape in the error; *dims (may be NULL) gets its dims */
-int oar_ic_check_2d(oar_infer_ctx_t *c, const char *slot, int64_t rows, int64_t cols, const char *what,
+OAR_API int oar_ic_check_2d(oar_infer_ctx_t *c, const char *slot, int64_t rows, int64_t cols, const char *what,
                     const int64_t **dims);
 /* input `slot` is float32/float64 (like -1) or has dtype `like` (skipped while unknown) */
-int oar_ic_check_float(oar_infer_ctx_t *c, const char *slot, int like);
+OAR_API int oar_ic_check_float(oar_infer_ctx_t *c, const char *slot, int like);
 /* run time: the sequence count of input `slot`'s last LoD level, which must
  * end at its row count */
-int oar_ic_seq_count(oar_infer_ctx_t *c, const char *slot, int64_t *nseq);
+OAR_API int oar_ic_seq_count(oar_infer_ctx_t *c, const char *slot, int64_t *nseq);
 /* input `slot` has the dims of input `like` (-1 matching anything) */
-int oar_ic_check_same_dims(oar_infer_ctx_t *c, const char *slot, const char *like);
+OAR_API int oar_ic_check_same_dims(oar_infer_ctx_t *c, const char *slot, const char *like);
 /* string attr `attr` names an activation: identity, sigmoid, tanh or relu */
-int oar_ic_check_act_attr(oar_infer_ctx_t *c, const char *attr);
+OAR_API int oar_ic_check_act_attr(oar_infer_ctx_t *c, const char *attr);
 
 /* ---- decoding attributes (at prepare, once per op) ----------------------
  * A definition's `decode` reads each attribute its kernels use by name, once,
@@ -175,100 +175,98 @@ int oar_ic_check_act_attr(oar_infer_ctx_t *c, const char *attr);
 typedef struct { const int32_t *v; int n; } oar_ints_t;
 typedef struct { const int64_t *v; int n; } oar_longs_t;
 typedef struct { const float *v; int n; } oar_floats_t;
-int32_t oar_dec_i(oar_decode_ctx_t *d, const char *name);
-int64_t oar_dec_l(oar_decode_ctx_t *d, const char *name);   /* LONG, or INT widened */
-float oar_dec_f(oar_decode_ctx_t *d, const char *name);
-bool oar_dec_b(oar_decode_ctx_t *d, const char *name);
-const char *oar_dec_s(oar_decode_ctx_t *d, const char *name);  /* "" when unset */
-int oar_dec_choice(oar_decode_ctx_t *d, const char *name);     /* index in the def's choices */
-oar_ints_t oar_dec_ints(oar_decode_ctx_t *d, const char *name);
-oar_longs_t oar_dec_longs(oar_decode_ctx_t *d, const char *name);
-oar_floats_t oar_dec_floats(oar_decode_ctx_t *d, const char *name);
-bool oar_dec_has(oar_decode_ctx_t *d, const char *name);     /* set in the desc */
-const oar_op_desc_t *oar_dec_op(const oar_decode_ctx_t *d);
+OAR_API int32_t oar_dec_i(oar_decode_ctx_t *d, const char *name);
+OAR_API int64_t oar_dec_l(oar_decode_ctx_t *d, const char *name);   /* LONG, or INT widened */
+OAR_API float oar_dec_f(oar_decode_ctx_t *d, const char *name);
+OAR_API bool oar_dec_b(oar_decode_ctx_t *d, const char *name);
+OAR_API const char *oar_dec_s(oar_decode_ctx_t *d, const char *name);  /* "" when unset */
+OAR_API int oar_dec_choice(oar_decode_ctx_t *d, const char *name);     /* index in the def's choices */
+OAR_API oar_ints_t oar_dec_ints(oar_decode_ctx_t *d, const char *name);
+OAR_API oar_longs_t oar_dec_longs(oar_decode_ctx_t *d, const char *name);
+OAR_API oar_floats_t oar_dec_floats(oar_decode_ctx_t *d, const char *name);
+OAR_API bool oar_dec_has(oar_decode_ctx_t *d, const char *name);     /* set in the desc */
+OAR_API const oar_op_desc_t *oar_dec_op(const oar_decode_ctx_t *d);
 /* records the first failure; decode returns oar_dec_status(d) */
-int oar_dec_error(oar_decode_ctx_t *d, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-int oar_dec_status(const oar_decode_ctx_t *d);
+OAR_API int oar_dec_error(oar_decode_ctx_t *d, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+OAR_API int oar_dec_status(const oar_decode_ctx_t *d);
 /* decodes `op` into attrs (attrs_size bytes, zeroed by the caller) with its
  * definition's decode; used by the executor and by compile-time inference */
-int oar_op_decode(const oar_op_def_t *def, const oar_op_desc_t *op, void *attrs);
+OAR_API int oar_op_decode(const oar_op_def_t *def, const oar_op_desc_t *op, void *attrs);
 /* index of `value` in a "a|b|c" choices list, -1 when absent */
-int oar_attr_choice_index(const char *choices, const char *value);
+OAR_API int oar_attr_choice_index(const char *choices, const char *value);
 
 /* ---- kernel context ----------------------------------------------------
  * Slots are addressed by their index in the definition's slot list (an enum
  * next to the definition); the name-based forms below remain for code off
  * the per-op path (control flow, io). */
-int oar_k_nin(const oar_kernel_ctx_t *k, int slot);              /* 0 if absent */
-int oar_k_nout(const oar_kernel_ctx_t *k, int slot);
-oar_tensor_t *oar_k_input(oar_kernel_ctx_t *k, int slot, int i);  /* NULL: absent/unset */
-oar_tensor_t *oar_k_output(oar_kernel_ctx_t *k, int slot, int i);
-void *oar_k_output_data(oar_kernel_ctx_t *k, int slot, int i, int dtype);
-oar_variable_t *oar_k_input_var(oar_kernel_ctx_t *k, int slot, int i);
-oar_variable_t *oar_k_output_var(oar_kernel_ctx_t *k, int slot, int i);
-const char *oar_k_input_name(const oar_kernel_ctx_t *k, int slot, int i);
-const char *oar_k_output_name(const oar_kernel_ctx_t *k, int slot, int i);
-const void *oar_k_attrs(const oar_kernel_ctx_t *k);              /* the decoded struct */
+OAR_API int oar_k_nin(const oar_kernel_ctx_t *k, int slot);              /* 0 if absent */
+OAR_API int oar_k_nout(const oar_kernel_ctx_t *k, int slot);
+OAR_API oar_tensor_t *oar_k_input(oar_kernel_ctx_t *k, int slot, int i);  /* NULL: absent/unset */
+OAR_API oar_tensor_t *oar_k_output(oar_kernel_ctx_t *k, int slot, int i);
+OAR_API void *oar_k_output_data(oar_kernel_ctx_t *k, int slot, int i, int dtype);
+OAR_API oar_variable_t *oar_k_input_var(oar_kernel_ctx_t *k, int slot, int i);
+OAR_API oar_variable_t *oar_k_output_var(oar_kernel_ctx_t *k, int slot, int i);
+OAR_API const char *oar_k_input_name(const oar_kernel_ctx_t *k, int slot, int i);
+OAR_API const char *oar_k_output_name(const oar_kernel_ctx_t *k, int slot, int i);
+OAR_API const void *oar_k_attrs(const oar_kernel_ctx_t *k);              /* the decoded struct */
 
-const oar_op_desc_t *oar_k_op(const oar_kernel_ctx_t *k);
-int oar_k_in_count(const oar_kernel_ctx_t *k, const char *slot);
-int oar_k_out_count(const oar_kernel_ctx_t *k, const char *slot);
-const char *oar_k_in_name(const oar_kernel_ctx_t *k, const char *slot, int i);
-const char *oar_k_out_name(const oar_kernel_ctx_t *k, const char *slot, int i);
+OAR_API const oar_op_desc_t *oar_k_op(const oar_kernel_ctx_t *k);
+OAR_API int oar_k_in_count(const oar_kernel_ctx_t *k, const char *slot);
+OAR_API int oar_k_out_count(const oar_kernel_ctx_t *k, const char *slot);
+OAR_API const char *oar_k_in_name(const oar_kernel_ctx_t *k, const char *slot, int i);
+OAR_API const char *oar_k_out_name(const oar_kernel_ctx_t *k, const char *slot, int i);
 /* LoD tensor of an input/output (NULL if the slot or arg is absent or
  * "@EMPTY@", or the variable holds another kind) */
-oar_tensor_t *oar_k_in(oar_kernel_ctx_t *k, const char *slot, int i);
-oar_tensor_t *oar_k_out(oar_kernel_ctx_t *k, const char *slot, int i);
+OAR_API oar_tensor_t *oar_k_in(oar_kernel_ctx_t *k, const char *slot, int i);
+OAR_API oar_tensor_t *oar_k_out(oar_kernel_ctx_t *k, const char *slot, int i);
 /* writable output data in dtype, sized by run-time inference; NULL on failure */
-void *oar_k_out_data(oar_kernel_ctx_t *k, const char *slot, int i, int dtype);
-oar_variable_t *oar_k_in_var(oar_kernel_ctx_t *k, const char *slot, int i);
-oar_variable_t *oar_k_out_var(oar_kernel_ctx_t *k, const char *slot, int i);
-oar_scope_t *oar_k_scope(oar_kernel_ctx_t *k);          /* the scope the block runs in */
-oar_program_t *oar_k_program(oar_kernel_ctx_t *k);
-int oar_k_dtype(const oar_kernel_ctx_t *k);             /* the dispatch dtype */
+OAR_API void *oar_k_out_data(oar_kernel_ctx_t *k, const char *slot, int i, int dtype);
+OAR_API oar_variable_t *oar_k_in_var(oar_kernel_ctx_t *k, const char *slot, int i);
+OAR_API oar_variable_t *oar_k_out_var(oar_kernel_ctx_t *k, const char *slot, int i);
+OAR_API oar_scope_t *oar_k_scope(oar_kernel_ctx_t *k);          /* the scope the block runs in */
+OAR_API oar_program_t *oar_k_program(oar_kernel_ctx_t *k);
+OAR_API int oar_k_dtype(const oar_kernel_ctx_t *k);             /* the dispatch dtype */
 /* Runs block `block_idx` of the same program in `scope` (control flow). */
-int oar_k_run_block(oar_kernel_ctx_t *k, int block_idx, oar_scope_t *scope);
-int oar_k_error(oar_kernel_ctx_t *k, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+OAR_API int oar_k_run_block(oar_kernel_ctx_t *k, int block_idx, oar_scope_t *scope);
+OAR_API int oar_k_error(oar_kernel_ctx_t *k, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* ---- grad makers ------------------------------------------------------- */
-const oar_op_desc_t *oar_gc_fwd(const oar_grad_ctx_t *g);
+OAR_API const oar_op_desc_t *oar_gc_fwd(const oar_grad_ctx_t *g);
 /* new grad op (attrs copied from the forward op); owned by the pass */
-oar_op_desc_t *oar_gc_new_op(oar_grad_ctx_t *g, const char *type);
-int oar_gc_in(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot);       /* fwd input slot -> op input slot */
-int oar_gc_out(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot);      /* fwd output slot -> op input slot */
-int oar_gc_out_grad(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot); /* "slot@GRAD" input: fwd outputs + @GRAD */
-int oar_gc_in_grad(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot);  /* "slot@GRAD" output: fwd inputs + @GRAD */
+OAR_API oar_op_desc_t *oar_gc_new_op(oar_grad_ctx_t *g, const char *type);
+OAR_API int oar_gc_in(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot);       /* fwd input slot -> op input slot */
+OAR_API int oar_gc_out(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot);      /* fwd output slot -> op input slot */
+OAR_API int oar_gc_out_grad(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot); /* "slot@GRAD" input: fwd outputs + @GRAD */
+OAR_API int oar_gc_in_grad(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot);  /* "slot@GRAD" output: fwd inputs + @GRAD */
 /* Fluid's default maker: "<type>_grad" with every fwd input, output, output grad
  * as inputs and every input grad as outputs. */
-int oar_grad_default(oar_grad_ctx_t *g);
+OAR_API int oar_grad_default(oar_grad_ctx_t *g);
 /* Builds the grad block of forward sub-block `fwd_block` (recursing into the
  * backward pass); returns its idx or a negative status. */
-int oar_gc_grad_block(oar_grad_ctx_t *g, int fwd_block);
+OAR_API int oar_gc_grad_block(oar_grad_ctx_t *g, int fwd_block);
 /* The same, for an op that provides at run time the gradients of `linked`,
  * variables declared in the sub-block (a recurrent op's step outputs and
  * updated memories): inside the grad block they count as given, like the
  * grads of outer variables. */
-int oar_gc_grad_block_linked(oar_grad_ctx_t *g, int fwd_block, const char *const *linked, int n);
+OAR_API int oar_gc_grad_block_linked(oar_grad_ctx_t *g, int fwd_block, const char *const *linked, int n);
 /* names the pass must treat as not needing a gradient (no_grad set) */
-bool oar_gc_no_grad(const oar_grad_ctx_t *g, const char *var);
+OAR_API bool oar_gc_no_grad(const oar_grad_ctx_t *g, const char *var);
 
 #define OAR_GRAD_SUFFIX "@GRAD"
 #define OAR_EMPTY_VAR "@EMPTY@"
 
 /* ---- random numbers (one global generator; its state is checkpointed) --- */
-uint64_t oar_rng_next(void);                 /* 64 random bits */
-double oar_rng_uniform(void);                /* [0, 1) */
-double oar_rng_normal(void);
+OAR_API uint64_t oar_rng_next(void);                 /* 64 random bits */
+OAR_API double oar_rng_uniform(void);                /* [0, 1) */
+OAR_API double oar_rng_normal(void);
 /* an op-local generator for ops with a nonzero `seed` attr */
 typedef struct { uint64_t s[4]; } oar_rng_t;
-void oar_rng_seed(oar_rng_t *r, uint64_t seed);
-uint64_t oar_rng_next_r(oar_rng_t *r);
-double oar_rng_uniform_r(oar_rng_t *r);
-double oar_rng_normal_r(oar_rng_t *r);
-int oar_rng_get_state(uint64_t state[4]);
-int oar_rng_set_state(const uint64_t state[4]);
+OAR_API void oar_rng_seed(oar_rng_t *r, uint64_t seed);
+OAR_API uint64_t oar_rng_next_r(oar_rng_t *r);
+OAR_API double oar_rng_uniform_r(oar_rng_t *r);
+OAR_API double oar_rng_normal_r(oar_rng_t *r);
 
 /* ---- flags -------------------------------------------------------------- */
-extern int oar_flag_check_nan_inf;
-extern int oar_flag_memory_plan;
+extern OAR_API int oar_flag_check_nan_inf;
+extern OAR_API int oar_flag_memory_plan;
 #endif

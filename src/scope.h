@@ -24,7 +24,7 @@ struct oar_scope {
 extern uint64_t oar_scope_epoch;
 
 /* a kid not registered in parent's kid list (temporaries of one run) */
-int oar_scope_new_detached_kid(oar_scope_t *parent, oar_scope_t **out);
+OAR_API int oar_scope_new_detached_kid(oar_scope_t *parent, oar_scope_t **out);
 /* references held by STEP_SCOPES variables (variable.c); unlike
  * oar_scope_retain they take part in cycle collection */
 oar_scope_t *oar_scope_retain_internal(oar_scope_t *s);

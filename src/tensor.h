@@ -27,42 +27,42 @@ struct oar_tensor {
 };
 
 /* Sets dims (checked product); keeps the buffer until oar_tensor_mutable. */
-int oar_tensor_resize(oar_tensor_t *t, const int64_t *dims, int ndim);
+OAR_API int oar_tensor_resize(oar_tensor_t *t, const int64_t *dims, int ndim);
 /* bytes held by live tensor buffers, and their high-water mark since the
  * last oar_mem_peak_reset (which sets it to the live bytes) */
 int64_t oar_mem_live_bytes(void);
 int64_t oar_mem_peak_bytes(void);
 void oar_mem_peak_reset(void);
 /* bytes t's dims take in dtype (checked) */
-int oar_tensor_bytes_for(const oar_tensor_t *t, int dtype, size_t *bytes);
+OAR_API int oar_tensor_bytes_for(const oar_tensor_t *t, int dtype, size_t *bytes);
 /* t becomes a view of src's data: src's dtype and (shared) buffer, t's own
  * dims and LoD (reshape-like kernels of every place) */
-int oar_tensor_share_data(oar_tensor_t *t, const oar_tensor_t *src);
+OAR_API int oar_tensor_share_data(oar_tensor_t *t, const oar_tensor_t *src);
 /* dst shares src's buffer (keeping its own dims): the memory plan's in-place pairs */
 int oar_tensor_adopt_buffer(oar_tensor_t *dst, const oar_tensor_t *src);
 /* Returns writable storage for numel(dims) elements of dtype, allocating (64-byte
  * aligned, zeroed) when there is none, it is too small, or it is shared with
  * another tensor (then the old one is left to its other owners: read inputs
  * before asking for an in-place output). NULL with OAR_ERR_NOMEM set on failure. */
-void *oar_tensor_mutable(oar_tensor_t *t, int dtype);
+OAR_API void *oar_tensor_mutable(oar_tensor_t *t, int dtype);
 /* The same on a place: a buffer on another place (or CUDA device) is replaced
  * by a new one on `place`, like a shared one. oar_tensor_mutable is
  * oar_tensor_mutable_on(t, dtype, OAR_PLACE_CPU, 0). */
-void *oar_tensor_mutable_on(oar_tensor_t *t, int dtype, int place, int device);
+OAR_API void *oar_tensor_mutable_on(oar_tensor_t *t, int dtype, int place, int device);
 /* Moves t's data to place/device (Fluid's data transform): a new buffer there
  * receives a copy and t drops its old buffer, which other sharers keep.
  * Nothing to do when t has no data or is there already. */
-int oar_tensor_to_place(oar_tensor_t *t, int place, int device);
+OAR_API int oar_tensor_to_place(oar_tensor_t *t, int place, int device);
 /* t takes src's dims, dtype, buffer (shared) and LoD. */
-int oar_tensor_share(oar_tensor_t *t, const oar_tensor_t *src);
+OAR_API int oar_tensor_share(oar_tensor_t *t, const oar_tensor_t *src);
 /* deep copy of data, dims and LoD into existing t; the data stays on src's place */
-int oar_tensor_copy_into(oar_tensor_t *t, const oar_tensor_t *src);
-int oar_tensor_copy_lod(oar_tensor_t *dst, const oar_tensor_t *src);
+OAR_API int oar_tensor_copy_into(oar_tensor_t *t, const oar_tensor_t *src);
+OAR_API int oar_tensor_copy_lod(oar_tensor_t *dst, const oar_tensor_t *src);
 /* bytes of a host bool tensor other than 0/1 become 1 (always OAR_OK) */
-int oar_tensor_normalize_bool(oar_tensor_t *t);
-void oar_tensor_clear_lod(oar_tensor_t *t);
+OAR_API int oar_tensor_normalize_bool(oar_tensor_t *t);
+OAR_API void oar_tensor_clear_lod(oar_tensor_t *t);
 /* drops buffer and LoD, keeps the object */
-void oar_tensor_reset(oar_tensor_t *t);
+OAR_API void oar_tensor_reset(oar_tensor_t *t);
 static inline bool oar_tensor_has_data(const oar_tensor_t *t) { return t && t->buf && t->buf->data; }
 static inline int64_t oar_tensor_numel_of(const oar_tensor_t *t) {
     int64_t n = 1; for (int i = 0; i < t->ndim; i++) n *= t->dims[i]; return n;

@@ -42,18 +42,18 @@ struct oar_variable {
 oar_variable_t *oar_variable_new(const char *name, oar_scope_t *owner);
 void oar_variable_free(oar_variable_t *v);
 /* get-or-create the payload of a kind; NULL + error if the var holds another kind */
-oar_tensor_t *oar_var_tensor(oar_variable_t *v);
-oar_selected_rows_t *oar_var_selected_rows(oar_variable_t *v);
-oar_tensor_array_t *oar_var_array(oar_variable_t *v);
-oar_step_scopes_t *oar_var_step_scopes(oar_variable_t *v);
-oar_rank_table_t *oar_var_rank_table(oar_variable_t *v);
+OAR_API oar_tensor_t *oar_var_tensor(oar_variable_t *v);
+OAR_API oar_selected_rows_t *oar_var_selected_rows(oar_variable_t *v);
+OAR_API oar_tensor_array_t *oar_var_array(oar_variable_t *v);
+OAR_API oar_step_scopes_t *oar_var_step_scopes(oar_variable_t *v);
+OAR_API oar_rank_table_t *oar_var_rank_table(oar_variable_t *v);
 /* array helpers */
-int oar_array_resize(oar_tensor_array_t *a, int n);
+OAR_API int oar_array_resize(oar_tensor_array_t *a, int n);
 /* step scopes: drop all kept scopes */
-void oar_step_scopes_clear(oar_step_scopes_t *s);
-int oar_step_scopes_push(oar_step_scopes_t *s, oar_scope_t *scope); /* retains */
+OAR_API void oar_step_scopes_clear(oar_step_scopes_t *s);
+OAR_API int oar_step_scopes_push(oar_step_scopes_t *s, oar_scope_t *scope); /* retains */
 /* drops whatever payload the variable holds; it becomes empty */
-void oar_variable_clear(oar_variable_t *v);
+OAR_API void oar_variable_clear(oar_variable_t *v);
 /* the same, but a tensor nobody else holds is reset and kept for the next
  * oar_var_tensor (a bound executor clears its variables every run) */
 void oar_variable_recycle(oar_variable_t *v);

@@ -34,12 +34,7 @@ local argcheck = require("oar.argcheck")
 local io_paddle = require("oar.io_paddle")
 local C = lib.C
 
--- random generator state (src/op.h) and mkdir(2); declared here only when no
--- other module has declared them already
-pcall(ffi.cdef, [[
-int oar_rng_get_state(uint64_t state[4]);
-int oar_rng_set_state(const uint64_t state[4]);
-]])
+-- mkdir(2); declared here only when no other module has declared it already
 pcall(ffi.cdef, [[
 int mkdir(const char *pathname, unsigned int mode);
 char *strerror(int errnum);

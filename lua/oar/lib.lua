@@ -64,6 +64,15 @@ function M.check(rc, level)
   return rc
 end
 
+-- The op-authoring API (src/oar_op.h: op definitions, kernel contexts, the
+-- tensor layout, ...) declared to the FFI, once per process; returns lib.C.
+-- The embedding API (oar.h) is always declared; this is for Lua code that
+-- defines ops or looks inside C objects (specs, tools).
+function M.load_op_api()
+  if not pcall(ffi.typeof, "oar_op_def_t") then ffi.cdef(require("oar.cdef_op")) end
+  return C
+end
+
 -- An array of C strings kept alive together with the Lua strings it points to.
 function M.cstrings(list)
   local n = #list

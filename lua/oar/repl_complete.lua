@@ -48,7 +48,7 @@ end
 
 -- Modules `oar` loads on first use (oar.io, oar.dataset...): the .lua files
 -- and packages beside oar/init.lua that are not yet fields.
-local HIDDEN_MODULES = { init = true, cdef = true, lib = true }
+local HIDDEN_MODULES = { init = true, cdef = true, cdef_op = true, lib = true }
 function M.lazy_modules(tbl)
   local oar = package.loaded["oar"]
   if tbl ~= oar or type(oar) ~= "table" then return {} end

@@ -8,37 +8,15 @@
 --
 -- The registry keeps pointers, so definitions live in malloc'd memory and
 -- the callbacks are never freed (they outlive the spec file in the process).
--- Loading this module declares the definition structs and the grad-maker
--- API (oar_gc_*) to the FFI.
+-- Loading this module declares the op-authoring API (src/oar_op.h: the
+-- definition structs, the registry, the grad makers) to the FFI.
 local ffi = require("ffi")
 local lib = require("oar.lib")
-local C = lib.C
+local C = lib.load_op_api()
 
 local M = {}
 
-local function cdef_once(decl) pcall(ffi.cdef, decl) end
-cdef_once("void *malloc(size_t n);")
-cdef_once("typedef struct oar_slot_def { const char *name; int flags; } oar_slot_def_t;")
-cdef_once([[typedef struct oar_attr_def { const char *name; int type; double def; const char *def_str;
-  bool required; double min, max; } oar_attr_def_t;]])
-cdef_once("typedef struct oar_infer_ctx oar_infer_ctx_t;")
-cdef_once("typedef struct oar_kernel_ctx oar_kernel_ctx_t;")
-cdef_once("typedef struct oar_grad_ctx oar_grad_ctx_t;")
-cdef_once([[typedef struct oar_op_def { const char *type; const oar_slot_def_t *inputs;
-  const oar_slot_def_t *outputs; const oar_attr_def_t *attrs; int (*infer)(oar_infer_ctx_t *c);
-  int (*grad)(oar_grad_ctx_t *g); const char *dtype_slot; int flags; int (*run)(oar_kernel_ctx_t *k); } oar_op_def_t;]])
-cdef_once("int oar_registry_add_op(const oar_op_def_t *def);")
-cdef_once("int oar_infer_same_as(oar_infer_ctx_t *c, const char *in, const char *out);")
-cdef_once("const oar_op_desc_t *oar_gc_fwd(const oar_grad_ctx_t *g);")
-cdef_once("oar_op_desc_t *oar_gc_new_op(oar_grad_ctx_t *g, const char *type);")
-cdef_once("int oar_gc_in(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot);")
-cdef_once("int oar_gc_out(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot);")
-cdef_once("int oar_gc_out_grad(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot);")
-cdef_once("int oar_gc_in_grad(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot);")
-cdef_once("int oar_gc_grad_block(oar_grad_ctx_t *g, int fwd_block);")
-cdef_once("bool oar_gc_no_grad(const oar_grad_ctx_t *g, const char *var);")
-cdef_once("int oar_grad_default(oar_grad_ctx_t *g);")
-cdef_once("int oar_attr_block(const oar_op_desc_t *op, const char *name);")
+pcall(ffi.cdef, "void *malloc(size_t n);")
 
 -- a malloc'd copy of s
 local function cstr(s)

@@ -28,7 +28,7 @@ int oar_cf_copy_rows(oar_tensor_t *dst, int64_t d0, const oar_tensor_t *src, int
 /* out's LoD := the LoDs of xs[0..n) joined, offsets shifted, as rows of
  * tensors concatenated along axis 0 (concat on every place); cleared when
  * the inputs do not all have the same number of levels */
-int oar_cf_concat_lod(int n, oar_tensor_t *const *xs, oar_tensor_t *out);
+OAR_API int oar_cf_concat_lod(int n, oar_tensor_t *const *xs, oar_tensor_t *out);
 
 /* ---- LoD units ---------------------------------------------------------- */
 /* Units of t at `level`: the sequences of LoD level `level` when t has more

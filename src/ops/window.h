@@ -55,8 +55,8 @@ static inline bool oar_win_resolve_pads(const char *algo, const int64_t in[2], c
 
 /* Reads an INTS attr of exactly 2 values (or `def` when the attr is empty)
  * into out[2]. Returns OAR_OK or an error naming the op and the attr. */
-int oar_win_attr_pair(oar_kernel_ctx_t *k, const char *name, int64_t def, int64_t out[2]);
+OAR_API int oar_win_attr_pair(oar_kernel_ctx_t *k, const char *name, int64_t def, int64_t out[2]);
 /* Reads `paddings` as 2 values {h, w} or 4 values {top, bottom, left, right}
  * into out[4] = {top, bottom, left, right}. */
-int oar_win_attr_pads(oar_kernel_ctx_t *k, int64_t out[4]);
+OAR_API int oar_win_attr_pads(oar_kernel_ctx_t *k, int64_t out[4]);
 #endif
