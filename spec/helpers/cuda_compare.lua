@@ -1,6 +1,7 @@
 -- Helpers of the CUDA specs (spec/cuda*_spec.lua): random inputs, one-op
 -- programs built from a table, and runs compared between the CPU and the
 -- CUDA place (see spec/cuda_spec.lua's header for what `same` checks).
+local assert = require("luassert")   -- busted's global is not visible in modules
 local ffi = require("ffi")
 local oar = require("oar")
 local lib = require("oar.lib")
