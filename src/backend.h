@@ -20,9 +20,11 @@
  * The backend's kernels register themselves from its constructors, which
  * run inside dlopen and call back into liboar (the backend is linked
  * against liboar.so, so it uses the already loaded copy). The liboar
- * symbols a backend may use are listed below, in OAR_BACKEND_IMPORTS: when
- * liboar hides its symbols by default these are the ones to export, and
- * spec/cuda_backend_spec.lua checks that liboar_cuda.so needs no other.
+ * symbols a backend may use are listed below, in OAR_BACKEND_IMPORTS.
+ * liboar hides its symbols by default (-fvisibility=hidden): each one listed
+ * is marked OAR_API where it is declared (the op-authoring API, oar_op.h),
+ * spec/exports_spec.lua checks that, and spec/cuda_backend_spec.lua checks
+ * that liboar_cuda.so needs no other.
  */
 #ifndef OAR_BACKEND_H
 #define OAR_BACKEND_H
