@@ -87,8 +87,11 @@ local function exported()
   for _, l in ipairs(lines_of("nm -D --defined-only " .. sh_quote(lib.path))) do
     local kind, name = l:match("^%x*%s+(%a)%s+([^%s@]+)")
     -- _init/_fini come from the C runtime's crti.o; absolute (A) symbols are
-    -- linker markers, not code or data
-    if name and kind ~= "A" and name ~= "_init" and name ~= "_fini" then set[name] = true end
+    -- linker markers, not code or data; __odr_asan.* are AddressSanitizer's
+    -- (the `make asan` build)
+    if name and kind ~= "A" and name ~= "_init" and name ~= "_fini" and not name:find("^__odr_asan") then
+      set[name] = true
+    end
   end
   return set
 end

@@ -34,7 +34,7 @@ OAR_API int oar_device_copy(void *dst, int dst_place, const void *src, int src_p
 /* The same between any two places and devices (a copy between two CUDA
  * devices is ordered after the source device's queued work). */
 OAR_API int oar_device_copy_between(void *dst, int dst_place, int dst_device, const void *src, int src_place,
-                            int src_device, size_t bytes);
+                                    int src_device, size_t bytes);
 OAR_API int oar_device_memset_zero(void *p, size_t bytes, int device);
 /* Makes `device` the calling thread's current device (kernels launch there);
  * cheap when it already is. */

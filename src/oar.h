@@ -117,7 +117,7 @@ typedef struct oar_tensor oar_tensor_t;
 OAR_API int oar_tensor_new(int dtype, const int64_t *dims, int ndim, oar_tensor_t **out); /* zeros */
 OAR_API int oar_tensor_new_empty(oar_tensor_t **out);          /* no dims, no buffer */
 OAR_API int oar_tensor_from_data(int dtype, const int64_t *dims, int ndim,
-                         const void *data, oar_tensor_t **out); /* copies */
+                                 const void *data, oar_tensor_t **out); /* copies */
 OAR_API oar_tensor_t *oar_tensor_retain(oar_tensor_t *t);
 OAR_API void oar_tensor_free(oar_tensor_t *t);                 /* drops one reference */
 OAR_API int oar_tensor_dtype(const oar_tensor_t *t);
@@ -135,7 +135,7 @@ OAR_API int oar_tensor_lod_levels(const oar_tensor_t *t);
 OAR_API int64_t oar_tensor_lod_size(const oar_tensor_t *t, int level);
 OAR_API const int64_t *oar_tensor_lod_data(const oar_tensor_t *t, int level);
 OAR_API int oar_tensor_set_lod(oar_tensor_t *t, int nlevels, const int64_t *const *offsets,
-                       const int64_t *sizes);          /* validated against dims[0] */
+                               const int64_t *sizes);          /* validated against dims[0] */
 
 /* Fluid's LoDTensor stream format (with oar's checksum trailer); bytes from malloc (oar_free). */
 OAR_API int oar_tensor_serialize(const oar_tensor_t *t, void **bytes, size_t *n);
@@ -329,19 +329,19 @@ OAR_API const char *oar_op_output_slot_at(const char *type, int i);
  * params (or, with params==NULL, every persistable var the loss depends on
  * whose grad was produced); free with oar_strings_free. */
 OAR_API int oar_backward_append(oar_program_t *p, const char *loss,
-                        const char *const *params, int nparams,
-                        const char *const *no_grad, int nno_grad,
-                        char ***pairs, int *npairs);
+                                const char *const *params, int nparams,
+                                const char *const *no_grad, int nno_grad,
+                                char ***pairs, int *npairs);
 /* Grads of targets w.r.t. inputs; target_grads may be NULL (ones). Names of
  * the grad vars in *grads, in input order (NULL entries mean no path). */
 OAR_API int oar_backward_gradients(oar_program_t *p, const char *const *targets, int ntargets,
-                           const char *const *target_grads,
-                           const char *const *inputs, int ninputs,
-                           const char *const *no_grad, int nno_grad,
-                           char ***grads);
+                                   const char *const *target_grads,
+                                   const char *const *inputs, int ninputs,
+                                   const char *const *no_grad, int nno_grad,
+                                   char ***grads);
 OAR_API void oar_strings_free(char **s, int n);
 OAR_API int oar_program_prune(const oar_program_t *p, const char *const *targets, int ntargets,
-                      oar_program_t **out);
+                              oar_program_t **out);
 /* drop ops whose op_role is Backward/Optimize/LRSched and set is_test attrs */
 OAR_API int oar_program_inference_optimize(oar_program_t *p);
 
@@ -353,8 +353,8 @@ OAR_API void oar_executor_free(oar_executor_t *e);
  * a local child scope dropped after the run. Feeds are shared, not copied;
  * fetched tensors are new references (copies for persistables). */
 OAR_API int oar_executor_run(oar_executor_t *e, oar_program_t *p, int block_idx, oar_scope_t *scope,
-                     int nfeed, const char *const *feed_names, oar_tensor_t *const *feeds,
-                     int nfetch, const char *const *fetch_names, oar_tensor_t **fetched);
+                             int nfeed, const char *const *feed_names, oar_tensor_t *const *feeds,
+                             int nfetch, const char *const *fetch_names, oar_tensor_t **fetched);
 /* Asks the run in progress on e to stop; safe from another thread or a
  * signal handler (it only sets an atomic flag). The run checks the flag
  * between ops and between while iterations and fails with OAR_ERR_CANCELLED.
@@ -388,10 +388,10 @@ OAR_API int oar_rng_set_state(const uint64_t state[4]);
 typedef struct oar_predictor oar_predictor_t;
 OAR_API int  oar_predictor_load(const char *model_dir, oar_predictor_t **out);
 OAR_API int  oar_predictor_set_input(oar_predictor_t *p, const char *name,
-                             const float *data, const int64_t *dims, int ndims);
+                                     const float *data, const int64_t *dims, int ndims);
 OAR_API int  oar_predictor_run(oar_predictor_t *p);
 OAR_API int  oar_predictor_get_output(oar_predictor_t *p, int index, const float **data,
-                              const int64_t **dims, int *ndims);
+                                      const int64_t **dims, int *ndims);
 OAR_API void oar_predictor_free(oar_predictor_t *p);
 /* A model file (ProgramDesc or PIR JSON, by content) and its combined
  * parameter file (`__params__`, `.pdiparams`), or params_path NULL: one file
@@ -400,12 +400,12 @@ OAR_API int  oar_predictor_load_files(const char *model_path, const char *params
 /* dtype: Fluid's VarType code (OAR_FP32, OAR_INT64, ...); lod: lod_len offsets
  * of one level (0, ..., dims[0]), or NULL and 0. */
 OAR_API int  oar_predictor_set_input_ex(oar_predictor_t *p, const char *name, int dtype, const void *data,
-                                const int64_t *dims, int ndims, const uint64_t *lod, int lod_len);
+                                        const int64_t *dims, int ndims, const uint64_t *lod, int lod_len);
 /* an output in its own dtype, with the offsets of its last LoD level (lod
  * and lod_len may be NULL; *lod is NULL and *lod_len 0 without LoD); valid
  * until the next run */
 OAR_API int  oar_predictor_get_output_ex(oar_predictor_t *p, int index, int *dtype, const void **data,
-                                 const int64_t **dims, int *ndims, const uint64_t **lod, int *lod_len);
+                                         const int64_t **dims, int *ndims, const uint64_t **lod, int *lod_len);
 OAR_API int  oar_predictor_num_inputs(const oar_predictor_t *p);
 OAR_API int  oar_predictor_num_outputs(const oar_predictor_t *p);
 OAR_API const char *oar_predictor_input_name(const oar_predictor_t *p, int index);   /* NULL out of range */

@@ -144,7 +144,7 @@ static inline bool oar_dim_eq(int64_t a, int64_t b) { return a == b || a < 0 || 
 /* input `slot` is 2-D [rows, cols] (-1: any); `what` describes the expected
  * shape in the error; *dims (may be NULL) gets its dims */
 OAR_API int oar_ic_check_2d(oar_infer_ctx_t *c, const char *slot, int64_t rows, int64_t cols, const char *what,
-                    const int64_t **dims);
+                            const int64_t **dims);
 /* input `slot` is float32/float64 (like -1) or has dtype `like` (skipped while unknown) */
 OAR_API int oar_ic_check_float(oar_infer_ctx_t *c, const char *slot, int like);
 /* run time: the sequence count of input `slot`'s last LoD level, which must
