@@ -2,6 +2,7 @@
 -- programs built from a table, and runs compared between the CPU and the
 -- CUDA place (see spec/cuda_spec.lua's header for what `same` checks).
 local ffi = require("ffi")
+local assert = require("luassert")   -- busted's global is not visible in modules
 local oar = require("oar")
 local lib = require("oar.lib")
 local place = require("oar.place")
