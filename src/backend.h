@@ -95,7 +95,10 @@ const char *oar_backend_cuda_error(void);
     /* comm.h: NCCL's unique id travels over the job's communicator */                  \
     "oar_comm_broadcast", "oar_comm_check_once", "oar_comm_rank", "oar_comm_size",       \
     "oar_comm_timeout", "oar_k_program", "oar_op_desc_type",                          \
-    /* ops/lod_plumbing.h */ "oar_cf_concat_lod"
+    /* ops/lod_plumbing.h */ "oar_cf_concat_lod",                                    \
+    /* op.h, ops/seq_layout.h: the recurrent kernels (lstm.cu, gru.cu) */            \
+    "oar_k_input_var", "oar_k_output", "oar_k_output_name", "oar_seqb_make",            \
+    "oar_seqb_free", "oar_seqb_prev_rows"
 
 #ifdef __cplusplus
 }
