@@ -196,7 +196,8 @@ int allgather(oar_kernel_ctx_t *k)
     oar_variable_t *xv = oar_k_input_var(k, OAR_COLL_X, 0);
     if (xv && oar_variable_type(xv) == OAR_VAR_SELECTED_ROWS)
         return oar_k_error(k, OAR_ERR_UNSUPPORTED, "input X '%s' holds selected rows: on CUDA, gather sparse "
-                           "gradients densified (fleet strategy sparse_grad = \"dense\")", nm(oar_k_input_name(k, OAR_COLL_X, 0)));
+                           "gradients densified (fleet strategy sparse_grad = \"dense\")",
+                           nm(oar_k_input_name(k, OAR_COLL_X, 0)));
     const oar_tensor_t *x;
     const void *xp;
     OAR_TRY(in_tensor_at(k, OAR_COLL_X, 0, oar_k_dtype(k), -1, &x, &xp));

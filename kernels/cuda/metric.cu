@@ -132,7 +132,8 @@ int top_k_bwd(oar_kernel_ctx_t *k, int dt)
     topk_grad_k<T><<<grid_for(rows * kk), kThreads>>>((const int64_t *)id, (const T *)gd, (T *)dx, rows, d, kk,
                                                       bad.ptr());
     OAR_CU_LAUNCH(k, "top_k_grad");
-    OAR_TRY(bad.report(k, "Indices '%s' holds an index outside [0, %lld)", nm(oar_k_input_name(k, OAR_TOPKG_INDICES, 0)),
+    OAR_TRY(bad.report(k, "Indices '%s' holds an index outside [0, %lld)",
+                       nm(oar_k_input_name(k, OAR_TOPKG_INDICES, 0)),
                        (long long)d));
     return OAR_OK;
 }

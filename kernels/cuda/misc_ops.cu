@@ -79,7 +79,8 @@ int gather_fwd(oar_kernel_ctx_t *k)
         gather_k<int32_t><<<grid_for(m * row), kThreads>>>((const char *)xd, (const int32_t *)id, (char *)o, m, row, rows,
                                                            bad.ptr());
     OAR_CU_LAUNCH(k, "gather");
-    return bad.report(k, "Index '%s' holds a row out of range [0, %lld) for X '%s'", nm(oar_k_input_name(k, OAR_GATHER_INDEX, 0)),
+    return bad.report(k, "Index '%s' holds a row out of range [0, %lld) for X '%s'",
+                      nm(oar_k_input_name(k, OAR_GATHER_INDEX, 0)),
                       (long long)rows, nm(oar_k_input_name(k, OAR_IDX_X, 0)));
 }
 
@@ -109,7 +110,8 @@ int gather_bwd(oar_kernel_ctx_t *k, int dt)
         gather_grad_k<T, int32_t><<<grid_for(m * row), kThreads>>>((const int32_t *)id, (const T *)gd, (T *)dx, m, row,
                                                                    rows, bad.ptr());
     OAR_CU_LAUNCH(k, "gather_grad");
-    return bad.report(k, "Index '%s' holds a row out of range [0, %lld) for X '%s'", nm(oar_k_input_name(k, OAR_GATHER_INDEX, 0)),
+    return bad.report(k, "Index '%s' holds a row out of range [0, %lld) for X '%s'",
+                      nm(oar_k_input_name(k, OAR_GATHER_INDEX, 0)),
                       (long long)rows, nm(oar_k_input_name(k, OAR_IDX_X, 0)));
 }
 

@@ -332,7 +332,8 @@ int sum_run(oar_kernel_ctx_t *k, int dt)
         if (n < 0) { n = nj; first = j; }
         else if (nj != n)
             rc = oar_k_error(k, OAR_ERR_SHAPE, "input X[%d] '%s' has %lld elements, X[%d] '%s' has %lld", j,
-                             nm(oar_k_input_name(k, OAR_TENSOR_X, j)), (long long)nj, first, nm(oar_k_input_name(k, OAR_TENSOR_X, first)),
+                             nm(oar_k_input_name(k, OAR_TENSOR_X, j)), (long long)nj, first,
+                             nm(oar_k_input_name(k, OAR_TENSOR_X, first)),
                              (long long)n);
         src[used++] = (const T *)p;
     }
@@ -399,7 +400,8 @@ int fill_zeros_like_run(oar_kernel_ctx_t *k)
 {
     const int dt = oar_k_dtype(k);
     const oar_tensor_t *x = oar_k_input(k, OAR_TENSOR_X, 0);
-    if (!x) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input X '%s' has no value", nm(oar_k_input_name(k, OAR_TENSOR_X, 0)));
+    if (!x)
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input X '%s' has no value", nm(oar_k_input_name(k, OAR_TENSOR_X, 0)));
     const int64_t n = oar_tensor_numel_of(x);
     void *y;
     OAR_TRY(out_data_at(k, OAR_TENSOR_OUT, 0, dt, -1, &y));
