@@ -95,7 +95,10 @@ const char *oar_backend_cuda_error(void);
     /* comm.h: NCCL's unique id travels over the job's communicator */                  \
     "oar_comm_broadcast", "oar_comm_check_once", "oar_comm_rank", "oar_comm_size",       \
     "oar_comm_timeout", "oar_k_program", "oar_op_desc_type",                          \
-    /* ops/lod_plumbing.h */ "oar_cf_concat_lod"
+    /* ops/lod_plumbing.h */ "oar_cf_concat_lod",                                     \
+    /* layer_norm.cu, sequence*.cu: outputs by index, ops/seq_lod.h */ "oar_k_output",    \
+    "oar_k_output_name", "oar_seq_lod_last", "oar_seq_set_upper_lod",                   \
+    "oar_seq_expand_plan", "oar_seq_expand_rows", "oar_seq_expand_set_lod"
 
 #ifdef __cplusplus
 }
