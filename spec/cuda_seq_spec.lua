@@ -67,6 +67,9 @@ describe("CUDA kernels of layer_norm and the sequence ops #gpu", function()
       ln({ 300, 70 }, 1, { atol = 1e-4 })
       ln({ 2000, 8 }, 1, { atol = 1e-4 })
     end)
+    it("an empty batch", function()
+      ln({ 0, 5 }, 1)
+    end)
     it("without Scale, without Bias, without both", function()
       ln({ 6, 10 }, 1, { no_scale = true })
       ln({ 6, 10 }, 1, { no_bias = true })
@@ -92,6 +95,12 @@ describe("CUDA kernels of layer_norm and the sequence ops #gpu", function()
               attrs = { pooltype = pt }, grad = { wrt = { "X" } } }
       end)
     end
+    it("a batch of empty sequences, and no rows at all", function()
+      same{ type = "sequence_pool", inputs = { X = seq_rand({ { 0, 0, 0 } }, { 3 }) }, outputs = { Out = 1, MaxIndex = 1 },
+            attrs = { pooltype = "MAX", pad_value = 2 }, grad = { wrt = { "X" } } }
+      same{ type = "sequence_pool", inputs = { X = seq_rand({ { 0, 0, 0 } }, { 3 }) },
+            attrs = { pooltype = "AVERAGE", pad_value = 2 }, grad = { wrt = { "X" } } }
+    end)
     it("MAX without MaxIndex finds the maxima again in the grad", function()
       same{ type = "sequence_pool", inputs = { X = seq_rand({ offsets({ 4, 0, 7 }) }, { 3 }) },
             outputs = { Out = 1 }, attrs = { pooltype = "MAX" }, grad = { wrt = { "X" } } }
@@ -195,6 +204,9 @@ describe("CUDA kernels of layer_norm and the sequence ops #gpu", function()
       conv({ 3, 1, 5 }, 4, 6, 3, -1, false)
       conv({ 2, 0, 4 }, 3, 2, 2, 0, false)       -- an empty sequence, context after the row only
       conv({ 40 }, 5, 3, 4, -2, false)           -- one sequence of 40 rows
+    end)
+    it("an empty batch", function()
+      conv({ 0, 0 }, 3, 2, 3, -1, true)
     end)
     it("trainable padding rows, before and after, with grads", function()
       conv({ 3, 1, 5 }, 4, 6, 3, -1, true)
