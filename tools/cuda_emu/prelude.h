@@ -101,6 +101,12 @@ static inline unsigned grid_for(int64_t n, int threads = kThreads)
 #define OAR_CU_LOOP(i, n) \
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 static inline const char *nm(const char *s) { return s ? s : "?"; }
+#define OAR_CU_FLOAT_SWITCH(dt, T, ...)                 \
+    switch (dt) {                                        \
+    case OAR_FP32: { typedef float T; __VA_ARGS__; break; }  \
+    case OAR_FP64: { typedef double T; __VA_ARGS__; break; } \
+    default: break;                                      \
+    }
 struct Scratch {
     int device = 0;
     void *p = nullptr;
