@@ -122,15 +122,14 @@ describe("liboar.so's exports", function()
     local public, cdef = marked({ "src/oar.h" }), declared(require("oar.cdef"))
     assert.are.same({}, minus(public, cdef))
     assert.are.same({}, minus(cdef, public))
-    -- oar_op.h: every marked declaration of the headers it includes, no other
-    local code, out = sh("cd " .. sh_quote(ROOT) .. " && ${CC:-cc} -MM -Isrc -Ibuild src/oar_op.h")
-    assert.are.equal(0, code, out)
-    local gathered = {}
-    for path in out:gmatch("(src/[%w_/]+%.h)") do
-      if path ~= "src/oar.h" then gathered[#gathered + 1] = path end
+    -- every other mark: oar_op.h's headers and the definition layer's (src/ops);
+    -- a function marked in a header oar_op.h does not include is missing here
+    local others = {}
+    for _, path in ipairs(HEADERS) do
+      if path ~= "src/oar.h" then others[#others + 1] = path end
     end
-    assert.is_true(#gathered >= 5, out)
-    local op_api, cdef_op = marked(gathered), declared(require("oar.cdef_op"))
+    local op_api, cdef_op = marked(others), declared(require("oar.cdef_op"))
+    assert.is_true(#keys(op_api) > 100)
     assert.are.same({}, minus(op_api, cdef_op))
     assert.are.same({}, minus(cdef_op, op_api))
   end)
@@ -142,13 +141,11 @@ describe("liboar.so's exports", function()
     local bad, n = {}, 0
     for name in list:gmatch('"([%w_]+)"') do
       n = n + 1
-      local where = api[name]
-      -- from oar.h or oar_op.h (their cdefs), or a definition-layer helper
-      -- (src/ops/*.h) marked OAR_API where it is declared
-      local ok = exports[name] and (cdefs[name] or (where and where:find("^src/ops/")))
-      if not ok then
-        bad[#bad + 1] = name .. (exports[name] and " (not in oar.h, oar_op.h or src/ops)" or
-                                 " (not exported: mark its declaration OAR_API)")
+      -- exported, and part of one of the two APIs
+      if not exports[name] then
+        bad[#bad + 1] = name .. " (not exported: mark its declaration OAR_API)"
+      elseif not cdefs[name] then
+        bad[#bad + 1] = name .. " (not in oar.h, oar_op.h or a definition-layer header)"
       end
     end
     assert.is_true(n > 10, list)

@@ -64,8 +64,10 @@ enum {
     OAR_OP_NO_INFER_RUNTIME = 2, /* skip run-time inference (the run fn sizes outputs itself) */
     OAR_OP_PLACE_AWARE = 4, /* with NO_KERNEL: `run` handles tensors on any place (assign, shape);
                                other NO_KERNEL ops get their inputs on the host */
-    OAR_OP_INPLACE = 8      /* output slot 0 may take input slot 0's buffer when the input dies
+    OAR_OP_INPLACE = 8,     /* output slot 0 may take input slot 0's buffer when the input dies
                                here: the kernel reads element i before writing element i */
+    OAR_OP_WRITES_OUTPUTS = 16 /* every kernel writes each element of each output it gets from
+                               oar_k_output_data, so a new host buffer there is not zeroed */
 };
 
 typedef struct oar_op_def {
@@ -128,6 +130,9 @@ OAR_API int oar_ic_set_out_var_type(oar_infer_ctx_t *c, const char *slot, int i,
 OAR_API int oar_ic_share_lod(oar_infer_ctx_t *c, const char *in_slot, int i, const char *out_slot, int j);
 /* run time only: the tensor behind an input (NULL at compile time) */
 OAR_API const oar_tensor_t *oar_ic_in_tensor(oar_infer_ctx_t *c, const char *slot, int i);
+/* the same for an op that needs only the dims and the LoD (always on the
+ * host): the data stay where they are, on a device too */
+OAR_API const oar_tensor_t *oar_ic_in_lod_tensor(oar_infer_ctx_t *c, const char *slot, int i);
 OAR_API int oar_ic_error(oar_infer_ctx_t *c, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* common inference shapes */

@@ -6,9 +6,10 @@
 #     the part of oar.h between OAR_FFI_BEGIN and OAR_FFI_END (written free
 #     of preprocessor lines), without the OAR_API marks;
 #   tools/gen_cdef.sh --op src/oar_op.h [DEPFILE TARGET] -> lua/oar/cdef_op.lua
-#     the op-authoring header run through the C preprocessor ($CC -E, with
-#     oar.h's part left out: cdef.lua declares it): every type declared in
-#     src/, and every function or variable marked OAR_API (the ones liboar
+#     the op-authoring header, with the definition layer's headers that mark
+#     functions OAR_API (src/ops/*.h), run through the C preprocessor ($CC -E,
+#     with oar.h's part left out: cdef.lua declares it): every type declared
+#     in src/, and every function or variable marked OAR_API (the ones liboar
 #     exports); unmarked prototypes and inline function bodies are dropped.
 #     With DEPFILE, the compiler also writes make's dependencies of TARGET
 #     (every header the output came from).
@@ -26,7 +27,9 @@ dep=
 [ -n "$3" ] && dep="-MD -MP -MF $3 -MT $4"
 # OAR_H predefined: oar.h's body is skipped; OAR_API becomes a token the
 # filter below can see
-out=$(${CC:-cc} -E -std=c11 -D_GNU_SOURCE -DOAR_H -D'OAR_API=__oar_api__' -Isrc -Ibuild $dep "$header")
+ops=$(grep -l 'OAR_API' src/ops/*.h 2>/dev/null || true)
+out=$(for h in "$header" $ops; do printf '#include "%s"\n' "$h"; done |
+      ${CC:-cc} -E -std=c11 -D_GNU_SOURCE -DOAR_H -D'OAR_API=__oar_api__' -I. -Isrc -Ibuild $dep -x c -)
 echo "-- generated from $header by tools/gen_cdef.sh; do not edit"
 echo 'return [==['
 printf '%s\n' "$out" | awk '

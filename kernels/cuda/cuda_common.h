@@ -80,6 +80,16 @@ int out_data(oar_kernel_ctx_t *k, const char *slot, int dtype, int64_t numel, vo
 /* the same for an optional output: *p NULL and OAR_OK when absent */
 int out_data_opt(oar_kernel_ctx_t *k, const char *slot, int dtype, int64_t numel, void **p);
 
+/* The same by slot index (the definition's slot enums, src/ops/<family>.h);
+ * messages name the slot as the definition does. */
+const char *in_slot_name(const oar_kernel_ctx_t *k, int slot);
+const char *out_slot_name(const oar_kernel_ctx_t *k, int slot);
+int in_tensor_at(oar_kernel_ctx_t *k, int slot, int i, int dtype, int64_t numel,
+                 const oar_tensor_t **t, const void **p);
+/* output `slot`[i] */
+int out_data_at(oar_kernel_ctx_t *k, int slot, int i, int dtype, int64_t numel, void **p);
+int out_data_opt_at(oar_kernel_ctx_t *k, int slot, int i, int dtype, int64_t numel, void **p);
+
 /* ---- scratch device memory ---------------------------------------------- */
 struct Scratch {
     int device = 0;

@@ -3,6 +3,8 @@
 -- CUDA place (see spec/cuda_spec.lua's header for what `same` checks).
 local assert = require("luassert")   -- busted's global is not visible in modules
 local ffi = require("ffi")
+-- busted puts luassert in the spec files' environment, not in a module's
+local assert = require("luassert")
 local oar = require("oar")
 local lib = require("oar.lib")
 local place = require("oar.place")

@@ -54,6 +54,7 @@ static int fill_decode_common(oar_decode_ctx_t *d, oar_fill_attrs_t *a)
 {
     a->dtype = oar_dec_i(d, "dtype");
     a->value = oar_dec_f(d, "value");
+    a->force_cpu = oar_dec_b(d, "force_cpu");
     const char *s = oar_dec_s(d, "str_value");
     a->str_value = s;
     a->str_kind = OAR_FILL_STR_NONE;
@@ -171,7 +172,7 @@ static int fcb_infer(oar_infer_ctx_t *c)
     int64_t batch = in[ii];
     if (oar_ic_runtime(c) && ii == 0) {
         /* a LoD input's batch is its number of sequences, as in Fluid */
-        const oar_tensor_t *t = oar_ic_in_tensor(c, "Input", 0);
+        const oar_tensor_t *t = oar_ic_in_lod_tensor(c, "Input", 0);
         int lv = t ? oar_tensor_lod_levels(t) : 0;
         if (lv > 0) batch = oar_tensor_lod_size(t, lv - 1) - 1;
     }
