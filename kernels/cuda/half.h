@@ -8,6 +8,7 @@
 #ifndef OAR_CUDA_HALF_H
 #define OAR_CUDA_HALF_H
 #include <cuda_fp16.h>
+#include "cuda_common.h"
 
 namespace oarcu {
 
@@ -27,6 +28,10 @@ template <class T> struct CuType;
 template <> struct CuType<float> { static constexpr cudaDataType_t blas = CUDA_R_32F; };
 template <> struct CuType<double> { static constexpr cudaDataType_t blas = CUDA_R_64F; };
 template <> struct CuType<__half> { static constexpr cudaDataType_t blas = CUDA_R_16F; };
+
+/* casts n elements of dtype src_dt (float, integer or bool) to float16 on
+ * the kernel's device (half_ops.cu; tensor_ops.cu's cast calls it) */
+int cast_to_half(oar_kernel_ctx_t *k, int src_dt, const void *src, void *dst, int64_t n);
 
 }  // namespace oarcu
 #endif
