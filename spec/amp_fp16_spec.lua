@@ -242,6 +242,36 @@ describe("oar.amp.rewrite_program", function()
     assert.are.same({ v.bn.name .. ".cast_fp32" }, b:op(5):input("X"))
   end)
 
+  it("builds the backward pass of a rewritten LeNet with batch norm: float32 parameter gradients", function()
+    local main, startup = oar.Program(), oar.Program()
+    local loss
+    oar.program_guard(main, startup, function()
+      local img = layers.data{ name = "img", shape = { 1, 12, 12 } }
+      local lbl = layers.data{ name = "label", shape = { 1 }, dtype = "int64" }
+      local c = layers.conv2d{ input = img, num_filters = 4, filter_size = 3, act = "relu" }
+      local p = layers.pool2d{ input = c, pool_size = 2, pool_stride = 2 }
+      local bn = layers.batch_norm{ input = p, act = "relu" }
+      local logits = layers.fc{ input = bn, size = 10 }
+      loss = layers.mean(layers.softmax_with_cross_entropy{ logits = logits, label = lbl })
+      oar.amp.decorate(oar.optimizer.SGD{ learning_rate = 0.1 }, { use_fp16_compute = true }):minimize(loss)
+    end)
+    local b = main:global_block()
+    assert.are.equal("float32", loss.dtype)
+    local bng = b:op(find_op(b, "batch_norm_grad"))
+    assert.are.equal("float16", dtype_of(b, bng:output("X@GRAD")[1]))
+    assert.are.equal("float32", dtype_of(b, bng:output("Scale@GRAD")[1]))
+    local trained = 0
+    for _, p in ipairs(main:all_parameters()) do
+      assert.are.equal("float32", p.dtype, p.name)   -- the running mean and variance too
+      if p.trainable then
+        assert.are.equal("float32", dtype_of(b, p.name .. "@GRAD"), p.name)
+        trained = trained + 1
+      end
+    end
+    assert.are.equal(6, trained)   -- conv filter and bias, scale and bias, fc weight and bias
+    assert.are.equal("float16", dtype_of(b, b:op(find_op(b, "conv2d")):output("Output")[1]))
+  end)
+
   it("checks its arguments", function()
     assert.has_error(function() oar.amp.rewrite_program({}) end,
       "oar.amp.rewrite_program: 'program' must be a Program, got table")
