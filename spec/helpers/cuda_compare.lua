@@ -2,6 +2,8 @@
 -- programs built from a table, and runs compared between the CPU and the
 -- CUDA place (see spec/cuda_spec.lua's header for what `same` checks).
 local ffi = require("ffi")
+-- busted's assert lives in the spec files' environment, not in this module's
+local assert = require("luassert")
 local oar = require("oar")
 local lib = require("oar.lib")
 local place = require("oar.place")
