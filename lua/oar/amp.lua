@@ -28,9 +28,10 @@
 -- float16 inputs cast back; gray ops (elementwise, activations, `pool2d`,
 -- `batch_norm`) run in float16 when one of their inputs is float16; any
 -- other op runs in float32. The backward pass then produces float32
--- parameter gradients through `cast`'s gradient. Float16 kernels exist only
--- on CUDA: run on the CPU, a rewritten program fails at its first float16
--- op ("no CPU kernel for dtype float16").
+-- parameter gradients through `cast`'s gradient. Float16 compute kernels
+-- are CUDA's; the CPU has float16 `mul`, `elementwise_add` and `relu` only
+-- (enough for an MLP): any other float16 op on the CPU fails naming the op
+-- ("no CPU kernel for dtype float16").
 -- @module oar.amp
 -- @usage
 -- local opt = oar.amp.decorate(oar.optimizer.SGD{learning_rate = 0.1},
