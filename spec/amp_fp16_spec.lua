@@ -55,7 +55,8 @@ describe("oar.amp.AutoMixedPrecisionLists", function()
   end)
 
   it("moves custom ops between the lists and refuses an op in both", function()
-    local l = oar.amp.AutoMixedPrecisionLists{ custom_white_list = { "softmax" }, custom_black_list = { "pool2d", "mul" } }
+    local l = oar.amp.AutoMixedPrecisionLists{ custom_white_list = { "softmax" },
+      custom_black_list = { "pool2d", "mul" } }
     assert.is_true(l.white_list.softmax)
     assert.is_nil(l.black_list.softmax)
     assert.is_true(l.black_list.pool2d)
@@ -367,7 +368,9 @@ describe("the CPU float16 kernels of mul, elementwise_add and relu", function()
       for i, t in ipairs(res) do
         assert.are.equal("float32", t:dtype())
         local flat = {}
-        local function walk(v) if type(v) == "table" then for _, e in ipairs(v) do walk(e) end else flat[#flat + 1] = v end end
+        local function walk(v)
+          if type(v) == "table" then for _, e in ipairs(v) do walk(e) end else flat[#flat + 1] = v end
+        end
         walk(t:totable())
         out[i] = flat
       end

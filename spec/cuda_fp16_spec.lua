@@ -215,7 +215,8 @@ describe("float16 on CUDA #gpu", function()
       for _, op in ipairs({ "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div",
         "elementwise_max", "elementwise_min" }) do
         local y_lo = op == "elementwise_div" and 0.5 or -1
-        same_half{ type = op, inputs = { X = rand({ 4, 37 }, -1, 1), Y = rand({ 4, 37 }, y_lo, 2) }, grad = { "X", "Y" } }
+        same_half{ type = op, inputs = { X = rand({ 4, 37 }, -1, 1), Y = rand({ 4, 37 }, y_lo, 2) },
+          grad = { "X", "Y" } }
         same_half{ type = op, inputs = { X = rand({ 6, 3 }, -1, 1), Y = rand({ 3 }, y_lo, 2) }, grad = { "X", "Y" } }
         same_half{ type = op, inputs = { X = rand({ 8, 4, 6, 6 }, -1, 1), Y = rand({ 4 }, y_lo, 2) },
           attrs = { axis = 1 }, grad = { "X", "Y" } }

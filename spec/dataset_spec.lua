@@ -179,6 +179,23 @@ describe("oar.dataset.fashion_mnist on hand-made files", function()
     assert.are.equal(d, fm.load("train", { data_dir = dir }))  -- cached
   end)
 
+  it("keeps the bytes; float images are made only when asked for, and batches scale the bytes", function()
+    local d = fm.load("train", { data_dir = dir, max_items = 2 })
+    assert.are.equal(2 * 784, ffi.sizeof(d.pixels))        -- uint8, the file's bytes
+    assert.are.equal(255, d.pixels[784])
+    local xs = {}
+    for x in fm.batches(d, 2, { shuffle = false }) do xs[#xs + 1] = x:totable() end
+    assert.is_nil(rawget(d, "images"))                     -- batches never made them
+    assert.are.equal(-1, xs[1][1][1])
+    assert.are.equal(1, xs[1][2][784])
+    local part = require("oar.dataset.split")(d, { validation = 1, seed = 0 })
+    local images = d.images                                -- made now, kept on d
+    assert.are.equal(2 * 784 * 4, ffi.sizeof(images))
+    assert.are.equal(images, part.images)                  -- a part shares them
+    assert.are.equal(images, d.images)
+    for i = 0, 2 * 784 - 1 do assert.is_true(math.abs(d.pixels[i] / 255 * 2 - 1 - images[i]) < 1e-7) end
+  end)
+
   it("serves Fluid-style reader creators", function()
     local samples = {}
     for s in fm.test({ data_dir = dir })() do samples[#samples + 1] = s end

@@ -364,6 +364,35 @@ describe("convolution, pooling and normalization", function()
     near({ { { { 12, 16 }, { 24, 28 } } } }, got[1]:totable())
   end)
 
+  it("convolves and pools channels-last input with data_format NHWC", function()
+    local main, startup, out, pooled = build(function()
+      local img = layers.data{ name = "img", shape = { 3, 3, 2 } }   -- H, W, C
+      local c = layers.conv2d{ input = img, num_filters = 2, filter_size = 2, data_format = "NHWC",
+                               param_attr = { initializer = Constant{ value = 1 } },
+                               bias_attr = { initializer = Constant{ value = 0.5 } } }
+      return c, layers.pool2d{ input = c, pool_size = 2, pool_type = "max", data_format = "NHWC" }
+    end)
+    assert.are.same({ -1, 2, 2, 2 }, out.shape)
+    assert.are.same({ 2, 2, 2, 2 }, main:global_block():var("conv2d_0.w_0").shape)   -- OIHW as in NCHW
+    assert.are.same({ 2 }, main:global_block():var("conv2d_0.b_0").shape)
+    -- channel 0 holds v, channel 1 holds 10 v, v = 1..9 row-major
+    local X = {}
+    for h = 1, 3 do
+      X[h] = {}
+      for w = 1, 3 do local v = (h - 1) * 3 + w; X[h][w] = { v, 10 * v } end
+    end
+    local got = run(main, startup, { img = { X } }, { out, pooled })
+    -- each output channel: 11 * (sum of the 2x2 window of v) + 0.5, the same for both filters
+    local function o(s) return { 11 * s + 0.5, 11 * s + 0.5 } end
+    near({ { { o(12), o(16) }, { o(24), o(28) } } }, got[1]:totable())
+    near({ { { o(28) } } }, got[2]:totable())
+    assert.matches("data_format", errmsg(function()
+      oar.program_guard(main, nil, function()
+        layers.conv2d{ input = main:global_block():var("img"), num_filters = 1, filter_size = 1, data_format = "CHWN" }
+      end)
+    end))
+  end)
+
   it("normalizes a batch with batch_norm and layer_norm", function()
     local main, startup, bn, ln = build(function()
       local x = layers.data{ name = "x", shape = { 2, 1, 1 } }

@@ -81,7 +81,9 @@ const char *oar_backend_cuda_error(void);
     "oar_k_in", "oar_k_out", "oar_k_out_data", "oar_k_in_name", "oar_k_out_name",         \
     "oar_k_in_count", "oar_k_out_count", "oar_k_op", "oar_k_error", "oar_k_dtype",        \
     "oar_k_in_var", "oar_k_out_var", "oar_k_attrs", "oar_k_input", "oar_k_output_data",   \
-    "oar_k_input_name", "oar_k_output", "oar_k_output_name", "oar_k_nin", "oar_k_input_var", "oar_rng_next", "oar_rng_next_r", "oar_rng_seed",                 \
+    "oar_k_input_name", "oar_rng_next", "oar_rng_next_r", "oar_rng_seed",                 \
+    "oar_k_output", "oar_k_output_name", "oar_k_input_var", "oar_k_output_var",           \
+    "oar_k_nin", "oar_k_nout",                                                            \
     /* desc.h: attributes by name */ "oar_attr_b", "oar_attr_f", "oar_attr_i",            \
     "oar_attr_ints", "oar_attr_l", "oar_attr_s", "oar_op_desc_attr_type",                 \
     /* tensor.h, variable.h */ "oar_dtype_name", "oar_dtype_size", "oar_shape_str",       \
@@ -95,7 +97,10 @@ const char *oar_backend_cuda_error(void);
     /* comm.h: NCCL's unique id travels over the job's communicator */                  \
     "oar_comm_broadcast", "oar_comm_check_once", "oar_comm_rank", "oar_comm_size",       \
     "oar_comm_timeout", "oar_k_program", "oar_op_desc_type",                          \
-    /* ops/lod_plumbing.h */ "oar_cf_concat_lod"
+    /* ops/lod_plumbing.h */ "oar_cf_concat_lod",                                    \
+    /* op.h, ops/seq_layout.h: the recurrent kernels (lstm.cu, gru.cu) */            \
+    "oar_k_input_var", "oar_k_output", "oar_k_output_name", "oar_seqb_make",            \
+    "oar_seqb_free", "oar_seqb_prev_rows"
 
 #ifdef __cplusplus
 }

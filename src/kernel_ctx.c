@@ -78,6 +78,7 @@ static void *out_data(oar_kernel_ctx_t *k, oar_tensor_t *t, int dtype) {
             return t->buf->data;
         }
     }
+    if (k->op && (k->op->def->flags & OAR_OP_WRITES_OUTPUTS)) return oar_tensor_mutable_raw_on(t, dtype, k->place, k->device);
     return oar_tensor_mutable_on(t, dtype, k->place, k->device);
 }
 

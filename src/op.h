@@ -64,8 +64,10 @@ enum {
     OAR_OP_NO_INFER_RUNTIME = 2, /* skip run-time inference (the run fn sizes outputs itself) */
     OAR_OP_PLACE_AWARE = 4, /* with NO_KERNEL: `run` handles tensors on any place (assign, shape);
                                other NO_KERNEL ops get their inputs on the host */
-    OAR_OP_INPLACE = 8      /* output slot 0 may take input slot 0's buffer when the input dies
+    OAR_OP_INPLACE = 8,     /* output slot 0 may take input slot 0's buffer when the input dies
                                here: the kernel reads element i before writing element i */
+    OAR_OP_WRITES_OUTPUTS = 16 /* every kernel writes each element of each output it gets from
+                               oar_k_output_data, so a new host buffer there is not zeroed */
 };
 
 typedef struct oar_op_def {

@@ -304,7 +304,22 @@ int oar_tensor_resize(oar_tensor_t *t, const int64_t *dims, int ndim)
     return OAR_OK;
 }
 
+static void *mutable_on(oar_tensor_t *t, int dtype, int place, int device, bool zero);
+
 void *oar_tensor_mutable_on(oar_tensor_t *t, int dtype, int place, int device)
+{
+    /* host buffers read as zeros; a device buffer is an output its CUDA
+     * kernel writes in full (kernels that accumulate clear it first), so
+     * it is not cleared: that would be one more launch per allocation */
+    return mutable_on(t, dtype, place, device, place == OAR_PLACE_CPU);
+}
+
+void *oar_tensor_mutable_raw_on(oar_tensor_t *t, int dtype, int place, int device)
+{
+    return mutable_on(t, dtype, place, device, false);
+}
+
+static void *mutable_on(oar_tensor_t *t, int dtype, int place, int device, bool zero)
 {
     if (!t) {
         oar_error(OAR_ERR_INVALID, "oar_tensor_mutable: NULL tensor");
@@ -316,10 +331,7 @@ void *oar_tensor_mutable_on(oar_tensor_t *t, int dtype, int place, int device)
     oar_buffer_t *b = t->buf;
     bool shared = b && __atomic_load_n(&b->refcount, __ATOMIC_ACQUIRE) > 1;
     if (!b || !b->data || b->bytes < bytes || shared || !buffer_on(b, place, device)) {
-        /* host buffers read as zeros; a device buffer is an output its CUDA
-         * kernel writes in full (kernels that accumulate clear it first), so
-         * it is not cleared: that would be one more launch per allocation */
-        oar_buffer_t *nb = buffer_new_on(bytes, place, device, place == OAR_PLACE_CPU);
+        oar_buffer_t *nb = buffer_new_on(bytes, place, device, zero);
         if (!nb) return NULL;
         buffer_release(b);
         t->buf = nb;

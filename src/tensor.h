@@ -49,6 +49,9 @@ void *oar_tensor_mutable(oar_tensor_t *t, int dtype);
  * by a new one on `place`, like a shared one. oar_tensor_mutable is
  * oar_tensor_mutable_on(t, dtype, OAR_PLACE_CPU, 0). */
 void *oar_tensor_mutable_on(oar_tensor_t *t, int dtype, int place, int device);
+/* The same, but a new host buffer is not zeroed: for a caller that writes
+ * every element (kernels of OAR_OP_WRITES_OUTPUTS definitions). */
+void *oar_tensor_mutable_raw_on(oar_tensor_t *t, int dtype, int place, int device);
 /* Moves t's data to place/device (Fluid's data transform): a new buffer there
  * receives a copy and t drops its old buffer, which other sharers keep.
  * Nothing to do when t has no data or is there already. */

@@ -121,7 +121,7 @@ typedef void (*ew_grad_fn)(const oar_bplan_t *p, const void *x, const void *y, c
                 else { const T a = *xr;                                               \
                     for (int64_t i = 0; i < n; i++) { T b = yr[i], o = orow[i], g = grow[i]; \
                         (void)a; (void)b; (void)o; s += (EXPR); } }                   \
-                *dr += s;                                                             \
+                if (full) *dr = s; else *dr += s;                                     \
             } else if (xv1 && yv1) {                                                  \
                 if (full) for (int64_t i = 0; i < n; i++) {                           \
                     T a = xr[i], b = yr[i], o = orow[i], g = grow[i];                 \

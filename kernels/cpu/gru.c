@@ -5,7 +5,7 @@
  * One GRU step over n rows is two GEMMs with elementwise work around them:
  * gates += h_p W_ur, activate u and r, r . h_p, candidate += (r . h_p) W_c,
  * activate c, mix. gru runs the steps on the sequence-to-batch layout
- * (sequence_batch.h), so a step's rows are those of all sequences still
+ * (ops/seq_layout.h), so a step's rows are those of all sequences still
  * running; gru_unit is one step over all its rows. The grads run the steps
  * backwards and find Weight@GRAD with one GEMM per weight block over all
  * steps (previous hiddens^T dGate_ur and (r . h_p)^T dGate_c).

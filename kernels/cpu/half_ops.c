@@ -63,8 +63,8 @@ static int mul_setup(oar_kernel_ctx_t *k, mul_in_t *m)
     for (int i = 0; i < xt->ndim; i++) *(i < a->xnf ? &m->M : &m->K) *= xt->dims[i];
     for (int i = 0; i < yt->ndim; i++) *(i < a->ynf ? &ky : &m->N) *= yt->dims[i];
     if (ky != m->K)
-        return oar_k_error(k, OAR_ERR_SHAPE, "X flattened to [%lld, %lld] does not multiply Y flattened to [%lld, %lld]",
-                           (long long)m->M, (long long)m->K, (long long)ky, (long long)m->N);
+        return oar_k_error(k, OAR_ERR_SHAPE, "X flattened to [%lld, %lld] does not multiply Y flattened to "
+                           "[%lld, %lld]", (long long)m->M, (long long)m->K, (long long)ky, (long long)m->N);
     m->x = m->y = NULL;
     int rc = to_float(k, xt, "X", &m->x);
     if (rc == OAR_OK) rc = to_float(k, yt, "Y", &m->y);
@@ -210,7 +210,8 @@ static int relu_grad_f16(oar_kernel_ctx_t *k)
         return oar_k_error(k, OAR_ERR_SHAPE, "Out@GRAD has %lld elements, Out %lld", (long long)oar_tensor_numel_of(g),
                            (long long)n);
     const uint16_t *ov = oar_tensor_data((oar_tensor_t *)out), *gv = oar_tensor_data((oar_tensor_t *)g);
-    if (n > 0 && (!ov || !gv)) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s has no data", ov ? "Out@GRAD" : "Out");
+    if (n > 0 && (!ov || !gv))
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s has no data", ov ? "Out@GRAD" : "Out");
     uint16_t *d = oar_k_output_data(k, OAR_UNARY_G_DX, 0, OAR_FP16);
     if (!d) return n == 0 ? OAR_OK : OAR_ERR_NOMEM;
     for (int64_t i = 0; i < n; i++) d[i] = oar_half_to_double(ov[i]) > 0 ? gv[i] : 0;

@@ -18,6 +18,7 @@
  *   normalize divides by the number of labels that are not ignore_index.
  */
 #include "op.h"
+#include "ops/loss.h"
 
 #include <math.h>
 #include <string.h>
@@ -27,33 +28,38 @@ static const char *nm(const char *s) { return s ? s : "?"; }
 /* parallel when the loop touches enough values: `work` counts them */
 #define PAR_FOR _Pragma("omp parallel for if(work > 4096)")
 
-static int tensor_in(oar_kernel_ctx_t *k, const char *slot, int dtype, int64_t numel, const oar_tensor_t **t)
+/* input `slot` (`name` in messages) of dtype `dtype` (-1: any) and, when
+ * numel >= 0, numel elements */
+static int tensor_in(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel,
+                     const oar_tensor_t **t)
 {
-    *t = oar_k_in(k, slot, 0);
+    *t = oar_k_input(k, slot, 0);
     if (!*t || ((*t)->dtype < 0))
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", slot, nm(oar_k_in_name(k, slot, 0)));
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", name,
+                           nm(oar_k_input_name(k, slot, 0)));
     if (dtype >= 0 && (*t)->dtype != dtype)
-        return oar_k_error(k, OAR_ERR_DTYPE, "input %s '%s' has dtype %s, expected %s", slot,
-                           nm(oar_k_in_name(k, slot, 0)), nm(oar_dtype_name((*t)->dtype)), oar_dtype_name(dtype));
+        return oar_k_error(k, OAR_ERR_DTYPE, "input %s '%s' has dtype %s, expected %s", name,
+                           nm(oar_k_input_name(k, slot, 0)), nm(oar_dtype_name((*t)->dtype)), oar_dtype_name(dtype));
     if (numel >= 0 && oar_tensor_numel_of(*t) != numel)
-        return oar_k_error(k, OAR_ERR_SHAPE, "input %s '%s' has %lld elements, expected %lld", slot,
-                           nm(oar_k_in_name(k, slot, 0)), (long long)oar_tensor_numel_of(*t), (long long)numel);
+        return oar_k_error(k, OAR_ERR_SHAPE, "input %s '%s' has %lld elements, expected %lld", name,
+                           nm(oar_k_input_name(k, slot, 0)), (long long)oar_tensor_numel_of(*t), (long long)numel);
     if (oar_tensor_numel_of(*t) > 0 && !oar_tensor_has_data(*t))
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no data", slot, nm(oar_k_in_name(k, slot, 0)));
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no data", name,
+                           nm(oar_k_input_name(k, slot, 0)));
     return OAR_OK;
 }
 
 static const void *data_of(const oar_tensor_t *t) { return oar_tensor_has_data(t) ? t->buf->data : NULL; }
 
-/* every hard label in [0, C) or ignore_index */
-static int check_labels(oar_kernel_ctx_t *k, const int64_t *lbl, int64_t n, int64_t classes, int ignore)
+/* every hard label (input slot `slot`) in [0, C) or ignore_index */
+static int check_labels(oar_kernel_ctx_t *k, int slot, const int64_t *lbl, int64_t n, int64_t classes, int ignore)
 {
     for (int64_t i = 0; i < n; i++) {
         int64_t l = lbl[i];
         if (l == ignore) continue;
         if (l < 0 || l >= classes)
             return oar_k_error(k, OAR_ERR_RANGE, "Label '%s' holds %lld at row %lld, outside [0, %lld) "
-                               "(ignore_index is %d)", nm(oar_k_in_name(k, "Label", 0)), (long long)l,
+                               "(ignore_index is %d)", nm(oar_k_input_name(k, slot, 0)), (long long)l,
                                (long long)i, (long long)classes, ignore);
     }
     return OAR_OK;
@@ -75,14 +81,15 @@ typedef struct {
 
 static int ce_prepare(oar_kernel_ctx_t *k, int dt, ce_t *c)
 {
-    OAR_TRY(tensor_in(k, "X", dt, -1, &c->x));
-    const oar_op_desc_t *op = oar_k_op(k);
-    c->soft = oar_attr_b(op, "soft_label");
-    c->ignore = oar_attr_i(op, "ignore_index");
+    OAR_TRY(tensor_in(k, OAR_CE_X, "X", dt, -1, &c->x));
+    const oar_ce_attrs_t *a = oar_k_attrs(k);
+    c->soft = a->soft_label;
+    c->ignore = a->ignore_index;
     c->classes = c->x->ndim > 0 ? c->x->dims[c->x->ndim - 1] : 1;
     c->n = c->classes > 0 ? oar_tensor_numel_of(c->x) / c->classes : 0;
-    OAR_TRY(tensor_in(k, "Label", c->soft ? dt : OAR_INT64, c->soft ? c->n * c->classes : c->n, &c->label));
-    return c->soft ? OAR_OK : check_labels(k, data_of(c->label), c->n, c->classes, c->ignore);
+    OAR_TRY(tensor_in(k, OAR_CE_LABEL, "Label", c->soft ? dt : OAR_INT64, c->soft ? c->n * c->classes : c->n,
+                      &c->label));
+    return c->soft ? OAR_OK : check_labels(k, OAR_CE_LABEL, data_of(c->label), c->n, c->classes, c->ignore);
 }
 
 #define CE_KERNELS(sfx, T, DT)                                                                     \
@@ -91,8 +98,9 @@ static int ce_prepare(oar_kernel_ctx_t *k, int dt, ce_t *c)
         ce_t c;                                                                                    \
         OAR_TRY(ce_prepare(k, DT, &c));                                                            \
         const T *x = data_of(c.x);                                                                 \
-        if (!oar_k_out(k, "Y", 0)) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Y has no tensor"); \
-        T *y = oar_k_out_data(k, "Y", 0, DT);                                                      \
+        if (!oar_k_output(k, OAR_CE_Y, 0))                                                         \
+            return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Y has no tensor");                    \
+        T *y = oar_k_output_data(k, OAR_CE_Y, 0, DT);                                              \
         if (!y) return OAR_ERR_NOMEM;                                                              \
         int64_t C_ = c.classes;                                                                    \
         if (c.soft) {                                                                              \
@@ -118,10 +126,10 @@ static int ce_prepare(oar_kernel_ctx_t *k, int dt, ce_t *c)
         ce_t c;                                                                                    \
         OAR_TRY(ce_prepare(k, DT, &c));                                                            \
         const oar_tensor_t *gt;                                                                    \
-        OAR_TRY(tensor_in(k, "Y@GRAD", DT, c.n, &gt));                                             \
-        if (!oar_k_out(k, "X@GRAD", 0)) return OAR_OK;                                             \
+        OAR_TRY(tensor_in(k, OAR_CEG_DY, "Y@GRAD", DT, c.n, &gt));                                 \
+        if (!oar_k_output(k, OAR_CEG_DX, 0)) return OAR_OK;                                        \
         const T *x = data_of(c.x), *g = data_of(gt);                                               \
-        T *dx = oar_k_out_data(k, "X@GRAD", 0, DT);                                                \
+        T *dx = oar_k_output_data(k, OAR_CEG_DX, 0, DT);                                           \
         if (!dx) return OAR_ERR_NOMEM;                                                             \
         int64_t C_ = c.classes;                                                                    \
         if (c.soft) {                                                                              \
@@ -150,23 +158,25 @@ typedef struct {
     int ignore;
 } swce_t;
 
-/* the tensor in `slot` seen as [pre, C, post] along attr axis, and Label */
-static int swce_prepare(oar_kernel_ctx_t *k, const char *slot, int dt, swce_t *s, const oar_tensor_t **x)
+/* the tensor in input `slot` (`name`) seen as [pre, C, post] along attr
+ * axis, and Label (input `lslot`) */
+static int swce_prepare(oar_kernel_ctx_t *k, int slot, const char *name, int lslot, int dt, swce_t *s,
+                        const oar_tensor_t **x)
 {
-    OAR_TRY(tensor_in(k, slot, dt, -1, x));
-    const oar_op_desc_t *op = oar_k_op(k);
-    int nd = (*x)->ndim, a = oar_attr_i(op, "axis");
+    OAR_TRY(tensor_in(k, slot, name, dt, -1, x));
+    const oar_swce_attrs_t *at = oar_k_attrs(k);
+    int nd = (*x)->ndim, a = at->axis;
     if (a < 0) a += nd;
     if (a < 0 || a >= nd) return oar_k_error(k, OAR_ERR_RANGE, "attr axis is out of range for rank %d", nd);
     s->pre = s->post = 1;
     for (int i = 0; i < a; i++) s->pre *= (*x)->dims[i];
     for (int i = a + 1; i < nd; i++) s->post *= (*x)->dims[i];
     s->classes = (*x)->dims[a];
-    s->soft = oar_attr_b(op, "soft_label");
-    s->ignore = oar_attr_i(op, "ignore_index");
+    s->soft = at->soft_label;
+    s->ignore = at->ignore_index;
     int64_t rows = s->pre * s->post;
-    OAR_TRY(tensor_in(k, "Label", s->soft ? dt : OAR_INT64, s->soft ? rows * s->classes : rows, &s->label));
-    return s->soft ? OAR_OK : check_labels(k, data_of(s->label), rows, s->classes, s->ignore);
+    OAR_TRY(tensor_in(k, lslot, "Label", s->soft ? dt : OAR_INT64, s->soft ? rows * s->classes : rows, &s->label));
+    return s->soft ? OAR_OK : check_labels(k, lslot, data_of(s->label), rows, s->classes, s->ignore);
 }
 
 #define SWCE_KERNELS(sfx, T, DT)                                                                   \
@@ -174,12 +184,12 @@ static int swce_prepare(oar_kernel_ctx_t *k, const char *slot, int dt, swce_t *s
     {                                                                                              \
         swce_t s;                                                                                  \
         const oar_tensor_t *xt;                                                                    \
-        OAR_TRY(swce_prepare(k, "Logits", DT, &s, &xt));                                           \
-        if (!oar_k_out(k, "Softmax", 0) || !oar_k_out(k, "Loss", 0))                               \
+        OAR_TRY(swce_prepare(k, OAR_SWCE_LOGITS, "Logits", OAR_SWCE_LABEL, DT, &s, &xt));          \
+        if (!oar_k_output(k, OAR_SWCE_SOFTMAX, 0) || !oar_k_output(k, OAR_SWCE_LOSS, 0))           \
             return oar_k_error(k, OAR_ERR_NOT_FOUND, "outputs Softmax and Loss need tensors");     \
         const T *x = data_of(xt);                                                                  \
-        T *sm = oar_k_out_data(k, "Softmax", 0, DT);                                               \
-        T *loss = sm ? oar_k_out_data(k, "Loss", 0, DT) : NULL;                                    \
+        T *sm = oar_k_output_data(k, OAR_SWCE_SOFTMAX, 0, DT);                                     \
+        T *loss = sm ? oar_k_output_data(k, OAR_SWCE_LOSS, 0, DT) : NULL;                          \
         if (!loss) return OAR_ERR_NOMEM;                                                           \
         const int64_t C_ = s.classes, P = s.post, rows = s.pre * s.post;                           \
         const int64_t work = rows * C_;                                                            \
@@ -212,12 +222,12 @@ static int swce_prepare(oar_kernel_ctx_t *k, const char *slot, int dt, swce_t *s
     {                                                                                              \
         swce_t s;                                                                                  \
         const oar_tensor_t *smt, *gt;                                                              \
-        OAR_TRY(swce_prepare(k, "Softmax", DT, &s, &smt));                                         \
+        OAR_TRY(swce_prepare(k, OAR_SWCEG_SOFTMAX, "Softmax", OAR_SWCEG_LABEL, DT, &s, &smt));     \
         const int64_t C_ = s.classes, P = s.post, rows = s.pre * s.post;                           \
-        OAR_TRY(tensor_in(k, "Loss@GRAD", DT, rows, &gt));                                         \
-        if (!oar_k_out(k, "Logits@GRAD", 0)) return OAR_OK;                                        \
+        OAR_TRY(tensor_in(k, OAR_SWCEG_DLOSS, "Loss@GRAD", DT, rows, &gt));                        \
+        if (!oar_k_output(k, OAR_SWCEG_DLOGITS, 0)) return OAR_OK;                                 \
         const T *sm = data_of(smt), *g = data_of(gt);                                              \
-        T *dx = oar_k_out_data(k, "Logits@GRAD", 0, DT);                                           \
+        T *dx = oar_k_output_data(k, OAR_SWCEG_DLOGITS, 0, DT);                                    \
         if (!dx) return OAR_ERR_NOMEM;                                                             \
         const int64_t work = rows * C_;                                                            \
         PAR_FOR for (int64_t r = 0; r < rows; r++) {                                               \
@@ -248,9 +258,9 @@ static inline bool ignored(double z, int ignore) { return trunc(z) == (double)ig
 
 /* 1 / (labels not ignored), or 1 without normalize (or when all are ignored:
  * then every term is 0 anyway) */
-static double sce_scale(const oar_op_desc_t *op, const double *zd, const float *zf, int64_t n, int ignore)
+static double sce_scale(bool normalize, const double *zd, const float *zf, int64_t n, int ignore)
 {
-    if (!oar_attr_b(op, "normalize")) return 1.0;
+    if (!normalize) return 1.0;
     int64_t cnt = 0;
     for (int64_t i = 0; i < n; i++) cnt += !ignored(zd ? zd[i] : (double)zf[i], ignore);
     return cnt > 0 ? 1.0 / (double)cnt : 1.0;
@@ -260,14 +270,16 @@ static double sce_scale(const oar_op_desc_t *op, const double *zd, const float *
     static int sce_##sfx(oar_kernel_ctx_t *k)                                                      \
     {                                                                                              \
         const oar_tensor_t *xt, *zt;                                                               \
-        OAR_TRY(tensor_in(k, "X", DT, -1, &xt));                                                   \
+        OAR_TRY(tensor_in(k, OAR_SCE_X, "X", DT, -1, &xt));                                        \
         int64_t n = oar_tensor_numel_of(xt);                                                       \
-        OAR_TRY(tensor_in(k, "Label", DT, n, &zt));                                                \
-        if (!oar_k_out(k, "Out", 0)) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out has no tensor"); \
+        OAR_TRY(tensor_in(k, OAR_SCE_LABEL, "Label", DT, n, &zt));                                 \
+        if (!oar_k_output(k, OAR_SCE_OUT, 0))                                                      \
+            return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out has no tensor");                  \
         const T *x = data_of(xt), *z = data_of(zt);                                                \
-        int ignore = oar_attr_i(oar_k_op(k), "ignore_index");                                      \
-        double scale = sce_scale(oar_k_op(k), ZD, ZF, n, ignore);                                  \
-        T *out = oar_k_out_data(k, "Out", 0, DT);                                                  \
+        const oar_sce_attrs_t *a = oar_k_attrs(k);                                                 \
+        int ignore = a->ignore_index;                                                              \
+        double scale = sce_scale(a->normalize, ZD, ZF, n, ignore);                                 \
+        T *out = oar_k_output_data(k, OAR_SCE_OUT, 0, DT);                                         \
         if (!out) return OAR_ERR_NOMEM;                                                            \
         const int64_t work = n;                                                                    \
         PAR_FOR for (int64_t i = 0; i < n; i++) {                                                  \
@@ -281,15 +293,16 @@ static double sce_scale(const oar_op_desc_t *op, const double *zd, const float *
     static int sce_grad_##sfx(oar_kernel_ctx_t *k)                                                 \
     {                                                                                              \
         const oar_tensor_t *xt, *zt, *gt;                                                          \
-        OAR_TRY(tensor_in(k, "X", DT, -1, &xt));                                                   \
+        OAR_TRY(tensor_in(k, OAR_SCE_X, "X", DT, -1, &xt));                                        \
         int64_t n = oar_tensor_numel_of(xt);                                                       \
-        OAR_TRY(tensor_in(k, "Label", DT, n, &zt));                                                \
-        OAR_TRY(tensor_in(k, "Out@GRAD", DT, n, &gt));                                             \
-        if (!oar_k_out(k, "X@GRAD", 0)) return OAR_OK;                                             \
+        OAR_TRY(tensor_in(k, OAR_SCE_LABEL, "Label", DT, n, &zt));                                 \
+        OAR_TRY(tensor_in(k, OAR_SCEG_DOUT, "Out@GRAD", DT, n, &gt));                              \
+        if (!oar_k_output(k, OAR_SCEG_DX, 0)) return OAR_OK;                                       \
         const T *x = data_of(xt), *z = data_of(zt), *g = data_of(gt);                              \
-        int ignore = oar_attr_i(oar_k_op(k), "ignore_index");                                      \
-        double scale = sce_scale(oar_k_op(k), ZD, ZF, n, ignore);                                  \
-        T *dx = oar_k_out_data(k, "X@GRAD", 0, DT);                                                \
+        const oar_sce_attrs_t *a = oar_k_attrs(k);                                                 \
+        int ignore = a->ignore_index;                                                              \
+        double scale = sce_scale(a->normalize, ZD, ZF, n, ignore);                                 \
+        T *dx = oar_k_output_data(k, OAR_SCEG_DX, 0, DT);                                          \
         if (!dx) return OAR_ERR_NOMEM;                                                             \
         const int64_t work = n;                                                                    \
         PAR_FOR for (int64_t i = 0; i < n; i++) {                                                  \

@@ -2,7 +2,7 @@
  * lstm.c — CPU kernels of lstm, lstm_unit and their grads (definitions and
  * formulas in src/ops/lstm.c).
  *
- * lstm runs on the sequence-to-batch layout (sequence_batch.h): the gates of
+ * lstm runs on the sequence-to-batch layout (ops/seq_layout.h): the gates of
  * every time step are computed for all sequences still running at once, so
  * the recurrence is one GEMM per step, [n_t, D] x [D, 4D], and the rows of
  * step t+1 are a prefix of those of step t. BatchGate holds the activated

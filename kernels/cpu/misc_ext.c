@@ -141,24 +141,11 @@ static int rb_run(oar_kernel_ctx_t *k)
     const bool *x = oar_tensor_data(xt);
     const int64_t on = oar_tensor_numel_of(ot), xn = oar_tensor_numel_of(xt);
     for (int64_t i = 0; i < on; i++) o[i] = a->all;
-    /* Out's flat index of each X element: X's index with reduced dims dropped */
-    const oar_op_desc_t *op = oar_k_op(k);
-    int64_t d[OAR_MAX_DIMS];
-    int nd = 0;
-    bool every = oar_attr_b(op, "reduce_all");
-    if (!every) {
-        int t = oar_op_desc_attr_type(op, "dim");
-        if (t == OAR_ATTR_LONGS) {
-            const int64_t *v = oar_attr_longs(op, "dim", &nd);
-            for (int i = 0; i < nd && i < OAR_MAX_DIMS; i++) d[i] = v[i];
-        } else {
-            const int32_t *v = oar_attr_ints(op, "dim", &nd);
-            for (int i = 0; i < nd && i < OAR_MAX_DIMS; i++) d[i] = v[i];
-        }
-        if (nd == 0) { d[0] = 0; nd = 1; }
-    }
+    /* Out's flat index of each X element: X's index with reduced dims dropped
+     * (inference checked the axes against X's rank) */
+    const bool every = a->reduce_all;
     uint32_t mask = every ? ~0u : 0;
-    for (int i = 0; i < nd && !every; i++) mask |= 1u << (d[i] < 0 ? d[i] + xt->ndim : d[i]);
+    for (int i = 0; i < a->ndim && !every; i++) mask |= 1u << (a->dim[i] < 0 ? a->dim[i] + xt->ndim : a->dim[i]);
     for (int64_t p = 0; p < xn; p++) {
         int64_t r = p, oi = 0, mul = 1;
         for (int dd = xt->ndim - 1; dd >= 0; dd--) {

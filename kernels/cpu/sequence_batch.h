@@ -2,45 +2,16 @@
  * sequence_batch.h — helpers shared by the CPU kernels of the sequence ops,
  * lstm/lstm_unit and gru/gru_unit (kernels/cpu/sequence*.c, lstm.c, gru.c).
  *
- * Sequence-to-batch layout. A recurrent op over a LoD batch of sequences
- * runs time step by time step; to make each step one GEMM the rows of all
- * sequences at step t are gathered next to each other. The sequences are
- * sorted by length, longest first (stable, so equal lengths keep their
- * order); step t holds the sequences longer than t, in that sorted order, so
- * the rows of step t+1 are a prefix of those of step t and the recurrence
- * from one step to the next is a prefix-to-prefix product. With `reverse`,
- * step t of a sequence is its t-th row counted from its end.
- *
- *     LoD {0, 2, 5, 6}  (lengths 2, 3, 1)  ->  order {1, 0, 2}
- *     step 0: rows 2, 0, 5    step 1: rows 3, 1    step 2: row 4
- *     step_start {0, 3, 5, 6}, row_of {2, 0, 5, 3, 1, 4}
- *
- * Empty sequences take part in no step.
+ * Sequence-to-batch layout: built by ops/seq_layout.h (place-neutral index
+ * bookkeeping shared with the CUDA kernels); here the CPU's row copies
+ * along it and its split across threads.
  */
 #ifndef OAR_KERNELS_CPU_SEQUENCE_BATCH_H
 #define OAR_KERNELS_CPU_SEQUENCE_BATCH_H
 #include <stdbool.h>
 #include <stdint.h>
 #include "op.h"
-
-typedef struct oar_seqb {
-    int64_t nseq;          /* sequences */
-    int64_t rows;          /* rows of the LoD tensor (= sum of lengths) */
-    int64_t nsteps;        /* the longest length */
-    int64_t *order;        /* [nseq] sorted position -> sequence index */
-    int64_t *step_start;   /* [nsteps + 1] first batch row of each step */
-    int64_t *row_of;       /* [rows] batch row -> LoD tensor row */
-} oar_seqb_t;
-
-/* Builds the layout of the sequences given by offs[0..noffs); OAR_ERR_NOMEM
- * on allocation failure (the layout is then empty and freeable). */
-int oar_seqb_make(oar_seqb_t *b, const int64_t *offs, int64_t noffs, bool reverse);
-void oar_seqb_free(oar_seqb_t *b);
-/* rows of step t: [step_start[t], step_start[t + 1]) */
-static inline int64_t oar_seqb_count(const oar_seqb_t *b, int64_t t)
-{
-    return b->step_start[t + 1] - b->step_start[t];
-}
+#include "ops/seq_layout.h"
 
 /* Sequences never read each other's rows, so a recurrent step loop splits
  * across OpenMP threads by sequence with no synchronization: part p takes the

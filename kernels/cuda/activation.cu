@@ -29,7 +29,7 @@ int params(oar_kernel_ctx_t *k, int fslot, int mslot, Par *p)
     if (fslot < 0 || !oar_k_input(k, fslot, 0)) return OAR_OK;
     const oar_tensor_t *f;
     const void *fd;
-    OAR_TRY(in_at(k, fslot, 0, -1, 1, &f, &fd));
+    OAR_TRY(in_tensor_at(k, fslot, 0, -1, 1, &f, &fd));
     if (f->dtype == OAR_FP32) {
         float v;
         OAR_TRY(to_host(k, &v, fd, sizeof v, "reading FactorTensor"));
@@ -111,12 +111,12 @@ int act_forward(oar_kernel_ctx_t *k, int dt, bool factor)
 {
     const oar_tensor_t *x;
     const void *xd;
-    OAR_TRY(in_at(k, OAR_UNARY_X, 0, dt, -1, &x, &xd));
+    OAR_TRY(in_tensor_at(k, OAR_UNARY_X, 0, dt, -1, &x, &xd));
     Par p;
     OAR_TRY(params(k, factor ? OAR_UNARY_FACTOR : -1, 1, &p));
     const int64_t n = oar_tensor_numel_of(x);
     void *o;
-    OAR_TRY(out_at(k, OAR_UNARY_OUT, dt, n, &o));
+    OAR_TRY(out_data_at(k, OAR_UNARY_OUT, 0, dt, n, &o));
     if (n == 0) return OAR_OK;
     typedef acc_t<T> A;
     fwd_k<T, F><<<grid_for(n), kThreads>>>((const T *)xd, (T *)o, n, (A)p.p1, (A)p.p2);
@@ -130,13 +130,13 @@ int act_backward(oar_kernel_ctx_t *k, int dt, bool factor)
     if (!oar_k_output(k, OAR_UNARY_G_DX, 0)) return OAR_OK;
     const oar_tensor_t *v, *g;
     const void *vd, *gd;
-    OAR_TRY(in_at(k, OAR_UNARY_G_DEP, 0, dt, -1, &v, &vd));
+    OAR_TRY(in_tensor_at(k, OAR_UNARY_G_DEP, 0, dt, -1, &v, &vd));
     const int64_t n = oar_tensor_numel_of(v);
-    OAR_TRY(in_at(k, OAR_UNARY_G_DOUT, 0, dt, n, &g, &gd));
+    OAR_TRY(in_tensor_at(k, OAR_UNARY_G_DOUT, 0, dt, n, &g, &gd));
     Par p;
     OAR_TRY(params(k, factor ? OAR_UNARY_G_FACTOR : -1, 2, &p));
     void *d;
-    OAR_TRY(out_at(k, OAR_UNARY_G_DX, dt, n, &d));
+    OAR_TRY(out_data_at(k, OAR_UNARY_G_DX, 0, dt, n, &d));
     if (n == 0) return OAR_OK;
     typedef acc_t<T> A;
     grad_k<T, F><<<grid_for(n), kThreads>>>((const T *)vd, (const T *)gd, (T *)d, n, (A)p.p1, (A)p.p2);

@@ -162,7 +162,7 @@ int bn_view(oar_kernel_ctx_t *k, const oar_tensor_t *x, View *v)
 int vec_in(oar_kernel_ctx_t *k, int slot, int64_t c, int dt, const void **p)
 {
     const oar_tensor_t *t;
-    OAR_TRY(in_at(k, slot, 0, dt, -1, &t, p));
+    OAR_TRY(in_tensor_at(k, slot, 0, dt, -1, &t, p));
     if (t->ndim != 1 || t->dims[0] != c) {
         char s[128];
         return oar_k_error(k, OAR_ERR_SHAPE, "%s '%s' is %s %s, expected %s [%lld]", in_slot_name(k, slot),
@@ -181,7 +181,7 @@ int vec_out(oar_kernel_ctx_t *k, int slot, int dt, int64_t c, void **p)
     if (!t) return OAR_OK;
     int64_t d[1] = {c};
     if (t->ndim != 1 || t->dims[0] != c) OAR_TRY(oar_tensor_resize(t, d, 1));
-    return out_at(k, slot, dt, c, p);
+    return out_data_at(k, slot, 0, dt, c, p);
 }
 
 int coef_alloc(oar_kernel_ctx_t *k, Scratch &s, int64_t c, Coef *co)
@@ -199,7 +199,7 @@ int bn_fwd(oar_kernel_ctx_t *k, int dt)
 {
     const oar_tensor_t *x;
     const void *xd;
-    OAR_TRY(in_at(k, OAR_BN_X, 0, dt, -1, &x, &xd));
+    OAR_TRY(in_tensor_at(k, OAR_BN_X, 0, dt, -1, &x, &xd));
     if (!xd) return oar_k_error(k, OAR_ERR_NOT_FOUND, "X '%s' has no data", nm(oar_k_input_name(k, OAR_BN_X, 0)));
     View v;
     OAR_TRY(bn_view(k, x, &v));
@@ -214,7 +214,7 @@ int bn_fwd(oar_kernel_ctx_t *k, int dt)
     const double momentum = attrs(k)->momentum, eps = attrs(k)->epsilon;
     if (!global && oar_k_input(k, OAR_BN_MOMENTUM, 0)) {
         const oar_tensor_t *mt;
-        OAR_TRY(in_at(k, OAR_BN_MOMENTUM, 0, -1, 1, &mt, &p.momentum));
+        OAR_TRY(in_tensor_at(k, OAR_BN_MOMENTUM, 0, -1, 1, &mt, &p.momentum));
         if (!p.momentum || (mt->dtype != OAR_FP32 && mt->dtype != OAR_FP64))
             return oar_k_error(k, OAR_ERR_SHAPE, "MomentumTensor must hold one float value");
         p.momentum_f64 = mt->dtype == OAR_FP64;
@@ -229,7 +229,7 @@ int bn_fwd(oar_kernel_ctx_t *k, int dt)
     if (yt != x && (yt->ndim != x->ndim || memcmp(yt->dims, x->dims, sizeof(int64_t) * (size_t)x->ndim) != 0))
         OAR_TRY(oar_tensor_resize(yt, x->dims, x->ndim));
     void *y;
-    OAR_TRY(out_at(k, OAR_BN_Y, dt, oar_tensor_numel_of(x), &y));
+    OAR_TRY(out_data_at(k, OAR_BN_Y, 0, dt, oar_tensor_numel_of(x), &y));
     OAR_TRY(vec_out(k, OAR_BN_MEAN_OUT, pdt, C, &p.mean_out));
     OAR_TRY(vec_out(k, OAR_BN_VARIANCE_OUT, pdt, C, &p.var_out));
     OAR_TRY(vec_out(k, OAR_BN_SAVED_MEAN, pdt, C, &p.saved_mean));
@@ -252,8 +252,8 @@ int bn_bwd(oar_kernel_ctx_t *k, int dt)
 {
     const oar_tensor_t *x, *dy;
     const void *xd, *dyd;
-    OAR_TRY(in_at(k, OAR_BNG_X, 0, dt, -1, &x, &xd));
-    OAR_TRY(in_at(k, OAR_BNG_DY, 0, dt, -1, &dy, &dyd));
+    OAR_TRY(in_tensor_at(k, OAR_BNG_X, 0, dt, -1, &x, &xd));
+    OAR_TRY(in_tensor_at(k, OAR_BNG_DY, 0, dt, -1, &dy, &dyd));
     if (!xd || !dyd) return oar_k_error(k, OAR_ERR_NOT_FOUND, "%s has no data", xd ? "Y@GRAD" : "X");
     View v;
     OAR_TRY(bn_view(k, x, &v));
@@ -279,7 +279,7 @@ int bn_bwd(oar_kernel_ctx_t *k, int dt)
     if (dxt) {
         if (dxt->ndim != x->ndim || memcmp(dxt->dims, x->dims, sizeof(int64_t) * (size_t)x->ndim) != 0)
             OAR_TRY(oar_tensor_resize(dxt, x->dims, x->ndim));
-        OAR_TRY(out_at(k, OAR_BNG_DX, dt, oar_tensor_numel_of(x), &dx));
+        OAR_TRY(out_data_at(k, OAR_BNG_DX, 0, dt, oar_tensor_numel_of(x), &dx));
     }
     if (C == 0) return OAR_OK;
     Scratch cs;

@@ -20,6 +20,7 @@
 #include <sched.h>
 #include <time.h>
 #include "cuda_common.h"
+#include "ops/collective.h"
 extern "C" {
 #include "comm.h"
 }
@@ -128,7 +129,7 @@ bool nccl_dtype(int dt, ncclDataType_t *out)
 int prologue(oar_kernel_ctx_t *k, ncclComm_t *comm, ncclDataType_t *dt)
 {
     const oar_op_desc_t *op = oar_k_op(k);
-    int ring = oar_attr_i(op, "ring_id");
+    int ring = ((const oar_collective_attrs_t *)oar_k_attrs(k))->ring_id;
     if (ring != 0)
         return oar_k_error(k, OAR_ERR_UNSUPPORTED, "ring_id %d: oar has one communicator (ring 0)", ring);
     if (!nccl_dtype(oar_k_dtype(k), dt))
@@ -149,11 +150,11 @@ int allreduce(oar_kernel_ctx_t *k, ncclRedOp_t red)
     OAR_TRY(prologue(k, &comm, &ndt));
     const oar_tensor_t *x;
     const void *xp;
-    OAR_TRY(in_tensor(k, "X", 0, oar_k_dtype(k), -1, &x, &xp));
+    OAR_TRY(in_tensor_at(k, OAR_COLL_X, 0, oar_k_dtype(k), -1, &x, &xp));
     int64_t n = oar_tensor_numel_of(x);
     if (n == 0) return OAR_OK;
     void *yp;
-    OAR_TRY(out_data(k, "Out", oar_k_dtype(k), n, &yp));
+    OAR_TRY(out_data_at(k, OAR_COLL_OUT, 0, oar_k_dtype(k), n, &yp));
     ncclResult_t r = ncclAllReduce(xp, yp, (size_t)n, ndt, red, comm, 0);
     if (r != ncclSuccess && r != ncclInProgress) return nccl_fail(k, r, "ncclAllReduce");
     return wait_comm(k, comm, true, "ncclAllReduce");
@@ -169,16 +170,16 @@ int broadcast(oar_kernel_ctx_t *k)
     ncclComm_t comm;
     ncclDataType_t ndt;
     OAR_TRY(prologue(k, &comm, &ndt));
-    int root = oar_attr_i(oar_k_op(k), "root");
+    int root = ((const oar_collective_attrs_t *)oar_k_attrs(k))->root;
     if (root >= oar_comm_size())
         return oar_k_error(k, OAR_ERR_RANGE, "root %d is not a worker: the job has %d", root, oar_comm_size());
     const oar_tensor_t *x;
     const void *xp;
-    OAR_TRY(in_tensor(k, "X", 0, oar_k_dtype(k), -1, &x, &xp));
+    OAR_TRY(in_tensor_at(k, OAR_COLL_X, 0, oar_k_dtype(k), -1, &x, &xp));
     int64_t n = oar_tensor_numel_of(x);
     if (n == 0) return OAR_OK;
     void *yp;
-    OAR_TRY(out_data(k, "Out", oar_k_dtype(k), n, &yp));
+    OAR_TRY(out_data_at(k, OAR_COLL_OUT, 0, oar_k_dtype(k), n, &yp));
     ncclResult_t r = ncclBroadcast(xp, yp, (size_t)n, ndt, root, comm, 0);
     if (r != ncclSuccess && r != ncclInProgress) return nccl_fail(k, r, "ncclBroadcast");
     return wait_comm(k, comm, true, "ncclBroadcast");
@@ -189,16 +190,17 @@ int allgather(oar_kernel_ctx_t *k)
     ncclComm_t comm;
     ncclDataType_t ndt;
     OAR_TRY(prologue(k, &comm, &ndt));
-    int nranks = oar_attr_i(oar_k_op(k), "nranks");
+    int nranks = ((const oar_collective_attrs_t *)oar_k_attrs(k))->nranks;
     if (nranks != oar_comm_size())
         return oar_k_error(k, OAR_ERR_INVALID, "attr nranks is %d but the job has %d workers", nranks, oar_comm_size());
-    oar_variable_t *xv = oar_k_in_var(k, "X", 0);
+    oar_variable_t *xv = oar_k_input_var(k, OAR_COLL_X, 0);
     if (xv && oar_variable_type(xv) == OAR_VAR_SELECTED_ROWS)
         return oar_k_error(k, OAR_ERR_UNSUPPORTED, "input X '%s' holds selected rows: on CUDA, gather sparse "
-                           "gradients densified (fleet strategy sparse_grad = \"dense\")", nm(oar_k_in_name(k, "X", 0)));
+                           "gradients densified (fleet strategy sparse_grad = \"dense\")",
+                           nm(oar_k_input_name(k, OAR_COLL_X, 0)));
     const oar_tensor_t *x;
     const void *xp;
-    OAR_TRY(in_tensor(k, "X", 0, oar_k_dtype(k), -1, &x, &xp));
+    OAR_TRY(in_tensor_at(k, OAR_COLL_X, 0, oar_k_dtype(k), -1, &x, &xp));
     int64_t n = oar_tensor_numel_of(x);
     if (n == 0) return OAR_OK;
     /* Out may be X: gather from a copy */
@@ -207,7 +209,7 @@ int allgather(oar_kernel_ctx_t *k)
     OAR_TRY(mine.alloc(k, bytes, "the gathered input"));
     OAR_CU(k, cudaMemcpyAsync(mine.p, xp, bytes, cudaMemcpyDeviceToDevice, 0), "cudaMemcpyAsync");
     void *yp;
-    OAR_TRY(out_data(k, "Out", oar_k_dtype(k), n * nranks, &yp));
+    OAR_TRY(out_data_at(k, OAR_COLL_OUT, 0, oar_k_dtype(k), n * nranks, &yp));
     ncclResult_t r = ncclAllGather(mine.p, yp, (size_t)n, ndt, comm, 0);
     if (r != ncclSuccess && r != ncclInProgress) return nccl_fail(k, r, "ncclAllGather");
     return wait_comm(k, comm, true, "ncclAllGather");
@@ -216,22 +218,22 @@ int allgather(oar_kernel_ctx_t *k)
 /* ---- the gradient buffer: device-to-device copies on the default stream ---- */
 int coalesce(oar_kernel_ctx_t *k)
 {
-    int n = oar_k_in_count(k, "X"), dt = oar_k_dtype(k);
+    int n = oar_k_nin(k, OAR_COLL_X), dt = oar_k_dtype(k);
     size_t es = oar_dtype_size(dt), total = 0;
     for (int i = 0; i < n; i++) {
         const oar_tensor_t *x;
         const void *xp;
-        OAR_TRY(in_tensor(k, "X", i, dt, -1, &x, &xp));
+        OAR_TRY(in_tensor_at(k, OAR_COLL_X, i, dt, -1, &x, &xp));
         total += (size_t)oar_tensor_numel_of(x) * es;
     }
     if (total == 0) return OAR_OK;
     void *yp;
-    OAR_TRY(out_data(k, "Out", dt, (int64_t)(total / es), &yp));
+    OAR_TRY(out_data_at(k, OAR_COLL_OUT, 0, dt, (int64_t)(total / es), &yp));
     size_t at = 0;
     for (int i = 0; i < n; i++) {
         const oar_tensor_t *x;
         const void *xp;
-        OAR_TRY(in_tensor(k, "X", i, dt, -1, &x, &xp));
+        OAR_TRY(in_tensor_at(k, OAR_COLL_X, i, dt, -1, &x, &xp));
         size_t b = (size_t)oar_tensor_numel_of(x) * es;
         if (b) OAR_CU(k, cudaMemcpyAsync((char *)yp + at, xp, b, cudaMemcpyDeviceToDevice, 0), "cudaMemcpyAsync");
         at += b;
@@ -241,14 +243,14 @@ int coalesce(oar_kernel_ctx_t *k)
 
 int split_coalesced(oar_kernel_ctx_t *k)
 {
-    int n = oar_k_out_count(k, "Out"), dt = oar_k_dtype(k);
+    int n = oar_k_nout(k, OAR_COLL_OUT), dt = oar_k_dtype(k);
     size_t es = oar_dtype_size(dt);
     const oar_tensor_t *x;
     const void *xp;
-    OAR_TRY(in_tensor(k, "X", 0, dt, -1, &x, &xp));
+    OAR_TRY(in_tensor_at(k, OAR_COLL_X, 0, dt, -1, &x, &xp));
     size_t total = (size_t)oar_tensor_numel_of(x) * es, at = 0;
     for (int i = 0; i < n; i++) {
-        oar_tensor_t *o = oar_k_out(k, "Out", i);
+        oar_tensor_t *o = oar_k_output(k, OAR_COLL_OUT, i);
         if (!o) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out[%d] is missing", i);
         size_t b = (size_t)oar_tensor_numel_of(o) * es;
         if (at + b > total)

@@ -69,7 +69,8 @@ int conv_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tensor_t *w
     memcpy(g->pd, a->pd, sizeof g->pd);
     /* Fluid's SAME/VALID (SAME also sets dilations to 1), as the CPU kernel */
     static const char *const algo_names[] = {"EXPLICIT", "SAME", "VALID"};
-    if (a->algo < 0 || a->algo > 2 || !oar_win_resolve_pads(algo_names[a->algo], &x->dims[2], &w->dims[2], g->st, g->pd, g->dl))
+    if (a->algo < 0 || a->algo > 2 ||
+        !oar_win_resolve_pads(algo_names[a->algo], &x->dims[2], &w->dims[2], g->st, g->pd, g->dl))
         return oar_k_error(k, OAR_ERR_INVALID, "attr padding_algorithm must be \"EXPLICIT\", \"SAME\" or \"VALID\"");
     g->groups = a->groups;
     if (g->groups < 1) return oar_k_error(k, OAR_ERR_INVALID, "attr groups = %lld must be >= 1", (long long)g->groups);
@@ -252,12 +253,12 @@ int conv_fwd(oar_kernel_ctx_t *k, int dt)
 {
     const oar_tensor_t *x, *w;
     const void *xd, *wd;
-    OAR_TRY(in_at(k, OAR_CONV_INPUT, 0, dt, -1, &x, &xd));
-    OAR_TRY(in_at(k, OAR_CONV_FILTER, 0, dt, -1, &w, &wd));
+    OAR_TRY(in_tensor_at(k, OAR_CONV_INPUT, 0, dt, -1, &x, &xd));
+    OAR_TRY(in_tensor_at(k, OAR_CONV_FILTER, 0, dt, -1, &w, &wd));
     Geom g;
     OAR_TRY(conv_setup(k, x, w, &g));
     void *y;
-    OAR_TRY(out_at(k, OAR_CONV_OUTPUT, dt, g.n * g.m * g.oh * g.ow, &y));
+    OAR_TRY(out_data_at(k, OAR_CONV_OUTPUT, 0, dt, g.n * g.m * g.oh * g.ow, &y));
     if (g.n == 0) return OAR_OK;
     cudnnHandle_t h;
     OAR_TRY(dnn_handle(k, &h));
@@ -296,14 +297,14 @@ int conv_bwd(oar_kernel_ctx_t *k, int dt)
 {
     const oar_tensor_t *x, *w, *dy;
     const void *xd, *wd, *dyd;
-    OAR_TRY(in_at(k, OAR_CONV_INPUT, 0, dt, -1, &x, &xd));
-    OAR_TRY(in_at(k, OAR_CONV_FILTER, 0, dt, -1, &w, &wd));
+    OAR_TRY(in_tensor_at(k, OAR_CONV_INPUT, 0, dt, -1, &x, &xd));
+    OAR_TRY(in_tensor_at(k, OAR_CONV_FILTER, 0, dt, -1, &w, &wd));
     Geom g;
     OAR_TRY(conv_setup(k, x, w, &g));
-    OAR_TRY(in_at(k, OAR_CONV_DOUTPUT, 0, dt, g.n * g.m * g.oh * g.ow, &dy, &dyd));
+    OAR_TRY(in_tensor_at(k, OAR_CONV_DOUTPUT, 0, dt, g.n * g.m * g.oh * g.ow, &dy, &dyd));
     void *dx, *dw;
-    OAR_TRY(out_at_opt(k, OAR_CONV_DINPUT, dt, oar_tensor_numel_of(x), &dx));
-    OAR_TRY(out_at_opt(k, OAR_CONV_DFILTER, dt, oar_tensor_numel_of(w), &dw));
+    OAR_TRY(out_data_opt_at(k, OAR_CONV_DINPUT, 0, dt, oar_tensor_numel_of(x), &dx));
+    OAR_TRY(out_data_opt_at(k, OAR_CONV_DFILTER, 0, dt, oar_tensor_numel_of(w), &dw));
     if (!dx && !dw) return OAR_OK;
     if (g.n == 0) {   /* no images: the filter grad is an empty sum */
         if (dw) OAR_CU(k, cudaMemsetAsync(dw, 0, sizeof(T) * (size_t)oar_tensor_numel_of(w), 0), "cudaMemsetAsync");

@@ -80,65 +80,15 @@ int out_data(oar_kernel_ctx_t *k, const char *slot, int dtype, int64_t numel, vo
 /* the same for an optional output: *p NULL and OAR_OK when absent */
 int out_data_opt(oar_kernel_ctx_t *k, const char *slot, int dtype, int64_t numel, void **p);
 
-/* The same by the slot's index in the op definition (the enums of
- * src/ops/<x>.h, the prepared kernel API); errors name the definition's slot. */
-static inline const char *in_slot_name(const oar_kernel_ctx_t *k, int slot)
-{
-    return k->op && k->op->def ? k->op->def->inputs[slot].name : "?";
-}
-static inline const char *out_slot_name(const oar_kernel_ctx_t *k, int slot)
-{
-    return k->op && k->op->def ? k->op->def->outputs[slot].name : "?";
-}
-static inline int in_at(oar_kernel_ctx_t *k, int slot, int i, int dtype, int64_t numel, const oar_tensor_t **t,
-                        const void **p)
-{
-    *p = nullptr;
-    *t = oar_k_input(k, slot, i);
-    const char *sn = in_slot_name(k, slot), *name = nm(oar_k_input_name(k, slot, i));
-    if (!*t || (*t)->dtype < 0)
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", sn, name);
-    if (dtype >= 0 && (*t)->dtype != dtype)
-        return oar_k_error(k, OAR_ERR_DTYPE, "input %s '%s' has dtype %s, expected %s", sn, name,
-                           nm(oar_dtype_name((*t)->dtype)), nm(oar_dtype_name(dtype)));
-    const int64_t n = oar_tensor_numel_of(*t);
-    if (numel >= 0 && n != numel) {
-        char b[128];
-        return oar_k_error(k, OAR_ERR_SHAPE, "input %s '%s' has shape %s (%lld elements), expected %lld elements",
-                           sn, name, oar_shape_str((*t)->dims, (*t)->ndim, b, sizeof b), (long long)n,
-                           (long long)numel);
-    }
-    if (n == 0) return OAR_OK;
-    const oar_buffer_t *b = (*t)->buf;
-    if (!b || !b->data) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no data", sn, name);
-    if (b->place != OAR_PLACE_CUDA || b->device != k->device)
-        return oar_k_error(k, OAR_ERR_INVALID, "input %s '%s' is not on CUDA device %d", sn, name, k->device);
-    *p = b->data;
-    return OAR_OK;
-}
-static inline int out_at(oar_kernel_ctx_t *k, int slot, int dtype, int64_t numel, void **p)
-{
-    *p = nullptr;
-    oar_tensor_t *t = oar_k_output(k, slot, 0);
-    const char *sn = out_slot_name(k, slot);
-    if (!t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s has no tensor variable", sn);
-    if (numel >= 0 && oar_tensor_numel_of(t) != numel)
-        return oar_k_error(k, OAR_ERR_SHAPE, "output %s '%s' has %lld elements, expected %lld", sn,
-                           nm(oar_k_output_name(k, slot, 0)), (long long)oar_tensor_numel_of(t), (long long)numel);
-    *p = oar_k_output_data(k, slot, 0, dtype);
-    if (!*p) {
-        oar_error_prefix("%s: output %s: ", oar_k_op(k)->type, sn);
-        return OAR_ERR_NOMEM;
-    }
-    return OAR_OK;
-}
-/* an optional output (a grad not wanted): *p NULL and OAR_OK when absent */
-static inline int out_at_opt(oar_kernel_ctx_t *k, int slot, int dtype, int64_t numel, void **p)
-{
-    *p = nullptr;
-    if (!oar_k_output(k, slot, 0)) return OAR_OK;
-    return out_at(k, slot, dtype, numel, p);
-}
+/* The same by slot index (the definition's slot enums, src/ops/<family>.h);
+ * messages name the slot as the definition does. */
+const char *in_slot_name(const oar_kernel_ctx_t *k, int slot);
+const char *out_slot_name(const oar_kernel_ctx_t *k, int slot);
+int in_tensor_at(oar_kernel_ctx_t *k, int slot, int i, int dtype, int64_t numel,
+                 const oar_tensor_t **t, const void **p);
+/* output `slot`[i] */
+int out_data_at(oar_kernel_ctx_t *k, int slot, int i, int dtype, int64_t numel, void **p);
+int out_data_opt_at(oar_kernel_ctx_t *k, int slot, int i, int dtype, int64_t numel, void **p);
 
 /* ---- scratch device memory ---------------------------------------------- */
 struct Scratch {

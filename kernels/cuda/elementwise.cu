@@ -199,8 +199,8 @@ struct BArgs {
 int bsetup(oar_kernel_ctx_t *k, int dt, BArgs *a)
 {
     /* X and Y have the same slots in the forward and the grad ops */
-    OAR_TRY(in_at(k, OAR_EWG_X, 0, dt, -1, &a->x, &a->xd));
-    OAR_TRY(in_at(k, OAR_EWG_Y, 0, dt, -1, &a->y, &a->yd));
+    OAR_TRY(in_tensor_at(k, OAR_EWG_X, 0, dt, -1, &a->x, &a->xd));
+    OAR_TRY(in_tensor_at(k, OAR_EWG_Y, 0, dt, -1, &a->y, &a->yd));
     int64_t od[OAR_MAX_DIMS], xp[OAR_MAX_DIMS], yp[OAR_MAX_DIMS];
     int nd;
     const int axis = ((const oar_bcast_attrs_t *)oar_k_attrs(k))->axis;
@@ -220,7 +220,7 @@ int ew_forward(oar_kernel_ctx_t *k, int dt)
     BArgs a;
     OAR_TRY(bsetup(k, dt, &a));
     void *o;
-    OAR_TRY(out_at(k, OAR_BCAST_OUT, dt, a.plan.total, &o));
+    OAR_TRY(out_data_at(k, OAR_BCAST_OUT, 0, dt, a.plan.total, &o));
     if (a.plan.total == 0) return OAR_OK;
     ew_fwd_k<T, F><<<grid_for(a.plan.total), kThreads>>>((const T *)a.xd, (const T *)a.yd, (T *)o, a.plan, F());
     OAR_CU_LAUNCH(k, "elementwise forward");
@@ -252,7 +252,7 @@ int ew_grad_side(oar_kernel_ctx_t *k, const BArgs &a, int dt, int side, const T 
     if (full && share) return share_grad(k, slot, dout, side ? a.y : a.x);
     const oar_tensor_t *st = side ? a.y : a.x;
     void *dv;
-    OAR_TRY(out_at(k, slot, dt, oar_tensor_numel_of(st), &dv));
+    OAR_TRY(out_data_at(k, slot, 0, dt, oar_tensor_numel_of(st), &dv));
     T *d = (T *)dv;
     const T *x = (const T *)a.xd, *y = (const T *)a.yd;
     if (full) {
@@ -285,11 +285,11 @@ int ew_backward(oar_kernel_ctx_t *k, int dt, bool share_x, bool share_y)
     OAR_TRY(bsetup(k, dt, &a));
     const oar_tensor_t *dout;
     const void *g;
-    OAR_TRY(in_at(k, OAR_EWG_DOUT, 0, dt, a.plan.total, &dout, &g));
+    OAR_TRY(in_tensor_at(k, OAR_EWG_DOUT, 0, dt, a.plan.total, &dout, &g));
     const void *out = nullptr;
     if (G::needs_out) {
         const oar_tensor_t *ot;
-        OAR_TRY(in_at(k, OAR_EWG_OUT, 0, dt, a.plan.total, &ot, &out));
+        OAR_TRY(in_tensor_at(k, OAR_EWG_OUT, 0, dt, a.plan.total, &ot, &out));
     }
     OAR_TRY((ew_grad_side<T, G>(k, a, dt, 0, (const T *)out, (const T *)g, share_x, dout)));
     return ew_grad_side<T, G>(k, a, dt, 1, (const T *)out, (const T *)g, share_y, dout);

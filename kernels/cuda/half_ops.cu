@@ -59,7 +59,7 @@ int cast_f16(oar_kernel_ctx_t *k)
     const int out_dt = ((const oar_cast_attrs_t *)oar_k_attrs(k))->out_dtype;
     const oar_tensor_t *xt;
     const void *xv;
-    OAR_TRY(in_at(k, OAR_TENSOR_X, 0, OAR_FP16, -1, &xt, &xv));
+    OAR_TRY(in_tensor_at(k, OAR_TENSOR_X, 0, OAR_FP16, -1, &xt, &xv));
     switch (out_dt) {
     case OAR_BOOL: case OAR_INT8: case OAR_UINT8: case OAR_INT16: case OAR_INT32:
     case OAR_INT64: case OAR_FP16: case OAR_FP32: case OAR_FP64: break;
@@ -71,7 +71,7 @@ int cast_f16(oar_kernel_ctx_t *k)
                            nm(oar_k_output_name(k, OAR_TENSOR_OUT, 0)));
     const int64_t n = oar_tensor_numel_of(xt);
     void *dst;
-    OAR_TRY(out_at(k, OAR_TENSOR_OUT, out_dt, n, &dst));
+    OAR_TRY(out_data_at(k, OAR_TENSOR_OUT, 0, out_dt, n, &dst));
     if (n == 0) return OAR_OK;
     switch (out_dt) {
     case OAR_BOOL:
@@ -122,7 +122,7 @@ int sum_f16(oar_kernel_ctx_t *k)
                                "adds dense tensors only", j, nm(oar_k_input_name(k, OAR_TENSOR_X, j)));
         const oar_tensor_t *t;
         const void *p;
-        OAR_TRY(in_at(k, OAR_TENSOR_X, j, OAR_FP16, n, &t, &p));
+        OAR_TRY(in_tensor_at(k, OAR_TENSOR_X, j, OAR_FP16, n, &t, &p));
         if (j == 0) {
             first = t;
             n = oar_tensor_numel_of(t);
@@ -135,7 +135,7 @@ int sum_f16(oar_kernel_ctx_t *k)
     oar_tensor_t *out = oar_k_output(k, OAR_TENSOR_OUT, 0);
     if (out && out != first && first->lod_levels > 0) OAR_TRY(oar_tensor_copy_lod(out, first));
     void *d;
-    OAR_TRY(out_at(k, OAR_TENSOR_OUT, OAR_FP16, n, &d));
+    OAR_TRY(out_data_at(k, OAR_TENSOR_OUT, 0, OAR_FP16, n, &d));
     if (n == 0) return OAR_OK;
     store_half_k<<<grid_for(n), kThreads>>>(acc.as<float>(), (__half *)d, n);
     OAR_CU_LAUNCH(k, "sum (float16)");

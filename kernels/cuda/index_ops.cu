@@ -7,6 +7,7 @@
  * flattened tensor), one thread per output.
  */
 #include "cuda_common.h"
+#include "ops/index_ops.h"
 
 using namespace oarcu;
 
@@ -42,17 +43,17 @@ int one_hot_run(oar_kernel_ctx_t *k)
 {
     const oar_tensor_t *x;
     const void *xd;
-    OAR_TRY(in_tensor(k, "X", 0, -1, -1, &x, &xd));
+    OAR_TRY(in_tensor_at(k, OAR_IDX_X, 0, -1, -1, &x, &xd));
     if (x->dtype != OAR_INT32 && x->dtype != OAR_INT64)
         return oar_k_error(k, OAR_ERR_DTYPE, "input X '%s' has dtype %s, expected int32 or int64",
-                           nm(oar_k_in_name(k, "X", 0)), nm(oar_dtype_name(x->dtype)));
-    oar_tensor_t *out = oar_k_out(k, "Out", 0);
+                           nm(oar_k_input_name(k, OAR_IDX_X, 0)), nm(oar_dtype_name(x->dtype)));
+    oar_tensor_t *out = oar_k_output(k, OAR_IDX_OUT, 0);
     if (!out || out->ndim < 1) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out has no tensor variable");
-    const oar_op_desc_t *op = oar_k_op(k);
-    const int dt = oar_attr_i(op, "dtype");
-    const bool allow = oar_attr_b(op, "allow_out_of_range");
+    const oar_one_hot_attrs_t *a = (const oar_one_hot_attrs_t *)oar_k_attrs(k);
+    const int dt = a->dtype;
+    const bool allow = a->allow_out_of_range;
     const int64_t n = oar_tensor_numel_of(x), depth = out->dims[out->ndim - 1];
-    void *o = oar_k_out_data(k, "Out", 0, dt);
+    void *o = oar_k_output_data(k, OAR_IDX_OUT, 0, dt);
     if (!o) return OAR_ERR_NOMEM;
     if (n * depth == 0) return OAR_OK;
     BadFlag bad;
@@ -60,7 +61,7 @@ int one_hot_run(oar_kernel_ctx_t *k)
     if (x->dtype == OAR_INT64) OAR_TRY(one_hot_launch<int64_t>(k, (const int64_t *)xd, o, dt, n, depth, allow, bad.ptr()));
     else OAR_TRY(one_hot_launch<int32_t>(k, (const int32_t *)xd, o, dt, n, depth, allow, bad.ptr()));
     return bad.report(k, "X '%s' holds a value outside [0, %lld) (depth); set allow_out_of_range to get a zero row "
-                      "(row)", nm(oar_k_in_name(k, "X", 0)), (long long)depth);
+                      "(row)", nm(oar_k_input_name(k, OAR_IDX_X, 0)), (long long)depth);
 }
 int one_hot_i32(oar_kernel_ctx_t *k) { return one_hot_run(k); }
 int one_hot_i64(oar_kernel_ctx_t *k) { return one_hot_run(k); }
@@ -98,26 +99,26 @@ int arg_run(oar_kernel_ctx_t *k, bool is_max)
 {
     const oar_tensor_t *x;
     const void *xd;
-    OAR_TRY(in_tensor(k, "X", 0, -1, -1, &x, &xd));
-    const oar_op_desc_t *op = oar_k_op(k);
+    OAR_TRY(in_tensor_at(k, OAR_IDX_X, 0, -1, -1, &x, &xd));
+    const oar_arg_attrs_t *a = (const oar_arg_attrs_t *)oar_k_attrs(k);
     const int nd = x->ndim;
-    int64_t axis = oar_attr_l(op, "axis");
+    int64_t axis = a->axis;
     if (axis < 0) axis += nd;
     int64_t pre = 1, n = oar_tensor_numel_of(x), post = 1;
-    if (!oar_attr_b(op, "flatten")) {
+    if (!a->flatten) {
         if (axis < 0 || axis >= nd) return oar_k_error(k, OAR_ERR_RANGE, "attr axis is out of range");
         n = x->dims[axis];
         for (int i = 0; i < axis; i++) pre *= x->dims[i];
         for (int i = (int)axis + 1; i < nd; i++) post *= x->dims[i];
     }
     if (n == 0)
-        return oar_k_error(k, OAR_ERR_SHAPE, "input X '%s' is empty along the reduced axis", nm(oar_k_in_name(k, "X", 0)));
-    oar_tensor_t *out = oar_k_out(k, "Out", 0);
+        return oar_k_error(k, OAR_ERR_SHAPE, "input X '%s' is empty along the reduced axis",
+                           nm(oar_k_input_name(k, OAR_IDX_X, 0)));
+    oar_tensor_t *out = oar_k_output(k, OAR_IDX_OUT, 0);
     if (!out) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out has no tensor variable");
     if (out == x) return oar_k_error(k, OAR_ERR_INVALID, "Out is X itself; arg_max/arg_min cannot run in place");
-    const int dt = oar_attr_i(op, "dtype");
-    const bool o64 = dt == OAR_INT64;
-    void *o = oar_k_out_data(k, "Out", 0, o64 ? OAR_INT64 : OAR_INT32);
+    const bool o64 = a->dtype == OAR_INT64;
+    void *o = oar_k_output_data(k, OAR_IDX_OUT, 0, o64 ? OAR_INT64 : OAR_INT32);
     if (!o) return OAR_ERR_NOMEM;
     if (pre * post == 0) return OAR_OK;
     switch (x->dtype) {

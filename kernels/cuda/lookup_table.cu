@@ -9,6 +9,7 @@
  * the kernels and the first bad position reported, as on the CPU.
  */
 #include "cuda_common.h"
+#include "ops/lookup_table.h"
 
 using namespace oarcu;
 
@@ -61,20 +62,21 @@ struct Lt {
 
 int lt_args(oar_kernel_ctx_t *k, Lt *a)
 {
-    OAR_TRY(in_tensor(k, "W", 0, -1, -1, &a->w, &a->wd));
-    OAR_TRY(in_tensor(k, "Ids", 0, OAR_INT64, -1, &a->ids, &a->idd));
+    OAR_TRY(in_tensor_at(k, OAR_LT_W, 0, -1, -1, &a->w, &a->wd));
+    OAR_TRY(in_tensor_at(k, OAR_LT_IDS, 0, OAR_INT64, -1, &a->ids, &a->idd));
     if (a->w->ndim != 2) return oar_k_error(k, OAR_ERR_SHAPE, "input W is not 2-D");
     a->v = a->w->dims[0];
     a->d = a->w->dims[1];
     a->n = oar_tensor_numel_of(a->ids);
-    a->pad = oar_attr_l(oar_k_op(k), "padding_idx");
+    a->pad = ((const oar_lt_attrs_t *)oar_k_attrs(k))->padding_idx;
     return OAR_OK;
 }
 
 int id_check(oar_kernel_ctx_t *k, BadFlag &bad, const Lt &a)
 {
     return bad.report(k, "Ids '%s' holds an id out of range [0, %lld) for W '%s' with V = %lld rows",
-                      nm(oar_k_in_name(k, "Ids", 0)), (long long)a.v, nm(oar_k_in_name(k, "W", 0)), (long long)a.v);
+                      nm(oar_k_input_name(k, OAR_LT_IDS, 0)), (long long)a.v, nm(oar_k_input_name(k, OAR_LT_W, 0)),
+                      (long long)a.v);
 }
 
 template <class T>
@@ -84,7 +86,7 @@ int lt_fwd(oar_kernel_ctx_t *k, int dt)
     OAR_TRY(lt_args(k, &a));
     if (a.w->dtype != dt) return oar_k_error(k, OAR_ERR_DTYPE, "input W has dtype %s", nm(oar_dtype_name(a.w->dtype)));
     void *out;
-    OAR_TRY(out_data(k, "Out", dt, a.n * a.d, &out));
+    OAR_TRY(out_data_at(k, OAR_LT_OUT, 0, dt, a.n * a.d, &out));
     if (a.n * a.d == 0) return OAR_OK;
     BadFlag bad;
     OAR_TRY(bad.init(k));
@@ -99,7 +101,7 @@ int ltg_sparse(oar_kernel_ctx_t *k, int dt, const Lt &a, const T *g, oar_variabl
 {
     oar_selected_rows_t *sr = oar_var_selected_rows(gv);
     if (!sr) {
-        oar_error_prefix("%s: W@GRAD '%s' (is_sparse): ", oar_k_op(k)->type, nm(oar_k_out_name(k, "W@GRAD", 0)));
+        oar_error_prefix("%s: W@GRAD '%s' (is_sparse): ", oar_k_op(k)->type, nm(oar_k_output_name(k, OAR_LTG_DW, 0)));
         return OAR_ERR_DTYPE;
     }
     if (sr->cap < a.n) {
@@ -131,12 +133,12 @@ int lt_bwd(oar_kernel_ctx_t *k, int dt)
     OAR_TRY(lt_args(k, &a));
     const oar_tensor_t *gt;
     const void *g;
-    OAR_TRY(in_tensor(k, "Out@GRAD", 0, dt, a.n * a.d, &gt, &g));
-    oar_variable_t *gv = oar_k_out_var(k, "W@GRAD", 0);
+    OAR_TRY(in_tensor_at(k, OAR_LTG_DOUT, 0, dt, a.n * a.d, &gt, &g));
+    oar_variable_t *gv = oar_k_output_var(k, OAR_LTG_DW, 0);
     if (!gv) return OAR_OK;   /* no gradient wanted */
-    if (oar_attr_b(oar_k_op(k), "is_sparse")) return ltg_sparse<T>(k, dt, a, (const T *)g, gv);
+    if (((const oar_lt_attrs_t *)oar_k_attrs(k))->is_sparse) return ltg_sparse<T>(k, dt, a, (const T *)g, gv);
     void *dw;
-    OAR_TRY(out_data(k, "W@GRAD", dt, a.v * a.d, &dw));
+    OAR_TRY(out_data_at(k, OAR_LTG_DW, 0, dt, a.v * a.d, &dw));
     if (a.v * a.d > 0) OAR_CU(k, cudaMemsetAsync(dw, 0, sizeof(T) * (size_t)(a.v * a.d), 0), "cudaMemsetAsync");
     if (a.n * a.d == 0) return OAR_OK;
     BadFlag bad;

@@ -14,6 +14,10 @@
  * the row and value, as on the CPU; rows with a bad label are left 0.
  */
 #include "cuda_common.h"
+extern "C" {
+#include "ops/loss.h"
+#include "ops/loss_basic.h"
+}
 
 using namespace oarcu;
 
@@ -25,12 +29,12 @@ __device__ inline double tol_log(double p)
     return isinf(l) ? (l < 0 ? -1e20 : 1e20) : l;
 }
 
-/* the error for the first bad label row a kernel flags (read at the run's end) */
-int label_check(oar_kernel_ctx_t *k, BadFlag &flag, const int64_t *labels, int64_t classes, int ignore)
+/* the error for the first bad label row a kernel flags (read at the run's
+ * end); `slot` is the Label input's */
+int label_check(oar_kernel_ctx_t *k, BadFlag &flag, int slot, int64_t classes, int ignore)
 {
-    (void)labels;
     return flag.report(k, "Label '%s' holds a value outside [0, %lld) that is not ignore_index %d (row)",
-                       nm(oar_k_in_name(k, "Label", 0)), (long long)classes, ignore);
+                       nm(oar_k_input_name(k, slot, 0)), (long long)classes, ignore);
 }
 
 /* ---- cross_entropy -------------------------------------------------------- */
@@ -88,13 +92,14 @@ struct Ce {
 
 int ce_prepare(oar_kernel_ctx_t *k, int dt, Ce *c)
 {
-    OAR_TRY(in_tensor(k, "X", 0, dt, -1, &c->x, &c->xd));
-    const oar_op_desc_t *op = oar_k_op(k);
-    c->soft = oar_attr_b(op, "soft_label");
-    c->ignore = oar_attr_i(op, "ignore_index");
+    OAR_TRY(in_tensor_at(k, OAR_CE_X, 0, dt, -1, &c->x, &c->xd));
+    const oar_ce_attrs_t *a = (const oar_ce_attrs_t *)oar_k_attrs(k);
+    c->soft = a->soft_label;
+    c->ignore = a->ignore_index;
     c->classes = c->x->ndim > 0 ? c->x->dims[c->x->ndim - 1] : 1;
     c->n = c->classes > 0 ? oar_tensor_numel_of(c->x) / c->classes : 0;
-    return in_tensor(k, "Label", 0, c->soft ? dt : OAR_INT64, c->soft ? c->n * c->classes : c->n, &c->label, &c->ld);
+    return in_tensor_at(k, OAR_CE_LABEL, 0, c->soft ? dt : OAR_INT64, c->soft ? c->n * c->classes : c->n, &c->label,
+                        &c->ld);
 }
 
 template <class T>
@@ -103,7 +108,7 @@ int ce_fwd(oar_kernel_ctx_t *k, int dt)
     Ce c;
     OAR_TRY(ce_prepare(k, dt, &c));
     void *y;
-    OAR_TRY(out_data(k, "Y", dt, -1, &y));
+    OAR_TRY(out_data_at(k, OAR_CE_Y, 0, dt, -1, &y));
     if (c.n == 0) return OAR_OK;
     if (c.soft) {
         ce_soft_k<T><<<grid_for(c.n), kThreads>>>((const T *)c.xd, (const T *)c.ld, (T *)y, c.n, c.classes);
@@ -115,7 +120,7 @@ int ce_fwd(oar_kernel_ctx_t *k, int dt)
     ce_hard_k<T><<<grid_for(c.n), kThreads>>>((const T *)c.xd, (const int64_t *)c.ld, (T *)y, c.n, c.classes,
                                                c.ignore, bad.ptr());
     OAR_CU_LAUNCH(k, "cross_entropy");
-    return label_check(k, bad, (const int64_t *)c.ld, c.classes, c.ignore);
+    return label_check(k, bad, OAR_CE_LABEL, c.classes, c.ignore);
 }
 
 template <class T>
@@ -125,10 +130,10 @@ int ce_bwd(oar_kernel_ctx_t *k, int dt)
     OAR_TRY(ce_prepare(k, dt, &c));
     const oar_tensor_t *gt;
     const void *g;
-    OAR_TRY(in_tensor(k, "Y@GRAD", 0, dt, c.n, &gt, &g));
-    if (!oar_k_out(k, "X@GRAD", 0)) return OAR_OK;
+    OAR_TRY(in_tensor_at(k, OAR_CEG_DY, 0, dt, c.n, &gt, &g));
+    if (!oar_k_output(k, OAR_CEG_DX, 0)) return OAR_OK;
     void *dx;
-    OAR_TRY(out_data(k, "X@GRAD", dt, c.n * c.classes, &dx));
+    OAR_TRY(out_data_at(k, OAR_CEG_DX, 0, dt, c.n * c.classes, &dx));
     if (c.n * c.classes == 0) return OAR_OK;
     if (c.soft) {
         ce_grad_soft_k<T><<<grid_for(c.n * c.classes), kThreads>>>((const T *)c.xd, (const T *)c.ld, (const T *)g,
@@ -141,7 +146,7 @@ int ce_bwd(oar_kernel_ctx_t *k, int dt)
     ce_grad_hard_k<T><<<grid_for(c.n * c.classes), kThreads>>>((const T *)c.xd, (const int64_t *)c.ld, (const T *)g,
                                                                 (T *)dx, c.n, c.classes, c.ignore, bad.ptr());
     OAR_CU_LAUNCH(k, "cross_entropy_grad");
-    return label_check(k, bad, (const int64_t *)c.ld, c.classes, c.ignore);
+    return label_check(k, bad, OAR_CE_LABEL, c.classes, c.ignore);
 }
 
 /* ---- softmax_with_cross_entropy -------------------------------------------- */
@@ -153,21 +158,23 @@ struct Sw {
     int ignore;
 };
 
-int sw_prepare(oar_kernel_ctx_t *k, const char *slot, int dt, Sw *s, const oar_tensor_t **x, const void **xd)
+/* input `slot` seen as [pre, C, post] along attr axis, and Label (input `lslot`) */
+int sw_prepare(oar_kernel_ctx_t *k, int slot, int lslot, int dt, Sw *s, const oar_tensor_t **x, const void **xd)
 {
-    OAR_TRY(in_tensor(k, slot, 0, dt, -1, x, xd));
-    const oar_op_desc_t *op = oar_k_op(k);
-    int nd = (*x)->ndim, a = oar_attr_i(op, "axis");
+    OAR_TRY(in_tensor_at(k, slot, 0, dt, -1, x, xd));
+    const oar_swce_attrs_t *at = (const oar_swce_attrs_t *)oar_k_attrs(k);
+    int nd = (*x)->ndim, a = at->axis;
     if (a < 0) a += nd;
     if (a < 0 || a >= nd) return oar_k_error(k, OAR_ERR_RANGE, "attr axis is out of range for rank %d", nd);
     s->pre = s->post = 1;
     for (int i = 0; i < a; i++) s->pre *= (*x)->dims[i];
     for (int i = a + 1; i < nd; i++) s->post *= (*x)->dims[i];
     s->classes = (*x)->dims[a];
-    s->soft = oar_attr_b(op, "soft_label");
-    s->ignore = oar_attr_i(op, "ignore_index");
+    s->soft = at->soft_label;
+    s->ignore = at->ignore_index;
     const int64_t rows = s->pre * s->post;
-    return in_tensor(k, "Label", 0, s->soft ? dt : OAR_INT64, s->soft ? rows * s->classes : rows, &s->label, &s->ld);
+    return in_tensor_at(k, lslot, 0, s->soft ? dt : OAR_INT64, s->soft ? rows * s->classes : rows, &s->label,
+                        &s->ld);
 }
 
 unsigned threads_for(int64_t n)
@@ -241,11 +248,11 @@ int sw_fwd(oar_kernel_ctx_t *k, int dt)
     Sw s;
     const oar_tensor_t *xt;
     const void *x;
-    OAR_TRY(sw_prepare(k, "Logits", dt, &s, &xt, &x));
+    OAR_TRY(sw_prepare(k, OAR_SWCE_LOGITS, OAR_SWCE_LABEL, dt, &s, &xt, &x));
     const int64_t rows = s.pre * s.post;
     void *sm, *loss;
-    OAR_TRY(out_data(k, "Softmax", dt, rows * s.classes, &sm));
-    OAR_TRY(out_data(k, "Loss", dt, -1, &loss));
+    OAR_TRY(out_data_at(k, OAR_SWCE_SOFTMAX, 0, dt, rows * s.classes, &sm));
+    OAR_TRY(out_data_at(k, OAR_SWCE_LOSS, 0, dt, -1, &loss));
     if (rows == 0 || s.classes == 0) return OAR_OK;
     BadFlag bad;
     OAR_TRY(bad.init(k));
@@ -253,7 +260,7 @@ int sw_fwd(oar_kernel_ctx_t *k, int dt)
                                                               s.classes, s.post, s.soft, s.ignore, bad.ptr());
     OAR_CU_LAUNCH(k, "softmax_with_cross_entropy");
     if (s.soft) return OAR_OK;
-    return label_check(k, bad, (const int64_t *)s.ld, s.classes, s.ignore);
+    return label_check(k, bad, OAR_SWCE_LABEL, s.classes, s.ignore);
 }
 
 template <class T>
@@ -262,12 +269,12 @@ int sw_bwd(oar_kernel_ctx_t *k, int dt)
     Sw s;
     const oar_tensor_t *smt, *gt;
     const void *sm, *g;
-    OAR_TRY(sw_prepare(k, "Softmax", dt, &s, &smt, &sm));
+    OAR_TRY(sw_prepare(k, OAR_SWCEG_SOFTMAX, OAR_SWCEG_LABEL, dt, &s, &smt, &sm));
     const int64_t rows = s.pre * s.post;
-    OAR_TRY(in_tensor(k, "Loss@GRAD", 0, dt, rows, &gt, &g));
-    if (!oar_k_out(k, "Logits@GRAD", 0)) return OAR_OK;
+    OAR_TRY(in_tensor_at(k, OAR_SWCEG_DLOSS, 0, dt, rows, &gt, &g));
+    if (!oar_k_output(k, OAR_SWCEG_DLOGITS, 0)) return OAR_OK;
     void *dx;
-    OAR_TRY(out_data(k, "Logits@GRAD", dt, rows * s.classes, &dx));
+    OAR_TRY(out_data_at(k, OAR_SWCEG_DLOGITS, 0, dt, rows * s.classes, &dx));
     if (rows == 0 || s.classes == 0) return OAR_OK;
     BadFlag bad;
     OAR_TRY(bad.init(k));
@@ -275,7 +282,7 @@ int sw_bwd(oar_kernel_ctx_t *k, int dt)
                                                                s.classes, s.post, s.soft, s.ignore, bad.ptr());
     OAR_CU_LAUNCH(k, "softmax_with_cross_entropy_grad");
     if (s.soft) return OAR_OK;
-    return label_check(k, bad, (const int64_t *)s.ld, s.classes, s.ignore);
+    return label_check(k, bad, OAR_SWCEG_LABEL, s.classes, s.ignore);
 }
 
 /* ---- square_error_cost: Out = (X - Y)^2 ------------------------------------- */
@@ -300,11 +307,11 @@ int sec_fwd(oar_kernel_ctx_t *k, int dt)
 {
     const oar_tensor_t *xt, *yt;
     const void *x, *y;
-    OAR_TRY(in_tensor(k, "X", 0, dt, -1, &xt, &x));
+    OAR_TRY(in_tensor_at(k, OAR_SEC_X, 0, dt, -1, &xt, &x));
     const int64_t n = oar_tensor_numel_of(xt);
-    OAR_TRY(in_tensor(k, "Y", 0, dt, n, &yt, &y));
+    OAR_TRY(in_tensor_at(k, OAR_SEC_Y, 0, dt, n, &yt, &y));
     void *o;
-    OAR_TRY(out_data(k, "Out", dt, n, &o));
+    OAR_TRY(out_data_at(k, OAR_SEC_OUT, 0, dt, n, &o));
     if (n == 0) return OAR_OK;
     sec_k<T><<<grid_for(n), kThreads>>>((const T *)x, (const T *)y, (T *)o, n);
     OAR_CU_LAUNCH(k, "square_error_cost");
@@ -316,13 +323,13 @@ int sec_bwd(oar_kernel_ctx_t *k, int dt)
 {
     const oar_tensor_t *xt, *yt, *gt;
     const void *x, *y, *g;
-    OAR_TRY(in_tensor(k, "X", 0, dt, -1, &xt, &x));
+    OAR_TRY(in_tensor_at(k, OAR_SEC_X, 0, dt, -1, &xt, &x));
     const int64_t n = oar_tensor_numel_of(xt);
-    OAR_TRY(in_tensor(k, "Y", 0, dt, n, &yt, &y));
-    OAR_TRY(in_tensor(k, "Out@GRAD", 0, dt, n, &gt, &g));
+    OAR_TRY(in_tensor_at(k, OAR_SEC_Y, 0, dt, n, &yt, &y));
+    OAR_TRY(in_tensor_at(k, OAR_SECG_DOUT, 0, dt, n, &gt, &g));
     void *dx, *dy;
-    OAR_TRY(out_data_opt(k, "X@GRAD", dt, n, &dx));
-    OAR_TRY(out_data_opt(k, "Y@GRAD", dt, n, &dy));
+    OAR_TRY(out_data_opt_at(k, OAR_SECG_DX, 0, dt, n, &dx));
+    OAR_TRY(out_data_opt_at(k, OAR_SECG_DY, 0, dt, n, &dy));
     if (n == 0 || (!dx && !dy)) return OAR_OK;
     sec_grad_k<T><<<grid_for(n), kThreads>>>((const T *)x, (const T *)y, (const T *)g, (T *)dx, (T *)dy, n);
     OAR_CU_LAUNCH(k, "square_error_cost_grad");

@@ -47,9 +47,10 @@ int gemm(oar_kernel_ctx_t *k, int dt, bool ta, bool tb, int M, int N, int K, dou
     if (K == 0) {   /* empty sum: C = beta C */
         for (int i = 0; i < count; i++) {
             char *c = (char *)C + (size_t)(i * sc) * es;
-            if (dt == OAR_FP32) scale_mat_k<float><<<grid_for((int64_t)M * N), kThreads>>>((float *)c, M, N, ldc, (float)beta);
-            else if (dt == OAR_FP16) scale_mat_k<__half><<<grid_for((int64_t)M * N), kThreads>>>((__half *)c, M, N, ldc, (float)beta);
-            else scale_mat_k<double><<<grid_for((int64_t)M * N), kThreads>>>((double *)c, M, N, ldc, beta);
+            const unsigned grid = grid_for((int64_t)M * N);
+            if (dt == OAR_FP32) scale_mat_k<float><<<grid, kThreads>>>((float *)c, M, N, ldc, (float)beta);
+            else if (dt == OAR_FP16) scale_mat_k<__half><<<grid, kThreads>>>((__half *)c, M, N, ldc, (float)beta);
+            else scale_mat_k<double><<<grid, kThreads>>>((double *)c, M, N, ldc, beta);
             OAR_CU_LAUNCH(k, "scale_mat");
         }
         return OAR_OK;
@@ -108,7 +109,7 @@ int check_int(oar_kernel_ctx_t *k, int64_t M, int64_t N, int64_t K)
 /* writable grad output, or NULL with OAR_OK when not wanted */
 int grad_out(oar_kernel_ctx_t *k, int slot, int dt, void **p)
 {
-    return out_at_opt(k, slot, dt, -1, p);
+    return out_data_opt_at(k, slot, 0, dt, -1, p);
 }
 
 /* ---- mul -------------------------------------------------------------------- */
@@ -117,8 +118,8 @@ struct MulDims { int64_t M, K, N; };
 int mul_setup(oar_kernel_ctx_t *k, int dt, MulDims *m, const void **x, const void **y)
 {
     const oar_tensor_t *xt, *yt;
-    OAR_TRY(in_at(k, OAR_MM_X, 0, dt, -1, &xt, x));
-    OAR_TRY(in_at(k, OAR_MM_Y, 0, dt, -1, &yt, y));
+    OAR_TRY(in_tensor_at(k, OAR_MM_X, 0, dt, -1, &xt, x));
+    OAR_TRY(in_tensor_at(k, OAR_MM_Y, 0, dt, -1, &yt, y));
     const oar_mul_attrs_t *at = (const oar_mul_attrs_t *)oar_k_attrs(k);
     const int xnf = at->xnf, ynf = at->ynf;
     if (xnf < 1 || xnf >= xt->ndim || ynf < 1 || ynf >= yt->ndim)
@@ -145,7 +146,7 @@ int mul_fwd(oar_kernel_ctx_t *k)
     const void *x, *y;
     OAR_TRY(mul_setup(k, dt, &m, &x, &y));
     void *o;
-    OAR_TRY(out_at(k, OAR_MM_OUT, dt, m.M * m.N, &o));
+    OAR_TRY(out_data_at(k, OAR_MM_OUT, 0, dt, m.M * m.N, &o));
     return mm(k, dt, false, false, (int)m.M, (int)m.N, (int)m.K, 1.0, x, (int)m.K, y, (int)m.N, 0.0, o, (int)m.N);
 }
 
@@ -156,7 +157,7 @@ int mul_bwd(oar_kernel_ctx_t *k)
     const void *x, *y, *g;
     const oar_tensor_t *gt;
     OAR_TRY(mul_setup(k, dt, &m, &x, &y));
-    OAR_TRY(in_at(k, OAR_MM_DOUT, 0, dt, m.M * m.N, &gt, &g));
+    OAR_TRY(in_tensor_at(k, OAR_MM_DOUT, 0, dt, m.M * m.N, &gt, &g));
     void *dx, *dy;
     OAR_TRY(grad_out(k, OAR_MM_DX, dt, &dx));
     OAR_TRY(grad_out(k, OAR_MM_DY, dt, &dy));
@@ -179,8 +180,8 @@ struct MmArgs {
 int matmul_setup(oar_kernel_ctx_t *k, int dt, MmArgs *a)
 {
     const oar_tensor_t *xt, *yt;
-    OAR_TRY(in_at(k, OAR_MM_X, 0, dt, -1, &xt, &a->x));
-    OAR_TRY(in_at(k, OAR_MM_Y, 0, dt, -1, &yt, &a->y));
+    OAR_TRY(in_tensor_at(k, OAR_MM_X, 0, dt, -1, &xt, &a->x));
+    OAR_TRY(in_tensor_at(k, OAR_MM_Y, 0, dt, -1, &yt, &a->y));
     /* matmul_v2: numpy's matmul (trans_x/trans_y, no alpha); matmul: Fluid's v1 */
     const oar_matmul_attrs_t *at = (const oar_matmul_attrs_t *)oar_k_attrs(k);
     const bool v2 = at->v2, tx = at->tx, ty = at->ty;
@@ -232,7 +233,7 @@ int matmul_fwd(oar_kernel_ctx_t *k)
     OAR_TRY(matmul_setup(k, dt, &a));
     const oar_mm_shape_t *s = &a.s;
     void *ov;
-    OAR_TRY(out_at(k, OAR_MM_OUT, dt, s->batch * s->M * s->N, &ov));
+    OAR_TRY(out_data_at(k, OAR_MM_OUT, 0, dt, s->batch * s->M * s->N, &ov));
     char *o = (char *)ov;
     const int M = (int)s->M, N = (int)s->N, K = (int)s->K;
     if (foldable(s) && s->batch * s->M <= INT_MAX)
@@ -261,7 +262,7 @@ int matmul_bwd(oar_kernel_ctx_t *k)
     const oar_mm_shape_t *s = &a.s;
     const oar_tensor_t *gt;
     const void *gv;
-    OAR_TRY(in_at(k, OAR_MM_DOUT, 0, dt, s->batch * s->M * s->N, &gt, &gv));
+    OAR_TRY(in_tensor_at(k, OAR_MM_DOUT, 0, dt, s->batch * s->M * s->N, &gt, &gv));
     void *dxv, *dyv;
     OAR_TRY(grad_out(k, OAR_MM_DX, dt, &dxv));
     OAR_TRY(grad_out(k, OAR_MM_DY, dt, &dyv));

@@ -11,6 +11,8 @@
  * among its k indices; one block counts and writes Accuracy, Correct, Total.
  */
 #include "cuda_common.h"
+#include "ops/index_ops.h"
+#include "ops/metric.h"
 
 using namespace oarcu;
 
@@ -73,17 +75,17 @@ int top_k_fwd(oar_kernel_ctx_t *k, int dt)
 {
     const oar_tensor_t *x;
     const void *xd;
-    OAR_TRY(in_tensor(k, "X", 0, dt, -1, &x, &xd));
+    OAR_TRY(in_tensor_at(k, OAR_IDX_X, 0, dt, -1, &x, &xd));
     if (x->ndim < 1) return oar_k_error(k, OAR_ERR_SHAPE, "input X has rank 0");
-    oar_tensor_t *out = oar_k_out(k, "Out", 0);
-    if (!out || !oar_k_out(k, "Indices", 0))
+    oar_tensor_t *out = oar_k_output(k, OAR_IDX_OUT, 0);
+    if (!out || !oar_k_output(k, OAR_TOPK_INDICES, 0))
         return oar_k_error(k, OAR_ERR_NOT_FOUND, "outputs Out and Indices need tensors");
     if (out == x) return oar_k_error(k, OAR_ERR_INVALID, "Out is X itself; top_k cannot run in place");
     const int64_t d = x->dims[x->ndim - 1], kk = out->ndim > 0 ? out->dims[out->ndim - 1] : 0;
     const int64_t rows = d > 0 ? oar_tensor_numel_of(x) / d : 0;
     void *ov, *oi;
-    OAR_TRY(out_data(k, "Out", dt, rows * kk, &ov));
-    OAR_TRY(out_data(k, "Indices", OAR_INT64, rows * kk, &oi));
+    OAR_TRY(out_data_at(k, OAR_IDX_OUT, 0, dt, rows * kk, &ov));
+    OAR_TRY(out_data_at(k, OAR_TOPK_INDICES, 0, OAR_INT64, rows * kk, &oi));
     if (rows == 0 || kk == 0) return OAR_OK;
     if (kk > d) return oar_k_error(k, OAR_ERR_RANGE, "k = %lld exceeds the last dimension %lld", (long long)kk,
                                    (long long)d);
@@ -112,17 +114,17 @@ int top_k_bwd(oar_kernel_ctx_t *k, int dt)
 {
     const oar_tensor_t *x, *ind, *g;
     const void *xd, *id, *gd;
-    OAR_TRY(in_tensor(k, "X", 0, -1, -1, &x, &xd));
-    OAR_TRY(in_tensor(k, "Indices", 0, OAR_INT64, -1, &ind, &id));
-    OAR_TRY(in_tensor(k, "Out@GRAD", 0, dt, oar_tensor_numel_of(ind), &g, &gd));
+    OAR_TRY(in_tensor_at(k, OAR_IDX_X, 0, -1, -1, &x, &xd));
+    OAR_TRY(in_tensor_at(k, OAR_TOPKG_INDICES, 0, OAR_INT64, -1, &ind, &id));
+    OAR_TRY(in_tensor_at(k, OAR_TOPKG_DOUT, 0, dt, oar_tensor_numel_of(ind), &g, &gd));
     const int64_t d = x->ndim > 0 ? x->dims[x->ndim - 1] : 1;
     const int64_t rows = d > 0 ? oar_tensor_numel_of(x) / d : 0;
     const int64_t kk = ind->ndim > 0 ? ind->dims[ind->ndim - 1] : 0;
     if (oar_tensor_numel_of(ind) != rows * kk)
         return oar_k_error(k, OAR_ERR_SHAPE, "Indices and Out@GRAD must hold %lld rows of k values", (long long)rows);
-    if (!oar_k_out(k, "X@GRAD", 0)) return OAR_OK;
+    if (!oar_k_output(k, OAR_IDXG_DX, 0)) return OAR_OK;
     void *dx;
-    OAR_TRY(out_data(k, "X@GRAD", dt, rows * d, &dx));
+    OAR_TRY(out_data_at(k, OAR_IDXG_DX, 0, dt, rows * d, &dx));
     if (rows * d > 0) OAR_CU(k, cudaMemsetAsync(dx, 0, sizeof(T) * (size_t)(rows * d), 0), "cudaMemsetAsync");
     if (rows * kk == 0) return OAR_OK;
     BadFlag bad;
@@ -130,7 +132,8 @@ int top_k_bwd(oar_kernel_ctx_t *k, int dt)
     topk_grad_k<T><<<grid_for(rows * kk), kThreads>>>((const int64_t *)id, (const T *)gd, (T *)dx, rows, d, kk,
                                                       bad.ptr());
     OAR_CU_LAUNCH(k, "top_k_grad");
-    OAR_TRY(bad.report(k, "Indices '%s' holds an index outside [0, %lld)", nm(oar_k_in_name(k, "Indices", 0)),
+    OAR_TRY(bad.report(k, "Indices '%s' holds an index outside [0, %lld)",
+                       nm(oar_k_input_name(k, OAR_TOPKG_INDICES, 0)),
                        (long long)d));
     return OAR_OK;
 }
@@ -156,16 +159,16 @@ int accuracy_run(oar_kernel_ctx_t *k)
 {
     const oar_tensor_t *ind, *lbl;
     const void *id, *ld;
-    OAR_TRY(in_tensor(k, "Indices", 0, OAR_INT64, -1, &ind, &id));
+    OAR_TRY(in_tensor_at(k, OAR_ACC_INDICES, 0, OAR_INT64, -1, &ind, &id));
     const int64_t n = ind->ndim == 2 ? ind->dims[0] : 0, kk = ind->ndim == 2 ? ind->dims[1] : 0;
     if (ind->ndim != 2)
         return oar_k_error(k, OAR_ERR_SHAPE, "Indices must be [N, k] and Label hold N values");
-    OAR_TRY(in_tensor(k, "Label", 0, OAR_INT64, n, &lbl, &ld));
+    OAR_TRY(in_tensor_at(k, OAR_ACC_LABEL, 0, OAR_INT64, n, &lbl, &ld));
     if (n > INT32_MAX) return oar_k_error(k, OAR_ERR_RANGE, "%lld rows do not fit Total (int32)", (long long)n);
     void *acc, *cor, *tot;
-    OAR_TRY(out_data(k, "Accuracy", OAR_FP32, -1, &acc));
-    OAR_TRY(out_data(k, "Correct", OAR_INT32, -1, &cor));
-    OAR_TRY(out_data(k, "Total", OAR_INT32, -1, &tot));
+    OAR_TRY(out_data_at(k, OAR_ACC_ACCURACY, 0, OAR_FP32, -1, &acc));
+    OAR_TRY(out_data_at(k, OAR_ACC_CORRECT, 0, OAR_INT32, -1, &cor));
+    OAR_TRY(out_data_at(k, OAR_ACC_TOTAL, 0, OAR_INT32, -1, &tot));
     accuracy_k<<<1, kThreads>>>((const int64_t *)id, (const int64_t *)ld, n, kk, (float *)acc, (int32_t *)cor,
                                 (int32_t *)tot);
     OAR_CU_LAUNCH(k, "accuracy");

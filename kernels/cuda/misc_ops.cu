@@ -8,6 +8,10 @@
  * by) are reduced into device scalars read by the next kernel.
  */
 #include "cuda_common.h"
+#include "ops/index_ops.h"
+#include "ops/loss.h"
+#include "ops/misc_ops.h"
+#include "ops/tensor_ops.h"
 
 using namespace oarcu;
 
@@ -45,10 +49,10 @@ __global__ void gather_grad_k(const I *idx, const T *g, T *dx, int64_t m, int64_
 
 int gather_index(oar_kernel_ctx_t *k, const oar_tensor_t **idx, const void **id)
 {
-    OAR_TRY(in_tensor(k, "Index", 0, -1, -1, idx, id));
+    OAR_TRY(in_tensor_at(k, OAR_GATHER_INDEX, 0, -1, -1, idx, id));
     if ((*idx)->dtype != OAR_INT64 && (*idx)->dtype != OAR_INT32)
         return oar_k_error(k, OAR_ERR_DTYPE, "input Index '%s' has dtype %s, expected int32 or int64",
-                           nm(oar_k_in_name(k, "Index", 0)), nm(oar_dtype_name((*idx)->dtype)));
+                           nm(oar_k_input_name(k, OAR_GATHER_INDEX, 0)), nm(oar_dtype_name((*idx)->dtype)));
     return OAR_OK;
 }
 
@@ -56,10 +60,11 @@ int gather_fwd(oar_kernel_ctx_t *k)
 {
     const oar_tensor_t *x, *idx;
     const void *xd, *id;
-    OAR_TRY(in_tensor(k, "X", 0, -1, -1, &x, &xd));
+    OAR_TRY(in_tensor_at(k, OAR_IDX_X, 0, -1, -1, &x, &xd));
     OAR_TRY(gather_index(k, &idx, &id));
-    if (oar_k_out(k, "Out", 0) == x) return oar_k_error(k, OAR_ERR_INVALID, "Out is X itself; gather cannot run in place");
-    void *o = oar_k_out_data(k, "Out", 0, x->dtype);
+    if (oar_k_output(k, OAR_IDX_OUT, 0) == x)
+        return oar_k_error(k, OAR_ERR_INVALID, "Out is X itself; gather cannot run in place");
+    void *o = oar_k_output_data(k, OAR_IDX_OUT, 0, x->dtype);
     if (!o) return OAR_ERR_NOMEM;
     const int64_t m = oar_tensor_numel_of(idx), rows = x->ndim > 0 ? x->dims[0] : 1;
     int64_t row = (int64_t)oar_dtype_size(x->dtype);
@@ -74,8 +79,9 @@ int gather_fwd(oar_kernel_ctx_t *k)
         gather_k<int32_t><<<grid_for(m * row), kThreads>>>((const char *)xd, (const int32_t *)id, (char *)o, m, row, rows,
                                                            bad.ptr());
     OAR_CU_LAUNCH(k, "gather");
-    return bad.report(k, "Index '%s' holds a row out of range [0, %lld) for X '%s'", nm(oar_k_in_name(k, "Index", 0)),
-                      (long long)rows, nm(oar_k_in_name(k, "X", 0)));
+    return bad.report(k, "Index '%s' holds a row out of range [0, %lld) for X '%s'",
+                      nm(oar_k_input_name(k, OAR_GATHER_INDEX, 0)),
+                      (long long)rows, nm(oar_k_input_name(k, OAR_IDX_X, 0)));
 }
 
 template <class T>
@@ -83,15 +89,15 @@ int gather_bwd(oar_kernel_ctx_t *k, int dt)
 {
     const oar_tensor_t *x, *idx, *g;
     const void *xd, *id, *gd;
-    OAR_TRY(in_tensor(k, "X", 0, dt, -1, &x, &xd));
+    OAR_TRY(in_tensor_at(k, OAR_IDX_X, 0, dt, -1, &x, &xd));
     OAR_TRY(gather_index(k, &idx, &id));
     const int64_t m = oar_tensor_numel_of(idx), rows = x->ndim > 0 ? x->dims[0] : 1;
     int64_t row = 1;
     for (int i = 1; i < x->ndim; i++) row *= x->dims[i];
-    OAR_TRY(in_tensor(k, "Out@GRAD", 0, dt, m * row, &g, &gd));
-    if (!oar_k_out(k, "X@GRAD", 0)) return OAR_OK;
+    OAR_TRY(in_tensor_at(k, OAR_GATHERG_DOUT, 0, dt, m * row, &g, &gd));
+    if (!oar_k_output(k, OAR_IDXG_DX, 0)) return OAR_OK;
     void *dx;
-    OAR_TRY(out_data(k, "X@GRAD", dt, oar_tensor_numel_of(x), &dx));
+    OAR_TRY(out_data_at(k, OAR_IDXG_DX, 0, dt, oar_tensor_numel_of(x), &dx));
     const int64_t xn = oar_tensor_numel_of(x);
     if (xn > 0) OAR_CU(k, cudaMemsetAsync(dx, 0, sizeof(T) * (size_t)xn, 0), "cudaMemsetAsync");
     if (m * row == 0) return OAR_OK;
@@ -104,8 +110,9 @@ int gather_bwd(oar_kernel_ctx_t *k, int dt)
         gather_grad_k<T, int32_t><<<grid_for(m * row), kThreads>>>((const int32_t *)id, (const T *)gd, (T *)dx, m, row,
                                                                    rows, bad.ptr());
     OAR_CU_LAUNCH(k, "gather_grad");
-    return bad.report(k, "Index '%s' holds a row out of range [0, %lld) for X '%s'", nm(oar_k_in_name(k, "Index", 0)),
-                      (long long)rows, nm(oar_k_in_name(k, "X", 0)));
+    return bad.report(k, "Index '%s' holds a row out of range [0, %lld) for X '%s'",
+                      nm(oar_k_input_name(k, OAR_GATHER_INDEX, 0)),
+                      (long long)rows, nm(oar_k_input_name(k, OAR_IDX_X, 0)));
 }
 
 #define GATHER_FWD(sfx, DT)                                             \
@@ -137,13 +144,14 @@ int increment_run(oar_kernel_ctx_t *k, int dt)
 {
     const oar_tensor_t *x;
     const void *xd;
-    OAR_TRY(in_tensor(k, "X", 0, dt, -1, &x, &xd));
+    OAR_TRY(in_tensor_at(k, OAR_TENSOR_X, 0, dt, -1, &x, &xd));
     if (oar_tensor_numel_of(x) != 1)
-        return oar_k_error(k, OAR_ERR_SHAPE, "input X '%s' has %lld elements, expected 1", nm(oar_k_in_name(k, "X", 0)),
-                           (long long)oar_tensor_numel_of(x));
+        return oar_k_error(k, OAR_ERR_SHAPE, "input X '%s' has %lld elements, expected 1",
+                           nm(oar_k_input_name(k, OAR_TENSOR_X, 0)), (long long)oar_tensor_numel_of(x));
     void *y;
-    OAR_TRY(out_data(k, "Out", dt, 1, &y));
-    increment_k<T><<<1, 32>>>((const T *)xd, (T *)y, (double)oar_attr_f(oar_k_op(k), "step"));
+    OAR_TRY(out_data_at(k, OAR_TENSOR_OUT, 0, dt, 1, &y));
+    const double step = ((const oar_increment_attrs_t *)oar_k_attrs(k))->step;
+    increment_k<T><<<1, 32>>>((const T *)xd, (T *)y, step);
     OAR_CU_LAUNCH(k, "increment");
     return OAR_OK;
 }
@@ -199,7 +207,7 @@ template <class T>
 int sce_count(oar_kernel_ctx_t *k, const T *z, int64_t n, int ignore, Scratch &s, const unsigned long long **cnt)
 {
     *cnt = nullptr;
-    if (!oar_attr_b(oar_k_op(k), "normalize")) return OAR_OK;
+    if (!((const oar_sce_attrs_t *)oar_k_attrs(k))->normalize) return OAR_OK;
     OAR_TRY(s.alloc(k, sizeof(unsigned long long), "label count"));
     OAR_CU(k, cudaMemsetAsync(s.p, 0, sizeof(unsigned long long), 0), "cudaMemsetAsync");
     if (n > 0) {
@@ -215,12 +223,12 @@ int sce_fwd(oar_kernel_ctx_t *k, int dt)
 {
     const oar_tensor_t *xt, *zt;
     const void *x, *z;
-    OAR_TRY(in_tensor(k, "X", 0, dt, -1, &xt, &x));
+    OAR_TRY(in_tensor_at(k, OAR_SCE_X, 0, dt, -1, &xt, &x));
     const int64_t n = oar_tensor_numel_of(xt);
-    OAR_TRY(in_tensor(k, "Label", 0, dt, n, &zt, &z));
+    OAR_TRY(in_tensor_at(k, OAR_SCE_LABEL, 0, dt, n, &zt, &z));
     void *out;
-    OAR_TRY(out_data(k, "Out", dt, n, &out));
-    const int ignore = oar_attr_i(oar_k_op(k), "ignore_index");
+    OAR_TRY(out_data_at(k, OAR_SCE_OUT, 0, dt, n, &out));
+    const int ignore = ((const oar_sce_attrs_t *)oar_k_attrs(k))->ignore_index;
     Scratch s;
     const unsigned long long *cnt;
     OAR_TRY(sce_count<T>(k, (const T *)z, n, ignore, s, &cnt));
@@ -235,14 +243,14 @@ int sce_bwd(oar_kernel_ctx_t *k, int dt)
 {
     const oar_tensor_t *xt, *zt, *gt;
     const void *x, *z, *g;
-    OAR_TRY(in_tensor(k, "X", 0, dt, -1, &xt, &x));
+    OAR_TRY(in_tensor_at(k, OAR_SCE_X, 0, dt, -1, &xt, &x));
     const int64_t n = oar_tensor_numel_of(xt);
-    OAR_TRY(in_tensor(k, "Label", 0, dt, n, &zt, &z));
-    OAR_TRY(in_tensor(k, "Out@GRAD", 0, dt, n, &gt, &g));
-    if (!oar_k_out(k, "X@GRAD", 0)) return OAR_OK;
+    OAR_TRY(in_tensor_at(k, OAR_SCE_LABEL, 0, dt, n, &zt, &z));
+    OAR_TRY(in_tensor_at(k, OAR_SCEG_DOUT, 0, dt, n, &gt, &g));
+    if (!oar_k_output(k, OAR_SCEG_DX, 0)) return OAR_OK;
     void *dx;
-    OAR_TRY(out_data(k, "X@GRAD", dt, n, &dx));
-    const int ignore = oar_attr_i(oar_k_op(k), "ignore_index");
+    OAR_TRY(out_data_at(k, OAR_SCEG_DX, 0, dt, n, &dx));
+    const int ignore = ((const oar_sce_attrs_t *)oar_k_attrs(k))->ignore_index;
     Scratch s;
     const unsigned long long *cnt;
     OAR_TRY(sce_count<T>(k, (const T *)z, n, ignore, s, &cnt));
@@ -284,10 +292,10 @@ int clip_run(oar_kernel_ctx_t *k, int dt)
 {
     const oar_tensor_t *xt;
     const void *x;
-    OAR_TRY(in_tensor(k, "X", 0, dt, -1, &xt, &x));
+    OAR_TRY(in_tensor_at(k, OAR_CBN_X, 0, dt, -1, &xt, &x));
     const int64_t n = oar_tensor_numel_of(xt);
     void *y;
-    OAR_TRY(out_data(k, "Out", dt, n, &y));
+    OAR_TRY(out_data_at(k, OAR_CBN_OUT, 0, dt, n, &y));
     if (n == 0) return OAR_OK;
     Scratch acc;
     OAR_TRY(acc.alloc(k, sizeof(double), "norm"));
@@ -295,7 +303,7 @@ int clip_run(oar_kernel_ctx_t *k, int dt)
     sumsq_k<T><<<grid_for(n), kThreads>>>((const T *)x, n, acc.as<double>());
     OAR_CU_LAUNCH(k, "clip_by_norm norm");
     clip_k<T><<<grid_for(n), kThreads>>>((const T *)x, (T *)y, n, acc.as<double>(),
-                                         (double)oar_attr_f(oar_k_op(k), "max_norm"));
+                                         (double)((const oar_clip_by_norm_attrs_t *)oar_k_attrs(k))->max_norm);
     OAR_CU_LAUNCH(k, "clip_by_norm");
     return OAR_OK;
 }

@@ -111,7 +111,7 @@ int scalar_in(oar_kernel_ctx_t *k, int slot, DScalar *s, double def)
         return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s has no value", in_slot_name(k, slot));
     }
     const oar_tensor_t *t;
-    OAR_TRY(in_at(k, slot, 0, -1, 1, &t, &s->p));
+    OAR_TRY(in_tensor_at(k, slot, 0, -1, 1, &t, &s->p));
     if (t->dtype != OAR_FP32 && t->dtype != OAR_FP64)
         return oar_k_error(k, OAR_ERR_DTYPE, "input %s '%s' has dtype %s, expected float32 or float64",
                            in_slot_name(k, slot), nm(oar_k_input_name(k, slot, 0)), nm(oar_dtype_name(t->dtype)));
@@ -143,7 +143,7 @@ int grad_in(oar_kernel_ctx_t *k, int slot, int dt, int64_t numel, int64_t height
     g->sparse = gv && oar_variable_type(gv) == OAR_VAR_SELECTED_ROWS;
     if (!g->sparse) {
         const oar_tensor_t *t;
-        OAR_TRY(in_at(k, slot, 0, dt, numel, &t, &g->dense));
+        OAR_TRY(in_tensor_at(k, slot, 0, dt, numel, &t, &g->dense));
         g->n = numel;
         return OAR_OK;
     }
@@ -171,7 +171,8 @@ int grad_in(oar_kernel_ctx_t *k, int slot, int dt, int64_t numel, int64_t height
     for (int64_t i = 0; i < nr; i++)
         if (sr->rows[i] < 0 || sr->rows[i] >= height)
             return oar_k_error(k, OAR_ERR_RANGE, "sparse Grad '%s' names row %lld, but Param '%s' has %lld rows",
-                               gname, (long long)sr->rows[i], nm(oar_k_input_name(k, OAR_OPT_PARAM, 0)), (long long)height);
+                               gname, (long long)sr->rows[i], nm(oar_k_input_name(k, OAR_OPT_PARAM, 0)),
+                               (long long)height);
     const size_t es = sizeof(T);
     if (!merge) {   /* densify */
         OAR_TRY(g->buf.alloc(k, es * (size_t)numel, "densified gradient"));
@@ -233,13 +234,13 @@ int states_in(oar_kernel_ctx_t *k, int dt, const int *ins, int n, Opt *o)
 {
     o->dt = dt;
     const oar_tensor_t *pt;
-    OAR_TRY(in_at(k, ins[0], 0, dt, -1, &pt, &o->in[0]));
+    OAR_TRY(in_tensor_at(k, ins[0], 0, dt, -1, &pt, &o->in[0]));
     o->numel = oar_tensor_numel_of(pt);
     o->height = pt->ndim > 0 ? pt->dims[0] : 1;
     o->width = o->height > 0 ? o->numel / o->height : 0;
     for (int i = 1; i < n; i++) {
         const oar_tensor_t *t;
-        OAR_TRY(in_at(k, ins[i], 0, dt, o->numel, &t, &o->in[i]));
+        OAR_TRY(in_tensor_at(k, ins[i], 0, dt, o->numel, &t, &o->in[i]));
     }
     return OAR_OK;
 }
@@ -249,7 +250,7 @@ int states_out(oar_kernel_ctx_t *k, const int *outs, int n, bool rows_only, Opt 
 {
     const size_t bytes = oar_dtype_size(o->dt) * (size_t)o->numel;
     for (int i = 0; i < n; i++) {
-        OAR_TRY(out_at(k, outs[i], o->dt, o->numel, &o->out[i]));
+        OAR_TRY(out_data_at(k, outs[i], 0, o->dt, o->numel, &o->out[i]));
         if (rows_only && o->out[i] != o->in[i] && bytes > 0)
             OAR_CU(k, cudaMemcpyAsync(o->out[i], o->in[i], bytes, cudaMemcpyDeviceToDevice, 0), "cudaMemcpyAsync");
     }
@@ -328,11 +329,11 @@ int adam_run(oar_kernel_ctx_t *k, int dt)
     int f1 = 0, f2 = 0;
     if (oar_k_output(k, OAR_ADAM_BETA1_POW_OUT, 0)) {
         f1 = b1p.f64;
-        OAR_TRY(out_at(k, OAR_ADAM_BETA1_POW_OUT, f1 ? OAR_FP64 : OAR_FP32, 1, &o1));
+        OAR_TRY(out_data_at(k, OAR_ADAM_BETA1_POW_OUT, 0, f1 ? OAR_FP64 : OAR_FP32, 1, &o1));
     }
     if (oar_k_output(k, OAR_ADAM_BETA2_POW_OUT, 0)) {
         f2 = b2p.f64;
-        OAR_TRY(out_at(k, OAR_ADAM_BETA2_POW_OUT, f2 ? OAR_FP64 : OAR_FP32, 1, &o2));
+        OAR_TRY(out_data_at(k, OAR_ADAM_BETA2_POW_OUT, 0, f2 ? OAR_FP64 : OAR_FP32, 1, &o2));
     }
     if (o1 || o2) {
         adam_pow_k<<<1, 32>>>(b1p, b2p, beta1, beta2, o1, f1, o2, f2);

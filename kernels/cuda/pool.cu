@@ -167,7 +167,7 @@ int pool_fwd(oar_kernel_ctx_t *k, int dt)
 {
     const oar_tensor_t *x;
     const void *xd;
-    OAR_TRY(in_at(k, OAR_POOL_X, 0, dt, -1, &x, &xd));
+    OAR_TRY(in_tensor_at(k, OAR_POOL_X, 0, dt, -1, &x, &xd));
     if (!xd) return oar_k_error(k, OAR_ERR_NOT_FOUND, "X '%s' has no data", nm(oar_k_input_name(k, OAR_POOL_X, 0)));
     Geom g;
     OAR_TRY(pool_setup(k, x, &g));
@@ -181,7 +181,7 @@ int pool_fwd(oar_kernel_ctx_t *k, int dt)
                            oar_shape_str(yt->dims, yt->ndim, a, sizeof a), oar_shape_str(want, 4, b, sizeof b));
     }
     void *y;
-    OAR_TRY(out_at(k, OAR_POOL_OUT, dt, g.planes * g.oh * g.ow, &y));
+    OAR_TRY(out_data_at(k, OAR_POOL_OUT, 0, dt, g.planes * g.oh * g.ow, &y));
     const int64_t n = g.planes * g.oh * g.ow;
     if (n == 0) return OAR_OK;
     pool_fwd_k<T><<<grid_for(n), kThreads>>>((const T *)xd, (T *)y, g);
@@ -194,12 +194,12 @@ int pool_bwd(oar_kernel_ctx_t *k, int dt)
 {
     const oar_tensor_t *x, *dy;
     const void *xd, *dyd;
-    OAR_TRY(in_at(k, OAR_POOL_X, 0, dt, -1, &x, &xd));
+    OAR_TRY(in_tensor_at(k, OAR_POOL_X, 0, dt, -1, &x, &xd));
     if (!xd) return oar_k_error(k, OAR_ERR_NOT_FOUND, "X '%s' has no data", nm(oar_k_input_name(k, OAR_POOL_X, 0)));
     Geom g;
     OAR_TRY(pool_setup(k, x, &g));
     const int64_t want[4] = {x->dims[0], x->dims[1], g.oh, g.ow};
-    OAR_TRY(in_at(k, OAR_POOL_DOUT, 0, dt, -1, &dy, &dyd));
+    OAR_TRY(in_tensor_at(k, OAR_POOL_DOUT, 0, dt, -1, &dy, &dyd));
     if (dy->ndim != 4 || memcmp(dy->dims, want, sizeof want) != 0) {
         char a[128], b[128];
         return oar_k_error(k, OAR_ERR_SHAPE, "Out@GRAD '%s' is %s, expected %s", nm(oar_k_input_name(k, OAR_POOL_DOUT, 0)),
@@ -211,7 +211,7 @@ int pool_bwd(oar_kernel_ctx_t *k, int dt)
         return oar_k_error(k, OAR_ERR_SHAPE, "X@GRAD was not sized like X by shape inference");
     void *dx;
     const int64_t xn = oar_tensor_numel_of(x), n = g.planes * g.oh * g.ow;
-    OAR_TRY(out_at(k, OAR_POOL_DX, dt, xn, &dx));
+    OAR_TRY(out_data_at(k, OAR_POOL_DX, 0, dt, xn, &dx));
     if (xn > 0) OAR_CU(k, cudaMemsetAsync(dx, 0, sizeof(T) * (size_t)xn, 0), "cudaMemsetAsync");
     if (n == 0) return OAR_OK;
     pool_bwd_k<T><<<grid_for(n), kThreads>>>((const T *)xd, (const T *)dyd, (T *)dx, g);

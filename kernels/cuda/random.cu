@@ -13,6 +13,8 @@
  * drives the grad, with the CPU kernels' scaling (kernels/cpu/dropout.c).
  */
 #include "cuda_common.h"
+#include "ops/dropout.h"
+#include "ops/random.h"
 
 using namespace oarcu;
 
@@ -51,8 +53,8 @@ __global__ void random_k(T *out, int64_t n, int dist, uint64_t key, double a, do
 
 int random_run(oar_kernel_ctx_t *k, int dist)
 {
-    const oar_op_desc_t *op = oar_k_op(k);
-    const int dt = oar_attr_i(op, "dtype"), seed = oar_attr_i(op, "seed");
+    const oar_random_attrs_t *at = (const oar_random_attrs_t *)oar_k_attrs(k);
+    const int dt = at->dtype, seed = at->seed;
     if (dt != OAR_FP32 && dt != OAR_FP64)
         return oar_k_error(k, OAR_ERR_DTYPE, "attr dtype = %d must be float32 or float64", dt);
     uint64_t key;
@@ -64,16 +66,9 @@ int random_run(oar_kernel_ctx_t *k, int dist)
         key = oar_rng_next();
     }
     void *p;
-    OAR_TRY(out_data(k, "Out", dt, -1, &p));
-    const int64_t n = oar_tensor_numel_of(oar_k_out(k, "Out", 0));
-    double a, b;   /* uniform: lo, width; gaussian: mean, std */
-    if (dist == DIST_UNIFORM) {
-        a = oar_attr_f(op, "min");
-        b = (double)oar_attr_f(op, "max") - a;
-    } else {
-        a = oar_attr_f(op, "mean");
-        b = oar_attr_f(op, "std");
-    }
+    OAR_TRY(out_data_at(k, OAR_RND_OUT, 0, dt, -1, &p));
+    const int64_t n = oar_tensor_numel_of(oar_k_output(k, OAR_RND_OUT, 0));
+    const double a = at->a, b = at->b;   /* uniform: lo, width; gaussian: mean, std (decoded per op) */
     if (n == 0) return OAR_OK;
     if (dt == OAR_FP32) random_k<float><<<grid_for(n), kThreads>>>((float *)p, n, dist, key, a, b);
     else random_k<double><<<grid_for(n), kThreads>>>((double *)p, n, dist, key, a, b);
@@ -91,21 +86,9 @@ RND_REG(uniform_random, DIST_UNIFORM)
 RND_REG(gaussian_random, DIST_GAUSSIAN)
 RND_REG(truncated_gaussian_random, DIST_TRUNCATED)
 
-/* ---- dropout -------------------------------------------------------------------- */
-bool upscale(const oar_op_desc_t *op)
-{
-    const char *impl = oar_attr_s(op, "dropout_implementation");
-    return impl && strcmp(impl, "upscale_in_train") == 0;
-}
-
-int check_impl(oar_kernel_ctx_t *k)
-{
-    const char *impl = oar_attr_s(oar_k_op(k), "dropout_implementation");
-    if (impl && strcmp(impl, "downgrade_in_infer") != 0 && strcmp(impl, "upscale_in_train") != 0)
-        return oar_k_error(k, OAR_ERR_INVALID, "attr dropout_implementation = \"%s\" must be \"downgrade_in_infer\" "
-                           "or \"upscale_in_train\"", impl);
-    return OAR_OK;
-}
+/* ---- dropout --------------------------------------------------------------------
+ * dropout_implementation is a declared choice: checked at insertion and
+ * decoded to its code once, at prepare. */
 
 template <class T>
 __global__ void do_scale_k(const T *x, T *y, int64_t n, T s)
@@ -133,21 +116,20 @@ __global__ void do_mask_k(const T *g, const uint8_t *m, T *d, int64_t n, T f)
 template <class T>
 int do_fwd(oar_kernel_ctx_t *k, int dt)
 {
-    const oar_op_desc_t *op = oar_k_op(k);
-    OAR_TRY(check_impl(k));
+    const oar_dropout_attrs_t *at = (const oar_dropout_attrs_t *)oar_k_attrs(k);
     const oar_tensor_t *x;
     const void *xd;
-    OAR_TRY(in_tensor(k, "X", 0, dt, -1, &x, &xd));
-    const double p = oar_attr_f(op, "dropout_prob");
+    OAR_TRY(in_tensor_at(k, OAR_DO_X, 0, dt, -1, &x, &xd));
+    const double p = at->prob;
     if (!(p >= 0 && p <= 1)) return oar_k_error(k, OAR_ERR_INVALID, "attr dropout_prob = %g must be in [0, 1]", p);
-    const bool test = oar_attr_b(op, "is_test"), up = upscale(op);
+    const bool test = at->is_test, up = at->impl == OAR_DO_UPSCALE_IN_TRAIN;
     const int64_t n = oar_tensor_numel_of(x);
-    oar_tensor_t *yt = oar_k_out(k, "Out", 0);
+    oar_tensor_t *yt = oar_k_output(k, OAR_DO_OUT, 0);
     if (!yt) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out is missing");
     if (yt != x && (yt->ndim != x->ndim || memcmp(yt->dims, x->dims, sizeof(int64_t) * (size_t)x->ndim) != 0))
         OAR_TRY(oar_tensor_resize(yt, x->dims, x->ndim));
     void *y;
-    OAR_TRY(out_data(k, "Out", dt, n, &y));
+    OAR_TRY(out_data_at(k, OAR_DO_OUT, 0, dt, n, &y));
     if (test) {
         const double f = up ? 1.0 : 1.0 - p;
         if (n == 0 || (f == 1.0 && y == xd)) return OAR_OK;
@@ -159,23 +141,23 @@ int do_fwd(oar_kernel_ctx_t *k, int dt)
         OAR_CU_LAUNCH(k, "dropout (test)");
         return OAR_OK;
     }
-    oar_tensor_t *mt = oar_k_out(k, "Mask", 0);
+    oar_tensor_t *mt = oar_k_output(k, OAR_DO_MASK, 0);
     void *mask = nullptr;
     if (mt) {
         if (mt->ndim != x->ndim || memcmp(mt->dims, x->dims, sizeof(int64_t) * (size_t)x->ndim) != 0)
             OAR_TRY(oar_tensor_resize(mt, x->dims, x->ndim));
-        OAR_TRY(out_data(k, "Mask", OAR_UINT8, n, &mask));
+        OAR_TRY(out_data_at(k, OAR_DO_MASK, 0, OAR_UINT8, n, &mask));
     }
     uint64_t key;
-    const oar_tensor_t *st = oar_k_in_count(k, "Seed") > 0 ? oar_k_in(k, "Seed", 0) : nullptr;
+    const oar_tensor_t *st = oar_k_nin(k, OAR_DO_SEED) > 0 ? oar_k_input(k, OAR_DO_SEED, 0) : nullptr;
     if (st) {
         const void *sd;
         if (st->dtype != OAR_INT32 && st->dtype != OAR_INT64)
             return oar_k_error(k, OAR_ERR_INVALID, "Seed '%s' must hold one int32 or int64 value",
-                               nm(oar_k_in_name(k, "Seed", 0)));
-        OAR_TRY(in_tensor(k, "Seed", 0, st->dtype, -1, &st, &sd));
+                               nm(oar_k_input_name(k, OAR_DO_SEED, 0)));
+        OAR_TRY(in_tensor_at(k, OAR_DO_SEED, 0, st->dtype, -1, &st, &sd));
         if (!sd) return oar_k_error(k, OAR_ERR_INVALID, "Seed '%s' must hold one int32 or int64 value",
-                                    nm(oar_k_in_name(k, "Seed", 0)));
+                                    nm(oar_k_input_name(k, OAR_DO_SEED, 0)));
         int64_t s = 0;
         if (st->dtype == OAR_INT32) {
             int32_t s32;
@@ -187,9 +169,9 @@ int do_fwd(oar_kernel_ctx_t *k, int dt)
         oar_rng_t local;
         oar_rng_seed(&local, (uint64_t)s);
         key = oar_rng_next_r(&local);
-    } else if (oar_attr_b(op, "fix_seed")) {
+    } else if (at->fix_seed) {
         oar_rng_t local;
-        oar_rng_seed(&local, (uint64_t)(int64_t)oar_attr_i(op, "seed"));
+        oar_rng_seed(&local, (uint64_t)(int64_t)at->seed);
         key = oar_rng_next_r(&local);
     } else {
         key = oar_rng_next();
@@ -207,30 +189,29 @@ int do_fwd(oar_kernel_ctx_t *k, int dt)
 template <class T>
 int do_bwd(oar_kernel_ctx_t *k, int dt)
 {
-    const oar_op_desc_t *op = oar_k_op(k);
-    OAR_TRY(check_impl(k));
-    if (oar_attr_b(op, "is_test"))
+    const oar_dropout_attrs_t *at = (const oar_dropout_attrs_t *)oar_k_attrs(k);
+    if (at->is_test)
         return oar_k_error(k, OAR_ERR_INVALID, "the grad op needs is_test = false (no Mask is kept in test mode)");
     const oar_tensor_t *m, *dy;
     const void *md, *dyd;
-    OAR_TRY(in_tensor(k, "Out@GRAD", 0, dt, -1, &dy, &dyd));
+    OAR_TRY(in_tensor_at(k, OAR_DOG_DOUT, 0, dt, -1, &dy, &dyd));
     const int64_t n = oar_tensor_numel_of(dy);
-    OAR_TRY(in_tensor(k, "Mask", 0, OAR_UINT8, n, &m, &md));
+    OAR_TRY(in_tensor_at(k, OAR_DOG_MASK, 0, OAR_UINT8, n, &m, &md));
     if (m->ndim != dy->ndim || memcmp(m->dims, dy->dims, sizeof(int64_t) * (size_t)dy->ndim) != 0) {
         char a[128], b[128];
         return oar_k_error(k, OAR_ERR_SHAPE, "Mask '%s' %s and Out@GRAD '%s' %s must have the same shape",
-                           nm(oar_k_in_name(k, "Mask", 0)), oar_shape_str(m->dims, m->ndim, a, sizeof a),
-                           nm(oar_k_in_name(k, "Out@GRAD", 0)), oar_shape_str(dy->dims, dy->ndim, b, sizeof b));
+                           nm(oar_k_input_name(k, OAR_DOG_MASK, 0)), oar_shape_str(m->dims, m->ndim, a, sizeof a),
+                           nm(oar_k_input_name(k, OAR_DOG_DOUT, 0)), oar_shape_str(dy->dims, dy->ndim, b, sizeof b));
     }
-    oar_tensor_t *dxt = oar_k_out(k, "X@GRAD", 0);
+    oar_tensor_t *dxt = oar_k_output(k, OAR_DOG_DX, 0);
     if (!dxt) return OAR_OK;
     if (dxt != dy && (dxt->ndim != dy->ndim || memcmp(dxt->dims, dy->dims, sizeof(int64_t) * (size_t)dy->ndim) != 0))
         OAR_TRY(oar_tensor_resize(dxt, dy->dims, dy->ndim));
     void *dx;
-    OAR_TRY(out_data(k, "X@GRAD", dt, n, &dx));
+    OAR_TRY(out_data_at(k, OAR_DOG_DX, 0, dt, n, &dx));
     if (n == 0) return OAR_OK;
-    const double p = oar_attr_f(op, "dropout_prob");
-    const double f = upscale(op) ? (p < 1 ? 1.0 / (1.0 - p) : 0.0) : 1.0;
+    const double p = at->prob;
+    const double f = at->impl == OAR_DO_UPSCALE_IN_TRAIN ? (p < 1 ? 1.0 / (1.0 - p) : 0.0) : 1.0;
     do_mask_k<T><<<grid_for(n), kThreads>>>((const T *)dyd, (const uint8_t *)md, (T *)dx, n, (T)f);
     OAR_CU_LAUNCH(k, "dropout_grad");
     return OAR_OK;

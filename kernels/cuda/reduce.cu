@@ -12,6 +12,7 @@
  * (scaled for mean; only where X equals Out for max/min).
  */
 #include "cuda_common.h"
+#include "ops/reduce.h"
 
 using namespace oarcu;
 
@@ -31,18 +32,16 @@ struct Plan {
 
 int make_plan(oar_kernel_ctx_t *k, const oar_tensor_t *x, Plan *p)
 {
-    const oar_op_desc_t *op = oar_k_op(k);
-    int nd = x->ndim, n = 0;
-    const int32_t *dim = oar_attr_ints(op, "dim", &n);
-    static const int32_t def0 = 0;   /* empty `dim` is Fluid's default {0} */
-    if (n == 0) { dim = &def0; n = 1; }
-    bool all = oar_attr_b(op, "reduce_all"), mask[OAR_MAX_DIMS], red[OAR_MAX_DIMS];
+    const oar_reduce_attrs_t *a = (const oar_reduce_attrs_t *)oar_k_attrs(k);
+    const int nd = x->ndim, n = a->dim.n;   /* decode made an empty `dim` Fluid's default {0} */
+    const int32_t *dim = a->dim.v;
+    bool all = a->reduce_all, mask[OAR_MAX_DIMS], red[OAR_MAX_DIMS];
     for (int i = 0; i < nd; i++) mask[i] = all;
     for (int i = 0; i < n && !all; i++) {
         int d = dim[i] < 0 ? dim[i] + nd : dim[i];
         if (d < 0 || d >= (nd > 0 ? nd : 1))
             return oar_k_error(k, OAR_ERR_RANGE, "attr dim[%d] = %d is out of range for input X '%s' of rank %d", i,
-                               (int)dim[i], nm(oar_k_in_name(k, "X", 0)), nd);
+                               (int)dim[i], nm(oar_k_input_name(k, OAR_RED_X, 0)), nd);
         if (nd > 0) mask[d] = true;
     }
     p->n = 0;
@@ -152,14 +151,14 @@ int reduce_fwd(oar_kernel_ctx_t *k, int dt)
 {
     const oar_tensor_t *xt;
     const void *xv;
-    OAR_TRY(in_tensor(k, "X", 0, dt, -1, &xt, &xv));
+    OAR_TRY(in_tensor_at(k, OAR_RED_X, 0, dt, -1, &xt, &xv));
     Plan pl;
     OAR_TRY(make_plan(k, xt, &pl));
     if ((KIND == R_MAX || KIND == R_MIN) && pl.rcount == 0)
         return oar_k_error(k, OAR_ERR_SHAPE, "input X '%s' is empty along the reduced axes; its %s is undefined",
-                           nm(oar_k_in_name(k, "X", 0)), KIND == R_MAX ? "max" : "min");
+                           nm(oar_k_input_name(k, OAR_RED_X, 0)), KIND == R_MAX ? "max" : "min");
     void *yv;
-    OAR_TRY(out_data(k, "Out", dt, pl.onumel, &yv));
+    OAR_TRY(out_data_at(k, OAR_RED_OUT, 0, dt, pl.onumel, &yv));
     if (pl.rcount == 0) {   /* empty sums are 0; an empty mean is 0/0 */
         if (pl.onumel == 0) return OAR_OK;
         if (KIND == R_SUM)
@@ -194,13 +193,13 @@ int reduce_bwd(oar_kernel_ctx_t *k, int dt)
 {
     const oar_tensor_t *xt, *gt, *ot = nullptr;
     const void *xv, *gv, *ov = nullptr;
-    OAR_TRY(in_tensor(k, "X", 0, dt, -1, &xt, &xv));
+    OAR_TRY(in_tensor_at(k, OAR_REDG_X, 0, dt, -1, &xt, &xv));
     Plan pl;
     OAR_TRY(make_plan(k, xt, &pl));
-    OAR_TRY(in_tensor(k, "Out@GRAD", 0, dt, pl.onumel, &gt, &gv));
-    if (KIND == R_MAX || KIND == R_MIN) OAR_TRY(in_tensor(k, "Out", 0, dt, pl.onumel, &ot, &ov));
+    OAR_TRY(in_tensor_at(k, OAR_REDG_DOUT, 0, dt, pl.onumel, &gt, &gv));
+    if (KIND == R_MAX || KIND == R_MIN) OAR_TRY(in_tensor_at(k, OAR_REDG_OUT, 0, dt, pl.onumel, &ot, &ov));
     void *dv;
-    OAR_TRY(out_data(k, "X@GRAD", dt, pl.xnumel, &dv));
+    OAR_TRY(out_data_at(k, OAR_REDG_DX, 0, dt, pl.xnumel, &dv));
     if (pl.xnumel == 0) return OAR_OK;
     const double scale = KIND == R_MEAN ? 1.0 / (double)pl.rcount : 1.0;
     reduce_grad_k<T, KIND><<<grid_for(pl.xnumel), kThreads>>>((const T *)xv, (const T *)gv, (const T *)ov, (T *)dv,
@@ -215,12 +214,13 @@ int mean_fwd(oar_kernel_ctx_t *k, int dt)
 {
     const oar_tensor_t *xt;
     const void *xv;
-    OAR_TRY(in_tensor(k, "X", 0, dt, -1, &xt, &xv));
+    OAR_TRY(in_tensor_at(k, OAR_RED_X, 0, dt, -1, &xt, &xv));
     const int64_t n = oar_tensor_numel_of(xt);
     if (n == 0)
-        return oar_k_error(k, OAR_ERR_SHAPE, "input X '%s' is empty; its mean is undefined", nm(oar_k_in_name(k, "X", 0)));
+        return oar_k_error(k, OAR_ERR_SHAPE, "input X '%s' is empty; its mean is undefined",
+                           nm(oar_k_input_name(k, OAR_RED_X, 0)));
     void *yv;
-    OAR_TRY(out_data(k, "Out", dt, 1, &yv));
+    OAR_TRY(out_data_at(k, OAR_RED_OUT, 0, dt, 1, &yv));
     Plan pl;
     pl.n = 1; pl.dims[0] = n; pl.ost[0] = 0;
     pl.nk = 0; pl.nr = 1; pl.rdim[0] = n; pl.rxs[0] = 1;
@@ -240,11 +240,11 @@ int mean_bwd(oar_kernel_ctx_t *k, int dt)
 {
     const oar_tensor_t *xt, *gt;
     const void *xv, *gv;
-    OAR_TRY(in_tensor(k, "X", 0, dt, -1, &xt, &xv));
-    OAR_TRY(in_tensor(k, "Out@GRAD", 0, dt, 1, &gt, &gv));
+    OAR_TRY(in_tensor_at(k, OAR_MEANG_X, 0, dt, -1, &xt, &xv));
+    OAR_TRY(in_tensor_at(k, OAR_MEANG_DOUT, 0, dt, 1, &gt, &gv));
     const int64_t n = oar_tensor_numel_of(xt);
     void *dv;
-    OAR_TRY(out_data(k, "X@GRAD", dt, n, &dv));
+    OAR_TRY(out_data_at(k, OAR_REDG_DX, 0, dt, n, &dv));
     if (n == 0) return OAR_OK;
     mean_grad_k<T><<<grid_for(n), kThreads>>>((const T *)gv, (T *)dv, n);
     OAR_CU_LAUNCH(k, "mean grad");

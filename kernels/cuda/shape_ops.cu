@@ -16,54 +16,54 @@
 #include "cuda_common.h"
 extern "C" {
 #include "ops/lod_plumbing.h"
+#include "ops/shape_ops.h"
 }
 
 using namespace oarcu;
 
 namespace {
 
-bool wanted(oar_kernel_ctx_t *k, const char *slot, int i)
-{
-    const char *n = oar_k_out_name(k, slot, i);
-    return n && strcmp(n, OAR_EMPTY_VAR) != 0;
-}
+/* the output exists and is not @EMPTY@ (a grad the pass left out) */
+bool wanted(oar_kernel_ctx_t *k, int slot, int i) { return oar_k_output_var(k, slot, i) != nullptr; }
 
-int input(oar_kernel_ctx_t *k, const char *slot, int i, oar_tensor_t **t)
+int input(oar_kernel_ctx_t *k, int slot, int i, oar_tensor_t **t)
 {
-    *t = oar_k_in(k, slot, i);
+    *t = oar_k_input(k, slot, i);
     if (!*t || (*t)->dtype < 0)
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s[%d] '%s' has no value", slot, i, nm(oar_k_in_name(k, slot, i)));
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s[%d] '%s' has no value", in_slot_name(k, slot), i,
+                           nm(oar_k_input_name(k, slot, i)));
     if (oar_tensor_numel_of(*t) > 0) {
         if (!oar_tensor_has_data(*t))
-            return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s[%d] '%s' has no data", slot, i,
-                               nm(oar_k_in_name(k, slot, i)));
+            return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s[%d] '%s' has no data", in_slot_name(k, slot), i,
+                               nm(oar_k_input_name(k, slot, i)));
         if ((*t)->buf->place != OAR_PLACE_CUDA || (*t)->buf->device != k->device)
-            return oar_k_error(k, OAR_ERR_INVALID, "input %s[%d] '%s' is not on CUDA device %d", slot, i,
-                               nm(oar_k_in_name(k, slot, i)), k->device);
+            return oar_k_error(k, OAR_ERR_INVALID, "input %s[%d] '%s' is not on CUDA device %d",
+                               in_slot_name(k, slot), i, nm(oar_k_input_name(k, slot, i)), k->device);
     }
     return OAR_OK;
 }
 
 /* output data of src's dtype on the kernel's device (sized by inference) */
-void *out_like(oar_kernel_ctx_t *k, const char *slot, int i, int dtype)
+void *out_like(oar_kernel_ctx_t *k, int slot, int i, int dtype)
 {
-    void *p = oar_k_out_data(k, slot, i, dtype);
-    if (!p) oar_error_prefix("%s: output %s[%d]: ", oar_k_op(k)->type, slot, i);
+    void *p = oar_k_output_data(k, slot, i, dtype);
+    if (!p) oar_error_prefix("%s: output %s[%d]: ", oar_k_op(k)->type, out_slot_name(k, slot), i);
     return p;
 }
 
 /* ---- views -------------------------------------------------------------- */
-int view_into(oar_kernel_ctx_t *k, const char *in_slot, const char *out_slot)
+int view_into(oar_kernel_ctx_t *k, int in_slot, int out_slot)
 {
     oar_tensor_t *in;
     OAR_TRY(input(k, in_slot, 0, &in));
     if (!wanted(k, out_slot, 0)) return OAR_OK;
-    oar_tensor_t *out = oar_k_out(k, out_slot, 0);
-    if (!out) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s has no tensor variable", out_slot);
+    oar_tensor_t *out = oar_k_output(k, out_slot, 0);
+    if (!out) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s has no tensor variable", out_slot_name(k, out_slot));
     if (oar_tensor_numel_of(out) != oar_tensor_numel_of(in))
-        return oar_k_error(k, OAR_ERR_SHAPE, "output %s '%s' has %lld elements but input %s '%s' has %lld", out_slot,
-                           nm(oar_k_out_name(k, out_slot, 0)), (long long)oar_tensor_numel_of(out), in_slot,
-                           nm(oar_k_in_name(k, in_slot, 0)), (long long)oar_tensor_numel_of(in));
+        return oar_k_error(k, OAR_ERR_SHAPE, "output %s '%s' has %lld elements but input %s '%s' has %lld",
+                           out_slot_name(k, out_slot), nm(oar_k_output_name(k, out_slot, 0)),
+                           (long long)oar_tensor_numel_of(out), in_slot_name(k, in_slot),
+                           nm(oar_k_input_name(k, in_slot, 0)), (long long)oar_tensor_numel_of(in));
     if (out == in) return OAR_OK;
     if (!oar_tensor_has_data(in)) return out_like(k, out_slot, 0, in->dtype) ? OAR_OK : OAR_ERR_NOMEM;
     return oar_tensor_share_data(out, in);   /* a view: in's buffer, out's dims and LoD */
@@ -72,18 +72,18 @@ int view_into(oar_kernel_ctx_t *k, const char *in_slot, const char *out_slot)
 /* the v2 ops' XShape holds no values; an (empty) buffer marks it written */
 int write_xshape(oar_kernel_ctx_t *k)
 {
-    if (oar_k_out_count(k, "XShape") == 0 || !wanted(k, "XShape", 0)) return OAR_OK;
-    const oar_tensor_t *x = oar_k_in(k, "X", 0);
+    if (oar_k_nout(k, OAR_SHAPE_XSHAPE) == 0 || !wanted(k, OAR_SHAPE_XSHAPE, 0)) return OAR_OK;
+    const oar_tensor_t *x = oar_k_input(k, OAR_SHAPE_X, 0);
     if (!x) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input X is missing");
-    return out_like(k, "XShape", 0, x->dtype) ? OAR_OK : OAR_ERR_NOMEM;
+    return out_like(k, OAR_SHAPE_XSHAPE, 0, x->dtype) ? OAR_OK : OAR_ERR_NOMEM;
 }
 
 int view_fwd(oar_kernel_ctx_t *k)
 {
-    OAR_TRY(view_into(k, "X", "Out"));
+    OAR_TRY(view_into(k, OAR_SHAPE_X, OAR_SHAPE_OUT));
     return write_xshape(k);
 }
-int view_bwd(oar_kernel_ctx_t *k) { return view_into(k, "Out@GRAD", "X@GRAD"); }
+int view_bwd(oar_kernel_ctx_t *k) { return view_into(k, OAR_SHAPEG_DOUT, OAR_SHAPEG_DX); }
 
 /* ---- transpose ---------------------------------------------------------- */
 struct TPlan { int n; int64_t od[OAR_MAX_DIMS], ss[OAR_MAX_DIMS]; };
@@ -121,7 +121,7 @@ __global__ void gather_k(const T *x, T *y, int64_t total, TPlan p)
     }
 }
 
-int run_transpose(oar_kernel_ctx_t *k, const oar_tensor_t *x, const char *slot, const int *perm)
+int run_transpose(oar_kernel_ctx_t *k, const oar_tensor_t *x, int slot, const int *perm)
 {
     void *y = out_like(k, slot, 0, x->dtype);
     if (!y) return OAR_ERR_NOMEM;
@@ -144,35 +144,34 @@ int run_transpose(oar_kernel_ctx_t *k, const oar_tensor_t *x, const char *slot, 
 
 void perm_attr(oar_kernel_ctx_t *k, int *perm, int n)
 {
-    int na = 0;
-    const int32_t *a = oar_attr_ints(oar_k_op(k), "axis", &na);
-    for (int i = 0; i < n && i < na; i++) perm[i] = a[i] < 0 ? a[i] + n : a[i];
+    const oar_ints_t a = ((const oar_transpose_attrs_t *)oar_k_attrs(k))->axis;
+    for (int i = 0; i < n && i < a.n; i++) perm[i] = a.v[i] < 0 ? a.v[i] + n : a.v[i];
 }
 
 int transpose_fwd(oar_kernel_ctx_t *k)
 {
     oar_tensor_t *x;
-    OAR_TRY(input(k, "X", 0, &x));
-    oar_tensor_t *y = oar_k_out(k, "Out", 0);
+    OAR_TRY(input(k, OAR_SHAPE_X, 0, &x));
+    oar_tensor_t *y = oar_k_output(k, OAR_SHAPE_OUT, 0);
     if (!y) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out has no tensor variable");
     if (y == x)
         return oar_k_error(k, OAR_ERR_INVALID, "Out '%s' is X itself; transpose cannot run in place",
-                           nm(oar_k_out_name(k, "Out", 0)));
+                           nm(oar_k_output_name(k, OAR_SHAPE_OUT, 0)));
     int perm[OAR_MAX_DIMS];
     perm_attr(k, perm, x->ndim);
-    OAR_TRY(run_transpose(k, x, "Out", perm));
+    OAR_TRY(run_transpose(k, x, OAR_SHAPE_OUT, perm));
     return write_xshape(k);
 }
 
 int transpose_bwd(oar_kernel_ctx_t *k)
 {
     oar_tensor_t *g;
-    OAR_TRY(input(k, "Out@GRAD", 0, &g));
-    if (!wanted(k, "X@GRAD", 0)) return OAR_OK;
+    OAR_TRY(input(k, OAR_SHAPEG_DOUT, 0, &g));
+    if (!wanted(k, OAR_SHAPEG_DX, 0)) return OAR_OK;
     int perm[OAR_MAX_DIMS], inv[OAR_MAX_DIMS];
     perm_attr(k, perm, g->ndim);
     for (int i = 0; i < g->ndim; i++) inv[perm[i]] = i;
-    return run_transpose(k, g, "X@GRAD", inv);
+    return run_transpose(k, g, OAR_SHAPEG_DX, inv);
 }
 
 /* ---- concat / split / stack --------------------------------------------- */
@@ -183,9 +182,10 @@ int64_t prod(const int64_t *d, int from, int to)
     return r;
 }
 
+/* attr axis (an AxisTensor is not read here) */
 int attr_axis(oar_kernel_ctx_t *k, int nd)
 {
-    const int a = oar_attr_i(oar_k_op(k), "axis");
+    const int a = ((const oar_axis_attrs_t *)oar_k_attrs(k))->axis;
     return a < 0 ? a + nd : a;
 }
 
@@ -206,20 +206,20 @@ int copy2d(oar_kernel_ctx_t *k, char *wide, size_t row, size_t col, char *part, 
 
 int concat_fwd(oar_kernel_ctx_t *k)
 {
-    const int n = oar_k_in_count(k, "X");
-    oar_tensor_t *out = oar_k_out(k, "Out", 0);
+    const int n = oar_k_nin(k, OAR_CONCAT_X);
+    oar_tensor_t *out = oar_k_output(k, OAR_CONCAT_OUT, 0);
     if (!out || n < 1) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out has no tensor variable");
     oar_tensor_t *xs[256];
     if (n > 256) return oar_k_error(k, OAR_ERR_UNSUPPORTED, "concat of %d inputs on CUDA (at most 256)", n);
     for (int i = 0; i < n; i++) {
-        OAR_TRY(input(k, "X", i, &xs[i]));
+        OAR_TRY(input(k, OAR_CONCAT_X, i, &xs[i]));
         if (xs[i] == out)
             return oar_k_error(k, OAR_ERR_INVALID, "Out '%s' is also input X[%d]; concat cannot run in place",
-                               nm(oar_k_out_name(k, "Out", 0)), i);
+                               nm(oar_k_output_name(k, OAR_CONCAT_OUT, 0)), i);
     }
     const int axis = attr_axis(k, xs[0]->ndim);
     const size_t es = oar_dtype_size(xs[0]->dtype);
-    char *y = (char *)out_like(k, "Out", 0, xs[0]->dtype);
+    char *y = (char *)out_like(k, OAR_CONCAT_OUT, 0, xs[0]->dtype);
     if (!y) return OAR_ERR_NOMEM;
     const int64_t outer = prod(out->dims, 0, axis);
     const size_t row = (size_t)prod(out->dims, axis, out->ndim) * es;
@@ -233,19 +233,21 @@ int concat_fwd(oar_kernel_ctx_t *k)
     return axis == 0 ? oar_cf_concat_lod(n, xs, out) : OAR_OK;
 }
 
-/* Cuts src along axis into the outputs `slot` (sizes from `size_slot`'s
- * inputs when given: an @EMPTY@ grad has no tensor of its own). */
-int cut_into(oar_kernel_ctx_t *k, const oar_tensor_t *src, int axis, const char *slot, const char *size_slot)
+/* Cuts src along axis into the outputs `slot` (sizes from input slot
+ * `size_slot`'s tensors when >= 0: an @EMPTY@ grad has no tensor of its own). */
+int cut_into(oar_kernel_ctx_t *k, const oar_tensor_t *src, int axis, int slot, int size_slot)
 {
-    const int n = oar_k_out_count(k, slot);
+    const int n = oar_k_nout(k, slot);
     const size_t es = oar_dtype_size(src->dtype);
     const int64_t outer = prod(src->dims, 0, axis);
     const size_t row = (size_t)prod(src->dims, axis, src->ndim) * es;
     int64_t total = 0;
     size_t sum = 0;
     for (int i = 0; i < n; i++) {
-        const oar_tensor_t *shape_of = size_slot ? oar_k_in(k, size_slot, i) : oar_k_out(k, slot, i);
-        if (!shape_of) return oar_k_error(k, OAR_ERR_NOT_FOUND, "%s[%d] has no tensor", size_slot ? size_slot : slot, i);
+        const oar_tensor_t *shape_of = size_slot >= 0 ? oar_k_input(k, size_slot, i) : oar_k_output(k, slot, i);
+        if (!shape_of)
+            return oar_k_error(k, OAR_ERR_NOT_FOUND, "%s[%d] has no tensor",
+                               size_slot >= 0 ? in_slot_name(k, size_slot) : out_slot_name(k, slot), i);
         total += shape_of->dims[axis];
         sum += (size_t)prod(shape_of->dims, axis, shape_of->ndim) * es;
     }
@@ -255,14 +257,16 @@ int cut_into(oar_kernel_ctx_t *k, const oar_tensor_t *src, int axis, const char 
                            (long long)src->dims[axis]);
     size_t col = 0;
     for (int i = 0; i < n; i++) {
-        const oar_tensor_t *shape_of = size_slot ? oar_k_in(k, size_slot, i) : oar_k_out(k, slot, i);
+        const oar_tensor_t *shape_of = size_slot >= 0 ? oar_k_input(k, size_slot, i) : oar_k_output(k, slot, i);
         const size_t chunk = (size_t)prod(shape_of->dims, axis, shape_of->ndim) * es;
         if (wanted(k, slot, i)) {
-            oar_tensor_t *o = oar_k_out(k, slot, i);
-            if (!o) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s[%d] has no tensor variable", slot, i);
+            oar_tensor_t *o = oar_k_output(k, slot, i);
+            if (!o)
+                return oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s[%d] has no tensor variable",
+                                   out_slot_name(k, slot), i);
             if (o == src)
-                return oar_k_error(k, OAR_ERR_INVALID, "output %s[%d] '%s' is the input itself", slot, i,
-                                   nm(oar_k_out_name(k, slot, i)));
+                return oar_k_error(k, OAR_ERR_INVALID, "output %s[%d] '%s' is the input itself",
+                                   out_slot_name(k, slot), i, nm(oar_k_output_name(k, slot, i)));
             char *d = (char *)out_like(k, slot, i, src->dtype);
             if (!d) return OAR_ERR_NOMEM;
             if (oar_tensor_numel_of(src) > 0)
@@ -276,35 +280,35 @@ int cut_into(oar_kernel_ctx_t *k, const oar_tensor_t *src, int axis, const char 
 int concat_bwd(oar_kernel_ctx_t *k)
 {
     oar_tensor_t *g;
-    OAR_TRY(input(k, "Out@GRAD", 0, &g));
-    return cut_into(k, g, attr_axis(k, g->ndim), "X@GRAD", "X");
+    OAR_TRY(input(k, OAR_CONCATG_DOUT, 0, &g));
+    return cut_into(k, g, attr_axis(k, g->ndim), OAR_CONCATG_DX, OAR_CONCAT_X);
 }
 
 int split_fwd(oar_kernel_ctx_t *k)
 {
     oar_tensor_t *x;
-    OAR_TRY(input(k, "X", 0, &x));
-    return cut_into(k, x, attr_axis(k, x->ndim), "Out", nullptr);
+    OAR_TRY(input(k, OAR_SHAPE_X, 0, &x));
+    return cut_into(k, x, attr_axis(k, x->ndim), OAR_CONCAT_OUT, -1);
 }
 
 /* stack: a concat of the inputs viewed with a size-1 axis inserted */
 int stack_fwd(oar_kernel_ctx_t *k)
 {
-    const int n = oar_k_in_count(k, "X");
-    oar_tensor_t *y = oar_k_out(k, "Y", 0);
+    const int n = oar_k_nin(k, OAR_STACK_X);
+    oar_tensor_t *y = oar_k_output(k, OAR_STACK_Y, 0);
     if (!y || n < 1) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Y has no tensor variable");
     const int axis = attr_axis(k, y->ndim);
     oar_tensor_t *x0;
-    OAR_TRY(input(k, "X", 0, &x0));
+    OAR_TRY(input(k, OAR_STACK_X, 0, &x0));
     const size_t es = oar_dtype_size(x0->dtype);
-    char *yv = (char *)out_like(k, "Y", 0, x0->dtype);
+    char *yv = (char *)out_like(k, OAR_STACK_Y, 0, x0->dtype);
     if (!yv) return OAR_ERR_NOMEM;
     const int64_t outer = prod(y->dims, 0, axis);
     const size_t row = (size_t)prod(y->dims, axis, y->ndim) * es;
     size_t col = 0;
     for (int i = 0; i < n; i++) {
         oar_tensor_t *x;
-        OAR_TRY(input(k, "X", i, &x));
+        OAR_TRY(input(k, OAR_STACK_X, i, &x));
         if (x == y) return oar_k_error(k, OAR_ERR_INVALID, "Y is also input X[%d]; stack cannot run in place", i);
         const size_t chunk = (size_t)prod(x->dims, axis, x->ndim) * es;
         if (oar_tensor_numel_of(x) > 0) OAR_TRY(copy2d(k, yv, row, col, (char *)x->buf->data, chunk, outer, false));
@@ -316,16 +320,16 @@ int stack_fwd(oar_kernel_ctx_t *k)
 int stack_bwd(oar_kernel_ctx_t *k)
 {
     oar_tensor_t *g;
-    OAR_TRY(input(k, "Y@GRAD", 0, &g));
+    OAR_TRY(input(k, OAR_STACKG_DY, 0, &g));
     const int axis = attr_axis(k, g->ndim);
-    const int n = oar_k_out_count(k, "X@GRAD");
+    const int n = oar_k_nout(k, OAR_STACKG_DX);
     const size_t es = oar_dtype_size(g->dtype);
     const size_t chunk = (size_t)prod(g->dims, axis + 1, g->ndim) * es;
     const int64_t outer = prod(g->dims, 0, axis);
     const size_t row = chunk * (size_t)n;
     for (int i = 0; i < n; i++) {
-        if (!wanted(k, "X@GRAD", i)) continue;
-        char *d = (char *)out_like(k, "X@GRAD", i, g->dtype);
+        if (!wanted(k, OAR_STACKG_DX, i)) continue;
+        char *d = (char *)out_like(k, OAR_STACKG_DX, i, g->dtype);
         if (!d) return OAR_ERR_NOMEM;
         if (oar_tensor_numel_of(g) > 0) OAR_TRY(copy2d(k, (char *)g->buf->data, row, chunk * (size_t)i, d, chunk, outer, true));
     }

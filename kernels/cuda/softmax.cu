@@ -102,12 +102,12 @@ int sm_fwd(oar_kernel_ctx_t *k, int dt)
 {
     const oar_tensor_t *xt;
     const void *x;
-    OAR_TRY(in_at(k, OAR_SM_X, 0, dt, -1, &xt, &x));
+    OAR_TRY(in_tensor_at(k, OAR_SM_X, 0, dt, -1, &xt, &x));
     View v;
     OAR_TRY(view_of(k, xt, &v));
     const int64_t total = v.pre * v.n * v.post;
     void *o;
-    OAR_TRY(out_at(k, OAR_SM_OUT, dt, total, &o));
+    OAR_TRY(out_data_at(k, OAR_SM_OUT, 0, dt, total, &o));
     if (total == 0) return OAR_OK;
     softmax_k<T, LOG><<<rows_grid(v.pre * v.post), threads_for(v.n)>>>((const T *)x, (T *)o, v);
     OAR_CU_LAUNCH(k, "softmax");
@@ -120,13 +120,13 @@ int sm_bwd(oar_kernel_ctx_t *k, int dt)
     if (!oar_k_output(k, OAR_SMG_DX, 0)) return OAR_OK;
     const oar_tensor_t *ot, *gt;
     const void *o, *g;
-    OAR_TRY(in_at(k, OAR_SMG_OUT, 0, dt, -1, &ot, &o));
-    OAR_TRY(in_at(k, OAR_SMG_DOUT, 0, dt, oar_tensor_numel_of(ot), &gt, &g));
+    OAR_TRY(in_tensor_at(k, OAR_SMG_OUT, 0, dt, -1, &ot, &o));
+    OAR_TRY(in_tensor_at(k, OAR_SMG_DOUT, 0, dt, oar_tensor_numel_of(ot), &gt, &g));
     View v;
     OAR_TRY(view_of(k, ot, &v));
     const int64_t total = v.pre * v.n * v.post;
     void *d;
-    OAR_TRY(out_at(k, OAR_SMG_DX, dt, total, &d));
+    OAR_TRY(out_data_at(k, OAR_SMG_DX, 0, dt, total, &d));
     if (total == 0) return OAR_OK;
     softmax_grad_k<T, LOG><<<rows_grid(v.pre * v.post), threads_for(v.n)>>>((const T *)o, (const T *)g, (T *)d, v);
     OAR_CU_LAUNCH(k, "softmax grad");

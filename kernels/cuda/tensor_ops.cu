@@ -11,10 +11,11 @@
  * and shapes read by the host, stay on the CPU kernel); force_cpu fills a
  * host tensor.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include "cuda_common.h"
 #include "half.h"
+#include "ops/fill.h"
+#include "ops/tensor_ops.h"
 
 using namespace oarcu;
 
@@ -34,7 +35,7 @@ int rows_in_out(oar_kernel_ctx_t *k, oar_variable_t *var, int dt, const oar_tens
 {
     const oar_selected_rows_t *src = var->u.rows;
     const oar_tensor_t *v = src->value;
-    const char *name = nm(oar_k_in_name(k, "X", 0));
+    const char *name = nm(oar_k_input_name(k, OAR_TENSOR_X, 0));
     if (!v || v->dtype != dt)
         return oar_k_error(k, OAR_ERR_DTYPE, "input X '%s': its selected rows hold no %s value", name,
                            oar_dtype_name(dt));
@@ -42,7 +43,7 @@ int rows_in_out(oar_kernel_ctx_t *k, oar_variable_t *var, int dt, const oar_tens
     if (n > 0 && (!oar_tensor_has_data(v) || v->buf->place != OAR_PLACE_CUDA || v->buf->device != k->device))
         return oar_k_error(k, OAR_ERR_INVALID, "input X '%s': its selected rows value is not on CUDA device %d",
                            name, k->device);
-    oar_variable_t *ov = oar_k_out_var(k, "Out", 0);
+    oar_variable_t *ov = oar_k_output_var(k, OAR_TENSOR_OUT, 0);
     oar_selected_rows_t *dst = ov ? oar_var_selected_rows(ov) : nullptr;
     if (!dst) return oar_k_error(k, OAR_ERR_INVALID, "output Out: %s", ov ? oar_last_error() : "missing");
     if (dst != src) {
@@ -67,23 +68,23 @@ int rows_in_out(oar_kernel_ctx_t *k, oar_variable_t *var, int dt, const oar_tens
 template <class T, class CT>
 int scale_run(oar_kernel_ctx_t *k, int dt)
 {
-    const oar_op_desc_t *op = oar_k_op(k);
+    const oar_scale_attrs_t *a = (const oar_scale_attrs_t *)oar_k_attrs(k);
     /* the value would live on the device: not read here, so refused rather than ignored */
-    if (oar_k_in(k, "ScaleTensor", 0))
+    if (oar_k_input(k, OAR_SCALE_TENSOR, 0))
         return oar_k_error(k, OAR_ERR_UNSUPPORTED, "input ScaleTensor is not supported by the CUDA kernel; run on CPU");
-    CT s = (CT)oar_attr_f(op, "scale"), b = (CT)oar_attr_f(op, "bias");
-    if (!oar_attr_b(op, "bias_after_scale")) b *= s;
+    CT s = (CT)a->scale, b = (CT)a->bias;
+    if (!a->bias_after_scale) b *= s;
     const oar_tensor_t *xt;
     const void *xv;
     void *yv;
-    oar_variable_t *var = oar_k_in_var(k, "X", 0);
+    oar_variable_t *var = oar_k_input_var(k, OAR_TENSOR_X, 0);
     if (var && oar_variable_type(var) == OAR_VAR_SELECTED_ROWS) {
         oar_tensor_t *yt;
         OAR_TRY(rows_in_out(k, var, dt, &xt, &xv, &yt));
         if (!(yv = oar_tensor_mutable_on(yt, dt, OAR_PLACE_CUDA, k->device))) return OAR_ERR_NOMEM;
     } else {
-        OAR_TRY(in_tensor(k, "X", 0, dt, -1, &xt, &xv));
-        OAR_TRY(out_data(k, "Out", dt, oar_tensor_numel_of(xt), &yv));
+        OAR_TRY(in_tensor_at(k, OAR_TENSOR_X, 0, dt, -1, &xt, &xv));
+        OAR_TRY(out_data_at(k, OAR_TENSOR_OUT, 0, dt, oar_tensor_numel_of(xt), &yv));
     }
     const int64_t n = oar_tensor_numel_of(xt);
     if (n == 0) return OAR_OK;
@@ -135,22 +136,22 @@ int cast_to(oar_kernel_ctx_t *k, const void *src, void *dst, int64_t n, double l
 template <class TI>
 int cast_run(oar_kernel_ctx_t *k, int dt)
 {
-    const int out_dt = oar_attr_i(oar_k_op(k), "out_dtype");
+    const int out_dt = ((const oar_cast_attrs_t *)oar_k_attrs(k))->out_dtype;
     const oar_tensor_t *xt;
     const void *xv;
-    OAR_TRY(in_tensor(k, "X", 0, dt, -1, &xt, &xv));
+    OAR_TRY(in_tensor_at(k, OAR_TENSOR_X, 0, dt, -1, &xt, &xv));
     switch (out_dt) {
     case OAR_BOOL: case OAR_INT8: case OAR_UINT8: case OAR_INT16: case OAR_INT32:
     case OAR_INT64: case OAR_FP16: case OAR_FP32: case OAR_FP64: break;
     default:
         return oar_k_error(k, OAR_ERR_UNSUPPORTED, "attr out_dtype = %d has no CUDA cast", out_dt);
     }
-    if (oar_k_out(k, "Out", 0) == xt && oar_dtype_size(out_dt) != sizeof(TI))
+    if (oar_k_output(k, OAR_TENSOR_OUT, 0) == xt && oar_dtype_size(out_dt) != sizeof(TI))
         return oar_k_error(k, OAR_ERR_INVALID, "Out '%s' is X itself; an in-place cast must keep the element size",
-                           nm(oar_k_out_name(k, "Out", 0)));
+                           nm(oar_k_output_name(k, OAR_TENSOR_OUT, 0)));
     const int64_t n = oar_tensor_numel_of(xt);
     void *dst;
-    OAR_TRY(out_data(k, "Out", out_dt, n, &dst));
+    OAR_TRY(out_data_at(k, OAR_TENSOR_OUT, 0, out_dt, n, &dst));
     if (n == 0) return OAR_OK;
     switch (out_dt) {
     case OAR_FP16: return cast_to_half(k, dt, xv, dst, n);   /* half_ops.cu */
@@ -220,7 +221,7 @@ int64_t sr_width(const oar_selected_rows_t *sr)
 
 int sr_check(oar_kernel_ctx_t *k, int j, const oar_selected_rows_t *sr, int dt, int64_t *width)
 {
-    const char *name = nm(oar_k_in_name(k, "X", j));
+    const char *name = nm(oar_k_input_name(k, OAR_TENSOR_X, j));
     const oar_tensor_t *v = sr->value;
     if (sr->nrows == 0) return OAR_OK;
     int64_t w = sr_width(sr);
@@ -243,17 +244,17 @@ int sr_check(oar_kernel_ctx_t *k, int j, const oar_selected_rows_t *sr, int dt, 
 /* every input SELECTED_ROWS: rows and values concatenated (duplicates stay) */
 int sum_all_rows(oar_kernel_ctx_t *k, int dt)
 {
-    const int m = oar_k_in_count(k, "X");
+    const int m = oar_k_nin(k, OAR_TENSOR_X);
     int64_t total = 0, width = -1, height = -1;
     const oar_selected_rows_t *lead = nullptr;
     for (int j = 0; j < m; j++) {
-        oar_variable_t *v = oar_k_in_var(k, "X", j);
+        oar_variable_t *v = oar_k_input_var(k, OAR_TENSOR_X, j);
         if (!v) continue;
         const oar_selected_rows_t *sr = v->u.rows;
         OAR_TRY(sr_check(k, j, sr, dt, &width));
         if (height >= 0 && sr->height != height)
             return oar_k_error(k, OAR_ERR_SHAPE, "input X[%d] '%s' has height %lld, X[0] %lld", j,
-                               nm(oar_k_in_name(k, "X", j)), (long long)sr->height, (long long)height);
+                               nm(oar_k_input_name(k, OAR_TENSOR_X, j)), (long long)sr->height, (long long)height);
         height = sr->height;
         if (!lead && sr->nrows > 0) lead = sr;
         total += sr->nrows;
@@ -278,7 +279,7 @@ int sum_all_rows(oar_kernel_ctx_t *k, int dt)
     const size_t es = oar_dtype_size(dt);
     int64_t at = 0;
     for (int j = 0; j < m && rc == OAR_OK; j++) {
-        oar_variable_t *v = oar_k_in_var(k, "X", j);
+        oar_variable_t *v = oar_k_input_var(k, OAR_TENSOR_X, j);
         if (!v || v->u.rows->nrows == 0) continue;
         const oar_selected_rows_t *sr = v->u.rows;
         memcpy(rows + at, sr->rows, sizeof *rows * (size_t)sr->nrows);
@@ -287,7 +288,7 @@ int sum_all_rows(oar_kernel_ctx_t *k, int dt)
         if (e != cudaSuccess) rc = cuda_fail(k, e, "cudaMemcpyAsync");
         at += sr->nrows;
     }
-    oar_selected_rows_t *out = rc == OAR_OK ? oar_var_selected_rows(oar_k_out_var(k, "Out", 0)) : nullptr;
+    oar_selected_rows_t *out = rc == OAR_OK ? oar_var_selected_rows(oar_k_output_var(k, OAR_TENSOR_OUT, 0)) : nullptr;
     if (!out) {
         free(rows);
         oar_tensor_free(val);
@@ -305,10 +306,10 @@ int sum_all_rows(oar_kernel_ctx_t *k, int dt)
 template <class T>
 int sum_run(oar_kernel_ctx_t *k, int dt)
 {
-    const int m = oar_k_in_count(k, "X");
+    const int m = oar_k_nin(k, OAR_TENSOR_X);
     int used = 0, nsr = 0;
     for (int j = 0; j < m; j++) {
-        oar_variable_t *v = oar_k_in_var(k, "X", j);
+        oar_variable_t *v = oar_k_input_var(k, OAR_TENSOR_X, j);
         if (v && oar_variable_type(v) == OAR_VAR_SELECTED_ROWS) nsr++;
         else if (v) used++;
     }
@@ -319,7 +320,7 @@ int sum_run(oar_kernel_ctx_t *k, int dt)
     int rc = OAR_OK, first = -1;
     used = 0;
     for (int j = 0; j < m && rc == OAR_OK; j++) {
-        oar_variable_t *v = oar_k_in_var(k, "X", j);
+        oar_variable_t *v = oar_k_input_var(k, OAR_TENSOR_X, j);
         if (!v) continue;
         if (oar_variable_type(v) == OAR_VAR_SELECTED_ROWS) {
             rc = sr_check(k, j, v->u.rows, dt, &width);
@@ -327,36 +328,37 @@ int sum_run(oar_kernel_ctx_t *k, int dt)
         }
         const oar_tensor_t *t;
         const void *p;
-        rc = in_tensor(k, "X", j, dt, -1, &t, &p);
+        rc = in_tensor_at(k, OAR_TENSOR_X, j, dt, -1, &t, &p);
         if (rc != OAR_OK) break;
         const int64_t nj = oar_tensor_numel_of(t);
         if (n < 0) { n = nj; first = j; }
         else if (nj != n)
             rc = oar_k_error(k, OAR_ERR_SHAPE, "input X[%d] '%s' has %lld elements, X[%d] '%s' has %lld", j,
-                             nm(oar_k_in_name(k, "X", j)), (long long)nj, first, nm(oar_k_in_name(k, "X", first)),
+                             nm(oar_k_input_name(k, OAR_TENSOR_X, j)), (long long)nj, first,
+                             nm(oar_k_input_name(k, OAR_TENSOR_X, first)),
                              (long long)n);
         src[used++] = (const T *)p;
     }
     if (rc == OAR_OK && used == 0) rc = oar_k_error(k, OAR_ERR_INVALID, "input X has no variables");
-    const oar_tensor_t *ot = oar_k_out(k, "Out", 0);
+    const oar_tensor_t *ot = oar_k_output(k, OAR_TENSOR_OUT, 0);
     const int64_t height = ot && ot->ndim > 0 ? ot->dims[0] : 1;
     if (rc == OAR_OK && nsr > 0 && width * height != n)
         rc = oar_k_error(k, OAR_ERR_SHAPE, "sparse inputs have rows of %lld elements; the dense inputs' rows have %lld",
                          (long long)width, (long long)(height ? n / height : 0));
     /* sparse rows must lie in the sum, checked on the host where they live */
     for (int j = 0; j < m && rc == OAR_OK && nsr > 0; j++) {
-        oar_variable_t *v = oar_k_in_var(k, "X", j);
+        oar_variable_t *v = oar_k_input_var(k, OAR_TENSOR_X, j);
         if (!v || oar_variable_type(v) != OAR_VAR_SELECTED_ROWS) continue;
         const oar_selected_rows_t *sr = v->u.rows;
         for (int64_t r = 0; r < sr->nrows; r++)
             if (sr->rows[r] < 0 || sr->rows[r] >= height) {
                 rc = oar_k_error(k, OAR_ERR_RANGE, "input X[%d] '%s' names row %lld of a sum with %lld rows", j,
-                                 nm(oar_k_in_name(k, "X", j)), (long long)sr->rows[r], (long long)height);
+                                 nm(oar_k_input_name(k, OAR_TENSOR_X, j)), (long long)sr->rows[r], (long long)height);
                 break;
             }
     }
     void *yv = nullptr;
-    if (rc == OAR_OK) rc = out_data(k, "Out", dt, n, &yv);
+    if (rc == OAR_OK) rc = out_data_at(k, OAR_TENSOR_OUT, 0, dt, n, &yv);
     if (rc == OAR_OK && n > 0) {
         if (used <= kSumArgs) {
             SumArgs<T> a;
@@ -377,7 +379,7 @@ int sum_run(oar_kernel_ctx_t *k, int dt)
     }
     free(src);
     for (int j = 0; j < m && rc == OAR_OK && nsr > 0; j++) {
-        oar_variable_t *v = oar_k_in_var(k, "X", j);
+        oar_variable_t *v = oar_k_input_var(k, OAR_TENSOR_X, j);
         if (!v || oar_variable_type(v) != OAR_VAR_SELECTED_ROWS || v->u.rows->nrows == 0) continue;
         const oar_selected_rows_t *sr = v->u.rows;
         Scratch rows;
@@ -399,11 +401,12 @@ OAR_REGISTER_KERNEL("sum", OAR_PLACE_CUDA, OAR_FP64, sum_f64)
 int fill_zeros_like_run(oar_kernel_ctx_t *k)
 {
     const int dt = oar_k_dtype(k);
-    const oar_tensor_t *x = oar_k_in(k, "X", 0);
-    if (!x) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input X '%s' has no value", nm(oar_k_in_name(k, "X", 0)));
+    const oar_tensor_t *x = oar_k_input(k, OAR_TENSOR_X, 0);
+    if (!x)
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input X '%s' has no value", nm(oar_k_input_name(k, OAR_TENSOR_X, 0)));
     const int64_t n = oar_tensor_numel_of(x);
     void *y;
-    OAR_TRY(out_data(k, "Out", dt, -1, &y));
+    OAR_TRY(out_data_at(k, OAR_TENSOR_OUT, 0, dt, -1, &y));
     if (n > 0) OAR_CU(k, cudaMemsetAsync(y, 0, (size_t)n * oar_dtype_size(dt), 0), "cudaMemsetAsync");
     return OAR_OK;
 }
@@ -443,28 +446,21 @@ int64_t sat_int(double v, double lo, double hi)
     return (int64_t)v;
 }
 
-/* the fill value as the CPU kernel reads it: str_value when set, else value */
-int fill_value(oar_kernel_ctx_t *k, int dt, double *dv, int64_t *iv)
+/* the fill value as the CPU kernel reads it: str_value when set (parsed by
+ * the definition's decode for the dtype), else value */
+int fill_value(oar_kernel_ctx_t *k, const oar_fill_attrs_t *a, double *dv, int64_t *iv)
 {
-    const oar_op_desc_t *op = oar_k_op(k);
-    const char *s = oar_attr_s(op, "str_value");
-    double d = oar_attr_f(op, "value");
-    const bool is_int = dt != OAR_FP32 && dt != OAR_FP64;
-    if (s && s[0]) {
-        char *end;
-        errno = 0;
-        long long ll = strtoll(s, &end, 10);
-        if (is_int && *end == '\0' && errno == 0) {
-            *iv = ll;
-            *dv = (double)ll;
-            return OAR_OK;
-        }
-        errno = 0;
-        d = strtod(s, &end);
-        if (end == s || *end != '\0') return oar_k_error(k, OAR_ERR_INVALID, "attr str_value '%s' is not a number", s);
+    double d = a->value;
+    if (a->str_kind == OAR_FILL_STR_INT) {
+        *iv = a->str_int;
+        *dv = (double)a->str_int;
+        return OAR_OK;
     }
+    if (a->str_kind == OAR_FILL_STR_FLOAT) d = a->str_float;
+    else if (a->str_kind == OAR_FILL_STR_BAD)
+        return oar_k_error(k, OAR_ERR_INVALID, "attr str_value '%s' is not a number", a->str_value);
     *dv = d;
-    switch (dt) {
+    switch (a->dtype) {
     case OAR_BOOL: *iv = d != 0.0; break;
     case OAR_INT8: *iv = sat_int(d, -128.0, 127.0); break;
     case OAR_UINT8: *iv = sat_int(d, 0.0, 255.0); break;
@@ -487,15 +483,15 @@ int fill_as(oar_kernel_ctx_t *k, void *p, int64_t n, T v, bool host)
 
 int fill_constant_run(oar_kernel_ctx_t *k)
 {
-    const oar_op_desc_t *op = oar_k_op(k);
-    const int dt = oar_attr_i(op, "dtype");
+    const oar_fill_attrs_t *a = (const oar_fill_attrs_t *)oar_k_attrs(k);
+    const int dt = a->dtype;
     double dv = 0;
     int64_t iv = 0;
-    OAR_TRY(fill_value(k, dt, &dv, &iv));
-    oar_tensor_t *out = oar_k_out(k, "Out", 0);
+    OAR_TRY(fill_value(k, a, &dv, &iv));
+    oar_tensor_t *out = oar_k_output(k, OAR_FILL_OUT, 0);
     if (!out) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out has no tensor variable");
-    const bool host = oar_attr_b(op, "force_cpu");
-    void *p = host ? oar_tensor_mutable(out, dt) : oar_k_out_data(k, "Out", 0, dt);
+    const bool host = a->force_cpu;
+    void *p = host ? oar_tensor_mutable(out, dt) : oar_k_output_data(k, OAR_FILL_OUT, 0, dt);
     if (!p) return OAR_ERR_NOMEM;
     const int64_t n = oar_tensor_numel_of(out);
     switch (dt) {

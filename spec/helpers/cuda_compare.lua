@@ -2,7 +2,7 @@
 -- programs built from a table, and runs compared between the CPU and the
 -- CUDA place (see spec/cuda_spec.lua's header for what `same` checks).
 local ffi = require("ffi")
--- busted's assert lives in the spec files' environment, not in this module's
+-- busted puts luassert in the spec files' environment, not in a module's
 local assert = require("luassert")
 local oar = require("oar")
 local lib = require("oar.lib")

@@ -132,13 +132,13 @@ static int grad_dep_x(oar_grad_ctx_t *g) { return make_grad(g, "X"); }
 #define ACT_DEF(NAME, IN, INFER, ATTRS, DEC, GRAD_IN, GRAD_INFER, GRAD_MAKER)         \
     static const oar_op_def_t NAME##_def = {                                          \
         .type = #NAME, .inputs = IN, .outputs = act_out, .attrs = ATTRS,              \
-        .infer = INFER, .grad = GRAD_MAKER, .dtype_slot = "X", .flags = OAR_OP_INPLACE, \
+        .infer = INFER, .grad = GRAD_MAKER, .dtype_slot = "X", .flags = OAR_OP_INPLACE | OAR_OP_WRITES_OUTPUTS, \
         .attrs_size = sizeof(oar_act_attrs_t), .decode = DEC};                        \
     OAR_REGISTER_OP(NAME##_def)                                                       \
     static const oar_op_def_t NAME##_grad_def = {                                     \
         .type = #NAME "_grad", .inputs = GRAD_IN, .outputs = act_grad_out,           \
         .attrs = ATTRS, .infer = GRAD_INFER, .dtype_slot = "Out@GRAD",                \
-        .flags = OAR_OP_INPLACE, .attrs_size = sizeof(oar_act_attrs_t), .decode = DEC}; \
+        .flags = OAR_OP_INPLACE | OAR_OP_WRITES_OUTPUTS, .attrs_size = sizeof(oar_act_attrs_t), .decode = DEC}; \
     OAR_REGISTER_OP(NAME##_grad_def)
 
 #define ACT_OUT(NAME, ATTRS, DEC) \

@@ -137,13 +137,13 @@ PARAMS(logit, "eps", NULL, NULL)
 #define ACT_DEF(NAME, INFER, ATTRS, SET, GRAD_IN, GRAD_INFER, GRAD_MAKER)             \
     static const oar_op_def_t NAME##_def = {                                          \
         .type = #NAME, .inputs = act_in, .outputs = act_out, .attrs = ATTRS,          \
-        .infer = INFER, .grad = GRAD_MAKER, .dtype_slot = "X", .flags = OAR_OP_INPLACE, \
+        .infer = INFER, .grad = GRAD_MAKER, .dtype_slot = "X", .flags = OAR_OP_INPLACE | OAR_OP_WRITES_OUTPUTS, \
         .attrs_size = sizeof(oar_act_ext_attrs_t), .decode = SET##_decode};           \
     OAR_REGISTER_OP(NAME##_def)                                                       \
     static const oar_op_def_t NAME##_grad_def = {                                     \
         .type = #NAME "_grad", .inputs = GRAD_IN, .outputs = act_grad_out,           \
         .attrs = ATTRS, .infer = GRAD_INFER, .dtype_slot = "Out@GRAD",                \
-        .flags = OAR_OP_INPLACE, .attrs_size = sizeof(oar_act_ext_attrs_t),           \
+        .flags = OAR_OP_INPLACE | OAR_OP_WRITES_OUTPUTS, .attrs_size = sizeof(oar_act_ext_attrs_t),           \
         .decode = SET##_decode};                                                      \
     OAR_REGISTER_OP(NAME##_grad_def)
 

@@ -73,13 +73,14 @@ static int ew_grad_infer(oar_infer_ctx_t *c)
         .type = "elementwise_" #NAME, .inputs = ew_in, .outputs = ew_out,            \
         .attrs = ew_attrs, .infer = ew_infer, .grad = GRAD_MAKER,                     \
         .attrs_size = sizeof(oar_bcast_attrs_t), .decode = oar_bcast_decode_axis,     \
-        .flags = OAR_OP_INPLACE};                                                     \
+        .flags = OAR_OP_INPLACE | OAR_OP_WRITES_OUTPUTS};                             \
     OAR_REGISTER_OP(NAME##_def)                                                       \
     static const oar_op_def_t NAME##_grad_def = {                                     \
         .type = "elementwise_" #NAME "_grad", .inputs = ew_grad_in,                  \
         .outputs = ew_grad_out, .attrs = ew_attrs, .infer = ew_grad_infer,            \
         .dtype_slot = "Out@GRAD",                                                     \
-        .attrs_size = sizeof(oar_bcast_attrs_t), .decode = oar_bcast_decode_axis};    \
+        .attrs_size = sizeof(oar_bcast_attrs_t), .decode = oar_bcast_decode_axis,     \
+        .flags = OAR_OP_WRITES_OUTPUTS};                                              \
     OAR_REGISTER_OP(NAME##_grad_def)
 
 EW_DEF(add, ew_grad)

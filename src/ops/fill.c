@@ -54,6 +54,7 @@ static int fill_decode_common(oar_decode_ctx_t *d, oar_fill_attrs_t *a)
 {
     a->dtype = oar_dec_i(d, "dtype");
     a->value = oar_dec_f(d, "value");
+    a->force_cpu = oar_dec_b(d, "force_cpu");
     const char *s = oar_dec_s(d, "str_value");
     a->str_value = s;
     a->str_kind = OAR_FILL_STR_NONE;

@@ -20,5 +20,6 @@ typedef struct oar_fill_attrs {
     int64_t str_int;
     double str_float;
     const char *str_value; /* for the error message of a bad one */
+    bool force_cpu;        /* Out stays in host memory (the CUDA kernel fills it there) */
 } oar_fill_attrs_t;
 #endif

@@ -10,6 +10,7 @@
  * loss 0 and no gradient; other labels outside [0, C) are range errors.
  */
 #include "op.h"
+#include "loss.h"
 #include "paddle_attrs.h"
 
 #include <string.h>
@@ -69,6 +70,14 @@ static const oar_attr_def_t ce_attrs[] = {
     {"ignore_index", OAR_ATTR_INT, -100, NULL, false, 0, 0},
     ATTR_END};
 
+static int ce_decode(oar_decode_ctx_t *d, void *out)
+{
+    oar_ce_attrs_t *a = out;
+    a->soft_label = oar_dec_b(d, "soft_label");
+    a->ignore_index = oar_dec_i(d, "ignore_index");
+    return oar_dec_status(d);
+}
+
 /* X [..., C] probabilities -> Y [..., 1] */
 static int ce_infer(oar_infer_ctx_t *c)
 {
@@ -100,7 +109,8 @@ static int ce_grad_maker(oar_grad_ctx_t *g)
 
 static const oar_op_def_t cross_entropy_def = {
     .type = "cross_entropy", .inputs = ce_in, .outputs = ce_out, .attrs = ce_attrs,
-    .infer = ce_infer, .grad = ce_grad_maker, .dtype_slot = "X"};
+    .infer = ce_infer, .grad = ce_grad_maker, .dtype_slot = "X",
+    .attrs_size = sizeof(oar_ce_attrs_t), .decode = ce_decode};
 OAR_REGISTER_OP(cross_entropy_def)
 
 /* checks that `grad` (a loss gradient) has `want`'s shape */
@@ -145,7 +155,8 @@ static int ceg_infer(oar_infer_ctx_t *c)
 
 static const oar_op_def_t cross_entropy_grad_def = {
     .type = "cross_entropy_grad", .inputs = ceg_in, .outputs = ceg_out, .attrs = ce_attrs,
-    .infer = ceg_infer, .grad = NULL, .dtype_slot = "X"};
+    .infer = ceg_infer, .grad = NULL, .dtype_slot = "X",
+    .attrs_size = sizeof(oar_ce_attrs_t), .decode = ce_decode};
 OAR_REGISTER_OP(cross_entropy_grad_def)
 
 /* ---- softmax_with_cross_entropy ------------------------------------------ */
@@ -159,6 +170,15 @@ static const oar_attr_def_t swce_attrs[] = {
     /* Paddle 2.x: false means Logits are probabilities; only true is honoured */
     OAR_PA_B("use_softmax", 1),
     ATTR_END};
+
+static int swce_decode(oar_decode_ctx_t *d, void *out)
+{
+    oar_swce_attrs_t *a = out;
+    a->soft_label = oar_dec_b(d, "soft_label");
+    a->ignore_index = oar_dec_i(d, "ignore_index");
+    a->axis = oar_dec_i(d, "axis");
+    return oar_dec_status(d);
+}
 
 static int swce_axis(oar_infer_ctx_t *c, const char *slot, const int64_t *d, int nd, int *axis)
 {
@@ -207,7 +227,8 @@ static int swce_grad_maker(oar_grad_ctx_t *g)
 
 static const oar_op_def_t softmax_with_cross_entropy_def = {
     .type = "softmax_with_cross_entropy", .inputs = swce_in, .outputs = swce_out, .attrs = swce_attrs,
-    .infer = swce_infer, .grad = swce_grad_maker, .dtype_slot = "Logits"};
+    .infer = swce_infer, .grad = swce_grad_maker, .dtype_slot = "Logits",
+    .attrs_size = sizeof(oar_swce_attrs_t), .decode = swce_decode};
 OAR_REGISTER_OP(softmax_with_cross_entropy_def)
 
 static const oar_slot_def_t swceg_in[] = {{"Label", 0}, {"Softmax", 0}, {"Loss@GRAD", 0}, {NULL, 0}};
@@ -232,7 +253,8 @@ static int swceg_infer(oar_infer_ctx_t *c)
 
 static const oar_op_def_t softmax_with_cross_entropy_grad_def = {
     .type = "softmax_with_cross_entropy_grad", .inputs = swceg_in, .outputs = swceg_out,
-    .attrs = swce_attrs, .infer = swceg_infer, .grad = NULL, .dtype_slot = "Softmax"};
+    .attrs = swce_attrs, .infer = swceg_infer, .grad = NULL, .dtype_slot = "Softmax",
+    .attrs_size = sizeof(oar_swce_attrs_t), .decode = swce_decode};
 OAR_REGISTER_OP(softmax_with_cross_entropy_grad_def)
 
 /* ---- sigmoid_cross_entropy_with_logits ----------------------------------- */
@@ -242,6 +264,14 @@ static const oar_attr_def_t sce_attrs[] = {
     {"ignore_index", OAR_ATTR_INT, -100, NULL, false, 0, 0},
     {"normalize", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
     ATTR_END};
+
+static int sce_decode(oar_decode_ctx_t *d, void *out)
+{
+    oar_sce_attrs_t *a = out;
+    a->ignore_index = oar_dec_i(d, "ignore_index");
+    a->normalize = oar_dec_b(d, "normalize");
+    return oar_dec_status(d);
+}
 
 /* X and Label: same shape, same float dtype */
 static int sce_check(oar_infer_ctx_t *c, int64_t *x, int *nx)
@@ -289,7 +319,8 @@ static int sce_grad_maker(oar_grad_ctx_t *g)
 
 static const oar_op_def_t sigmoid_cross_entropy_with_logits_def = {
     .type = "sigmoid_cross_entropy_with_logits", .inputs = sce_in, .outputs = sce_out,
-    .attrs = sce_attrs, .infer = sce_infer, .grad = sce_grad_maker, .dtype_slot = "X"};
+    .attrs = sce_attrs, .infer = sce_infer, .grad = sce_grad_maker, .dtype_slot = "X",
+    .attrs_size = sizeof(oar_sce_attrs_t), .decode = sce_decode};
 OAR_REGISTER_OP(sigmoid_cross_entropy_with_logits_def)
 
 static const oar_slot_def_t sceg_in[] = {{"X", 0}, {"Label", 0}, {"Out@GRAD", 0}, {NULL, 0}};
@@ -307,5 +338,6 @@ static int sceg_infer(oar_infer_ctx_t *c)
 
 static const oar_op_def_t sigmoid_cross_entropy_with_logits_grad_def = {
     .type = "sigmoid_cross_entropy_with_logits_grad", .inputs = sceg_in, .outputs = ceg_out,
-    .attrs = sce_attrs, .infer = sceg_infer, .grad = NULL, .dtype_slot = "X"};
+    .attrs = sce_attrs, .infer = sceg_infer, .grad = NULL, .dtype_slot = "X",
+    .attrs_size = sizeof(oar_sce_attrs_t), .decode = sce_decode};
 OAR_REGISTER_OP(sigmoid_cross_entropy_with_logits_grad_def)

@@ -91,12 +91,14 @@ static int mul_decode(oar_decode_ctx_t *d, void *out)
 static const oar_op_def_t mul_def = {
     .type = "mul", .inputs = xy_in, .outputs = out_slot, .attrs = mul_attrs,
     .infer = mul_infer, .grad = oar_grad_default, .dtype_slot = "X",
-    .attrs_size = sizeof(oar_mul_attrs_t), .decode = mul_decode};
+    .attrs_size = sizeof(oar_mul_attrs_t), .decode = mul_decode,
+    .flags = OAR_OP_WRITES_OUTPUTS};
 OAR_REGISTER_OP(mul_def)
 static const oar_op_def_t mul_grad_def = {
     .type = "mul_grad", .inputs = grad_in, .outputs = grad_out, .attrs = mul_attrs,
     .infer = grad_infer, .dtype_slot = "X",
-    .attrs_size = sizeof(oar_mul_attrs_t), .decode = mul_decode};
+    .attrs_size = sizeof(oar_mul_attrs_t), .decode = mul_decode,
+    .flags = OAR_OP_WRITES_OUTPUTS};
 OAR_REGISTER_OP(mul_grad_def)
 
 /* ---- matmul --------------------------------------------------------------- */
@@ -193,18 +195,22 @@ static int matmul_v2_decode(oar_decode_ctx_t *d, void *out)
 
 static const oar_op_def_t matmul_def = {
     .type = "matmul", .inputs = xy_in, .outputs = out_slot, .attrs = matmul_attrs,
-    .infer = matmul_infer, .grad = oar_grad_default, .dtype_slot = "X", MM_DECODE};
+    .infer = matmul_infer, .grad = oar_grad_default, .dtype_slot = "X", MM_DECODE,
+    .flags = OAR_OP_WRITES_OUTPUTS};
 OAR_REGISTER_OP(matmul_def)
 static const oar_op_def_t matmul_grad_def = {
     .type = "matmul_grad", .inputs = grad_in, .outputs = grad_out, .attrs = matmul_attrs,
-    .infer = grad_infer, .dtype_slot = "X", MM_DECODE};
+    .infer = grad_infer, .dtype_slot = "X", MM_DECODE,
+    .flags = OAR_OP_WRITES_OUTPUTS};
 OAR_REGISTER_OP(matmul_grad_def)
 
 static const oar_op_def_t matmul_v2_def = {
     .type = "matmul_v2", .inputs = xy_in, .outputs = out_slot, .attrs = matmul_v2_attrs,
-    .infer = matmul_infer, .grad = oar_grad_default, .dtype_slot = "X", MM_V2_DECODE};
+    .infer = matmul_infer, .grad = oar_grad_default, .dtype_slot = "X", MM_V2_DECODE,
+    .flags = OAR_OP_WRITES_OUTPUTS};
 OAR_REGISTER_OP(matmul_v2_def)
 static const oar_op_def_t matmul_v2_grad_def = {
     .type = "matmul_v2_grad", .inputs = grad_in, .outputs = grad_out, .attrs = matmul_v2_attrs,
-    .infer = grad_infer, .dtype_slot = "X", MM_V2_DECODE};
+    .infer = grad_infer, .dtype_slot = "X", MM_V2_DECODE,
+    .flags = OAR_OP_WRITES_OUTPUTS};
 OAR_REGISTER_OP(matmul_v2_grad_def)

@@ -121,6 +121,12 @@ static int rb_decode(oar_decode_ctx_t *d, void *out)
     oar_rbool_attrs_t *a = out;
     a->all = strcmp(oar_op_desc_type(oar_dec_op(d)), "reduce_all") == 0;
     (void)oar_dec_b(d, "keep_dim");
+    a->reduce_all = oar_dec_b(d, "reduce_all");
+    /* dim is INTS or LONGS (Paddle 2.x), which the typed readers keep apart */
+    if (!oar_attr_int_list(oar_dec_op(d), "dim", a->dim, OAR_MAX_DIMS, &a->ndim))
+        return oar_dec_error(d, OAR_ERR_INVALID, "attr dim must be INTS or LONGS of at most %d values",
+                             OAR_MAX_DIMS);
+    if (a->ndim == 0) { a->dim[0] = 0; a->ndim = 1; }
     return oar_dec_status(d);
 }
 static int rb_infer(oar_infer_ctx_t *c)

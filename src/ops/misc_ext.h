@@ -17,5 +17,7 @@ typedef struct { int axis; bool descending; } oar_argsort_attrs_t;
 /* reduce_all / reduce_any: X (bool) -> Out (bool) */
 enum { OAR_RB_X = 0 };
 enum { OAR_RB_OUT = 0 };
-typedef struct { uint32_t mask; bool all; } oar_rbool_attrs_t;   /* mask: reduced dims */
+/* all: the op is reduce_all; dim: the reduced axes as given (negative from
+ * the end; INTS or LONGS), never empty: an empty attr decodes to {0} */
+typedef struct { bool all, reduce_all; int ndim; int64_t dim[OAR_MAX_DIMS]; } oar_rbool_attrs_t;
 #endif

@@ -62,7 +62,7 @@ static int sm_grad_infer(oar_infer_ctx_t *c)
 
 /* Kernels read a whole row before writing it, and each element before its
  * own write: the output may take the dying input's buffer. */
-#define SM_DECODE .attrs_size = sizeof(oar_softmax_attrs_t), .decode = sm_decode, .flags = OAR_OP_INPLACE
+#define SM_DECODE .attrs_size = sizeof(oar_softmax_attrs_t), .decode = sm_decode, .flags = OAR_OP_INPLACE | OAR_OP_WRITES_OUTPUTS
 
 static const oar_op_def_t softmax_def = {
     .type = "softmax", .inputs = sm_in, .outputs = sm_out, .attrs = softmax_attrs,

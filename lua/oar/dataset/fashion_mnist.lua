@@ -121,14 +121,36 @@ end
 
 local cache = setmetatable({}, { __mode = "v" })
 
+-- The float images of a loaded set (or of a part of one that
+-- oar.dataset.split made: it keeps this metatable and `base`), scaled from
+-- the pixels on first use and kept on the base set, so parts share them.
+-- Kept lazy because 60000 float images are 188 MB where the bytes are 47.
+local LAZY_IMAGES = {
+  __index = function(t, k)
+    if k ~= "images" then return nil end
+    local base = rawget(t, "base") or t
+    local images = rawget(base, "images")
+    if images == nil then
+      local px, n = rawget(base, "pixels"), rawget(base, "count") * M.IMAGE_SIZE
+      images = ffi.new("float[?]", math.max(n, 1))
+      for i = 0, n - 1 do images[i] = SCALE[px[i]] end
+      rawset(base, "images", images)
+    end
+    return images
+  end,
+}
+
 --- Loads a whole split into FFI arrays. Loaded splits are cached while
 -- something still refers to them.
 -- @tparam string split `"train"` or `"test"`
 -- @tparam[opt] string|table opts a directory, or `{data_dir=, max_items=}`
 -- (`max_items` reads only the first items; handy for quick checks)
 -- @treturn table `{split=, count=N, rows=28, cols=28, image_size=784,
--- images=, labels=, image_path=, label_path=}`: `images` a `float[N*784]`
--- (row-major, pixels in [-1, 1]), `labels` an `int64_t[N]` (0..9)
+-- pixels=, images=, labels=, image_path=, label_path=}`: `pixels` the raw
+-- bytes, a `uint8_t[N*784]` (row-major, 0..255); `images` the same scaled
+-- to [-1, 1], a `float[N*784]` made on first use (4x the memory: `batches`
+-- never needs it, it scales each batch from `pixels`); `labels` an
+-- `int64_t[N]` (0..9)
 -- @raise when the files are missing (naming the Debian package), truncated or corrupt
 -- @usage
 -- local d = oar.dataset.fashion_mnist.load("test", {max_items = 100})
@@ -153,9 +175,6 @@ function M.load(split, opts)
                         split, image_path, im.dims[1], label_path, lb.dims[1]), 0)
   end
   local n = im.count
-  local images = ffi.new("float[?]", math.max(n * M.IMAGE_SIZE, 1))
-  local src = im.data
-  for i = 0, n * M.IMAGE_SIZE - 1 do images[i] = SCALE[src[i]] end
   local labels = ffi.new("int64_t[?]", math.max(n, 1))
   for i = 0, n - 1 do
     local l = lb.data[i]
@@ -164,9 +183,9 @@ function M.load(split, opts)
     end
     labels[i] = l
   end
-  local data = { split = split, count = n, rows = M.ROWS, cols = M.COLS,
-                 image_size = M.IMAGE_SIZE, images = images, labels = labels,
-                 image_path = image_path, label_path = label_path }
+  local data = setmetatable({ split = split, count = n, rows = M.ROWS, cols = M.COLS,
+                              image_size = M.IMAGE_SIZE, pixels = im.data, labels = labels,
+                              image_path = image_path, label_path = label_path }, LAZY_IMAGES)
   cache[key] = data
   return data
 end
@@ -232,7 +251,7 @@ function M.batches(split, batch_size, opts)
   local given
   if type(split) == "table" then
     given = split
-    if type(given.count) ~= "number" or given.images == nil or given.labels == nil then
+    if type(given.count) ~= "number" or (rawget(given, "pixels") == nil and given.images == nil) or given.labels == nil then
       error("oar.dataset.fashion_mnist.batches: a data set table must come from load() or oar.dataset.split", 2)
     end
   else
@@ -270,8 +289,15 @@ function M.batches(split, batch_size, opts)
     for i = 0, n - 1 do order[i] = data.indices and data.indices[i] or i end
     if shuffle then reader.rng(opts.seed):shuffle_array(order, n) end
   end
-  local images, labels = data.images, data.labels
+  -- raw bytes are scaled per batch (a table lookup per pixel) rather than
+  -- copied from float images, so the float copy of the set is never made
+  local pixels, labels = rawget(data, "pixels"), data.labels
+  local images = not pixels and data.images
   local row_bytes = M.IMAGE_SIZE * ffi.sizeof("float")
+  local function scale_row(x, j)
+    local src = pixels + j * M.IMAGE_SIZE
+    for k = 0, M.IMAGE_SIZE - 1 do x[k] = SCALE[src[k]] end
+  end
   local pos = 0
   return function()
     local b = math.min(batch_size, n - pos)
@@ -284,11 +310,16 @@ function M.batches(split, batch_size, opts)
     if order then
       for i = 0, b - 1 do
         local j = order[pos + i]
-        ffi.copy(x + i * M.IMAGE_SIZE, images + j * M.IMAGE_SIZE, row_bytes)
+        if pixels then scale_row(x + i * M.IMAGE_SIZE, j)
+        else ffi.copy(x + i * M.IMAGE_SIZE, images + j * M.IMAGE_SIZE, row_bytes) end
         y[i] = labels[j]
       end
     else
-      ffi.copy(x, images + pos * M.IMAGE_SIZE, b * row_bytes)
+      if pixels then
+        for i = 0, b - 1 do scale_row(x + i * M.IMAGE_SIZE, pos + i) end
+      else
+        ffi.copy(x, images + pos * M.IMAGE_SIZE, b * row_bytes)
+      end
       ffi.copy(y, labels + pos, b * ffi.sizeof("int64_t"))
     end
     pos = pos + b

@@ -79,7 +79,8 @@ local function part(base, idx, count, name)
     idx = composed
   end
   p.count, p.indices, p.part, p.base = count, idx, name, base.base or base
-  return p
+  -- a loaded set's lazily made fields (fashion_mnist's images) come from the base
+  return setmetatable(p, getmetatable(base))
 end
 
 local function is_callable(f)

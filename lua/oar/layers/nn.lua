@@ -112,10 +112,10 @@ end
 
 -- ---- convolution and pooling -----------------------------------------------------------
 
---- A 2-D convolution over NCHW input, plus bias and activation. The filter
+--- A 2-D convolution over NCHW (or NHWC) input, plus bias and activation. The filter
 -- is initialized from Normal(0, sqrt(2 / fan_in)) unless param_attr says otherwise.
 -- @tparam table a keyword arguments:
--- @tparam Variable a.input [N, C, H, W]
+-- @tparam Variable a.input [N, C, H, W] ([N, H, W, C] with data_format "NHWC")
 -- @tparam int a.num_filters output channels
 -- @tparam int|{int,int} a.filter_size
 -- @tparam[opt=1] int|{int,int} a.stride
@@ -126,14 +126,16 @@ end
 -- @tparam[opt] ParamAttr|string|false a.bias_attr false: no bias
 -- @tparam[opt] string|table a.act activation
 -- @tparam[opt=true] bool a.use_cudnn
+-- @tparam[opt="NCHW"] string a.data_format "NCHW" or "NHWC" (channels last, as the
+-- input and output are laid out; the filter stays [num_filters, C/groups, kh, kw])
 -- @tparam[opt] string a.name
--- @treturn Variable [N, num_filters, H', W']
+-- @treturn Variable [N, num_filters, H', W'] (NHWC: [N, H', W', num_filters])
 -- @usage
 -- local img = layers.data{name = "img", shape = {1, 28, 28}}
 -- local c = layers.conv2d{input = img, num_filters = 20, filter_size = 5, act = "relu"}
 function M.conv2d(a)
   a = args("conv2d", a, "input", nil,
-    "act bias_attr dilation filter_size groups input name num_filters padding param_attr stride use_cudnn")
+    "act bias_attr data_format dilation filter_size groups input name num_filters padding param_attr stride use_cudnn")
   local input = check.variable("conv2d", "input", a.input)
   local num_filters = check.positive_int("conv2d", "num_filters", a.num_filters)
   if a.filter_size == nil then check.fail("conv2d", "filter_size", "an integer or a list of 2", nil) end
@@ -142,11 +144,13 @@ function M.conv2d(a)
   local padding = check.int_list("conv2d", "padding", a.padding, 2, 0)
   local dilation = check.int_list("conv2d", "dilation", a.dilation, 2, 1)
   local groups = a.groups == nil and 1 or check.positive_int("conv2d", "groups", a.groups)
+  local data_format = check.string("conv2d", "data_format", a.data_format, "NCHW", { "NCHW", "NHWC" })
+  local nhwc = data_format == "NHWC"
   local shape = input.shape
   if #shape ~= 4 then
-    raise(string.format("conv2d: 'input' must be 4-D NCHW, got shape %s", framework.shape_text(shape)))
+    raise(string.format("conv2d: 'input' must be 4-D %s, got shape %s", data_format, framework.shape_text(shape)))
   end
-  local channels = shape[2]
+  local channels = shape[nhwc and 4 or 2]
   if channels <= 0 or channels % groups ~= 0 then
     raise(string.format("conv2d: input channels %d must be positive and divisible by groups %d", channels, groups))
   end
@@ -163,14 +167,15 @@ function M.conv2d(a)
   local pre_bias = helper:create_variable_for_type_inference(dtype)
   helper:append_op{ type = op_type, inputs = { Input = { input }, Filter = { w } }, outputs = { Output = { pre_bias } },
     attrs = { strides = stride, paddings = padding, dilations = dilation, groups = groups,
-              use_cudnn = a.use_cudnn ~= false } }
-  local pre_act = helper:append_bias_op(pre_bias, 1, 2)
+              use_cudnn = a.use_cudnn ~= false, data_format = data_format } }
+  -- the bias runs along the channel axis: 1 in NCHW, 3 in NHWC
+  local pre_act = nhwc and helper:append_bias_op(pre_bias, 3, 4) or helper:append_bias_op(pre_bias, 1, 2)
   return helper:append_activation(pre_act)
 end
 
---- 2-D max or average pooling over NCHW input.
+--- 2-D max or average pooling over NCHW (or NHWC) input.
 -- @tparam table a keyword arguments:
--- @tparam Variable a.input [N, C, H, W]
+-- @tparam Variable a.input [N, C, H, W] ([N, H, W, C] with data_format "NHWC")
 -- @tparam int|{int,int} a.pool_size window (ignored with global_pooling)
 -- @tparam[opt="max"] string a.pool_type "max" or "avg"
 -- @tparam[opt=1] int|{int,int} a.pool_stride
@@ -178,12 +183,13 @@ end
 -- @tparam[opt=false] bool a.global_pooling pool each whole channel
 -- @tparam[opt=false] bool a.ceil_mode round the output size up
 -- @tparam[opt=true] bool a.exclusive average over the real (unpadded) cells only
+-- @tparam[opt="NCHW"] string a.data_format "NCHW" or "NHWC"
 -- @tparam[opt] string a.name
 -- @treturn Variable
 -- @usage local p = layers.pool2d{input = c, pool_size = 2, pool_stride = 2, pool_type = "max"}
 function M.pool2d(a)
   a = args("pool2d", a, "input", nil,
-    "ceil_mode exclusive global_pooling input name pool_padding pool_size pool_stride pool_type")
+    "ceil_mode data_format exclusive global_pooling input name pool_padding pool_size pool_stride pool_type")
   local input = check.variable("pool2d", "input", a.input)
   local pool_type = check.string("pool2d", "pool_type", a.pool_type, "max", { "max", "avg" })
   local global_pooling = check.boolean("pool2d", "global_pooling", a.global_pooling, false)
@@ -198,7 +204,8 @@ function M.pool2d(a)
               strides = check.int_list("pool2d", "pool_stride", a.pool_stride, 2, 1),
               paddings = check.int_list("pool2d", "pool_padding", a.pool_padding, 2, 0),
               ceil_mode = check.boolean("pool2d", "ceil_mode", a.ceil_mode, false),
-              exclusive = check.boolean("pool2d", "exclusive", a.exclusive, true) } }
+              exclusive = check.boolean("pool2d", "exclusive", a.exclusive, true),
+              data_format = check.string("pool2d", "data_format", a.data_format, "NCHW", { "NCHW", "NHWC" }) } }
   return out
 end
 
