@@ -100,7 +100,10 @@ const char *oar_backend_cuda_error(void);
     /* ops/lod_plumbing.h */ "oar_cf_concat_lod",                                    \
     /* op.h, ops/seq_layout.h: the recurrent kernels (lstm.cu, gru.cu) */            \
     "oar_k_input_var", "oar_k_output", "oar_k_output_name", "oar_seqb_make",            \
-    "oar_seqb_free", "oar_seqb_prev_rows"
+    "oar_seqb_free", "oar_seqb_prev_rows",                                              \
+    /* ops/seq_lod.h: layer_norm.cu, sequence*.cu */ "oar_seq_lod_last",                \
+    "oar_seq_set_upper_lod", "oar_seq_expand_plan", "oar_seq_expand_rows",              \
+    "oar_seq_expand_set_lod"
 
 #ifdef __cplusplus
 }

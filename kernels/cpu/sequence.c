@@ -12,6 +12,7 @@
 #include "op.h"
 #include "sequence_batch.h"
 #include "ops/sequence.h"
+#include "ops/seq_lod.h"
 
 static const char *nm(const char *s) { return s ? s : "?"; }
 
@@ -19,17 +20,6 @@ enum {
     P_AVERAGE = OAR_SEQPOOL_AVERAGE, P_SUM = OAR_SEQPOOL_SUM, P_SQRT = OAR_SEQPOOL_SQRT,
     P_MAX = OAR_SEQPOOL_MAX, P_LAST = OAR_SEQPOOL_LAST, P_FIRST = OAR_SEQPOOL_FIRST
 };
-
-/* output `slot` gets the LoD levels of `x` above the pooled one (none for one level) */
-static int set_upper_lod(oar_kernel_ctx_t *k, int slot, const oar_tensor_t *x)
-{
-    oar_tensor_t *o = oar_k_output(k, slot, 0);
-    if (!o) return OAR_OK;
-    if (x->lod_levels <= 1) { oar_tensor_clear_lod(o); return OAR_OK; }
-    int rc = oar_tensor_set_lod(o, x->lod_levels - 1, (const int64_t *const *)x->lod, x->lod_size);
-    if (rc != OAR_OK) return oar_k_error(k, rc, "cannot set Out's LoD: %s", oar_last_error());
-    return OAR_OK;
-}
 
 /* ---- sequence_pool ---------------------------------------------------------------- */
 
@@ -120,7 +110,7 @@ static int pool_fwd(oar_kernel_ctx_t *k)
     OAR_TRY(oar_sk_input(k, OAR_SEQ_X, "X", dt, &x, &xp));
     const int64_t *offs;
     int64_t no;
-    OAR_TRY(oar_sk_lod_at(k, OAR_SEQ_X, "X", x, &offs, &no));
+    OAR_TRY(oar_seq_lod_last(k, OAR_SEQ_X, "X", x, &offs, &no));
     if (offs[no - 1] > INT32_MAX && type == P_MAX)
         return oar_k_error(k, OAR_ERR_RANGE, "X has %lld rows; MaxIndex (int32) cannot index them",
                            (long long)offs[no - 1]);
@@ -138,8 +128,8 @@ static int pool_fwd(oar_kernel_ctx_t *k)
     double pad = a->pad_value;
     if (dt == OAR_FP32) pool_fwd_f32(type, xp, op, mp, offs, nseq, w, (float)pad);
     else pool_fwd_f64(type, xp, op, mp, offs, nseq, w, pad);
-    OAR_TRY(set_upper_lod(k, OAR_SEQPOOL_OUT, x));
-    return set_upper_lod(k, OAR_SEQPOOL_MAX_INDEX, x);
+    OAR_TRY(oar_seq_set_upper_lod(k, OAR_SEQPOOL_OUT, x));
+    return oar_seq_set_upper_lod(k, OAR_SEQPOOL_MAX_INDEX, x);
 }
 
 static int pool_bwd(oar_kernel_ctx_t *k)
@@ -151,7 +141,7 @@ static int pool_bwd(oar_kernel_ctx_t *k)
     OAR_TRY(oar_sk_input(k, OAR_SEQPOOLG_DOUT, "Out@GRAD", dt, &g, &gp));
     const int64_t *offs;
     int64_t no;
-    OAR_TRY(oar_sk_lod_at(k, OAR_SEQ_X, "X", x, &offs, &no));
+    OAR_TRY(oar_seq_lod_last(k, OAR_SEQ_X, "X", x, &offs, &no));
     int64_t nseq = no - 1, w = oar_sk_row_width(x);
     if (oar_tensor_numel_of(g) != nseq * w)
         return oar_k_error(k, OAR_ERR_SHAPE, "Out@GRAD has %lld elements, expected %lld (%lld sequences x %lld)",
@@ -219,7 +209,7 @@ static int softmax_fwd(oar_kernel_ctx_t *k)
     OAR_TRY(oar_sk_input(k, OAR_SEQ_X, "X", dt, &x, &xp));
     const int64_t *offs;
     int64_t no;
-    OAR_TRY(oar_sk_lod_at(k, OAR_SEQ_X, "X", x, &offs, &no));
+    OAR_TRY(oar_seq_lod_last(k, OAR_SEQ_X, "X", x, &offs, &no));
     if (oar_tensor_numel_of(x) != offs[no - 1])
         return oar_k_error(k, OAR_ERR_SHAPE, "X has %lld values in %lld rows; expected one value per row",
                            (long long)oar_tensor_numel_of(x), (long long)offs[no - 1]);
@@ -239,7 +229,7 @@ static int softmax_bwd(oar_kernel_ctx_t *k)
     OAR_TRY(oar_sk_input(k, OAR_SEQSMG_DOUT, "Out@GRAD", dt, &g, &gp));
     const int64_t *offs;
     int64_t no;
-    OAR_TRY(oar_sk_lod_at(k, OAR_SEQSMG_OUT, "Out", o, &offs, &no));
+    OAR_TRY(oar_seq_lod_last(k, OAR_SEQSMG_OUT, "Out", o, &offs, &no));
     if (oar_tensor_numel_of(o) != offs[no - 1] || oar_tensor_numel_of(g) != offs[no - 1])
         return oar_k_error(k, OAR_ERR_SHAPE, "Out has %lld and Out@GRAD %lld values; expected %lld (one per row)",
                            (long long)oar_tensor_numel_of(o), (long long)oar_tensor_numel_of(g),
@@ -261,106 +251,43 @@ OAR_REGISTER_KERNEL("sequence_softmax_grad", OAR_PLACE_CPU, OAR_FP64, softmax_bw
 
 /* ---- sequence_expand ----------------------------------------------------------------- */
 
-/* The reference LoD (Y's at ref_level) and X's sequences: X's LoD level, or
- * one row per sequence when X has none (xo NULL). */
-typedef struct expand_plan {
-    const int64_t *ref; int64_t nref;
-    const int64_t *xo;
-} expand_plan_t;
-
-static int expand_plan(oar_kernel_ctx_t *k, const oar_tensor_t *x, expand_plan_t *p)
-{
-    const oar_tensor_t *y = oar_k_input(k, OAR_SEQEXP_Y, 0);
-    if (!y) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input Y '%s' has no value",
-                               nm(oar_k_input_name(k, OAR_SEQEXP_Y, 0)));
-    int ref = ((const oar_seqexpand_attrs_t *)oar_k_attrs(k))->ref_level;
-    if (y->lod_levels < 1 || ref < -1 || ref >= y->lod_levels)
-        return oar_k_error(k, OAR_ERR_INVALID, "Y '%s' has %d LoD levels; ref_level %d does not name one",
-                           nm(oar_k_input_name(k, OAR_SEQEXP_Y, 0)), y->lod_levels, ref);
-    if (ref == -1) ref = y->lod_levels - 1;
-    p->ref = y->lod[ref];
-    p->nref = y->lod_size[ref];
-    p->xo = x->lod_levels == 1 ? x->lod[0] : NULL;
-    int64_t xrows = x->ndim > 0 ? x->dims[0] : 1;
-    if (p->nref > 1 && (p->xo ? x->lod_size[0] != p->nref : xrows != p->nref - 1))
-        return oar_k_error(k, OAR_ERR_SHAPE, "X '%s' has %lld sequences but Y '%s' has %lld at ref_level %d",
-                           nm(oar_k_input_name(k, OAR_SEQ_X, 0)), (long long)(p->xo ? x->lod_size[0] - 1 : xrows),
-                           nm(oar_k_input_name(k, OAR_SEQEXP_Y, 0)), (long long)(p->nref - 1), ref);
-    return OAR_OK;
-}
-
 static int expand_fwd(oar_kernel_ctx_t *k)
 {
     int dt = oar_k_dtype(k);
     const oar_tensor_t *x;
     const void *xp;
     OAR_TRY(oar_sk_input(k, OAR_SEQ_X, "X", dt, &x, &xp));
-    expand_plan_t p;
-    OAR_TRY(expand_plan(k, x, &p));
+    oar_seq_expand_t p;
+    OAR_TRY(oar_seq_expand_plan(k, x, &p));
     size_t es = oar_dtype_size(dt);
-    int64_t w = oar_sk_row_width(x), xrows = x->ndim > 0 ? x->dims[0] : 1;
+    int64_t w = oar_sk_row_width(x);
     oar_tensor_t *ot = oar_k_output(k, OAR_SEQEXP_OUT, 0);
     if (!ot) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out has no tensor variable");
     int64_t orows = ot->ndim > 0 ? ot->dims[0] : 1;
     void *op;
     OAR_TRY(oar_sk_output(k, OAR_SEQEXP_OUT, "Out", dt, orows * w, false, &op));
+    OAR_TRY(oar_seq_expand_set_lod(k, x, &p, orows));
     if (p.nref <= 1) {   /* nothing to repeat by: Out is X */
-        if (orows != xrows) return oar_k_error(k, OAR_ERR_SHAPE, "Out has %lld rows, X %lld", (long long)orows, (long long)xrows);
-        memcpy(op, xp, es * (size_t)(xrows * w));
-        if (x->lod_levels > 0) {
-            int rc = oar_tensor_copy_lod(ot, x);
-            if (rc != OAR_OK) return oar_k_error(k, rc, "cannot set Out's LoD");
-        } else {
-            oar_tensor_clear_lod(ot);
-        }
+        memcpy(op, xp, es * (size_t)(p.xrows * w));
         return OAR_OK;
     }
-    /* Out's LoD (when X has one): one sequence per copy */
-    int64_t ncopies = 0;
-    for (int64_t i = 1; i < p.nref; i++) ncopies += p.ref[i] - p.ref[i - 1];
-    int64_t *olod = p.xo ? oar_xmalloc(sizeof(int64_t) * (size_t)(ncopies + 1)) : NULL;
-    if (p.xo && !olod) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate Out's LoD");
-    int64_t r = 0, c = 0;
-    if (olod) olod[0] = 0;
-    for (int64_t i = 1; i < p.nref; i++) {
-        int64_t rep = p.ref[i] - p.ref[i - 1];
-        int64_t xb = p.xo ? p.xo[i - 1] : i - 1, len = p.xo ? p.xo[i] - p.xo[i - 1] : 1;
-        for (int64_t j = 0; j < rep; j++) {
-            if (r + len > orows) {
-                free(olod);
-                return oar_k_error(k, OAR_ERR_SHAPE, "Out has %lld rows; the expansion needs more", (long long)orows);
-            }
+    int64_t r = 0;
+    for (int64_t i = 0; i + 1 < p.nref; i++) {
+        int64_t xb = oar_seq_expand_start(&p, i), len = oar_seq_expand_len(&p, i);
+        for (int64_t j = 0; j < oar_seq_expand_reps(&p, i); j++, r += len)
             memcpy((char *)op + es * (size_t)(r * w), (const char *)xp + es * (size_t)(xb * w), es * (size_t)(len * w));
-            r += len;
-            if (olod) olod[++c] = r;
-        }
-    }
-    if (r != orows) {
-        free(olod);
-        return oar_k_error(k, OAR_ERR_SHAPE, "Out has %lld rows; the expansion gives %lld", (long long)orows, (long long)r);
-    }
-    int rc = OAR_OK;
-    if (olod) {
-        const int64_t *lv[1] = {olod};
-        int64_t sz[1] = {ncopies + 1};
-        rc = oar_tensor_set_lod(ot, 1, lv, sz);
-        free(olod);
-        if (rc != OAR_OK) return oar_k_error(k, rc, "cannot set Out's LoD: %s", oar_last_error());
-    } else {
-        oar_tensor_clear_lod(ot);
     }
     return OAR_OK;
 }
 
 #define EXPAND_BWD(SFX, T)                                                            \
-    static void expand_bwd_##SFX(const expand_plan_t *p, const T *g, T *dx, int64_t xrows, int64_t w) \
+    static void expand_bwd_##SFX(const oar_seq_expand_t *p, const T *g, T *dx, int64_t w) \
     {                                                                                 \
-        memset(dx, 0, sizeof(T) * (size_t)(xrows * w));                               \
+        memset(dx, 0, sizeof(T) * (size_t)(p->xrows * w));                            \
         int64_t r = 0;                                                                \
-        for (int64_t i = 1; i < p->nref; i++) {                                       \
-            int64_t rep = p->ref[i] - p->ref[i - 1];                                  \
-            int64_t xb = p->xo ? p->xo[i - 1] : i - 1, len = p->xo ? p->xo[i] - p->xo[i - 1] : 1; \
-            T *d = dx + xb * w;                                                       \
+        for (int64_t i = 0; i + 1 < p->nref; i++) {                                   \
+            int64_t rep = oar_seq_expand_reps(p, i), len = oar_seq_expand_len(p, i);  \
+            T *d = dx + oar_seq_expand_start(p, i) * w;                               \
             for (int64_t j = 0; j < rep; j++, r += len) {                             \
                 const T *gs = g + r * w;                                              \
                 for (int64_t q = 0; q < len * w; q++) d[q] += gs[q];                  \
@@ -378,27 +305,22 @@ static int expand_bwd(oar_kernel_ctx_t *k)
     const void *xp, *gp;
     OAR_TRY(oar_sk_input(k, OAR_SEQ_X, "X", -1, &x, &xp));
     OAR_TRY(oar_sk_input(k, OAR_SEQEXPG_DOUT, "Out@GRAD", dt, &g, &gp));
-    expand_plan_t p;
-    OAR_TRY(expand_plan(k, x, &p));
-    int64_t w = oar_sk_row_width(x), xrows = x->ndim > 0 ? x->dims[0] : 1;
+    oar_seq_expand_t p;
+    OAR_TRY(oar_seq_expand_plan(k, x, &p));
+    int64_t w = oar_sk_row_width(x);
     void *dx;
-    OAR_TRY(oar_sk_output(k, OAR_SEQG_DX, "X@GRAD", dt, xrows * w, true, &dx));
+    OAR_TRY(oar_sk_output(k, OAR_SEQG_DX, "X@GRAD", dt, p.xrows * w, true, &dx));
     if (!dx) return OAR_OK;
-    int64_t want = xrows;
-    if (p.nref > 1) {
-        want = 0;
-        for (int64_t i = 1; i < p.nref; i++)
-            want += (p.ref[i] - p.ref[i - 1]) * (p.xo ? p.xo[i] - p.xo[i - 1] : 1);
-    }
+    int64_t want = oar_seq_expand_rows(&p);
     if (oar_tensor_numel_of(g) != want * w)
         return oar_k_error(k, OAR_ERR_SHAPE, "Out@GRAD has %lld values; expected %lld rows of %lld",
                            (long long)oar_tensor_numel_of(g), (long long)want, (long long)w);
     if (p.nref <= 1) {
-        memcpy(dx, gp, oar_dtype_size(dt) * (size_t)(xrows * w));
+        memcpy(dx, gp, oar_dtype_size(dt) * (size_t)(p.xrows * w));
         return OAR_OK;
     }
-    if (dt == OAR_FP32) expand_bwd_f32(&p, gp, dx, xrows, w);
-    else expand_bwd_f64(&p, gp, dx, xrows, w);
+    if (dt == OAR_FP32) expand_bwd_f32(&p, gp, dx, w);
+    else expand_bwd_f64(&p, gp, dx, w);
     return OAR_OK;
 }
 

@@ -16,6 +16,7 @@
 #include "op.h"
 #include "sequence_batch.h"
 #include "ops/sequence.h"
+#include "ops/seq_lod.h"
 
 typedef struct conv_geom {
     int64_t n, d, m, cl, cs, up, down;
@@ -102,7 +103,7 @@ static int conv_setup(oar_kernel_ctx_t *k, conv_geom_t *g, const void **x, const
     }
     if (!g->trainable) *pad = NULL;
     int64_t no;
-    OAR_TRY(oar_sk_lod_at(k, OAR_SEQ_X, "X", xt, &g->offs, &no));
+    OAR_TRY(oar_seq_lod_last(k, OAR_SEQ_X, "X", xt, &g->offs, &no));
     g->nseq = no - 1;
     int64_t dims[4] = {g->n, g->cl * g->d, g->m, g->d};
     return oar_sk_blas_dims(k, 4, dims);
