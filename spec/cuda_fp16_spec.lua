@@ -11,7 +11,7 @@
 -- GPU can be used the spec says so and skips. Without a GPU, the kernels
 -- other than conv2d's run on the CPU through tools/cuda_emu:
 --   tools/cuda_emu/run spec/cuda_fp16_spec.lua \
---     kernels/cuda/{elementwise,activation,softmax,pool,batch_norm,half_ops,matmul,optimizer}.cu
+--     kernels/cuda/{elementwise,activation,softmax,pool,batch_norm,half_ops,matmul,optimizer,tensor_ops}.cu
 local oar = require("oar")
 local lib = require("oar.lib")
 local place = require("oar.place")

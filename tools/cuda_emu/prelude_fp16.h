@@ -89,6 +89,7 @@ static inline cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t, cublasOpe
     const double *be, double *C, int ldc, long long sc, int count)
 { return emu_batched(ta, tb, m, n, k, al, A, lda, sa, B, ldb, sb, be, C, ldc, sc, count); }
 namespace oarcu {
+static inline int cuda_fail(oar_kernel_ctx_t *k, cudaError_t, const char *call) { return emu_fail(k, call); }
 static inline int to_host(oar_kernel_ctx_t *k, void *dst, const void *src, size_t bytes, const char *)
 {
     return oar_device_copy(dst, OAR_PLACE_CPU, src, OAR_PLACE_CUDA, bytes, k->device);
