@@ -150,6 +150,12 @@ const oar_tensor_t *oar_ic_in_tensor(oar_infer_ctx_t *c, const char *slot, int i
     return t;
 }
 
+const oar_tensor_t *oar_ic_in_lod_tensor(oar_infer_ctx_t *c, const char *slot, int i) {
+    if (!c->runtime) return NULL;
+    c->k->infer_read_values = true;   /* the result depends on the LoD: never replayed */
+    return arg_tensor(c, slot, i, true);   /* dims and LoD live on the host: no move */
+}
+
 /* ---- outputs ----------------------------------------------------------- */
 /* An output that is also an input of the op (written in place) keeps its
  * element count and dtype: its kernel reads the input through the same

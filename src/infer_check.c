@@ -36,7 +36,7 @@ int oar_ic_check_float(oar_infer_ctx_t *c, const char *slot, int like)
 
 int oar_ic_seq_count(oar_infer_ctx_t *c, const char *slot, int64_t *nseq)
 {
-    const oar_tensor_t *t = oar_ic_in_tensor(c, slot, 0);
+    const oar_tensor_t *t = oar_ic_in_lod_tensor(c, slot, 0);
     if (!t) return OAR_ERR_NOT_FOUND;
     if (t->lod_levels < 1)
         return oar_ic_error(c, OAR_ERR_INVALID, "input %s '%s' has no LoD; a LoD tensor of sequences is required",

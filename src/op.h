@@ -130,6 +130,9 @@ int oar_ic_set_out_var_type(oar_infer_ctx_t *c, const char *slot, int i, int var
 int oar_ic_share_lod(oar_infer_ctx_t *c, const char *in_slot, int i, const char *out_slot, int j);
 /* run time only: the tensor behind an input (NULL at compile time) */
 const oar_tensor_t *oar_ic_in_tensor(oar_infer_ctx_t *c, const char *slot, int i);
+/* the same for an op that needs only the dims and the LoD (always on the
+ * host): the data stay where they are, on a device too */
+const oar_tensor_t *oar_ic_in_lod_tensor(oar_infer_ctx_t *c, const char *slot, int i);
 int oar_ic_error(oar_infer_ctx_t *c, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* common inference shapes */

@@ -172,7 +172,7 @@ static int fcb_infer(oar_infer_ctx_t *c)
     int64_t batch = in[ii];
     if (oar_ic_runtime(c) && ii == 0) {
         /* a LoD input's batch is its number of sequences, as in Fluid */
-        const oar_tensor_t *t = oar_ic_in_tensor(c, "Input", 0);
+        const oar_tensor_t *t = oar_ic_in_lod_tensor(c, "Input", 0);
         int lv = t ? oar_tensor_lod_levels(t) : 0;
         if (lv > 0) batch = oar_tensor_lod_size(t, lv - 1) - 1;
     }

@@ -3,27 +3,10 @@
  * builds LoDs the same way, with the same messages. */
 #include <stdlib.h>
 #include "op.h"
-#include "exec.h"
 #include "seq_lod.h"
 #include "sequence.h"
 
 static const char *nm(const char *s) { return s ? s : "?"; }
-
-const oar_tensor_t *oar_seq_ic_input(oar_infer_ctx_t *c, const char *slot)
-{
-    if (!oar_ic_runtime(c)) return NULL;
-    const oar_prep_op_t *op = c->k->op;
-    const oar_pslot_t *s = oar_pslot_find(op->ins, op->nins, slot);
-    if (!s || s->n < 1 || s->ids[0] < 0) {
-        oar_ic_error(c, OAR_ERR_NOT_FOUND, "input slot '%s' has no argument", slot);
-        return NULL;
-    }
-    c->k->infer_read_values = true;   /* depends on the LoD: never replayed */
-    oar_variable_t *v = c->k->vars[s->ids[0]];
-    oar_tensor_t *t = v->type == OAR_VAR_SELECTED_ROWS ? NULL : oar_var_tensor(v);
-    if (!t) oar_ic_error(c, OAR_ERR_NOT_FOUND, "input %s '%s' is not a LoD tensor", slot, nm(v->name));
-    return t;
-}
 
 int oar_seq_lod_last(oar_kernel_ctx_t *k, int slot, const char *name, const oar_tensor_t *t, const int64_t **offs,
                      int64_t *noffs)

@@ -7,13 +7,6 @@
 #define OAR_OPS_SEQ_LOD_H
 #include "op.h"
 
-/* Run-time inference: input `slot`'s tensor (argument 0) for its dims and
- * LoD, its data left where it is. oar_ic_in_tensor moves a device tensor's
- * data to the host for inference that reads values; the sequence ops'
- * inference reads only the LoD, which lives on the host on every place, and
- * a device kernel would have to move the data back. NULL with an error when
- * the argument or its tensor is missing. */
-const oar_tensor_t *oar_seq_ic_input(oar_infer_ctx_t *c, const char *slot);
 
 /* The last LoD level of input `slot` (`name` in errors) of tensor t: its
  * offsets and their count; an error unless it ends at t's row count. */

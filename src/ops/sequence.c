@@ -36,7 +36,7 @@ static const char *nm(const char *s) { return s ? s : "?"; }
 /* run time: the last LoD level of input `slot`, checked against its rows */
 static int seq_lod(oar_infer_ctx_t *c, const char *slot, const int64_t **offs, int64_t *n)
 {
-    const oar_tensor_t *t = oar_seq_ic_input(c, slot);
+    const oar_tensor_t *t = oar_ic_in_lod_tensor(c, slot, 0);
     if (!t) return oar_ic_error(c, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", slot, nm(oar_ic_in_name(c, slot, 0)));
     if (t->lod_levels < 1)
         return oar_ic_error(c, OAR_ERR_INVALID, "input %s '%s' has no LoD; a LoD tensor (level >= 1) is required",
@@ -246,7 +246,7 @@ static int expand_decode(oar_decode_ctx_t *d, void *out)
 /* run time: Out's row count from X's LoD (at most one level) and Y's ref level */
 static int expand_rows(oar_infer_ctx_t *c, const oar_tensor_t *x, int64_t *rows)
 {
-    const oar_tensor_t *y = oar_seq_ic_input(c, "Y");
+    const oar_tensor_t *y = oar_ic_in_lod_tensor(c, "Y", 0);
     if (!y) return OAR_ERR_NOT_FOUND;
     int ref = oar_attr_i(oar_ic_op(c), "ref_level");
     if (x->lod_levels > 1)
@@ -300,7 +300,7 @@ static int expand_infer(oar_infer_ctx_t *c)
     memcpy(od, xd, sizeof(int64_t) * (size_t)nd);
     od[0] = -1;
     if (oar_ic_runtime(c)) {
-        const oar_tensor_t *x = oar_seq_ic_input(c, "X");
+        const oar_tensor_t *x = oar_ic_in_lod_tensor(c, "X", 0);
         if (!x) return OAR_ERR_NOT_FOUND;
         OAR_TRY(expand_rows(c, x, &od[0]));
         OAR_TRY(oar_ic_set_out(c, "Out", 0, od, nd, oar_ic_in_dtype(c, "X", 0)));
@@ -321,7 +321,7 @@ static const oar_slot_def_t expand_grad_in[] = {{"X", 0}, {"Y", 0}, {"Out@GRAD",
 static int expand_grad_infer(oar_infer_ctx_t *c)
 {
     if (oar_ic_runtime(c)) {
-        const oar_tensor_t *x = oar_seq_ic_input(c, "X");
+        const oar_tensor_t *x = oar_ic_in_lod_tensor(c, "X", 0);
         if (!x) return OAR_ERR_NOT_FOUND;
         int64_t rows;
         OAR_TRY(expand_rows(c, x, &rows));
