@@ -4,6 +4,7 @@
 #include "op.h"
 #include "ops/attr_tensor.h"
 #include "ops/tensor_ops.h"
+#include "half.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -126,7 +127,10 @@ static inline double sat(double v, double lo, double hi)
  * saturated for floating sources */
 #define CV_INT(x, lo, hi) (x)
 #define CV_FLT(x, lo, hi) sat((double)(x), lo, hi)
-#define CAST_FROM(sfx, TI, DT, CV)                                                                \
+/* VAL: a source element as a number (float16 is stored as its bits) */
+#define VAL_ID(x) (x)
+#define VAL_HALF(x) oar_half_to_double(x)
+#define CAST_FROM(sfx, TI, DT, CV, VAL)                                                           \
     static int cast_##sfx(oar_kernel_ctx_t *k)                                                     \
     {                                                                                              \
         int out_dt = ((const oar_cast_attrs_t *)oar_k_attrs(k))->out_dtype;                        \
@@ -138,7 +142,7 @@ static inline double sat(double v, double lo, double hi)
         const TI *s = xv;                                                                          \
         switch (out_dt) {                                                                          \
         case OAR_BOOL: case OAR_INT8: case OAR_UINT8: case OAR_INT16: case OAR_INT32:              \
-        case OAR_INT64: case OAR_FP32: case OAR_FP64: break;                                       \
+        case OAR_INT64: case OAR_FP16: case OAR_FP32: case OAR_FP64: break;                        \
         default:                                                                                   \
             return oar_k_error(k, OAR_ERR_UNSUPPORTED, "attr out_dtype = %d has no CPU cast", out_dt); \
         }                                                                                          \
@@ -148,30 +152,32 @@ static inline double sat(double v, double lo, double hi)
                                "keep the element size", nm(oar_k_output_name(k, OAR_TENSOR_OUT, 0))); \
         OAR_TRY(out_ptr(k, out_dt, &dst));                                                         \
         switch (out_dt) {                                                                          \
-        case OAR_BOOL: CAST_TO(bool, s[i] != 0); break;                                            \
-        case OAR_INT8: CAST_TO(int8_t, CV(s[i], -128.0, 127.0)); break;      \
-        case OAR_UINT8: CAST_TO(uint8_t, CV(s[i], 0.0, 255.0)); break;       \
-        case OAR_INT16: CAST_TO(int16_t, CV(s[i], -32768.0, 32767.0)); break; \
+        case OAR_BOOL: CAST_TO(bool, VAL(s[i]) != 0); break;                                            \
+        case OAR_INT8: CAST_TO(int8_t, CV(VAL(s[i]), -128.0, 127.0)); break;      \
+        case OAR_UINT8: CAST_TO(uint8_t, CV(VAL(s[i]), 0.0, 255.0)); break;       \
+        case OAR_INT16: CAST_TO(int16_t, CV(VAL(s[i]), -32768.0, 32767.0)); break; \
         case OAR_INT32:                                                                            \
-            CAST_TO(int32_t, CV(s[i], -2147483648.0, 2147483647.0)); break;  \
+            CAST_TO(int32_t, CV(VAL(s[i]), -2147483648.0, 2147483647.0)); break;  \
         case OAR_INT64:                                                                            \
             /* 2^63 is not representable: clamp below it */                                        \
-            CAST_TO(int64_t, CV(s[i], -9223372036854775808.0, 9223372036854774784.0)); break;                      \
-        case OAR_FP32: CAST_TO(float, s[i]); break;                                                \
-        default: CAST_TO(double, s[i]); break;                                                     \
+            CAST_TO(int64_t, CV(VAL(s[i]), -9223372036854775808.0, 9223372036854774784.0)); break;                      \
+        case OAR_FP16: CAST_TO(uint16_t, oar_half_from_double((double)VAL(s[i]))); break;        \
+        case OAR_FP32: CAST_TO(float, VAL(s[i])); break;                                                \
+        default: CAST_TO(double, VAL(s[i])); break;                                                     \
         }                                                                                          \
         return OAR_OK;                                                                             \
     }                                                                                              \
     OAR_REGISTER_KERNEL("cast", OAR_PLACE_CPU, DT, cast_##sfx)
 
-CAST_FROM(b, bool, OAR_BOOL, CV_INT)
-CAST_FROM(i8, int8_t, OAR_INT8, CV_INT)
-CAST_FROM(u8, uint8_t, OAR_UINT8, CV_INT)
-CAST_FROM(i16, int16_t, OAR_INT16, CV_INT)
-CAST_FROM(i32, int32_t, OAR_INT32, CV_INT)
-CAST_FROM(i64, int64_t, OAR_INT64, CV_INT)
-CAST_FROM(f32, float, OAR_FP32, CV_FLT)
-CAST_FROM(f64, double, OAR_FP64, CV_FLT)
+CAST_FROM(b, bool, OAR_BOOL, CV_INT, VAL_ID)
+CAST_FROM(i8, int8_t, OAR_INT8, CV_INT, VAL_ID)
+CAST_FROM(u8, uint8_t, OAR_UINT8, CV_INT, VAL_ID)
+CAST_FROM(i16, int16_t, OAR_INT16, CV_INT, VAL_ID)
+CAST_FROM(i32, int32_t, OAR_INT32, CV_INT, VAL_ID)
+CAST_FROM(i64, int64_t, OAR_INT64, CV_INT, VAL_ID)
+CAST_FROM(f16, uint16_t, OAR_FP16, CV_FLT, VAL_HALF)
+CAST_FROM(f32, float, OAR_FP32, CV_FLT, VAL_ID)
+CAST_FROM(f64, double, OAR_FP64, CV_FLT, VAL_ID)
 
 /* ---- sum --------------------------------------------------------------- */
 /* the elements per row of a selected-rows value (its dims after the first) */

@@ -1,11 +1,14 @@
 /*
  * activation.cu — CUDA kernels of the unary activations and their grads
- * (float32, float64), with the CPU kernels' formulas (kernels/cpu/
+ * (float16, float32, float64), with the CPU kernels' formulas (kernels/cpu/
  * activation.c): one thread per element, the op's expression pasted into a
- * grid-stride loop. Grad kernels read the forward value their formula needs
- * (X or Out, as the op definition says) and Out@GRAD.
+ * grid-stride loop; float16 computes in float. Grad kernels read the forward
+ * value their formula needs (X or Out, as the op definition says) and
+ * Out@GRAD.
  */
 #include "cuda_common.h"
+#include "half.h"
+#include "ops/activation.h"
 
 using namespace oarcu;
 
@@ -13,33 +16,20 @@ namespace {
 
 struct Par { double p1, p2; };
 
-typedef int (*par_fn)(oar_kernel_ctx_t *k, Par *p);
-int par_none(oar_kernel_ctx_t *, Par *p) { p->p1 = p->p2 = 0; return OAR_OK; }
-int par_alpha(oar_kernel_ctx_t *k, Par *p) { p->p1 = oar_attr_f(oar_k_op(k), "alpha"); p->p2 = 0; return OAR_OK; }
-int par_clip(oar_kernel_ctx_t *k, Par *p)
+/* The decoded parameters; pow's FactorTensor (slot fslot, -1 for other ops)
+ * replaces the factor, read back to the host. clip's Min/Max inputs (slots
+ * mslot, mslot + 1) are not supported here. */
+int params(oar_kernel_ctx_t *k, int fslot, int mslot, Par *p)
 {
-    if (oar_k_in(k, "Min", 0) || oar_k_in(k, "Max", 0))
+    const oar_act_attrs_t *a = (const oar_act_attrs_t *)oar_k_attrs(k);
+    p->p1 = a->p1;
+    p->p2 = a->p2;
+    if (a->tensor_bounds && (oar_k_nin(k, mslot) > 0 || oar_k_nin(k, mslot + 1) > 0))
         return oar_k_error(k, OAR_ERR_UNSUPPORTED, "inputs Min/Max are not supported by the CUDA kernel; run on CPU");
-    p->p1 = oar_attr_f(oar_k_op(k), "min");
-    p->p2 = oar_attr_f(oar_k_op(k), "max");
-    return OAR_OK;
-}
-int par_softplus(oar_kernel_ctx_t *k, Par *p)
-{
-    p->p1 = oar_attr_f(oar_k_op(k), "beta");
-    p->p2 = oar_attr_f(oar_k_op(k), "threshold");
-    return OAR_OK;
-}
-int par_gelu(oar_kernel_ctx_t *k, Par *p) { p->p1 = oar_attr_b(oar_k_op(k), "approximate") ? 1 : 0; p->p2 = 0; return OAR_OK; }
-/* pow: attr factor, or the one value of FactorTensor (read back to the host) */
-int par_pow(oar_kernel_ctx_t *k, Par *p)
-{
-    p->p1 = oar_attr_f(oar_k_op(k), "factor");
-    p->p2 = 0;
-    if (!oar_k_in(k, "FactorTensor", 0)) return OAR_OK;
+    if (fslot < 0 || !oar_k_input(k, fslot, 0)) return OAR_OK;
     const oar_tensor_t *f;
     const void *fd;
-    OAR_TRY(in_tensor(k, "FactorTensor", 0, -1, 1, &f, &fd));
+    OAR_TRY(in_tensor_at(k, fslot, 0, -1, 1, &f, &fd));
     if (f->dtype == OAR_FP32) {
         float v;
         OAR_TRY(to_host(k, &v, fd, sizeof v, "reading FactorTensor"));
@@ -99,84 +89,91 @@ ACT_F(gelu,
            : C(0.5) * (C(1) + erf(v * C(SQRT1_2))) + v * C(INV_SQRT_2PI) * exp(C(-0.5) * v * v)))
 #undef C
 
+/* T: the storage type; the formula runs in acc_t<T> */
 template <class T, class F>
-__global__ void fwd_k(const T *x, T *o, int64_t n, T p1, T p2)
+__global__ void fwd_k(const T *x, T *o, int64_t n, acc_t<T> p1, acc_t<T> p2)
 {
-    OAR_CU_LOOP(i, n) o[i] = F::fwd(x[i], p1, p2);
+    typedef acc_t<T> A;
+    OAR_CU_LOOP(i, n) o[i] = cvt<T>(F::fwd(cvt<A>(x[i]), p1, p2));
 }
 
 template <class T, class F>
-__global__ void grad_k(const T *v, const T *g, T *d, int64_t n, T p1, T p2)
+__global__ void grad_k(const T *v, const T *g, T *d, int64_t n, acc_t<T> p1, acc_t<T> p2)
 {
-    OAR_CU_LOOP(i, n) d[i] = F::grad(v[i], g[i], p1, p2);
+    typedef acc_t<T> A;
+    OAR_CU_LOOP(i, n) d[i] = cvt<T>(F::grad(cvt<A>(v[i]), cvt<A>(g[i]), p1, p2));
 }
 
+/* pow has FactorTensor at OAR_UNARY_FACTOR / OAR_UNARY_G_FACTOR; clip has
+ * Min/Max at 1, 2 (forward) and 2, 3 (grad) */
 template <class T, class F>
-int act_forward(oar_kernel_ctx_t *k, int dt, par_fn par)
+int act_forward(oar_kernel_ctx_t *k, int dt, bool factor)
 {
     const oar_tensor_t *x;
     const void *xd;
-    OAR_TRY(in_tensor(k, "X", 0, dt, -1, &x, &xd));
+    OAR_TRY(in_tensor_at(k, OAR_UNARY_X, 0, dt, -1, &x, &xd));
     Par p;
-    OAR_TRY(par(k, &p));
+    OAR_TRY(params(k, factor ? OAR_UNARY_FACTOR : -1, 1, &p));
     const int64_t n = oar_tensor_numel_of(x);
     void *o;
-    OAR_TRY(out_data(k, "Out", dt, n, &o));
+    OAR_TRY(out_data_at(k, OAR_UNARY_OUT, 0, dt, n, &o));
     if (n == 0) return OAR_OK;
-    fwd_k<T, F><<<grid_for(n), kThreads>>>((const T *)xd, (T *)o, n, (T)p.p1, (T)p.p2);
+    typedef acc_t<T> A;
+    fwd_k<T, F><<<grid_for(n), kThreads>>>((const T *)xd, (T *)o, n, (A)p.p1, (A)p.p2);
     OAR_CU_LAUNCH(k, "activation");
     return OAR_OK;
 }
 
 template <class T, class F>
-int act_backward(oar_kernel_ctx_t *k, int dt, par_fn par, const char *dep)
+int act_backward(oar_kernel_ctx_t *k, int dt, bool factor)
 {
-    if (!oar_k_out(k, "X@GRAD", 0)) return OAR_OK;
+    if (!oar_k_output(k, OAR_UNARY_G_DX, 0)) return OAR_OK;
     const oar_tensor_t *v, *g;
     const void *vd, *gd;
-    OAR_TRY(in_tensor(k, dep, 0, dt, -1, &v, &vd));
+    OAR_TRY(in_tensor_at(k, OAR_UNARY_G_DEP, 0, dt, -1, &v, &vd));
     const int64_t n = oar_tensor_numel_of(v);
-    OAR_TRY(in_tensor(k, "Out@GRAD", 0, dt, n, &g, &gd));
+    OAR_TRY(in_tensor_at(k, OAR_UNARY_G_DOUT, 0, dt, n, &g, &gd));
     Par p;
-    OAR_TRY(par(k, &p));
+    OAR_TRY(params(k, factor ? OAR_UNARY_G_FACTOR : -1, 2, &p));
     void *d;
-    OAR_TRY(out_data(k, "X@GRAD", dt, n, &d));
+    OAR_TRY(out_data_at(k, OAR_UNARY_G_DX, 0, dt, n, &d));
     if (n == 0) return OAR_OK;
-    grad_k<T, F><<<grid_for(n), kThreads>>>((const T *)vd, (const T *)gd, (T *)d, n, (T)p.p1, (T)p.p2);
+    typedef acc_t<T> A;
+    grad_k<T, F><<<grid_for(n), kThreads>>>((const T *)vd, (const T *)gd, (T *)d, n, (A)p.p1, (A)p.p2);
     OAR_CU_LAUNCH(k, "activation grad");
     return OAR_OK;
 }
 
-#define ACT(NAME, PAR, DEP)                                                                          \
-    int NAME##_f32(oar_kernel_ctx_t *k) { return act_forward<float, NAME##_f>(k, OAR_FP32, PAR); }   \
-    int NAME##_f64(oar_kernel_ctx_t *k) { return act_forward<double, NAME##_f>(k, OAR_FP64, PAR); }  \
-    int NAME##_g32(oar_kernel_ctx_t *k) { return act_backward<float, NAME##_f>(k, OAR_FP32, PAR, DEP); } \
-    int NAME##_g64(oar_kernel_ctx_t *k) { return act_backward<double, NAME##_f>(k, OAR_FP64, PAR, DEP); } \
-    OAR_REGISTER_KERNEL(#NAME, OAR_PLACE_CUDA, OAR_FP32, NAME##_f32)                                 \
-    OAR_REGISTER_KERNEL(#NAME, OAR_PLACE_CUDA, OAR_FP64, NAME##_f64)                                 \
-    OAR_REGISTER_KERNEL(#NAME "_grad", OAR_PLACE_CUDA, OAR_FP32, NAME##_g32)                         \
-    OAR_REGISTER_KERNEL(#NAME "_grad", OAR_PLACE_CUDA, OAR_FP64, NAME##_g64)
+#define ACT_DT(NAME, SFX, T, DT, FACTOR)                                                              \
+    int NAME##_f##SFX(oar_kernel_ctx_t *k) { return act_forward<T, NAME##_f>(k, DT, FACTOR); }         \
+    int NAME##_g##SFX(oar_kernel_ctx_t *k) { return act_backward<T, NAME##_f>(k, DT, FACTOR); }        \
+    OAR_REGISTER_KERNEL(#NAME, OAR_PLACE_CUDA, DT, NAME##_f##SFX)                                      \
+    OAR_REGISTER_KERNEL(#NAME "_grad", OAR_PLACE_CUDA, DT, NAME##_g##SFX)
+#define ACT(NAME, FACTOR)                     \
+    ACT_DT(NAME, 16, __half, OAR_FP16, FACTOR) \
+    ACT_DT(NAME, 32, float, OAR_FP32, FACTOR)  \
+    ACT_DT(NAME, 64, double, OAR_FP64, FACTOR)
 
-ACT(relu, par_none, "Out")
-ACT(sigmoid, par_none, "Out")
-ACT(tanh, par_none, "Out")
-ACT(exp, par_none, "Out")
-ACT(log, par_none, "X")
-ACT(sqrt, par_none, "Out")
-ACT(abs, par_none, "X")
-ACT(square, par_none, "X")
-ACT(reciprocal, par_none, "Out")
-ACT(leaky_relu, par_alpha, "X")
-ACT(elu, par_alpha, "X")
-ACT(softplus, par_softplus, "X")
-ACT(pow, par_pow, "X")
-ACT(cos, par_none, "X")
-ACT(sin, par_none, "X")
-ACT(floor, par_none, "X")
-ACT(ceil, par_none, "X")
-ACT(round, par_none, "X")
-ACT(sign, par_none, "X")
-ACT(clip, par_clip, "X")
-ACT(gelu, par_gelu, "X")
+ACT(relu, false)
+ACT(sigmoid, false)
+ACT(tanh, false)
+ACT(exp, false)
+ACT(log, false)
+ACT(sqrt, false)
+ACT(abs, false)
+ACT(square, false)
+ACT(reciprocal, false)
+ACT(leaky_relu, false)
+ACT(elu, false)
+ACT(softplus, false)
+ACT(pow, true)
+ACT(cos, false)
+ACT(sin, false)
+ACT(floor, false)
+ACT(ceil, false)
+ACT(round, false)
+ACT(sign, false)
+ACT(clip, false)
+ACT(gelu, false)
 
 }  // namespace

@@ -1,6 +1,6 @@
 /*
  * conv.cu — CUDA kernels of conv2d / depthwise_conv2d and their grads on
- * cuDNN (NCHW; float32, float64), with the CPU kernels' geometry
+ * cuDNN (NCHW; float16, float32, float64), with the CPU kernels' geometry
  * (kernels/cpu/conv.c): strides, dilations, groups, paddings {h, w} or
  * {top, bottom, left, right}.
  *
@@ -11,13 +11,17 @@
  * keeps the precision and whose own workspace fits the op's
  * workspace_size_MB, cached per shape. Float32/64 convolutions use plain FMA
  * math (no TF32), so results match the CPU kernels to float rounding.
+ * Float16 tensors convolve with float accumulation (the convolution
+ * descriptor's compute type) and may use tensor cores.
  */
 #include <limits.h>
 #include <map>
 #include <mutex>
 #include <string.h>
 #include "cuda_common.h"
+#include "half.h"
 extern "C" {
+#include "ops/conv.h"
 #include "ops/window.h"
 }
 
@@ -48,27 +52,27 @@ struct Geom {
 int conv_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tensor_t *w, Geom *g)
 {
     char xs[128], ws[128];
-    const char *xn = nm(oar_k_in_name(k, "Input", 0)), *wn = nm(oar_k_in_name(k, "Filter", 0));
+    const char *xn = nm(oar_k_input_name(k, OAR_CONV_INPUT, 0)), *wn = nm(oar_k_input_name(k, OAR_CONV_FILTER, 0));
     oar_shape_str(x->dims, x->ndim, xs, sizeof xs);
     oar_shape_str(w->dims, w->ndim, ws, sizeof ws);
+    const oar_conv_attrs_t *a = (const oar_conv_attrs_t *)oar_k_attrs(k);
     /* NHWC runs on the CPU kernels only (they transpose to NCHW) */
-    const char *fmt = oar_attr_s(oar_k_op(k), "data_format");
-    if (fmt && strcmp(fmt, "NHWC") == 0)
+    if (a->nhwc)
         return oar_k_error(k, OAR_ERR_UNSUPPORTED, "data_format \"NHWC\" is not supported on the GPU yet; use NCHW");
     if (x->ndim != 4) return oar_k_error(k, OAR_ERR_SHAPE, "Input '%s' must be 4-D NCHW, got shape %s", xn, xs);
     if (w->ndim != 4) return oar_k_error(k, OAR_ERR_SHAPE, "Filter '%s' must be 4-D, got shape %s", wn, ws);
     if (x->dtype != w->dtype)
         return oar_k_error(k, OAR_ERR_DTYPE, "Input '%s' is %s but Filter '%s' is %s", xn, oar_dtype_name(x->dtype), wn,
                            oar_dtype_name(w->dtype));
-    OAR_TRY(oar_win_attr_pair(k, "strides", 1, g->st));
-    OAR_TRY(oar_win_attr_pair(k, "dilations", 1, g->dl));
-    OAR_TRY(oar_win_attr_pads(k, g->pd));
+    memcpy(g->st, a->st, sizeof g->st);
+    memcpy(g->dl, a->dl, sizeof g->dl);
+    memcpy(g->pd, a->pd, sizeof g->pd);
     /* Fluid's SAME/VALID (SAME also sets dilations to 1), as the CPU kernel */
-    const char *algo = oar_attr_s(oar_k_op(k), "padding_algorithm");
-    if (!oar_win_resolve_pads(algo, &x->dims[2], &w->dims[2], g->st, g->pd, g->dl))
-        return oar_k_error(k, OAR_ERR_INVALID, "attr padding_algorithm = \"%s\" must be \"EXPLICIT\", \"SAME\" or \"VALID\"",
-                           algo);
-    g->groups = oar_attr_i(oar_k_op(k), "groups");
+    static const char *const algo_names[] = {"EXPLICIT", "SAME", "VALID"};
+    if (a->algo < 0 || a->algo > 2 ||
+        !oar_win_resolve_pads(algo_names[a->algo], &x->dims[2], &w->dims[2], g->st, g->pd, g->dl))
+        return oar_k_error(k, OAR_ERR_INVALID, "attr padding_algorithm must be \"EXPLICIT\", \"SAME\" or \"VALID\"");
+    g->groups = a->groups;
     if (g->groups < 1) return oar_k_error(k, OAR_ERR_INVALID, "attr groups = %lld must be >= 1", (long long)g->groups);
     for (int i = 0; i < 2; i++)
         if (g->st[i] < 1 || g->dl[i] < 1 || g->pd[2 * i] < 0 || g->pd[2 * i + 1] < 0)
@@ -113,7 +117,9 @@ struct Descs {
 
 int make_descs(oar_kernel_ctx_t *k, const Geom &g, int dt, Descs *d)
 {
-    d->type = dt == OAR_FP64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+    d->type = dt == OAR_FP64 ? CUDNN_DATA_DOUBLE : dt == OAR_FP16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+    /* half data accumulates in float */
+    const cudnnDataType_t compute = dt == OAR_FP16 ? CUDNN_DATA_FLOAT : d->type;
     OAR_CUDNN(k, cudnnCreateTensorDescriptor(&d->x.d), "cudnnCreateTensorDescriptor");
     OAR_CUDNN(k, cudnnCreateTensorDescriptor(&d->y.d), "cudnnCreateTensorDescriptor");
     OAR_CUDNN(k, cudnnCreateFilterDescriptor(&d->w.d), "cudnnCreateFilterDescriptor");
@@ -126,16 +132,17 @@ int make_descs(oar_kernel_ctx_t *k, const Geom &g, int dt, Descs *d)
                                             (int)g.kh, (int)g.kw), "cudnnSetFilter4dDescriptor");
     const int ph = g.padded ? 0 : (int)g.pd[0], pw = g.padded ? 0 : (int)g.pd[2];
     OAR_CUDNN(k, cudnnSetConvolution2dDescriptor(d->conv.d, ph, pw, (int)g.st[0], (int)g.st[1], (int)g.dl[0],
-                                                 (int)g.dl[1], CUDNN_CROSS_CORRELATION, d->type),
+                                                 (int)g.dl[1], CUDNN_CROSS_CORRELATION, compute),
               "cudnnSetConvolution2dDescriptor");
     OAR_CUDNN(k, cudnnSetConvolutionGroupCount(d->conv.d, (int)g.groups), "cudnnSetConvolutionGroupCount");
-    OAR_CUDNN(k, cudnnSetConvolutionMathType(d->conv.d, CUDNN_FMA_MATH), "cudnnSetConvolutionMathType");
+    OAR_CUDNN(k, cudnnSetConvolutionMathType(d->conv.d, dt == OAR_FP16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
+              "cudnnSetConvolutionMathType");
     return OAR_OK;
 }
 
 size_t workspace_limit(oar_kernel_ctx_t *k)
 {
-    int64_t mb = oar_attr_i(oar_k_op(k), "workspace_size_MB");
+    int64_t mb = ((const oar_conv_attrs_t *)oar_k_attrs(k))->workspace_mb;
     if (mb <= 0) mb = 512;
     return (size_t)mb << 20;
 }
@@ -213,7 +220,7 @@ __global__ void pad_k(const T *x, T *xp, int64_t planes, int64_t h, int64_t w, i
 {
     OAR_CU_LOOP(q, planes * hp * wp) {
         const int64_t j = q % wp, i = (q / wp) % hp, p = q / (wp * hp), a = i - pt, b = j - pl;
-        xp[q] = (a >= 0 && a < h && b >= 0 && b < w) ? x[(p * h + a) * w + b] : T(0);
+        xp[q] = (a >= 0 && a < h && b >= 0 && b < w) ? x[(p * h + a) * w + b] : cvt<T>(0.0f);
     }
 }
 
@@ -246,12 +253,12 @@ int conv_fwd(oar_kernel_ctx_t *k, int dt)
 {
     const oar_tensor_t *x, *w;
     const void *xd, *wd;
-    OAR_TRY(in_tensor(k, "Input", 0, dt, -1, &x, &xd));
-    OAR_TRY(in_tensor(k, "Filter", 0, dt, -1, &w, &wd));
+    OAR_TRY(in_tensor_at(k, OAR_CONV_INPUT, 0, dt, -1, &x, &xd));
+    OAR_TRY(in_tensor_at(k, OAR_CONV_FILTER, 0, dt, -1, &w, &wd));
     Geom g;
     OAR_TRY(conv_setup(k, x, w, &g));
     void *y;
-    OAR_TRY(out_data(k, "Output", dt, g.n * g.m * g.oh * g.ow, &y));
+    OAR_TRY(out_data_at(k, OAR_CONV_OUTPUT, 0, dt, g.n * g.m * g.oh * g.ow, &y));
     if (g.n == 0) return OAR_OK;
     cudnnHandle_t h;
     OAR_TRY(dnn_handle(k, &h));
@@ -279,7 +286,7 @@ int conv_fwd(oar_kernel_ctx_t *k, int dt)
                                                                     (cudnnConvolutionFwdAlgo_t)a, b);
                  }, &ch));
     OAR_TRY(ws.alloc(k, ch.ws, "cuDNN workspace"));
-    const T one = 1, zero = 0;
+    const acc_t<T> one = 1, zero = 0;   /* cuDNN's scaling factors: float for half data */
     OAR_CUDNN(k, cudnnConvolutionForward(h, &one, d.x.d, xv, d.w.d, wd, d.conv.d, (cudnnConvolutionFwdAlgo_t)ch.algo,
                                          ws.p, ch.ws, &zero, d.y.d, y), "cudnnConvolutionForward");
     return OAR_OK;
@@ -290,14 +297,14 @@ int conv_bwd(oar_kernel_ctx_t *k, int dt)
 {
     const oar_tensor_t *x, *w, *dy;
     const void *xd, *wd, *dyd;
-    OAR_TRY(in_tensor(k, "Input", 0, dt, -1, &x, &xd));
-    OAR_TRY(in_tensor(k, "Filter", 0, dt, -1, &w, &wd));
+    OAR_TRY(in_tensor_at(k, OAR_CONV_INPUT, 0, dt, -1, &x, &xd));
+    OAR_TRY(in_tensor_at(k, OAR_CONV_FILTER, 0, dt, -1, &w, &wd));
     Geom g;
     OAR_TRY(conv_setup(k, x, w, &g));
-    OAR_TRY(in_tensor(k, "Output@GRAD", 0, dt, g.n * g.m * g.oh * g.ow, &dy, &dyd));
+    OAR_TRY(in_tensor_at(k, OAR_CONV_DOUTPUT, 0, dt, g.n * g.m * g.oh * g.ow, &dy, &dyd));
     void *dx, *dw;
-    OAR_TRY(out_data_opt(k, "Input@GRAD", dt, oar_tensor_numel_of(x), &dx));
-    OAR_TRY(out_data_opt(k, "Filter@GRAD", dt, oar_tensor_numel_of(w), &dw));
+    OAR_TRY(out_data_opt_at(k, OAR_CONV_DINPUT, 0, dt, oar_tensor_numel_of(x), &dx));
+    OAR_TRY(out_data_opt_at(k, OAR_CONV_DFILTER, 0, dt, oar_tensor_numel_of(w), &dw));
     if (!dx && !dw) return OAR_OK;
     if (g.n == 0) {   /* no images: the filter grad is an empty sum */
         if (dw) OAR_CU(k, cudaMemsetAsync(dw, 0, sizeof(T) * (size_t)oar_tensor_numel_of(w), 0), "cudaMemsetAsync");
@@ -308,7 +315,7 @@ int conv_bwd(oar_kernel_ctx_t *k, int dt)
     Descs d;
     OAR_TRY(make_descs(k, g, dt, &d));
     const size_t limit = workspace_limit(k);
-    const T one = 1, zero = 0;
+    const acc_t<T> one = 1, zero = 0;
     if (dx) {
         const AlgoKey key = algo_key(k, 1, dt, g, limit);
         cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
@@ -377,21 +384,17 @@ int conv_bwd(oar_kernel_ctx_t *k, int dt)
     return OAR_OK;
 }
 
-int conv2d_f32(oar_kernel_ctx_t *k) { return conv_fwd<float>(k, OAR_FP32); }
-int conv2d_f64(oar_kernel_ctx_t *k) { return conv_fwd<double>(k, OAR_FP64); }
-int conv2d_grad_f32(oar_kernel_ctx_t *k) { return conv_bwd<float>(k, OAR_FP32); }
-int conv2d_grad_f64(oar_kernel_ctx_t *k) { return conv_bwd<double>(k, OAR_FP64); }
-int dw_conv2d_f32(oar_kernel_ctx_t *k) { return conv_fwd<float>(k, OAR_FP32); }
-int dw_conv2d_f64(oar_kernel_ctx_t *k) { return conv_fwd<double>(k, OAR_FP64); }
-int dw_conv2d_grad_f32(oar_kernel_ctx_t *k) { return conv_bwd<float>(k, OAR_FP32); }
-int dw_conv2d_grad_f64(oar_kernel_ctx_t *k) { return conv_bwd<double>(k, OAR_FP64); }
-OAR_REGISTER_KERNEL("conv2d", OAR_PLACE_CUDA, OAR_FP32, conv2d_f32)
-OAR_REGISTER_KERNEL("conv2d", OAR_PLACE_CUDA, OAR_FP64, conv2d_f64)
-OAR_REGISTER_KERNEL("conv2d_grad", OAR_PLACE_CUDA, OAR_FP32, conv2d_grad_f32)
-OAR_REGISTER_KERNEL("conv2d_grad", OAR_PLACE_CUDA, OAR_FP64, conv2d_grad_f64)
-OAR_REGISTER_KERNEL("depthwise_conv2d", OAR_PLACE_CUDA, OAR_FP32, dw_conv2d_f32)
-OAR_REGISTER_KERNEL("depthwise_conv2d", OAR_PLACE_CUDA, OAR_FP64, dw_conv2d_f64)
-OAR_REGISTER_KERNEL("depthwise_conv2d_grad", OAR_PLACE_CUDA, OAR_FP32, dw_conv2d_grad_f32)
-OAR_REGISTER_KERNEL("depthwise_conv2d_grad", OAR_PLACE_CUDA, OAR_FP64, dw_conv2d_grad_f64)
+#define CONV_REG(SFX, T, DT)                                                                 \
+    int conv2d_##SFX(oar_kernel_ctx_t *k) { return conv_fwd<T>(k, DT); }                     \
+    int conv2d_grad_##SFX(oar_kernel_ctx_t *k) { return conv_bwd<T>(k, DT); }                \
+    int dw_conv2d_##SFX(oar_kernel_ctx_t *k) { return conv_fwd<T>(k, DT); }                  \
+    int dw_conv2d_grad_##SFX(oar_kernel_ctx_t *k) { return conv_bwd<T>(k, DT); }             \
+    OAR_REGISTER_KERNEL("conv2d", OAR_PLACE_CUDA, DT, conv2d_##SFX)                            \
+    OAR_REGISTER_KERNEL("conv2d_grad", OAR_PLACE_CUDA, DT, conv2d_grad_##SFX)                  \
+    OAR_REGISTER_KERNEL("depthwise_conv2d", OAR_PLACE_CUDA, DT, dw_conv2d_##SFX)               \
+    OAR_REGISTER_KERNEL("depthwise_conv2d_grad", OAR_PLACE_CUDA, DT, dw_conv2d_grad_##SFX)
+CONV_REG(f16, __half, OAR_FP16)
+CONV_REG(f32, float, OAR_FP32)
+CONV_REG(f64, double, OAR_FP64)
 
 }  // namespace

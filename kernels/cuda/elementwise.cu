@@ -1,7 +1,8 @@
 /*
  * elementwise.cu — CUDA kernels of elementwise_{add,sub,mul,div,max,min,pow}
- * and their grads (float32, float64), with Fluid's broadcasting; max/min
- * route the gradient as the CPU kernels do (ties to Y).
+ * and their grads (float16, float32, float64), with Fluid's broadcasting;
+ * max/min route the gradient as the CPU kernels do (ties to Y). float16
+ * computes in float (half.h), sums of broadcast grads included.
  *
  * The broadcast shape and the loop plan come from kernels/cpu/broadcast.h,
  * as for the CPU kernels: up to OAR_MAX_DIMS merged dims with one element
@@ -18,7 +19,9 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunknown-pragmas"
 #include "ops/broadcast.h"
+#include "ops/elementwise.h"
 #pragma GCC diagnostic pop
+#include "half.h"
 
 using namespace oarcu;
 
@@ -86,14 +89,16 @@ __device__ inline void plan_offsets(const oar_bplan_t &p, int64_t i, int64_t *xo
     *yo = b;
 }
 
+/* T: the storage type; formulas run in A = acc_t<T> */
 template <class T, class F>
 __global__ void ew_fwd_k(const T *x, const T *y, T *o, oar_bplan_t p, F f)
 {
+    typedef acc_t<T> A;
     const bool same = p.x_full && p.y_full;
     OAR_CU_LOOP(i, p.total) {
         int64_t xo = i, yo = i;
         if (!same) plan_offsets(p, i, &xo, &yo);
-        o[i] = f(x[xo], y[yo]);
+        o[i] = cvt<T>(f(cvt<A>(x[xo]), cvt<A>(y[yo])));
     }
 }
 
@@ -101,11 +106,12 @@ __global__ void ew_fwd_k(const T *x, const T *y, T *o, oar_bplan_t p, F f)
 template <class T, class G>
 __global__ void ew_grad_full_k(const T *x, const T *y, const T *out, const T *g, T *d, oar_bplan_t p, int side)
 {
+    typedef acc_t<T> A;
     OAR_CU_LOOP(i, p.total) {
         int64_t xo = i, yo = i;
         if (!(p.x_full && p.y_full)) plan_offsets(p, i, &xo, &yo);
-        T a = x[xo], b = y[yo], o = out ? out[i] : T(0);
-        d[i] = side ? G::dy(a, b, o, g[i]) : G::dx(a, b, o, g[i]);
+        A a = cvt<A>(x[xo]), b = cvt<A>(y[yo]), o = out ? cvt<A>(out[i]) : A(0), gi = cvt<A>(g[i]);
+        d[i] = cvt<T>(side ? G::dy(a, b, o, gi) : G::dx(a, b, o, gi));
     }
 }
 
@@ -139,7 +145,7 @@ void rplan_make(const oar_bplan_t &p, int side, RPlan *r)
 }
 
 template <class T, class G>
-__device__ inline T rsum_part(const T *x, const T *y, const T *out, const T *g, const RPlan &r, int side,
+__device__ inline acc_t<T> rsum_part(const T *x, const T *y, const T *out, const T *g, const RPlan &r, int side,
                               int64_t j, int64_t r0, int64_t rstep)
 {
     int64_t ob = 0, gb = 0, jj = j;
@@ -149,8 +155,9 @@ __device__ inline T rsum_part(const T *x, const T *y, const T *out, const T *g, 
         ob += c * r.kother[d];
         gb += c * r.kout[d];
     }
-    const T mine = side ? y[j] : x[j];
-    T acc = 0;
+    typedef acc_t<T> A;
+    const A mine = cvt<A>(side ? y[j] : x[j]);
+    A acc = 0;
     for (int64_t q = r0; q < r.rcount; q += rstep) {
         int64_t oo = ob, go = gb, qq = q;
         for (int d = r.nr - 1; d >= 0; d--) {
@@ -159,8 +166,8 @@ __device__ inline T rsum_part(const T *x, const T *y, const T *out, const T *g, 
             oo += c * r.rother[d];
             go += c * r.rout[d];
         }
-        T o = out ? out[go] : T(0);
-        acc += side ? G::dy(x[oo], mine, o, g[go]) : G::dx(mine, y[oo], o, g[go]);
+        const A o = out ? cvt<A>(out[go]) : A(0), gg = cvt<A>(g[go]);
+        acc += side ? G::dy(cvt<A>(x[oo]), mine, o, gg) : G::dx(mine, cvt<A>(y[oo]), o, gg);
     }
     return acc;
 }
@@ -168,17 +175,18 @@ __device__ inline T rsum_part(const T *x, const T *y, const T *out, const T *g, 
 template <class T, class G>
 __global__ void ew_grad_reduce_thread_k(const T *x, const T *y, const T *out, const T *g, T *d, RPlan r, int side)
 {
-    OAR_CU_LOOP(j, r.sn) d[j] = rsum_part<T, G>(x, y, out, g, r, side, j, 0, 1);
+    OAR_CU_LOOP(j, r.sn) d[j] = cvt<T>(rsum_part<T, G>(x, y, out, g, r, side, j, 0, 1));
 }
 
 template <class T, class G>
 __global__ void ew_grad_reduce_block_k(const T *x, const T *y, const T *out, const T *g, T *d, RPlan r, int side)
 {
-    __shared__ T sh[32];
+    typedef acc_t<T> A;
+    __shared__ A sh[32];
     for (int64_t j = blockIdx.x; j < r.sn; j += gridDim.x) {
-        T v = rsum_part<T, G>(x, y, out, g, r, side, j, threadIdx.x, blockDim.x);
+        A v = rsum_part<T, G>(x, y, out, g, r, side, j, threadIdx.x, blockDim.x);
         v = block_sum(v, sh);
-        if (threadIdx.x == 0) d[j] = v;
+        if (threadIdx.x == 0) d[j] = cvt<T>(v);
     }
 }
 
@@ -190,11 +198,12 @@ struct BArgs {
 
 int bsetup(oar_kernel_ctx_t *k, int dt, BArgs *a)
 {
-    OAR_TRY(in_tensor(k, "X", 0, dt, -1, &a->x, &a->xd));
-    OAR_TRY(in_tensor(k, "Y", 0, dt, -1, &a->y, &a->yd));
+    /* X and Y have the same slots in the forward and the grad ops */
+    OAR_TRY(in_tensor_at(k, OAR_EWG_X, 0, dt, -1, &a->x, &a->xd));
+    OAR_TRY(in_tensor_at(k, OAR_EWG_Y, 0, dt, -1, &a->y, &a->yd));
     int64_t od[OAR_MAX_DIMS], xp[OAR_MAX_DIMS], yp[OAR_MAX_DIMS];
     int nd;
-    int axis = oar_bcast_axis(oar_k_op(k));
+    const int axis = ((const oar_bcast_attrs_t *)oar_k_attrs(k))->axis;
     if (oar_bcast_shape(a->x->dims, a->x->ndim, a->y->dims, a->y->ndim, axis, od, xp, yp, &nd)) {
         char bx[128], by[128];
         return oar_k_error(k, OAR_ERR_SHAPE, "Y shape %s does not broadcast to X shape %s at axis %d",
@@ -211,7 +220,7 @@ int ew_forward(oar_kernel_ctx_t *k, int dt)
     BArgs a;
     OAR_TRY(bsetup(k, dt, &a));
     void *o;
-    OAR_TRY(out_data(k, "Out", dt, a.plan.total, &o));
+    OAR_TRY(out_data_at(k, OAR_BCAST_OUT, 0, dt, a.plan.total, &o));
     if (a.plan.total == 0) return OAR_OK;
     ew_fwd_k<T, F><<<grid_for(a.plan.total), kThreads>>>((const T *)a.xd, (const T *)a.yd, (T *)o, a.plan, F());
     OAR_CU_LAUNCH(k, "elementwise forward");
@@ -219,16 +228,16 @@ int ew_forward(oar_kernel_ctx_t *k, int dt)
 }
 
 /* dOut shared into a full-shaped grad (add/sub), keeping the operand's dims and LoD */
-int share_grad(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t *dout, const oar_tensor_t *src)
+int share_grad(oar_kernel_ctx_t *k, int slot, const oar_tensor_t *dout, const oar_tensor_t *src)
 {
-    oar_tensor_t *d = oar_k_out(k, slot, 0);
+    oar_tensor_t *d = oar_k_output(k, slot, 0);
     int rc = oar_tensor_share(d, dout);
     if (rc == OAR_OK) {
         memcpy(d->dims, src->dims, sizeof d->dims);
         d->ndim = src->ndim;
         if (src->lod_levels > 0 || d->lod_levels > 0) rc = oar_tensor_copy_lod(d, src);
     }
-    if (rc != OAR_OK) return oar_k_error(k, rc, "cannot set %s", slot);
+    if (rc != OAR_OK) return oar_k_error(k, rc, "cannot set %s", out_slot_name(k, slot));
     return OAR_OK;
 }
 
@@ -236,14 +245,14 @@ template <class T, class G>
 int ew_grad_side(oar_kernel_ctx_t *k, const BArgs &a, int dt, int side, const T *out, const T *g, bool share,
                  const oar_tensor_t *dout)
 {
-    const char *slot = side ? "Y@GRAD" : "X@GRAD";
-    if (!oar_k_out(k, slot, 0)) return OAR_OK;   /* not wanted */
+    const int slot = side ? OAR_EWG_DY : OAR_EWG_DX;
+    if (!oar_k_output(k, slot, 0)) return OAR_OK;   /* not wanted */
     const oar_bplan_t &p = a.plan;
     const bool full = side ? p.y_full : p.x_full;
     if (full && share) return share_grad(k, slot, dout, side ? a.y : a.x);
     const oar_tensor_t *st = side ? a.y : a.x;
     void *dv;
-    OAR_TRY(out_data(k, slot, dt, oar_tensor_numel_of(st), &dv));
+    OAR_TRY(out_data_at(k, slot, 0, dt, oar_tensor_numel_of(st), &dv));
     T *d = (T *)dv;
     const T *x = (const T *)a.xd, *y = (const T *)a.yd;
     if (full) {
@@ -276,25 +285,25 @@ int ew_backward(oar_kernel_ctx_t *k, int dt, bool share_x, bool share_y)
     OAR_TRY(bsetup(k, dt, &a));
     const oar_tensor_t *dout;
     const void *g;
-    OAR_TRY(in_tensor(k, "Out@GRAD", 0, dt, a.plan.total, &dout, &g));
+    OAR_TRY(in_tensor_at(k, OAR_EWG_DOUT, 0, dt, a.plan.total, &dout, &g));
     const void *out = nullptr;
     if (G::needs_out) {
         const oar_tensor_t *ot;
-        OAR_TRY(in_tensor(k, "Out", 0, dt, a.plan.total, &ot, &out));
+        OAR_TRY(in_tensor_at(k, OAR_EWG_OUT, 0, dt, a.plan.total, &ot, &out));
     }
     OAR_TRY((ew_grad_side<T, G>(k, a, dt, 0, (const T *)out, (const T *)g, share_x, dout)));
     return ew_grad_side<T, G>(k, a, dt, 1, (const T *)out, (const T *)g, share_y, dout);
 }
 
-#define EW_REG(OP, F, G, SX, SY)                                                                   \
-    int OP##_f32(oar_kernel_ctx_t *k) { return ew_forward<float, F>(k, OAR_FP32); }              \
-    int OP##_f64(oar_kernel_ctx_t *k) { return ew_forward<double, F>(k, OAR_FP64); }             \
-    int OP##_grad_f32(oar_kernel_ctx_t *k) { return ew_backward<float, G>(k, OAR_FP32, SX, SY); } \
-    int OP##_grad_f64(oar_kernel_ctx_t *k) { return ew_backward<double, G>(k, OAR_FP64, SX, SY); } \
-    OAR_REGISTER_KERNEL("elementwise_" #OP, OAR_PLACE_CUDA, OAR_FP32, OP##_f32)                    \
-    OAR_REGISTER_KERNEL("elementwise_" #OP, OAR_PLACE_CUDA, OAR_FP64, OP##_f64)                    \
-    OAR_REGISTER_KERNEL("elementwise_" #OP "_grad", OAR_PLACE_CUDA, OAR_FP32, OP##_grad_f32)       \
-    OAR_REGISTER_KERNEL("elementwise_" #OP "_grad", OAR_PLACE_CUDA, OAR_FP64, OP##_grad_f64)
+#define EW_REG_DT(OP, F, G, SX, SY, SFX, T, DT)                                                      \
+    int OP##_##SFX(oar_kernel_ctx_t *k) { return ew_forward<T, F>(k, DT); }                          \
+    int OP##_grad_##SFX(oar_kernel_ctx_t *k) { return ew_backward<T, G>(k, DT, SX, SY); }             \
+    OAR_REGISTER_KERNEL("elementwise_" #OP, OAR_PLACE_CUDA, DT, OP##_##SFX)                           \
+    OAR_REGISTER_KERNEL("elementwise_" #OP "_grad", OAR_PLACE_CUDA, DT, OP##_grad_##SFX)
+#define EW_REG(OP, F, G, SX, SY)                               \
+    EW_REG_DT(OP, F, G, SX, SY, f16, __half, OAR_FP16)         \
+    EW_REG_DT(OP, F, G, SX, SY, f32, float, OAR_FP32)          \
+    EW_REG_DT(OP, F, G, SX, SY, f64, double, OAR_FP64)
 
 EW_REG(add, AddF, AddG, true, true)
 EW_REG(sub, SubF, SubG, true, false)

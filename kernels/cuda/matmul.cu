@@ -1,7 +1,9 @@
 /*
  * matmul.cu — CUDA kernels of mul, matmul and their grads on cuBLAS
- * (float32, float64), with the CPU kernels' shapes and formulas
- * (kernels/cpu/matmul.c).
+ * (float16, float32, float64), with the CPU kernels' shapes and formulas
+ * (kernels/cpu/matmul.c). float16 goes through cublasGemmEx with half
+ * inputs and output and float accumulation (CUBLAS_COMPUTE_32F, the tensor
+ * cores' path).
  *
  * cuBLAS is column-major; a row-major matrix read column-major is its
  * transpose, so row-major C = op(A) op(B) is computed as the column-major
@@ -16,18 +18,21 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunknown-pragmas"
 #include "ops/broadcast.h"
+#include "ops/matmul.h"
 #pragma GCC diagnostic pop
+#include "half.h"
 
 using namespace oarcu;
 
 namespace {
 
 template <class T>
-__global__ void scale_mat_k(T *c, int64_t m, int64_t n, int64_t ldc, T beta)
+__global__ void scale_mat_k(T *c, int64_t m, int64_t n, int64_t ldc, acc_t<T> beta)
 {
+    typedef acc_t<T> A;
     OAR_CU_LOOP(i, m * n) {
         T *p = c + (i / n) * ldc + i % n;
-        *p = beta == T(0) ? T(0) : beta * *p;
+        *p = cvt<T>(beta == A(0) ? A(0) : beta * cvt<A>(*p));
     }
 }
 
@@ -42,8 +47,10 @@ int gemm(oar_kernel_ctx_t *k, int dt, bool ta, bool tb, int M, int N, int K, dou
     if (K == 0) {   /* empty sum: C = beta C */
         for (int i = 0; i < count; i++) {
             char *c = (char *)C + (size_t)(i * sc) * es;
-            if (dt == OAR_FP32) scale_mat_k<float><<<grid_for((int64_t)M * N), kThreads>>>((float *)c, M, N, ldc, (float)beta);
-            else scale_mat_k<double><<<grid_for((int64_t)M * N), kThreads>>>((double *)c, M, N, ldc, beta);
+            const unsigned grid = grid_for((int64_t)M * N);
+            if (dt == OAR_FP32) scale_mat_k<float><<<grid, kThreads>>>((float *)c, M, N, ldc, (float)beta);
+            else if (dt == OAR_FP16) scale_mat_k<__half><<<grid, kThreads>>>((__half *)c, M, N, ldc, (float)beta);
+            else scale_mat_k<double><<<grid, kThreads>>>((double *)c, M, N, ldc, beta);
             OAR_CU_LAUNCH(k, "scale_mat");
         }
         return OAR_OK;
@@ -51,7 +58,18 @@ int gemm(oar_kernel_ctx_t *k, int dt, bool ta, bool tb, int M, int N, int K, dou
     cublasHandle_t h;
     OAR_TRY(blas_handle(k, &h));
     const cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-    if (dt == OAR_FP32) {
+    if (dt == OAR_FP16) {
+        /* half operands, float accumulation and scalars */
+        const float a = (float)alpha, b = (float)beta;
+        if (count == 1)
+            OAR_CUBLAS(k, cublasGemmEx(h, opb, opa, N, M, K, &a, B, CUDA_R_16F, ldb, A, CUDA_R_16F, lda, &b, C,
+                                       CUDA_R_16F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT), "cublasGemmEx");
+        else
+            OAR_CUBLAS(k, cublasGemmStridedBatchedEx(h, opb, opa, N, M, K, &a, B, CUDA_R_16F, ldb, sb, A, CUDA_R_16F,
+                                                     lda, sa, &b, C, CUDA_R_16F, ldc, sc, count, CUBLAS_COMPUTE_32F,
+                                                     CUBLAS_GEMM_DEFAULT),
+                       "cublasGemmStridedBatchedEx");
+    } else if (dt == OAR_FP32) {
         const float a = (float)alpha, b = (float)beta;
         if (count == 1)
             OAR_CUBLAS(k, cublasSgemm(h, opb, opa, N, M, K, &a, (const float *)B, ldb, (const float *)A, lda, &b,
@@ -89,9 +107,9 @@ int check_int(oar_kernel_ctx_t *k, int64_t M, int64_t N, int64_t K)
 }
 
 /* writable grad output, or NULL with OAR_OK when not wanted */
-int grad_out(oar_kernel_ctx_t *k, const char *slot, int dt, void **p)
+int grad_out(oar_kernel_ctx_t *k, int slot, int dt, void **p)
 {
-    return out_data_opt(k, slot, dt, -1, p);
+    return out_data_opt_at(k, slot, 0, dt, -1, p);
 }
 
 /* ---- mul -------------------------------------------------------------------- */
@@ -100,10 +118,10 @@ struct MulDims { int64_t M, K, N; };
 int mul_setup(oar_kernel_ctx_t *k, int dt, MulDims *m, const void **x, const void **y)
 {
     const oar_tensor_t *xt, *yt;
-    OAR_TRY(in_tensor(k, "X", 0, dt, -1, &xt, x));
-    OAR_TRY(in_tensor(k, "Y", 0, dt, -1, &yt, y));
-    const oar_op_desc_t *op = oar_k_op(k);
-    int xnf = oar_attr_i(op, "x_num_col_dims"), ynf = oar_attr_i(op, "y_num_col_dims");
+    OAR_TRY(in_tensor_at(k, OAR_MM_X, 0, dt, -1, &xt, x));
+    OAR_TRY(in_tensor_at(k, OAR_MM_Y, 0, dt, -1, &yt, y));
+    const oar_mul_attrs_t *at = (const oar_mul_attrs_t *)oar_k_attrs(k);
+    const int xnf = at->xnf, ynf = at->ynf;
     if (xnf < 1 || xnf >= xt->ndim || ynf < 1 || ynf >= yt->ndim)
         return oar_k_error(k, OAR_ERR_SHAPE, "x_num_col_dims %d / y_num_col_dims %d out of range for ranks %d and %d",
                            xnf, ynf, xt->ndim, yt->ndim);
@@ -128,7 +146,7 @@ int mul_fwd(oar_kernel_ctx_t *k)
     const void *x, *y;
     OAR_TRY(mul_setup(k, dt, &m, &x, &y));
     void *o;
-    OAR_TRY(out_data(k, "Out", dt, m.M * m.N, &o));
+    OAR_TRY(out_data_at(k, OAR_MM_OUT, 0, dt, m.M * m.N, &o));
     return mm(k, dt, false, false, (int)m.M, (int)m.N, (int)m.K, 1.0, x, (int)m.K, y, (int)m.N, 0.0, o, (int)m.N);
 }
 
@@ -139,10 +157,10 @@ int mul_bwd(oar_kernel_ctx_t *k)
     const void *x, *y, *g;
     const oar_tensor_t *gt;
     OAR_TRY(mul_setup(k, dt, &m, &x, &y));
-    OAR_TRY(in_tensor(k, "Out@GRAD", 0, dt, m.M * m.N, &gt, &g));
+    OAR_TRY(in_tensor_at(k, OAR_MM_DOUT, 0, dt, m.M * m.N, &gt, &g));
     void *dx, *dy;
-    OAR_TRY(grad_out(k, "X@GRAD", dt, &dx));
-    OAR_TRY(grad_out(k, "Y@GRAD", dt, &dy));
+    OAR_TRY(grad_out(k, OAR_MM_DX, dt, &dx));
+    OAR_TRY(grad_out(k, OAR_MM_DY, dt, &dy));
     const int M = (int)m.M, N = (int)m.N, K = (int)m.K;
     /* dX = G Y^T, dY = X^T G */
     if (dx) OAR_TRY(mm(k, dt, false, true, M, K, N, 1.0, g, N, y, N, 0.0, dx, K));
@@ -162,12 +180,11 @@ struct MmArgs {
 int matmul_setup(oar_kernel_ctx_t *k, int dt, MmArgs *a)
 {
     const oar_tensor_t *xt, *yt;
-    OAR_TRY(in_tensor(k, "X", 0, dt, -1, &xt, &a->x));
-    OAR_TRY(in_tensor(k, "Y", 0, dt, -1, &yt, &a->y));
-    const oar_op_desc_t *op = oar_k_op(k);
+    OAR_TRY(in_tensor_at(k, OAR_MM_X, 0, dt, -1, &xt, &a->x));
+    OAR_TRY(in_tensor_at(k, OAR_MM_Y, 0, dt, -1, &yt, &a->y));
     /* matmul_v2: numpy's matmul (trans_x/trans_y, no alpha); matmul: Fluid's v1 */
-    bool v2 = oar_op_desc_attr_type(op, "trans_x") >= 0;
-    bool tx = oar_attr_b(op, v2 ? "trans_x" : "transpose_X"), ty = oar_attr_b(op, v2 ? "trans_y" : "transpose_Y");
+    const oar_matmul_attrs_t *at = (const oar_matmul_attrs_t *)oar_k_attrs(k);
+    const bool v2 = at->v2, tx = at->tx, ty = at->ty;
     int mrc = v2 ? oar_mm_shape(xt->dims, xt->ndim, yt->dims, yt->ndim, tx, ty, &a->s)
                  : oar_mm_shape_v1(xt->dims, xt->ndim, yt->dims, yt->ndim, tx, ty, &a->s);
     if (mrc != OAR_MM_OK) {
@@ -181,7 +198,7 @@ int matmul_setup(oar_kernel_ctx_t *k, int dt, MmArgs *a)
                                                  (long long)a->s.batch);
     a->ldx = (int)(a->s.tx ? a->s.M : a->s.K);
     a->ldy = (int)(a->s.y_vec ? 1 : (a->s.ty ? a->s.K : a->s.N));
-    a->alpha = v2 ? 1.0 : oar_attr_f(op, "alpha");
+    a->alpha = v2 ? 1.0 : at->alpha;
     a->esz = oar_dtype_size(dt);
     return OAR_OK;
 }
@@ -216,7 +233,7 @@ int matmul_fwd(oar_kernel_ctx_t *k)
     OAR_TRY(matmul_setup(k, dt, &a));
     const oar_mm_shape_t *s = &a.s;
     void *ov;
-    OAR_TRY(out_data(k, "Out", dt, s->batch * s->M * s->N, &ov));
+    OAR_TRY(out_data_at(k, OAR_MM_OUT, 0, dt, s->batch * s->M * s->N, &ov));
     char *o = (char *)ov;
     const int M = (int)s->M, N = (int)s->N, K = (int)s->K;
     if (foldable(s) && s->batch * s->M <= INT_MAX)
@@ -245,10 +262,10 @@ int matmul_bwd(oar_kernel_ctx_t *k)
     const oar_mm_shape_t *s = &a.s;
     const oar_tensor_t *gt;
     const void *gv;
-    OAR_TRY(in_tensor(k, "Out@GRAD", 0, dt, s->batch * s->M * s->N, &gt, &gv));
+    OAR_TRY(in_tensor_at(k, OAR_MM_DOUT, 0, dt, s->batch * s->M * s->N, &gt, &gv));
     void *dxv, *dyv;
-    OAR_TRY(grad_out(k, "X@GRAD", dt, &dxv));
-    OAR_TRY(grad_out(k, "Y@GRAD", dt, &dyv));
+    OAR_TRY(grad_out(k, OAR_MM_DX, dt, &dxv));
+    OAR_TRY(grad_out(k, OAR_MM_DY, dt, &dyv));
     char *dx = (char *)dxv, *dy = (char *)dyv;
     const char *g = (const char *)gv, *x = (const char *)a.x, *y = (const char *)a.y;
     const int M = (int)s->M, N = (int)s->N, K = (int)s->K;
@@ -299,6 +316,10 @@ int matmul_bwd(oar_kernel_ctx_t *k)
     return OAR_OK;
 }
 
+int mul_fwd16(oar_kernel_ctx_t *k) { return mul_fwd(k); }
+int mul_bwd16(oar_kernel_ctx_t *k) { return mul_bwd(k); }
+int matmul_fwd16(oar_kernel_ctx_t *k) { return matmul_fwd(k); }
+int matmul_bwd16(oar_kernel_ctx_t *k) { return matmul_bwd(k); }
 int mul_fwd64(oar_kernel_ctx_t *k) { return mul_fwd(k); }
 int mul_bwd64(oar_kernel_ctx_t *k) { return mul_bwd(k); }
 int matmul_fwd64(oar_kernel_ctx_t *k) { return matmul_fwd(k); }
@@ -312,6 +333,10 @@ OAR_REGISTER_KERNEL("matmul", OAR_PLACE_CUDA, OAR_FP32, matmul_fwd)
 OAR_REGISTER_KERNEL("matmul_grad", OAR_PLACE_CUDA, OAR_FP32, matmul_bwd)
 OAR_REGISTER_KERNEL("matmul", OAR_PLACE_CUDA, OAR_FP64, matmul_fwd64)
 OAR_REGISTER_KERNEL("matmul_grad", OAR_PLACE_CUDA, OAR_FP64, matmul_bwd64)
+OAR_REGISTER_KERNEL("mul", OAR_PLACE_CUDA, OAR_FP16, mul_fwd16)
+OAR_REGISTER_KERNEL("mul_grad", OAR_PLACE_CUDA, OAR_FP16, mul_bwd16)
+OAR_REGISTER_KERNEL("matmul", OAR_PLACE_CUDA, OAR_FP16, matmul_fwd16)
+OAR_REGISTER_KERNEL("matmul_grad", OAR_PLACE_CUDA, OAR_FP16, matmul_bwd16)
 static int matmul_v2_fwd(oar_kernel_ctx_t *k) { return matmul_fwd(k); }
 static int matmul_v2_bwd(oar_kernel_ctx_t *k) { return matmul_bwd(k); }
 static int matmul_v2_fwd64(oar_kernel_ctx_t *k) { return matmul_fwd64(k); }
@@ -320,5 +345,9 @@ OAR_REGISTER_KERNEL("matmul_v2", OAR_PLACE_CUDA, OAR_FP32, matmul_v2_fwd)
 OAR_REGISTER_KERNEL("matmul_v2_grad", OAR_PLACE_CUDA, OAR_FP32, matmul_v2_bwd)
 OAR_REGISTER_KERNEL("matmul_v2", OAR_PLACE_CUDA, OAR_FP64, matmul_v2_fwd64)
 OAR_REGISTER_KERNEL("matmul_v2_grad", OAR_PLACE_CUDA, OAR_FP64, matmul_v2_bwd64)
+static int matmul_v2_fwd16(oar_kernel_ctx_t *k) { return matmul_fwd16(k); }
+static int matmul_v2_bwd16(oar_kernel_ctx_t *k) { return matmul_bwd16(k); }
+OAR_REGISTER_KERNEL("matmul_v2", OAR_PLACE_CUDA, OAR_FP16, matmul_v2_fwd16)
+OAR_REGISTER_KERNEL("matmul_v2_grad", OAR_PLACE_CUDA, OAR_FP16, matmul_v2_bwd16)
 
 }  // namespace

@@ -17,6 +17,7 @@
  */
 #include <stdlib.h>
 #include "cuda_common.h"
+#include "ops/optimizer.h"
 
 using namespace oarcu;
 
@@ -100,20 +101,20 @@ __global__ void scatter_k(const int64_t *dst_rows, const T *val, T *out, int64_t
 }
 
 /* ---- inputs ------------------------------------------------------------------- */
-int scalar_in(oar_kernel_ctx_t *k, const char *slot, DScalar *s, double def)
+int scalar_in(oar_kernel_ctx_t *k, int slot, DScalar *s, double def)
 {
     s->p = nullptr;
     s->f64 = 0;
     s->def = def;
-    if (oar_k_in_count(k, slot) == 0 || !oar_k_in(k, slot, 0)) {
+    if (!oar_k_input(k, slot, 0)) {
         if (def == def) return OAR_OK;   /* optional with a default */
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s has no value", slot);
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s has no value", in_slot_name(k, slot));
     }
     const oar_tensor_t *t;
-    OAR_TRY(in_tensor(k, slot, 0, -1, 1, &t, &s->p));
+    OAR_TRY(in_tensor_at(k, slot, 0, -1, 1, &t, &s->p));
     if (t->dtype != OAR_FP32 && t->dtype != OAR_FP64)
-        return oar_k_error(k, OAR_ERR_DTYPE, "input %s '%s' has dtype %s, expected float32 or float64", slot,
-                           nm(oar_k_in_name(k, slot, 0)), nm(oar_dtype_name(t->dtype)));
+        return oar_k_error(k, OAR_ERR_DTYPE, "input %s '%s' has dtype %s, expected float32 or float64",
+                           in_slot_name(k, slot), nm(oar_k_input_name(k, slot, 0)), nm(oar_dtype_name(t->dtype)));
     s->f64 = t->dtype == OAR_FP64;
     return OAR_OK;
 }
@@ -136,18 +137,18 @@ int cmp_ref(const void *a, const void *b)
 
 /* the gradient of a step: dense, densified (merge == false) or merged rows */
 template <class T>
-int grad_in(oar_kernel_ctx_t *k, int dt, int64_t numel, int64_t height, int64_t width, bool merge, Grad *g)
+int grad_in(oar_kernel_ctx_t *k, int slot, int dt, int64_t numel, int64_t height, int64_t width, bool merge, Grad *g)
 {
-    oar_variable_t *gv = oar_k_in_var(k, "Grad", 0);
+    oar_variable_t *gv = oar_k_input_var(k, slot, 0);
     g->sparse = gv && oar_variable_type(gv) == OAR_VAR_SELECTED_ROWS;
     if (!g->sparse) {
         const oar_tensor_t *t;
-        OAR_TRY(in_tensor(k, "Grad", 0, dt, numel, &t, &g->dense));
+        OAR_TRY(in_tensor_at(k, slot, 0, dt, numel, &t, &g->dense));
         g->n = numel;
         return OAR_OK;
     }
     const oar_selected_rows_t *sr = gv->u.rows;
-    const char *gname = nm(oar_k_in_name(k, "Grad", 0));
+    const char *gname = nm(oar_k_input_name(k, slot, 0));
     const int64_t nr = sr->nrows;
     int64_t need;
     if (oar_mul_checked(nr, width, &need) != OAR_OK) return OAR_ERR_SHAPE;
@@ -170,7 +171,8 @@ int grad_in(oar_kernel_ctx_t *k, int dt, int64_t numel, int64_t height, int64_t 
     for (int64_t i = 0; i < nr; i++)
         if (sr->rows[i] < 0 || sr->rows[i] >= height)
             return oar_k_error(k, OAR_ERR_RANGE, "sparse Grad '%s' names row %lld, but Param '%s' has %lld rows",
-                               gname, (long long)sr->rows[i], nm(oar_k_in_name(k, "Param", 0)), (long long)height);
+                               gname, (long long)sr->rows[i], nm(oar_k_input_name(k, OAR_OPT_PARAM, 0)),
+                               (long long)height);
     const size_t es = sizeof(T);
     if (!merge) {   /* densify */
         OAR_TRY(g->buf.alloc(k, es * (size_t)numel, "densified gradient"));
@@ -220,7 +222,7 @@ int grad_in(oar_kernel_ctx_t *k, int dt, int64_t numel, int64_t height, int64_t 
     return OAR_OK;
 }
 
-/* Param and the state inputs (slots[i]) with Param's dtype and size */
+/* Param and the state inputs (slots ins[i], ins[0] Param's) with Param's dtype and size */
 struct Opt {
     int dt;
     int64_t numel, height, width;
@@ -228,44 +230,46 @@ struct Opt {
     void *out[4];
 };
 
-int states_in(oar_kernel_ctx_t *k, int dt, const char *const *ins, int n, Opt *o)
+int states_in(oar_kernel_ctx_t *k, int dt, const int *ins, int n, Opt *o)
 {
     o->dt = dt;
     const oar_tensor_t *pt;
-    OAR_TRY(in_tensor(k, "Param", 0, dt, -1, &pt, &o->in[0]));
+    OAR_TRY(in_tensor_at(k, ins[0], 0, dt, -1, &pt, &o->in[0]));
     o->numel = oar_tensor_numel_of(pt);
     o->height = pt->ndim > 0 ? pt->dims[0] : 1;
     o->width = o->height > 0 ? o->numel / o->height : 0;
     for (int i = 1; i < n; i++) {
         const oar_tensor_t *t;
-        OAR_TRY(in_tensor(k, ins[i], 0, dt, o->numel, &t, &o->in[i]));
+        OAR_TRY(in_tensor_at(k, ins[i], 0, dt, o->numel, &t, &o->in[i]));
     }
     return OAR_OK;
 }
 
 /* outputs; with a row update, states whose output got a new buffer start as a copy */
-int states_out(oar_kernel_ctx_t *k, const char *const *outs, int n, bool rows_only, Opt *o)
+int states_out(oar_kernel_ctx_t *k, const int *outs, int n, bool rows_only, Opt *o)
 {
     const size_t bytes = oar_dtype_size(o->dt) * (size_t)o->numel;
     for (int i = 0; i < n; i++) {
-        OAR_TRY(out_data(k, outs[i], o->dt, o->numel, &o->out[i]));
+        OAR_TRY(out_data_at(k, outs[i], 0, o->dt, o->numel, &o->out[i]));
         if (rows_only && o->out[i] != o->in[i] && bytes > 0)
             OAR_CU(k, cudaMemcpyAsync(o->out[i], o->in[i], bytes, cudaMemcpyDeviceToDevice, 0), "cudaMemcpyAsync");
     }
     return OAR_OK;
 }
 
+const oar_opt_attrs_t *attrs(oar_kernel_ctx_t *k) { return (const oar_opt_attrs_t *)oar_k_attrs(k); }
+
 /* ---- sgd ------------------------------------------------------------------------ */
 template <class T>
 int sgd_run(oar_kernel_ctx_t *k, int dt)
 {
-    static const char *const ins[] = {"Param"}, *const outs[] = {"ParamOut"};
+    static const int ins[] = {OAR_OPT_PARAM}, outs[] = {OAR_OPT_PARAM_OUT};
     Opt o;
     OAR_TRY(states_in(k, dt, ins, 1, &o));
     DScalar lr;
-    OAR_TRY(scalar_in(k, "LearningRate", &lr, NAN));
+    OAR_TRY(scalar_in(k, OAR_SGD_LR, &lr, NAN));
     Grad g;
-    OAR_TRY(grad_in<T>(k, dt, o.numel, o.height, o.width, true, &g));
+    OAR_TRY(grad_in<T>(k, OAR_SGD_GRAD, dt, o.numel, o.height, o.width, true, &g));
     OAR_TRY(states_out(k, outs, 1, g.sparse, &o));
     if (g.n == 0) return OAR_OK;
     sgd_k<T><<<grid_for(g.n), kThreads>>>((const T *)o.in[0], (T *)o.out[0], (const T *)g.dense, g.n, lr, g.ix);
@@ -277,19 +281,19 @@ int sgd_run(oar_kernel_ctx_t *k, int dt)
 template <class T>
 int momentum_run(oar_kernel_ctx_t *k, int dt)
 {
-    static const char *const ins[] = {"Param", "Velocity"}, *const outs[] = {"ParamOut", "VelocityOut"};
-    const oar_op_desc_t *d = oar_k_op(k);
+    static const int ins[] = {OAR_OPT_PARAM, OAR_MOMENTUM_VELOCITY};
+    static const int outs[] = {OAR_OPT_PARAM_OUT, OAR_MOMENTUM_VELOCITY_OUT};
+    const oar_opt_attrs_t *a = attrs(k);
     Opt o;
     OAR_TRY(states_in(k, dt, ins, 2, &o));
     DScalar lr;
-    OAR_TRY(scalar_in(k, "LearningRate", &lr, NAN));
+    OAR_TRY(scalar_in(k, OAR_MOMENTUM_LR, &lr, NAN));
     Grad g;
-    OAR_TRY(grad_in<T>(k, dt, o.numel, o.height, o.width, false, &g));
+    OAR_TRY(grad_in<T>(k, OAR_MOMENTUM_GRAD, dt, o.numel, o.height, o.width, false, &g));
     OAR_TRY(states_out(k, outs, 2, false, &o));
     if (g.n == 0) return OAR_OK;
     momentum_k<T><<<grid_for(g.n), kThreads>>>((const T *)o.in[0], (T *)o.out[0], (const T *)o.in[1], (T *)o.out[1],
-                                               (const T *)g.dense, g.n, lr, (T)oar_attr_f(d, "mu"),
-                                               oar_attr_b(d, "use_nesterov"), g.ix);
+                                               (const T *)g.dense, g.n, lr, (T)a->mu, a->use_nesterov, g.ix);
     OAR_CU_LAUNCH(k, "momentum");
     return OAR_OK;
 }
@@ -298,38 +302,38 @@ int momentum_run(oar_kernel_ctx_t *k, int dt)
 template <class T>
 int adam_run(oar_kernel_ctx_t *k, int dt)
 {
-    static const char *const ins[] = {"Param", "Moment1", "Moment2"};
-    static const char *const outs[] = {"ParamOut", "Moment1Out", "Moment2Out"};
-    const oar_op_desc_t *d = oar_k_op(k);
+    static const int ins[] = {OAR_OPT_PARAM, OAR_ADAM_MOMENT1, OAR_ADAM_MOMENT2};
+    static const int outs[] = {OAR_OPT_PARAM_OUT, OAR_ADAM_MOMENT1_OUT, OAR_ADAM_MOMENT2_OUT};
+    const oar_opt_attrs_t *a = attrs(k);
     Opt o;
     OAR_TRY(states_in(k, dt, ins, 3, &o));
     DScalar lr, b1p, b2p, beta1, beta2;
-    OAR_TRY(scalar_in(k, "LearningRate", &lr, NAN));
-    OAR_TRY(scalar_in(k, "Beta1Pow", &b1p, NAN));
-    OAR_TRY(scalar_in(k, "Beta2Pow", &b2p, NAN));
+    OAR_TRY(scalar_in(k, OAR_ADAM_LR, &lr, NAN));
+    OAR_TRY(scalar_in(k, OAR_ADAM_BETA1_POW, &b1p, NAN));
+    OAR_TRY(scalar_in(k, OAR_ADAM_BETA2_POW, &b2p, NAN));
     /* Beta1Tensor/Beta2Tensor override the attrs (schedules of beta) */
-    OAR_TRY(scalar_in(k, "Beta1Tensor", &beta1, oar_attr_f(d, "beta1")));
-    OAR_TRY(scalar_in(k, "Beta2Tensor", &beta2, oar_attr_f(d, "beta2")));
-    const bool lazy = oar_attr_b(d, "lazy_mode");
+    OAR_TRY(scalar_in(k, OAR_ADAM_BETA1_TENSOR, &beta1, a->beta1));
+    OAR_TRY(scalar_in(k, OAR_ADAM_BETA2_TENSOR, &beta2, a->beta2));
+    const bool lazy = a->lazy_mode;
     Grad g;
-    OAR_TRY(grad_in<T>(k, dt, o.numel, o.height, o.width, lazy, &g));
+    OAR_TRY(grad_in<T>(k, OAR_ADAM_GRAD, dt, o.numel, o.height, o.width, lazy, &g));
     OAR_TRY(states_out(k, outs, 3, g.sparse && lazy, &o));
     if (g.n > 0) {
         adam_k<T><<<grid_for(g.n), kThreads>>>((const T *)o.in[0], (T *)o.out[0], (const T *)o.in[1], (T *)o.out[1],
                                                (const T *)o.in[2], (T *)o.out[2], (const T *)g.dense, g.n, lr, b1p, b2p,
-                                               beta1, beta2, oar_attr_f(d, "epsilon"), g.ix);
+                                               beta1, beta2, a->epsilon, g.ix);
         OAR_CU_LAUNCH(k, "adam");
     }
     /* the powers advance after the update read them (same stream) */
     void *o1 = nullptr, *o2 = nullptr;
     int f1 = 0, f2 = 0;
-    if (oar_k_out_count(k, "Beta1PowOut") > 0 && oar_k_out(k, "Beta1PowOut", 0)) {
+    if (oar_k_output(k, OAR_ADAM_BETA1_POW_OUT, 0)) {
         f1 = b1p.f64;
-        OAR_TRY(out_data(k, "Beta1PowOut", f1 ? OAR_FP64 : OAR_FP32, 1, &o1));
+        OAR_TRY(out_data_at(k, OAR_ADAM_BETA1_POW_OUT, 0, f1 ? OAR_FP64 : OAR_FP32, 1, &o1));
     }
-    if (oar_k_out_count(k, "Beta2PowOut") > 0 && oar_k_out(k, "Beta2PowOut", 0)) {
+    if (oar_k_output(k, OAR_ADAM_BETA2_POW_OUT, 0)) {
         f2 = b2p.f64;
-        OAR_TRY(out_data(k, "Beta2PowOut", f2 ? OAR_FP64 : OAR_FP32, 1, &o2));
+        OAR_TRY(out_data_at(k, OAR_ADAM_BETA2_POW_OUT, 0, f2 ? OAR_FP64 : OAR_FP32, 1, &o2));
     }
     if (o1 || o2) {
         adam_pow_k<<<1, 32>>>(b1p, b2p, beta1, beta2, o1, f1, o2, f2);
@@ -354,17 +358,17 @@ __global__ void adagrad_k(const T *p, T *po, const T *m, T *mo, const T *g, int6
 template <class T>
 int adagrad_run(oar_kernel_ctx_t *k, int dt)
 {
-    static const char *const ins[] = {"Param", "Moment"}, *const outs[] = {"ParamOut", "MomentOut"};
+    static const int ins[] = {OAR_OPT_PARAM, OAR_ADAGRAD_MOMENT}, outs[] = {OAR_OPT_PARAM_OUT, OAR_ADAGRAD_MOMENT_OUT};
     Opt o;
     OAR_TRY(states_in(k, dt, ins, 2, &o));
     DScalar lr;
-    OAR_TRY(scalar_in(k, "LearningRate", &lr, NAN));
+    OAR_TRY(scalar_in(k, OAR_ADAGRAD_LR, &lr, NAN));
     Grad g;
-    OAR_TRY(grad_in<T>(k, dt, o.numel, o.height, o.width, true, &g));
+    OAR_TRY(grad_in<T>(k, OAR_ADAGRAD_GRAD, dt, o.numel, o.height, o.width, true, &g));
     OAR_TRY(states_out(k, outs, 2, g.sparse, &o));
     if (g.n == 0) return OAR_OK;
     adagrad_k<T><<<grid_for(g.n), kThreads>>>((const T *)o.in[0], (T *)o.out[0], (const T *)o.in[1], (T *)o.out[1],
-                                              (const T *)g.dense, g.n, lr, (T)oar_attr_f(oar_k_op(k), "epsilon"), g.ix);
+                                              (const T *)g.dense, g.n, lr, (T)attrs(k)->epsilon, g.ix);
     OAR_CU_LAUNCH(k, "adagrad");
     return OAR_OK;
 }
@@ -398,26 +402,27 @@ __global__ void rmsprop_k(const T *p, T *po, const T *ms, T *mso, const T *mom, 
 template <class T>
 int rmsprop_run(oar_kernel_ctx_t *k, int dt)
 {
-    const oar_op_desc_t *d = oar_k_op(k);
-    const bool centered = oar_attr_b(d, "centered");
-    const bool has_mg = oar_k_in_count(k, "MeanGrad") > 0 && oar_k_in(k, "MeanGrad", 0);
+    const oar_opt_attrs_t *a = attrs(k);
+    const bool centered = a->centered;
+    const bool has_mg = oar_k_input(k, OAR_RMSPROP_MEAN_GRAD, 0) != nullptr;
     if (centered && !has_mg) return oar_k_error(k, OAR_ERR_INVALID, "centered rmsprop needs input MeanGrad");
-    static const char *const ins[] = {"Param", "MeanSquare", "Moment", "MeanGrad"};
-    static const char *const outs[] = {"ParamOut", "MeanSquareOut", "MomentOut", "MeanGradOut"};
+    static const int ins[] = {OAR_OPT_PARAM, OAR_RMSPROP_MEAN_SQUARE, OAR_RMSPROP_MOMENT, OAR_RMSPROP_MEAN_GRAD};
+    static const int outs[] = {OAR_OPT_PARAM_OUT, OAR_RMSPROP_MEAN_SQUARE_OUT, OAR_RMSPROP_MOMENT_OUT,
+                               OAR_RMSPROP_MEAN_GRAD_OUT};
     Opt o;
     OAR_TRY(states_in(k, dt, ins, has_mg ? 4 : 3, &o));
     DScalar lr;
-    OAR_TRY(scalar_in(k, "LearningRate", &lr, NAN));
+    OAR_TRY(scalar_in(k, OAR_RMSPROP_LR, &lr, NAN));
     Grad g;
-    OAR_TRY(grad_in<T>(k, dt, o.numel, o.height, o.width, false, &g));
-    const bool mg_out = has_mg && oar_k_out_count(k, "MeanGradOut") > 0 && oar_k_out(k, "MeanGradOut", 0);
+    OAR_TRY(grad_in<T>(k, OAR_RMSPROP_GRAD, dt, o.numel, o.height, o.width, false, &g));
+    const bool mg_out = has_mg && oar_k_output(k, OAR_RMSPROP_MEAN_GRAD_OUT, 0);
     OAR_TRY(states_out(k, outs, mg_out ? 4 : 3, false, &o));
     if (centered && !mg_out) return oar_k_error(k, OAR_ERR_INVALID, "centered rmsprop needs output MeanGradOut");
     if (g.n == 0) return OAR_OK;
     rmsprop_k<T><<<grid_for(g.n), kThreads>>>(
         (const T *)o.in[0], (T *)o.out[0], (const T *)o.in[1], (T *)o.out[1], (const T *)o.in[2], (T *)o.out[2],
         has_mg ? (const T *)o.in[3] : nullptr, mg_out ? (T *)o.out[3] : nullptr, (const T *)g.dense, g.n, lr,
-        (T)oar_attr_f(d, "decay"), (T)oar_attr_f(d, "momentum"), (T)oar_attr_f(d, "epsilon"), centered);
+        (T)a->decay, (T)a->momentum, (T)a->epsilon, centered);
     OAR_CU_LAUNCH(k, "rmsprop");
     return OAR_OK;
 }
@@ -443,22 +448,21 @@ __global__ void adamax_k(const T *p, T *po, const T *m, T *mo, const T *u, T *uo
 template <class T>
 int adamax_run(oar_kernel_ctx_t *k, int dt)
 {
-    static const char *const ins[] = {"Param", "Moment", "InfNorm"};
-    static const char *const outs[] = {"ParamOut", "MomentOut", "InfNormOut"};
-    const oar_op_desc_t *d = oar_k_op(k);
+    static const int ins[] = {OAR_OPT_PARAM, OAR_ADAMAX_MOMENT, OAR_ADAMAX_INF_NORM};
+    static const int outs[] = {OAR_OPT_PARAM_OUT, OAR_ADAMAX_MOMENT_OUT, OAR_ADAMAX_INF_NORM_OUT};
+    const oar_opt_attrs_t *a = attrs(k);
     Opt o;
     OAR_TRY(states_in(k, dt, ins, 3, &o));
     DScalar lr, b1p;
-    OAR_TRY(scalar_in(k, "LearningRate", &lr, NAN));
-    OAR_TRY(scalar_in(k, "Beta1Pow", &b1p, NAN));
+    OAR_TRY(scalar_in(k, OAR_ADAMAX_LR, &lr, NAN));
+    OAR_TRY(scalar_in(k, OAR_ADAMAX_BETA1_POW, &b1p, NAN));
     Grad g;
-    OAR_TRY(grad_in<T>(k, dt, o.numel, o.height, o.width, false, &g));
+    OAR_TRY(grad_in<T>(k, OAR_ADAMAX_GRAD, dt, o.numel, o.height, o.width, false, &g));
     OAR_TRY(states_out(k, outs, 3, false, &o));
     if (g.n == 0) return OAR_OK;
     adamax_k<T><<<grid_for(g.n), kThreads>>>((const T *)o.in[0], (T *)o.out[0], (const T *)o.in[1], (T *)o.out[1],
                                              (const T *)o.in[2], (T *)o.out[2], (const T *)g.dense, g.n, lr, b1p,
-                                             (T)oar_attr_f(d, "beta1"), (T)oar_attr_f(d, "beta2"),
-                                             (T)oar_attr_f(d, "epsilon"));
+                                             (T)a->beta1, (T)a->beta2, (T)a->epsilon);
     OAR_CU_LAUNCH(k, "adamax");
     return OAR_OK;
 }
@@ -482,18 +486,18 @@ __global__ void adadelta_k(const T *p, T *po, const T *eg, T *ego, const T *ex, 
 template <class T>
 int adadelta_run(oar_kernel_ctx_t *k, int dt)
 {
-    static const char *const ins[] = {"Param", "AvgSquaredGrad", "AvgSquaredUpdate"};
-    static const char *const outs[] = {"ParamOut", "AvgSquaredGradOut", "AvgSquaredUpdateOut"};
-    const oar_op_desc_t *d = oar_k_op(k);
+    static const int ins[] = {OAR_OPT_PARAM, OAR_ADADELTA_AVG_SQ_GRAD, OAR_ADADELTA_AVG_SQ_UPDATE};
+    static const int outs[] = {OAR_OPT_PARAM_OUT, OAR_ADADELTA_AVG_SQ_GRAD_OUT, OAR_ADADELTA_AVG_SQ_UPDATE_OUT};
+    const oar_opt_attrs_t *a = attrs(k);
     Opt o;
     OAR_TRY(states_in(k, dt, ins, 3, &o));
     Grad g;
-    OAR_TRY(grad_in<T>(k, dt, o.numel, o.height, o.width, false, &g));
+    OAR_TRY(grad_in<T>(k, OAR_ADADELTA_GRAD, dt, o.numel, o.height, o.width, false, &g));
     OAR_TRY(states_out(k, outs, 3, false, &o));
     if (g.n == 0) return OAR_OK;
     adadelta_k<T><<<grid_for(g.n), kThreads>>>((const T *)o.in[0], (T *)o.out[0], (const T *)o.in[1], (T *)o.out[1],
                                                (const T *)o.in[2], (T *)o.out[2], (const T *)g.dense, g.n,
-                                               (T)oar_attr_f(d, "rho"), (T)oar_attr_f(d, "epsilon"));
+                                               (T)a->rho, (T)a->epsilon);
     OAR_CU_LAUNCH(k, "adadelta");
     return OAR_OK;
 }

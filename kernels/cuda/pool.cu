@@ -1,6 +1,6 @@
 /*
  * pool.cu — CUDA kernels of pool2d and pool2d_grad (NCHW, max/avg;
- * float32, float64) with exactly the CPU kernels' semantics
+ * float16 computing in float, float32, float64) with exactly the CPU kernels' semantics
  * (kernels/cpu/pool.c): windows [i*s - p, i*s - p + k) clipped to the input
  * (adaptive: [floor(i*H/OH), ceil((i+1)*H/OH))), ceil_mode, asymmetric
  * paddings, exclusive or kh*kw averages, a window wholly in the padding
@@ -16,7 +16,9 @@
  */
 #include <string.h>
 #include "cuda_common.h"
+#include "half.h"
 extern "C" {
+#include "ops/pool.h"
 #include "ops/window.h"
 }
 
@@ -45,42 +47,38 @@ __device__ inline void window(int64_t i, int64_t in, int64_t out, int64_t k, int
 
 int pool_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, Geom *g)
 {
-    const oar_op_desc_t *op = oar_k_op(k);
-    const char *xn = nm(oar_k_in_name(k, "X", 0));
+    const oar_pool_attrs_t *at = (const oar_pool_attrs_t *)oar_k_attrs(k);
+    const char *xn = nm(oar_k_input_name(k, OAR_POOL_X, 0));
     char xs[128];
     oar_shape_str(x->dims, x->ndim, xs, sizeof xs);
     /* NHWC runs on the CPU kernels only (they transpose to NCHW) */
-    const char *fmt = oar_attr_s(oar_k_op(k), "data_format");
-    if (fmt && strcmp(fmt, "NHWC") == 0)
+    if (at->nhwc)
         return oar_k_error(k, OAR_ERR_UNSUPPORTED, "data_format \"NHWC\" is not supported on the GPU yet; use NCHW");
     if (x->ndim != 4) return oar_k_error(k, OAR_ERR_SHAPE, "X '%s' must be 4-D NCHW, got shape %s", xn, xs);
-    const char *type = oar_attr_s(op, "pooling_type");
-    if (!type || (strcmp(type, "max") != 0 && strcmp(type, "avg") != 0))
-        return oar_k_error(k, OAR_ERR_INVALID, "attr pooling_type = \"%s\" must be \"max\" or \"avg\"", type ? type : "");
-    g->is_max = strcmp(type, "max") == 0;
-    g->exclusive = oar_attr_b(op, "exclusive");
-    g->adaptive = oar_attr_b(op, "adaptive");
-    const bool global = oar_attr_b(op, "global_pooling"), ceil_mode = oar_attr_b(op, "ceil_mode");
+    g->is_max = at->type == OAR_POOL_MAX;
+    g->exclusive = at->exclusive;
+    g->adaptive = at->adaptive;
+    const bool global = at->global, ceil_mode = at->ceil_mode;
     int64_t ks[2], st[2], pd[4];
-    OAR_TRY(oar_win_attr_pair(k, "strides", 1, st));
-    OAR_TRY(oar_win_attr_pads(k, pd));
+    memcpy(st, at->st, sizeof st);
+    memcpy(pd, at->pd, sizeof pd);
     if (global) {
         ks[0] = x->dims[2];
         ks[1] = x->dims[3];
         pd[0] = pd[1] = pd[2] = pd[3] = 0;
         g->adaptive = false;
     } else {
-        OAR_TRY(oar_win_attr_pair(k, "ksize", 0, ks));
+        memcpy(ks, at->ks, sizeof ks);
     }
     for (int i = 0; i < 2; i++)
         if ((!global && ks[i] < 1) || st[i] < 1 || pd[2 * i] < 0 || pd[2 * i + 1] < 0)
             return oar_k_error(k, OAR_ERR_INVALID, "ksize {%lld, %lld} and strides {%lld, %lld} must be >= 1, paddings >= 0",
                                (long long)ks[0], (long long)ks[1], (long long)st[0], (long long)st[1]);
     /* Fluid's SAME/VALID, resolved as the definition and the CPU kernel do */
-    const char *algo = oar_attr_s(op, "padding_algorithm");
-    if (!global && !oar_win_resolve_pads(algo, &x->dims[2], ks, st, pd, NULL))
-        return oar_k_error(k, OAR_ERR_INVALID, "attr padding_algorithm = \"%s\" must be \"EXPLICIT\", \"SAME\" or \"VALID\"",
-                           algo);
+    static const char *const algo_names[] = {"EXPLICIT", "SAME", "VALID"};
+    if (at->algo < 0 || at->algo > 2 ||
+        (!global && !oar_win_resolve_pads(algo_names[at->algo], &x->dims[2], ks, st, pd, NULL)))
+        return oar_k_error(k, OAR_ERR_INVALID, "attr padding_algorithm must be \"EXPLICIT\", \"SAME\" or \"VALID\"");
     int64_t o[2];
     for (int i = 0; i < 2; i++) {
         if (global) { o[i] = 1; continue; }
@@ -99,40 +97,44 @@ int pool_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, Geom *g)
     return OAR_OK;
 }
 
+/* T: the storage type; comparisons and sums in A = acc_t<T> */
 template <class T>
 __global__ void pool_fwd_k(const T *x, T *y, Geom g)
 {
+    typedef acc_t<T> A;
     OAR_CU_LOOP(q, g.planes * g.oh * g.ow) {
         const int64_t j = q % g.ow, i = (q / g.ow) % g.oh, pl = q / (g.ow * g.oh);
         const T *xp = x + pl * g.h * g.w;
         int64_t h0, h1, w0, w1;
         window(i, g.h, g.oh, g.kh, g.sh, g.pt, g.adaptive, &h0, &h1);
         window(j, g.w, g.ow, g.kw, g.sw, g.pl, g.adaptive, &w0, &w1);
-        T r = 0;
+        A r = 0;
         if (h0 < h1 && w0 < w1) {
             if (g.is_max) {
-                r = xp[h0 * g.w + w0];
+                r = cvt<A>(xp[h0 * g.w + w0]);
                 for (int64_t a = h0; a < h1 && r == r; a++)
                     for (int64_t b = w0; b < w1; b++) {
-                        T v = xp[a * g.w + b];
+                        A v = cvt<A>(xp[a * g.w + b]);
                         if (v > r || v != v) r = v;
                         if (r != r) break;
                     }
             } else {
-                T s = 0;
+                A s = 0;
                 for (int64_t a = h0; a < h1; a++)
-                    for (int64_t b = w0; b < w1; b++) s += xp[a * g.w + b];
+                    for (int64_t b = w0; b < w1; b++) s += cvt<A>(xp[a * g.w + b]);
                 const int64_t cnt = (g.exclusive || g.adaptive) ? (h1 - h0) * (w1 - w0) : g.kh * g.kw;
-                r = s / (T)cnt;
+                r = s / (A)cnt;
             }
         }
-        y[q] = r;
+        y[q] = cvt<T>(r);
     }
 }
 
+/* float16 adds into X@GRAD with half atomics (sm_70 and later) */
 template <class T>
 __global__ void pool_bwd_k(const T *x, const T *dy, T *dx, Geom g)
 {
+    typedef acc_t<T> A;
     OAR_CU_LOOP(q, g.planes * g.oh * g.ow) {
         const int64_t j = q % g.ow, i = (q / g.ow) % g.oh, pl = q / (g.ow * g.oh);
         const T *xp = x + pl * g.h * g.w;
@@ -141,19 +143,19 @@ __global__ void pool_bwd_k(const T *x, const T *dy, T *dx, Geom g)
         window(i, g.h, g.oh, g.kh, g.sh, g.pt, g.adaptive, &h0, &h1);
         window(j, g.w, g.ow, g.kw, g.sw, g.pl, g.adaptive, &w0, &w1);
         if (h0 >= h1 || w0 >= w1) continue;
-        const T d = dy[q];
+        const A d = cvt<A>(dy[q]);
         if (g.is_max) {
             int64_t at = h0 * g.w + w0;
-            T r = xp[at];
+            A r = cvt<A>(xp[at]);
             for (int64_t a = h0; a < h1; a++)
                 for (int64_t b = w0; b < w1; b++) {
-                    T v = xp[a * g.w + b];
+                    A v = cvt<A>(xp[a * g.w + b]);
                     if (v > r || (v != v && r == r)) { r = v; at = a * g.w + b; }
                 }
-            atomicAdd(dxp + at, d);
+            atomicAdd(dxp + at, cvt<T>(d));
         } else {
             const int64_t cnt = (g.exclusive || g.adaptive) ? (h1 - h0) * (w1 - w0) : g.kh * g.kw;
-            const T s = d / (T)cnt;
+            const T s = cvt<T>(d / (A)cnt);
             for (int64_t a = h0; a < h1; a++)
                 for (int64_t b = w0; b < w1; b++) atomicAdd(dxp + a * g.w + b, s);
         }
@@ -165,11 +167,11 @@ int pool_fwd(oar_kernel_ctx_t *k, int dt)
 {
     const oar_tensor_t *x;
     const void *xd;
-    OAR_TRY(in_tensor(k, "X", 0, dt, -1, &x, &xd));
-    if (!xd) return oar_k_error(k, OAR_ERR_NOT_FOUND, "X '%s' has no data", nm(oar_k_in_name(k, "X", 0)));
+    OAR_TRY(in_tensor_at(k, OAR_POOL_X, 0, dt, -1, &x, &xd));
+    if (!xd) return oar_k_error(k, OAR_ERR_NOT_FOUND, "X '%s' has no data", nm(oar_k_input_name(k, OAR_POOL_X, 0)));
     Geom g;
     OAR_TRY(pool_setup(k, x, &g));
-    oar_tensor_t *yt = oar_k_out(k, "Out", 0);
+    oar_tensor_t *yt = oar_k_output(k, OAR_POOL_OUT, 0);
     if (!yt) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out is missing");
     /* run-time inference sized Out; a disagreement is a bug to report, not to paper over */
     const int64_t want[4] = {x->dims[0], x->dims[1], g.oh, g.ow};
@@ -179,7 +181,7 @@ int pool_fwd(oar_kernel_ctx_t *k, int dt)
                            oar_shape_str(yt->dims, yt->ndim, a, sizeof a), oar_shape_str(want, 4, b, sizeof b));
     }
     void *y;
-    OAR_TRY(out_data(k, "Out", dt, g.planes * g.oh * g.ow, &y));
+    OAR_TRY(out_data_at(k, OAR_POOL_OUT, 0, dt, g.planes * g.oh * g.ow, &y));
     const int64_t n = g.planes * g.oh * g.ow;
     if (n == 0) return OAR_OK;
     pool_fwd_k<T><<<grid_for(n), kThreads>>>((const T *)xd, (T *)y, g);
@@ -192,24 +194,24 @@ int pool_bwd(oar_kernel_ctx_t *k, int dt)
 {
     const oar_tensor_t *x, *dy;
     const void *xd, *dyd;
-    OAR_TRY(in_tensor(k, "X", 0, dt, -1, &x, &xd));
-    if (!xd) return oar_k_error(k, OAR_ERR_NOT_FOUND, "X '%s' has no data", nm(oar_k_in_name(k, "X", 0)));
+    OAR_TRY(in_tensor_at(k, OAR_POOL_X, 0, dt, -1, &x, &xd));
+    if (!xd) return oar_k_error(k, OAR_ERR_NOT_FOUND, "X '%s' has no data", nm(oar_k_input_name(k, OAR_POOL_X, 0)));
     Geom g;
     OAR_TRY(pool_setup(k, x, &g));
     const int64_t want[4] = {x->dims[0], x->dims[1], g.oh, g.ow};
-    OAR_TRY(in_tensor(k, "Out@GRAD", 0, dt, -1, &dy, &dyd));
+    OAR_TRY(in_tensor_at(k, OAR_POOL_DOUT, 0, dt, -1, &dy, &dyd));
     if (dy->ndim != 4 || memcmp(dy->dims, want, sizeof want) != 0) {
         char a[128], b[128];
-        return oar_k_error(k, OAR_ERR_SHAPE, "Out@GRAD '%s' is %s, expected %s", nm(oar_k_in_name(k, "Out@GRAD", 0)),
+        return oar_k_error(k, OAR_ERR_SHAPE, "Out@GRAD '%s' is %s, expected %s", nm(oar_k_input_name(k, OAR_POOL_DOUT, 0)),
                            oar_shape_str(dy->dims, dy->ndim, a, sizeof a), oar_shape_str(want, 4, b, sizeof b));
     }
-    oar_tensor_t *dxt = oar_k_out(k, "X@GRAD", 0);
+    oar_tensor_t *dxt = oar_k_output(k, OAR_POOL_DX, 0);
     if (!dxt) return OAR_OK;
     if (dxt->ndim != 4 || memcmp(dxt->dims, x->dims, sizeof want) != 0)
         return oar_k_error(k, OAR_ERR_SHAPE, "X@GRAD was not sized like X by shape inference");
     void *dx;
     const int64_t xn = oar_tensor_numel_of(x), n = g.planes * g.oh * g.ow;
-    OAR_TRY(out_data(k, "X@GRAD", dt, xn, &dx));
+    OAR_TRY(out_data_at(k, OAR_POOL_DX, 0, dt, xn, &dx));
     if (xn > 0) OAR_CU(k, cudaMemsetAsync(dx, 0, sizeof(T) * (size_t)xn, 0), "cudaMemsetAsync");
     if (n == 0) return OAR_OK;
     pool_bwd_k<T><<<grid_for(n), kThreads>>>((const T *)xd, (const T *)dyd, (T *)dx, g);
@@ -217,13 +219,13 @@ int pool_bwd(oar_kernel_ctx_t *k, int dt)
     return OAR_OK;
 }
 
-int pool2d_f32(oar_kernel_ctx_t *k) { return pool_fwd<float>(k, OAR_FP32); }
-int pool2d_f64(oar_kernel_ctx_t *k) { return pool_fwd<double>(k, OAR_FP64); }
-int pool2d_grad_f32(oar_kernel_ctx_t *k) { return pool_bwd<float>(k, OAR_FP32); }
-int pool2d_grad_f64(oar_kernel_ctx_t *k) { return pool_bwd<double>(k, OAR_FP64); }
-OAR_REGISTER_KERNEL("pool2d", OAR_PLACE_CUDA, OAR_FP32, pool2d_f32)
-OAR_REGISTER_KERNEL("pool2d", OAR_PLACE_CUDA, OAR_FP64, pool2d_f64)
-OAR_REGISTER_KERNEL("pool2d_grad", OAR_PLACE_CUDA, OAR_FP32, pool2d_grad_f32)
-OAR_REGISTER_KERNEL("pool2d_grad", OAR_PLACE_CUDA, OAR_FP64, pool2d_grad_f64)
+#define POOL_REG(SFX, T, DT)                                                          \
+    int pool2d_##SFX(oar_kernel_ctx_t *k) { return pool_fwd<T>(k, DT); }              \
+    int pool2d_grad_##SFX(oar_kernel_ctx_t *k) { return pool_bwd<T>(k, DT); }         \
+    OAR_REGISTER_KERNEL("pool2d", OAR_PLACE_CUDA, DT, pool2d_##SFX)                     \
+    OAR_REGISTER_KERNEL("pool2d_grad", OAR_PLACE_CUDA, DT, pool2d_grad_##SFX)
+POOL_REG(f16, __half, OAR_FP16)
+POOL_REG(f32, float, OAR_FP32)
+POOL_REG(f64, double, OAR_FP64)
 
 }  // namespace

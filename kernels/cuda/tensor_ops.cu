@@ -13,6 +13,7 @@
  */
 #include <stdlib.h>
 #include "cuda_common.h"
+#include "half.h"
 #include "ops/fill.h"
 #include "ops/tensor_ops.h"
 
@@ -141,7 +142,7 @@ int cast_run(oar_kernel_ctx_t *k, int dt)
     OAR_TRY(in_tensor_at(k, OAR_TENSOR_X, 0, dt, -1, &xt, &xv));
     switch (out_dt) {
     case OAR_BOOL: case OAR_INT8: case OAR_UINT8: case OAR_INT16: case OAR_INT32:
-    case OAR_INT64: case OAR_FP32: case OAR_FP64: break;
+    case OAR_INT64: case OAR_FP16: case OAR_FP32: case OAR_FP64: break;
     default:
         return oar_k_error(k, OAR_ERR_UNSUPPORTED, "attr out_dtype = %d has no CUDA cast", out_dt);
     }
@@ -153,6 +154,7 @@ int cast_run(oar_kernel_ctx_t *k, int dt)
     OAR_TRY(out_data_at(k, OAR_TENSOR_OUT, 0, out_dt, n, &dst));
     if (n == 0) return OAR_OK;
     switch (out_dt) {
+    case OAR_FP16: return cast_to_half(k, dt, xv, dst, n);   /* half_ops.cu */
     case OAR_BOOL: return cast_to<TI, bool>(k, xv, dst, n, 0, 1);
     case OAR_INT8: return cast_to<TI, int8_t>(k, xv, dst, n, -128.0, 127.0);
     case OAR_UINT8: return cast_to<TI, uint8_t>(k, xv, dst, n, 0.0, 255.0);

@@ -67,7 +67,11 @@ static int channels(oar_infer_ctx_t *c, const int64_t *x, int xn, int64_t *ch) {
     return OAR_OK;
 }
 
-/* slot must be a 1-D [C] vector of X's dtype */
+/* the dtype of the [C] vectors for X's dtype: float32 for float16 X (as
+ * cuDNN's batch norm takes them), else X's own */
+static int param_dtype(int xdt) { return xdt == OAR_FP16 ? OAR_FP32 : xdt; }
+
+/* slot must be a 1-D [C] vector of dtype xdt (param_dtype of X's) */
 static int check_vec(oar_infer_ctx_t *c, const char *slot, int64_t ch, int xdt) {
     int n;
     const int64_t *d = oar_ic_in_dims(c, slot, 0, &n);
@@ -79,8 +83,8 @@ static int check_vec(oar_infer_ctx_t *c, const char *slot, int64_t ch, int xdt) 
     }
     int dt = oar_ic_in_dtype(c, slot, 0);
     if (xdt >= 0 && dt >= 0 && dt != xdt)
-        return oar_ic_error(c, OAR_ERR_DTYPE, "%s '%s' is %s but X is %s", slot, oar_ic_in_name(c, slot, 0),
-                            oar_dtype_name(dt), oar_dtype_name(xdt));
+        return oar_ic_error(c, OAR_ERR_DTYPE, "%s '%s' is %s, expected %s (float32 for float16 X, else X's dtype)",
+                            slot, oar_ic_in_name(c, slot, 0), oar_dtype_name(dt), oar_dtype_name(xdt));
     return OAR_OK;
 }
 
@@ -90,7 +94,7 @@ static int bn_infer(oar_infer_ctx_t *c) {
     if (!x) return OAR_ERR_SHAPE;
     int64_t ch;
     OAR_TRY(channels(c, x, xn, &ch));
-    int xdt = oar_ic_in_dtype(c, "X", 0);
+    int xdt = param_dtype(oar_ic_in_dtype(c, "X", 0));
     static const char *const vecs[] = {"Scale", "Bias", "Mean", "Variance"};
     for (int i = 0; i < 4; i++) OAR_TRY(check_vec(c, vecs[i], ch, xdt));
     OAR_TRY(oar_infer_same_as(c, "X", "Y"));
@@ -107,7 +111,7 @@ static int bn_grad_infer(oar_infer_ctx_t *c) {
     if (!x) return OAR_ERR_SHAPE;
     int64_t ch;
     OAR_TRY(channels(c, x, xn, &ch));
-    int xdt = oar_ic_in_dtype(c, "X", 0);
+    int xdt = param_dtype(oar_ic_in_dtype(c, "X", 0));
     OAR_TRY(oar_ic_check_same_dims(c, "Y@GRAD", "X"));
     OAR_TRY(check_vec(c, "Scale", ch, xdt));
     OAR_TRY(check_vec(c, "SavedMean", ch, xdt));

@@ -194,6 +194,7 @@ static int conv_decode(oar_decode_ctx_t *d, void *out) {
     a->groups = oar_dec_i(d, "groups");
     a->algo = oar_dec_choice(d, "padding_algorithm");
     a->nhwc = oar_dec_choice(d, "data_format") == OAR_FMT_NHWC;
+    a->workspace_mb = oar_dec_i(d, "workspace_size_MB");
     return oar_dec_status(d);
 }
 

@@ -23,6 +23,7 @@ typedef struct oar_conv_attrs {
     int64_t groups;
     int algo;               /* OAR_PAD_* */
     bool nhwc;              /* Input/Output are [N, H, W, C]; Filter stays [M, C/groups, kh, kw] */
+    int64_t workspace_mb;   /* workspace_size_MB: cuDNN's workspace limit */
 } oar_conv_attrs_t;
 
 /* Shared by the conv and pool decode steps: an INTS attr of 2 values

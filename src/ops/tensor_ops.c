@@ -217,7 +217,7 @@ static const oar_attr_def_t cast_attrs[] = {
 static bool cast_dtype_ok(int dt)
 {
     return dt == OAR_BOOL || dt == OAR_INT16 || dt == OAR_INT32 || dt == OAR_INT64 ||
-           dt == OAR_FP32 || dt == OAR_FP64 || dt == OAR_UINT8 || dt == OAR_INT8;
+           dt == OAR_FP16 || dt == OAR_FP32 || dt == OAR_FP64 || dt == OAR_UINT8 || dt == OAR_INT8;
 }
 
 static int cast_infer(oar_infer_ctx_t *c)
@@ -229,7 +229,8 @@ static int cast_infer(oar_infer_ctx_t *c)
     for (int i = 0; i < 2; i++)
         if (!cast_dtype_ok(v[i]))
             return oar_ic_error(c, OAR_ERR_DTYPE, "attr %s = %d is not one of bool (0), int16 (1), "
-                                "int32 (2), int64 (3), float32 (5), float64 (6), uint8 (20), int8 (21)",
+                                "int32 (2), int64 (3), float16 (4), float32 (5), float64 (6), uint8 (20), "
+                                "int8 (21)",
                                 attr[i], v[i]);
     int x_dt = oar_ic_in_dtype(c, "X", 0);
     if (x_dt >= 0 && x_dt != in_dt)

@@ -1,0 +1,138 @@
+/* tools/cuda_emu/prelude_fp16.h — appended to prelude.h by run: float16
+ * (__half from cuda_fp16.h here, as its bits, converted by kernels/cpu/half.h),
+ * atomicAdd on float/double/__half (one lock: a block's threads run
+ * concurrently), cuBLAS's GemmEx and strided-batched GEMMs (reference loops;
+ * half operands with float accumulation), to_host, and cuda_common.h's
+ * by-index tensor helpers (in_tensor_at, out_data_at, out_data_opt_at). It
+ * closes prelude.h's namespace oarcu for the global CUDA names and reopens it. */
+}  // namespace oarcu (reopened below)
+#include <mutex>
+#include <cuda_fp16.h>
+/* atomics: one lock (threads of a block run concurrently) */
+inline std::mutex &emu_atomic_lock() { static std::mutex m; return m; }
+static inline float atomicAdd(float *p, float v)
+{
+    std::lock_guard<std::mutex> g(emu_atomic_lock());
+    float o = *p;
+    *p = o + v;
+    return o;
+}
+static inline double atomicAdd(double *p, double v)
+{
+    std::lock_guard<std::mutex> g(emu_atomic_lock());
+    double o = *p;
+    *p = o + v;
+    return o;
+}
+static inline __half atomicAdd(__half *p, __half v)
+{
+    std::lock_guard<std::mutex> g(emu_atomic_lock());
+    __half o = *p;
+    *p = __float2half_rn(__half2float(o) + __half2float(v));
+    return o;
+}
+typedef enum { CUDA_R_16F = 2, CUDA_R_32F = 0, CUDA_R_64F = 1 } cudaDataType_t;
+typedef enum { CUBLAS_COMPUTE_32F = 68 } cublasComputeType_t;
+typedef enum { CUBLAS_GEMM_DEFAULT = -1 } cublasGemmAlgo_t;
+/* half GEMM: half operands, float accumulation (as CUBLAS_COMPUTE_32F) */
+static inline cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+    const void *alpha, const void *A, cudaDataType_t at, int lda, const void *B, cudaDataType_t bt, int ldb,
+    const void *beta, void *C, cudaDataType_t ct, int ldc, cublasComputeType_t, cublasGemmAlgo_t)
+{
+    if (at != CUDA_R_16F || bt != CUDA_R_16F || ct != CUDA_R_16F) return (cublasStatus_t)7;
+    if (lda < 1 || ldb < 1 || ldc < 1 || m < 0 || n < 0 || k < 0) return (cublasStatus_t)7;
+    if (lda < (ta == CUBLAS_OP_N ? m : k) || ldb < (tb == CUBLAS_OP_N ? k : n) || ldc < m) return (cublasStatus_t)7;
+    const __half *a = (const __half *)A, *b = (const __half *)B;
+    __half *c = (__half *)C;
+    const float al = *(const float *)alpha, be = *(const float *)beta;
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            float s = 0;
+            for (int l = 0; l < k; l++) {
+                float x = __half2float(ta == CUBLAS_OP_N ? a[i + (size_t)l * lda] : a[l + (size_t)i * lda]);
+                float y = __half2float(tb == CUBLAS_OP_N ? b[l + (size_t)j * ldb] : b[j + (size_t)l * ldb]);
+                s += x * y;
+            }
+            __half &cc = c[i + (size_t)j * ldc];
+            cc = __float2half_rn(al * s + (be == 0 ? 0.0f : be * __half2float(cc)));
+        }
+    return CUBLAS_STATUS_SUCCESS;
+}
+static inline cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+    int m, int n, int k, const void *alpha, const void *A, cudaDataType_t at, int lda, long long sa, const void *B,
+    cudaDataType_t bt, int ldb, long long sb, const void *beta, void *C, cudaDataType_t ct, int ldc, long long sc,
+    int count, cublasComputeType_t cmp, cublasGemmAlgo_t al)
+{
+    for (int i = 0; i < count; i++) {
+        cublasStatus_t s = cublasGemmEx(h, ta, tb, m, n, k, alpha, (const __half *)A + i * sa, at, lda,
+                                        (const __half *)B + i * sb, bt, ldb, beta, (__half *)C + i * sc, ct, ldc, cmp, al);
+        if (s != CUBLAS_STATUS_SUCCESS) return s;
+    }
+    return CUBLAS_STATUS_SUCCESS;
+}
+template <class T>
+static inline cublasStatus_t emu_batched(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const T *al,
+    const T *A, int lda, long long sa, const T *B, int ldb, long long sb, const T *be, T *C, int ldc, long long sc, int count)
+{
+    for (int i = 0; i < count; i++) {
+        cublasStatus_t s = emu_gemm(ta, tb, m, n, k, al, A + i * sa, lda, B + i * sb, ldb, be, C + i * sc, ldc);
+        if (s != CUBLAS_STATUS_SUCCESS) return s;
+    }
+    return CUBLAS_STATUS_SUCCESS;
+}
+static inline cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m,
+    int n, int k, const float *al, const float *A, int lda, long long sa, const float *B, int ldb, long long sb,
+    const float *be, float *C, int ldc, long long sc, int count)
+{ return emu_batched(ta, tb, m, n, k, al, A, lda, sa, B, ldb, sb, be, C, ldc, sc, count); }
+static inline cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m,
+    int n, int k, const double *al, const double *A, int lda, long long sa, const double *B, int ldb, long long sb,
+    const double *be, double *C, int ldc, long long sc, int count)
+{ return emu_batched(ta, tb, m, n, k, al, A, lda, sa, B, ldb, sb, be, C, ldc, sc, count); }
+namespace oarcu {
+static inline int cuda_fail(oar_kernel_ctx_t *k, cudaError_t, const char *call) { return emu_fail(k, call); }
+static inline int to_host(oar_kernel_ctx_t *k, void *dst, const void *src, size_t bytes, const char *)
+{
+    return oar_device_copy(dst, OAR_PLACE_CPU, src, OAR_PLACE_CUDA, bytes, k->device);
+}
+static inline const char *in_slot_name(const oar_kernel_ctx_t *k, int slot)
+{
+    return k->op && slot >= 0 && slot < k->op->nins ? nm(k->op->ins[slot].name) : "?";
+}
+static inline const char *out_slot_name(const oar_kernel_ctx_t *k, int slot)
+{
+    return k->op && slot >= 0 && slot < k->op->nouts ? nm(k->op->outs[slot].name) : "?";
+}
+static inline int in_tensor_at(oar_kernel_ctx_t *k, int slot, int i, int dtype, int64_t numel, const oar_tensor_t **t,
+                               const void **p)
+{
+    *p = nullptr;
+    *t = oar_k_input(k, slot, i);
+    if (!*t || (*t)->dtype < 0) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s has no value", in_slot_name(k, slot));
+    if (dtype >= 0 && (*t)->dtype != dtype)
+        return oar_k_error(k, OAR_ERR_DTYPE, "input %s has dtype %s, expected %s", in_slot_name(k, slot),
+                           nm(oar_dtype_name((*t)->dtype)), nm(oar_dtype_name(dtype)));
+    const int64_t n = oar_tensor_numel_of(*t);
+    if (numel >= 0 && n != numel) return oar_k_error(k, OAR_ERR_SHAPE, "input %s numel %lld != %lld", in_slot_name(k, slot), (long long)n, (long long)numel);
+    if (n == 0) return OAR_OK;
+    if (!(*t)->buf || !(*t)->buf->data) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s has no data", in_slot_name(k, slot));
+    if ((*t)->buf->place != OAR_PLACE_CUDA) return oar_k_error(k, OAR_ERR_INVALID, "input %s is not on the device", in_slot_name(k, slot));
+    *p = (*t)->buf->data;
+    return OAR_OK;
+}
+static inline int out_data_at(oar_kernel_ctx_t *k, int slot, int i, int dtype, int64_t numel, void **p)
+{
+    *p = nullptr;
+    oar_tensor_t *t = oar_k_output(k, slot, i);
+    if (!t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s missing", out_slot_name(k, slot));
+    if (numel >= 0 && oar_tensor_numel_of(t) != numel)
+        return oar_k_error(k, OAR_ERR_SHAPE, "output %s numel %lld != %lld", out_slot_name(k, slot), (long long)oar_tensor_numel_of(t), (long long)numel);
+    *p = oar_k_output_data(k, slot, i, dtype);
+    if (!*p) return OAR_ERR_NOMEM;
+    return OAR_OK;
+}
+static inline int out_data_opt_at(oar_kernel_ctx_t *k, int slot, int i, int dtype, int64_t numel, void **p)
+{
+    *p = nullptr;
+    if (!oar_k_output(k, slot, i)) return OAR_OK;
+    return out_data_at(k, slot, i, dtype, numel, p);
+}
