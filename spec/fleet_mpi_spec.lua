@@ -78,9 +78,12 @@ end
 
 describe_mpi("fleet with 2 workers (mpirun)", function()
   -- trainable params of both workers equal one process's with twice the batch
-  local function check_equal_training(model, optname, extra_single)
+  local function check_equal_training(model, optname, extra_single, extra_both)
     local base = tmpbase()
-    local ok, out = worker(string.format("model=%s opt=%s mode=dist batch=3 steps=20 out=%s.dist", model, optname, base))
+    extra_both = extra_both or ""
+    extra_single = (extra_single or "") .. " " .. extra_both
+    local ok, out = worker(string.format("model=%s opt=%s mode=dist batch=3 steps=20 %s out=%s.dist", model, optname,
+      extra_both, base))
     assert(ok, out)
     ok, out = run(string.format("luajit spec/helpers/fleet_worker.lua model=%s opt=%s mode=single batch=3 steps=20 %s out=%s.single",
       model, optname, extra_single or "", base))
@@ -106,6 +109,10 @@ describe_mpi("fleet with 2 workers (mpirun)", function()
 
   it("MLP, Adam: the same", function()
     check_equal_training("mlp", "adam")
+  end)
+
+  it("MLP whose wide layers' gradients are all-reduced in place (>= 256 KiB), Adam: the same", function()
+    check_equal_training("mlp", "adam", nil, "wide=8192")
   end)
 
   -- batch_norm normalizes each worker's B samples by their own statistics,

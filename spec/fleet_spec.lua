@@ -139,6 +139,30 @@ describe("oar.fleet in one process", function()
     assert.are.equal(n, ops_of(many, "scale") - ops_of(one, "scale") + 1)
   end)
 
+  it("all-reduces a gradient of 256 KiB or more in place, fusing only the smaller ones", function()
+    fleet.init()
+    local main, startup = oar.Program(), oar.Program()
+    oar.program_guard(main, startup, function()
+      local x = oar.layers.data{ name = "x", shape = { 64 } }
+      local h = oar.layers.fc{ input = x, size = 4096, param_attr = "big.w", bias_attr = false }   -- 1 MiB grad
+      local loss = oar.layers.mean(oar.layers.fc{ input = h, size = 1, param_attr = "small.w", bias_attr = "small.b" })
+      fleet.distributed_optimizer(oar.optimizer.SGD{ learning_rate = 0.1 }):minimize(loss)
+    end)
+    local inplace, fused = {}, 0
+    for _, op in ipairs(main:global_block():ops()) do
+      if op.type == "c_allreduce_sum" then
+        local x = op:input("X")[1]
+        assert.are.equal(x, op:output("Out")[1])
+        if x:match("^fused_grad") then fused = fused + 1 else inplace[#inplace + 1] = x end
+      end
+    end
+    assert.are.same({ "big.w@GRAD" }, inplace)
+    assert.are.equal(1, fused)   -- small.w and small.b share one bucket
+    for _, op in ipairs(main:global_block():ops()) do
+      if op.type == "c_coalesce" then assert.are.same({ "small.b@GRAD", "small.w@GRAD" }, op:input("X")) end
+    end
+  end)
+
   it("checks its arguments", function()
     fleet.init()
     expect_error(function() fleet.distributed_optimizer(42) end, "expected an oar.optimizer")

@@ -1,7 +1,7 @@
 -- A worker of the data-parallel specs (spec/fleet_spec.lua), started by
 -- mpirun (or alone) from the repository root:
 --   luajit spec/helpers/fleet_worker.lua KEY=VALUE ...
--- task=train  model=mlp|convbn opt=sgd|adam mode=dist|single batch=B steps=S
+-- task=train  model=mlp|convbn opt=sgd|adam mode=dist|single batch=B steps=S [wide=N: the MLP's first width]
 --             seed=N out=PREFIX  -> PREFIX.<worker> holds the parameters
 --             after S steps ("name v1 v2 ..." lines, %.17g).
 --   mode=dist: fleet, batch B per worker, worker r takes samples
@@ -22,7 +22,7 @@ local layers = oar.layers
 local fleet = oar.fleet
 
 local opt = { task = "train", model = "mlp", opt = "sgd", mode = "dist", batch = 4, steps = 20, seed = 1,
-              workers = 2, timeout = 20, towers = 1, n = 0 }
+              workers = 2, timeout = 20, towers = 1, n = 0, wide = 16 }
 for _, a in ipairs(arg) do
   local k, v = a:match("^([%w_]+)=(.*)$")
   assert(k, "bad argument " .. a)
@@ -73,7 +73,7 @@ end
 
 local function net(x, model, tower)
   if model == "mlp" then
-    local h = layers.fc{ input = x, size = 16, act = "tanh", param_attr = oar.ParamAttr{ name = "fc1.w" },
+    local h = layers.fc{ input = x, size = opt.wide, act = "tanh", param_attr = oar.ParamAttr{ name = "fc1.w" },
                          bias_attr = oar.ParamAttr{ name = "fc1.b" } }
     local hidden = (opt.task == "differ" and fleet.worker_index() == 1) and 10 or 8
     local h2 = layers.fc{ input = h, size = hidden, act = "relu", param_attr = oar.ParamAttr{ name = "fc2.w" },
