@@ -213,11 +213,13 @@ install-cuda:
 	@if [ -f $(CUDA_LIB) ] && [ -n "$(INST_LIBDIR)" ]; then mkdir -p $(INST_LIBDIR) && cp $(CUDA_LIB) $(INST_LIBDIR)/liboar_cuda.so; fi
 # compute-sanitizer over the GPU specs (needs a GPU): memcheck then racecheck
 SANITIZER ?= $(or $(shell command -v compute-sanitizer 2>/dev/null),$(CUDA_HOME)/bin/compute-sanitizer)
+# every GPU spec (the ones tagged #gpu)
+GPU_SPECS = spec/cuda_spec.lua spec/cuda_seq_spec.lua spec/cuda_rnn_spec.lua spec/cuda_fp16_spec.lua
 cuda-sanitize: all
 	@[ -x "$(SANITIZER)" ] || { echo "make cuda-sanitize: $(SANITIZER) not found (install the CUDA toolkit's compute-sanitizer or set SANITIZER=)" >&2; exit 1; }
 	@for tool in memcheck racecheck; do echo "== compute-sanitizer --tool $$tool"; \
 	  $(SANITIZER) --tool $$tool --target-processes all --error-exitcode 1 \
-	    busted --run default spec/cuda_spec.lua || exit 1; done
+	    busted --run default $(GPU_SPECS) || exit 1; done
 
 # ---- fuzzing (clang + libFuzzer): `make fuzz` builds fuzz/fuzz_program.c and
 # fuzz/fuzz_tensor.c against the library sources compiled with the sanitizers

@@ -76,33 +76,27 @@ const char *oar_backend_cuda_error(void);
 /* ---- what a backend imports from liboar ---------------------------------
  * Every liboar function a backend calls; the list spec/cuda_backend_spec.lua
  * holds liboar_cuda.so's undefined symbols to. Grouped by header. */
-#define OAR_BACKEND_IMPORTS                                                              \
-    /* error.h */ "oar_error", "oar_error_prefix", "oar_last_error", "oar_xmalloc",        \
+#define OAR_BACKEND_IMPORTS                                                             \
+    /* error.h */ "oar_error", "oar_error_prefix", "oar_last_error", "oar_xmalloc",     \
     "oar_xrealloc", "oar_mul_checked",                                                  \
-    /* op.h: registration, the kernel context, rng */ "oar_registry_add_kernel",         \
-    "oar_k_in", "oar_k_out", "oar_k_out_data", "oar_k_in_name", "oar_k_out_name",         \
-    "oar_k_in_count", "oar_k_out_count", "oar_k_op", "oar_k_error", "oar_k_dtype",        \
-    "oar_k_in_var", "oar_k_out_var", "oar_k_attrs", "oar_k_input", "oar_k_output_data",   \
-    "oar_k_input_name", "oar_rng_next", "oar_rng_next_r", "oar_rng_seed",                 \
-    "oar_k_output", "oar_k_output_name", "oar_k_input_var", "oar_k_output_var",           \
-    "oar_k_nin", "oar_k_nout",                                                            \
-    /* desc.h: attributes by name */ "oar_attr_b", "oar_attr_f", "oar_attr_i",            \
-    "oar_attr_ints", "oar_attr_l", "oar_attr_s", "oar_op_desc_attr_type",                 \
-    /* tensor.h, variable.h */ "oar_dtype_name", "oar_dtype_size", "oar_shape_str",       \
-    "oar_tensor_clear_lod", "oar_tensor_copy_lod", "oar_tensor_free",                    \
-    "oar_tensor_mutable", "oar_tensor_mutable_on", "oar_tensor_new_empty",               \
-    "oar_tensor_resize", "oar_tensor_share", "oar_tensor_share_data", "oar_tensor_set_lod",                       \
-    "oar_var_selected_rows", "oar_variable_type",                                        \
-    /* ops/window.h */ "oar_win_attr_pads", "oar_win_attr_pair",                         \
-    /* device.h: scratch device memory, the debug flag */ "oar_device_alloc",            \
+    /* op.h: registration, the kernel context, rng */ "oar_registry_add_kernel",        \
+    "oar_k_op", "oar_k_error", "oar_k_dtype", "oar_k_attrs", "oar_k_input",             \
+    "oar_k_output_data", "oar_k_input_name", "oar_rng_next", "oar_rng_next_r",          \
+    "oar_rng_seed", "oar_k_output", "oar_k_output_name", "oar_k_input_var",             \
+    "oar_k_output_var", "oar_k_nin", "oar_k_nout",                                      \
+    /* tensor.h, variable.h */ "oar_dtype_name", "oar_dtype_size", "oar_shape_str",     \
+    "oar_tensor_clear_lod", "oar_tensor_copy_lod", "oar_tensor_free",                   \
+    "oar_tensor_mutable", "oar_tensor_mutable_on", "oar_tensor_new_empty",              \
+    "oar_tensor_resize", "oar_tensor_share", "oar_tensor_share_data",                   \
+    "oar_var_selected_rows", "oar_variable_type",                                       \
+    /* device.h: scratch device memory, the debug flag */ "oar_device_alloc",           \
     "oar_device_copy", "oar_device_free", "oar_flag_cuda_sync_each_op",                 \
     /* comm.h: NCCL's unique id travels over the job's communicator */                  \
-    "oar_comm_broadcast", "oar_comm_check_once", "oar_comm_rank", "oar_comm_size",       \
-    "oar_comm_timeout", "oar_k_program", "oar_op_desc_type",                          \
-    /* ops/lod_plumbing.h */ "oar_cf_concat_lod",                                    \
-    /* op.h, ops/seq_layout.h: the recurrent kernels (lstm.cu, gru.cu) */            \
-    "oar_k_input_var", "oar_k_output", "oar_k_output_name", "oar_seqb_make",            \
-    "oar_seqb_free", "oar_seqb_prev_rows",                                              \
+    "oar_comm_broadcast", "oar_comm_check_once", "oar_comm_rank", "oar_comm_size",      \
+    "oar_comm_timeout", "oar_k_program", "oar_op_desc_type",                            \
+    /* ops/lod_plumbing.h */ "oar_cf_concat_lod",                                       \
+    /* op.h, ops/seq_layout.h: the recurrent kernels (lstm.cu, gru.cu) */               \
+    "oar_seqb_make", "oar_seqb_free", "oar_seqb_prev_rows",                             \
     /* ops/seq_lod.h: layer_norm.cu, sequence*.cu */ "oar_seq_lod_last",                \
     "oar_seq_set_upper_lod", "oar_seq_expand_plan", "oar_seq_expand_rows",              \
     "oar_seq_expand_set_lod"

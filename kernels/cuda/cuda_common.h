@@ -70,18 +70,11 @@ static inline unsigned grid_for(int64_t n, int threads = kThreads)
 /* ---- tensors ----------------------------------------------------------- */
 static inline const char *nm(const char *s) { return s ? s : "?"; }
 
-/* Input `slot`[i] with dtype `dtype` (-1: any) and `numel` elements (-1: any),
- * on the kernel's device; *p its data (NULL when empty). */
-int in_tensor(oar_kernel_ctx_t *k, const char *slot, int i, int dtype, int64_t numel,
-              const oar_tensor_t **t, const void **p);
-/* Output `slot`[0] data of dtype on the kernel's device, sized by inference;
- * numel >= 0 checks its size. */
-int out_data(oar_kernel_ctx_t *k, const char *slot, int dtype, int64_t numel, void **p);
-/* the same for an optional output: *p NULL and OAR_OK when absent */
-int out_data_opt(oar_kernel_ctx_t *k, const char *slot, int dtype, int64_t numel, void **p);
-
-/* The same by slot index (the definition's slot enums, src/ops/<family>.h);
- * messages name the slot as the definition does. */
+/* Input `slot`[i] (the definition's slot enums, src/ops/<family>.h) with
+ * dtype `dtype` (-1: any) and `numel` elements (-1: any), on the kernel's
+ * device, *p its data (NULL when empty); outputs sized by inference, numel
+ * >= 0 checks the size; the _opt form gives NULL and OAR_OK for an absent
+ * output. Messages name the slot as the definition does. */
 const char *in_slot_name(const oar_kernel_ctx_t *k, int slot);
 const char *out_slot_name(const oar_kernel_ctx_t *k, int slot);
 int in_tensor_at(oar_kernel_ctx_t *k, int slot, int i, int dtype, int64_t numel,

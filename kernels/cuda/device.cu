@@ -488,14 +488,6 @@ static int check_in(oar_kernel_ctx_t *k, const oar_tensor_t *t, const char *slot
     return OAR_OK;
 }
 
-int in_tensor(oar_kernel_ctx_t *k, const char *slot, int i, int dtype, int64_t numel,
-              const oar_tensor_t **t, const void **p)
-{
-    *p = nullptr;
-    *t = oar_k_in(k, slot, i);
-    return check_in(k, *t, slot, nm(oar_k_in_name(k, slot, i)), dtype, numel, p);
-}
-
 /* output t of slot `slot` (variable `name`) exists and has numel elements (-1: any) */
 static int check_out(oar_kernel_ctx_t *k, const oar_tensor_t *t, const char *slot, const char *name,
                      int64_t numel)
@@ -505,25 +497,6 @@ static int check_out(oar_kernel_ctx_t *k, const oar_tensor_t *t, const char *slo
         return oar_k_error(k, OAR_ERR_SHAPE, "output %s '%s' has %lld elements, expected %lld", slot,
                            name, (long long)oar_tensor_numel_of(t), (long long)numel);
     return OAR_OK;
-}
-
-int out_data(oar_kernel_ctx_t *k, const char *slot, int dtype, int64_t numel, void **p)
-{
-    *p = nullptr;
-    OAR_TRY(check_out(k, oar_k_out(k, slot, 0), slot, nm(oar_k_out_name(k, slot, 0)), numel));
-    *p = oar_k_out_data(k, slot, 0, dtype);
-    if (!*p) {
-        oar_error_prefix("%s: output %s: ", oar_k_op(k)->type, slot);
-        return OAR_ERR_NOMEM;
-    }
-    return OAR_OK;
-}
-
-int out_data_opt(oar_kernel_ctx_t *k, const char *slot, int dtype, int64_t numel, void **p)
-{
-    *p = nullptr;
-    if (!oar_k_out(k, slot, 0)) return OAR_OK;
-    return out_data(k, slot, dtype, numel, p);
 }
 
 /* ---- by slot index ---------------------------------------------------------- */
