@@ -14,6 +14,7 @@
 #include <string.h>
 #include "op.h"
 #include "sequence_batch.h"
+#include "ops/seq_lod.h"
 #include "gemm.h"
 #include "scratch.h"
 #include "ops/gru.h"
@@ -183,7 +184,7 @@ static int gru_setup(oar_kernel_ctx_t *k, gru_args_t *a)
     a->cf.origin = at->origin;
     const int64_t *offs;
     int64_t no;
-    OAR_TRY(oar_sk_lod_at(k, OAR_GRU_INPUT, "Input", a->in, &offs, &no));
+    OAR_TRY(oar_seq_lod_last(k, OAR_GRU_INPUT, "Input", a->in, &offs, &no));
     OAR_TRY(oar_sk_check_state(k, "H0", a->h0t, no - 1, a->D));
     return oar_sk_seqb_make(k, &a->sb, offs, no, at->reverse);
 }

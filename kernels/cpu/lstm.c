@@ -15,6 +15,7 @@
 #include <string.h>
 #include "op.h"
 #include "sequence_batch.h"
+#include "ops/seq_lod.h"
 #include "act_f32.h"
 #include "gemm.h"
 #include "scratch.h"
@@ -265,7 +266,7 @@ static int lstm_setup(oar_kernel_ctx_t *k, lstm_args_t *a)
     }
     const int64_t *offs;
     int64_t no;
-    OAR_TRY(oar_sk_lod_at(k, OAR_LSTM_INPUT, "Input", a->in, &offs, &no));
+    OAR_TRY(oar_seq_lod_last(k, OAR_LSTM_INPUT, "Input", a->in, &offs, &no));
     OAR_TRY(oar_sk_check_state(k, "H0", a->h0t, no - 1, a->D));
     OAR_TRY(oar_sk_check_state(k, "C0", a->c0t, no - 1, a->D));
     int64_t dims[3] = {a->T, 4 * a->D, no};

@@ -266,23 +266,6 @@ int oar_sk_output(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, in
     return OAR_OK;
 }
 
-int oar_sk_lod_at(oar_kernel_ctx_t *k, int slot, const char *name, const oar_tensor_t *t, const int64_t **offs,
-                  int64_t *noffs)
-{
-    if (t->lod_levels < 1)
-        return oar_k_error(k, OAR_ERR_INVALID, "input %s '%s' has no LoD; a LoD tensor (level >= 1) is required",
-                           name, nm(oar_k_input_name(k, slot, 0)));
-    int l = t->lod_levels - 1;
-    *offs = t->lod[l];
-    *noffs = t->lod_size[l];
-    int64_t rows = t->ndim > 0 ? t->dims[0] : 1;
-    if (*noffs < 1 || (*offs)[*noffs - 1] != rows)
-        return oar_k_error(k, OAR_ERR_SHAPE, "input %s '%s': LoD level %d ends at %lld but the tensor has %lld rows",
-                           name, nm(oar_k_input_name(k, slot, 0)), l,
-                           (long long)(*noffs > 0 ? (*offs)[*noffs - 1] : 0), (long long)rows);
-    return OAR_OK;
-}
-
 void *oar_sk_scratch(oar_kernel_ctx_t *k, int64_t n, size_t es, bool zero, int *rc)
 {
     size_t count = (size_t)(n > 0 ? n : 1);

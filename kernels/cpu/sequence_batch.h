@@ -73,9 +73,6 @@ int oar_sk_opt_input(oar_kernel_ctx_t *k, int slot, const char *name, int dtype,
                      const void **p);
 int oar_sk_output(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel, bool optional,
                   void **p);
-int oar_sk_lod_at(oar_kernel_ctx_t *k, int slot, const char *name, const oar_tensor_t *t, const int64_t **offs,
-                  int64_t *noffs);
-
 /* ---- recurrent kernels (lstm.c, gru.c) -------------------------------------- */
 /* checked scratch of n elements of es bytes, zeroed when `zero` (else the
  * caller writes all of it), from the block cache (scratch.h): free it with

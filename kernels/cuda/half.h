@@ -32,6 +32,10 @@ template <> struct CuType<__half> { static constexpr cudaDataType_t blas = CUDA_
 /* casts n elements of dtype src_dt (float, integer or bool) to float16 on
  * the kernel's device (half_ops.cu; tensor_ops.cu's cast calls it) */
 int cast_to_half(oar_kernel_ctx_t *k, int src_dt, const void *src, void *dst, int64_t n);
+/* cast's argument checks (out_dtype, in place only at equal element size)
+ * and its output, for an X of dtype dt (tensor_ops.cu; half_ops.cu's
+ * float16 cast uses it too) */
+int cast_begin(oar_kernel_ctx_t *k, int dt, const void **xv, void **dst, int64_t *n, int *out_dt);
 
 }  // namespace oarcu
 #endif

@@ -56,22 +56,11 @@ int from_half(oar_kernel_ctx_t *k, const void *s, void *d, int64_t n, float lo, 
 /* cast with a float16 X */
 int cast_f16(oar_kernel_ctx_t *k)
 {
-    const int out_dt = ((const oar_cast_attrs_t *)oar_k_attrs(k))->out_dtype;
-    const oar_tensor_t *xt;
     const void *xv;
-    OAR_TRY(in_tensor_at(k, OAR_TENSOR_X, 0, OAR_FP16, -1, &xt, &xv));
-    switch (out_dt) {
-    case OAR_BOOL: case OAR_INT8: case OAR_UINT8: case OAR_INT16: case OAR_INT32:
-    case OAR_INT64: case OAR_FP16: case OAR_FP32: case OAR_FP64: break;
-    default:
-        return oar_k_error(k, OAR_ERR_UNSUPPORTED, "attr out_dtype = %d has no CUDA cast", out_dt);
-    }
-    if (oar_k_output(k, OAR_TENSOR_OUT, 0) == xt && oar_dtype_size(out_dt) != sizeof(__half))
-        return oar_k_error(k, OAR_ERR_INVALID, "Out '%s' is X itself; an in-place cast must keep the element size",
-                           nm(oar_k_output_name(k, OAR_TENSOR_OUT, 0)));
-    const int64_t n = oar_tensor_numel_of(xt);
     void *dst;
-    OAR_TRY(out_data_at(k, OAR_TENSOR_OUT, 0, out_dt, n, &dst));
+    int64_t n;
+    int out_dt;
+    OAR_TRY(cast_begin(k, OAR_FP16, &xv, &dst, &n, &out_dt));
     if (n == 0) return OAR_OK;
     switch (out_dt) {
     case OAR_BOOL:
