@@ -82,6 +82,10 @@ int in_tensor_at(oar_kernel_ctx_t *k, int slot, int i, int dtype, int64_t numel,
 /* output `slot`[i] */
 int out_data_at(oar_kernel_ctx_t *k, int slot, int i, int dtype, int64_t numel, void **p);
 int out_data_opt_at(oar_kernel_ctx_t *k, int slot, int i, int dtype, int64_t numel, void **p);
+/* output `slot`[0] (`name` in messages, as the CPU kernels word them)
+ * holding exactly `numel` elements of dtype; absent: *p NULL and OAR_OK
+ * when `optional`, else an error */
+int out_checked(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel, bool optional, void **p);
 
 /* ---- scratch device memory ---------------------------------------------- */
 struct Scratch {

@@ -116,25 +116,6 @@ int input(oar_kernel_ctx_t *k, int slot, const char *name, int dt, bool optional
     return OAR_OK;
 }
 
-int output(oar_kernel_ctx_t *k, int slot, const char *name, int dt, int64_t numel, bool optional, void **p)
-{
-    *p = nullptr;
-    oar_tensor_t *t = oar_k_output(k, slot, 0);
-    if (!t) {
-        if (optional) return OAR_OK;
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s has no tensor variable", name);
-    }
-    if (oar_tensor_numel_of(t) != numel) {
-        char b[160];
-        return oar_k_error(k, OAR_ERR_SHAPE, "output %s '%s' has shape %s, expected %lld elements", name,
-                           nm_(oar_k_output_name(k, slot, 0)), oar_shape_str(t->dims, t->ndim, b, sizeof b),
-                           (long long)numel);
-    }
-    *p = oar_k_output_data(k, slot, 0, dt);
-    if (!*p) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate output %s on CUDA device %d", name, k->device);
-    return OAR_OK;
-}
-
 int out_or_scratch(oar_kernel_ctx_t *k, int slot, const char *name, int dt, int64_t numel, Scratch &own, void **p)
 {
     if (oar_k_output(k, slot, 0)) return output(k, slot, name, dt, numel, false, p);

@@ -70,7 +70,10 @@ int input(oar_kernel_ctx_t *k, int slot, const char *name, int dt, bool optional
           const void **p);
 /* output `slot` of numel elements; *p NULL with OAR_OK when optional and
  * absent */
-int output(oar_kernel_ctx_t *k, int slot, const char *name, int dt, int64_t numel, bool optional, void **p);
+inline int output(oar_kernel_ctx_t *k, int slot, const char *name, int dt, int64_t numel, bool optional, void **p)
+{
+    return out_checked(k, slot, name, dt, numel, optional, p);
+}
 /* output `slot`, or scratch (own) when the program dropped it (Paddle's
  * inference models have no Batch* outputs) */
 int out_or_scratch(oar_kernel_ctx_t *k, int slot, const char *name, int dt, int64_t numel, Scratch &own, void **p);

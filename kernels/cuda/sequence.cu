@@ -43,25 +43,6 @@ int input(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, bool optio
     return OAR_OK;
 }
 
-int output(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel, bool optional, void **p)
-{
-    *p = nullptr;
-    oar_tensor_t *t = oar_k_output(k, slot, 0);
-    if (!t) {
-        if (optional) return OAR_OK;
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s has no tensor variable", name);
-    }
-    if (oar_tensor_numel_of(t) != numel) {
-        char b[160];
-        return oar_k_error(k, OAR_ERR_SHAPE, "output %s '%s' has shape %s, expected %lld elements", name,
-                           nm(oar_k_output_name(k, slot, 0)), oar_shape_str(t->dims, t->ndim, b, sizeof b),
-                           (long long)numel);
-    }
-    *p = oar_k_output_data(k, slot, 0, dtype);
-    if (!*p) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate output %s: %s", name, oar_last_error());
-    return OAR_OK;
-}
-
 int offsets_to_device(oar_kernel_ctx_t *k, Scratch &s, const int64_t *h, int64_t n, const char *what)
 {
     const size_t bytes = sizeof(int64_t) * (size_t)(n > 0 ? n : 0);

@@ -23,7 +23,10 @@ int input(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, bool optio
           const oar_tensor_t **t, const void **p);
 /* Output `slot` holding `numel` elements (sized by inference) of dtype on
  * the kernel's device; absent: *p NULL when `optional`, else an error. */
-int output(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel, bool optional, void **p);
+inline int output(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel, bool optional, void **p)
+{
+    return out_checked(k, slot, name, dtype, numel, optional, p);
+}
 /* n host int64 values (n >= 0) copied into fresh device scratch s */
 int offsets_to_device(oar_kernel_ctx_t *k, Scratch &s, const int64_t *h, int64_t n, const char *what);
 /* a kernel-size check: every value fits an int (cuBLAS sizes, grid sizes) */

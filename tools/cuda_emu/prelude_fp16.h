@@ -136,3 +136,13 @@ static inline int out_data_opt_at(oar_kernel_ctx_t *k, int slot, int i, int dtyp
     if (!oar_k_output(k, slot, i)) return OAR_OK;
     return out_data_at(k, slot, i, dtype, numel, p);
 }
+static inline int out_checked(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel, bool optional,
+                              void **p)
+{
+    *p = nullptr;
+    if (!oar_k_output(k, slot, 0)) {
+        if (optional) return OAR_OK;
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s has no tensor variable", name);
+    }
+    return out_data_at(k, slot, 0, dtype, numel, p);
+}
