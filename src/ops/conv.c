@@ -224,7 +224,8 @@ static int conv_grad_maker(oar_grad_ctx_t *g) {
 static const oar_op_def_t conv2d_def = {
     .type = "conv2d", .inputs = conv_in, .outputs = conv_out, .attrs = conv_attrs,
     .infer = conv_infer, .grad = conv_grad_maker, .dtype_slot = "Input",
-    .attrs_size = sizeof(oar_conv_attrs_t), .decode = conv_decode};
+    .attrs_size = sizeof(oar_conv_attrs_t), .decode = conv_decode,
+    .flags = OAR_OP_WRITES_OUTPUTS};
 OAR_REGISTER_OP(conv2d_def)
 
 static const oar_op_def_t conv2d_grad_def = {
@@ -234,11 +235,14 @@ static const oar_op_def_t conv2d_grad_def = {
 OAR_REGISTER_OP(conv2d_grad_def)
 
 /* Fluid's layer picks depthwise_conv2d when groups == channels; the CPU
- * kernels are the grouped conv2d kernels. */
+ * kernels are the grouped conv2d kernels. The forward kernels write every
+ * output element (GEMMs with beta 0; the depthwise path clears each map
+ * before its taps accumulate): OAR_OP_WRITES_OUTPUTS. */
 static const oar_op_def_t depthwise_conv2d_def = {
     .type = "depthwise_conv2d", .inputs = conv_in, .outputs = conv_out, .attrs = conv_attrs,
     .infer = conv_infer, .grad = conv_grad_maker, .dtype_slot = "Input",
-    .attrs_size = sizeof(oar_conv_attrs_t), .decode = conv_decode};
+    .attrs_size = sizeof(oar_conv_attrs_t), .decode = conv_decode,
+    .flags = OAR_OP_WRITES_OUTPUTS};
 OAR_REGISTER_OP(depthwise_conv2d_def)
 
 static const oar_op_def_t depthwise_conv2d_grad_def = {

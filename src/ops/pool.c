@@ -148,7 +148,8 @@ static int pool_grad_infer(oar_infer_ctx_t *c) {
 static const oar_op_def_t pool2d_def = {
     .type = "pool2d", .inputs = pool_in, .outputs = pool_out, .attrs = pool_attrs,
     .infer = pool_infer, .grad = oar_grad_default,
-    .attrs_size = sizeof(oar_pool_attrs_t), .decode = pool_decode};
+    .attrs_size = sizeof(oar_pool_attrs_t), .decode = pool_decode,
+    .flags = OAR_OP_WRITES_OUTPUTS};   /* every window writes its output, empty ones 0 */
 OAR_REGISTER_OP(pool2d_def)
 
 static const oar_op_def_t pool2d_grad_def = {
