@@ -9,7 +9,7 @@
 #include <tgmath.h>
 #include "op.h"
 #include "ops/attr_tensor.h"
-#include "broadcast.h"
+#include "bcast_run.h"
 #include "ops/activation.h"
 
 typedef struct act_par { double p1, p2; } act_par_t;

@@ -10,7 +10,7 @@
  */
 #include <tgmath.h>
 #include "op.h"
-#include "broadcast.h"
+#include "bcast_run.h"
 #include "ops/activation_ext.h"
 
 typedef oar_act_ext_attrs_t par_t;

@@ -4,7 +4,7 @@
  * Bools are one byte; inputs are read as bytes and any nonzero is true.
  */
 #include "op.h"
-#include "broadcast.h"
+#include "bcast_run.h"
 
 static int bin_run(oar_kernel_ctx_t *k, oar_brows_fn fn)
 {

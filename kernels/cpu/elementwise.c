@@ -11,7 +11,7 @@
 #include <math.h>
 #include <string.h>
 #include "op.h"
-#include "broadcast.h"
+#include "bcast_run.h"
 #include "ops/elementwise.h"
 
 static int ew_forward(oar_kernel_ctx_t *k, int dtype, oar_brows_fn fn)

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "op.h"
-#include "broadcast.h"
+#include "bcast_run.h"
 #include "gemm.h"
-#include "half.h"
+#include "half_bits.h"
 #include "ops/activation.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"

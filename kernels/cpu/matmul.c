@@ -8,7 +8,7 @@
 #include <limits.h>
 #include <string.h>
 #include "op.h"
-#include "broadcast.h"
+#include "bcast_run.h"
 #include "gemm.h"
 #include "ops/matmul.h"
 

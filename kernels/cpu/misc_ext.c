@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "op.h"
-#include "broadcast.h"
+#include "bcast_run.h"
 #include "ops/misc_ext.h"
 
 /* ---- fill_any_like --------------------------------------------------------- */

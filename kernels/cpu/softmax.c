@@ -11,7 +11,7 @@
 #include <tgmath.h>
 #include <string.h>
 #include "op.h"
-#include "broadcast.h"
+#include "bcast_run.h"
 #include "ops/softmax.h"
 
 typedef struct sm_view { int64_t pre, n, post; } sm_view_t;

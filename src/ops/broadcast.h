@@ -2,7 +2,7 @@
  * broadcast.h — Fluid's elementwise broadcasting and numpy's matmul shapes:
  * place-neutral geometry shared by the op definitions (shape inference) and
  * every place's kernels (loop plans). Kernel-side helpers for the CPU are in
- * kernels/cpu/broadcast.h.
+ * kernels/cpu/bcast_run.h.
  *
  * Shapes: the operand of lower rank is aligned into the other one starting at
  * `axis` (-1: right-aligned, i.e. rank(big) - rank(small), computed before the

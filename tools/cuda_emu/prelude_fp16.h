@@ -1,5 +1,5 @@
 /* tools/cuda_emu/prelude_fp16.h — appended to prelude.h by run: float16
- * (__half from cuda_fp16.h here, as its bits, converted by kernels/cpu/half.h),
+ * (__half from cuda_fp16.h here, as its bits, converted by kernels/cpu/half_bits.h),
  * atomicAdd on float/double/__half (one lock: a block's threads run
  * concurrently), cuBLAS's GemmEx and strided-batched GEMMs (reference loops;
  * half operands with float accumulation), to_host, and cuda_common.h's

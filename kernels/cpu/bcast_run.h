@@ -1,10 +1,10 @@
 /*
- * broadcast.h — CPU kernel side of broadcasting ops: the inputs and loop plan
+ * bcast_run.h — CPU kernel side of broadcasting ops: the inputs and loop plan
  * of a kernel (read by slot index and decoded axis), row runners and the
  * OpenMP split. Geometry lives in the definition layer, src/ops/broadcast.h.
  */
-#ifndef OAR_KERNELS_CPU_BROADCAST_H
-#define OAR_KERNELS_CPU_BROADCAST_H
+#ifndef OAR_KERNELS_CPU_BCAST_RUN_H
+#define OAR_KERNELS_CPU_BCAST_RUN_H
 #include "ops/broadcast.h"
 
 
