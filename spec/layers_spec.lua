@@ -11,7 +11,6 @@ local function errmsg(fn, ...)
   return tostring(err)
 end
 
-local it_ops = A.it_ops
 
 local build = A.build
 
@@ -273,7 +272,7 @@ describe("tensor layers", function()
     assert.are.same({ false, false, false, false }, got[7]:totable())
   end)
 
-  it_ops({ "concat", "split" }, "concatenates and splits", function()
+  it("concatenates and splits", function()
     local main, startup, c, parts, sec = build(function()
       local a = layers.data{ name = "a", shape = { 2, 2 }, append_batch_size = false }
       local b = layers.data{ name = "b", shape = { 2, 1 }, append_batch_size = false }
@@ -291,7 +290,7 @@ describe("tensor layers", function()
     assert.are.same({ { 2, 5 }, { 4, 6 } }, got[3]:totable())
   end)
 
-  it_ops({ "transpose" }, "transposes", function()
+  it("transposes", function()
     local main, startup, t = build(function()
       local a = layers.data{ name = "a", shape = { 2, 3 }, append_batch_size = false }
       return layers.transpose{ x = a, perm = { 1, 0 } }
@@ -310,7 +309,7 @@ describe("tensor layers", function()
     end)
   end)
 
-  it_ops({ "reshape" }, "reshapes", function()
+  it("reshapes", function()
     local main, startup, r = build(function()
       local a = layers.data{ name = "a", shape = { 2, 3 }, append_batch_size = false }
       return layers.reshape{ x = a, shape = { 3, -1 } }
@@ -320,7 +319,7 @@ describe("tensor layers", function()
     assert.are.same({ { 1, 2 }, { 3, 4 }, { 5, 6 } }, got[1]:totable())
   end)
 
-  it_ops({ "arg_max", "top_k" }, "finds argmax and top-k", function()
+  it("finds argmax and top-k", function()
     local main, startup, am, vals, idx = build(function()
       local a = layers.data{ name = "a", shape = { 2, 3 }, append_batch_size = false }
       local v, i = layers.topk{ input = a, k = 2 }
@@ -451,7 +450,7 @@ describe("losses and metrics", function()
     near({ { 4 }, { 9 } }, got[1]:totable())
   end)
 
-  it_ops({ "cross_entropy" }, "computes cross_entropy from probabilities", function()
+  it("computes cross_entropy from probabilities", function()
     local main, startup, out = build(function()
       local p = layers.data{ name = "p", shape = { 3 } }
       local l = layers.data{ name = "l", shape = { 1 }, dtype = "int64" }
@@ -461,7 +460,7 @@ describe("losses and metrics", function()
     near({ { -math.log(0.5) }, { -math.log(0.8) } }, got[1]:totable())
   end)
 
-  it_ops({ "softmax_with_cross_entropy" }, "computes softmax_with_cross_entropy", function()
+  it("computes softmax_with_cross_entropy", function()
     local main, startup, loss = build(function()
       local z = layers.data{ name = "z", shape = { 3 } }
       local l = layers.data{ name = "l", shape = { 1 }, dtype = "int64" }
@@ -473,7 +472,7 @@ describe("losses and metrics", function()
     near({ { lse - 1 } }, got[1]:totable())
   end)
 
-  it_ops({ "sigmoid_cross_entropy_with_logits" }, "computes sigmoid_cross_entropy_with_logits", function()
+  it("computes sigmoid_cross_entropy_with_logits", function()
     local main, startup, out = build(function()
       local x = layers.data{ name = "x", shape = { 2 } }
       local y = layers.data{ name = "y", shape = { 2 } }
@@ -484,7 +483,7 @@ describe("losses and metrics", function()
     near({ { sce(0.5, 1), sce(-2, 0) } }, got[1]:totable())
   end)
 
-  it_ops({ "top_k", "accuracy" }, "computes accuracy through top_k", function()
+  it("computes accuracy through top_k", function()
     local main, startup, acc, acc2 = build(function()
       local p = layers.data{ name = "p", shape = { 3 } }
       local l = layers.data{ name = "l", shape = { 1 }, dtype = "int64" }
@@ -496,7 +495,7 @@ describe("losses and metrics", function()
     near({ 0.75 }, got[2]:totable())
   end)
 
-  it_ops({ "lookup_table" }, "looks up embeddings", function()
+  it("looks up embeddings", function()
     local main, startup, emb = build(function()
       local ids = layers.data{ name = "ids", shape = { 1 }, dtype = "int64" }
       return layers.embedding{ input = ids, size = { 5, 2 }, param_attr = { initializer = Constant{ value = 2 } },

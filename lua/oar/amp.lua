@@ -233,7 +233,7 @@ local Decorated = {}
 Decorated.__index = Decorated
 
 local OPTS = "init_loss_scaling use_dynamic_loss_scaling incr_every_n_steps decr_every_n_nan_or_inf " ..
-  "incr_ratio decr_ratio use_fp16_compute amp_lists use_pure_fp16"
+  "incr_ratio decr_ratio use_fp16_compute amp_lists"
 
 local function number(who, name, v, lo, integer)
   if type(v) ~= "number" or v ~= v or v < lo or (integer and v % 1 ~= 0) then
@@ -251,8 +251,7 @@ end
 --   scaling only; true: `minimize` first rewrites the forward program for
 --   mixed precision, see `rewrite_program`), `amp_lists` (an
 --   `AutoMixedPrecisionLists`, default lists when nil; needs
---   `use_fp16_compute`), `use_pure_fp16` (Fluid's; only false is supported:
---   every op in float16 is not implemented)
+--   `use_fp16_compute`). Parameters always stay float32 (master weights).
 -- @treturn table the decorated optimizer (its `minimize(loss, opts)` takes the optimizer's options)
 -- @usage local opt = oar.amp.decorate(oar.optimizer.Adam{learning_rate = 1e-3}, {init_loss_scaling = 128})
 function M.decorate(optimizer, opts)
@@ -275,14 +274,8 @@ function M.decorate(optimizer, opts)
     raise(who .. ": 'use_dynamic_loss_scaling' must be a boolean, got " .. type(opts.use_dynamic_loss_scaling))
   end
   if d.decr_ratio >= 1 then raise(who .. ": 'decr_ratio' must be below 1, got " .. d.decr_ratio) end
-  for _, k in ipairs({ "use_fp16_compute", "use_pure_fp16" }) do
-    if opts[k] ~= nil and type(opts[k]) ~= "boolean" then
-      raise(who .. ": '" .. k .. "' must be a boolean, got " .. type(opts[k]))
-    end
-  end
-  if opts.use_pure_fp16 then
-    raise(who .. ": 'use_pure_fp16 = true' (every op in float16) is not supported; " ..
-      "use 'use_fp16_compute = true' (mixed precision with float32 master weights)")
+  if opts.use_fp16_compute ~= nil and type(opts.use_fp16_compute) ~= "boolean" then
+    raise(who .. ": 'use_fp16_compute' must be a boolean, got " .. type(opts.use_fp16_compute))
   end
   d.use_fp16_compute = opts.use_fp16_compute == true
   if opts.amp_lists ~= nil then
