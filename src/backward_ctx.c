@@ -241,15 +241,35 @@ static int wire_declared(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot,
     return OAR_OK;
 }
 
+/* "<forward type>_grad", malloc'ed; NULL with the failure recorded */
+static char *grad_type(oar_grad_ctx_t *g)
+{
+    size_t n = strlen(g->fwd->type);
+    char *type = oar_xmalloc(n + sizeof "_grad");
+    if (!type) { gc_fail(g, OAR_ERR_NOMEM); return NULL; }
+    memcpy(type, g->fwd->type, n);
+    memcpy(type + n, "_grad", sizeof "_grad");
+    return type;
+}
+
+oar_op_desc_t *oar_gc_new_grad_op(oar_grad_ctx_t *g)
+{
+    if (!g || !g->fwd) {
+        gc_fail(g, oar_error(OAR_ERR_INVALID, "oar_gc_new_grad_op: NULL context"));
+        return NULL;
+    }
+    char *type = grad_type(g);
+    oar_op_desc_t *op = type ? oar_gc_new_op(g, type) : NULL;
+    free(type);
+    return op;
+}
+
 int oar_grad_default(oar_grad_ctx_t *g)
 {
     if (!g || !g->fwd) return oar_error(OAR_ERR_INVALID, "oar_grad_default: NULL context");
     const oar_op_desc_t *fwd = g->fwd;
-    size_t n = strlen(fwd->type);
-    char *type = oar_xmalloc(n + sizeof "_grad");
-    if (!type) return gc_fail(g, OAR_ERR_NOMEM);
-    memcpy(type, fwd->type, n);
-    memcpy(type + n, "_grad", sizeof "_grad");
+    char *type = grad_type(g);
+    if (!type) return g->status;
     const oar_op_def_t *def = oar_registry_op(type);
     if (!def) {
         int rc = oar_error(OAR_ERR_NOT_FOUND, "op '%s' uses the default grad maker but '%s' is not registered",

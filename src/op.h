@@ -239,6 +239,8 @@ OAR_API int oar_k_error(oar_kernel_ctx_t *k, int status, const char *fmt, ...) _
 OAR_API const oar_op_desc_t *oar_gc_fwd(const oar_grad_ctx_t *g);
 /* new grad op (attrs copied from the forward op); owned by the pass */
 OAR_API oar_op_desc_t *oar_gc_new_op(oar_grad_ctx_t *g, const char *type);
+/* the same with type "<forward type>_grad" */
+OAR_API oar_op_desc_t *oar_gc_new_grad_op(oar_grad_ctx_t *g);
 OAR_API int oar_gc_in(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot);       /* fwd input slot -> op input slot */
 OAR_API int oar_gc_out(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot);      /* fwd output slot -> op input slot */
 OAR_API int oar_gc_out_grad(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot); /* "slot@GRAD" input: fwd outputs + @GRAD */

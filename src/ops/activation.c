@@ -112,9 +112,7 @@ static int act_grad_infer_x(oar_infer_ctx_t *c) { return oar_infer_grad_like_inp
 static int make_grad(oar_grad_ctx_t *g, const char *dep)
 {
     const oar_op_desc_t *fwd = oar_gc_fwd(g);
-    char type[64];
-    snprintf(type, sizeof type, "%s_grad", oar_op_desc_type(fwd));
-    oar_op_desc_t *op = oar_gc_new_op(g, type);
+    oar_op_desc_t *op = oar_gc_new_grad_op(g);
     if (!op) return OAR_ERR_NOMEM;
     if (strcmp(dep, "Out") == 0) OAR_TRY(oar_gc_out(g, op, "Out"));
     else OAR_TRY(oar_gc_in(g, op, "X"));

@@ -93,10 +93,7 @@ static int hard_swish_infer(oar_infer_ctx_t *c)
 
 static int make_grad(oar_grad_ctx_t *g, bool dep_out)
 {
-    const oar_op_desc_t *fwd = oar_gc_fwd(g);
-    char type[64];
-    snprintf(type, sizeof type, "%s_grad", oar_op_desc_type(fwd));
-    oar_op_desc_t *op = oar_gc_new_op(g, type);
+    oar_op_desc_t *op = oar_gc_new_grad_op(g);
     if (!op) return OAR_ERR_NOMEM;
     OAR_TRY(dep_out ? oar_gc_out(g, op, "Out") : oar_gc_in(g, op, "X"));
     OAR_TRY(oar_gc_out_grad(g, op, "Out"));

@@ -209,9 +209,7 @@ static int conv_grad_infer(oar_infer_ctx_t *c) {
 }
 
 static int conv_grad_maker(oar_grad_ctx_t *g) {
-    char type[64];
-    snprintf(type, sizeof type, "%s_grad", oar_gc_fwd(g)->type);
-    oar_op_desc_t *op = oar_gc_new_op(g, type);
+    oar_op_desc_t *op = oar_gc_new_grad_op(g);
     if (!op) return OAR_ERR_NOMEM;
     OAR_TRY(oar_gc_in(g, op, "Input"));
     OAR_TRY(oar_gc_in(g, op, "Filter"));

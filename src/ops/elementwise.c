@@ -31,9 +31,7 @@ static int ew_infer(oar_infer_ctx_t *c) { return oar_bcast_infer(c, -1); }
 /* grad op "<type>_grad" reading X, Y, Out@GRAD and, when with_out, Out */
 static int ew_make_grad(oar_grad_ctx_t *g, bool with_out)
 {
-    char type[64];
-    snprintf(type, sizeof type, "%s_grad", oar_op_desc_type(oar_gc_fwd(g)));
-    oar_op_desc_t *op = oar_gc_new_op(g, type);
+    oar_op_desc_t *op = oar_gc_new_grad_op(g);
     if (!op) return OAR_ERR_NOMEM;
     OAR_TRY(oar_gc_in(g, op, "X"));
     OAR_TRY(oar_gc_in(g, op, "Y"));

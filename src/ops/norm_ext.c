@@ -116,10 +116,8 @@ static int norm_grad_infer(oar_infer_ctx_t *c) { return oar_infer_grad_like_inpu
 
 static int norm_grad(oar_grad_ctx_t *g)
 {
-    char type[64];
     const oar_op_desc_t *f = oar_gc_fwd(g);
-    snprintf(type, sizeof type, "%s_grad", oar_op_desc_type(f));
-    oar_op_desc_t *op = oar_gc_new_op(g, type);
+    oar_op_desc_t *op = oar_gc_new_grad_op(g);
     if (!op) return OAR_ERR_NOMEM;
     OAR_TRY(oar_gc_in(g, op, "X"));
     if (oar_op_desc_input_count(f, "Scale") > 0) OAR_TRY(oar_gc_in(g, op, "Scale"));

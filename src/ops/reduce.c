@@ -116,9 +116,7 @@ static int reduce_infer(oar_infer_ctx_t *c)
 /* sum and mean need only X's shape and the output gradient */
 static int reduce_linear_grad_maker(oar_grad_ctx_t *g)
 {
-    char type[64];
-    snprintf(type, sizeof type, "%s_grad", oar_op_desc_type(oar_gc_fwd(g)));
-    oar_op_desc_t *op = oar_gc_new_op(g, type);
+    oar_op_desc_t *op = oar_gc_new_grad_op(g);
     if (!op) return OAR_ERR_NOMEM;
     OAR_TRY(oar_gc_in(g, op, "X"));
     OAR_TRY(oar_gc_out_grad(g, op, "Out"));

@@ -197,9 +197,7 @@ static int repeat_grad_infer(oar_infer_ctx_t *c) { return grad_like(c, "X", "X@G
 static int repeat_grad_maker(oar_grad_ctx_t *g)
 {
     const oar_op_desc_t *fwd = oar_gc_fwd(g);
-    char type[64];
-    snprintf(type, sizeof type, "%s_grad", oar_op_desc_type(fwd));
-    oar_op_desc_t *op = oar_gc_new_op(g, type);
+    oar_op_desc_t *op = oar_gc_new_grad_op(g);
     if (!op) return OAR_ERR_NOMEM;
     OAR_TRY(oar_gc_in(g, op, "X"));
     static const char *const extra[] = {"ExpandTimes", "expand_times_tensor", "Shape", "expand_shapes_tensor",

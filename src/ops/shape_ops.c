@@ -113,9 +113,7 @@ static int view_grad_infer_xshape(oar_infer_ctx_t *c) { return view_grad_infer(c
 /* grad makers: v1 ops read X (for its shape), v2 ops read XShape */
 static int make_grad(oar_grad_ctx_t *g, bool with_xshape)
 {
-    char type[64];
-    snprintf(type, sizeof type, "%s_grad", oar_op_desc_type(oar_gc_fwd(g)));
-    oar_op_desc_t *op = oar_gc_new_op(g, type);
+    oar_op_desc_t *op = oar_gc_new_grad_op(g);
     if (!op) return OAR_ERR_NOMEM;
     if (with_xshape) OAR_TRY(oar_gc_out(g, op, "XShape"));
     else OAR_TRY(oar_gc_in(g, op, "X"));

@@ -14,9 +14,7 @@ static const char *nm(const char *s) { return s ? s : "?"; }
 /* "<fwd>_grad" reading `ins` (forward inputs), Out@GRAD; writing the grads of `grads` */
 static int make_grad(oar_grad_ctx_t *g, const char *const *ins, const char *const *grads)
 {
-    char type[64];
-    snprintf(type, sizeof type, "%s_grad", oar_op_desc_type(oar_gc_fwd(g)));
-    oar_op_desc_t *op = oar_gc_new_op(g, type);
+    oar_op_desc_t *op = oar_gc_new_grad_op(g);
     if (!op) return OAR_ERR_NOMEM;
     for (int i = 0; ins[i]; i++) OAR_TRY(oar_gc_in(g, op, ins[i]));
     OAR_TRY(oar_gc_out_grad(g, op, "Out"));
