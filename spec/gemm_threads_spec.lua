@@ -38,7 +38,8 @@ describe("GEMMs split across threads", function()
   end)
   for _, case in ipairs({ { { 128, 784 }, { 784, 500 } }, { { 100, 256 }, { 256, 10 } }, { { 1, 784 }, { 784, 300 } },
                           { { 300, 784 }, { 784, 1 } }, { { 70, 33 }, { 33, 129 } },
-                          -- GEMVs large enough to split (>= 2^21 multiply-adds)
+                          -- GEMVs large enough to split (>= 2^17 multiply-adds), batch-1 MLP inference's too
+                          { { 1, 784 }, { 784, 512 } }, { { 1, 512 }, { 512, 256 } }, { { 512, 784 }, { 784, 1 } },
                           { { 1, 4096 }, { 4096, 600 } }, { { 600, 4096 }, { 4096, 1 } } }) do
     it(("mul [%d, %d] x [%d, %d] and its grads"):format(case[1][1], case[1][2], case[2][1], case[2][2]), function()
       local run = mul_grads(case[1], case[2])

@@ -33,6 +33,9 @@ typedef struct oar_prep_op {
     int fallback_dtype;      /* when the dispatch var has no dtype yet */
     char *context;           /* "op 'mul' (block 0, #3, created at x.lua:5)" */
     void *attrs;             /* the definition's decoded attributes (NULL without decode) */
+    void *kstate;            /* the kernel's state across runs (oar_k_set_state) */
+    void (*kstate_free)(void *);
+    bool grad_follows;       /* a later op is this op's grad on the same first input */
     /* memory plan: variables whose last use is this op (released after it) */
     int *release; int nrelease;
     int inplace_in, inplace_out;   /* var ids of an in-place pair, -1 none */

@@ -147,6 +147,18 @@ const void *oar_k_attrs(const oar_kernel_ctx_t *k) {
     return k->op->attrs ? k->op->attrs : (const void *)zeros;
 }
 
+void *oar_k_state(const oar_kernel_ctx_t *k) { return k->op->kstate; }
+
+void oar_k_set_state(oar_kernel_ctx_t *k, void *state, void (*free_fn)(void *)) {
+    /* the prepared op is the executor's, const to kernels but for this */
+    oar_prep_op_t *op = (oar_prep_op_t *)k->op;
+    if (op->kstate && op->kstate_free && op->kstate != state) op->kstate_free(op->kstate);
+    op->kstate = state;
+    op->kstate_free = free_fn;
+}
+
+bool oar_k_grad_follows(const oar_kernel_ctx_t *k) { return k->op->grad_follows; }
+
 oar_scope_t *oar_k_scope(oar_kernel_ctx_t *k) { return k->scope; }
 oar_program_t *oar_k_program(oar_kernel_ctx_t *k) { return k->prep->program; }
 int oar_k_dtype(const oar_kernel_ctx_t *k) { return k->dtype; }

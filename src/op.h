@@ -214,6 +214,14 @@ OAR_API oar_variable_t *oar_k_output_var(oar_kernel_ctx_t *k, int slot, int i);
 OAR_API const char *oar_k_input_name(const oar_kernel_ctx_t *k, int slot, int i);
 OAR_API const char *oar_k_output_name(const oar_kernel_ctx_t *k, int slot, int i);
 OAR_API const void *oar_k_attrs(const oar_kernel_ctx_t *k);              /* the decoded struct */
+/* State a kernel keeps across runs of one prepared op (a oneDNN primitive,
+ * weights reordered once): NULL until set; set replaces (freeing the old
+ * state) and free_fn runs when the prepared op goes. */
+OAR_API void *oar_k_state(const oar_kernel_ctx_t *k);
+OAR_API void oar_k_set_state(oar_kernel_ctx_t *k, void *state, void (*free_fn)(void *));
+/* true when a later op of the block is this op's '<type>_grad' reading the
+ * same first input: a forward may keep work for it (oar_tensor_attach) */
+OAR_API bool oar_k_grad_follows(const oar_kernel_ctx_t *k);
 
 OAR_API const oar_op_desc_t *oar_k_op(const oar_kernel_ctx_t *k);
 OAR_API int oar_k_in_count(const oar_kernel_ctx_t *k, const char *slot);

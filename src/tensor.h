@@ -13,6 +13,12 @@ typedef struct oar_buffer {
     void *data;
     size_t bytes;
     size_t cap;                /* bytes actually allocated (>= bytes) */
+    /* one blob a kernel derived from the data (oar_tensor_attach), with the
+     * key it was derived with; dropped on any write through the API */
+    void *aux;
+    void (*aux_free)(void *);
+    unsigned char *aux_key;
+    size_t aux_key_len;
 } oar_buffer_t;
 
 struct oar_tensor {
@@ -38,6 +44,15 @@ OAR_API int oar_tensor_bytes_for(const oar_tensor_t *t, int dtype, size_t *bytes
 /* t becomes a view of src's data: src's dtype and (shared) buffer, t's own
  * dims and LoD (reshape-like kernels of every place) */
 OAR_API int oar_tensor_share_data(oar_tensor_t *t, const oar_tensor_t *src);
+/* One blob a kernel derived from a tensor's data, kept with its buffer for a
+ * later kernel (conv2d keeps the images it unfolded for conv2d_grad): `key`
+ * (key_len bytes) says how it was derived, and oar_tensor_attached returns
+ * the blob only for an equal key. Any write through oar_tensor_mutable*
+ * drops it (free_fn(blob)), as does the buffer's end; attaching replaces the
+ * buffer's previous blob. Views sharing the buffer share the blob. */
+OAR_API int oar_tensor_attach(oar_tensor_t *t, const void *key, size_t key_len, void *blob,
+                              void (*free_fn)(void *));
+OAR_API void *oar_tensor_attached(const oar_tensor_t *t, const void *key, size_t key_len);
 /* dst shares src's buffer (keeping its own dims): the memory plan's in-place pairs */
 int oar_tensor_adopt_buffer(oar_tensor_t *dst, const oar_tensor_t *src);
 /* Returns writable storage for numel(dims) elements of dtype, allocating (64-byte

@@ -84,10 +84,10 @@ static void gemm1(int dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, dou
                 (int)K, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
 }
 
-#define GEMV_BLOCK 256
+#define GEMV_BLOCK 128
 #define FIX_N 128   /* OpenBLAS products: fixed column blocks, */
 #define FIX_M 64    /* or row blocks when there are few columns */
-#define GEMV_PAR_MIN ((int64_t)1 << 21)
+#define GEMV_PAR_MIN ((int64_t)1 << 17)
 #define AT(p, off, es) ((void *)((char *)(p) + (size_t)(off) * (es)))
 #define CAT(p, off, es) ((const void *)((const char *)(p) + (size_t)(off) * (es)))
 
@@ -109,12 +109,12 @@ void oar_gemm(int dt, int threads, bool ta, bool tb, int64_t M, int64_t N, int64
      * whatever the thread count, and threads take whole blocks */
     if (M == 1 || N == 1) {
         const int64_t L = M == 1 ? N : M, nb = (L + GEMV_BLOCK - 1) / GEMV_BLOCK;
-        /* a GEMV streams its matrix once: below GEMV_PAR_MIN multiply-adds
-         * waking a sleeping worker costs more than the half it would take
-         * (batch-1 MLP inference: 56-60 us with 2 threads, 37-41 with 1),
-         * and one call beats blocks (784 x 512: 20 us, 25 in 128-wide
-         * blocks). Whole or blocked is decided by size alone, never by the
-         * thread count. */
+        /* below GEMV_PAR_MIN multiply-adds a split costs more than it
+         * saves; above it two cores each keep their blocks of the matrix in
+         * their own L2 across calls (batch-1 MLP inference, 784 x 512:
+         * 21.5 us on 2 threads against 30 us in one call, docs/DECISIONS.md).
+         * Whole or blocked is decided by size alone, never by the thread
+         * count. */
         if (L * K < GEMV_PAR_MIN) {
             gemm1(dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
             return;

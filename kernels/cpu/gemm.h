@@ -16,7 +16,7 @@
  * does not depend on the thread count (spec/gemm_threads_spec.lua): products
  * on OpenBLAS (float64; float32 without oneDNN) large enough to be split are
  * always cut at fixed 128-column (64-row) blocks, on one thread too; GEMVs
- * use fixed 256-wide blocks whatever the count (those of 2^21
+ * use fixed 128-wide blocks whatever the count (those of 2^17
  * multiply-adds or more; smaller ones are one call), and oneDNN's sgemm gave
  * identical elements wherever their column fell in every shape tried (an
  * observation the spec guards, not a documented guarantee).
