@@ -125,6 +125,11 @@ OAR_API int oar_tensor_ndim(const oar_tensor_t *t);
 OAR_API const int64_t *oar_tensor_dims(const oar_tensor_t *t);
 OAR_API int64_t oar_tensor_numel(const oar_tensor_t *t);
 OAR_API void *oar_tensor_data(oar_tensor_t *t);                /* NULL until allocated or on a device */
+/* Call before writing through oar_tensor_data's pointer into a tensor a
+ * program has run on: drops what kernels derived from its data and keep for
+ * later runs (fc's reordered weights, conv2d's unfolded images). Writes by
+ * ops, oar_tensor_mutable* and new tensors need nothing. */
+OAR_API void oar_tensor_touch(oar_tensor_t *t);
 OAR_API int oar_tensor_place(const oar_tensor_t *t);
 OAR_API int oar_tensor_device(const oar_tensor_t *t);          /* the CUDA device of its data (0 on the host) */
 /* a new tensor (dims, dtype, LoD) with src's data copied to place/device */

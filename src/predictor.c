@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "desc.h"
 #include "error.h"
+#include "fuse.h"
 #include "tensor.h"
 #include "tensor_io.h"
 #include "bounded.h"
@@ -208,6 +209,8 @@ int oar_predictor_load_files(const char *model_path, const char *params_path, oa
     if (rc == OAR_OK) rc = strip_feed_fetch(p);
     if (rc == OAR_OK) rc = oar_scope_new(&p->scope);
     if (rc == OAR_OK) rc = load_params(p, model_dir, params_path);
+    /* Paddle Inference's fc_fuse_pass: mul + bias (+ relu) -> fc */
+    if (rc == OAR_OK) rc = oar_fuse_fc(p->program, 0, (const char *const *)p->fetch_names, p->nfetch, NULL);
     if (lock) oar_ckpt_end(lock);
     free(model_dir);
     if (rc == OAR_OK) rc = oar_executor_new(OAR_PLACE_CPU, 0, &p->exe);

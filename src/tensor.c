@@ -355,6 +355,11 @@ static void *mutable_on(oar_tensor_t *t, int dtype, int place, int device, bool 
     return t->buf->data;
 }
 
+void oar_tensor_touch(oar_tensor_t *t)
+{
+    if (t) buffer_drop_aux(t->buf);
+}
+
 int oar_tensor_attach(oar_tensor_t *t, const void *key, size_t key_len, void *blob, void (*free_fn)(void *))
 {
     if (!t || !t->buf || !t->buf->data || (key_len && !key) || !blob)

@@ -324,6 +324,9 @@ function Tensor:data()
   end
   local p = C.oar_tensor_data(self.handle)
   if p == nil then return nil end
+  -- the caller may write through the pointer: what kernels derived from the
+  -- data (fc's reordered weights) must go
+  C.oar_tensor_touch(self.handle)
   return ffi.cast(dtypes.ctype(self:dtype()) .. " *", p)
 end
 
