@@ -27,14 +27,7 @@ local function fc_ref(x, w, b, M, K, N, ldw, relu)
   return out
 end
 
-local function at_threads(n, fn)
-  local before = tonumber(C.oar_get_flag("num_threads"))
-  assert.equals(0, C.oar_set_flag("num_threads", n))
-  local ok, r = pcall(fn)
-  C.oar_set_flag("num_threads", before)
-  assert(ok, r)
-  return r
-end
+local at_threads = require("spec.helpers.threads")
 
 describe("fc op", function()
   for _, dtype in ipairs({ "float64", "float32" }) do

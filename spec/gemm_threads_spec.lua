@@ -3,18 +3,10 @@
 -- column/row blocks, each one single-threaded call.
 local T = require("spec.helpers.op_test")
 local R = require("spec.helpers.random")
-local C = require("oar.lib").C
 
 local function numel(s) local n = 1 for _, d in ipairs(s) do n = n * d end return n end
 
-local function at_threads(n, fn)
-  local before = tonumber(C.oar_get_flag("num_threads"))
-  assert.equals(0, C.oar_set_flag("num_threads", n))
-  local ok, r = pcall(fn)
-  C.oar_set_flag("num_threads", before)
-  assert(ok, r)
-  return r
-end
+local at_threads = require("spec.helpers.threads")
 
 local function mul_grads(xs, ys, dtype)
   dtype = dtype or "float32"
