@@ -114,13 +114,24 @@ typedef void (*ew_grad_fn)(const oar_bplan_t *p, const void *x, const void *y, c
             const T *xr = x + xo, *yr = y + yo, *orow = out + r * n, *grow = gr + r * n; \
             T *dr = d + (side ? yo : xo);                                             \
             if (!dv1) {                                                               \
-                T s = 0;                                                              \
+                /* eight running sums, not one: a single float sum is a chain \
+                 * of dependent adds the compiler may not reorder (a conv      \
+                 * bias's gradient sums 576 values per row) */                \
+                T acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                  \
+                int64_t i = 0;                                                        \
                 if (xv1) { const T b = *yr;                                           \
-                    for (int64_t i = 0; i < n; i++) { T a = xr[i], o = orow[i], g = grow[i]; \
-                        (void)a; (void)b; (void)o; s += (EXPR); } }                   \
+                    for (; i + 8 <= n; i += 8)                                        \
+                        for (int l = 0; l < 8; l++) { T a = xr[i + l], o = orow[i + l], g = grow[i + l]; \
+                            (void)a; (void)b; (void)o; acc[l] += (EXPR); }            \
+                    for (; i < n; i++) { T a = xr[i], o = orow[i], g = grow[i];       \
+                        (void)a; (void)b; (void)o; acc[0] += (EXPR); } }              \
                 else { const T a = *xr;                                               \
-                    for (int64_t i = 0; i < n; i++) { T b = yr[i], o = orow[i], g = grow[i]; \
-                        (void)a; (void)b; (void)o; s += (EXPR); } }                   \
+                    for (; i + 8 <= n; i += 8)                                        \
+                        for (int l = 0; l < 8; l++) { T b = yr[i + l], o = orow[i + l], g = grow[i + l]; \
+                            (void)a; (void)b; (void)o; acc[l] += (EXPR); }            \
+                    for (; i < n; i++) { T b = yr[i], o = orow[i], g = grow[i];       \
+                        (void)a; (void)b; (void)o; acc[0] += (EXPR); } }              \
+                const T s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])); \
                 if (full) *dr = s; else *dr += s;                                     \
             } else if (xv1 && yv1) {                                                  \
                 if (full) for (int64_t i = 0; i < n; i++) {                           \

@@ -87,6 +87,26 @@ static void pool_max2_bwd_f32(const float *x, const float *y, const float *dy, f
     }
 }
 
+/* 2x2/2 max pooling that tiles the input, float32: the generic loop's
+ * arithmetic for its full 2x2 windows, without the per-window bounds test
+ * that kept the compiler from vectorizing it (4 % of a LeNet step before) */
+static void pool_max2_fwd_f32(const float *x, float *y, const pool_geom_t *g) {
+    const int64_t H = g->h, W = g->w, OH = g->oh, OW = g->ow;
+    #pragma omp parallel for schedule(static) if (g->planes * H * W >= POOL_PAR_MIN)
+    for (int64_t pl = 0; pl < g->planes; pl++) {
+        for (int64_t i = 0; i < OH; i++) {
+            const float *r0 = x + (pl * H + 2 * i) * W, *r1 = r0 + W;
+            float *o = y + (pl * OH + i) * OW;
+            for (int64_t j = 0; j < OW; j++) {
+                const float a0 = r0[2 * j], a1 = r0[2 * j + 1], a2 = r1[2 * j], a3 = r1[2 * j + 1];
+                const float m01 = a1 > a0 ? a1 : a0, m23 = a3 > a2 ? a3 : a2, m = m23 > m01 ? m23 : m01;
+                const bool nan = (a0 != a0) | (a1 != a1) | (a2 != a2) | (a3 != a3);
+                o[j] = nan ? (float)NAN : m;
+            }
+        }
+    }
+}
+
 static const char *const algo_names[] = {"EXPLICIT", "SAME", "VALID"};
 
 static int pool_err(oar_kernel_ctx_t *k, int status, const oar_tensor_t *x, const char *why) {
@@ -217,7 +237,8 @@ static int pool_fwd(oar_kernel_ctx_t *k) {
         transpose_images(dt, xd, xn, g.n, g.h * g.w, g.c);
         xd = xn;
     }
-    if (dt == OAR_FP32) pool_fwd_f32(xd, y, &g, b, b + 2 * g.oh);
+    if (dt == OAR_FP32 && g.is_max && g.covers && g.kh == 2 && g.kw == 2) pool_max2_fwd_f32(xd, y, &g);
+    else if (dt == OAR_FP32) pool_fwd_f32(xd, y, &g, b, b + 2 * g.oh);
     else pool_fwd_f64(xd, y, &g, b, b + 2 * g.oh);
     if (g.nhwc) {
         transpose_images(dt, y, yout, g.n, g.c, g.oh * g.ow);
