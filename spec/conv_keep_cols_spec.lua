@@ -1,8 +1,10 @@
 -- conv2d keeps the columns it unfolds for conv2d_grad (kernels/cpu/conv.c,
 -- "kept columns"): when conv2d_grad follows in the same program on the same
--- Input, the forward attaches the whole batch's column matrix to Input and
--- the backward reads Filter@GRAD's columns from it instead of unfolding the
--- images again. Checked here:
+-- Input, the forward of a padded or horizontally strided conv attaches the
+-- whole batch's column matrix (up to 4 MiB) to Input and the backward reads
+-- Filter@GRAD's columns from it instead of unfolding the images again (a
+-- plain unfold, whole rows, and a larger matrix cost less to redo: not
+-- kept). Checked here:
 --  - Output, Input@GRAD and Filter@GRAD are bit-identical to the forward and
 --    the backward run as separate programs (where nothing is kept and the
 --    backward unfolds), in float32 and float64, NCHW and NHWC, groups 1 and
@@ -10,12 +12,14 @@
 --    Filter@GRAD chunks of 16 fall across the forward's blocks of images or
 --    on them), on 1 and 2 threads, and the same for 1 and 2 threads;
 --  - the backward really reuses them: oar_debug_conv_cols(0) counts the
---    images im2col unfolded (one pass over the batch per step, not two);
+--    images im2col unfolded (one pass over the batch per step, not two;
+--    two for an unpadded stride-1 conv, which keeps nothing);
 --  - a write to Input between the forward and the backward drops them: the
 --    backward unfolds the new values and matches the unfolding path;
 --  - nothing outlives the step: no kept matrix is alive after a run
---    (oar_debug_conv_cols(1)), over many training steps of a small LeNet,
---    whose peak memory stays the same from step to step.
+--    (oar_debug_conv_cols(1)), over many training steps of a small convnet
+--    fed from a ring of batches the caller keeps, whose peak memory stays
+--    the same from step to step.
 local ffi = require("ffi")
 local lib = require("oar.lib")
 local C = lib.C
@@ -124,7 +128,7 @@ local function nhwc_of(xs) return { xs[1], xs[3], xs[4], xs[2] } end
 -- a few images side by side (blocks of 3 here), from 256 one at a time
 local CASES = {
   { "blocks of images, padding", { 4, 10, 10 }, { 6, 4, 3, 3 }, { paddings = { 1, 1 } } },
-  { "one image per block", { 3, 18, 18 }, { 4, 3, 3, 3 }, {} },
+  { "one image per block", { 3, 16, 16 }, { 4, 3, 3, 3 }, { paddings = { 1, 1 } } },
   { "groups 2, strides, dilations", { 4, 11, 9 }, { 6, 2, 3, 2 },
     { groups = 2, strides = { 2, 1 }, paddings = { 1, 0 }, dilations = { 1, 2 } } },
   { "strides and paddings", { 2, 9, 12 }, { 5, 2, 2, 3 }, { strides = { 1, 2 }, paddings = { 2, 1 } } },
@@ -172,6 +176,36 @@ describe("conv2d kept columns", function()
       end
     end
   end
+
+  it("keeps nothing for an unpadded stride-1 conv (the backward unfolds again)", function()
+    for _, dtype in ipairs({ "float32", "float64" }) do
+      for _, n in ipairs({ 3, 17 }) do
+        local p = problem({ n, 2, 12, 12 }, { 4, 2, 5, 5 }, { strides = { 2, 1 }, dilations = { 1, 2 } }, dtype, n)
+        local u0 = unfolded()
+        local kept = train_run(p)
+        assert.are.equal(2 * n, unfolded() - u0)
+        local split = split_run(p)
+        for i = 1, 3 do assert_bits(kept[i], split[i], "unpadded #" .. i) end
+        assert.are.equal(0, kept_alive())
+      end
+    end
+  end)
+
+  it("keeps nothing past 4 MiB of columns (the backward unfolds again)", function()
+    -- 64 images of 144 x 256 columns in float32: 9.4 MB
+    local p = problem({ 64, 16, 16, 16 }, { 8, 16, 3, 3 }, { paddings = { 1, 1 } }, "float32", 9)
+    local u0 = unfolded()
+    local kept = train_run(p)
+    assert.are.equal(2 * 64, unfolded() - u0)
+    local split = split_run(p)
+    for i = 1, 3 do assert_bits(kept[i], split[i], "large #" .. i) end
+    -- 16 images of the same: 2.4 MB, kept
+    local q = problem({ 16, 16, 16, 16 }, { 8, 16, 3, 3 }, { paddings = { 1, 1 } }, "float32", 9)
+    u0 = unfolded()
+    train_run(q)
+    assert.are.equal(16, unfolded() - u0)
+    assert.are.equal(0, kept_alive())
+  end)
 
   it("keeps nothing for a 1x1 convolution (no columns) and stays correct", function()
     local p = problem({ 5, 4, 6, 6 }, { 3, 4, 1, 1 }, {}, "float64", 3)
@@ -227,7 +261,7 @@ describe("conv2d kept columns", function()
 end)
 
 describe("conv2d kept columns in training", function()
-  it("unfold once per step, free them every step, peak memory steady (a small LeNet, 30 steps)", function()
+  it("unfold once per step, free them every step, peak memory steady (a small convnet, 30 steps)", function()
     local oar = require("oar")
     local layers = oar.layers
     local main, startup = oar.Program(), oar.Program()
@@ -236,7 +270,8 @@ describe("conv2d kept columns in training", function()
     oar.program_guard(main, startup, function()
       local img = layers.data{ name = "img", shape = { 1, 16, 16 }, dtype = "float32" }
       local label = layers.data{ name = "label", shape = { 1 }, dtype = "int64" }
-      local c1 = layers.conv2d{ input = img, num_filters = 4, filter_size = 5, act = "relu" }
+      -- c1 padded (kept), c2 plain (unfolded twice)
+      local c1 = layers.conv2d{ input = img, num_filters = 4, filter_size = 5, padding = 2, act = "relu" }
       local p1 = layers.pool2d{ input = c1, pool_size = 2, pool_stride = 2, pool_type = "max" }
       local c2 = layers.conv2d{ input = p1, num_filters = 6, filter_size = 3, act = "relu" }
       local pred = layers.fc{ input = c2, size = 3, act = "softmax" }
@@ -271,8 +306,8 @@ describe("conv2d kept columns in training", function()
       local out = exe:run(main, { feed = ring[step % 3 + 1], fetch_list = { loss }, scope = scope })
       oar.profiler.stop()
       peaks[step] = oar.profiler.peak_bytes()
-      -- two convs, each image unfolded once (by the forward)
-      assert.are.equal(2 * B, unfolded() - u0, "images unfolded in step " .. step)
+      -- c1's images unfolded once (by the forward), c2's twice
+      assert.are.equal(3 * B, unfolded() - u0, "images unfolded in step " .. step)
       assert.are.equal(0, tonumber(C.oar_debug_conv_cols(1)), "kept matrices alive after step " .. step)
       local l = out[1]:data()[0]
       first = first or l

@@ -19,8 +19,9 @@
  * whole batch into one wide matrix for one big GEMM: the wide matrix does
  * not fit in cache and writing it costs as much as the GEMM.
  * The backward pass needs each image's columns once, for Filter@GRAD: in
- * training the forward keeps the ones it unfolded (below, "kept columns"),
- * elsewhere the backward unfolds them itself. Input@GRAD is W^T dY folded
+ * training the forward of a padded or strided conv with a small batch of
+ * columns keeps the ones it unfolded (below, "kept columns"), elsewhere
+ * the backward unfolds them. Input@GRAD is W^T dY folded
  * back (col2im) into the image, zeroed just before, while in cache. No
  * buffer that a GEMM overwrites is cleared first.
  * 1x1 stride-1 unpadded convolutions skip im2col: the image itself is the
@@ -51,6 +52,10 @@
 /* batched GEMMs: at least this many columns, columns of at most this size */
 #define CONV_GEMM_COLS 256
 #define CONV_COL_BYTES ((int64_t)1 << 20)
+/* kept columns: at most this per matrix (a larger one goes out to memory
+ * and back, which cost more than unfolding again), and alive at once */
+#define CONV_KEEP_MAX_COL ((int64_t)4 << 20)
+#define CONV_KEEP_MAX_BYTES ((int64_t)64 << 20)
 
 typedef struct conv_geom {
     int64_t n, c, h, w;       /* input (logical NCHW) */
@@ -62,6 +67,7 @@ typedef struct conv_geom {
     int threads;              /* OpenMP threads for this call */
     int64_t bimg;             /* images side by side in one GEMM (batch mode) */
     bool direct;              /* 1x1, stride 1, no padding: no im2col */
+    bool plain;               /* no padding, horizontal stride 1: im2col copies whole rows */
     bool nhwc;
     oar_win2d_t win;
 } conv_geom_t;
@@ -133,8 +139,8 @@ static int conv_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tens
     if (p > INT_MAX || kg > INT_MAX || g->m > INT_MAX)
         return conv_err(k, OAR_ERR_SHAPE, x, w, "the GEMMs would exceed the int size limit per dimension");
     g->p = p; g->kg = kg; g->ktot = ktot; g->img = img;
-    g->direct = g->kh == 1 && g->kw == 1 && st[0] == 1 && st[1] == 1 &&
-                pd[0] == 0 && pd[1] == 0 && pd[2] == 0 && pd[3] == 0;
+    g->plain = st[1] == 1 && pd[0] == 0 && pd[1] == 0 && pd[2] == 0 && pd[3] == 0;
+    g->direct = g->plain && g->kh == 1 && g->kw == 1 && st[0] == 1;
     int64_t total;
     if (oar_mul_checked(macs, g->n, &total)) total = INT64_MAX;
     g->threads = 1;
@@ -172,8 +178,9 @@ static int conv_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tens
 /* depthwise: one input channel per group, several groups */
 static bool depthwise(const conv_geom_t *g) { return g->cg == 1 && g->groups > 1; }
 
-/* images unfolded so far, and kept column matrices alive (oar_debug_conv_cols) */
-static int64_t g_unfolded, g_kept_live;
+/* images unfolded so far, and kept column matrices alive (oar_debug_conv_cols)
+ * with their bytes (held under CONV_KEEP_MAX_BYTES) */
+static int64_t g_unfolded, g_kept_live, g_kept_bytes;
 
 int64_t oar_debug_conv_cols(int what) {
     if (what == 0) return __atomic_load_n(&g_unfolded, __ATOMIC_RELAXED);
@@ -301,7 +308,15 @@ static int64_t dw_chunks(const conv_geom_t *g) {
  * (oar_tensor_attach) and the backward takes Filter@GRAD's columns from
  * there instead of unfolding again; it then drops the matrix (it is the
  * only reader), so it never outlives the step, even on a fed tensor the
- * caller keeps. The matrix is laid out the way the backward's blocks use it
+ * caller keeps. Only where it does not cost more than it saves: the
+ * matrix is kh*kw times the images, and writing it out in the forward and
+ * reading it back in the backward costs memory traffic that an unfold from
+ * an image in cache does not. Measured (docs/DECISIONS.md, "Convolution"):
+ * kept everywhere, LeNet trained 8 % slower; a plain unfold (no padding,
+ * horizontal stride 1: whole rows copied) is never worth keeping; padded
+ * or strided ones (element by element) gained 2-15 % alone but nothing in
+ * whole networks once their matrices passed a few MiB. So: not plain, and
+ * at most CONV_KEEP_MAX_COL per matrix. The matrix is laid out the way the backward's blocks use it
  * (the Filter@GRAD chunks split in blocks of bimg images; one image per
  * block in image mode): the backward's GEMMs get the same operands, with the
  * same strides, as when it unfolds itself, so the bits are the same. The
@@ -360,34 +375,43 @@ static void bwd_block_of(const conv_geom_t *g, const col_keep_t *kp, int64_t i, 
 
 /* Drops the kept columns once conv2d_grad has read them, rather than when
  * Input's buffer goes: a fed tensor the caller holds (a ring of batches)
- * would keep them alive step after step. tensor.h has no detach: an empty
- * marker replaces them, which frees them. */
-static char g_used_marker;
+ * would keep them alive step after step. */
 static void drop_kept(oar_tensor_t *x, const oar_tensor_t *kept) {
-    if (kept) oar_tensor_attach(x, "conv2d:used", 11, &g_used_marker, NULL);
+    if (kept) oar_tensor_touch(x);
 }
 
-static void kept_free(void *t) {
+static void kept_free(void *p) {
+    oar_tensor_t *t = p;
+    __atomic_sub_fetch(&g_kept_bytes, oar_tensor_numel(t) * (int64_t)oar_dtype_size(oar_tensor_dtype(t)),
+                       __ATOMIC_RELAXED);
     __atomic_sub_fetch(&g_kept_live, 1, __ATOMIC_RELAXED);
     oar_tensor_free(t);
 }
 
 /* a tensor for the whole batch's columns (counted in the memory stats and
- * the profiler's peak like any tensor); NULL when there is no memory for it:
- * then nothing is kept and the backward unfolds */
+ * the profiler's peak like any tensor); NULL when it would pass the budget
+ * or there is no memory for it: then nothing is kept and the backward
+ * unfolds */
 static oar_tensor_t *keep_new(const conv_geom_t *g, int dt, col_keep_t *kp) {
-    int64_t total;
+    int64_t total, bytes;
     kp->slot = col_slot(g, oar_dtype_size(dt));
     kp->nch = dw_chunks(g);
     kp->batch = batch_mode(g);
-    if (oar_mul_checked(kp->slot, g->n, &total)) return NULL;
-    oar_tensor_t *t = NULL;
-    if (oar_tensor_new_empty(&t) != OAR_OK) return NULL;
-    const int64_t dims[1] = {total};
-    if (oar_tensor_resize(t, dims, 1) != OAR_OK || !(kp->base = oar_tensor_mutable_raw_on(t, dt, OAR_PLACE_CPU, 0))) {
-        oar_tensor_free(t);
+    if (oar_mul_checked(kp->slot, g->n, &total) || oar_mul_checked(total, (int64_t)oar_dtype_size(dt), &bytes) ||
+        bytes > CONV_KEEP_MAX_COL ||
+        __atomic_add_fetch(&g_kept_bytes, bytes, __ATOMIC_RELAXED) > CONV_KEEP_MAX_BYTES) {
+        if (bytes > 0) __atomic_sub_fetch(&g_kept_bytes, bytes, __ATOMIC_RELAXED);
         return NULL;
     }
+    oar_tensor_t *t = NULL;
+    const int64_t dims[1] = {total};
+    if (oar_tensor_new_empty(&t) != OAR_OK || oar_tensor_resize(t, dims, 1) != OAR_OK ||
+        !(kp->base = oar_tensor_mutable_raw_on(t, dt, OAR_PLACE_CPU, 0))) {
+        oar_tensor_free(t);
+        __atomic_sub_fetch(&g_kept_bytes, bytes, __ATOMIC_RELAXED);
+        return NULL;
+    }
+    __atomic_add_fetch(&g_kept_live, 1, __ATOMIC_RELAXED);
     return t;
 }
 
@@ -515,9 +539,10 @@ static int conv_fwd(oar_kernel_ctx_t *k) {
         void *col;
         int rc = alloc_cols(k, &g, esz, &col);
         if (rc) { oar_scratch_free(xn); if (y != yout) oar_scratch_free(y); return rc; }
-        /* training: keep the columns for conv2d_grad (nothing to keep for direct convs) */
+        /* training: keep the columns for conv2d_grad where unfolding costs
+         * more than keeping (above); direct convs have none */
         col_keep_t keep;
-        oar_tensor_t *kt = !g.direct && oar_k_grad_follows(k) ? keep_new(&g, dt, &keep) : NULL;
+        oar_tensor_t *kt = !g.plain && oar_k_grad_follows(k) ? keep_new(&g, dt, &keep) : NULL;
         const col_keep_t *kp = kt ? &keep : NULL;
         const int T = g.threads;
         if (batch_mode(&g)) {
@@ -540,7 +565,6 @@ static int conv_fwd(oar_kernel_ctx_t *k) {
         if (kt) {
             col_key_t key;
             col_key(&g, dt, &key);
-            __atomic_add_fetch(&g_kept_live, 1, __ATOMIC_RELAXED);
             /* on failure (no memory for the key) the backward unfolds */
             if (oar_tensor_attach(oar_k_input(k, OAR_CONV_INPUT, 0), &key, sizeof key, kt, kept_free) != OAR_OK)
                 kept_free(kt);
@@ -662,7 +686,7 @@ static int conv_bwd(oar_kernel_ctx_t *k) {
     oar_tensor_t *xin = oar_k_input(k, OAR_CONV_INPUT, 0);
     col_key_t key;
     col_key(&g, dt, &key);
-    const oar_tensor_t *kt = depthwise(&g) || g.direct ? NULL : oar_tensor_attached(xin, &key, sizeof key);
+    const oar_tensor_t *kt = depthwise(&g) || g.plain ? NULL : oar_tensor_attached(xin, &key, sizeof key);
     const void *kept = kt && dw ? kt->buf->data : NULL;
     if (!dxout && !dw) {
         drop_kept(xin, kt);
