@@ -19,11 +19,10 @@
  * whole batch into one wide matrix for one big GEMM: the wide matrix does
  * not fit in cache and writing it costs as much as the GEMM.
  * The backward pass needs each image's columns once, for Filter@GRAD: in
- * training the forward of a padded or strided conv with a small batch of
- * columns keeps the ones it unfolded (below, "kept columns"), elsewhere
- * the backward unfolds them. Input@GRAD is W^T dY folded
- * back (col2im) into the image, zeroed just before, while in cache. No
- * buffer that a GEMM overwrites is cleared first.
+ * training the forward of a padded or strided conv with few columns keeps
+ * the ones it unfolded ("kept columns" below), else the backward unfolds
+ * them. Input@GRAD is W^T dY folded back (col2im) into the image, zeroed
+ * just before, while in cache. No buffer a GEMM overwrites is cleared first.
  * 1x1 stride-1 unpadded convolutions skip im2col: the image itself is the
  * column matrix. Depthwise convolutions (one input channel per group) use
  * direct loops instead: their GEMMs would be a row each, and their column
@@ -309,23 +308,21 @@ static int64_t dw_chunks(const conv_geom_t *g) {
  * there instead of unfolding again; it then drops the matrix (it is the
  * only reader), so it never outlives the step, even on a fed tensor the
  * caller keeps. Only where it does not cost more than it saves: the
- * matrix is kh*kw times the images, and writing it out in the forward and
- * reading it back in the backward costs memory traffic that an unfold from
- * an image in cache does not. Measured (docs/DECISIONS.md, "Convolution"):
- * kept everywhere, LeNet trained 8 % slower; a plain unfold (no padding,
- * horizontal stride 1: whole rows copied) is never worth keeping; padded
- * or strided ones (element by element) gained 2-15 % alone but nothing in
- * whole networks once their matrices passed a few MiB. So: not plain, and
- * at most CONV_KEEP_MAX_COL per matrix. The matrix is laid out the way the backward's blocks use it
- * (the Filter@GRAD chunks split in blocks of bimg images; one image per
- * block in image mode): the backward's GEMMs get the same operands, with the
- * same strides, as when it unfolds itself, so the bits are the same. The
- * block of images [j, j + nb) is a [ktot, nb*P] matrix of row stride nb*P at
- * j * slot values, slot being one image's columns rounded up to 64 bytes
- * (blocks stay 64-byte aligned, like the scratch they replace). A forward
- * block that is also a backward block is unfolded there directly; any other
- * is unfolded into scratch as usual and its columns copied over (cheap: the
- * copy reads cache). */
+ * matrix is kh*kw times the images, and writing it out and reading it back
+ * is memory traffic an unfold from an image in cache does not make.
+ * Measured (docs/DECISIONS.md, "Convolution"): kept everywhere, LeNet
+ * trained 8 % slower; a plain unfold (no padding, horizontal stride 1:
+ * whole rows copied) never paid; padded or strided ones (element by
+ * element) gained 2-15 % alone, nothing in whole networks once matrices
+ * passed a few MiB. So: not plain, at most CONV_KEEP_MAX_COL a matrix.
+ * The layout is the backward's blocks (the Filter@GRAD chunks split in
+ * blocks of bimg images; one image a block in image mode): its GEMMs get
+ * the same operands with the same strides as when it unfolds, so the bits
+ * are the same. Images [j, j + nb) are a [ktot, nb*P] matrix of row stride
+ * nb*P at j * slot values (slot: one image's columns rounded up to 64
+ * bytes, so blocks are aligned like the scratch they replace). A forward
+ * block that is also a backward block is unfolded there directly; others
+ * into scratch as usual, their columns then copied over (from cache). */
 typedef struct col_keep {
     void *base;          /* the matrix's data */
     int64_t slot, nch;   /* values per image; Filter@GRAD chunks */
@@ -398,9 +395,10 @@ static oar_tensor_t *keep_new(const conv_geom_t *g, int dt, col_keep_t *kp) {
     kp->nch = dw_chunks(g);
     kp->batch = batch_mode(g);
     if (oar_mul_checked(kp->slot, g->n, &total) || oar_mul_checked(total, (int64_t)oar_dtype_size(dt), &bytes) ||
-        bytes > CONV_KEEP_MAX_COL ||
-        __atomic_add_fetch(&g_kept_bytes, bytes, __ATOMIC_RELAXED) > CONV_KEEP_MAX_BYTES) {
-        if (bytes > 0) __atomic_sub_fetch(&g_kept_bytes, bytes, __ATOMIC_RELAXED);
+        bytes > CONV_KEEP_MAX_COL)
+        return NULL;
+    if (__atomic_add_fetch(&g_kept_bytes, bytes, __ATOMIC_RELAXED) > CONV_KEEP_MAX_BYTES) {
+        __atomic_sub_fetch(&g_kept_bytes, bytes, __ATOMIC_RELAXED);
         return NULL;
     }
     oar_tensor_t *t = NULL;
