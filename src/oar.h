@@ -190,6 +190,10 @@ OAR_API const char *oar_scope_var_name(oar_scope_t *s, int i); /* creation order
 OAR_API int oar_scope_num_kids(oar_scope_t *s);
 /* scopes alive in this process (a debugging aid: leak checks in specs) */
 OAR_API int oar_debug_live_scopes(void);
+/* conv2d's CPU column matrices (a debugging aid for specs; the counter is
+ * kept by kernels/cpu/conv.c): what 0 = images unfolded with im2col so far,
+ * 1 = whole-batch matrices a forward kept for its grad that are alive now */
+OAR_API int64_t oar_debug_conv_cols(int what);
 
 OAR_API int oar_variable_type(const oar_variable_t *v);        /* oar_var_type_t, 0 if still empty */
 OAR_API const char *oar_variable_name(const oar_variable_t *v);

@@ -18,9 +18,11 @@
  * Measured on LeNet shapes, cache-sized column buffers beat unfolding a
  * whole batch into one wide matrix for one big GEMM: the wide matrix does
  * not fit in cache and writing it costs as much as the GEMM.
- * The backward pass unfolds each image once, for Filter@GRAD; Input@GRAD is
- * W^T dY folded back (col2im) into the image, zeroed just before, while in
- * cache. No buffer that a GEMM overwrites is cleared first.
+ * The backward pass needs each image's columns once, for Filter@GRAD: in
+ * training the forward of a padded or strided conv with few columns keeps
+ * the ones it unfolded ("kept columns" below), else the backward unfolds
+ * them. Input@GRAD is W^T dY folded back (col2im) into the image, zeroed
+ * just before, while in cache. No buffer a GEMM overwrites is cleared first.
  * 1x1 stride-1 unpadded convolutions skip im2col: the image itself is the
  * column matrix. Depthwise convolutions (one input channel per group) use
  * direct loops instead: their GEMMs would be a row each, and their column
@@ -49,6 +51,10 @@
 /* batched GEMMs: at least this many columns, columns of at most this size */
 #define CONV_GEMM_COLS 256
 #define CONV_COL_BYTES ((int64_t)1 << 20)
+/* kept columns: at most this per matrix (a larger one goes out to memory
+ * and back, which cost more than unfolding again), and alive at once */
+#define CONV_KEEP_MAX_COL ((int64_t)4 << 20)
+#define CONV_KEEP_MAX_BYTES ((int64_t)64 << 20)
 
 typedef struct conv_geom {
     int64_t n, c, h, w;       /* input (logical NCHW) */
@@ -60,6 +66,7 @@ typedef struct conv_geom {
     int threads;              /* OpenMP threads for this call */
     int64_t bimg;             /* images side by side in one GEMM (batch mode) */
     bool direct;              /* 1x1, stride 1, no padding: no im2col */
+    bool plain;               /* no padding, horizontal stride 1: im2col copies whole rows */
     bool nhwc;
     oar_win2d_t win;
 } conv_geom_t;
@@ -131,8 +138,8 @@ static int conv_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tens
     if (p > INT_MAX || kg > INT_MAX || g->m > INT_MAX)
         return conv_err(k, OAR_ERR_SHAPE, x, w, "the GEMMs would exceed the int size limit per dimension");
     g->p = p; g->kg = kg; g->ktot = ktot; g->img = img;
-    g->direct = g->kh == 1 && g->kw == 1 && st[0] == 1 && st[1] == 1 &&
-                pd[0] == 0 && pd[1] == 0 && pd[2] == 0 && pd[3] == 0;
+    g->plain = st[1] == 1 && pd[0] == 0 && pd[1] == 0 && pd[2] == 0 && pd[3] == 0;
+    g->direct = g->plain && g->kh == 1 && g->kw == 1 && st[0] == 1;
     int64_t total;
     if (oar_mul_checked(macs, g->n, &total)) total = INT64_MAX;
     g->threads = 1;
@@ -170,8 +177,19 @@ static int conv_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tens
 /* depthwise: one input channel per group, several groups */
 static bool depthwise(const conv_geom_t *g) { return g->cg == 1 && g->groups > 1; }
 
+/* images unfolded so far, and kept column matrices alive (oar_debug_conv_cols)
+ * with their bytes (held under CONV_KEEP_MAX_BYTES) */
+static int64_t g_unfolded, g_kept_live, g_kept_bytes;
+
+int64_t oar_debug_conv_cols(int what) {
+    if (what == 0) return __atomic_load_n(&g_unfolded, __ATOMIC_RELAXED);
+    if (what == 1) return __atomic_load_n(&g_kept_live, __ATOMIC_RELAXED);
+    return -1;
+}
+
 /* ---- dtype-generic helpers ---------------------------------------------- */
 static void im2col(int dt, const void *x, const oar_win2d_t *g, void *col, int64_t ld) {
+    __atomic_add_fetch(&g_unfolded, 1, __ATOMIC_RELAXED);
     if (dt == OAR_FP32) oar_im2col_f32(x, g, col, ld);
     else oar_im2col_f64(x, g, col, ld);
 }
@@ -218,14 +236,17 @@ static void fwd_image(int dt, const conv_geom_t *g, const void *x, const void *w
 }
 
 /* one image's grads: dw = (first ? 0 : dw) + dY_g col_g^T (when dw);
- * dx = col2im(W_g^T dY_g) (when dx) */
+ * dx = col2im(W_g^T dY_g) (when dx). kcol: the image's columns the forward
+ * kept (row stride P), NULL to unfold them into col. */
 static void bwd_image(int dt, const conv_geom_t *g, const void *x, const void *w, const void *dy,
-                      void *dx, void *dw, bool first, void *col, int threads) {
+                      void *dx, void *dw, bool first, void *col, int threads, const void *kcol) {
     const size_t esz = oar_dtype_size(dt);
     const int64_t P = g->p, KG = g->kg, MG = g->mg;
     if (dw) {
         const void *b = x;
-        if (!g->direct) {
+        if (kcol) {
+            b = kcol;
+        } else if (!g->direct) {
             im2col(dt, x, &g->win, col, P);
             b = col;
         }
@@ -275,37 +296,181 @@ static int alloc_cols(oar_kernel_ctx_t *k, const conv_geom_t *g, size_t esz, voi
     return OAR_OK;
 }
 
+/* Filter@GRAD partial sums: chunks of the batch in batch mode, else one */
+static int64_t dw_chunks(const conv_geom_t *g) {
+    return batch_mode(g) ? (g->n < CONV_DW_CHUNKS ? g->n : CONV_DW_CHUNKS) : 1;
+}
+
+/* ---- kept columns ---------------------------------------------------------
+ * When conv2d_grad follows on the same Input (oar_k_grad_follows), the
+ * forward unfolds the whole batch into one matrix attached to Input
+ * (oar_tensor_attach) and the backward takes Filter@GRAD's columns from
+ * there instead of unfolding again; it then drops the matrix (it is the
+ * only reader), so it never outlives the step, even on a fed tensor the
+ * caller keeps. Only where it does not cost more than it saves: the
+ * matrix is kh*kw times the images, and writing it out and reading it back
+ * is memory traffic an unfold from an image in cache does not make.
+ * Measured (docs/DECISIONS.md, "Convolution"): kept everywhere, LeNet
+ * trained 8 % slower; a plain unfold (no padding, horizontal stride 1:
+ * whole rows copied) never paid; padded or strided ones (element by
+ * element) gained 2-15 % alone, nothing in whole networks once matrices
+ * passed a few MiB. So: not plain, at most CONV_KEEP_MAX_COL a matrix.
+ * The layout is the backward's blocks (the Filter@GRAD chunks split in
+ * blocks of bimg images; one image a block in image mode): its GEMMs get
+ * the same operands with the same strides as when it unfolds, so the bits
+ * are the same. Images [j, j + nb) are a [ktot, nb*P] matrix of row stride
+ * nb*P at j * slot values (slot: one image's columns rounded up to 64
+ * bytes, so blocks are aligned like the scratch they replace). A forward
+ * block that is also a backward block is unfolded there directly; others
+ * into scratch as usual, their columns then copied over (from cache). */
+typedef struct col_keep {
+    void *base;          /* the matrix's data */
+    int64_t slot, nch;   /* values per image; Filter@GRAD chunks */
+    bool batch;          /* batch mode (else image mode) */
+} col_keep_t;
+
+/* what the matrix is derived from and how it is laid out, all of it: a kept
+ * matrix is used only for an equal key */
+typedef struct col_key {
+    char what[8];
+    int64_t dtype, nhwc, batch, nch, bimg, slot, n, m, groups;
+    oar_win2d_t win;
+} col_key_t;
+
+static int64_t col_slot(const conv_geom_t *g, size_t esz) {
+    const int64_t line = 64 / (int64_t)esz;
+    return (g->ktot * g->p + line - 1) / line * line;
+}
+
+static void col_key(const conv_geom_t *g, int dt, col_key_t *key) {
+    memset(key, 0, sizeof *key);   /* padding bytes compare too */
+    memcpy(key->what, "conv2d", 6);
+    key->dtype = dt;
+    key->nhwc = g->nhwc;
+    key->batch = batch_mode(g);
+    key->nch = dw_chunks(g);
+    key->bimg = g->bimg;
+    key->slot = col_slot(g, oar_dtype_size(dt));
+    key->n = g->n;
+    key->m = g->m;
+    key->groups = g->groups;
+    key->win = g->win;
+}
+
+/* the backward's block holding image i: images [*j0, *j0 + *nb) */
+static void bwd_block_of(const conv_geom_t *g, const col_keep_t *kp, int64_t i, int64_t *j0, int64_t *nb) {
+    if (!kp->batch) {
+        *j0 = i;
+        *nb = 1;
+        return;
+    }
+    const int64_t c = ((i + 1) * kp->nch - 1) / g->n;   /* c*n/nch <= i < (c+1)*n/nch */
+    const int64_t c0 = c * g->n / kp->nch, c1 = (c + 1) * g->n / kp->nch;
+    *j0 = c0 + (i - c0) / g->bimg * g->bimg;
+    *nb = c1 - *j0 < g->bimg ? c1 - *j0 : g->bimg;
+}
+
+/* Drops the kept columns once conv2d_grad has read them, rather than when
+ * Input's buffer goes: a fed tensor the caller holds (a ring of batches)
+ * would keep them alive step after step. */
+static void drop_kept(oar_tensor_t *x, const oar_tensor_t *kept) {
+    if (kept) oar_tensor_touch(x);
+}
+
+static void kept_free(void *p) {
+    oar_tensor_t *t = p;
+    __atomic_sub_fetch(&g_kept_bytes, oar_tensor_numel(t) * (int64_t)oar_dtype_size(oar_tensor_dtype(t)),
+                       __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&g_kept_live, 1, __ATOMIC_RELAXED);
+    oar_tensor_free(t);
+}
+
+/* a tensor for the whole batch's columns (counted in the memory stats and
+ * the profiler's peak like any tensor); NULL when it would pass the budget
+ * or there is no memory for it: then nothing is kept and the backward
+ * unfolds */
+static oar_tensor_t *keep_new(const conv_geom_t *g, int dt, col_keep_t *kp) {
+    int64_t total, bytes;
+    kp->slot = col_slot(g, oar_dtype_size(dt));
+    kp->nch = dw_chunks(g);
+    kp->batch = batch_mode(g);
+    if (oar_mul_checked(kp->slot, g->n, &total) || oar_mul_checked(total, (int64_t)oar_dtype_size(dt), &bytes) ||
+        bytes > CONV_KEEP_MAX_COL)
+        return NULL;
+    if (__atomic_add_fetch(&g_kept_bytes, bytes, __ATOMIC_RELAXED) > CONV_KEEP_MAX_BYTES) {
+        __atomic_sub_fetch(&g_kept_bytes, bytes, __ATOMIC_RELAXED);
+        return NULL;
+    }
+    oar_tensor_t *t = NULL;
+    const int64_t dims[1] = {total};
+    if (oar_tensor_new_empty(&t) != OAR_OK || oar_tensor_resize(t, dims, 1) != OAR_OK ||
+        !(kp->base = oar_tensor_mutable_raw_on(t, dt, OAR_PLACE_CPU, 0))) {
+        oar_tensor_free(t);
+        __atomic_sub_fetch(&g_kept_bytes, bytes, __ATOMIC_RELAXED);
+        return NULL;
+    }
+    __atomic_add_fetch(&g_kept_live, 1, __ATOMIC_RELAXED);
+    return t;
+}
+
+/* copies the columns of images [i0, i0 + nb), side by side in col (row
+ * stride nb*P), to their backward blocks in the kept matrix */
+static void keep_copy(int dt, const conv_geom_t *g, const col_keep_t *kp, const void *col, int64_t i0, int64_t nb) {
+    const size_t esz = oar_dtype_size(dt);
+    const int64_t P = g->p;
+    for (int64_t i = i0; i < i0 + nb; i++) {
+        int64_t j0, bn;
+        bwd_block_of(g, kp, i, &j0, &bn);
+        char *dst = AT(kp->base, j0 * kp->slot + (i - j0) * P, esz);
+        const char *src = CAT_(col, (i - i0) * P, esz);
+        for (int64_t r = 0; r < g->ktot; r++)
+            memcpy(dst + (size_t)(r * bn * P) * esz, src + (size_t)(r * nb * P) * esz, (size_t)P * esz);
+    }
+}
+
 /* images [i0, i0 + nb) of the batch, nb <= bimg: y = W col with the images'
  * columns side by side (one GEMM per group), then the [M, nb*P] block is
  * spread to the images' outputs. work: work_size values. */
 static void fwd_block(int dt, const conv_geom_t *g, const void *x, const void *w, void *y, int64_t i0, int64_t nb,
-                      void *work) {
+                      void *work, const col_keep_t *kp) {
     const size_t esz = oar_dtype_size(dt);
     const int64_t P = g->p, KG = g->kg, MG = g->mg, L = nb * P;
-    if (nb == 1) {
-        fwd_image(dt, g, CAT_(x, i0 * g->img, esz), w, AT(y, i0 * g->m * P, esz), work, 1);
-        return;
+    /* kept: unfold straight into the kept matrix when this block is a backward block */
+    void *col = work;
+    bool in_kept = false;
+    if (kp) {
+        int64_t j0, bn;
+        bwd_block_of(g, kp, i0, &j0, &bn);
+        if (j0 == i0 && bn == nb) {
+            col = AT(kp->base, i0 * kp->slot, esz);
+            in_kept = true;
+        }
     }
-    void *col = work, *blk = AT(work, g->ktot * P * g->bimg, esz);
-    for (int64_t i = 0; i < nb; i++) im2col(dt, CAT_(x, (i0 + i) * g->img, esz), &g->win, AT(col, i * P, esz), L);
-    for (int64_t gr = 0; gr < g->groups; gr++)
-        oar_gemm(dt, 1, false, false, MG, L, KG, 1.0, CAT_(w, gr * MG * KG, esz), KG, CAT_(col, gr * KG * L, esz), L,
-                 0.0, AT(blk, gr * MG * L, esz), L);
-    for (int64_t i = 0; i < nb; i++)
-        for (int64_t r = 0; r < g->m; r++)
-            memcpy(AT(y, ((i0 + i) * g->m + r) * P, esz), CAT_(blk, r * L + i * P, esz), (size_t)P * esz);
+    if (nb == 1) {
+        fwd_image(dt, g, CAT_(x, i0 * g->img, esz), w, AT(y, i0 * g->m * P, esz), col, 1);
+    } else {
+        void *blk = AT(work, g->ktot * P * g->bimg, esz);
+        for (int64_t i = 0; i < nb; i++) im2col(dt, CAT_(x, (i0 + i) * g->img, esz), &g->win, AT(col, i * P, esz), L);
+        for (int64_t gr = 0; gr < g->groups; gr++)
+            oar_gemm(dt, 1, false, false, MG, L, KG, 1.0, CAT_(w, gr * MG * KG, esz), KG, CAT_(col, gr * KG * L, esz), L,
+                     0.0, AT(blk, gr * MG * L, esz), L);
+        for (int64_t i = 0; i < nb; i++)
+            for (int64_t r = 0; r < g->m; r++)
+                memcpy(AT(y, ((i0 + i) * g->m + r) * P, esz), CAT_(blk, r * L + i * P, esz), (size_t)P * esz);
+    }
+    if (kp && !in_kept) keep_copy(dt, g, kp, col, i0, nb);
 }
 
 /* the grads of images [i0, i0 + nb), nb <= bimg, their columns side by side:
  * dw = (first ? 0 : dw) + dY dcol^T and dx = col2im(W^T dY), one GEMM each
- * per group */
+ * per group; kcol: the block's kept columns, NULL to unfold them */
 static void bwd_block(int dt, const conv_geom_t *g, const void *x, const void *w, const void *dy, void *dx, void *dw,
-                      bool first, int64_t i0, int64_t nb, void *work) {
+                      bool first, int64_t i0, int64_t nb, void *work, const void *kcol) {
     const size_t esz = oar_dtype_size(dt);
     const int64_t P = g->p, KG = g->kg, MG = g->mg, L = nb * P;
     if (nb == 1) {
         bwd_image(dt, g, CAT_(x, i0 * g->img, esz), w, CAT_(dy, i0 * g->m * P, esz),
-                  dx ? AT(dx, i0 * g->img, esz) : NULL, dw, first, work, 1);
+                  dx ? AT(dx, i0 * g->img, esz) : NULL, dw, first, work, 1, kcol);
         return;
     }
     void *col = work, *dyb = AT(work, g->ktot * P * g->bimg, esz);
@@ -313,9 +478,13 @@ static void bwd_block(int dt, const conv_geom_t *g, const void *x, const void *w
         for (int64_t r = 0; r < g->m; r++)
             memcpy(AT(dyb, r * L + i * P, esz), CAT_(dy, ((i0 + i) * g->m + r) * P, esz), (size_t)P * esz);
     if (dw) {
-        for (int64_t i = 0; i < nb; i++) im2col(dt, CAT_(x, (i0 + i) * g->img, esz), &g->win, AT(col, i * P, esz), L);
+        const void *b = kcol;
+        if (!b) {
+            for (int64_t i = 0; i < nb; i++) im2col(dt, CAT_(x, (i0 + i) * g->img, esz), &g->win, AT(col, i * P, esz), L);
+            b = col;
+        }
         for (int64_t gr = 0; gr < g->groups; gr++)
-            oar_gemm(dt, 1, false, true, MG, KG, L, 1.0, CAT_(dyb, gr * MG * L, esz), L, CAT_(col, gr * KG * L, esz), L,
+            oar_gemm(dt, 1, false, true, MG, KG, L, 1.0, CAT_(dyb, gr * MG * L, esz), L, CAT_(b, gr * KG * L, esz), L,
                      first ? 0.0 : 1.0, AT(dw, gr * MG * KG, esz), KG);
     }
     if (dx) {
@@ -368,6 +537,11 @@ static int conv_fwd(oar_kernel_ctx_t *k) {
         void *col;
         int rc = alloc_cols(k, &g, esz, &col);
         if (rc) { oar_scratch_free(xn); if (y != yout) oar_scratch_free(y); return rc; }
+        /* training: keep the columns for conv2d_grad where unfolding costs
+         * more than keeping (above); direct convs have none */
+        col_keep_t keep;
+        oar_tensor_t *kt = !g.plain && oar_k_grad_follows(k) ? keep_new(&g, dt, &keep) : NULL;
+        const col_keep_t *kp = kt ? &keep : NULL;
         const int T = g.threads;
         if (batch_mode(&g)) {
             const int64_t nblk = (g.n + g.bimg - 1) / g.bimg;
@@ -377,14 +551,22 @@ static int conv_fwd(oar_kernel_ctx_t *k) {
                 #pragma omp for schedule(dynamic, 1)
                 for (int64_t b = 0; b < nblk; b++) {
                     const int64_t i0 = b * g.bimg;
-                    fwd_block(dt, &g, x, w, y, i0, g.n - i0 < g.bimg ? g.n - i0 : g.bimg, mine);
+                    fwd_block(dt, &g, x, w, y, i0, g.n - i0 < g.bimg ? g.n - i0 : g.bimg, mine, kp);
                 }
             }
         } else {
             for (int64_t i = 0; i < g.n; i++)
-                fwd_image(dt, &g, CAT_(x, i * g.img, esz), w, AT(y, i * ysz, esz), col, T);
+                fwd_image(dt, &g, CAT_(x, i * g.img, esz), w, AT(y, i * ysz, esz),
+                          kp ? AT(kp->base, i * kp->slot, esz) : col, T);
         }
         oar_scratch_free(col);
+        if (kt) {
+            col_key_t key;
+            col_key(&g, dt, &key);
+            /* on failure (no memory for the key) the backward unfolds */
+            if (oar_tensor_attach(oar_k_input(k, OAR_CONV_INPUT, 0), &key, sizeof key, kt, kept_free) != OAR_OK)
+                kept_free(kt);
+        }
     }
     if (g.nhwc) {
         transpose_images(dt, y, yout, g.n, g.m, g.p, g.threads);
@@ -409,8 +591,9 @@ static void *grad_out(oar_kernel_ctx_t *k, int slot, const oar_tensor_t *like, i
     return p;
 }
 
+/* kept: the columns the forward kept (NULL: unfold), x then unread */
 static int conv_bwd_nchw(oar_kernel_ctx_t *k, int dt, const conv_geom_t *gp, const void *x, const void *w,
-                         const void *dy, void *dx, void *dw) {
+                         const void *dy, void *dx, void *dw, const void *kept) {
     const conv_geom_t g = *gp;
     if (depthwise(&g)) {
         if (dt == OAR_FP32) {
@@ -430,7 +613,7 @@ static int conv_bwd_nchw(oar_kernel_ctx_t *k, int dt, const conv_geom_t *gp, con
     OAR_TRY(alloc_cols(k, &g, esz, &col));
     /* chunk c of the batch sums its images' Filter@GRAD into dw (c = 0) or its
      * own buffer (written by its first image), added in chunk order at the end */
-    const int64_t nch = batch ? (g.n < CONV_DW_CHUNKS ? g.n : CONV_DW_CHUNKS) : 1;
+    const int64_t nch = dw_chunks(&g), slot = col_slot(&g, esz);
     if (dw && nch > 1) {
         dwx = oar_scratch_alloc((size_t)(nch - 1) * (size_t)wsz * esz);
         if (!dwx) {
@@ -447,13 +630,14 @@ static int conv_bwd_nchw(oar_kernel_ctx_t *k, int dt, const conv_geom_t *gp, con
                 void *dwc = !dw ? NULL : c == 0 ? dw : AT(dwx, (c - 1) * wsz, esz);
                 const int64_t c0 = c * g.n / nch, c1 = (c + 1) * g.n / nch;
                 for (int64_t i = c0; i < c1; i += g.bimg)
-                    bwd_block(dt, &g, x, w, dy, dx, dwc, i == c0, i, c1 - i < g.bimg ? c1 - i : g.bimg, mine);
+                    bwd_block(dt, &g, x, w, dy, dx, dwc, i == c0, i, c1 - i < g.bimg ? c1 - i : g.bimg, mine,
+                              kept ? CAT_(kept, i * slot, esz) : NULL);
             }
         }
     } else {
         for (int64_t i = 0; i < g.n; i++)
             bwd_image(dt, &g, CAT_(x, i * g.img, esz), w, CAT_(dy, i * ysz, esz),
-                      dx ? AT(dx, i * g.img, esz) : NULL, dw, i == 0, col, T);
+                      dx ? AT(dx, i * g.img, esz) : NULL, dw, i == 0, col, T, kept ? CAT_(kept, i * slot, esz) : NULL);
     }
     if (dwx) {
         for (int64_t c = 1; c < nch; c++) {
@@ -495,22 +679,39 @@ static int conv_bwd(oar_kernel_ctx_t *k) {
     if (rc) return rc;
     void *dw = grad_out(k, OAR_CONV_DFILTER, wt, dt, &rc);
     if (rc) return rc;
-    if (!dxout && !dw) return OAR_OK;
     const size_t esz = oar_dtype_size(dt);
+    /* the columns the forward kept, if any; this op is their only reader */
+    oar_tensor_t *xin = oar_k_input(k, OAR_CONV_INPUT, 0);
+    col_key_t key;
+    col_key(&g, dt, &key);
+    const oar_tensor_t *kt = depthwise(&g) || g.plain ? NULL : oar_tensor_attached(xin, &key, sizeof key);
+    const void *kept = kt && dw ? kt->buf->data : NULL;
+    if (!dxout && !dw) {
+        drop_kept(xin, kt);
+        return OAR_OK;
+    }
     if (g.n == 0) {
         if (dw) memset(dw, 0, (size_t)oar_tensor_numel_of(wt) * esz);
         return OAR_OK;
     }
-    if (!g.nhwc) return conv_bwd_nchw(k, dt, &g, x, w, dy, dxout, dw);
-    void *xn = scratch(k, g.n * g.img, esz, "Input");
-    void *dyn = xn ? scratch(k, g.n * g.m * g.p, esz, "Output@GRAD") : NULL;
-    void *dxn = dyn && dxout ? scratch(k, g.n * g.img, esz, "Input@GRAD") : NULL;
-    if (!xn || !dyn || (dxout && !dxn)) { oar_scratch_free(xn); oar_scratch_free(dyn); oar_scratch_free(dxn); return OAR_ERR_NOMEM; }
-    transpose_images(dt, x, xn, g.n, g.h * g.w, g.c, g.threads);
-    transpose_images(dt, dy, dyn, g.n, g.p, g.m, g.threads);
-    rc = conv_bwd_nchw(k, dt, &g, xn, w, dyn, dxn, dw);
-    if (rc == OAR_OK && dxout) transpose_images(dt, dxn, dxout, g.n, g.c, g.h * g.w, g.threads);
-    oar_scratch_free(xn); oar_scratch_free(dyn); oar_scratch_free(dxn);
+    if (!g.nhwc) {
+        rc = conv_bwd_nchw(k, dt, &g, x, w, dy, dxout, dw, kept);
+    } else {
+        /* kept columns replace the NCHW copy of Input (x is then unread) */
+        void *xn = kept ? NULL : scratch(k, g.n * g.img, esz, "Input");
+        void *dyn = xn || kept ? scratch(k, g.n * g.m * g.p, esz, "Output@GRAD") : NULL;
+        void *dxn = dyn && dxout ? scratch(k, g.n * g.img, esz, "Input@GRAD") : NULL;
+        if ((!xn && !kept) || !dyn || (dxout && !dxn)) {
+            oar_scratch_free(xn); oar_scratch_free(dyn); oar_scratch_free(dxn);
+            return OAR_ERR_NOMEM;
+        }
+        if (xn) transpose_images(dt, x, xn, g.n, g.h * g.w, g.c, g.threads);
+        transpose_images(dt, dy, dyn, g.n, g.p, g.m, g.threads);
+        rc = conv_bwd_nchw(k, dt, &g, xn ? xn : x, w, dyn, dxn, dw, kept);
+        if (rc == OAR_OK && dxout) transpose_images(dt, dxn, dxout, g.n, g.c, g.h * g.w, g.threads);
+        oar_scratch_free(xn); oar_scratch_free(dyn); oar_scratch_free(dxn);
+    }
+    drop_kept(xin, kt);
     return rc;
 }
 
