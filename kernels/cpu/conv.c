@@ -30,9 +30,7 @@
  * NHWC (data_format) runs the same code on NCHW copies: the input (and the
  * output gradient) are transposed in, the result transposed out.
  *
- * The typed depthwise loops are written once below the #else and
- * instantiated for float and double by including this file into itself. */
-#ifndef OAR_CONV_T
+ * The depthwise loops are in conv_depthwise.c. */
 #include <limits.h>
 #include <stdio.h>
 #include <omp.h>
@@ -43,6 +41,7 @@
 #include "gemm.h"
 #include "desc.h"
 #include "ops/conv.h"
+#include "conv_geom.h"
 
 /* below this many multiply-adds a call runs on one thread */
 #define CONV_PAR_MIN_MACS ((int64_t)1 << 18)
@@ -56,20 +55,6 @@
 #define CONV_KEEP_MAX_COL ((int64_t)4 << 20)
 #define CONV_KEEP_MAX_BYTES ((int64_t)64 << 20)
 
-typedef struct conv_geom {
-    int64_t n, c, h, w;       /* input (logical NCHW) */
-    int64_t m, kh, kw;        /* filter */
-    int64_t oh, ow, p;        /* output, p = oh*ow */
-    int64_t groups, cg, mg;   /* channels per group in and out */
-    int64_t kg;               /* GEMM depth per group: cg*kh*kw */
-    int64_t img, ktot;        /* input values per image; column rows (kg*groups) */
-    int threads;              /* OpenMP threads for this call */
-    int64_t bimg;             /* images side by side in one GEMM (batch mode) */
-    bool direct;              /* 1x1, stride 1, no padding: no im2col */
-    bool plain;               /* no padding, horizontal stride 1: im2col copies whole rows */
-    bool nhwc;
-    oar_win2d_t win;
-} conv_geom_t;
 
 /* error with both operands' names and shapes (built only here) */
 static int conv_err(oar_kernel_ctx_t *k, int status, const oar_tensor_t *x, const oar_tensor_t *w, const char *why) {
@@ -162,17 +147,6 @@ static int conv_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tens
                            .pt = pd[0], .pl = pd[2], .dh = dl[0], .dw = dl[1]};
     return OAR_OK;
 }
-
-#define OAR_CONV_T float
-#define OAR_CONV_SUF f32
-#include "conv.c"
-#undef OAR_CONV_T
-#undef OAR_CONV_SUF
-#define OAR_CONV_T double
-#define OAR_CONV_SUF f64
-#include "conv.c"
-#undef OAR_CONV_T
-#undef OAR_CONV_SUF
 
 /* depthwise: one input channel per group, several groups */
 static bool depthwise(const conv_geom_t *g) { return g->cg == 1 && g->groups > 1; }
@@ -531,8 +505,8 @@ static int conv_fwd(oar_kernel_ctx_t *k) {
         x = xn;
     }
     if (depthwise(&g)) {
-        if (dt == OAR_FP32) dw_fwd_f32(x, w, y, &g);
-        else dw_fwd_f64(x, w, y, &g);
+        if (dt == OAR_FP32) oar_dw_fwd_f32(x, w, y, &g);
+        else oar_dw_fwd_f64(x, w, y, &g);
     } else {
         void *col;
         int rc = alloc_cols(k, &g, esz, &col);
@@ -597,11 +571,11 @@ static int conv_bwd_nchw(oar_kernel_ctx_t *k, int dt, const conv_geom_t *gp, con
     const conv_geom_t g = *gp;
     if (depthwise(&g)) {
         if (dt == OAR_FP32) {
-            if (dx) dw_bwd_data_f32(w, dy, dx, &g);
-            if (dw) dw_bwd_filter_f32(x, dy, dw, &g);
+            if (dx) oar_dw_bwd_data_f32(w, dy, dx, &g);
+            if (dw) oar_dw_bwd_filter_f32(x, dy, dw, &g);
         } else {
-            if (dx) dw_bwd_data_f64(w, dy, dx, &g);
-            if (dw) dw_bwd_filter_f64(x, dy, dw, &g);
+            if (dx) oar_dw_bwd_data_f64(w, dy, dx, &g);
+            if (dw) oar_dw_bwd_filter_f64(x, dy, dw, &g);
         }
         return OAR_OK;
     }
@@ -731,112 +705,3 @@ OAR_REGISTER_KERNEL("depthwise_conv2d", OAR_PLACE_CPU, OAR_FP32, dwconv2d_f32)
 OAR_REGISTER_KERNEL("depthwise_conv2d", OAR_PLACE_CPU, OAR_FP64, dwconv2d_f64)
 OAR_REGISTER_KERNEL("depthwise_conv2d_grad", OAR_PLACE_CPU, OAR_FP32, dwconv2d_grad_f32)
 OAR_REGISTER_KERNEL("depthwise_conv2d_grad", OAR_PLACE_CPU, OAR_FP64, dwconv2d_grad_f64)
-
-#else /* typed part: direct depthwise loops */
-#define T OAR_CONV_T
-#define FN_(name, suf) name##_##suf
-#define FN(name, suf) FN_(name, suf)
-
-/* y[n, m] = sum over taps of w[m, tap] * shifted x[n, m / mult]; one pass
- * over the output plane per tap keeps the plane in L1 */
-static void FN(dw_fwd, OAR_CONV_SUF)(const T *x, const T *w, T *y, const conv_geom_t *g) {
-    const int64_t C = g->c, H = g->h, W = g->w, M = g->m, OH = g->oh, OW = g->ow;
-    const int64_t KH = g->kh, KW = g->kw, mult = g->mg;
-    const oar_win2d_t *v = &g->win;
-    #pragma omp parallel for collapse(2) schedule(static) num_threads(g->threads) if (g->threads > 1)
-    for (int64_t n = 0; n < g->n; n++)
-        for (int64_t m = 0; m < M; m++) {
-            const T *xc = x + (n * C + m / mult) * H * W;
-            const T *wm = w + m * KH * KW;
-            T *ym = y + (n * M + m) * OH * OW;
-            memset(ym, 0, sizeof(T) * (size_t)(OH * OW));   /* taps accumulate; padded rows skip some */
-            for (int64_t i = 0; i < KH; i++)
-                for (int64_t j = 0; j < KW; j++) {
-                    const T wv = wm[i * KW + j];
-                    const int64_t woff = j * v->dw - v->pl;
-                    int64_t lo, hi;
-                    oar_win_valid_cols(woff, v->sw, W, OW, &lo, &hi);
-                    for (int64_t oh = 0; oh < OH; oh++) {
-                        const int64_t ih = oh * v->sh - v->pt + i * v->dh;
-                        if (ih < 0 || ih >= H) continue;
-                        const T *xr = xc + ih * W;
-                        T *yr = ym + oh * OW;
-                        if (v->sw == 1)
-                            for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xr[ow + woff];
-                        else
-                            for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xr[ow * v->sw + woff];
-                    }
-                }
-        }
-}
-
-/* dx[n, c] = sum over the c-th group's outputs and taps (each plane zeroed here, while it is in cache) */
-static void FN(dw_bwd_data, OAR_CONV_SUF)(const T *w, const T *dy, T *dx, const conv_geom_t *g) {
-    const int64_t C = g->c, H = g->h, W = g->w, M = g->m, OH = g->oh, OW = g->ow;
-    const int64_t KH = g->kh, KW = g->kw, mult = g->mg;
-    const oar_win2d_t *v = &g->win;
-    #pragma omp parallel for collapse(2) schedule(static) num_threads(g->threads) if (g->threads > 1)
-    for (int64_t n = 0; n < g->n; n++)
-        for (int64_t c = 0; c < C; c++) {
-            T *xc = dx + (n * C + c) * H * W;
-            memset(xc, 0, sizeof(T) * (size_t)(H * W));
-            for (int64_t m = c * mult; m < (c + 1) * mult; m++) {
-                const T *wm = w + m * KH * KW;
-                const T *gm = dy + (n * M + m) * OH * OW;
-                for (int64_t i = 0; i < KH; i++)
-                    for (int64_t j = 0; j < KW; j++) {
-                        const T wv = wm[i * KW + j];
-                        const int64_t woff = j * v->dw - v->pl;
-                        int64_t lo, hi;
-                        oar_win_valid_cols(woff, v->sw, W, OW, &lo, &hi);
-                        for (int64_t oh = 0; oh < OH; oh++) {
-                            const int64_t ih = oh * v->sh - v->pt + i * v->dh;
-                            if (ih < 0 || ih >= H) continue;
-                            T *xr = xc + ih * W;
-                            const T *gr = gm + oh * OW;
-                            if (v->sw == 1)
-                                for (int64_t ow = lo; ow < hi; ow++) xr[ow + woff] += wv * gr[ow];
-                            else
-                                for (int64_t ow = lo; ow < hi; ow++) xr[ow * v->sw + woff] += wv * gr[ow];
-                        }
-                    }
-            }
-        }
-}
-
-/* dw[m, tap] = sum over images and positions of dy * shifted x; each thread
- * owns whole output channels, so the sums need no reduction */
-static void FN(dw_bwd_filter, OAR_CONV_SUF)(const T *x, const T *dy, T *dw, const conv_geom_t *g) {
-    const int64_t C = g->c, H = g->h, W = g->w, M = g->m, OH = g->oh, OW = g->ow;
-    const int64_t KH = g->kh, KW = g->kw, mult = g->mg;
-    const oar_win2d_t *v = &g->win;
-    #pragma omp parallel for schedule(static) num_threads(g->threads) if (g->threads > 1)
-    for (int64_t m = 0; m < M; m++)
-        for (int64_t i = 0; i < KH; i++)
-            for (int64_t j = 0; j < KW; j++) {
-                const int64_t woff = j * v->dw - v->pl;
-                int64_t lo, hi;
-                oar_win_valid_cols(woff, v->sw, W, OW, &lo, &hi);
-                T s = 0;
-                for (int64_t n = 0; n < g->n; n++) {
-                    const T *xc = x + (n * C + m / mult) * H * W;
-                    const T *gm = dy + (n * M + m) * OH * OW;
-                    for (int64_t oh = 0; oh < OH; oh++) {
-                        const int64_t ih = oh * v->sh - v->pt + i * v->dh;
-                        if (ih < 0 || ih >= H) continue;
-                        const T *xr = xc + ih * W;
-                        const T *gr = gm + oh * OW;
-                        if (v->sw == 1)
-                            for (int64_t ow = lo; ow < hi; ow++) s += gr[ow] * xr[ow + woff];
-                        else
-                            for (int64_t ow = lo; ow < hi; ow++) s += gr[ow] * xr[ow * v->sw + woff];
-                    }
-                }
-                dw[(m * KH + i) * KW + j] = s;
-            }
-}
-
-#undef T
-#undef FN
-#undef FN_
-#endif
