@@ -36,9 +36,43 @@
 #define IM2COL_KW_MAX 32
 #endif
 
+/* Rows of a plain window (stride 1, no padding or dilation: whole rows
+ * copied or added) in fixed 16- and 8-value pieces the compiler turns into
+ * single vector moves; the general loops' index arithmetic cost more than
+ * the copies for LeNet's 8- and 24-wide rows. */
+static inline void FN(row_copy, OAR_IM2COL_SUF)(T *restrict d, const T *restrict s, int64_t n) {
+    int64_t k = 0;
+    for (; k + 16 <= n; k += 16) memcpy(d + k, s + k, 16 * sizeof(T));
+    for (; k + 8 <= n; k += 8) memcpy(d + k, s + k, 8 * sizeof(T));
+    for (; k < n; k++) d[k] = s[k];
+}
+
+static inline void FN(row_add, OAR_IM2COL_SUF)(T *restrict d, const T *restrict s, int64_t n) {
+    int64_t k = 0;
+    for (; k + 8 <= n; k += 8)
+        for (int l = 0; l < 8; l++) d[k + l] += s[k + l];
+    for (; k < n; k++) d[k] += s[k];
+}
+
+static bool FN(plain, OAR_IM2COL_SUF)(const oar_win2d_t *g) {
+    return g->sh == 1 && g->sw == 1 && g->dh == 1 && g->dw == 1 && g->pt == 0 && g->pl == 0 &&
+           g->oh == g->h - g->kh + 1 && g->ow == g->w - g->kw + 1;
+}
+
 void FN(oar_im2col, OAR_IM2COL_SUF)(const T *x, const oar_win2d_t *g, T *col, int64_t ld) {
     const int64_t C = g->c, H = g->h, W = g->w, OH = g->oh, OW = g->ow;
     const int64_t KH = g->kh, KW = g->kw, sw = g->sw;
+    if (FN(plain, OAR_IM2COL_SUF)(g)) {
+        #pragma omp parallel for schedule(static) if (C > 1 && C * KH * KW * OH * OW >= OAR_IM2COL_PAR_MIN)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t i = 0; i < KH; i++)
+                for (int64_t j = 0; j < KW; j++) {
+                    T *d = col + ((c * KH + i) * KW + j) * ld;
+                    const T *xs = x + (c * H + i) * W + j;
+                    for (int64_t oh = 0; oh < OH; oh++) FN(row_copy, OAR_IM2COL_SUF)(d + oh * OW, xs + oh * W, OW);
+                }
+        return;
+    }
     int64_t jlo[IM2COL_KW_MAX], jhi[IM2COL_KW_MAX];
     const bool pre = KW <= IM2COL_KW_MAX;
     for (int64_t j = 0; pre && j < KW; j++) oar_win_valid_cols(j * g->dw - g->pl, sw, W, OW, &jlo[j], &jhi[j]);
@@ -81,6 +115,18 @@ void FN(oar_im2col, OAR_IM2COL_SUF)(const T *x, const oar_win2d_t *g, T *col, in
 void FN(oar_col2im, OAR_IM2COL_SUF)(const T *col, const oar_win2d_t *g, int64_t ld, T *dx) {
     const int64_t C = g->c, H = g->h, W = g->w, OH = g->oh, OW = g->ow;
     const int64_t KH = g->kh, KW = g->kw, sw = g->sw;
+    if (FN(plain, OAR_IM2COL_SUF)(g)) {
+        /* the same sums in the same order as the loops below */
+        #pragma omp parallel for schedule(static) if (C > 1 && C * KH * KW * OH * OW >= OAR_IM2COL_PAR_MIN)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t i = 0; i < KH; i++)
+                for (int64_t j = 0; j < KW; j++) {
+                    const T *s = col + ((c * KH + i) * KW + j) * ld;
+                    T *xd = dx + (c * H + i) * W + j;
+                    for (int64_t oh = 0; oh < OH; oh++) FN(row_add, OAR_IM2COL_SUF)(xd + oh * W, s + oh * OW, OW);
+                }
+        return;
+    }
     int64_t jlo[IM2COL_KW_MAX], jhi[IM2COL_KW_MAX];
     const bool pre = KW <= IM2COL_KW_MAX;
     for (int64_t j = 0; pre && j < KW; j++) oar_win_valid_cols(j * g->dw - g->pl, sw, W, OW, &jlo[j], &jhi[j]);
