@@ -36,10 +36,11 @@
 #define IM2COL_KW_MAX 32
 #endif
 
-/* Rows of a plain window (stride 1, no padding or dilation: whole rows
- * copied or added) in fixed 16- and 8-value pieces the compiler turns into
- * single vector moves; the general loops' index arithmetic cost more than
- * the copies for LeNet's 8- and 24-wide rows. */
+/* Rows (horizontal stride 1) copied or added in fixed 16- and 8-value
+ * pieces the compiler turns into single vector moves: per-element loops'
+ * index arithmetic cost more than the copies for LeNet's 8- and 24-wide
+ * rows. Plain windows (stride 1, no padding or dilation) also skip the
+ * bounds of the general loops. */
 static inline void FN(row_copy, OAR_IM2COL_SUF)(T *restrict d, const T *restrict s, int64_t n) {
     int64_t k = 0;
     for (; k + 16 <= n; k += 16) memcpy(d + k, s + k, 16 * sizeof(T));
@@ -97,12 +98,12 @@ void FN(oar_im2col, OAR_IM2COL_SUF)(const T *x, const oar_win2d_t *g, T *col, in
                     const T *xr = xc + ih * W + woff;
                     /* rows are short (often < 32): an inline loop beats memcpy calls */
                     if (full && sw == 1) {
-                        for (int64_t ow = 0; ow < OW; ow++) d[ow] = xr[ow];
+                        FN(row_copy, OAR_IM2COL_SUF)(d, xr, OW);
                         continue;
                     }
                     for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0;
                     if (sw == 1)
-                        for (int64_t ow = lo; ow < hi; ow++) d[ow] = xr[ow];
+                        FN(row_copy, OAR_IM2COL_SUF)(d + lo, xr + lo, hi - lo);
                     else
                         for (int64_t ow = lo; ow < hi; ow++) d[ow] = xr[ow * sw];
                     for (int64_t ow = hi; ow < OW; ow++) d[ow] = 0;
@@ -147,7 +148,7 @@ void FN(oar_col2im, OAR_IM2COL_SUF)(const T *col, const oar_win2d_t *g, int64_t 
                     const T *s = src + oh * OW;
                     T *xr = xc + ih * W + woff;
                     if (sw == 1)
-                        for (int64_t ow = lo; ow < hi; ow++) xr[ow] += s[ow];
+                        FN(row_add, OAR_IM2COL_SUF)(xr + lo, s + lo, hi - lo);
                     else
                         for (int64_t ow = lo; ow < hi; ow++) xr[ow * sw] += s[ow];
                 }
