@@ -43,14 +43,26 @@ M.path = libpath
 -- policy). libgomp reads both once, when liboar loads it, so they are set
 -- for that moment and removed again: the user's environment is left as it
 -- was, and a user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
+--
+-- OpenBLAS (float64 products, GEMVs) is held to one thread by liboar
+-- (kernels/cpu/dnnl_gemm.c): every split is oar's, on libgomp. But OpenBLAS's
+-- pthread build starts its own pool when it loads, sized by
+-- OPENBLAS_NUM_THREADS or else OMP_NUM_THREADS, and a fresh worker spins in
+-- sched_yield for its first ~0.1 s: a whole core taken from oar's second
+-- thread (fit_a_line's epoch ran 15 % slower on 2 threads than on 1). So
+-- OPENBLAS_NUM_THREADS=1 is set, like the two above, only for that moment
+-- and only when the user has not set it.
 local policy_was_set = os.getenv("OMP_WAIT_POLICY") ~= nil
 local spin_was_set = os.getenv("GOMP_SPINCOUNT") ~= nil
 local set_spin = not policy_was_set and not spin_was_set
+local set_blas = os.getenv("OPENBLAS_NUM_THREADS") == nil
 if not policy_was_set then ffi.C.setenv("OMP_WAIT_POLICY", "PASSIVE", 0) end
 if set_spin then ffi.C.setenv("GOMP_SPINCOUNT", "1000", 0) end
+if set_blas then ffi.C.setenv("OPENBLAS_NUM_THREADS", "1", 0) end
 local ok_load, lib_or_err = pcall(ffi.load, libpath)
 if not policy_was_set then ffi.C.unsetenv("OMP_WAIT_POLICY") end
 if set_spin then ffi.C.unsetenv("GOMP_SPINCOUNT") end
+if set_blas then ffi.C.unsetenv("OPENBLAS_NUM_THREADS") end
 if not ok_load then error(lib_or_err, 0) end
 M.C = lib_or_err
 local C = M.C
