@@ -41,7 +41,7 @@ if os.getenv("PROFILE") then oar.profiler.start() end
 local t0 = wall()
 for _ = 1, steps do exe:run(main, { feed = { img = x, label = y }, fetch_list = { loss }, scope = scope }) end
 local dt = wall() - t0
-if os.getenv("PROFILE") and (not use_fleet or oar.fleet.worker_index() == 0) then
+if os.getenv("PROFILE") and (not use_fleet or oar.fleet.worker_index() == 0 or os.getenv("PROFILE") == "all") then
   oar.profiler.stop()
   print(oar.profiler.report())
 end
