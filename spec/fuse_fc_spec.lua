@@ -76,6 +76,11 @@ describe("fc op", function()
     expect_error(function() run({ 2, 3 }, { 4, 5 }) end, "fc", "3 columns", "4 rows")
     expect_error(function() run({ 2, 3 }, { 3, 5, 1 }) end, "fc", "W must be 2-D")
     expect_error(function() run({ 2, 3 }, { 3, 5 }, { activation_type = "tanh" }) end, "activation_type", "tanh")
+    -- a W of another dtype than Input, as a loaded model could hold
+    expect_error(function()
+      T.run{ type = "fc", inputs = { Input = T.tensor(R.symmetric(6, 1), { shape = { 2, 3 }, dtype = "float32" }),
+                                     W = T.tensor(R.symmetric(15, 2), { shape = { 3, 5 }, dtype = "float64" }) } }
+    end, "fc", "float64")
   end)
 
   it("gives the same bits with 1 and 2 threads (float32, batch 1 and 128)", function()

@@ -39,6 +39,11 @@ static int fc_setup(oar_kernel_ctx_t *k, fc_args_t *a)
     if (!xt || !wt) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s is missing", xt ? "W" : "Input");
     const int pad = at->padding_weights ? 4 : 0;
     char bx[128], bw[128];
+    const int dt = oar_k_dtype(k);
+    if (xt->dtype != dt || wt->dtype != dt || (bt && bt->dtype != dt))
+        return oar_k_error(k, OAR_ERR_DTYPE, "Input is %s, W %s%s%s: all must be %s", oar_dtype_name(xt->dtype),
+                           oar_dtype_name(wt->dtype), bt ? ", Bias " : "", bt ? oar_dtype_name(bt->dtype) : "",
+                           oar_dtype_name(dt));
     if (at->in_ncd < 1 || at->in_ncd >= xt->ndim || wt->ndim != 2 || wt->dims[0] <= pad || wt->dims[1] <= pad)
         return oar_k_error(k, OAR_ERR_SHAPE, "Input shape %s (in_num_col_dims %d) and W shape %s do not make an fc",
                            oar_shape_str(xt->dims, xt->ndim, bx, sizeof bx), at->in_ncd,
