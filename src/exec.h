@@ -35,7 +35,8 @@ typedef struct oar_prep_op {
     void *attrs;             /* the definition's decoded attributes (NULL without decode) */
     void *kstate;            /* the kernel's state across runs (oar_k_set_state) */
     void (*kstate_free)(void *);
-    bool grad_follows;       /* a later op is this op's grad on the same first input */
+    signed char grad_follows; /* a later op is this op's grad on the same first input;
+                                 -1 until a kernel asks (oar_k_grad_follows) */
     /* memory plan: variables whose last use is this op (released after it) */
     int *release; int nrelease;
     int inplace_in, inplace_out;   /* var ids of an in-place pair, -1 none */
@@ -90,6 +91,8 @@ oar_variable_t *oar_k_var(oar_kernel_ctx_t *k, const oar_pslot_t *s, int i);
 int oar_infer_runtime(oar_kernel_ctx_t *k);   /* runs def->infer on tensors */
 /* prepare.c: builds the prepared form of block block_idx (ops, var table,
  * decoded attrs, memory plan) for an executor of place `place` */
+/* whether a later op of p is ops[i]'s '<type>_grad' on its first input */
+bool oar_prep_grad_follows(const oar_prepared_t *p, int i);
 int oar_prepare_block(int place, oar_program_t *prog, int block_idx, bool plan_memory, oar_prepared_t **out);
 void oar_prepared_free(oar_prepared_t *p);
 int oar_prepared_find(const oar_prepared_t *p, const char *name);   /* var table index or -1 */

@@ -75,6 +75,7 @@ static void *out_data(oar_kernel_ctx_t *k, oar_tensor_t *t, int dtype) {
         size_t bytes;
         if (oar_tensor_bytes_for(t, dtype, &bytes) == OAR_OK && bytes <= t->buf->bytes) {
             t->dtype = dtype;
+            oar_tensor_touch(t);   /* written: what kernels derived from the data goes */
             return t->buf->data;
         }
     }
@@ -157,7 +158,11 @@ void oar_k_set_state(oar_kernel_ctx_t *k, void *state, void (*free_fn)(void *)) 
     op->kstate_free = free_fn;
 }
 
-bool oar_k_grad_follows(const oar_kernel_ctx_t *k) { return k->op->grad_follows; }
+bool oar_k_grad_follows(const oar_kernel_ctx_t *k) {
+    oar_prep_op_t *op = (oar_prep_op_t *)k->op;   /* a cache in the executor's prepared op */
+    if (op->grad_follows < 0) op->grad_follows = oar_prep_grad_follows(k->prep, (int)(op - k->prep->ops));
+    return op->grad_follows > 0;
+}
 
 oar_scope_t *oar_k_scope(oar_kernel_ctx_t *k) { return k->scope; }
 oar_program_t *oar_k_program(oar_kernel_ctx_t *k) { return k->prep->program; }

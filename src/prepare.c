@@ -123,6 +123,7 @@ static int prepare_op(int place, oar_block_t *b, names_builder_t *nb, int i, oar
     char ctx[512];
     op->desc = d;
     op->inplace_in = op->inplace_out = -1;
+    op->grad_follows = -1;
     op->context = oar_xstrdup(oar_op_context(d, ctx, sizeof ctx));
     if (!op->context) return OAR_ERR_NOMEM;
     op->def = oar_registry_op(d->type);
@@ -187,20 +188,20 @@ static int prepare_op(int place, oar_block_t *b, names_builder_t *nb, int i, oar
 
 /* An op whose '<type>_grad' comes later in the block, reading the same
  * variable in the forward's first input slot (conv2d's Input), may leave
- * work for it (oar_k_grad_follows). */
-static void mark_grad_follows(oar_prepared_t *p) {
-    for (int i = 0; i < p->nops; i++) {
-        oar_prep_op_t *f = &p->ops[i];
-        if (f->nins < 1 || f->ins[0].n < 1 || f->ins[0].ids[0] < 0) continue;
-        const char *type = f->desc->type, *slot = f->ins[0].name;
-        const size_t tl = strlen(type);
-        for (int j = i + 1; j < p->nops && !f->grad_follows; j++) {
-            const char *gt = p->ops[j].desc->type;
-            if (strncmp(gt, type, tl) != 0 || strcmp(gt + tl, "_grad") != 0) continue;
-            const oar_pslot_t *s = oar_pslot_find(p->ops[j].ins, p->ops[j].nins, slot);
-            f->grad_follows = s && s->n > 0 && s->ids[0] == f->ins[0].ids[0];
-        }
+ * work for it. Asked once per op by the kernels that care
+ * (oar_k_grad_follows), not worked out for every op of every block. */
+bool oar_prep_grad_follows(const oar_prepared_t *p, int i) {
+    const oar_prep_op_t *f = &p->ops[i];
+    if (f->nins < 1 || f->ins[0].n < 1 || f->ins[0].ids[0] < 0) return false;
+    const char *type = f->desc->type, *slot = f->ins[0].name;
+    const size_t tl = strlen(type);
+    for (int j = i + 1; j < p->nops; j++) {
+        const char *gt = p->ops[j].desc->type;
+        if (strncmp(gt, type, tl) != 0 || strcmp(gt + tl, "_grad") != 0) continue;
+        const oar_pslot_t *s = oar_pslot_find(p->ops[j].ins, p->ops[j].nins, slot);
+        if (s && s->n > 0 && s->ids[0] == f->ins[0].ids[0]) return true;
     }
+    return false;
 }
 
 /* ---- the memory plan ----------------------------------------------------- */
@@ -340,7 +341,6 @@ int oar_prepare_block(int place, oar_program_t *prog, int block_idx, bool plan, 
         const oar_var_desc_t *v = oar_block_find_var_recursive(b, p->names[i]);
         p->persistable[i] = v && v->persistable;
     }
-    if (rc == OAR_OK) mark_grad_follows(p);
     if (rc == OAR_OK && plan) rc = plan_memory(prog, b, &nb);
     p->index = nb.map;   /* the builder's map is the prepared block's index */
     if (rc != OAR_OK) { oar_prepared_free(p); return rc; }

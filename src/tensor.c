@@ -73,7 +73,6 @@ static oar_buffer_t *buffer_new_on(size_t bytes, int place, int device, bool zer
     return b;
 }
 
-
 /* the buffer is on place (and, for CUDA, on device) */
 static bool buffer_on(const oar_buffer_t *b, int place, int device)
 {

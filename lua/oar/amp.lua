@@ -116,6 +116,13 @@ function M.AutoMixedPrecisionLists(opts)
   return setmetatable(l, Lists)
 end
 
+-- raises unless v is nil or made by AutoMixedPrecisionLists
+local function check_lists(who, v)
+  if v ~= nil and getmetatable(v) ~= Lists then
+    raise(who .. ": 'amp_lists' must be an oar.amp.AutoMixedPrecisionLists{...}, got " .. type(v))
+  end
+end
+
 -- the float32/float16 dense tensor `name` refers to, or nil
 local function float_var(block, name)
   if name == "@EMPTY@" or not block:has_var_recursive(name) then return nil end
@@ -219,9 +226,7 @@ end
 function M.rewrite_program(program, amp_lists)
   local who = "oar.amp.rewrite_program"
   if not framework.is_program(program) then raise(who .. ": 'program' must be a Program, got " .. type(program)) end
-  if amp_lists ~= nil and getmetatable(amp_lists) ~= Lists then
-    raise(who .. ": 'amp_lists' must be an oar.amp.AutoMixedPrecisionLists{...}, got " .. type(amp_lists))
-  end
+  check_lists(who, amp_lists)
   local rw = setmetatable({ block = program:global_block(), lists = amp_lists or M.AutoMixedPrecisionLists(),
     casts = {}, inserted = {} }, Rewriter)
   local pos = 0
@@ -278,11 +283,9 @@ function M.decorate(optimizer, opts)
     raise(who .. ": 'use_fp16_compute' must be a boolean, got " .. type(opts.use_fp16_compute))
   end
   d.use_fp16_compute = opts.use_fp16_compute == true
-  if opts.amp_lists ~= nil then
-    if getmetatable(opts.amp_lists) ~= Lists then
-      raise(who .. ": 'amp_lists' must be an oar.amp.AutoMixedPrecisionLists{...}, got " .. type(opts.amp_lists))
-    end
-    if not d.use_fp16_compute then raise(who .. ": 'amp_lists' needs 'use_fp16_compute = true'") end
+  check_lists(who, opts.amp_lists)
+  if opts.amp_lists ~= nil and not d.use_fp16_compute then
+    raise(who .. ": 'amp_lists' needs 'use_fp16_compute = true'")
   end
   d.amp_lists = opts.amp_lists or (d.use_fp16_compute and M.AutoMixedPrecisionLists() or nil)
   return setmetatable(d, Decorated)

@@ -286,6 +286,11 @@ function DistributedOptimizer:_append_allreduce(params_grads, program, prescaled
   local nworkers = state.size
   local inv = 1.0 / nworkers
   local dense, out = {}, {}
+  -- the mean over workers after a reduction, unless the loss gradient was prescaled
+  local function mean_of(v)
+    if prescaled then return end
+    block:append_op{ type = "scale", inputs = { X = { v } }, outputs = { Out = { v } }, attrs = { scale = inv, bias = 0.0 } }
+  end
   program:_backward_role_guard(function()
     for i, pg in ipairs(params_grads) do
       local p, g = pg[1], pg[2]
@@ -296,10 +301,7 @@ function DistributedOptimizer:_append_allreduce(params_grads, program, prescaled
             type = "selected_rows", dtype = g.dtype, shape = g.shape, stop_gradient = true }
           block:append_op{ type = "c_allgather", inputs = { X = { g } }, outputs = { Out = { gathered } },
             attrs = { nranks = nworkers, ring_id = 0 } }
-          if not prescaled then
-            block:append_op{ type = "scale", inputs = { X = { gathered } }, outputs = { Out = { gathered } },
-              attrs = { scale = inv, bias = 0.0 } }
-          end
+          mean_of(gathered)
           out[i] = { p, gathered }
         else
           -- densified: zeros shaped like the param plus the rows, then fused with the rest
@@ -323,10 +325,7 @@ function DistributedOptimizer:_append_allreduce(params_grads, program, prescaled
       if n and n * (dtype_bytes[g.dtype] or 4) >= INPLACE_BYTES then
         block:append_op{ type = "c_allreduce_sum", inputs = { X = { g } }, outputs = { Out = { g } },
           attrs = { ring_id = 0 } }
-        if not prescaled then
-          block:append_op{ type = "scale", inputs = { X = { g } }, outputs = { Out = { g } },
-            attrs = { scale = inv, bias = 0.0 } }
-        end
+        mean_of(g)
       else
         fused_ones[#fused_ones + 1] = pg
       end
@@ -339,10 +338,7 @@ function DistributedOptimizer:_append_allreduce(params_grads, program, prescaled
       block:append_op{ type = "c_coalesce", inputs = { X = b.grads }, outputs = { Out = { fused } } }
       block:append_op{ type = "c_allreduce_sum", inputs = { X = { fused } }, outputs = { Out = { fused } },
         attrs = { ring_id = 0 } }
-      if not prescaled then
-        block:append_op{ type = "scale", inputs = { X = { fused } }, outputs = { Out = { fused } },
-          attrs = { scale = inv, bias = 0.0 } }
-      end
+      mean_of(fused)
       block:append_op{ type = "c_split_coalesced", inputs = { X = { fused }, Ref = b.grads },
         outputs = { Out = b.grads } }
     end

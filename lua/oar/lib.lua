@@ -52,17 +52,20 @@ M.path = libpath
 -- thread (fit_a_line's epoch ran 15 % slower on 2 threads than on 1). So
 -- OPENBLAS_NUM_THREADS=1 is set, like the two above, only for that moment
 -- and only when the user has not set it.
-local policy_was_set = os.getenv("OMP_WAIT_POLICY") ~= nil
-local spin_was_set = os.getenv("GOMP_SPINCOUNT") ~= nil
-local set_spin = not policy_was_set and not spin_was_set
-local set_blas = os.getenv("OPENBLAS_NUM_THREADS") == nil
-if not policy_was_set then ffi.C.setenv("OMP_WAIT_POLICY", "PASSIVE", 0) end
-if set_spin then ffi.C.setenv("GOMP_SPINCOUNT", "1000", 0) end
-if set_blas then ffi.C.setenv("OPENBLAS_NUM_THREADS", "1", 0) end
+local function unset(name) return os.getenv(name) == nil end
+local for_load = {}   -- the variables set here, removed once the library is loaded
+local function set_for_load(name, value, when)
+  if when then
+    ffi.C.setenv(name, value, 0)
+    for_load[#for_load + 1] = name
+  end
+end
+-- a user's own wait policy also keeps the spin count libgomp derives from it
+set_for_load("GOMP_SPINCOUNT", "1000", unset("OMP_WAIT_POLICY") and unset("GOMP_SPINCOUNT"))
+set_for_load("OMP_WAIT_POLICY", "PASSIVE", unset("OMP_WAIT_POLICY"))
+set_for_load("OPENBLAS_NUM_THREADS", "1", unset("OPENBLAS_NUM_THREADS"))
 local ok_load, lib_or_err = pcall(ffi.load, libpath)
-if not policy_was_set then ffi.C.unsetenv("OMP_WAIT_POLICY") end
-if set_spin then ffi.C.unsetenv("GOMP_SPINCOUNT") end
-if set_blas then ffi.C.unsetenv("OPENBLAS_NUM_THREADS") end
+for _, name in ipairs(for_load) do ffi.C.unsetenv(name) end
 if not ok_load then error(lib_or_err, 0) end
 M.C = lib_or_err
 local C = M.C
