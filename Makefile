@@ -108,7 +108,7 @@ $(LIB): $(C_OBJ)
 # op-authoring header's types and OAR_API functions (through the preprocessor,
 # which also lists the headers they came from in build/cdef_op.d)
 $(CDEF): src/oar.h tools/gen_cdef.sh
-	$(call say,GEN,$@)sh tools/gen_cdef.sh src/oar.h > $@
+	$(call say,GEN,$@)sh tools/gen_cdef.sh src/oar.h > $@.tmp && mv -f $@.tmp $@
 $(CDEF_OP): src/oar_op.h $(wildcard src/ops/*.h) tools/gen_cdef.sh
 	@mkdir -p $(BUILD)
 	$(call say,GEN,$@)CC="$(CC)" sh tools/gen_cdef.sh --op src/oar_op.h $(BUILD)/cdef_op.d $@ > $@.tmp && mv -f $@.tmp $@
