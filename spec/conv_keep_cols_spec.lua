@@ -20,10 +20,10 @@
 --    (oar_debug_conv_cols(1)), over many training steps of a small convnet
 --    fed from a ring of batches the caller keeps, whose peak memory stays
 --    the same from step to step.
-local ffi = require("ffi")
 local lib = require("oar.lib")
 local C = lib.C
 local T = require("spec.helpers.op_test")
+local P = require("spec.helpers.program")
 local R = require("spec.helpers.random")
 
 local function unfolded() return tonumber(C.oar_debug_conv_cols(0)) end
@@ -39,15 +39,8 @@ local function check(rc, what)
   if rc ~= 0 then error(what .. ": " .. lib.last_error(), 2) end
 end
 
-local DT = { float32 = 5, float64 = 6 }
-
 local function declare(block, name, shape, dtype)
-  local out = ffi.new("oar_var_desc_t*[1]")
-  check(C.oar_block_var_new(block, name, out), "var " .. name)
-  local dims = ffi.new("int64_t[?]", #shape)
-  for i, d in ipairs(shape) do dims[i - 1] = d end
-  check(C.oar_var_desc_set_shape(out[0], dims, #shape), "shape of " .. name)
-  check(C.oar_var_desc_set_dtype(out[0], DT[dtype]), "dtype of " .. name)
+  P.new_var(block, name, { dims = shape, dtype = T.DTYPES[dtype] })
 end
 
 -- output shape of a conv (NCHW or NHWC) of xs with filter ws
@@ -77,9 +70,7 @@ end
 -- one program: conv2d, [ops between,] conv2d_grad on the same Input (the
 -- forward keeps its columns); returns {Output, Input@GRAD, Filter@GRAD}
 local function train_run(p, between)
-  local pout = ffi.new("oar_program_t*[1]")
-  check(C.oar_program_new(pout), "program")
-  local prog = ffi.gc(pout[0], C.oar_program_free)
+  local prog = P.new_program()
   local block = C.oar_program_block(prog, 0)
   declare(block, "x", p.xs, p.dtype)
   declare(block, "w", p.ws, p.dtype)

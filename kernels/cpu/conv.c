@@ -344,13 +344,6 @@ static void bwd_block_of(const conv_geom_t *g, const col_keep_t *kp, int64_t i, 
     *nb = c1 - *j0 < g->bimg ? c1 - *j0 : g->bimg;
 }
 
-/* Drops the kept columns once conv2d_grad has read them, rather than when
- * Input's buffer goes: a fed tensor the caller holds (a ring of batches)
- * would keep them alive step after step. */
-static void drop_kept(oar_tensor_t *x, const oar_tensor_t *kept) {
-    if (kept) oar_tensor_touch(x);
-}
-
 static void kept_free(void *p) {
     oar_tensor_t *t = p;
     __atomic_sub_fetch(&g_kept_bytes, oar_tensor_numel(t) * (int64_t)oar_dtype_size(oar_tensor_dtype(t)),
@@ -629,12 +622,30 @@ static int conv_bwd_nchw(oar_kernel_ctx_t *k, int dt, const conv_geom_t *gp, con
     return OAR_OK;
 }
 
-static int conv_bwd(oar_kernel_ctx_t *k) {
-    const int dt = oar_k_dtype(k);
-    const oar_tensor_t *xt, *wt;
-    OAR_TRY(get_inputs(k, &xt, &wt));
-    conv_geom_t g;
-    OAR_TRY(conv_setup(k, xt, wt, &g));
+/* the NCHW backward on transposed copies; kept columns replace the copy of
+ * Input (x is then unread) */
+static int conv_bwd_nhwc(oar_kernel_ctx_t *k, int dt, const conv_geom_t *g, const void *x, const void *w,
+                         const void *dy, void *dxout, void *dw, const void *kept) {
+    const size_t esz = oar_dtype_size(dt);
+    void *xn = kept ? NULL : scratch(k, g->n * g->img, esz, "Input");
+    void *dyn = xn || kept ? scratch(k, g->n * g->m * g->p, esz, "Output@GRAD") : NULL;
+    void *dxn = dyn && dxout ? scratch(k, g->n * g->img, esz, "Input@GRAD") : NULL;
+    int rc = OAR_ERR_NOMEM;
+    if ((xn || kept) && dyn && (!dxout || dxn)) {
+        if (xn) transpose_images(dt, x, xn, g->n, g->h * g->w, g->c, g->threads);
+        transpose_images(dt, dy, dyn, g->n, g->p, g->m, g->threads);
+        rc = conv_bwd_nchw(k, dt, g, xn ? xn : x, w, dyn, dxn, dw, kept);
+        if (rc == OAR_OK && dxout) transpose_images(dt, dxn, dxout, g->n, g->c, g->h * g->w, g->threads);
+    }
+    oar_scratch_free(xn); oar_scratch_free(dyn); oar_scratch_free(dxn);
+    return rc;
+}
+
+/* conv2d_grad once its geometry is known; key: that of the columns the
+ * forward may have kept */
+static int conv_bwd_run(oar_kernel_ctx_t *k, int dt, const conv_geom_t *gp, const oar_tensor_t *xt,
+                        const oar_tensor_t *wt, const col_key_t *key) {
+    const conv_geom_t g = *gp;
     const oar_tensor_t *dyt = oar_k_input(k, OAR_CONV_DOUTPUT, 0);
     if (!oar_tensor_has_data(dyt))
         return oar_k_error(k, OAR_ERR_NOT_FOUND, "Output@GRAD '%s' has no data",
@@ -653,39 +664,32 @@ static int conv_bwd(oar_kernel_ctx_t *k) {
     if (rc) return rc;
     void *dw = grad_out(k, OAR_CONV_DFILTER, wt, dt, &rc);
     if (rc) return rc;
-    const size_t esz = oar_dtype_size(dt);
-    /* the columns the forward kept, if any; this op is their only reader */
-    oar_tensor_t *xin = oar_k_input(k, OAR_CONV_INPUT, 0);
+    if (!dxout && !dw) return OAR_OK;
+    if (g.n == 0) {
+        if (dw) memset(dw, 0, (size_t)oar_tensor_numel_of(wt) * oar_dtype_size(dt));
+        return OAR_OK;
+    }
+    /* looked up once the outputs are allocated */
+    const oar_tensor_t *kt = !dw || depthwise(&g) || g.plain ? NULL : oar_tensor_attached(xt, key, sizeof *key);
+    const void *kept = kt ? kt->buf->data : NULL;
+    if (!g.nhwc) return conv_bwd_nchw(k, dt, &g, x, w, dy, dxout, dw, kept);
+    return conv_bwd_nhwc(k, dt, &g, x, w, dy, dxout, dw, kept);
+}
+
+static int conv_bwd(oar_kernel_ctx_t *k) {
+    const int dt = oar_k_dtype(k);
+    const oar_tensor_t *xt, *wt;
+    OAR_TRY(get_inputs(k, &xt, &wt));
+    conv_geom_t g;
+    OAR_TRY(conv_setup(k, xt, wt, &g));
     col_key_t key;
     col_key(&g, dt, &key);
-    const oar_tensor_t *kt = depthwise(&g) || g.plain ? NULL : oar_tensor_attached(xin, &key, sizeof key);
-    const void *kept = kt && dw ? kt->buf->data : NULL;
-    if (!dxout && !dw) {
-        drop_kept(xin, kt);
-        return OAR_OK;
-    }
-    if (g.n == 0) {
-        if (dw) memset(dw, 0, (size_t)oar_tensor_numel_of(wt) * esz);
-        return OAR_OK;
-    }
-    if (!g.nhwc) {
-        rc = conv_bwd_nchw(k, dt, &g, x, w, dy, dxout, dw, kept);
-    } else {
-        /* kept columns replace the NCHW copy of Input (x is then unread) */
-        void *xn = kept ? NULL : scratch(k, g.n * g.img, esz, "Input");
-        void *dyn = xn || kept ? scratch(k, g.n * g.m * g.p, esz, "Output@GRAD") : NULL;
-        void *dxn = dyn && dxout ? scratch(k, g.n * g.img, esz, "Input@GRAD") : NULL;
-        if ((!xn && !kept) || !dyn || (dxout && !dxn)) {
-            oar_scratch_free(xn); oar_scratch_free(dyn); oar_scratch_free(dxn);
-            return OAR_ERR_NOMEM;
-        }
-        if (xn) transpose_images(dt, x, xn, g.n, g.h * g.w, g.c, g.threads);
-        transpose_images(dt, dy, dyn, g.n, g.p, g.m, g.threads);
-        rc = conv_bwd_nchw(k, dt, &g, xn ? xn : x, w, dyn, dxn, dw, kept);
-        if (rc == OAR_OK && dxout) transpose_images(dt, dxn, dxout, g.n, g.c, g.h * g.w, g.threads);
-        oar_scratch_free(xn); oar_scratch_free(dyn); oar_scratch_free(dxn);
-    }
-    drop_kept(xin, kt);
+    const int rc = conv_bwd_run(k, dt, &g, xt, wt, &key);
+    /* this op is the only reader of the columns the forward kept: they go
+     * now, on every way out, rather than with Input's buffer (a fed tensor
+     * the caller holds, a ring of batches, would keep them step after step) */
+    oar_tensor_t *xin = oar_k_input(k, OAR_CONV_INPUT, 0);
+    if (!depthwise(&g) && !g.plain && oar_tensor_attached(xin, &key, sizeof key)) oar_tensor_touch(xin);
     return rc;
 }
 

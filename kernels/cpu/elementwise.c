@@ -132,7 +132,7 @@ typedef void (*ew_grad_fn)(const oar_bplan_t *p, const void *x, const void *y, c
                     for (; i < n; i++) { T b = yr[i], o = orow[i], g = grow[i];       \
                         (void)a; (void)b; (void)o; acc[0] += (EXPR); } }              \
                 const T s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])); \
-                if (full) *dr = s; else *dr += s;                                     \
+                *dr += s;   /* never full here: the operand repeats along the row */ \
             } else if (xv1 && yv1) {                                                  \
                 if (full) for (int64_t i = 0; i < n; i++) {                           \
                     T a = xr[i], b = yr[i], o = orow[i], g = grow[i];                 \

@@ -71,7 +71,7 @@ static int fc_setup(oar_kernel_ctx_t *k, fc_args_t *a)
     a->w = oar_tensor_data(wt);
     a->wt = wt;
     if ((a->M * a->K > 0 && !a->x) || !a->w) return oar_k_error(k, OAR_ERR_INVALID, "Input or W holds no data");
-    a->out = oar_k_output_data(k, OAR_FC_OUT, 0, oar_k_dtype(k));
+    a->out = oar_k_output_data(k, OAR_FC_OUT, 0, dt);
     if (!a->out) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate Out");
     return OAR_OK;
 }
@@ -268,27 +268,22 @@ static dnnl_status_t fc_dnnl(oar_kernel_ctx_t *k, const fc_args_t *a, bool relu)
 }
 #endif
 
-static int fc_f32(oar_kernel_ctx_t *k)
+/* float32 tries oneDNN first; float64 (and float32 where oneDNN declines) is oar_gemm */
+static int fc_run(oar_kernel_ctx_t *k)
 {
     fc_args_t a;
     OAR_TRY(fc_setup(k, &a));
+    const int dt = oar_k_dtype(k);
     const bool relu = ((const oar_fc_attrs_t *)oar_k_attrs(k))->act == OAR_FC_ACT_RELU;
     if (a.M == 0 || a.N == 0) return OAR_OK;
 #ifdef OAR_WITH_DNNL
-    if (a.K > 0 && fc_dnnl(k, &a, relu) == dnnl_success) return OAR_OK;
+    if (dt == OAR_FP32 && a.K > 0 && fc_dnnl(k, &a, relu) == dnnl_success) return OAR_OK;
 #endif
-    fc_gemm(OAR_FP32, &a, relu);
+    fc_gemm(dt, &a, relu);
     return OAR_OK;
 }
-
-static int fc_f64(oar_kernel_ctx_t *k)
-{
-    fc_args_t a;
-    OAR_TRY(fc_setup(k, &a));
-    if (a.M == 0 || a.N == 0) return OAR_OK;
-    fc_gemm(OAR_FP64, &a, ((const oar_fc_attrs_t *)oar_k_attrs(k))->act == OAR_FC_ACT_RELU);
-    return OAR_OK;
-}
+static int fc_f32(oar_kernel_ctx_t *k) { return fc_run(k); }
+static int fc_f64(oar_kernel_ctx_t *k) { return fc_run(k); }
 
 OAR_REGISTER_KERNEL("fc", OAR_PLACE_CPU, OAR_FP32, fc_f32)
 OAR_REGISTER_KERNEL("fc", OAR_PLACE_CPU, OAR_FP64, fc_f64)

@@ -50,8 +50,10 @@ static int store(oar_kernel_ctx_t *k, int slot, const float *f, int64_t n)
 /* ---- mul ------------------------------------------------------------------ */
 typedef struct { int64_t M, K, N; float *x, *y; } mul_in_t;
 
+/* m->x and m->y are NULL or arrays to free, whatever it returns */
 static int mul_setup(oar_kernel_ctx_t *k, mul_in_t *m)
 {
+    m->x = m->y = NULL;
     const oar_tensor_t *xt = oar_k_input(k, OAR_MM_X, 0), *yt = oar_k_input(k, OAR_MM_Y, 0);
     if (!xt || !yt) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s is missing", xt ? "Y" : "X");
     const oar_mul_attrs_t *a = oar_k_attrs(k);
@@ -65,9 +67,20 @@ static int mul_setup(oar_kernel_ctx_t *k, mul_in_t *m)
     if (ky != m->K)
         return oar_k_error(k, OAR_ERR_SHAPE, "X flattened to [%lld, %lld] does not multiply Y flattened to "
                            "[%lld, %lld]", (long long)m->M, (long long)m->K, (long long)ky, (long long)m->N);
-    m->x = m->y = NULL;
     int rc = to_float(k, xt, "X", &m->x);
     if (rc == OAR_OK) rc = to_float(k, yt, "Y", &m->y);
+    return rc;
+}
+
+/* output `slot` = op(A) op(B), [M, N] with depth K, computed in float and rounded once */
+static int product_to(oar_kernel_ctx_t *k, int slot, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A,
+                      int64_t lda, const float *B, int64_t ldb)
+{
+    float *o = calloc((size_t)(M * N > 0 ? M * N : 1), sizeof *o);
+    if (!o) return OAR_ERR_NOMEM;
+    if (M * N * K > 0) oar_gemm(OAR_FP32, oar_gemm_threads(M * N * K), ta, tb, M, N, K, 1.0, A, lda, B, ldb, 0.0, o, N);
+    const int rc = store(k, slot, o, M * N);
+    free(o);
     return rc;
 }
 
@@ -75,15 +88,9 @@ static int mul_f16(oar_kernel_ctx_t *k)
 {
     mul_in_t m;
     int rc = mul_setup(k, &m);
-    float *o = rc == OAR_OK ? calloc((size_t)(m.M * m.N > 0 ? m.M * m.N : 1), sizeof *o) : NULL;
-    if (rc == OAR_OK && !o) rc = OAR_ERR_NOMEM;
-    if (rc == OAR_OK && m.M * m.N * m.K > 0)
-        oar_gemm(OAR_FP32, oar_gemm_threads(m.M * m.N * m.K), false, false, m.M, m.N, m.K, 1.0, m.x, m.K, m.y, m.N,
-                 0.0, o, m.N);
-    if (rc == OAR_OK) rc = store(k, OAR_MM_OUT, o, m.M * m.N);
+    if (rc == OAR_OK) rc = product_to(k, OAR_MM_OUT, false, false, m.M, m.N, m.K, m.x, m.K, m.y, m.N);
     free(m.x);
     free(m.y);
-    free(o);
     return rc;
 }
 
@@ -91,48 +98,23 @@ static int mul_f16(oar_kernel_ctx_t *k)
 static int mul_grad_f16(oar_kernel_ctx_t *k)
 {
     mul_in_t m;
-    float *g = NULL, *dx = NULL, *dy = NULL;
+    float *g = NULL;
     int rc = mul_setup(k, &m);
     if (rc == OAR_OK) rc = to_float(k, oar_k_input(k, OAR_MM_DOUT, 0), "Out@GRAD", &g);
-    const int64_t macs = m.M * m.N * m.K;
-    if (rc == OAR_OK && oar_k_output(k, OAR_MM_DX, 0)) {
-        dx = calloc((size_t)(m.M * m.K > 0 ? m.M * m.K : 1), sizeof *dx);
-        if (!dx) rc = OAR_ERR_NOMEM;
-        else if (macs > 0) oar_gemm(OAR_FP32, oar_gemm_threads(macs), false, true, m.M, m.K, m.N, 1.0, g, m.N, m.y, m.N,
-                                    0.0, dx, m.K);
-        if (rc == OAR_OK) rc = store(k, OAR_MM_DX, dx, m.M * m.K);
-    }
-    if (rc == OAR_OK && oar_k_output(k, OAR_MM_DY, 0)) {
-        dy = calloc((size_t)(m.K * m.N > 0 ? m.K * m.N : 1), sizeof *dy);
-        if (!dy) rc = OAR_ERR_NOMEM;
-        else if (macs > 0) oar_gemm(OAR_FP32, oar_gemm_threads(macs), true, false, m.K, m.N, m.M, 1.0, m.x, m.K, g, m.N,
-                                    0.0, dy, m.N);
-        if (rc == OAR_OK) rc = store(k, OAR_MM_DY, dy, m.K * m.N);
-    }
+    if (rc == OAR_OK && oar_k_output(k, OAR_MM_DX, 0))
+        rc = product_to(k, OAR_MM_DX, false, true, m.M, m.K, m.N, g, m.N, m.y, m.N);
+    if (rc == OAR_OK && oar_k_output(k, OAR_MM_DY, 0))
+        rc = product_to(k, OAR_MM_DY, true, false, m.K, m.N, m.M, m.x, m.K, g, m.N);
     free(m.x);
     free(m.y);
     free(g);
-    free(dx);
-    free(dy);
     return rc;
 }
 OAR_REGISTER_KERNEL("mul", OAR_PLACE_CPU, OAR_FP16, mul_f16)
 OAR_REGISTER_KERNEL("mul_grad", OAR_PLACE_CPU, OAR_FP16, mul_grad_f16)
 
 /* ---- elementwise_add ----------------------------------------------------------- */
-/* operand offsets of output element i under plan p */
-static void offsets(const oar_bplan_t *p, int64_t i, int64_t *xo, int64_t *yo)
-{
-    int64_t a = 0, b = 0;
-    for (int d = p->nd - 1; d >= 0; d--) {
-        int64_t c = i % p->n[d];
-        i /= p->n[d];
-        a += c * p->xs[d];
-        b += c * p->ys[d];
-    }
-    *xo = a;
-    *yo = b;
-}
+OAR_BROWS(add_rows, float, float, a + b)
 
 static int add_f16(oar_kernel_ctx_t *k)
 {
@@ -143,11 +125,7 @@ static int add_f16(oar_kernel_ctx_t *k)
     if (rc == OAR_OK) rc = to_float(k, a.y, "Y", &y);
     const int64_t n = a.plan.total;
     if (rc == OAR_OK && !(o = malloc(sizeof *o * (size_t)(n > 0 ? n : 1)))) rc = OAR_ERR_NOMEM;
-    for (int64_t i = 0; rc == OAR_OK && i < n; i++) {
-        int64_t xo, yo;
-        offsets(&a.plan, i, &xo, &yo);
-        o[i] = x[xo] + y[yo];
-    }
+    if (rc == OAR_OK && n > 0) oar_brun_rows(&a.plan, add_rows, x, y, o);
     if (rc == OAR_OK) rc = store(k, OAR_BCAST_OUT, o, n);
     free(x);
     free(y);
@@ -169,11 +147,18 @@ static int add_grad_f16(oar_kernel_ctx_t *k)
         dy = calloc((size_t)(a.yn > 0 ? a.yn : 1), sizeof *dy);
         if (!dx || !dy) rc = OAR_ERR_NOMEM;
     }
-    for (int64_t i = 0; rc == OAR_OK && i < n; i++) {
-        int64_t xo, yo;
-        offsets(&a.plan, i, &xo, &yo);
-        dx[xo] += g[i];
-        dy[yo] += g[i];
+    if (rc == OAR_OK && n > 0) {   /* element by element in order, as one thread */
+        const int d = a.plan.nd - 1;
+        const int64_t w = a.plan.n[d], sx = a.plan.xs[d], sy = a.plan.ys[d];
+        int64_t xo, yo, idx[OAR_MAX_DIMS];
+        oar_bplan_row(&a.plan, 0, &xo, &yo, idx);
+        for (const float *gr = g; gr < g + n; gr += w) {
+            for (int64_t j = 0; j < w; j++) {
+                dx[xo + j * sx] += gr[j];
+                dy[yo + j * sy] += gr[j];
+            }
+            oar_bplan_next(&a.plan, &xo, &yo, idx);
+        }
     }
     if (rc == OAR_OK && oar_k_output(k, OAR_EWG_DX, 0)) rc = store(k, OAR_EWG_DX, dx, a.xn);
     if (rc == OAR_OK && oar_k_output(k, OAR_EWG_DY, 0)) rc = store(k, OAR_EWG_DY, dy, a.yn);

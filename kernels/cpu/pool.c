@@ -27,6 +27,7 @@ typedef struct pool_geom {
     int64_t kh, kw, sh, sw, pt, pl;
     bool is_max, exclusive, adaptive, nhwc;
     bool disjoint, covers;         /* windows never overlap; and tile the input exactly */
+    bool max2;                     /* 2x2/2 max windows that tile the input (pool_max2_*_f32) */
 } pool_geom_t;
 
 static inline void window(int64_t i, int64_t in, int64_t out, int64_t k, int64_t s, int64_t p,
@@ -158,6 +159,7 @@ static int pool_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, pool_geom_t *g
     /* ... and cover the whole input: nothing is left to clear first */
     g->covers = g->disjoint && g->sh == g->kh && g->sw == g->kw && g->pt == 0 && g->pl == 0 &&
                 g->oh * g->kh == g->h && g->ow * g->kw == g->w;
+    g->max2 = g->is_max && g->covers && g->kh == 2 && g->kw == 2;
     return OAR_OK;
 }
 
@@ -237,7 +239,7 @@ static int pool_fwd(oar_kernel_ctx_t *k) {
         transpose_images(dt, xd, xn, g.n, g.h * g.w, g.c);
         xd = xn;
     }
-    if (dt == OAR_FP32 && g.is_max && g.covers && g.kh == 2 && g.kw == 2) pool_max2_fwd_f32(xd, y, &g);
+    if (dt == OAR_FP32 && g.max2) pool_max2_fwd_f32(xd, y, &g);
     else if (dt == OAR_FP32) pool_fwd_f32(xd, y, &g, b, b + 2 * g.oh);
     else pool_fwd_f64(xd, y, &g, b, b + 2 * g.oh);
     if (g.nhwc) {
@@ -292,9 +294,9 @@ static int pool_bwd(oar_kernel_ctx_t *k) {
      * the first element equal to Out (the first NaN when Out is NaN), found
      * in one branch-free pass per row */
     const oar_tensor_t *yt = g.nhwc ? NULL : oar_k_input(k, OAR_POOL_OUT_IN, 0);
-    const bool max2 = dt == OAR_FP32 && g.is_max && g.covers && g.kh == 2 && g.kw == 2 && oar_tensor_has_data(yt) &&
-                      yt->dtype == dt && yt->ndim == 4 && memcmp(yt->dims, want, sizeof want) == 0;
-    if (max2 && dt == OAR_FP32) pool_max2_bwd_f32(xd, yt->buf->data, dyd, dx, &g);
+    const bool max2 = dt == OAR_FP32 && g.max2 && oar_tensor_has_data(yt) && yt->dtype == dt && yt->ndim == 4 &&
+                      memcmp(yt->dims, want, sizeof want) == 0;
+    if (max2) pool_max2_bwd_f32(xd, yt->buf->data, dyd, dx, &g);
     else if (dt == OAR_FP32) pool_bwd_f32(xd, dyd, dx, &g, b, b + 2 * g.oh);
     else pool_bwd_f64(xd, dyd, dx, &g, b, b + 2 * g.oh);
     if (g.nhwc) {
