@@ -86,11 +86,11 @@ int step_fwd(oar_kernel_ctx_t *k, int dt, int64_t n, int64_t D, void *g, const v
              void *h, const Cfg &cf)
 {
     if (n * D == 0) return OAR_OK;
-    if (hp) OAR_TRY(mm(k, dt, false, false, n, 2 * D, D, 1.0, hp, D, w, 2 * D, 1.0, g, 3 * D));
+    if (hp) OAR_TRY(rm_gemm(k, dt, false, false, n, 2 * D, D, 1.0, hp, D, w, 2 * D, 1.0, g, 3 * D));
     OAR_CU_FLOAT_SWITCH(dt, R,
         fwd_gates_k<R><<<grid_for(n * D), kThreads>>>(n, D, (R *)g, (const R *)hp, (R *)rhp, cf.gate));
     OAR_CU_LAUNCH(k, "gru gates");
-    if (hp) OAR_TRY(mm(k, dt, false, false, n, D, D, 1.0, rhp, D, at(w, dt, 2 * D * D), D, 1.0, at(g, dt, 2 * D), 3 * D));
+    if (hp) OAR_TRY(rm_gemm(k, dt, false, false, n, D, D, 1.0, rhp, D, at(w, dt, 2 * D * D), D, 1.0, at(g, dt, 2 * D), 3 * D));
     OAR_CU_FLOAT_SWITCH(dt, R, fwd_out_k<R><<<grid_for(n * D), kThreads>>>(n, D, (R *)g, (const R *)hp, (R *)h, cf));
     OAR_CU_LAUNCH(k, "gru output");
     return OAR_OK;
@@ -106,12 +106,12 @@ int step_bwd(oar_kernel_ctx_t *k, int dt, int64_t n, int64_t D, const void *g, c
         bwd_uc_k<R><<<grid_for(n * D), kThreads>>>(n, D, (const R *)g, (const R *)hp, (const R *)dh, (R *)dg,
                                                    (R *)dhp, cf));
     OAR_CU_LAUNCH(k, "gru grad u, c");
-    if (hp) OAR_TRY(mm(k, dt, false, true, n, D, D, 1.0, at(dg, dt, 2 * D), 3 * D, at(w, dt, 2 * D * D), D, 0.0, drhp, D));
+    if (hp) OAR_TRY(rm_gemm(k, dt, false, true, n, D, D, 1.0, at(dg, dt, 2 * D), 3 * D, at(w, dt, 2 * D * D), D, 0.0, drhp, D));
     OAR_CU_FLOAT_SWITCH(dt, R,
         bwd_r_k<R><<<grid_for(n * D), kThreads>>>(n, D, (const R *)g, (const R *)hp, (const R *)drhp, (R *)dg,
                                                   (R *)dhp, cf.gate));
     OAR_CU_LAUNCH(k, "gru grad r");
-    if (hp && dhp) OAR_TRY(mm(k, dt, false, true, n, D, 2 * D, 1.0, dg, 3 * D, w, 2 * D, 1.0, dhp, D));
+    if (hp && dhp) OAR_TRY(rm_gemm(k, dt, false, true, n, D, 2 * D, 1.0, dg, 3 * D, w, 2 * D, 1.0, dhp, D));
     return OAR_OK;
 }
 
@@ -119,8 +119,8 @@ int step_bwd(oar_kernel_ctx_t *k, int dt, int64_t n, int64_t D, const void *g, c
 int weight_grad(oar_kernel_ctx_t *k, int dt, int64_t rows, int64_t D, const void *hp, const void *rhp, const void *dg,
                 void *dw)
 {
-    OAR_TRY(mm(k, dt, true, false, D, 2 * D, rows, 1.0, hp, D, dg, 3 * D, 0.0, dw, 2 * D));
-    return mm(k, dt, true, false, D, D, rows, 1.0, rhp, D, at(dg, dt, 2 * D), 3 * D, 0.0, at(dw, dt, 2 * D * D), D);
+    OAR_TRY(rm_gemm(k, dt, true, false, D, 2 * D, rows, 1.0, hp, D, dg, 3 * D, 0.0, dw, 2 * D));
+    return rm_gemm(k, dt, true, false, D, D, rows, 1.0, rhp, D, at(dg, dt, 2 * D), 3 * D, 0.0, at(dw, dt, 2 * D * D), D);
 }
 
 /* Input-like [rows, 3D] and Weight [D, 3D] agree; Bias (optional) holds 3D */
@@ -137,7 +137,7 @@ int check_shapes(oar_kernel_ctx_t *k, const char *in_slot, const oar_tensor_t *i
         return oar_k_error(k, OAR_ERR_SHAPE, "Bias has %lld values; expected %lld", (long long)oar_tensor_numel_of(bt),
                            (long long)(3 * *D));
     const int64_t dims[2] = {in->dims[0], 3 * *D};
-    return check_int(k, 2, dims);
+    return check_int_dims(k, 2, dims);
 }
 
 /* ---- gru ------------------------------------------------------------------------------- */

@@ -126,7 +126,7 @@ int setup(oar_kernel_ctx_t *k, Args *a, Layout::Prev prev)
     OAR_TRY(check_state(k, "H0", a->h0t, a->lay.sb.nseq, a->D));
     OAR_TRY(check_state(k, "C0", a->c0t, a->lay.sb.nseq, a->D));
     const int64_t dims[3] = {a->T, 4 * a->D, a->lay.sb.nseq};
-    return check_int(k, 3, dims);
+    return check_int_dims(k, 3, dims);
 }
 
 /* an initial state's rows [nseq, D] in sorted order (NULL when absent) */
@@ -161,7 +161,7 @@ int lstm_fwd(oar_kernel_ctx_t *k)
         void *g = at(bg, dt, s0 * 4 * D);
         const void *hp = t > 0 ? at(hb.p, dt, p0 * D) : h0s.p;
         const void *cp = t > 0 ? at(bc, dt, p0 * D) : c0s.p;
-        if (hp) OAR_TRY(mm(k, dt, false, false, n, 4 * D, D, 1.0, hp, D, a.w, 4 * D, 1.0, g, 4 * D));
+        if (hp) OAR_TRY(rm_gemm(k, dt, false, false, n, 4 * D, D, 1.0, hp, D, a.w, 4 * D, 1.0, g, 4 * D));
         OAR_CU_FLOAT_SWITCH(dt, R,
             step_fwd_k<R><<<grid_for(n * D), kThreads>>>(n, D, (R *)g, (const R *)cp, (R *)at(bc, dt, s0 * D),
                                                          (R *)at(hb.p, dt, s0 * D), (const R *)a.peep, a.act));
@@ -227,13 +227,13 @@ int lstm_bwd(oar_kernel_ctx_t *k)
                                                          (const R *)a.peep, (R *)at(pg.p, dt, s0 * 3 * D), a.act));
         OAR_CU_LAUNCH(k, "lstm grad step");
         /* the previous hidden's grad: dG W^T */
-        if (t > 0) OAR_TRY(mm(k, dt, false, true, n, D, 4 * D, 1.0, dg, 4 * D, a.w, 4 * D, 1.0, at(dhb.p, dt, p0 * D), D));
-        else if (dh0s.p) OAR_TRY(mm(k, dt, false, true, n, D, 4 * D, 1.0, dg, 4 * D, a.w, 4 * D, 0.0, dh0s.p, D));
+        if (t > 0) OAR_TRY(rm_gemm(k, dt, false, true, n, D, 4 * D, 1.0, dg, 4 * D, a.w, 4 * D, 1.0, at(dhb.p, dt, p0 * D), D));
+        else if (dh0s.p) OAR_TRY(rm_gemm(k, dt, false, true, n, D, 4 * D, 1.0, dg, 4 * D, a.w, 4 * D, 0.0, dh0s.p, D));
     }
     if (dw) {   /* the previous hiddens in batch order (zeros at step 0 without H0), one GEMM over all steps */
         OAR_TRY(scratch(k, hprev, dt, T * D, false, "the previous hiddens"));
         OAR_TRY(gather_prev(k, dt, hid, a.h0, a.lay.prev, hprev.p, T, D));
-        OAR_TRY(mm(k, dt, true, false, D, 4 * D, T, 1.0, hprev.p, D, dgb.p, 4 * D, 0.0, dw, 4 * D));
+        OAR_TRY(rm_gemm(k, dt, true, false, D, 4 * D, T, 1.0, hprev.p, D, dgb.p, 4 * D, 0.0, dw, 4 * D));
     }
     if (dx) OAR_TRY(scatter(k, dt, dgb.p, a.lay.row_of, dx, T, 4 * D));
     if (dbias) OAR_TRY(col_sum(k, dt, dgb.p, T, 4 * D, 4 * D, dbias));

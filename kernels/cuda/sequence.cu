@@ -51,14 +51,6 @@ int offsets_to_device(oar_kernel_ctx_t *k, Scratch &s, const int64_t *h, int64_t
     return OAR_OK;
 }
 
-int int_dims(oar_kernel_ctx_t *k, int n, const int64_t *dims)
-{
-    for (int i = 0; i < n; i++)
-        if (dims[i] < 0 || dims[i] > 2147483647)
-            return oar_k_error(k, OAR_ERR_RANGE, "size %lld exceeds the BLAS int range", (long long)dims[i]);
-    return OAR_OK;
-}
-
 }  // namespace seq
 }  // namespace oarcu
 

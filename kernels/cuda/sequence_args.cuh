@@ -29,8 +29,6 @@ inline int output(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, in
 }
 /* n host int64 values (n >= 0) copied into fresh device scratch s */
 int offsets_to_device(oar_kernel_ctx_t *k, Scratch &s, const int64_t *h, int64_t n, const char *what);
-/* a kernel-size check: every value fits an int (cuBLAS sizes, grid sizes) */
-int int_dims(oar_kernel_ctx_t *k, int n, const int64_t *dims);
 
 /* the last s in [0, n) with offs[s] <= r, offs nondecreasing with
  * offs[0] <= r: the sequence holding row r; -1 when r < offs[0] */

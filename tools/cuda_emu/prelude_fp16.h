@@ -1,10 +1,11 @@
-/* tools/cuda_emu/prelude_fp16.h — appended to prelude.h by run: float16
- * (__half from cuda_fp16.h here, as its bits, converted by kernels/cpu/half_bits.h),
- * atomicAdd on float/double/__half (one lock: a block's threads run
- * concurrently), cuBLAS's GemmEx and strided-batched GEMMs (reference loops;
- * half operands with float accumulation), to_host, and cuda_common.h's
- * by-index tensor helpers (in_tensor_at, out_data_at, out_data_opt_at). It
- * closes prelude.h's namespace oarcu for the global CUDA names and reopens it. */
+/* tools/cuda_emu/prelude_fp16.h — appended by run after prelude.h and
+ * cuda_common.h's shared sections: float16 (__half from cuda_fp16.h here,
+ * as its bits, converted by kernels/cpu/half_bits.h), atomicAdd on
+ * float/double/__half (one lock: a block's threads run concurrently),
+ * cuBLAS's GemmEx and strided-batched GEMMs (reference loops; half operands
+ * with float accumulation), to_host, and cuda_common.h's by-index tensor
+ * helpers (in_tensor_at, out_data_at, out_data_opt_at). It closes
+ * prelude.h's namespace oarcu for the global CUDA names and reopens it. */
 }  // namespace oarcu (reopened below)
 #include <mutex>
 #include <cuda_fp16.h>
