@@ -75,7 +75,7 @@ static inline const char *nm(const char *s) { return s ? s : "?"; }
  * dtype `dtype` (-1: any) and `numel` elements (-1: any), on the kernel's
  * device, *p its data (NULL when empty); outputs sized by inference, numel
  * >= 0 checks the size; the _opt form gives NULL and OAR_OK for an absent
- * output. Messages name the slot as the definition does. */
+ * output. Messages name the slot as the definition does. (args.cu) */
 const char *in_slot_name(const oar_kernel_ctx_t *k, int slot);
 const char *out_slot_name(const oar_kernel_ctx_t *k, int slot);
 int in_tensor_at(oar_kernel_ctx_t *k, int slot, int i, int dtype, int64_t numel,
@@ -83,6 +83,12 @@ int in_tensor_at(oar_kernel_ctx_t *k, int slot, int i, int dtype, int64_t numel,
 /* output `slot`[i] */
 int out_data_at(oar_kernel_ctx_t *k, int slot, int i, int dtype, int64_t numel, void **p);
 int out_data_opt_at(oar_kernel_ctx_t *k, int slot, int i, int dtype, int64_t numel, void **p);
+/* input `slot`[0] (`name` in messages) of dtype (-1: any); absent: *t NULL
+ * and OAR_OK when `optional`, else an error. With `need_data` a non-empty
+ * tensor must hold data on the kernel's device; *p is that data (NULL when
+ * empty or not needed). */
+int in_checked(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, bool optional, bool need_data,
+               const oar_tensor_t **t, const void **p);
 /* output `slot`[0] (`name` in messages, as the CPU kernels word them)
  * holding exactly `numel` elements of dtype; absent: *p NULL and OAR_OK
  * when `optional`, else an error */

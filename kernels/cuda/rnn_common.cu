@@ -88,24 +88,14 @@ int Layout::make(oar_kernel_ctx_t *k, int slot, const oar_tensor_t *in, bool rev
 int input(oar_kernel_ctx_t *k, int slot, const char *name, int dt, bool optional, const oar_tensor_t **t,
           const void **p)
 {
-    *p = nullptr;
-    *t = oar_k_input(k, slot, 0);
-    if (!*t || (*t)->dtype < 0) {
+    const oar_tensor_t *x = oar_k_input(k, slot, 0);
+    if (!x || x->dtype < 0) {   /* absent, or a variable never written */
         *t = nullptr;
+        *p = nullptr;
         if (optional && !oar_k_input_var(k, slot, 0)) return OAR_OK;
         return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", name, nm(oar_k_input_name(k, slot, 0)));
     }
-    if ((*t)->dtype != dt)
-        return oar_k_error(k, OAR_ERR_DTYPE, "input %s '%s' has dtype %s, expected %s", name,
-                           nm(oar_k_input_name(k, slot, 0)), nm(oar_dtype_name((*t)->dtype)), nm(oar_dtype_name(dt)));
-    if (oar_tensor_numel_of(*t) == 0) return OAR_OK;
-    if (!oar_tensor_has_data(*t))
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' holds no data", name, nm(oar_k_input_name(k, slot, 0)));
-    if ((*t)->buf->place != OAR_PLACE_CUDA || (*t)->buf->device != k->device)
-        return oar_k_error(k, OAR_ERR_INVALID, "input %s '%s' is not on CUDA device %d", name,
-                           nm(oar_k_input_name(k, slot, 0)), k->device);
-    *p = (*t)->buf->data;
-    return OAR_OK;
+    return in_checked(k, slot, name, dt, false, true, t, p);
 }
 
 int out_or_scratch(oar_kernel_ctx_t *k, int slot, const char *name, int dt, int64_t numel, Scratch &own, void **p)

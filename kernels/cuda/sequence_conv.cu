@@ -90,15 +90,15 @@ int conv_setup(oar_kernel_ctx_t *k, int dt, Geom *g, const void **x, const void 
                const int64_t **offs)
 {
     const oar_tensor_t *xt, *ft, *pt;
-    OAR_TRY(seq::input(k, OAR_SEQ_X, "X", dt, false, true, &xt, x));
-    OAR_TRY(seq::input(k, OAR_SEQCONV_FILTER, "Filter", dt, false, true, &ft, f));
+    OAR_TRY(in_checked(k, OAR_SEQ_X, "X", dt, false, true, &xt, x));
+    OAR_TRY(in_checked(k, OAR_SEQCONV_FILTER, "Filter", dt, false, true, &ft, f));
     const oar_seqconv_attrs_t *a = (const oar_seqconv_attrs_t *)oar_k_attrs(k);
     g->cl = a->context_length;
     g->cs = a->context_start;
     g->up = g->cs < 0 ? -g->cs : 0;
     g->down = g->cs + g->cl - 1 > 0 ? g->cs + g->cl - 1 : 0;
     g->trainable = a->padding_trainable;
-    OAR_TRY(seq::input(k, OAR_SEQCONV_PADDING, "PaddingData", dt, true, g->trainable, &pt, pad));
+    OAR_TRY(in_checked(k, OAR_SEQCONV_PADDING, "PaddingData", dt, true, g->trainable, &pt, pad));
     if (xt->ndim != 2 || ft->ndim != 2 || ft->dims[0] != g->cl * xt->dims[1]) {
         char bx[160], bf[160];
         return oar_k_error(k, OAR_ERR_SHAPE, "X shape %s and Filter shape %s do not fit contextLength %lld",
@@ -169,7 +169,7 @@ int conv_bwd(oar_kernel_ctx_t *k, int dt)
     const int64_t *offs;
     const oar_tensor_t *gt;
     OAR_TRY(conv_setup(k, dt, &g, &x, &f, &pad, &offs));
-    OAR_TRY(seq::input(k, OAR_SEQCONVG_DOUT, "Out@GRAD", dt, false, true, &gt, &gp));
+    OAR_TRY(in_checked(k, OAR_SEQCONVG_DOUT, "Out@GRAD", dt, false, true, &gt, &gp));
     if (oar_tensor_numel_of(gt) != g.n * g.m)
         return oar_k_error(k, OAR_ERR_SHAPE, "Out@GRAD has %lld values; expected [%lld, %lld]",
                            (long long)oar_tensor_numel_of(gt), (long long)g.n, (long long)g.m);
