@@ -171,7 +171,7 @@ int gru_fwd(oar_kernel_ctx_t *k)
     Args a;
     OAR_TRY(setup(k, &a, Layout::kNoPrev));
     const int dt = a.dt;
-    const int64_t T = a.T, D = a.D, N = a.lay.sb.nseq;
+    const int64_t T = a.T, D = a.D;
     const oar_seqb_t &sb = a.lay.sb;
     void *bg, *brhp, *bh, *hid;
     Scratch own_bg, own_brhp, own_bh, h0s;
@@ -180,10 +180,7 @@ int gru_fwd(oar_kernel_ctx_t *k)
     OAR_TRY(out_or_scratch(k, OAR_GRU_BATCHHIDDEN, "BatchHidden", dt, T * D, own_bh, &bh));
     OAR_TRY(output(k, OAR_GRU_HIDDEN, "Hidden", dt, T * D, false, &hid));
     if (T == 0 || D == 0) return OAR_OK;
-    if (a.h0) {
-        OAR_TRY(scratch(k, h0s, dt, N * D, false, "H0 in sorted order"));
-        OAR_TRY(gather(k, dt, a.h0, a.lay.order, h0s.p, N, D));
-    }
+    OAR_TRY(a.lay.sorted_state(k, dt, a.h0, D, h0s, "H0 in sorted order"));
     OAR_TRY(gather(k, dt, a.x, a.lay.row_of, bg, T, 3 * D, a.b));
     for (int64_t t = 0; t < sb.nsteps; t++) {
         const int64_t n = oar_seqb_count(&sb, t), s0 = sb.step_start[t];
@@ -224,10 +221,7 @@ int gru_bwd(oar_kernel_ctx_t *k)
     OAR_TRY(scratch(k, dhb, dt, T * D, false, "the hidden grads in batch order"));
     OAR_TRY(scratch(k, dgb, dt, T * 3 * D, false, "the gate grads in batch order"));
     OAR_TRY(scratch(k, drhp, dt, sb.nsteps > 0 ? oar_seqb_count(&sb, 0) * D : 0, false, "the grads of r . h_p"));
-    if (a.h0) {
-        OAR_TRY(scratch(k, h0s, dt, N * D, false, "H0 in sorted order"));
-        OAR_TRY(gather(k, dt, a.h0, a.lay.order, h0s.p, N, D));
-    }
+    OAR_TRY(a.lay.sorted_state(k, dt, a.h0, D, h0s, "H0 in sorted order"));
     if (dh0) OAR_TRY(scratch(k, dh0s, dt, N * D, true, "H0@GRAD in sorted order"));
     OAR_TRY(gather(k, dt, dhid, a.lay.row_of, dhb.p, T, D));
     for (int64_t t = sb.nsteps - 1; t >= 0; t--) {
@@ -249,12 +243,7 @@ int gru_bwd(oar_kernel_ctx_t *k)
     return OAR_OK;
 }
 
-OAR_REGISTER_KERNEL("gru", OAR_PLACE_CUDA, OAR_FP32, gru_fwd)
-OAR_REGISTER_KERNEL("gru_grad", OAR_PLACE_CUDA, OAR_FP32, gru_bwd)
-int gru_fwd64(oar_kernel_ctx_t *k) { return gru_fwd(k); }
-int gru_bwd64(oar_kernel_ctx_t *k) { return gru_bwd(k); }
-OAR_REGISTER_KERNEL("gru", OAR_PLACE_CUDA, OAR_FP64, gru_fwd64)
-OAR_REGISTER_KERNEL("gru_grad", OAR_PLACE_CUDA, OAR_FP64, gru_bwd64)
+OAR_RNN_REGISTER("gru", gru_fwd, gru_bwd)
 
 /* ---- gru_unit ------------------------------------------------------------------------------ */
 struct UnitArgs {
@@ -337,11 +326,6 @@ int unit_bwd(oar_kernel_ctx_t *k)
     return OAR_OK;
 }
 
-OAR_REGISTER_KERNEL("gru_unit", OAR_PLACE_CUDA, OAR_FP32, unit_fwd)
-OAR_REGISTER_KERNEL("gru_unit_grad", OAR_PLACE_CUDA, OAR_FP32, unit_bwd)
-int unit_fwd64(oar_kernel_ctx_t *k) { return unit_fwd(k); }
-int unit_bwd64(oar_kernel_ctx_t *k) { return unit_bwd(k); }
-OAR_REGISTER_KERNEL("gru_unit", OAR_PLACE_CUDA, OAR_FP64, unit_fwd64)
-OAR_REGISTER_KERNEL("gru_unit_grad", OAR_PLACE_CUDA, OAR_FP64, unit_bwd64)
+OAR_RNN_REGISTER("gru_unit", unit_fwd, unit_bwd)
 
 }  // namespace

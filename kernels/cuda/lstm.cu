@@ -129,14 +129,6 @@ int setup(oar_kernel_ctx_t *k, Args *a, Layout::Prev prev)
     return check_int_dims(k, 3, dims);
 }
 
-/* an initial state's rows [nseq, D] in sorted order (NULL when absent) */
-int sorted_state(oar_kernel_ctx_t *k, const Args &a, const void *state, Scratch &s, const char *what)
-{
-    if (!state) return OAR_OK;
-    OAR_TRY(scratch(k, s, a.dt, a.lay.sb.nseq * a.D, false, what));
-    return gather(k, a.dt, state, a.lay.order, s.p, a.lay.sb.nseq, a.D);
-}
-
 int lstm_fwd(oar_kernel_ctx_t *k)
 {
     Args a;
@@ -152,8 +144,8 @@ int lstm_fwd(oar_kernel_ctx_t *k)
     OAR_TRY(out_or_scratch(k, OAR_LSTM_BATCHCELL, "BatchCellPreAct", dt, T * D, own_bc, &bc));
     if (T == 0 || D == 0) return OAR_OK;
     OAR_TRY(scratch(k, hb, dt, T * D, false, "the hidden states in batch order"));
-    OAR_TRY(sorted_state(k, a, a.h0, h0s, "H0 in sorted order"));
-    OAR_TRY(sorted_state(k, a, a.c0, c0s, "C0 in sorted order"));
+    OAR_TRY(a.lay.sorted_state(k, dt, a.h0, D, h0s, "H0 in sorted order"));
+    OAR_TRY(a.lay.sorted_state(k, dt, a.c0, D, c0s, "C0 in sorted order"));
     OAR_TRY(gather(k, dt, a.x, a.lay.row_of, bg, T, 4 * D, a.b));
     for (int64_t t = 0; t < sb.nsteps; t++) {
         const int64_t n = oar_seqb_count(&sb, t), s0 = sb.step_start[t];
@@ -206,7 +198,7 @@ int lstm_bwd(oar_kernel_ctx_t *k)
     OAR_TRY(scratch(k, dhb, dt, T * D, false, "the hidden grads in batch order"));
     OAR_TRY(scratch(k, dcb, dt, T * D, !dcell, "the cell grads in batch order"));
     OAR_TRY(scratch(k, dgb, dt, T * 4 * D, false, "the gate grads in batch order"));
-    OAR_TRY(sorted_state(k, a, a.c0, c0s, "C0 in sorted order"));
+    OAR_TRY(a.lay.sorted_state(k, dt, a.c0, D, c0s, "C0 in sorted order"));
     if (dh0) OAR_TRY(scratch(k, dh0s, dt, N * D, true, "H0@GRAD in sorted order"));
     if (dc0) OAR_TRY(scratch(k, dc0s, dt, N * D, true, "C0@GRAD in sorted order"));
     void *dpeep = dbias && a.peep ? at(dbias, dt, 4 * D) : nullptr;
@@ -243,12 +235,7 @@ int lstm_bwd(oar_kernel_ctx_t *k)
     return OAR_OK;
 }
 
-OAR_REGISTER_KERNEL("lstm", OAR_PLACE_CUDA, OAR_FP32, lstm_fwd)
-OAR_REGISTER_KERNEL("lstm_grad", OAR_PLACE_CUDA, OAR_FP32, lstm_bwd)
-int lstm_fwd64(oar_kernel_ctx_t *k) { return lstm_fwd(k); }
-int lstm_bwd64(oar_kernel_ctx_t *k) { return lstm_bwd(k); }
-OAR_REGISTER_KERNEL("lstm", OAR_PLACE_CUDA, OAR_FP64, lstm_fwd64)
-OAR_REGISTER_KERNEL("lstm_grad", OAR_PLACE_CUDA, OAR_FP64, lstm_bwd64)
+OAR_RNN_REGISTER("lstm", lstm_fwd, lstm_bwd)
 
 /* ---- lstm_unit ------------------------------------------------------------------------
  * X [N, 4D] with gate blocks {i, f, o, g}, C_prev [N, D]:
@@ -345,11 +332,6 @@ int unit_bwd(oar_kernel_ctx_t *k)
     return OAR_OK;
 }
 
-OAR_REGISTER_KERNEL("lstm_unit", OAR_PLACE_CUDA, OAR_FP32, unit_fwd)
-OAR_REGISTER_KERNEL("lstm_unit_grad", OAR_PLACE_CUDA, OAR_FP32, unit_bwd)
-int unit_fwd64(oar_kernel_ctx_t *k) { return unit_fwd(k); }
-int unit_bwd64(oar_kernel_ctx_t *k) { return unit_bwd(k); }
-OAR_REGISTER_KERNEL("lstm_unit", OAR_PLACE_CUDA, OAR_FP64, unit_fwd64)
-OAR_REGISTER_KERNEL("lstm_unit_grad", OAR_PLACE_CUDA, OAR_FP64, unit_bwd64)
+OAR_RNN_REGISTER("lstm_unit", unit_fwd, unit_bwd)
 
 }  // namespace

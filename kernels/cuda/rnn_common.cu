@@ -85,6 +85,13 @@ int Layout::make(oar_kernel_ctx_t *k, int slot, const oar_tensor_t *in, bool rev
     return OAR_OK;
 }
 
+int Layout::sorted_state(oar_kernel_ctx_t *k, int dt, const void *state, int64_t D, Scratch &s, const char *what) const
+{
+    if (!state) return OAR_OK;
+    OAR_TRY(scratch(k, s, dt, sb.nseq * D, false, what));
+    return gather(k, dt, state, order, s.p, sb.nseq, D);
+}
+
 int input(oar_kernel_ctx_t *k, int slot, const char *name, int dt, bool optional, const oar_tensor_t **t,
           const void **p)
 {

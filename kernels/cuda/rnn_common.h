@@ -61,6 +61,9 @@ struct Layout {
     enum Prev { kNoPrev, kPrevLodRows, kPrevBatchRows };
     /* `in` the Input tensor of slot `slot` (its last LoD level) */
     int make(oar_kernel_ctx_t *k, int slot, const oar_tensor_t *in, bool reverse, Prev prev);
+    /* an initial state's rows [nseq, D] (H0, C0) gathered into sorted
+     * order in s; nothing when state is NULL */
+    int sorted_state(oar_kernel_ctx_t *k, int dt, const void *state, int64_t D, Scratch &s, const char *what) const;
 };
 
 /* ---- arguments ---------------------------------------------------------- */
@@ -98,6 +101,17 @@ int add_row(oar_kernel_ctx_t *k, int dt, void *y, const void *b, int64_t rows, i
 /* dst [w] = column sums of x [rows, w] (ld ldx), as a product with a row
  * of ones (deterministic, no atomics) */
 int col_sum(oar_kernel_ctx_t *k, int dt, const void *x, int64_t rows, int64_t w, int64_t ldx, void *dst);
+
+/* registers fwd and bwd (dtype-generic) as the CUDA float32 and float64
+ * kernels of `type` and its grad (a registration needs one function name
+ * per dtype) */
+#define OAR_RNN_REGISTER(type, fwd, bwd)                                  \
+    OAR_REGISTER_KERNEL(type, OAR_PLACE_CUDA, OAR_FP32, fwd)               \
+    OAR_REGISTER_KERNEL(type "_grad", OAR_PLACE_CUDA, OAR_FP32, bwd)       \
+    int fwd##64(oar_kernel_ctx_t *k) { return fwd(k); }                    \
+    int bwd##64(oar_kernel_ctx_t *k) { return bwd(k); }                    \
+    OAR_REGISTER_KERNEL(type, OAR_PLACE_CUDA, OAR_FP64, fwd##64)           \
+    OAR_REGISTER_KERNEL(type "_grad", OAR_PLACE_CUDA, OAR_FP64, bwd##64)
 
 /* element offsets of typed device pointers */
 static inline const void *at(const void *p, int dt, int64_t n)
