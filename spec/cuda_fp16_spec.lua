@@ -54,10 +54,7 @@ local function program(case, half)
   oar.program_guard(main, startup, function()
     local b = main:global_block()
     local ins, raw = {}, {}
-    local slots = {}
-    for slot in pairs(case.inputs) do slots[#slots + 1] = slot end
-    table.sort(slots)
-    for _, slot in ipairs(slots) do
+    for _, slot in ipairs(H.sorted_keys(case.inputs)) do
       local t = case.inputs[slot]
       local x = layers.data{ name = "in_" .. slot, shape = t.shape, dtype = "float32", append_batch_size = false }
       x.stop_gradient = false

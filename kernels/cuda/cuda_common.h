@@ -3,7 +3,8 @@
  * (wrapped for C++), status checks that turn CUDA/cuBLAS/cuDNN failures
  * into oar errors naming the call (oar_k_error adds the op, the executor its
  * context), launch geometry, typed access to device tensors, scratch device
- * memory, block reductions and the counter-based random generator.
+ * memory, block reductions, the counter-based random generator and a
+ * row-major GEMM.
  *
  * Kernels run on the device's default stream, in the order they are
  * launched; scratch blocks freed right after a launch may be handed out
@@ -74,7 +75,7 @@ static inline const char *nm(const char *s) { return s ? s : "?"; }
  * dtype `dtype` (-1: any) and `numel` elements (-1: any), on the kernel's
  * device, *p its data (NULL when empty); outputs sized by inference, numel
  * >= 0 checks the size; the _opt form gives NULL and OAR_OK for an absent
- * output. Messages name the slot as the definition does. */
+ * output. Messages name the slot as the definition does. (args.cu) */
 const char *in_slot_name(const oar_kernel_ctx_t *k, int slot);
 const char *out_slot_name(const oar_kernel_ctx_t *k, int slot);
 int in_tensor_at(oar_kernel_ctx_t *k, int slot, int i, int dtype, int64_t numel,
@@ -82,6 +83,12 @@ int in_tensor_at(oar_kernel_ctx_t *k, int slot, int i, int dtype, int64_t numel,
 /* output `slot`[i] */
 int out_data_at(oar_kernel_ctx_t *k, int slot, int i, int dtype, int64_t numel, void **p);
 int out_data_opt_at(oar_kernel_ctx_t *k, int slot, int i, int dtype, int64_t numel, void **p);
+/* input `slot`[0] (`name` in messages) of dtype (-1: any); absent: *t NULL
+ * and OAR_OK when `optional`, else an error. With `need_data` a non-empty
+ * tensor must hold data on the kernel's device; *p is that data (NULL when
+ * empty or not needed). */
+int in_checked(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, bool optional, bool need_data,
+               const oar_tensor_t **t, const void **p);
 /* output `slot`[0] (`name` in messages, as the CPU kernels word them)
  * holding exactly `numel` elements of dtype; absent: *p NULL and OAR_OK
  * when `optional`, else an error */
@@ -195,6 +202,48 @@ __device__ inline uint64_t ctr_bits(uint64_t key, uint64_t ctr) { return mix64(k
 __device__ inline double ctr_uniform(uint64_t key, uint64_t ctr)
 {
     return (double)(ctr_bits(key, ctr) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* ---- row-major GEMM ------------------------------------------------------------
+ * For kernels that multiply float32/float64 matrices without matmul.cu's
+ * batching and float16 (the recurrent and sequence kernels). */
+/* every value fits cuBLAS's int */
+static inline int check_int_dims(oar_kernel_ctx_t *k, int n, const int64_t *dims)
+{
+    for (int i = 0; i < n; i++)
+        if (dims[i] < 0 || dims[i] > 2147483647)
+            return oar_k_error(k, OAR_ERR_RANGE, "size %lld exceeds the cuBLAS int range", (long long)dims[i]);
+    return OAR_OK;
+}
+/* row-major C (M x N, ld ldc) = alpha op(A) op(B) + beta C, dt float32 or
+ * float64. cuBLAS is column-major: it computes C^T = op(B)^T op(A)^T
+ * (operands and M/N swap; transpose flags and leading dimensions stay).
+ * K == 0 is an empty sum: C = beta C, for beta 0 or 1 (what callers use). */
+static inline int rm_gemm(oar_kernel_ctx_t *k, int dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
+                          const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc)
+{
+    if (M == 0 || N == 0) return OAR_OK;
+    const size_t es = oar_dtype_size(dt);
+    if (K == 0) {
+        if (beta != 0.0) return OAR_OK;
+        OAR_CU(k, cudaMemset2DAsync(C, (size_t)ldc * es, 0, (size_t)N * es, (size_t)M, 0), "cudaMemset2DAsync");
+        return OAR_OK;
+    }
+    const int64_t dims[6] = {M, N, K, lda, ldb, ldc};
+    OAR_TRY(check_int_dims(k, 6, dims));
+    cublasHandle_t h;
+    OAR_TRY(blas_handle(k, &h));
+    const cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (dt == OAR_FP32) {
+        const float a = (float)alpha, b = (float)beta;
+        OAR_CUBLAS(k, cublasSgemm(h, opb, opa, (int)N, (int)M, (int)K, &a, (const float *)B, (int)ldb, (const float *)A,
+                                  (int)lda, &b, (float *)C, (int)ldc), "cublasSgemm");
+    } else {
+        const double a = alpha, b = beta;
+        OAR_CUBLAS(k, cublasDgemm(h, opb, opa, (int)N, (int)M, (int)K, &a, (const double *)B, (int)ldb,
+                                  (const double *)A, (int)lda, &b, (double *)C, (int)ldc), "cublasDgemm");
+    }
+    return OAR_OK;
 }
 
 /* ---- dtype dispatch ---------------------------------------------------------- */

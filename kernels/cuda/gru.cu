@@ -86,11 +86,11 @@ int step_fwd(oar_kernel_ctx_t *k, int dt, int64_t n, int64_t D, void *g, const v
              void *h, const Cfg &cf)
 {
     if (n * D == 0) return OAR_OK;
-    if (hp) OAR_TRY(mm(k, dt, false, false, n, 2 * D, D, 1.0, hp, D, w, 2 * D, 1.0, g, 3 * D));
+    if (hp) OAR_TRY(rm_gemm(k, dt, false, false, n, 2 * D, D, 1.0, hp, D, w, 2 * D, 1.0, g, 3 * D));
     OAR_CU_FLOAT_SWITCH(dt, R,
         fwd_gates_k<R><<<grid_for(n * D), kThreads>>>(n, D, (R *)g, (const R *)hp, (R *)rhp, cf.gate));
     OAR_CU_LAUNCH(k, "gru gates");
-    if (hp) OAR_TRY(mm(k, dt, false, false, n, D, D, 1.0, rhp, D, at(w, dt, 2 * D * D), D, 1.0, at(g, dt, 2 * D), 3 * D));
+    if (hp) OAR_TRY(rm_gemm(k, dt, false, false, n, D, D, 1.0, rhp, D, at(w, dt, 2 * D * D), D, 1.0, at(g, dt, 2 * D), 3 * D));
     OAR_CU_FLOAT_SWITCH(dt, R, fwd_out_k<R><<<grid_for(n * D), kThreads>>>(n, D, (R *)g, (const R *)hp, (R *)h, cf));
     OAR_CU_LAUNCH(k, "gru output");
     return OAR_OK;
@@ -106,12 +106,12 @@ int step_bwd(oar_kernel_ctx_t *k, int dt, int64_t n, int64_t D, const void *g, c
         bwd_uc_k<R><<<grid_for(n * D), kThreads>>>(n, D, (const R *)g, (const R *)hp, (const R *)dh, (R *)dg,
                                                    (R *)dhp, cf));
     OAR_CU_LAUNCH(k, "gru grad u, c");
-    if (hp) OAR_TRY(mm(k, dt, false, true, n, D, D, 1.0, at(dg, dt, 2 * D), 3 * D, at(w, dt, 2 * D * D), D, 0.0, drhp, D));
+    if (hp) OAR_TRY(rm_gemm(k, dt, false, true, n, D, D, 1.0, at(dg, dt, 2 * D), 3 * D, at(w, dt, 2 * D * D), D, 0.0, drhp, D));
     OAR_CU_FLOAT_SWITCH(dt, R,
         bwd_r_k<R><<<grid_for(n * D), kThreads>>>(n, D, (const R *)g, (const R *)hp, (const R *)drhp, (R *)dg,
                                                   (R *)dhp, cf.gate));
     OAR_CU_LAUNCH(k, "gru grad r");
-    if (hp && dhp) OAR_TRY(mm(k, dt, false, true, n, D, 2 * D, 1.0, dg, 3 * D, w, 2 * D, 1.0, dhp, D));
+    if (hp && dhp) OAR_TRY(rm_gemm(k, dt, false, true, n, D, 2 * D, 1.0, dg, 3 * D, w, 2 * D, 1.0, dhp, D));
     return OAR_OK;
 }
 
@@ -119,8 +119,8 @@ int step_bwd(oar_kernel_ctx_t *k, int dt, int64_t n, int64_t D, const void *g, c
 int weight_grad(oar_kernel_ctx_t *k, int dt, int64_t rows, int64_t D, const void *hp, const void *rhp, const void *dg,
                 void *dw)
 {
-    OAR_TRY(mm(k, dt, true, false, D, 2 * D, rows, 1.0, hp, D, dg, 3 * D, 0.0, dw, 2 * D));
-    return mm(k, dt, true, false, D, D, rows, 1.0, rhp, D, at(dg, dt, 2 * D), 3 * D, 0.0, at(dw, dt, 2 * D * D), D);
+    OAR_TRY(rm_gemm(k, dt, true, false, D, 2 * D, rows, 1.0, hp, D, dg, 3 * D, 0.0, dw, 2 * D));
+    return rm_gemm(k, dt, true, false, D, D, rows, 1.0, rhp, D, at(dg, dt, 2 * D), 3 * D, 0.0, at(dw, dt, 2 * D * D), D);
 }
 
 /* Input-like [rows, 3D] and Weight [D, 3D] agree; Bias (optional) holds 3D */
@@ -137,7 +137,7 @@ int check_shapes(oar_kernel_ctx_t *k, const char *in_slot, const oar_tensor_t *i
         return oar_k_error(k, OAR_ERR_SHAPE, "Bias has %lld values; expected %lld", (long long)oar_tensor_numel_of(bt),
                            (long long)(3 * *D));
     const int64_t dims[2] = {in->dims[0], 3 * *D};
-    return check_int(k, 2, dims);
+    return check_int_dims(k, 2, dims);
 }
 
 /* ---- gru ------------------------------------------------------------------------------- */
@@ -171,7 +171,7 @@ int gru_fwd(oar_kernel_ctx_t *k)
     Args a;
     OAR_TRY(setup(k, &a, Layout::kNoPrev));
     const int dt = a.dt;
-    const int64_t T = a.T, D = a.D, N = a.lay.sb.nseq;
+    const int64_t T = a.T, D = a.D;
     const oar_seqb_t &sb = a.lay.sb;
     void *bg, *brhp, *bh, *hid;
     Scratch own_bg, own_brhp, own_bh, h0s;
@@ -180,10 +180,7 @@ int gru_fwd(oar_kernel_ctx_t *k)
     OAR_TRY(out_or_scratch(k, OAR_GRU_BATCHHIDDEN, "BatchHidden", dt, T * D, own_bh, &bh));
     OAR_TRY(output(k, OAR_GRU_HIDDEN, "Hidden", dt, T * D, false, &hid));
     if (T == 0 || D == 0) return OAR_OK;
-    if (a.h0) {
-        OAR_TRY(scratch(k, h0s, dt, N * D, false, "H0 in sorted order"));
-        OAR_TRY(gather(k, dt, a.h0, a.lay.order, h0s.p, N, D));
-    }
+    OAR_TRY(a.lay.sorted_state(k, dt, a.h0, D, h0s, "H0 in sorted order"));
     OAR_TRY(gather(k, dt, a.x, a.lay.row_of, bg, T, 3 * D, a.b));
     for (int64_t t = 0; t < sb.nsteps; t++) {
         const int64_t n = oar_seqb_count(&sb, t), s0 = sb.step_start[t];
@@ -224,10 +221,7 @@ int gru_bwd(oar_kernel_ctx_t *k)
     OAR_TRY(scratch(k, dhb, dt, T * D, false, "the hidden grads in batch order"));
     OAR_TRY(scratch(k, dgb, dt, T * 3 * D, false, "the gate grads in batch order"));
     OAR_TRY(scratch(k, drhp, dt, sb.nsteps > 0 ? oar_seqb_count(&sb, 0) * D : 0, false, "the grads of r . h_p"));
-    if (a.h0) {
-        OAR_TRY(scratch(k, h0s, dt, N * D, false, "H0 in sorted order"));
-        OAR_TRY(gather(k, dt, a.h0, a.lay.order, h0s.p, N, D));
-    }
+    OAR_TRY(a.lay.sorted_state(k, dt, a.h0, D, h0s, "H0 in sorted order"));
     if (dh0) OAR_TRY(scratch(k, dh0s, dt, N * D, true, "H0@GRAD in sorted order"));
     OAR_TRY(gather(k, dt, dhid, a.lay.row_of, dhb.p, T, D));
     for (int64_t t = sb.nsteps - 1; t >= 0; t--) {
@@ -249,12 +243,7 @@ int gru_bwd(oar_kernel_ctx_t *k)
     return OAR_OK;
 }
 
-OAR_REGISTER_KERNEL("gru", OAR_PLACE_CUDA, OAR_FP32, gru_fwd)
-OAR_REGISTER_KERNEL("gru_grad", OAR_PLACE_CUDA, OAR_FP32, gru_bwd)
-int gru_fwd64(oar_kernel_ctx_t *k) { return gru_fwd(k); }
-int gru_bwd64(oar_kernel_ctx_t *k) { return gru_bwd(k); }
-OAR_REGISTER_KERNEL("gru", OAR_PLACE_CUDA, OAR_FP64, gru_fwd64)
-OAR_REGISTER_KERNEL("gru_grad", OAR_PLACE_CUDA, OAR_FP64, gru_bwd64)
+OAR_RNN_REGISTER("gru", gru_fwd, gru_bwd)
 
 /* ---- gru_unit ------------------------------------------------------------------------------ */
 struct UnitArgs {
@@ -337,11 +326,6 @@ int unit_bwd(oar_kernel_ctx_t *k)
     return OAR_OK;
 }
 
-OAR_REGISTER_KERNEL("gru_unit", OAR_PLACE_CUDA, OAR_FP32, unit_fwd)
-OAR_REGISTER_KERNEL("gru_unit_grad", OAR_PLACE_CUDA, OAR_FP32, unit_bwd)
-int unit_fwd64(oar_kernel_ctx_t *k) { return unit_fwd(k); }
-int unit_bwd64(oar_kernel_ctx_t *k) { return unit_bwd(k); }
-OAR_REGISTER_KERNEL("gru_unit", OAR_PLACE_CUDA, OAR_FP64, unit_fwd64)
-OAR_REGISTER_KERNEL("gru_unit_grad", OAR_PLACE_CUDA, OAR_FP64, unit_bwd64)
+OAR_RNN_REGISTER("gru_unit", unit_fwd, unit_bwd)
 
 }  // namespace

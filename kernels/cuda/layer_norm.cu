@@ -138,31 +138,6 @@ __global__ void ln_colsum_end_k(const double *part, int64_t nchunk, int64_t righ
 
 /* ---- arguments ---------------------------------------------------------------- */
 
-/* input `slot` (`name` in errors) of dtype dt holding data on the kernel's
- * device when it has values; *p NULL when empty. `optional`: absent gives
- * *t NULL. */
-int ln_in(oar_kernel_ctx_t *k, int slot, const char *name, int dt, bool optional, const oar_tensor_t **t,
-          const void **p)
-{
-    *p = nullptr;
-    *t = oar_k_input(k, slot, 0);
-    if (!*t) {
-        if (optional) return OAR_OK;
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", name, nm(oar_k_input_name(k, slot, 0)));
-    }
-    if ((*t)->dtype != dt)
-        return oar_k_error(k, OAR_ERR_DTYPE, "%s '%s' has dtype %s, expected %s", name,
-                           nm(oar_k_input_name(k, slot, 0)), nm(oar_dtype_name((*t)->dtype)), nm(oar_dtype_name(dt)));
-    if (oar_tensor_numel_of(*t) == 0) return OAR_OK;
-    if (!oar_tensor_has_data(*t))
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "%s '%s' has no data", name, nm(oar_k_input_name(k, slot, 0)));
-    if ((*t)->buf->place != OAR_PLACE_CUDA || (*t)->buf->device != k->device)
-        return oar_k_error(k, OAR_ERR_INVALID, "%s '%s' is not on CUDA device %d", name,
-                           nm(oar_k_input_name(k, slot, 0)), k->device);
-    *p = (*t)->buf->data;
-    return OAR_OK;
-}
-
 /* X (slot 0 of both ops) split at begin_norm_axis into [left, right] */
 int ln_split(oar_kernel_ctx_t *k, const oar_tensor_t *x, int64_t *left, int64_t *right)
 {
@@ -187,7 +162,7 @@ int ln_split(oar_kernel_ctx_t *k, const oar_tensor_t *x, int64_t *left, int64_t 
 int ln_param(oar_kernel_ctx_t *k, int slot, const char *name, int64_t n, int dt, const void **p)
 {
     const oar_tensor_t *t;
-    OAR_TRY(ln_in(k, slot, name, dt, true, &t, p));
+    OAR_TRY(in_checked(k, slot, name, dt, true, true, &t, p));
     if (t && oar_tensor_numel_of(t) != n) {
         char s[128];
         return oar_k_error(k, OAR_ERR_SHAPE, "%s '%s' is %s %s, expected %lld values of %s", name,
@@ -219,7 +194,7 @@ int ln_fwd(oar_kernel_ctx_t *k, int dt)
 {
     const oar_tensor_t *x;
     const void *xd;
-    OAR_TRY(ln_in(k, OAR_LN_X, "X", dt, false, &x, &xd));
+    OAR_TRY(in_checked(k, OAR_LN_X, "X", dt, false, true, &x, &xd));
     int64_t left, right;
     OAR_TRY(ln_split(k, x, &left, &right));
     const void *scale, *bias;
@@ -244,8 +219,8 @@ int ln_bwd(oar_kernel_ctx_t *k, int dt)
 {
     const oar_tensor_t *x, *dy;
     const void *xd, *dyd;
-    OAR_TRY(ln_in(k, OAR_LNG_X, "X", dt, false, &x, &xd));
-    OAR_TRY(ln_in(k, OAR_LNG_DY, "Y@GRAD", dt, false, &dy, &dyd));
+    OAR_TRY(in_checked(k, OAR_LNG_X, "X", dt, false, true, &x, &xd));
+    OAR_TRY(in_checked(k, OAR_LNG_DY, "Y@GRAD", dt, false, true, &dy, &dyd));
     int64_t left, right;
     OAR_TRY(ln_split(k, x, &left, &right));
     if (dy->ndim != x->ndim || memcmp(dy->dims, x->dims, sizeof(int64_t) * (size_t)x->ndim) != 0) {

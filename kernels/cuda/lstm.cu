@@ -126,15 +126,7 @@ int setup(oar_kernel_ctx_t *k, Args *a, Layout::Prev prev)
     OAR_TRY(check_state(k, "H0", a->h0t, a->lay.sb.nseq, a->D));
     OAR_TRY(check_state(k, "C0", a->c0t, a->lay.sb.nseq, a->D));
     const int64_t dims[3] = {a->T, 4 * a->D, a->lay.sb.nseq};
-    return check_int(k, 3, dims);
-}
-
-/* an initial state's rows [nseq, D] in sorted order (NULL when absent) */
-int sorted_state(oar_kernel_ctx_t *k, const Args &a, const void *state, Scratch &s, const char *what)
-{
-    if (!state) return OAR_OK;
-    OAR_TRY(scratch(k, s, a.dt, a.lay.sb.nseq * a.D, false, what));
-    return gather(k, a.dt, state, a.lay.order, s.p, a.lay.sb.nseq, a.D);
+    return check_int_dims(k, 3, dims);
 }
 
 int lstm_fwd(oar_kernel_ctx_t *k)
@@ -152,8 +144,8 @@ int lstm_fwd(oar_kernel_ctx_t *k)
     OAR_TRY(out_or_scratch(k, OAR_LSTM_BATCHCELL, "BatchCellPreAct", dt, T * D, own_bc, &bc));
     if (T == 0 || D == 0) return OAR_OK;
     OAR_TRY(scratch(k, hb, dt, T * D, false, "the hidden states in batch order"));
-    OAR_TRY(sorted_state(k, a, a.h0, h0s, "H0 in sorted order"));
-    OAR_TRY(sorted_state(k, a, a.c0, c0s, "C0 in sorted order"));
+    OAR_TRY(a.lay.sorted_state(k, dt, a.h0, D, h0s, "H0 in sorted order"));
+    OAR_TRY(a.lay.sorted_state(k, dt, a.c0, D, c0s, "C0 in sorted order"));
     OAR_TRY(gather(k, dt, a.x, a.lay.row_of, bg, T, 4 * D, a.b));
     for (int64_t t = 0; t < sb.nsteps; t++) {
         const int64_t n = oar_seqb_count(&sb, t), s0 = sb.step_start[t];
@@ -161,7 +153,7 @@ int lstm_fwd(oar_kernel_ctx_t *k)
         void *g = at(bg, dt, s0 * 4 * D);
         const void *hp = t > 0 ? at(hb.p, dt, p0 * D) : h0s.p;
         const void *cp = t > 0 ? at(bc, dt, p0 * D) : c0s.p;
-        if (hp) OAR_TRY(mm(k, dt, false, false, n, 4 * D, D, 1.0, hp, D, a.w, 4 * D, 1.0, g, 4 * D));
+        if (hp) OAR_TRY(rm_gemm(k, dt, false, false, n, 4 * D, D, 1.0, hp, D, a.w, 4 * D, 1.0, g, 4 * D));
         OAR_CU_FLOAT_SWITCH(dt, R,
             step_fwd_k<R><<<grid_for(n * D), kThreads>>>(n, D, (R *)g, (const R *)cp, (R *)at(bc, dt, s0 * D),
                                                          (R *)at(hb.p, dt, s0 * D), (const R *)a.peep, a.act));
@@ -206,7 +198,7 @@ int lstm_bwd(oar_kernel_ctx_t *k)
     OAR_TRY(scratch(k, dhb, dt, T * D, false, "the hidden grads in batch order"));
     OAR_TRY(scratch(k, dcb, dt, T * D, !dcell, "the cell grads in batch order"));
     OAR_TRY(scratch(k, dgb, dt, T * 4 * D, false, "the gate grads in batch order"));
-    OAR_TRY(sorted_state(k, a, a.c0, c0s, "C0 in sorted order"));
+    OAR_TRY(a.lay.sorted_state(k, dt, a.c0, D, c0s, "C0 in sorted order"));
     if (dh0) OAR_TRY(scratch(k, dh0s, dt, N * D, true, "H0@GRAD in sorted order"));
     if (dc0) OAR_TRY(scratch(k, dc0s, dt, N * D, true, "C0@GRAD in sorted order"));
     void *dpeep = dbias && a.peep ? at(dbias, dt, 4 * D) : nullptr;
@@ -227,13 +219,13 @@ int lstm_bwd(oar_kernel_ctx_t *k)
                                                          (const R *)a.peep, (R *)at(pg.p, dt, s0 * 3 * D), a.act));
         OAR_CU_LAUNCH(k, "lstm grad step");
         /* the previous hidden's grad: dG W^T */
-        if (t > 0) OAR_TRY(mm(k, dt, false, true, n, D, 4 * D, 1.0, dg, 4 * D, a.w, 4 * D, 1.0, at(dhb.p, dt, p0 * D), D));
-        else if (dh0s.p) OAR_TRY(mm(k, dt, false, true, n, D, 4 * D, 1.0, dg, 4 * D, a.w, 4 * D, 0.0, dh0s.p, D));
+        if (t > 0) OAR_TRY(rm_gemm(k, dt, false, true, n, D, 4 * D, 1.0, dg, 4 * D, a.w, 4 * D, 1.0, at(dhb.p, dt, p0 * D), D));
+        else if (dh0s.p) OAR_TRY(rm_gemm(k, dt, false, true, n, D, 4 * D, 1.0, dg, 4 * D, a.w, 4 * D, 0.0, dh0s.p, D));
     }
     if (dw) {   /* the previous hiddens in batch order (zeros at step 0 without H0), one GEMM over all steps */
         OAR_TRY(scratch(k, hprev, dt, T * D, false, "the previous hiddens"));
         OAR_TRY(gather_prev(k, dt, hid, a.h0, a.lay.prev, hprev.p, T, D));
-        OAR_TRY(mm(k, dt, true, false, D, 4 * D, T, 1.0, hprev.p, D, dgb.p, 4 * D, 0.0, dw, 4 * D));
+        OAR_TRY(rm_gemm(k, dt, true, false, D, 4 * D, T, 1.0, hprev.p, D, dgb.p, 4 * D, 0.0, dw, 4 * D));
     }
     if (dx) OAR_TRY(scatter(k, dt, dgb.p, a.lay.row_of, dx, T, 4 * D));
     if (dbias) OAR_TRY(col_sum(k, dt, dgb.p, T, 4 * D, 4 * D, dbias));
@@ -243,12 +235,7 @@ int lstm_bwd(oar_kernel_ctx_t *k)
     return OAR_OK;
 }
 
-OAR_REGISTER_KERNEL("lstm", OAR_PLACE_CUDA, OAR_FP32, lstm_fwd)
-OAR_REGISTER_KERNEL("lstm_grad", OAR_PLACE_CUDA, OAR_FP32, lstm_bwd)
-int lstm_fwd64(oar_kernel_ctx_t *k) { return lstm_fwd(k); }
-int lstm_bwd64(oar_kernel_ctx_t *k) { return lstm_bwd(k); }
-OAR_REGISTER_KERNEL("lstm", OAR_PLACE_CUDA, OAR_FP64, lstm_fwd64)
-OAR_REGISTER_KERNEL("lstm_grad", OAR_PLACE_CUDA, OAR_FP64, lstm_bwd64)
+OAR_RNN_REGISTER("lstm", lstm_fwd, lstm_bwd)
 
 /* ---- lstm_unit ------------------------------------------------------------------------
  * X [N, 4D] with gate blocks {i, f, o, g}, C_prev [N, D]:
@@ -345,11 +332,6 @@ int unit_bwd(oar_kernel_ctx_t *k)
     return OAR_OK;
 }
 
-OAR_REGISTER_KERNEL("lstm_unit", OAR_PLACE_CUDA, OAR_FP32, unit_fwd)
-OAR_REGISTER_KERNEL("lstm_unit_grad", OAR_PLACE_CUDA, OAR_FP32, unit_bwd)
-int unit_fwd64(oar_kernel_ctx_t *k) { return unit_fwd(k); }
-int unit_bwd64(oar_kernel_ctx_t *k) { return unit_bwd(k); }
-OAR_REGISTER_KERNEL("lstm_unit", OAR_PLACE_CUDA, OAR_FP64, unit_fwd64)
-OAR_REGISTER_KERNEL("lstm_unit_grad", OAR_PLACE_CUDA, OAR_FP64, unit_bwd64)
+OAR_RNN_REGISTER("lstm_unit", unit_fwd, unit_bwd)
 
 }  // namespace

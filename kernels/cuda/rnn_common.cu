@@ -1,8 +1,7 @@
 /*
- * rnn_common.cu — the layout on the device, row copies, GEMMs, column sums
+ * rnn_common.cu — the layout on the device, row copies, column sums
  * and argument helpers of the recurrent CUDA kernels (see rnn_common.h).
  */
-#include <limits.h>
 #include <stdlib.h>
 #include "rnn_common.h"
 
@@ -50,26 +49,19 @@ template <class T> __global__ void fill_k(T *p, int64_t n, T v)
     OAR_CU_LOOP(i, n) p[i] = v;
 }
 
-template <class T> __global__ void zero_mat_k(T *c, int64_t m, int64_t n, int64_t ldc)
-{
-    OAR_CU_LOOP(i, m * n) c[(i / n) * ldc + i % n] = T(0);
-}
-
-const char *nm_(const char *s) { return s ? s : "?"; }
-
 }  // namespace
 
 int Layout::make(oar_kernel_ctx_t *k, int slot, const oar_tensor_t *in, bool reverse, Prev want_prev)
 {
     if (in->lod_levels < 1)
         return oar_k_error(k, OAR_ERR_INVALID, "input Input '%s' has no LoD; a LoD tensor (level >= 1) is required",
-                           nm_(oar_k_input_name(k, slot, 0)));
+                           nm(oar_k_input_name(k, slot, 0)));
     const int l = in->lod_levels - 1;
     const int64_t *offs = in->lod[l], noffs = in->lod_size[l];
     const int64_t rows = in->ndim > 0 ? in->dims[0] : 1;
     if (noffs < 1 || offs[noffs - 1] != rows)
         return oar_k_error(k, OAR_ERR_SHAPE, "input Input '%s': LoD level %d ends at %lld but the tensor has %lld rows",
-                           nm_(oar_k_input_name(k, slot, 0)), l, (long long)(noffs > 0 ? offs[noffs - 1] : 0),
+                           nm(oar_k_input_name(k, slot, 0)), l, (long long)(noffs > 0 ? offs[noffs - 1] : 0),
                            (long long)rows);
     if (oar_seqb_make(&sb, offs, noffs, reverse) != OAR_OK)
         return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate the batch layout of %lld sequences",
@@ -93,27 +85,24 @@ int Layout::make(oar_kernel_ctx_t *k, int slot, const oar_tensor_t *in, bool rev
     return OAR_OK;
 }
 
+int Layout::sorted_state(oar_kernel_ctx_t *k, int dt, const void *state, int64_t D, Scratch &s, const char *what) const
+{
+    if (!state) return OAR_OK;
+    OAR_TRY(scratch(k, s, dt, sb.nseq * D, false, what));
+    return gather(k, dt, state, order, s.p, sb.nseq, D);
+}
+
 int input(oar_kernel_ctx_t *k, int slot, const char *name, int dt, bool optional, const oar_tensor_t **t,
           const void **p)
 {
-    *p = nullptr;
-    *t = oar_k_input(k, slot, 0);
-    if (!*t || (*t)->dtype < 0) {
+    const oar_tensor_t *x = oar_k_input(k, slot, 0);
+    if (!x || x->dtype < 0) {   /* absent, or a variable never written */
         *t = nullptr;
+        *p = nullptr;
         if (optional && !oar_k_input_var(k, slot, 0)) return OAR_OK;
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", name, nm_(oar_k_input_name(k, slot, 0)));
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", name, nm(oar_k_input_name(k, slot, 0)));
     }
-    if ((*t)->dtype != dt)
-        return oar_k_error(k, OAR_ERR_DTYPE, "input %s '%s' has dtype %s, expected %s", name,
-                           nm_(oar_k_input_name(k, slot, 0)), nm_(oar_dtype_name((*t)->dtype)), nm_(oar_dtype_name(dt)));
-    if (oar_tensor_numel_of(*t) == 0) return OAR_OK;
-    if (!oar_tensor_has_data(*t))
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' holds no data", name, nm_(oar_k_input_name(k, slot, 0)));
-    if ((*t)->buf->place != OAR_PLACE_CUDA || (*t)->buf->device != k->device)
-        return oar_k_error(k, OAR_ERR_INVALID, "input %s '%s' is not on CUDA device %d", name,
-                           nm_(oar_k_input_name(k, slot, 0)), k->device);
-    *p = (*t)->buf->data;
-    return OAR_OK;
+    return in_checked(k, slot, name, dt, false, true, t, p);
 }
 
 int out_or_scratch(oar_kernel_ctx_t *k, int slot, const char *name, int dt, int64_t numel, Scratch &own, void **p)
@@ -129,14 +118,6 @@ int check_state(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t *t, in
     if (t && oar_tensor_numel_of(t) != nseq * D)
         return oar_k_error(k, OAR_ERR_SHAPE, "%s has %lld values; expected [%lld sequences, %lld]", slot,
                            (long long)oar_tensor_numel_of(t), (long long)nseq, (long long)D);
-    return OAR_OK;
-}
-
-int check_int(oar_kernel_ctx_t *k, int n, const int64_t *dims)
-{
-    for (int i = 0; i < n; i++)
-        if (dims[i] < 0 || dims[i] > INT_MAX)
-            return oar_k_error(k, OAR_ERR_RANGE, "size %lld exceeds the cuBLAS int range", (long long)dims[i]);
     return OAR_OK;
 }
 
@@ -192,36 +173,6 @@ int add_row(oar_kernel_ctx_t *k, int dt, void *y, const void *b, int64_t rows, i
     return OAR_OK;
 }
 
-/* cuBLAS is column-major: the row-major C = op(A) op(B) is computed as the
- * column-major C^T = op(B)^T op(A)^T (operands and M/N swap; transpose flags
- * and leading dimensions stay), as kernels/cuda/matmul.cu does */
-int mm(oar_kernel_ctx_t *k, int dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const void *A,
-       int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc)
-{
-    if (M == 0 || N == 0) return OAR_OK;
-    if (K == 0) {   /* an empty sum: C = beta C; the callers use beta 0 or 1 */
-        if (beta != 0.0) return OAR_OK;
-        OAR_CU_FLOAT_SWITCH(dt, T, zero_mat_k<T><<<grid_for(M * N), kThreads>>>((T *)C, M, N, ldc));
-        OAR_CU_LAUNCH(k, "rnn zero_mat");
-        return OAR_OK;
-    }
-    const int64_t dims[6] = {M, N, K, lda, ldb, ldc};
-    OAR_TRY(check_int(k, 6, dims));
-    cublasHandle_t h;
-    OAR_TRY(blas_handle(k, &h));
-    const cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-    if (dt == OAR_FP32) {
-        const float a = (float)alpha, b = (float)beta;
-        OAR_CUBLAS(k, cublasSgemm(h, opb, opa, (int)N, (int)M, (int)K, &a, (const float *)B, (int)ldb, (const float *)A,
-                                  (int)lda, &b, (float *)C, (int)ldc), "cublasSgemm");
-    } else {
-        const double a = alpha, b = beta;
-        OAR_CUBLAS(k, cublasDgemm(h, opb, opa, (int)N, (int)M, (int)K, &a, (const double *)B, (int)ldb,
-                                  (const double *)A, (int)lda, &b, (double *)C, (int)ldc), "cublasDgemm");
-    }
-    return OAR_OK;
-}
-
 int col_sum(oar_kernel_ctx_t *k, int dt, const void *x, int64_t rows, int64_t w, int64_t ldx, void *dst)
 {
     if (w == 0) return OAR_OK;
@@ -232,7 +183,7 @@ int col_sum(oar_kernel_ctx_t *k, int dt, const void *x, int64_t rows, int64_t w,
         OAR_CU_LAUNCH(k, "rnn fill");
     }
     /* [1, rows] x [rows, w] */
-    return mm(k, dt, false, false, 1, w, rows, 1.0, ones.p, rows > 0 ? rows : 1, x, ldx, 0.0, dst, w);
+    return rm_gemm(k, dt, false, false, 1, w, rows, 1.0, ones.p, rows > 0 ? rows : 1, x, ldx, 0.0, dst, w);
 }
 
 }  // namespace rnn

@@ -1,8 +1,8 @@
 /*
  * rnn_common.h — what the CUDA kernels of the recurrent ops (lstm.cu,
  * gru.cu) share: the gate activations, the sequence-to-batch layout on the
- * device, row copies along it, row-major GEMMs on cuBLAS, column sums and
- * argument helpers on the prepared-op API (slots by index).
+ * device, row copies along it, column sums and argument helpers on the
+ * prepared-op API (slots by index). GEMMs: cuda_common.h's rm_gemm.
  *
  * The layout (ops/seq_layout.h) is index bookkeeping computed on the host
  * from the LoD, as on the CPU; its index arrays go to the device in one
@@ -61,6 +61,9 @@ struct Layout {
     enum Prev { kNoPrev, kPrevLodRows, kPrevBatchRows };
     /* `in` the Input tensor of slot `slot` (its last LoD level) */
     int make(oar_kernel_ctx_t *k, int slot, const oar_tensor_t *in, bool reverse, Prev prev);
+    /* an initial state's rows [nseq, D] (H0, C0) gathered into sorted
+     * order in s; nothing when state is NULL */
+    int sorted_state(oar_kernel_ctx_t *k, int dt, const void *state, int64_t D, Scratch &s, const char *what) const;
 };
 
 /* ---- arguments ---------------------------------------------------------- */
@@ -79,8 +82,6 @@ inline int output(oar_kernel_ctx_t *k, int slot, const char *name, int dt, int64
 int out_or_scratch(oar_kernel_ctx_t *k, int slot, const char *name, int dt, int64_t numel, Scratch &own, void **p);
 /* an initial state (H0, C0; t NULL when absent) holds one row of D per sequence */
 int check_state(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t *t, int64_t nseq, int64_t D);
-/* every value fits cuBLAS's int */
-int check_int(oar_kernel_ctx_t *k, int n, const int64_t *dims);
 /* scratch of n values of dt, zeroed when `zero` */
 int scratch(oar_kernel_ctx_t *k, Scratch &s, int dt, int64_t n, bool zero, const char *what);
 int zero(oar_kernel_ctx_t *k, void *p, int dt, int64_t n);
@@ -97,12 +98,20 @@ int gather_prev(oar_kernel_ctx_t *k, int dt, const void *src, const void *init, 
                 int64_t rows, int64_t w);
 /* y[r] += b (a row of w), r < rows */
 int add_row(oar_kernel_ctx_t *k, int dt, void *y, const void *b, int64_t rows, int64_t w);
-/* row-major C (M x N, ld ldc) = alpha op(A) op(B) + beta C on cuBLAS */
-int mm(oar_kernel_ctx_t *k, int dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const void *A,
-       int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc);
 /* dst [w] = column sums of x [rows, w] (ld ldx), as a product with a row
  * of ones (deterministic, no atomics) */
 int col_sum(oar_kernel_ctx_t *k, int dt, const void *x, int64_t rows, int64_t w, int64_t ldx, void *dst);
+
+/* registers fwd and bwd (dtype-generic) as the CUDA float32 and float64
+ * kernels of `type` and its grad (a registration needs one function name
+ * per dtype) */
+#define OAR_RNN_REGISTER(type, fwd, bwd)                                  \
+    OAR_REGISTER_KERNEL(type, OAR_PLACE_CUDA, OAR_FP32, fwd)               \
+    OAR_REGISTER_KERNEL(type "_grad", OAR_PLACE_CUDA, OAR_FP32, bwd)       \
+    int fwd##64(oar_kernel_ctx_t *k) { return fwd(k); }                    \
+    int bwd##64(oar_kernel_ctx_t *k) { return bwd(k); }                    \
+    OAR_REGISTER_KERNEL(type, OAR_PLACE_CUDA, OAR_FP64, fwd##64)           \
+    OAR_REGISTER_KERNEL(type "_grad", OAR_PLACE_CUDA, OAR_FP64, bwd##64)
 
 /* element offsets of typed device pointers */
 static inline const void *at(const void *p, int dt, int64_t n)

@@ -21,28 +21,6 @@ using oarcu::seq::seq_of;
 namespace oarcu {
 namespace seq {
 
-int input(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, bool optional, bool need_data,
-          const oar_tensor_t **t, const void **p)
-{
-    *p = nullptr;
-    *t = oar_k_input(k, slot, 0);
-    const char *vn = nm(oar_k_input_name(k, slot, 0));
-    if (!*t) {
-        if (optional) return OAR_OK;
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", name, vn);
-    }
-    if (dtype >= 0 && (*t)->dtype != dtype)
-        return oar_k_error(k, OAR_ERR_DTYPE, "input %s '%s' has dtype %s, expected %s", name, vn,
-                           nm(oar_dtype_name((*t)->dtype)), nm(oar_dtype_name(dtype)));
-    if (!need_data || oar_tensor_numel_of(*t) == 0) return OAR_OK;
-    if (!oar_tensor_has_data(*t))
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' holds no data", name, vn);
-    if ((*t)->buf->place != OAR_PLACE_CUDA || (*t)->buf->device != k->device)
-        return oar_k_error(k, OAR_ERR_INVALID, "input %s '%s' is not on CUDA device %d", name, vn, k->device);
-    *p = (*t)->buf->data;
-    return OAR_OK;
-}
-
 int offsets_to_device(oar_kernel_ctx_t *k, Scratch &s, const int64_t *h, int64_t n, const char *what)
 {
     const size_t bytes = sizeof(int64_t) * (size_t)(n > 0 ? n : 0);
@@ -51,20 +29,11 @@ int offsets_to_device(oar_kernel_ctx_t *k, Scratch &s, const int64_t *h, int64_t
     return OAR_OK;
 }
 
-int int_dims(oar_kernel_ctx_t *k, int n, const int64_t *dims)
-{
-    for (int i = 0; i < n; i++)
-        if (dims[i] < 0 || dims[i] > 2147483647)
-            return oar_k_error(k, OAR_ERR_RANGE, "size %lld exceeds the BLAS int range", (long long)dims[i]);
-    return OAR_OK;
-}
-
 }  // namespace seq
 }  // namespace oarcu
 
 namespace {
 
-using seq::input;
 using seq::output;
 using seq::row_width;
 
@@ -166,7 +135,7 @@ int pool_fwd(oar_kernel_ctx_t *k, int dt)
     const int type = a->pooltype;
     const oar_tensor_t *x;
     const void *xp;
-    OAR_TRY(input(k, OAR_SEQ_X, "X", dt, false, true, &x, &xp));
+    OAR_TRY(in_checked(k, OAR_SEQ_X, "X", dt, false, true, &x, &xp));
     const int64_t *offs;
     int64_t no;
     OAR_TRY(oar_seq_lod_last(k, OAR_SEQ_X, "X", x, &offs, &no));
@@ -204,8 +173,8 @@ int pool_bwd(oar_kernel_ctx_t *k, int dt)
     const int type = ((const oar_seqpool_attrs_t *)oar_k_attrs(k))->pooltype;
     const oar_tensor_t *x, *g, *mi = nullptr;
     const void *xp = nullptr, *gp, *mp = nullptr;
-    OAR_TRY(input(k, OAR_SEQ_X, "X", -1, false, false, &x, &xp));
-    OAR_TRY(input(k, OAR_SEQPOOLG_DOUT, "Out@GRAD", dt, false, true, &g, &gp));
+    OAR_TRY(in_checked(k, OAR_SEQ_X, "X", -1, false, false, &x, &xp));
+    OAR_TRY(in_checked(k, OAR_SEQPOOLG_DOUT, "Out@GRAD", dt, false, true, &g, &gp));
     const int64_t *offs;
     int64_t no;
     OAR_TRY(oar_seq_lod_last(k, OAR_SEQ_X, "X", x, &offs, &no));
@@ -214,7 +183,7 @@ int pool_bwd(oar_kernel_ctx_t *k, int dt)
         return oar_k_error(k, OAR_ERR_SHAPE, "Out@GRAD has %lld elements, expected %lld (%lld sequences x %lld)",
                            (long long)oar_tensor_numel_of(g), (long long)(nseq * w), (long long)nseq, (long long)w);
     if (type == OAR_SEQPOOL_MAX) {
-        OAR_TRY(input(k, OAR_SEQPOOLG_MAX_INDEX, "MaxIndex", OAR_INT32, true, true, &mi, &mp));
+        OAR_TRY(in_checked(k, OAR_SEQPOOLG_MAX_INDEX, "MaxIndex", OAR_INT32, true, true, &mi, &mp));
         if (mi && oar_tensor_numel_of(mi) != nseq * w)
             return oar_k_error(k, OAR_ERR_SHAPE, "MaxIndex has %lld elements, expected %lld",
                                (long long)oar_tensor_numel_of(mi), (long long)(nseq * w));
@@ -225,7 +194,7 @@ int pool_bwd(oar_kernel_ctx_t *k, int dt)
             if (rows * w > 0 && !oar_tensor_has_data(x))
                 return oar_k_error(k, OAR_ERR_NOT_FOUND,
                                    "X holds no data to find the maxima in (and MaxIndex is absent)");
-            OAR_TRY(input(k, OAR_SEQ_X, "X", dt, false, true, &x, &xp));
+            OAR_TRY(in_checked(k, OAR_SEQ_X, "X", dt, false, true, &x, &xp));
         }
     }
     void *dx;
@@ -322,7 +291,7 @@ int softmax_fwd(oar_kernel_ctx_t *k, int dt)
 {
     const oar_tensor_t *x;
     const void *xp;
-    OAR_TRY(input(k, OAR_SEQ_X, "X", dt, false, true, &x, &xp));
+    OAR_TRY(in_checked(k, OAR_SEQ_X, "X", dt, false, true, &x, &xp));
     const int64_t *offs;
     int64_t no;
     OAR_TRY(oar_seq_lod_last(k, OAR_SEQ_X, "X", x, &offs, &no));
@@ -345,8 +314,8 @@ int softmax_bwd(oar_kernel_ctx_t *k, int dt)
 {
     const oar_tensor_t *o, *g;
     const void *op, *gp;
-    OAR_TRY(input(k, OAR_SEQSMG_OUT, "Out", dt, false, true, &o, &op));
-    OAR_TRY(input(k, OAR_SEQSMG_DOUT, "Out@GRAD", dt, false, true, &g, &gp));
+    OAR_TRY(in_checked(k, OAR_SEQSMG_OUT, "Out", dt, false, true, &o, &op));
+    OAR_TRY(in_checked(k, OAR_SEQSMG_DOUT, "Out@GRAD", dt, false, true, &g, &gp));
     const int64_t *offs;
     int64_t no;
     OAR_TRY(oar_seq_lod_last(k, OAR_SEQSMG_OUT, "Out", o, &offs, &no));
@@ -436,7 +405,7 @@ int expand_fwd(oar_kernel_ctx_t *k, int dt)
 {
     const oar_tensor_t *x;
     const void *xp;
-    OAR_TRY(input(k, OAR_SEQ_X, "X", dt, false, true, &x, &xp));
+    OAR_TRY(in_checked(k, OAR_SEQ_X, "X", dt, false, true, &x, &xp));
     oar_seq_expand_t p;
     OAR_TRY(oar_seq_expand_plan(k, x, &p));
     const int64_t w = row_width(x);
@@ -466,8 +435,8 @@ int expand_bwd(oar_kernel_ctx_t *k, int dt)
 {
     const oar_tensor_t *x, *g;
     const void *xp, *gp;
-    OAR_TRY(input(k, OAR_SEQ_X, "X", -1, false, false, &x, &xp));
-    OAR_TRY(input(k, OAR_SEQEXPG_DOUT, "Out@GRAD", dt, false, true, &g, &gp));
+    OAR_TRY(in_checked(k, OAR_SEQ_X, "X", -1, false, false, &x, &xp));
+    OAR_TRY(in_checked(k, OAR_SEQEXPG_DOUT, "Out@GRAD", dt, false, true, &g, &gp));
     oar_seq_expand_t p;
     OAR_TRY(oar_seq_expand_plan(k, x, &p));
     const int64_t w = row_width(x);

@@ -1,8 +1,9 @@
 /*
  * sequence_args.cuh — what the CUDA kernels of the sequence ops share
- * (sequence.cu, sequence_conv.cu): arguments by slot index with the CPU
- * kernels' checks and messages, the host LoD offsets copied to the device
- * (one small copy per call), and the row -> sequence search.
+ * (sequence.cu, sequence_conv.cu): outputs by slot index with the CPU
+ * kernels' checks and messages (inputs: cuda_common.h's in_checked), the
+ * host LoD offsets copied to the device (one small copy per call), and the
+ * row -> sequence search.
  */
 #ifndef OAR_CUDA_SEQUENCE_ARGS_CUH
 #define OAR_CUDA_SEQUENCE_ARGS_CUH
@@ -15,12 +16,6 @@ extern "C" {
 namespace oarcu {
 namespace seq {
 
-/* Input `slot` (`name` in errors) of dtype `dtype` (-1: any). Absent:
- * *t NULL when `optional`, else an error. With `need_data` a non-empty
- * tensor must hold data on the kernel's device; *p is that data (NULL when
- * empty or not needed). */
-int input(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, bool optional, bool need_data,
-          const oar_tensor_t **t, const void **p);
 /* Output `slot` holding `numel` elements (sized by inference) of dtype on
  * the kernel's device; absent: *p NULL when `optional`, else an error. */
 inline int output(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel, bool optional, void **p)
@@ -29,8 +24,6 @@ inline int output(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, in
 }
 /* n host int64 values (n >= 0) copied into fresh device scratch s */
 int offsets_to_device(oar_kernel_ctx_t *k, Scratch &s, const int64_t *h, int64_t n, const char *what);
-/* a kernel-size check: every value fits an int (cuBLAS sizes, grid sizes) */
-int int_dims(oar_kernel_ctx_t *k, int n, const int64_t *dims);
 
 /* the last s in [0, n) with offs[s] <= r, offs nondecreasing with
  * offs[0] <= r: the sequence holding row r; -1 when r < offs[0] */

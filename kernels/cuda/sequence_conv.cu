@@ -84,47 +84,21 @@ __global__ void gather_dpad_k(const T *dcol, T *dpad, Geom g)
     }
 }
 
-/* row-major C [M, N] = op(A) op(B) (beta 0) on the device's cuBLAS handle;
- * lda/ldb are the stored matrices' row lengths */
-int gemm(oar_kernel_ctx_t *k, int dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
-         const void *B, int64_t ldb, void *C, int64_t ldc)
-{
-    if (M == 0 || N == 0) return OAR_OK;
-    if (K == 0) {   /* an empty sum */
-        OAR_CU(k, cudaMemsetAsync(C, 0, oar_dtype_size(dt) * (size_t)(M * N), 0), "cudaMemsetAsync");
-        return OAR_OK;
-    }
-    cublasHandle_t h;
-    OAR_TRY(blas_handle(k, &h));
-    const cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-    /* column-major: C^T = op(B)^T op(A)^T */
-    if (dt == OAR_FP32) {
-        const float one = 1.f, zero = 0.f;
-        OAR_CUBLAS(k, cublasSgemm(h, opb, opa, (int)N, (int)M, (int)K, &one, (const float *)B, (int)ldb,
-                                  (const float *)A, (int)lda, &zero, (float *)C, (int)ldc), "cublasSgemm");
-    } else {
-        const double one = 1.0, zero = 0.0;
-        OAR_CUBLAS(k, cublasDgemm(h, opb, opa, (int)N, (int)M, (int)K, &one, (const double *)B, (int)ldb,
-                                  (const double *)A, (int)lda, &zero, (double *)C, (int)ldc), "cublasDgemm");
-    }
-    return OAR_OK;
-}
-
 /* inputs, attrs and shapes; *x, *f, *pad device data (pad NULL unless
  * trainable); the host offsets in *offs */
 int conv_setup(oar_kernel_ctx_t *k, int dt, Geom *g, const void **x, const void **f, const void **pad,
                const int64_t **offs)
 {
     const oar_tensor_t *xt, *ft, *pt;
-    OAR_TRY(seq::input(k, OAR_SEQ_X, "X", dt, false, true, &xt, x));
-    OAR_TRY(seq::input(k, OAR_SEQCONV_FILTER, "Filter", dt, false, true, &ft, f));
+    OAR_TRY(in_checked(k, OAR_SEQ_X, "X", dt, false, true, &xt, x));
+    OAR_TRY(in_checked(k, OAR_SEQCONV_FILTER, "Filter", dt, false, true, &ft, f));
     const oar_seqconv_attrs_t *a = (const oar_seqconv_attrs_t *)oar_k_attrs(k);
     g->cl = a->context_length;
     g->cs = a->context_start;
     g->up = g->cs < 0 ? -g->cs : 0;
     g->down = g->cs + g->cl - 1 > 0 ? g->cs + g->cl - 1 : 0;
     g->trainable = a->padding_trainable;
-    OAR_TRY(seq::input(k, OAR_SEQCONV_PADDING, "PaddingData", dt, true, g->trainable, &pt, pad));
+    OAR_TRY(in_checked(k, OAR_SEQCONV_PADDING, "PaddingData", dt, true, g->trainable, &pt, pad));
     if (xt->ndim != 2 || ft->ndim != 2 || ft->dims[0] != g->cl * xt->dims[1]) {
         char bx[160], bf[160];
         return oar_k_error(k, OAR_ERR_SHAPE, "X shape %s and Filter shape %s do not fit contextLength %lld",
@@ -146,7 +120,7 @@ int conv_setup(oar_kernel_ctx_t *k, int dt, Geom *g, const void **x, const void 
     g->nseq = no - 1;
     g->offs = nullptr;
     const int64_t dims[4] = {g->n, g->cl * g->d, g->m, g->d};
-    return seq::int_dims(k, 4, dims);
+    return check_int_dims(k, 4, dims);
 }
 
 /* the column matrix [N, contextLength * D] as device scratch */
@@ -184,7 +158,7 @@ int conv_fwd(oar_kernel_ctx_t *k, int dt)
     g.offs = d.as<int64_t>();
     OAR_TRY(alloc_col(k, g, sizeof(T), col));
     OAR_TRY(fill_col<T>(k, g, x, pad, col));
-    return gemm(k, dt, false, false, g.n, g.m, g.cl * g.d, col.p, g.cl * g.d, f, g.m, o, g.m);
+    return rm_gemm(k, dt, false, false, g.n, g.m, g.cl * g.d, 1.0, col.p, g.cl * g.d, f, g.m, 0.0, o, g.m);
 }
 
 template <class T>
@@ -195,7 +169,7 @@ int conv_bwd(oar_kernel_ctx_t *k, int dt)
     const int64_t *offs;
     const oar_tensor_t *gt;
     OAR_TRY(conv_setup(k, dt, &g, &x, &f, &pad, &offs));
-    OAR_TRY(seq::input(k, OAR_SEQCONVG_DOUT, "Out@GRAD", dt, false, true, &gt, &gp));
+    OAR_TRY(in_checked(k, OAR_SEQCONVG_DOUT, "Out@GRAD", dt, false, true, &gt, &gp));
     if (oar_tensor_numel_of(gt) != g.n * g.m)
         return oar_k_error(k, OAR_ERR_SHAPE, "Out@GRAD has %lld values; expected [%lld, %lld]",
                            (long long)oar_tensor_numel_of(gt), (long long)g.n, (long long)g.m);
@@ -209,7 +183,7 @@ int conv_bwd(oar_kernel_ctx_t *k, int dt)
     OAR_TRY(alloc_col(k, g, sizeof(T), col));
     if (df) {
         OAR_TRY(fill_col<T>(k, g, x, pad, col));
-        OAR_TRY(gemm(k, dt, true, false, g.cl * g.d, g.m, g.n, col.p, g.cl * g.d, gp, g.m, df, g.m));
+        OAR_TRY(rm_gemm(k, dt, true, false, g.cl * g.d, g.m, g.n, 1.0, col.p, g.cl * g.d, gp, g.m, 0.0, df, g.m));
     }
     /* without trainable padding the padding's grad is zero */
     const int64_t npad = (g.up + g.down) * g.d;
@@ -218,7 +192,7 @@ int conv_bwd(oar_kernel_ctx_t *k, int dt)
     void *dp = g.trainable ? dpad : nullptr;
     if (!dx && !dp) return OAR_OK;
     /* dcol = dOut Filter^T, reusing the column matrix (the dFilter GEMM is queued before it) */
-    OAR_TRY(gemm(k, dt, false, true, g.n, g.cl * g.d, g.m, gp, g.m, f, g.m, col.p, g.cl * g.d));
+    OAR_TRY(rm_gemm(k, dt, false, true, g.n, g.cl * g.d, g.m, 1.0, gp, g.m, f, g.m, 0.0, col.p, g.cl * g.d));
     if (dx && g.n * g.d > 0) {
         gather_dx_k<T><<<grid_for(g.n * g.d), kThreads>>>(col.as<T>(), (T *)dx, g);
         OAR_CU_LAUNCH(k, "sequence_conv_grad X@GRAD");

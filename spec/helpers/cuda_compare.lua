@@ -1,17 +1,15 @@
 -- Helpers of the CUDA specs (spec/cuda*_spec.lua): random inputs, one-op
 -- programs built from a table, and runs compared between the CPU and the
 -- CUDA place (see spec/cuda_spec.lua's header for what `same` checks).
-local assert = require("luassert")   -- busted's global is not visible in modules
 local ffi = require("ffi")
 -- busted puts luassert in the spec files' environment, not in a module's
 local assert = require("luassert")
 local oar = require("oar")
 local lib = require("oar.lib")
-local place = require("oar.place")
 local T = require("spec.helpers.op_test")
+local numel = require("spec.helpers.index").numel
 local tensor = require("oar.tensor")
 local C = lib.C
-local layers = oar.layers
 
 local CPU, GPU = C.OAR_PLACE_CPU, C.OAR_PLACE_CUDA
 
@@ -24,12 +22,6 @@ local state = 20240229
 local function rnd()   -- [0, 1), deterministic
   state = (state * 1103515245 + 12345) % 2147483648
   return state / 2147483648
-end
-
-local function numel(shape)
-  local n = 1
-  for _, d in ipairs(shape) do n = n * d end
-  return n
 end
 
 -- uniform values in [lo, hi) (an optional `away` keeps |x| >= away, for kinks)
@@ -61,6 +53,14 @@ local function probs(rows, cols, dtype)
 end
 
 -- ---- one-op programs ------------------------------------------------------------
+-- the keys of t (a case's slots), sorted: a fixed order for names and feeds
+local function sorted_keys(t)
+  local keys = {}
+  for key in pairs(t) do keys[#keys + 1] = key end
+  table.sort(keys)
+  return keys
+end
+
 local function new_program()
   local out = ffi.new("oar_program_t*[1]")
   check(C.oar_program_new(out))
@@ -84,10 +84,7 @@ local function build(spec)
   local prog = new_program()
   local block = C.oar_program_block(prog, 0)
   local feeds, in_names = {}, {}
-  local slots = {}
-  for slot in pairs(spec.inputs) do slots[#slots + 1] = slot end
-  table.sort(slots)
-  for _, slot in ipairs(slots) do
+  for _, slot in ipairs(sorted_keys(spec.inputs)) do
     local val = spec.inputs[slot]
     local list = val.is_test_tensor and { val } or val
     in_names[slot] = {}
@@ -216,10 +213,7 @@ end
 
 -- the dtype that picks the op's kernel: its first input's
 local function first_dtype(spec)
-  local slots = {}
-  for slot in pairs(spec.inputs) do slots[#slots + 1] = slot end
-  table.sort(slots)
-  for _, slot in ipairs(slots) do
+  for _, slot in ipairs(sorted_keys(spec.inputs)) do
     local v = spec.inputs[slot]
     v = v.is_test_tensor and v or v[1]
     if v then return T.DTYPES[v.dtype or "float32"] end
@@ -327,6 +321,7 @@ return {
   rand = rand,
   randint = randint,
   probs = probs,
+  sorted_keys = sorted_keys,
   new_program = new_program,
   declare = declare,
   build = build,

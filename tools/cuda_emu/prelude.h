@@ -53,6 +53,11 @@ enum { cudaSuccess = 0 };
 enum cudaMemcpyKind { cudaMemcpyDeviceToDevice = 3 };
 static inline cudaError_t cudaMemsetAsync(void *p, int v, size_t n, int) { memset(p, v, n); return cudaSuccess; }
 static inline cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind, int) { memmove(d, s, n); return cudaSuccess; }
+static inline cudaError_t cudaMemset2DAsync(void *p, size_t pitch, int v, size_t w, size_t h, int)
+{
+    for (size_t r = 0; r < h; r++) memset((char *)p + r * pitch, v, w);
+    return cudaSuccess;
+}
 static inline cudaError_t cudaGetLastError() { return cudaSuccess; }
 typedef void *cublasHandle_t;
 typedef enum { CUBLAS_OP_N, CUBLAS_OP_T } cublasOperation_t;
@@ -90,23 +95,8 @@ static inline int emu_fail(oar_kernel_ctx_t *k, const char *what) { return oar_k
 #define OAR_CU_LAUNCH(k, name) do { } while (0)
 #define OAR_CUBLAS(k, call, name) do { if ((call) != CUBLAS_STATUS_SUCCESS) return oarcu::emu_fail((k), (name)); } while (0)
 static inline int blas_handle(oar_kernel_ctx_t *, cublasHandle_t *h) { *h = nullptr; return OAR_OK; }
-constexpr int kThreads = 256;
-static inline unsigned grid_for(int64_t n, int threads = kThreads)
-{
-    int64_t b = (n + threads - 1) / threads;
-    if (b < 1) b = 1;
-    if (b > 65536) b = 65536;
-    return (unsigned)b;
-}
-#define OAR_CU_LOOP(i, n) \
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
-static inline const char *nm(const char *s) { return s ? s : "?"; }
-#define OAR_CU_FLOAT_SWITCH(dt, T, ...)                 \
-    switch (dt) {                                        \
-    case OAR_FP32: { typedef float T; __VA_ARGS__; break; }  \
-    case OAR_FP64: { typedef double T; __VA_ARGS__; break; } \
-    default: break;                                      \
-    }
+/* launch geometry, nm, reductions, the row-major GEMM and the dtype
+ * dispatch come from cuda_common.h itself (run copies those sections in) */
 struct Scratch {
     int device = 0;
     void *p = nullptr;

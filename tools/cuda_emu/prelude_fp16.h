@@ -1,10 +1,11 @@
-/* tools/cuda_emu/prelude_fp16.h — appended to prelude.h by run: float16
- * (__half from cuda_fp16.h here, as its bits, converted by kernels/cpu/half_bits.h),
- * atomicAdd on float/double/__half (one lock: a block's threads run
- * concurrently), cuBLAS's GemmEx and strided-batched GEMMs (reference loops;
- * half operands with float accumulation), to_host, and cuda_common.h's
- * by-index tensor helpers (in_tensor_at, out_data_at, out_data_opt_at). It
- * closes prelude.h's namespace oarcu for the global CUDA names and reopens it. */
+/* tools/cuda_emu/prelude_fp16.h — appended by run after prelude.h and
+ * cuda_common.h's shared sections: float16 (__half from cuda_fp16.h here,
+ * as its bits, converted by kernels/cpu/half_bits.h), atomicAdd on
+ * float/double/__half (one lock: a block's threads run concurrently),
+ * cuBLAS's GemmEx and strided-batched GEMMs (reference loops; half operands
+ * with float accumulation) and to_host (the by-slot tensor helpers are
+ * kernels/cuda/args.cu itself, which run always compiles). It closes
+ * prelude.h's namespace oarcu for the global CUDA names and reopens it. */
 }  // namespace oarcu (reopened below)
 #include <mutex>
 #include <cuda_fp16.h>
@@ -93,56 +94,4 @@ static inline int cuda_fail(oar_kernel_ctx_t *k, cudaError_t, const char *call) 
 static inline int to_host(oar_kernel_ctx_t *k, void *dst, const void *src, size_t bytes, const char *)
 {
     return oar_device_copy(dst, OAR_PLACE_CPU, src, OAR_PLACE_CUDA, bytes, k->device);
-}
-static inline const char *in_slot_name(const oar_kernel_ctx_t *k, int slot)
-{
-    return k->op && slot >= 0 && slot < k->op->nins ? nm(k->op->ins[slot].name) : "?";
-}
-static inline const char *out_slot_name(const oar_kernel_ctx_t *k, int slot)
-{
-    return k->op && slot >= 0 && slot < k->op->nouts ? nm(k->op->outs[slot].name) : "?";
-}
-static inline int in_tensor_at(oar_kernel_ctx_t *k, int slot, int i, int dtype, int64_t numel, const oar_tensor_t **t,
-                               const void **p)
-{
-    *p = nullptr;
-    *t = oar_k_input(k, slot, i);
-    if (!*t || (*t)->dtype < 0) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s has no value", in_slot_name(k, slot));
-    if (dtype >= 0 && (*t)->dtype != dtype)
-        return oar_k_error(k, OAR_ERR_DTYPE, "input %s has dtype %s, expected %s", in_slot_name(k, slot),
-                           nm(oar_dtype_name((*t)->dtype)), nm(oar_dtype_name(dtype)));
-    const int64_t n = oar_tensor_numel_of(*t);
-    if (numel >= 0 && n != numel) return oar_k_error(k, OAR_ERR_SHAPE, "input %s numel %lld != %lld", in_slot_name(k, slot), (long long)n, (long long)numel);
-    if (n == 0) return OAR_OK;
-    if (!(*t)->buf || !(*t)->buf->data) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s has no data", in_slot_name(k, slot));
-    if ((*t)->buf->place != OAR_PLACE_CUDA) return oar_k_error(k, OAR_ERR_INVALID, "input %s is not on the device", in_slot_name(k, slot));
-    *p = (*t)->buf->data;
-    return OAR_OK;
-}
-static inline int out_data_at(oar_kernel_ctx_t *k, int slot, int i, int dtype, int64_t numel, void **p)
-{
-    *p = nullptr;
-    oar_tensor_t *t = oar_k_output(k, slot, i);
-    if (!t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s missing", out_slot_name(k, slot));
-    if (numel >= 0 && oar_tensor_numel_of(t) != numel)
-        return oar_k_error(k, OAR_ERR_SHAPE, "output %s numel %lld != %lld", out_slot_name(k, slot), (long long)oar_tensor_numel_of(t), (long long)numel);
-    *p = oar_k_output_data(k, slot, i, dtype);
-    if (!*p) return OAR_ERR_NOMEM;
-    return OAR_OK;
-}
-static inline int out_data_opt_at(oar_kernel_ctx_t *k, int slot, int i, int dtype, int64_t numel, void **p)
-{
-    *p = nullptr;
-    if (!oar_k_output(k, slot, i)) return OAR_OK;
-    return out_data_at(k, slot, i, dtype, numel, p);
-}
-static inline int out_checked(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel, bool optional,
-                              void **p)
-{
-    *p = nullptr;
-    if (!oar_k_output(k, slot, 0)) {
-        if (optional) return OAR_OK;
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s has no tensor variable", name);
-    }
-    return out_data_at(k, slot, 0, dtype, numel, p);
 }
