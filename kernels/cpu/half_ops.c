@@ -11,7 +11,7 @@
 #include "op.h"
 #include "bcast_run.h"
 #include "gemm.h"
-#include "half_bits.h"
+#include "ops/half_bits.h"
 #include "ops/activation.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"

@@ -4,7 +4,7 @@
 #include "op.h"
 #include "ops/attr_tensor.h"
 #include "ops/tensor_ops.h"
-#include "half_bits.h"
+#include "ops/half_bits.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -12,6 +12,7 @@
 #include "exec.h"
 #include "tensor_io.h"
 #include "paddle_attrs.h"
+#include "half_bits.h"
 
 #define LOAD_LIMIT ((size_t)1 << 36)
 
@@ -38,22 +39,6 @@ static int check_path(oar_kernel_ctx_t *k, const char *path, bool writing) {
     return OAR_OK;
 }
 
-/* IEEE half bits of x, rounded to nearest even (float inputs convert to
- * double exactly, so one routine serves float32 and float64). */
-static uint16_t to_half(double x) {
-    uint16_t sign = signbit(x) ? 0x8000 : 0;
-    double a = fabs(x);
-    if (isnan(x)) return (uint16_t)(sign | 0x7E00);
-    if (a >= 65520.0) return (uint16_t)(sign | 0x7C00);             /* rounds to infinity */
-    if (a < 0x1p-14) return (uint16_t)(sign | (uint16_t)nearbyint(a * 0x1p24)); /* subnormal (1024: the least normal) */
-    int e;
-    double m = frexp(a, &e);                                          /* a = m * 2^e, m in [0.5, 1) */
-    int exp = e - 1 + 15;
-    int frac = (int)nearbyint((m * 2.0 - 1.0) * 1024.0);
-    if (frac == 1024) { frac = 0; exp++; }
-    return (uint16_t)(sign | (exp << 10) | frac);
-}
-
 /* A float16 copy of a float32/float64 tensor (LoD kept); float16 is shared. */
 static int as_half(oar_kernel_ctx_t *k, const char *name, oar_tensor_t *t, oar_tensor_t **out) {
     if (t->dtype == OAR_FP16) { *out = oar_tensor_retain(t); return OAR_OK; }
@@ -67,7 +52,7 @@ static int as_half(oar_kernel_ctx_t *k, const char *name, oar_tensor_t *t, oar_t
     uint16_t *dst = oar_tensor_mutable(h, OAR_FP16);
     if (!dst) { oar_tensor_free(h); return OAR_ERR_NOMEM; }
     for (int64_t i = 0; i < n; i++)
-        dst[i] = to_half(t->dtype == OAR_FP32 ? (double)((const float *)src)[i] : ((const double *)src)[i]);
+        dst[i] = oar_half_from_double(t->dtype == OAR_FP32 ? (double)((const float *)src)[i] : ((const double *)src)[i]);
     *out = h;
     return OAR_OK;
 }

@@ -1,5 +1,5 @@
 /* tools/cuda_emu/cuda_fp16.h — the emulated cuda_fp16.h: __half as its bits, the
- * conversions through kernels/cpu/half_bits.h (round to nearest even) */
+ * conversions through src/ops/half_bits.h (round to nearest even) */
 #ifndef EMU_CUDA_FP16_H
 #define EMU_CUDA_FP16_H
 #include <stdint.h>

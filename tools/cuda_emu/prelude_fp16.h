@@ -1,6 +1,6 @@
 /* tools/cuda_emu/prelude_fp16.h — appended by run after prelude.h and
  * cuda_common.h's shared sections: float16 (__half from cuda_fp16.h here,
- * as its bits, converted by kernels/cpu/half_bits.h), atomicAdd on
+ * as its bits, converted by src/ops/half_bits.h), atomicAdd on
  * float/double/__half (one lock: a block's threads run concurrently),
  * cuBLAS's GemmEx and strided-batched GEMMs (reference loops; half operands
  * with float accumulation) and to_host (the by-slot tensor helpers are

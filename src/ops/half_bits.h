@@ -1,9 +1,9 @@
 /* half_bits.h — IEEE binary16 ("float16", stored as its raw uint16_t bits) to and
- * from double on the CPU, for the cast kernel that lets programs feed and
- * fetch float16 tensors on any place. Rounding is to nearest even, once:
+ * from double on the CPU: the cast and float16 kernels, save's save_as_fp16
+ * (io_ops.c) and the CUDA emulator share it. Rounding is to nearest even, once:
  * float32 values convert to double exactly first. */
-#ifndef OAR_CPU_HALF_BITS_H
-#define OAR_CPU_HALF_BITS_H
+#ifndef OAR_OPS_HALF_BITS_H
+#define OAR_OPS_HALF_BITS_H
 #include <math.h>
 #include <stdint.h>
 
