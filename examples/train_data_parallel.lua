@@ -96,19 +96,28 @@ end
 
 local NETS = { mlp = { build = mlp, shape = { 784 } }, conv = { build = lenet, shape = { 1, 28, 28 } } }
 
--- the rows of `data` at `idx` (1-based list) as a [n, shape...] float32 Tensor and [n, 1] int64 labels
+-- the rows of `data` at `idx` (1-based list) as a [n, shape...] float32 Tensor
+-- and [n, 1] int64 labels, written into the same two tensors every step of
+-- a size: a step leaves no garbage behind, so the collector does not pause
+-- one worker while the other waits for it in the all-reduce
+local batch_tensors = {}
 local function gather(data, idx, shape)
   local n = #idx
-  local dims = { n }
-  for _, d in ipairs(shape) do dims[#dims + 1] = d end
-  local xs, ys = ffi.new("float[?]", n * 784), ffi.new("int64_t[?]", n)
-  for i, s in ipairs(idx) do
+  local key = n .. ":" .. table.concat(shape, "x")
+  local xy = batch_tensors[key]
+  if not xy then
+    local dims = { n }
+    for _, d in ipairs(shape) do dims[#dims + 1] = d end
+    xy = { oar.Tensor{ shape = dims, dtype = "float32" }, oar.Tensor{ shape = { n, 1 }, dtype = "int64" } }
+    batch_tensors[key] = xy
+  end
+  local xs, ys = xy[1]:data(), xy[2]:data()
+  for i = 1, n do
+    local s = idx[i]
     ffi.copy(xs + (i - 1) * 784, data.images + (s - 1) * 784, 784 * 4)
     ys[i - 1] = data.labels[s - 1]
   end
-  local x = oar.Tensor.from_buffer(xs, dims, "float32")
-  local y = oar.Tensor.from_buffer(ys, { n, 1 }, "int64")
-  return x, y
+  return xy[1], xy[2]
 end
 
 -- a permutation of 1..n from a seed (the same on every worker)
