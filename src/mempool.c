@@ -1,10 +1,20 @@
 /* mempool.c — best-fit cache of large blocks (>= 64 KiB). Small blocks go
  * straight to malloc, whose own bins already serve them well. A cached block
- * is reused for a request of at least half its size. */
+ * is reused for a request of at least half its size.
+ *
+ * Blocks of 1 MiB or more are whole 2 MiB pages, aligned and marked for
+ * transparent huge pages (Linux, THP in "madvise" or "always" mode): one TLB
+ * entry per 2 MiB instead of 512, and above all one page to pin instead of
+ * 512 when OpenMPI's single-copy transport (CMA) reads the block from
+ * another process, which made the all-reduce of the MLP's gradients 40 %
+ * faster (bench/allreduce_cold.c, HUGE=1). OAR_HUGEPAGES=0 turns it off. */
+#define _DEFAULT_SOURCE
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 #include "mempool.h"
 
 #define ALIGN 64
@@ -28,10 +38,34 @@ static size_t limit(void) {
     return g_limit;
 }
 
+#define HUGE_MIN ((size_t)1 << 20)
+#define HUGE_PAGE ((size_t)2 << 20)
+
+static bool huge_pages(void) {
+    static int on = -1;   /* read once; a race only reads the same value twice */
+    if (on < 0) {
+        const char *env = getenv("OAR_HUGEPAGES");
+        on = !(env && strcmp(env, "0") == 0);
+    }
+    return on;
+}
+
 static size_t round_up(size_t bytes) {
     size_t cap = bytes ? (bytes + ALIGN - 1) / ALIGN * ALIGN : ALIGN;
-    if (cap >= POOL_MIN) cap = (cap + 4095) / 4096 * 4096;   /* whole pages */
+    if (cap >= HUGE_MIN && huge_pages()) cap = (cap + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    else if (cap >= POOL_MIN) cap = (cap + 4095) / 4096 * 4096;   /* whole pages */
     return cap;
+}
+
+/* a fresh block from the C library; huge-page sized ones on a huge-page boundary */
+static void *fresh(size_t want) {
+    void *p = NULL;
+    bool huge = want >= HUGE_MIN && want % HUGE_PAGE == 0 && huge_pages();
+    if (posix_memalign(&p, huge ? HUGE_PAGE : ALIGN, want) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+    if (huge) (void)madvise(p, want, MADV_HUGEPAGE);   /* advice only: refused is fine */
+#endif
+    return p;
 }
 
 /* Small blocks (up to SMALL_MAX bytes, in 64-byte classes) are kept per
@@ -81,8 +115,8 @@ void *oar_pool_alloc(size_t bytes, size_t *cap) {
         }
         pthread_mutex_unlock(&g_lock);
     }
-    void *p = NULL;
-    if (posix_memalign(&p, ALIGN, want) != 0) return NULL;
+    void *p = fresh(want);
+    if (!p) return NULL;
     *cap = want;
     return p;
 }
