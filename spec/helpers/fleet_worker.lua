@@ -9,6 +9,7 @@
 --     (N = workers=); for convbn, towers=N builds N copies of the net
 --     sharing parameters, each on its B samples with its own batch_norm
 --     statistics (what N workers compute), loss = mean of the towers' losses.
+--             place=cuda runs on CUDAPlace(0) (the collectives over NCCL).
 -- task=startup  seed=N out=PREFIX: parameters after the startup program.
 -- task=die      timeout=T die_at=K: worker 1 kills itself at step K.
 -- task=differ   timeout=T: worker 1 builds a wider hidden layer.
@@ -120,7 +121,7 @@ oar.program_guard(main, startup, function()
   o:minimize(loss)
 end)
 
-local exe = oar.Executor(oar.CPUPlace())
+local exe = oar.Executor(opt.place == "cuda" and oar.CUDAPlace(0) or oar.CPUPlace())
 local scope = oar.Scope()
 exe:run(startup, { scope = scope })
 
@@ -130,7 +131,7 @@ local function dump(path)
   for _, p in ipairs(main:global_block():all_parameters()) do names[#names + 1] = p.name end
   table.sort(names)
   for _, n in ipairs(names) do
-    local t = scope:find_var(n):get_tensor()
+    local t = scope:find_var(n):get_tensor():to_host()
     local d, vals = t:data(), {}
     for i = 0, t:numel() - 1 do vals[#vals + 1] = string.format("%.17g", d[i]) end
     f:write(n, " ", table.concat(vals, " "), "\n")

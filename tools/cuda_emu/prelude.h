@@ -59,6 +59,10 @@ static inline cudaError_t cudaMemset2DAsync(void *p, size_t pitch, int v, size_t
     return cudaSuccess;
 }
 static inline cudaError_t cudaGetLastError() { return cudaSuccess; }
+/* one device, no streams: the stream is always drained */
+enum { cudaErrorNotReady = 600 };
+static inline cudaError_t cudaStreamQuery(int) { return cudaSuccess; }
+static inline cudaError_t cudaSetDevice(int) { return cudaSuccess; }
 typedef void *cublasHandle_t;
 typedef enum { CUBLAS_OP_N, CUBLAS_OP_T } cublasOperation_t;
 typedef enum { CUBLAS_STATUS_SUCCESS = 0, CUBLAS_STATUS_ALLOC_FAILED = 3 } cublasStatus_t;

@@ -1,0 +1,184 @@
+-- CUDA kernels of the collective ops over NCCL (kernels/cuda/collective.cu;
+-- tag: gpu). One worker: each op against its CPU kernel with
+-- spec/helpers/cuda_compare.lua (the kernel counter shows the CUDA kernel
+-- ran), and the errors both places give. Two workers, under mpirun:
+-- all-reduce (sum, max, min, prod), broadcast and all-gather in every dtype
+-- against values computed here, and the MLP trained with Adam on the CUDA
+-- place, 2 workers x batch B against 1 worker x batch 2B.
+--
+-- NCCL wants one GPU per worker, so the two-worker cases need two GPUs, or
+-- tools/cuda_emu (OAR_CUDA_EMU: one emulated device serves both workers,
+-- NCCL emulated over oar's MPI engine):
+--   tools/cuda_emu/run spec/cuda_collective_spec.lua kernels/cuda/collective.cu
+-- Where no GPU can be used the spec says so and skips.
+local oar = require("oar")
+local place = require("oar.place")
+local C = require("oar.lib").C
+local H = require("spec.helpers.cuda_compare")
+local rand, same, same_error = H.rand, H.same, H.same_error
+
+local function sh_ok(cmd)
+  local r = os.execute(cmd)
+  return r == 0 or r == true
+end
+
+-- runs a command line; ok, combined output
+local function run(cmd)
+  local p = io.popen(cmd .. " 2>&1; echo \"::status=$?\"")
+  local out = p:read("*a")
+  p:close()
+  return tonumber(out:match("::status=(%d+)%s*$")) == 0, out
+end
+
+local function tmpbase()
+  local p = os.tmpname()
+  os.remove(p)
+  return p
+end
+
+-- mpirun with the environment that picks the CUDA backend passed on
+local function mpirun()
+  local x = ""
+  for _, v in ipairs({ "OAR_CUDA_BACKEND", "OAR_CUDA_EMU", "OAR_LIBRARY" }) do
+    if os.getenv(v) then x = x .. " -x " .. v end
+  end
+  return "mpirun --allow-run-as-root --oversubscribe -np 2" .. x .. " "
+end
+
+describe("CUDA collective kernels (NCCL) #gpu", function()
+  local devices = place.cuda_device_count()
+  if devices == 0 then
+    local _, why = pcall(oar.Executor, oar.CUDAPlace(0))
+    why = tostring(why)
+    print("cuda_collective_spec: skipping: " .. why)
+    pending("no GPU: " .. why)
+    return
+  end
+  oar.fleet.init()
+
+  describe("one worker", function()
+    -- (float16 goes through the two-worker case: the comparison helper feeds no float16)
+    it("c_allreduce_sum, _max, _min, _prod and c_broadcast give the input back", function()
+      for _, op in ipairs({ "c_allreduce_sum", "c_allreduce_max", "c_allreduce_min", "c_allreduce_prod", "c_broadcast" }) do
+        for _, dtype in ipairs({ "float32", "float64", "int32", "int64" }) do
+          local x = rand({ 3, 5 }, -4, 4, dtype)
+          if dtype:match("^int") then
+            for i, v in ipairs(x.data) do x.data[i] = math.floor(v) end
+          end
+          local attrs = { ring_id = 0 }
+          if op == "c_broadcast" then attrs.root = 0 end
+          local got = same{ type = op, inputs = { X = x }, attrs = attrs }
+          assert.are.same({ 3, 5 }, got[1].shape)
+        end
+      end
+    end)
+
+    it("c_allgather of one worker is its input", function()
+      same{ type = "c_allgather", inputs = { X = rand({ 4, 3 }, -1, 1) }, attrs = { ring_id = 0, nranks = 1 } }
+    end)
+
+    it("c_coalesce and c_split_coalesced copy through one flat buffer", function()
+      local a, b = rand({ 2, 3 }, -1, 1), rand({ 4 }, -1, 1)
+      local got = same{ type = "c_coalesce", inputs = { X = { a, b } }, outputs = { Out = 1 } }
+      assert.are.equal(10, #got[1].data)
+      same{ type = "c_split_coalesced", inputs = { X = rand({ 10 }, -1, 1), Ref = { a, b } }, outputs = { Out = 2 } }
+    end)
+
+    it("refuses a ring other than 0 and a root that is no worker, as the CPU kernel does", function()
+      same_error({ type = "c_allreduce_sum", inputs = { X = rand({ 4 }, -1, 1) }, attrs = { ring_id = 1 } }, "ring_id 1")
+      same_error({ type = "c_broadcast", inputs = { X = rand({ 4 }, -1, 1) }, attrs = { ring_id = 0, root = 3 } },
+        "root 3")
+      same_error({ type = "c_allgather", inputs = { X = rand({ 4 }, -1, 1) }, attrs = { ring_id = 0, nranks = 2 } },
+        "nranks")
+    end)
+  end)
+
+  describe("two workers (mpirun)", function()
+    local why
+    if not sh_ok("command -v mpirun >/dev/null 2>&1") then
+      why = "mpirun is not installed (openmpi-bin)"
+    elseif not C.oar_comm_compiled_with_mpi() then
+      why = "liboar was built without MPI"
+    elseif devices < 2 and not os.getenv("OAR_CUDA_EMU") then
+      why = "NCCL needs one GPU per worker and this machine has " .. devices
+    end
+    if why then
+      print("cuda_collective_spec: two-worker cases skipped: " .. why)
+      pending(why)
+      return
+    end
+
+    it("all-reduce, broadcast and all-gather carry every dtype between the workers", function()
+      local base = tmpbase()
+      local ok, out = run(mpirun() .. "luajit spec/helpers/cuda_fleet_worker.lua " .. base)
+      assert(ok, out)
+      local N = 6
+      local function x(r, i) return (i - 2) * (r + 1) + r end
+      local want = {}
+      for i = 0, N - 1 do
+        local a, b = x(0, i), x(1, i)
+        want.c_allreduce_sum = want.c_allreduce_sum or {}
+        want.c_allreduce_sum[i + 1] = a + b
+        want.c_allreduce_max = want.c_allreduce_max or {}
+        want.c_allreduce_max[i + 1] = math.max(a, b)
+        want.c_allreduce_min = want.c_allreduce_min or {}
+        want.c_allreduce_min[i + 1] = math.min(a, b)
+        want.c_allreduce_prod = want.c_allreduce_prod or {}
+        want.c_allreduce_prod[i + 1] = a * b
+        want.c_broadcast = want.c_broadcast or {}
+        want.c_broadcast[i + 1] = b   -- root 1
+      end
+      want.c_allgather = {}
+      for r = 0, 1 do for i = 0, N - 1 do want.c_allgather[#want.c_allgather + 1] = x(r, i) end end
+      for r = 0, 1 do
+        local seen = 0
+        for line in io.lines(base .. "." .. r) do
+          local dtype, op, rest = line:match("^(%S+) (%S+) (.*)$")
+          if dtype == "calls" then
+            local gpu, cpu = rest:match("^(%d+) (%d+)$")
+            assert.are.equal(5, tonumber(gpu), op .. ": CUDA kernel calls on worker " .. r)
+            assert.are.equal(0, tonumber(cpu), op .. " ran a CPU kernel on worker " .. r)
+          else
+            local got = {}
+            for v in rest:gmatch("%S+") do got[#got + 1] = tonumber(v) end
+            assert.are.same(want[op], got, dtype .. " " .. op .. " on worker " .. r)
+            seen = seen + 1
+          end
+        end
+        assert.are.equal(5 * 6, seen)
+        os.remove(base .. "." .. r)
+      end
+    end)
+
+    it("MLP, Adam, on the CUDA place: 2 workers x batch B == 1 worker x batch 2B", function()
+      local base = tmpbase()
+      local ok, out = run(mpirun() .. "luajit spec/helpers/fleet_worker.lua model=mlp opt=adam mode=dist batch=3 "
+        .. "steps=10 place=cuda out=" .. base .. ".dist")
+      assert(ok, out)
+      ok, out = run("luajit spec/helpers/fleet_worker.lua model=mlp opt=adam mode=single batch=3 steps=10 place=cuda out="
+        .. base .. ".single")
+      assert(ok, out)
+      local function load(path)
+        local t = {}
+        for l in io.lines(path) do
+          local name, rest = l:match("^(%S+) (.*)$")
+          local v = {}
+          for s in rest:gmatch("%S+") do v[#v + 1] = tonumber(s) end
+          t[name] = v
+        end
+        return t
+      end
+      local w0, w1, single = load(base .. ".dist.0"), load(base .. ".dist.1"), load(base .. ".single.0")
+      local n = 0
+      for name, v in pairs(single) do
+        local d, s = 0, 0
+        for i = 1, #v do d = d + (w0[name][i] - v[i]) ^ 2; s = s + v[i] ^ 2 end
+        assert.is_true(math.sqrt(d) <= 1e-5 * math.max(math.sqrt(s), 1e-30), name .. " differs from one worker's")
+        assert.are.same(w0[name], w1[name])
+        n = n + 1
+      end
+      assert.is_true(n >= 4)
+      for _, f in ipairs({ ".dist.0", ".dist.1", ".single.0" }) do os.remove(base .. f) end
+    end)
+  end)
+end)
