@@ -13,6 +13,7 @@
 #include <vector>
 #include <memory>
 #include <functional>
+#include <mutex>
 extern "C" {
 #include "op.h"
 #include "exec.h"
@@ -48,9 +49,37 @@ template <class T> T __shfl_xor_sync(unsigned, T v, int o) { return emu_shfl(v, 
 template <class T> T __shfl_down_sync(unsigned, T v, int o) { return emu_shfl(v, 1, o); }
 void emu_launch(dim3 g, dim3 b, const std::function<void()> &f);
 
+/* atomics: one lock (threads of a block run concurrently); __half's is in
+ * prelude_fp16.h */
+inline std::mutex &emu_atomic_lock() { static std::mutex m; return m; }
+/* CUDA's overloads (no templates: arguments convert as they do there) */
+#define EMU_ATOMIC(T)                                                                                         \
+    static inline T atomicAdd(T *p, T v) { std::lock_guard<std::mutex> g(emu_atomic_lock()); T o = *p; *p = o + v; return o; } \
+    static inline T atomicMin(T *p, T v) { std::lock_guard<std::mutex> g(emu_atomic_lock()); T o = *p; if (v < o) *p = v; return o; }
+EMU_ATOMIC(int)
+EMU_ATOMIC(unsigned)
+EMU_ATOMIC(unsigned long long)
+#undef EMU_ATOMIC
+static inline float atomicAdd(float *p, float v) { std::lock_guard<std::mutex> g(emu_atomic_lock()); float o = *p; *p = o + v; return o; }
+static inline double atomicAdd(double *p, double v) { std::lock_guard<std::mutex> g(emu_atomic_lock()); double o = *p; *p = o + v; return o; }
+/* cos(pi x) (CUDA's is more exact near the zeros; the kernels use it for
+ * Box-Muller, where that does not show) */
+static inline double cospi(double x) { return cos(M_PI * x); }
+static inline float cospif(float x) { return (float)cos(M_PI * (double)x); }
+
 typedef int cudaError_t;
 enum { cudaSuccess = 0 };
-enum cudaMemcpyKind { cudaMemcpyDeviceToDevice = 3 };
+enum cudaMemcpyKind { cudaMemcpyHostToHost = 0, cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2,
+                      cudaMemcpyDeviceToDevice = 3 };
+static inline const char *cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "emulated error"; }
+static inline cudaError_t cudaMemcpy(void *d, const void *s, size_t n, cudaMemcpyKind) { memmove(d, s, n); return cudaSuccess; }
+static inline cudaError_t cudaMemcpy2DAsync(void *d, size_t dpitch, const void *s, size_t spitch, size_t w, size_t h,
+                                            cudaMemcpyKind, int)
+{
+    if (w > dpitch || w > spitch) return 1;   /* cudaErrorInvalidValue */
+    for (size_t r = 0; r < h; r++) memmove((char *)d + r * dpitch, (const char *)s + r * spitch, w);
+    return cudaSuccess;
+}
 static inline cudaError_t cudaMemsetAsync(void *p, int v, size_t n, int) { memset(p, v, n); return cudaSuccess; }
 static inline cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind, int) { memmove(d, s, n); return cudaSuccess; }
 static inline cudaError_t cudaMemset2DAsync(void *p, size_t pitch, int v, size_t w, size_t h, int)
@@ -99,27 +128,9 @@ static inline int emu_fail(oar_kernel_ctx_t *k, const char *what) { return oar_k
 #define OAR_CU_LAUNCH(k, name) do { } while (0)
 #define OAR_CUBLAS(k, call, name) do { if ((call) != CUBLAS_STATUS_SUCCESS) return oarcu::emu_fail((k), (name)); } while (0)
 static inline int blas_handle(oar_kernel_ctx_t *, cublasHandle_t *h) { *h = nullptr; return OAR_OK; }
-/* launch geometry, nm, reductions, the row-major GEMM and the dtype
- * dispatch come from cuda_common.h itself (run copies those sections in) */
-struct Scratch {
-    int device = 0;
-    void *p = nullptr;
-    Scratch() = default;
-    Scratch(const Scratch &) = delete;
-    Scratch &operator=(const Scratch &) = delete;
-    ~Scratch() { if (p) oar_device_free(device, p); }
-    int alloc(oar_kernel_ctx_t *k, size_t bytes, const char *what)
-    {
-        if (p) oar_device_free(device, p);
-        p = nullptr;
-        device = k->device;
-        if (oar_device_alloc(device, bytes, &p) != OAR_OK) return oar_k_error(k, OAR_ERR_NOMEM, "%s", what);
-        memset(p, 0xA5, bytes);   /* garbage, as fresh device memory */
-        return OAR_OK;
-    }
-    template <class T> T *as() const { return static_cast<T *>(p); }
-};
-static inline int to_device(oar_kernel_ctx_t *k, void *dst, const void *src, size_t bytes, const char *)
-{
-    return oar_device_copy(dst, OAR_PLACE_CUDA, src, OAR_PLACE_CPU, bytes, k->device);
-}
+/* launch geometry, nm, the scratch memory and range-check flag
+ * declarations, reductions, the random generator, the row-major GEMM and
+ * the dtype dispatch come from cuda_common.h itself (run copies those
+ * sections in); Scratch::alloc, to_host, to_device and the range checks'
+ * BadFlag and run_checks_end are kernels/cuda/device.cu's own (run copies
+ * them into emu_device.cpp) */
