@@ -265,6 +265,12 @@ describe("CUDA kernels #gpu", function()
 
   describe("convolution, pooling, batch norm", function()
     it("conv2d: strides, paddings (also asymmetric), dilations, groups, with grads", function()
+      if not C.oar_kernel_registered("conv2d", GPU, T.DTYPES.float32) then
+        -- only tools/cuda_emu lacks it (conv.cu needs cuDNN): the case would compare the CPU kernel with itself
+        assert(os.getenv("OAR_CUDA_EMU"), "this CUDA backend has no conv2d kernel")
+        pending("conv2d runs through cuDNN, which tools/cuda_emu does not emulate")
+        return
+      end
       local function conv(xs, ws, attrs, dtype)
         same{ type = "conv2d", inputs = { Input = rand(xs, -1, 1, dtype), Filter = rand(ws, -1, 1, dtype) }, attrs = attrs,
               outputs = { Output = 1 }, grad = { wrt = { "Input", "Filter" }, of = { "Output" } }, atol = 1e-4 }

@@ -211,14 +211,21 @@ local function forward_shapes(spec)
   return shapes
 end
 
--- the dtype that picks the op's kernel: its first input's
+-- the dtype that picks the op's kernel: its first floating-point input's
+-- (ids, labels and indices never do when there is one), else its first input's
+local FLOATS = { float16 = true, float32 = true, float64 = true }
 local function first_dtype(spec)
+  local first
   for _, slot in ipairs(sorted_keys(spec.inputs)) do
     local v = spec.inputs[slot]
     v = v.is_test_tensor and v or v[1]
-    if v then return T.DTYPES[v.dtype or "float32"] end
+    if v then
+      local dt = v.dtype or "float32"
+      if FLOATS[dt] then return T.DTYPES[dt] end
+      first = first or dt
+    end
   end
-  return T.DTYPES.float32
+  return T.DTYPES[first or "float32"]
 end
 
 -- Runs the case on both places and compares everything fetched; an op (and

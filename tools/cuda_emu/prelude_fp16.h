@@ -73,4 +73,7 @@ static inline cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t, cublasOpe
     const double *be, double *C, int ldc, long long sc, int count)
 { return emu_batched(ta, tb, m, n, k, al, A, lda, sa, B, ldb, sb, be, C, ldc, sc, count); }
 namespace oarcu {
-static inline int cuda_fail(oar_kernel_ctx_t *k, cudaError_t, const char *call) { return emu_fail(k, call); }
+inline int cuda_fail(oar_kernel_ctx_t *k, cudaError_t e, const char *call)
+{
+    return oar_k_error(k, OAR_ERR_DEVICE, "%s failed on emulated CUDA device %d: %s", call, k->device, cudaGetErrorString(e));
+}
