@@ -190,9 +190,10 @@ local function train_both(net, feed, steps, make_opt)
   return c32, c16, opt16
 end
 
--- a backend without cuDNN (tools/cuda_emu) has no float16 conv2d: say so
+-- a backend without cuDNN (tools/cuda_emu, only) has no float16 conv2d: say so
 local function needs_conv()
   if C.oar_kernel_registered("conv2d", H.GPU, T.DTYPES.float16) then return true end
+  assert(os.getenv("OAR_CUDA_EMU"), "this CUDA backend has no float16 conv2d kernel")
   pending("this CUDA backend has no float16 conv2d kernel (tools/cuda_emu has no cuDNN)")
   return false
 end

@@ -193,9 +193,11 @@ describe("CUDA kernels #gpu", function()
     it("labels out of range fail on both places", function()
       local lbl = randint({ 3, 1 }, 4)
       lbl.data[3] = 7
-      same_error({ type = "cross_entropy", inputs = { X = probs(3, 4), Label = lbl } }, "holds 7 at row 2")
+      -- the device's check (inside the kernel) names the first bad row, not its value
+      local on_device = "Label 'in_Label_1' holds a value outside %[0, 4%).-first at position 2%)"
+      same_error({ type = "cross_entropy", inputs = { X = probs(3, 4), Label = lbl } }, "holds 7 at row 2", on_device)
       same_error({ type = "softmax_with_cross_entropy", inputs = { Logits = rand({ 3, 4 }, -1, 1), Label = lbl } },
-                 "holds 7 at row 2")
+                 "holds 7 at row 2", on_device)
     end)
     it("top_k (small and large k) with grads, and accuracy", function()
       same{ type = "top_k", inputs = { X = rand({ 5, 10 }, -1, 1) }, attrs = { k = 1 }, grad = { wrt = { "X" } } }
@@ -218,7 +220,8 @@ describe("CUDA kernels #gpu", function()
     end)
     it("an id out of range fails on both places", function()
       same_error({ type = "lookup_table", inputs = { W = rand({ 6, 4 }, -1, 1),
-                   Ids = T.tensor({ 1, 6 }, { shape = { 2, 1 }, dtype = "int64" }) } }, "holds 6 at position 1")
+                   Ids = T.tensor({ 1, 6 }, { shape = { 2, 1 }, dtype = "int64" }) } }, "holds 6 at position 1",
+                 "Ids 'in_Ids_1' holds an id out of range %[0, 6%).-first at position 1%)")
     end)
   end)
 
@@ -262,6 +265,11 @@ describe("CUDA kernels #gpu", function()
 
   describe("convolution, pooling, batch norm", function()
     it("conv2d: strides, paddings (also asymmetric), dilations, groups, with grads", function()
+      if os.getenv("OAR_CUDA_EMU") and not C.oar_kernel_registered("conv2d", GPU, T.DTYPES.float32) then
+        -- conv.cu needs cuDNN: under tools/cuda_emu the case would compare the CPU kernel with itself
+        pending("conv2d runs through cuDNN, which tools/cuda_emu does not emulate")
+        return
+      end
       local function conv(xs, ws, attrs, dtype)
         same{ type = "conv2d", inputs = { Input = rand(xs, -1, 1, dtype), Filter = rand(ws, -1, 1, dtype) }, attrs = attrs,
               outputs = { Output = 1 }, grad = { wrt = { "Input", "Filter" }, of = { "Output" } }, atol = 1e-4 }

@@ -1,30 +1,13 @@
 /* tools/cuda_emu/prelude_fp16.h — appended by run after prelude.h and
  * cuda_common.h's shared sections: float16 (__half from cuda_fp16.h here,
  * as its bits, converted by src/ops/half_bits.h), atomicAdd on
- * float/double/__half (one lock: a block's threads run concurrently),
+ * __half (prelude.h's lock),
  * cuBLAS's GemmEx and strided-batched GEMMs (reference loops; half operands
- * with float accumulation) and to_host (the by-slot tensor helpers are
- * kernels/cuda/args.cu itself, which run always compiles). It closes
+ * with float accumulation) and cuda_fail. It closes
  * prelude.h's namespace oarcu for the global CUDA names and reopens it. */
 }  // namespace oarcu (reopened below)
-#include <mutex>
 #include <cuda_fp16.h>
-/* atomics: one lock (threads of a block run concurrently) */
-inline std::mutex &emu_atomic_lock() { static std::mutex m; return m; }
-static inline float atomicAdd(float *p, float v)
-{
-    std::lock_guard<std::mutex> g(emu_atomic_lock());
-    float o = *p;
-    *p = o + v;
-    return o;
-}
-static inline double atomicAdd(double *p, double v)
-{
-    std::lock_guard<std::mutex> g(emu_atomic_lock());
-    double o = *p;
-    *p = o + v;
-    return o;
-}
+/* atomicAdd on __half (prelude.h's lock) */
 static inline __half atomicAdd(__half *p, __half v)
 {
     std::lock_guard<std::mutex> g(emu_atomic_lock());
@@ -90,8 +73,7 @@ static inline cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t, cublasOpe
     const double *be, double *C, int ldc, long long sc, int count)
 { return emu_batched(ta, tb, m, n, k, al, A, lda, sa, B, ldb, sb, be, C, ldc, sc, count); }
 namespace oarcu {
-static inline int cuda_fail(oar_kernel_ctx_t *k, cudaError_t, const char *call) { return emu_fail(k, call); }
-static inline int to_host(oar_kernel_ctx_t *k, void *dst, const void *src, size_t bytes, const char *)
+inline int cuda_fail(oar_kernel_ctx_t *k, cudaError_t e, const char *call)
 {
-    return oar_device_copy(dst, OAR_PLACE_CPU, src, OAR_PLACE_CUDA, bytes, k->device);
+    return oar_k_error(k, OAR_ERR_DEVICE, "%s failed on emulated CUDA device %d: %s", call, k->device, cudaGetErrorString(e));
 }
