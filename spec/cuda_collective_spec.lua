@@ -17,43 +17,22 @@ local C = require("oar.lib").C
 local H = require("spec.helpers.cuda_compare")
 local rand, same, same_error = H.rand, H.same, H.same_error
 
-local function sh_ok(cmd)
-  local r = os.execute(cmd)
-  return r == 0 or r == true
-end
-
--- runs a command line; ok, combined output
-local function run(cmd)
-  local p = io.popen(cmd .. " 2>&1; echo \"::status=$?\"")
-  local out = p:read("*a")
-  p:close()
-  return tonumber(out:match("::status=(%d+)%s*$")) == 0, out
-end
-
-local function tmpbase()
-  local p = os.tmpname()
-  os.remove(p)
-  return p
-end
+local J = require("spec.helpers.mpi_jobs")
+local sh_ok, run, tmpbase = J.sh_ok, J.run, J.tmpbase
 
 -- mpirun with the environment that picks the CUDA backend passed on
 local function mpirun()
   local x = ""
   for _, v in ipairs({ "OAR_CUDA_BACKEND", "OAR_CUDA_EMU", "OAR_LIBRARY" }) do
-    if os.getenv(v) then x = x .. " -x " .. v end
+    if os.getenv(v) then x = x .. "-x " .. v .. " " end
   end
-  return "mpirun --allow-run-as-root --oversubscribe -np 2" .. x .. " "
+  return J.MPIRUN .. x
 end
 
 describe("CUDA collective kernels (NCCL) #gpu", function()
+  local why = H.no_gpu("cuda_collective_spec")
+  if why then pending(why) return end
   local devices = place.cuda_device_count()
-  if devices == 0 then
-    local _, why = pcall(oar.Executor, oar.CUDAPlace(0))
-    why = tostring(why)
-    print("cuda_collective_spec: skipping: " .. why)
-    pending("no GPU: " .. why)
-    return
-  end
   oar.fleet.init()
 
   describe("one worker", function()
@@ -158,22 +137,11 @@ describe("CUDA collective kernels (NCCL) #gpu", function()
       ok, out = run("luajit spec/helpers/fleet_worker.lua model=mlp opt=adam mode=single batch=3 steps=10 place=cuda out="
         .. base .. ".single")
       assert(ok, out)
-      local function load(path)
-        local t = {}
-        for l in io.lines(path) do
-          local name, rest = l:match("^(%S+) (.*)$")
-          local v = {}
-          for s in rest:gmatch("%S+") do v[#v + 1] = tonumber(s) end
-          t[name] = v
-        end
-        return t
-      end
-      local w0, w1, single = load(base .. ".dist.0"), load(base .. ".dist.1"), load(base .. ".single.0")
+      local w0, w1 = J.load_params(base .. ".dist.0"), J.load_params(base .. ".dist.1")
+      local single = J.load_params(base .. ".single.0")
       local n = 0
       for name, v in pairs(single) do
-        local d, s = 0, 0
-        for i = 1, #v do d = d + (w0[name][i] - v[i]) ^ 2; s = s + v[i] ^ 2 end
-        assert.is_true(math.sqrt(d) <= 1e-5 * math.max(math.sqrt(s), 1e-30), name .. " differs from one worker's")
+        assert.is_true(J.rel_diff(w0[name], v) <= 1e-5, name .. " differs from one worker's")
         assert.are.same(w0[name], w1[name])
         n = n + 1
       end

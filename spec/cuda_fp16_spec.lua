@@ -14,7 +14,6 @@
 --     kernels/cuda/{elementwise,activation,softmax,pool,batch_norm,half_ops,matmul,optimizer,tensor_ops}.cu
 local oar = require("oar")
 local lib = require("oar.lib")
-local place = require("oar.place")
 local T = require("spec.helpers.op_test")
 local H = require("spec.helpers.cuda_compare")
 local C = lib.C
@@ -209,14 +208,8 @@ local function assert_curves_close(c32, c16, tol)
 end
 
 describe("float16 on CUDA #gpu", function()
-  local devices = place.cuda_device_count()
-  if devices == 0 then
-    local _, why = pcall(oar.Executor, oar.CUDAPlace(0))
-    why = tostring(why)
-    print("cuda_fp16_spec: skipping the float16 CUDA checks: " .. why)
-    pending("no GPU: " .. why)
-    return
-  end
+  local why = H.no_gpu("cuda_fp16_spec")
+  if why then pending(why) return end
 
   describe("kernels against the float32 CPU kernels", function()
     it("elementwise add/sub/mul/div/max/min with broadcasting, with grads", function()

@@ -17,7 +17,6 @@
 local ffi = require("ffi")
 local oar = require("oar")
 local lib = require("oar.lib")
-local place = require("oar.place")
 local H = require("spec.helpers.cuda_compare")
 local C = lib.C
 local layers = oar.layers
@@ -107,14 +106,8 @@ local function classifier(cell, hidden, vocab)
 end
 
 describe("CUDA recurrent kernels #gpu", function()
-  local devices = place.cuda_device_count()
-  if devices == 0 then
-    local _, why = pcall(oar.Executor, oar.CUDAPlace(0))
-    why = tostring(why)
-    print("cuda_rnn_spec: skipping the CUDA comparisons: " .. why)
-    pending("no GPU: " .. why)
-    return
-  end
+  local why = H.no_gpu("cuda_rnn_spec")
+  if why then pending(why) return end
 
   describe("lstm", function()
     for _, l in ipairs(LODS) do

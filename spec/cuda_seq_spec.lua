@@ -8,7 +8,6 @@
 -- empty sequences, a LoD of two levels, begin_norm_axis 1 and 2, float64.
 -- Where no GPU can be used the spec says so and skips.
 local oar = require("oar")
-local place = require("oar.place")
 local H = require("spec.helpers.cuda_compare")
 local rand, randint, same, same_error = H.rand, H.randint, H.same, H.same_error
 
@@ -32,15 +31,8 @@ end
 local F64 = { atol = 1e-10, rtol = 1e-10 }
 
 describe("CUDA kernels of layer_norm and the sequence ops #gpu", function()
-  local devices = place.cuda_device_count()
-  if devices == 0 then
-    -- the reason the executor gives (backend, library, driver or GPU missing)
-    local _, why = pcall(oar.Executor, oar.CUDAPlace(0))
-    why = tostring(why)
-    print("cuda_seq_spec: skipping the CUDA comparisons: " .. why)
-    pending("no GPU: " .. why)
-    return
-  end
+  local why = H.no_gpu("cuda_seq_spec")
+  if why then pending(why) return end
 
   describe("layer_norm", function()
     local function ln(shape, axis, opts)

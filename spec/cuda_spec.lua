@@ -13,7 +13,6 @@
 local ffi = require("ffi")
 local oar = require("oar")
 local lib = require("oar.lib")
-local place = require("oar.place")
 local T = require("spec.helpers.op_test")
 local tensor = require("oar.tensor")
 local C = lib.C
@@ -41,15 +40,8 @@ local same_training = H.same_training
 local mnist_feed = H.mnist_feed
 
 describe("CUDA kernels #gpu", function()
-  local devices = place.cuda_device_count()
-  if devices == 0 then
-    -- the reason the executor gives (backend, library, driver or GPU missing)
-    local _, why = pcall(oar.Executor, oar.CUDAPlace(0))
-    why = tostring(why)
-    print("cuda_spec: skipping the CUDA comparisons: " .. why)
-    pending("no GPU: " .. why)
-    return
-  end
+  local why = H.no_gpu("cuda_spec")
+  if why then pending(why) return end
 
   describe("elementwise ops", function()
     for _, op in ipairs({ "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div" }) do

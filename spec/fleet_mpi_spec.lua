@@ -5,65 +5,18 @@
 local oar = require("oar")
 local C = require("oar.lib").C
 
-local function sh_ok(cmd)
-  local r = os.execute(cmd)
-  return r == 0 or r == true
-end
+local J = require("spec.helpers.mpi_jobs")
+local sh_ok, run, tmpbase, load_params, rel_diff = J.sh_ok, J.run, J.tmpbase, J.load_params, J.rel_diff
 
 local have_mpirun = sh_ok("command -v mpirun >/dev/null 2>&1")
 local skip_reason = not have_mpirun and "mpirun is not installed (openmpi-bin)"
   or (not C.oar_comm_compiled_with_mpi() and "liboar was built without MPI (libopenmpi-dev)") or nil
 if skip_reason then io.stderr:write("fleet_mpi_spec: skipped: ", skip_reason, "\n") end
 
-local function tmpbase()
-  local p = os.tmpname()
-  os.remove(p)
-  return p
-end
-
-local MPIRUN = "mpirun --allow-run-as-root --oversubscribe -np 2 "
-
-local function wall()
-  local ffi = require("ffi")
-  pcall(ffi.cdef, "typedef struct { long s; long ns; } fleet_spec_ts; int fleet_spec_clock_gettime(int, fleet_spec_ts *) __asm__(\"clock_gettime\");")
-  local ts = ffi.new("fleet_spec_ts")
-  ffi.C.fleet_spec_clock_gettime(1, ts)
-  return tonumber(ts.s) + tonumber(ts.ns) * 1e-9
-end
-
--- runs a shell command line; returns ok, combined output, seconds
-local function run(cmd)
-  local t0 = wall()
-  local p = io.popen(cmd .. " 2>&1; echo \"::status=$?\"")
-  local out = p:read("*a")
-  p:close()
-  local status = tonumber(out:match("::status=(%d+)%s*$"))
-  return status == 0, out, wall() - t0
-end
+local MPIRUN = J.MPIRUN
 
 local function worker(args, np_prefix)
   return run((np_prefix or MPIRUN) .. "luajit spec/helpers/fleet_worker.lua " .. args)
-end
-
-local function load_params(path)
-  local t = {}
-  for l in io.lines(path) do
-    local name, rest = l:match("^(%S+) (.*)$")
-    local v = {}
-    for x in rest:gmatch("%S+") do v[#v + 1] = tonumber(x) end
-    t[name] = v
-  end
-  return t
-end
-
-local function rel_diff(a, b)
-  assert(#a == #b, "lengths differ")
-  local d, s = 0, 0
-  for i = 1, #a do
-    d = d + (a[i] - b[i]) ^ 2
-    s = s + a[i] ^ 2
-  end
-  return math.sqrt(d) / math.max(math.sqrt(s), 1e-30)
 end
 
 local function describe_mpi(name, fn)

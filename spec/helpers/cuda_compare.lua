@@ -277,6 +277,17 @@ local function mean_of(v)
   return s / #v.data
 end
 
+-- Why the CUDA cases of the spec file `name` cannot run here, printed, for
+-- the spec to pass to pending(); nil when a device can be used. The reason
+-- is the executor's (backend, library, driver or GPU missing).
+local function no_gpu(name)
+  if require("oar.place").cuda_device_count() > 0 then return nil end
+  local _, why = pcall(oar.Executor, oar.CUDAPlace(0))
+  why = "no GPU: " .. tostring(why)
+  print(name .. ": skipping the CUDA cases: " .. why)
+  return why
+end
+
 -- ---- whole training steps ---------------------------------------------------------
 -- Builds the net, initializes on the CPU, copies the parameters to a second
 -- scope, takes `steps` optimizer steps on each place with the same feeds and
@@ -326,6 +337,7 @@ end
 
 
 return {
+  no_gpu = no_gpu,
   check = check,
   rnd = rnd,
   numel = numel,
