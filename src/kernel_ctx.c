@@ -133,6 +133,25 @@ void *oar_k_output_data(oar_kernel_ctx_t *k, int slot, int i, int dtype) {
     return out_data(k, t, dtype);
 }
 
+int oar_k_output_sized(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel, bool optional,
+                       void **p) {
+    *p = NULL;
+    oar_tensor_t *t = oar_k_output(k, slot, 0);
+    if (!t) {
+        if (optional) return OAR_OK;
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s has no tensor variable", name);
+    }
+    if (oar_tensor_numel_of(t) != numel) {
+        char b[160];
+        const char *vn = oar_k_output_name(k, slot, 0);
+        return oar_k_error(k, OAR_ERR_SHAPE, "output %s '%s' has shape %s, expected %lld elements", name,
+                           vn ? vn : "?", oar_shape_str(t->dims, t->ndim, b, sizeof b), (long long)numel);
+    }
+    *p = out_data(k, t, dtype);
+    if (!*p) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate output %s: %s", name, oar_last_error());
+    return OAR_OK;
+}
+
 static const char *slot_arg_name(const oar_kernel_ctx_t *k, const oar_pslot_t *s, int i) {
     if (!s || i < 0 || i >= s->n) return NULL;
     return s->ids[i] >= 0 ? k->prep->names[s->ids[i]] : OAR_EMPTY_VAR;

@@ -209,6 +209,12 @@ OAR_API int oar_k_nout(const oar_kernel_ctx_t *k, int slot);
 OAR_API oar_tensor_t *oar_k_input(oar_kernel_ctx_t *k, int slot, int i);  /* NULL: absent/unset */
 OAR_API oar_tensor_t *oar_k_output(oar_kernel_ctx_t *k, int slot, int i);
 OAR_API void *oar_k_output_data(oar_kernel_ctx_t *k, int slot, int i, int dtype);
+/* The first tensor of output `slot`, checked to hold `numel` elements (its
+ * shape was inferred), as writable data of dtype on the kernel's place; an
+ * error names the slot (`name`) and the variable. optional: an absent
+ * output gives *p = NULL and OAR_OK. */
+OAR_API int oar_k_output_sized(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel,
+                               bool optional, void **p);
 OAR_API oar_variable_t *oar_k_input_var(oar_kernel_ctx_t *k, int slot, int i);
 OAR_API oar_variable_t *oar_k_output_var(oar_kernel_ctx_t *k, int slot, int i);
 OAR_API const char *oar_k_input_name(const oar_kernel_ctx_t *k, int slot, int i);

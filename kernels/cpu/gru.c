@@ -203,7 +203,7 @@ static int out_or_scratch(oar_kernel_ctx_t *k, int slot, const char *name, int d
                           void **own)
 {
     int rc = OAR_OK;
-    if (oar_k_output(k, slot, 0)) return oar_sk_output(k, slot, name, dt, n, false, p);
+    if (oar_k_output(k, slot, 0)) return oar_k_output_sized(k, slot, name, dt, n, false, p);
     *own = *p = oar_sk_scratch(k, n, es, false, &rc);
     return *p ? OAR_OK : rc;
 }
@@ -219,7 +219,7 @@ static int gru_fwd(oar_kernel_ctx_t *k)
     if ((rc = out_or_scratch(k, OAR_GRU_BATCHGATE, "BatchGate", a.dt, T * 3 * D, es, &bg, &own[0])) != OAR_OK ||
         (rc = out_or_scratch(k, OAR_GRU_BATCHRHP, "BatchResetHiddenPrev", a.dt, T * D, es, &brhp, &own[1])) != OAR_OK ||
         (rc = out_or_scratch(k, OAR_GRU_BATCHHIDDEN, "BatchHidden", a.dt, T * D, es, &bh, &own[2])) != OAR_OK ||
-        (rc = oar_sk_output(k, OAR_GRU_HIDDEN, "Hidden", a.dt, T * D, false, &hid)) != OAR_OK)
+        (rc = oar_k_output_sized(k, OAR_GRU_HIDDEN, "Hidden", a.dt, T * D, false, &hid)) != OAR_OK)
         goto done;
     if (a.h0 && !(h0s = oar_sk_sorted_state(k, &a.sb, a.h0, D, es, &rc))) goto done;
     oar_seqb_gather(&a.sb, a.x, bg, 3 * D, es);
@@ -270,11 +270,11 @@ static int gru_bwd(oar_kernel_ctx_t *k)
                          "match Input [%lld, %lld]", (long long)T, (long long)(3 * D));
         goto done;
     }
-    if ((rc = oar_sk_output(k, OAR_GRU_DINPUT, "Input@GRAD", a.dt, T * 3 * D, true, &dx)) != OAR_OK ||
-        (rc = oar_sk_output(k, OAR_GRU_DWEIGHT, "Weight@GRAD", a.dt, 3 * D * D, true, &dw)) != OAR_OK)
+    if ((rc = oar_k_output_sized(k, OAR_GRU_DINPUT, "Input@GRAD", a.dt, T * 3 * D, true, &dx)) != OAR_OK ||
+        (rc = oar_k_output_sized(k, OAR_GRU_DWEIGHT, "Weight@GRAD", a.dt, 3 * D * D, true, &dw)) != OAR_OK)
         goto done;
-    if (a.h0 && (rc = oar_sk_output(k, OAR_GRU_DH0, "H0@GRAD", a.dt, a.sb.nseq * D, true, &dh0)) != OAR_OK) goto done;
-    if (a.b && (rc = oar_sk_output(k, OAR_GRU_DBIAS, "Bias@GRAD", a.dt, 3 * D, true, &dbias)) != OAR_OK) goto done;
+    if (a.h0 && (rc = oar_k_output_sized(k, OAR_GRU_DH0, "H0@GRAD", a.dt, a.sb.nseq * D, true, &dh0)) != OAR_OK) goto done;
+    if (a.b && (rc = oar_k_output_sized(k, OAR_GRU_DBIAS, "Bias@GRAD", a.dt, 3 * D, true, &dbias)) != OAR_OK) goto done;
     /* dhb is gathered, dgb written by every step, drhp by its GEMM: none is cleared */
     if (!(dhb = oar_sk_scratch(k, T * D, es, false, &rc)) || !(dgb = oar_sk_scratch(k, T * 3 * D, es, false, &rc))
         || !(drhp = oar_sk_scratch(k, T * D, es, false, &rc)) || !(wt = transposed_weights(k, a.dt, a.w, D, &rc)))
@@ -367,9 +367,9 @@ static int unit_fwd(oar_kernel_ctx_t *k)
     unit_args_t a;
     OAR_TRY(unit_setup(k, &a));
     void *g, *rhp, *h;
-    OAR_TRY(oar_sk_output(k, OAR_GRUU_GATE, "Gate", a.dt, a.N * 3 * a.D, false, &g));
-    OAR_TRY(oar_sk_output(k, OAR_GRUU_RHP, "ResetHiddenPrev", a.dt, a.N * a.D, false, &rhp));
-    OAR_TRY(oar_sk_output(k, OAR_GRUU_HIDDEN, "Hidden", a.dt, a.N * a.D, false, &h));
+    OAR_TRY(oar_k_output_sized(k, OAR_GRUU_GATE, "Gate", a.dt, a.N * 3 * a.D, false, &g));
+    OAR_TRY(oar_k_output_sized(k, OAR_GRUU_RHP, "ResetHiddenPrev", a.dt, a.N * a.D, false, &rhp));
+    OAR_TRY(oar_k_output_sized(k, OAR_GRUU_HIDDEN, "Hidden", a.dt, a.N * a.D, false, &h));
     memcpy(g, a.x, oar_dtype_size(a.dt) * (size_t)(a.N * 3 * a.D));
     if (a.b) oar_sk_add_row(a.dt, g, a.b, a.N, 3 * a.D);
     /* one step over every row: threads split its products */
@@ -392,10 +392,10 @@ static int unit_bwd(oar_kernel_ctx_t *k)
         return oar_k_error(k, OAR_ERR_SHAPE, "Gate, ResetHiddenPrev or Hidden@GRAD does not match [%lld, %lld]",
                            (long long)N, (long long)D);
     void *dx, *dhp, *dw, *db = NULL;
-    OAR_TRY(oar_sk_output(k, OAR_GRUU_DINPUT, "Input@GRAD", a.dt, N * 3 * D, true, &dx));
-    OAR_TRY(oar_sk_output(k, OAR_GRUU_DHPREV, "HiddenPrev@GRAD", a.dt, N * D, true, &dhp));
-    OAR_TRY(oar_sk_output(k, OAR_GRUU_DWEIGHT, "Weight@GRAD", a.dt, 3 * D * D, true, &dw));
-    if (a.b) OAR_TRY(oar_sk_output(k, OAR_GRUU_DBIAS, "Bias@GRAD", a.dt, 3 * D, true, &db));
+    OAR_TRY(oar_k_output_sized(k, OAR_GRUU_DINPUT, "Input@GRAD", a.dt, N * 3 * D, true, &dx));
+    OAR_TRY(oar_k_output_sized(k, OAR_GRUU_DHPREV, "HiddenPrev@GRAD", a.dt, N * D, true, &dhp));
+    OAR_TRY(oar_k_output_sized(k, OAR_GRUU_DWEIGHT, "Weight@GRAD", a.dt, 3 * D * D, true, &dw));
+    if (a.b) OAR_TRY(oar_k_output_sized(k, OAR_GRUU_DBIAS, "Bias@GRAD", a.dt, 3 * D, true, &db));
     int rc = OAR_OK;
     void *dg = oar_sk_scratch(k, N * 3 * D, es, true, &rc);
     void *drhp = dg ? oar_sk_scratch(k, N * D, es, true, &rc) : NULL;

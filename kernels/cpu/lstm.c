@@ -281,7 +281,7 @@ static int out_or_scratch(oar_kernel_ctx_t *k, int slot, const char *name, int d
                           void **own)
 {
     int rc = OAR_OK;
-    if (oar_k_output(k, slot, 0)) return oar_sk_output(k, slot, name, dt, n, false, p);
+    if (oar_k_output(k, slot, 0)) return oar_k_output_sized(k, slot, name, dt, n, false, p);
     *own = *p = oar_sk_scratch(k, n, es, false, &rc);
     return *p ? OAR_OK : rc;
 }
@@ -294,8 +294,8 @@ static int lstm_fwd(oar_kernel_ctx_t *k)
     int64_t T = a.T, D = a.D;
     size_t es = a.es;
     void *hid, *cell, *bg, *bc, *h0s = NULL, *c0s = NULL, *hb = NULL, *own_bg = NULL, *own_bc = NULL;
-    if ((rc = oar_sk_output(k, OAR_LSTM_HIDDEN, "Hidden", a.dt, T * D, false, &hid)) != OAR_OK ||
-        (rc = oar_sk_output(k, OAR_LSTM_CELL, "Cell", a.dt, T * D, false, &cell)) != OAR_OK ||
+    if ((rc = oar_k_output_sized(k, OAR_LSTM_HIDDEN, "Hidden", a.dt, T * D, false, &hid)) != OAR_OK ||
+        (rc = oar_k_output_sized(k, OAR_LSTM_CELL, "Cell", a.dt, T * D, false, &cell)) != OAR_OK ||
         (rc = out_or_scratch(k, OAR_LSTM_BATCHGATE, "BatchGate", a.dt, T * 4 * D, es, &bg, &own_bg)) != OAR_OK ||
         (rc = out_or_scratch(k, OAR_LSTM_BATCHCELL, "BatchCellPreAct", a.dt, T * D, es, &bc, &own_bc)) != OAR_OK)
         goto done;
@@ -361,12 +361,12 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
                          "Input [%lld, %lld]", (long long)T, (long long)(4 * D));
         goto done;
     }
-    if ((rc = oar_sk_output(k, OAR_LSTM_DINPUT, "Input@GRAD", a.dt, T * 4 * D, true, &dx)) != OAR_OK ||
-        (rc = oar_sk_output(k, OAR_LSTM_DWEIGHT, "Weight@GRAD", a.dt, 4 * D * D, true, &dw)) != OAR_OK)
+    if ((rc = oar_k_output_sized(k, OAR_LSTM_DINPUT, "Input@GRAD", a.dt, T * 4 * D, true, &dx)) != OAR_OK ||
+        (rc = oar_k_output_sized(k, OAR_LSTM_DWEIGHT, "Weight@GRAD", a.dt, 4 * D * D, true, &dw)) != OAR_OK)
         goto done;
-    if (a.h0 && (rc = oar_sk_output(k, OAR_LSTM_DH0, "H0@GRAD", a.dt, a.sb.nseq * D, true, &dh0)) != OAR_OK) goto done;
-    if (a.c0 && (rc = oar_sk_output(k, OAR_LSTM_DC0, "C0@GRAD", a.dt, a.sb.nseq * D, true, &dc0)) != OAR_OK) goto done;
-    if (a.b && (rc = oar_sk_output(k, OAR_LSTM_DBIAS, "Bias@GRAD", a.dt, oar_tensor_numel_of(a.bt), true, &dbias)) != OAR_OK) goto done;
+    if (a.h0 && (rc = oar_k_output_sized(k, OAR_LSTM_DH0, "H0@GRAD", a.dt, a.sb.nseq * D, true, &dh0)) != OAR_OK) goto done;
+    if (a.c0 && (rc = oar_k_output_sized(k, OAR_LSTM_DC0, "C0@GRAD", a.dt, a.sb.nseq * D, true, &dc0)) != OAR_OK) goto done;
+    if (a.b && (rc = oar_k_output_sized(k, OAR_LSTM_DBIAS, "Bias@GRAD", a.dt, oar_tensor_numel_of(a.bt), true, &dbias)) != OAR_OK) goto done;
     if (!(dhb = oar_sk_scratch(k, T * D, es, false, &rc)) || !(dcb = oar_sk_scratch(k, T * D, es, !dcell, &rc))
         || !(dgb = oar_sk_scratch(k, T * 4 * D, es, false, &rc)) || !(tmp = oar_sk_scratch(k, 2 * D, es, false, &rc))
         || !(wt = oar_sk_scratch(k, 4 * D * D, es, false, &rc)))
@@ -532,8 +532,8 @@ static int unit_fwd(oar_kernel_ctx_t *k)
     int64_t N = 0, D = 0;
     OAR_TRY(unit_dims(k, x, cp, &N, &D));
     void *c, *h;
-    OAR_TRY(oar_sk_output(k, OAR_LSTMU_C, "C", dt, N * D, false, &c));
-    OAR_TRY(oar_sk_output(k, OAR_LSTMU_H, "H", dt, N * D, false, &h));
+    OAR_TRY(oar_k_output_sized(k, OAR_LSTMU_C, "C", dt, N * D, false, &c));
+    OAR_TRY(oar_k_output_sized(k, OAR_LSTMU_H, "H", dt, N * D, false, &h));
     const double fb = ((const oar_lstm_unit_attrs_t *)oar_k_attrs(k))->forget_bias;
     int rc = OAR_OK;
     void *tmp = oar_sk_scratch(k, 5 * D, oar_dtype_size(dt), false, &rc);
@@ -559,8 +559,8 @@ static int unit_bwd(oar_kernel_ctx_t *k)
     if (oar_tensor_numel_of(c) != N * D || oar_tensor_numel_of(dc) != N * D || oar_tensor_numel_of(dh) != N * D)
         return oar_k_error(k, OAR_ERR_SHAPE, "C, C@GRAD and H@GRAD must be [%lld, %lld]", (long long)N, (long long)D);
     void *dx, *dcp;
-    OAR_TRY(oar_sk_output(k, OAR_LSTMU_DX, "X@GRAD", dt, N * 4 * D, true, &dx));
-    OAR_TRY(oar_sk_output(k, OAR_LSTMU_DCPREV, "C_prev@GRAD", dt, N * D, true, &dcp));
+    OAR_TRY(oar_k_output_sized(k, OAR_LSTMU_DX, "X@GRAD", dt, N * 4 * D, true, &dx));
+    OAR_TRY(oar_k_output_sized(k, OAR_LSTMU_DCPREV, "C_prev@GRAD", dt, N * D, true, &dcp));
     const double fb = ((const oar_lstm_unit_attrs_t *)oar_k_attrs(k))->forget_bias;
     int rc = OAR_OK;
     void *tmp = oar_sk_scratch(k, 5 * D, oar_dtype_size(dt), false, &rc);

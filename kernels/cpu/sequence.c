@@ -116,13 +116,13 @@ static int pool_fwd(oar_kernel_ctx_t *k)
                            (long long)offs[no - 1]);
     int64_t nseq = no - 1, w = oar_sk_row_width(x);
     void *op, *mp = NULL;
-    OAR_TRY(oar_sk_output(k, OAR_SEQPOOL_OUT, "Out", dt, nseq * w, false, &op));
+    OAR_TRY(oar_k_output_sized(k, OAR_SEQPOOL_OUT, "Out", dt, nseq * w, false, &op));
     if (type == P_MAX) {
-        OAR_TRY(oar_sk_output(k, OAR_SEQPOOL_MAX_INDEX, "MaxIndex", OAR_INT32, nseq * w, true, &mp));
+        OAR_TRY(oar_k_output_sized(k, OAR_SEQPOOL_MAX_INDEX, "MaxIndex", OAR_INT32, nseq * w, true, &mp));
     } else if (oar_k_output(k, OAR_SEQPOOL_MAX_INDEX, 0)) {
         /* only MAX pooling has indices: -1 everywhere for the others */
         void *m;
-        OAR_TRY(oar_sk_output(k, OAR_SEQPOOL_MAX_INDEX, "MaxIndex", OAR_INT32, nseq * w, true, &m));
+        OAR_TRY(oar_k_output_sized(k, OAR_SEQPOOL_MAX_INDEX, "MaxIndex", OAR_INT32, nseq * w, true, &m));
         for (int64_t i = 0; i < nseq * w; i++) ((int32_t *)m)[i] = -1;
     }
     double pad = a->pad_value;
@@ -158,7 +158,7 @@ static int pool_bwd(oar_kernel_ctx_t *k)
             return oar_k_error(k, OAR_ERR_NOT_FOUND, "X holds no data to find the maxima in (and MaxIndex is absent)");
     }
     void *dx;
-    OAR_TRY(oar_sk_output(k, OAR_SEQG_DX, "X@GRAD", dt, offs[no - 1] * w, true, &dx));
+    OAR_TRY(oar_k_output_sized(k, OAR_SEQG_DX, "X@GRAD", dt, offs[no - 1] * w, true, &dx));
     if (!dx) return OAR_OK;
     if (dt == OAR_FP32) pool_bwd_f32(type, xp, mp, gp, dx, offs, nseq, w);
     else pool_bwd_f64(type, xp, mp, gp, dx, offs, nseq, w);
@@ -214,7 +214,7 @@ static int softmax_fwd(oar_kernel_ctx_t *k)
         return oar_k_error(k, OAR_ERR_SHAPE, "X has %lld values in %lld rows; expected one value per row",
                            (long long)oar_tensor_numel_of(x), (long long)offs[no - 1]);
     void *op;
-    OAR_TRY(oar_sk_output(k, OAR_SEQSM_OUT, "Out", dt, offs[no - 1], false, &op));
+    OAR_TRY(oar_k_output_sized(k, OAR_SEQSM_OUT, "Out", dt, offs[no - 1], false, &op));
     if (dt == OAR_FP32) seq_softmax_f32(xp, op, offs, no - 1);
     else seq_softmax_f64(xp, op, offs, no - 1);
     return OAR_OK;
@@ -235,7 +235,7 @@ static int softmax_bwd(oar_kernel_ctx_t *k)
                            (long long)oar_tensor_numel_of(o), (long long)oar_tensor_numel_of(g),
                            (long long)offs[no - 1]);
     void *dx;
-    OAR_TRY(oar_sk_output(k, OAR_SEQG_DX, "X@GRAD", dt, offs[no - 1], true, &dx));
+    OAR_TRY(oar_k_output_sized(k, OAR_SEQG_DX, "X@GRAD", dt, offs[no - 1], true, &dx));
     if (!dx) return OAR_OK;
     if (dt == OAR_FP32) seq_softmax_bwd_f32(op, gp, dx, offs, no - 1);
     else seq_softmax_bwd_f64(op, gp, dx, offs, no - 1);
@@ -265,7 +265,7 @@ static int expand_fwd(oar_kernel_ctx_t *k)
     if (!ot) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out has no tensor variable");
     int64_t orows = ot->ndim > 0 ? ot->dims[0] : 1;
     void *op;
-    OAR_TRY(oar_sk_output(k, OAR_SEQEXP_OUT, "Out", dt, orows * w, false, &op));
+    OAR_TRY(oar_k_output_sized(k, OAR_SEQEXP_OUT, "Out", dt, orows * w, false, &op));
     OAR_TRY(oar_seq_expand_set_lod(k, x, &p, orows));
     if (p.nref <= 1) {   /* nothing to repeat by: Out is X */
         memcpy(op, xp, es * (size_t)(p.xrows * w));
@@ -309,7 +309,7 @@ static int expand_bwd(oar_kernel_ctx_t *k)
     OAR_TRY(oar_seq_expand_plan(k, x, &p));
     int64_t w = oar_sk_row_width(x);
     void *dx;
-    OAR_TRY(oar_sk_output(k, OAR_SEQG_DX, "X@GRAD", dt, p.xrows * w, true, &dx));
+    OAR_TRY(oar_k_output_sized(k, OAR_SEQG_DX, "X@GRAD", dt, p.xrows * w, true, &dx));
     if (!dx) return OAR_OK;
     int64_t want = oar_seq_expand_rows(&p);
     if (oar_tensor_numel_of(g) != want * w)

@@ -246,26 +246,6 @@ int oar_sk_opt_input(oar_kernel_ctx_t *k, int slot, const char *name, int dtype,
     return input_at(k, slot, name, dtype, t, p, true);
 }
 
-int oar_sk_output(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel, bool optional,
-                  void **p)
-{
-    *p = NULL;
-    oar_tensor_t *t = oar_k_output(k, slot, 0);
-    if (!t) {
-        if (optional) return OAR_OK;
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s has no tensor variable", name);
-    }
-    if (oar_tensor_numel_of(t) != numel) {
-        char b[160];
-        return oar_k_error(k, OAR_ERR_SHAPE, "output %s '%s' has shape %s, expected %lld elements", name,
-                           nm(oar_k_output_name(k, slot, 0)), oar_shape_str(t->dims, t->ndim, b, sizeof b),
-                           (long long)numel);
-    }
-    *p = oar_k_output_data(k, slot, 0, dtype);
-    if (!*p) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate output %s", name);
-    return OAR_OK;
-}
-
 void *oar_sk_scratch(oar_kernel_ctx_t *k, int64_t n, size_t es, bool zero, int *rc)
 {
     size_t count = (size_t)(n > 0 ? n : 1);

@@ -71,8 +71,7 @@ int oar_sk_blas_dims(oar_kernel_ctx_t *k, int n, const int64_t *dims);
 int oar_sk_input(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, const oar_tensor_t **t, const void **p);
 int oar_sk_opt_input(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, const oar_tensor_t **t,
                      const void **p);
-int oar_sk_output(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel, bool optional,
-                  void **p);
+/* (outputs: oar_k_output_sized, op.h) */
 /* ---- recurrent kernels (lstm.c, gru.c) -------------------------------------- */
 /* checked scratch of n elements of es bytes, zeroed when `zero` (else the
  * caller writes all of it), from the block cache (scratch.h): free it with

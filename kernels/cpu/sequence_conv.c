@@ -131,7 +131,7 @@ static int conv_fwd(oar_kernel_ctx_t *k)
     const void *x, *f, *pad;
     OAR_TRY(conv_setup(k, &g, &x, &f, &pad));
     void *o;
-    OAR_TRY(oar_sk_output(k, OAR_SEQCONV_OUT, "Out", dt, g.n * g.m, false, &o));
+    OAR_TRY(oar_k_output_sized(k, OAR_SEQCONV_OUT, "Out", dt, g.n * g.m, false, &o));
     size_t es = oar_dtype_size(dt);
     void *col = alloc_col(k, &g, es, &rc);
     if (!col) return rc;
@@ -153,9 +153,9 @@ static int conv_bwd(oar_kernel_ctx_t *k)
         return oar_k_error(k, OAR_ERR_SHAPE, "Out@GRAD has %lld values; expected [%lld, %lld]",
                            (long long)oar_tensor_numel_of(gt), (long long)g.n, (long long)g.m);
     void *dx, *df, *dpad;
-    OAR_TRY(oar_sk_output(k, OAR_SEQCONVG_DX, "X@GRAD", dt, g.n * g.d, true, &dx));
-    OAR_TRY(oar_sk_output(k, OAR_SEQCONVG_DFILTER, "Filter@GRAD", dt, g.cl * g.d * g.m, true, &df));
-    OAR_TRY(oar_sk_output(k, OAR_SEQCONVG_DPADDING, "PaddingData@GRAD", dt, (g.up + g.down) * g.d, true, &dpad));
+    OAR_TRY(oar_k_output_sized(k, OAR_SEQCONVG_DX, "X@GRAD", dt, g.n * g.d, true, &dx));
+    OAR_TRY(oar_k_output_sized(k, OAR_SEQCONVG_DFILTER, "Filter@GRAD", dt, g.cl * g.d * g.m, true, &df));
+    OAR_TRY(oar_k_output_sized(k, OAR_SEQCONVG_DPADDING, "PaddingData@GRAD", dt, (g.up + g.down) * g.d, true, &dpad));
     size_t es = oar_dtype_size(dt);
     void *col = alloc_col(k, &g, es, &rc);
     if (!col) return rc;

@@ -89,10 +89,7 @@ int out_data_opt_at(oar_kernel_ctx_t *k, int slot, int i, int dtype, int64_t num
  * empty or not needed). */
 int in_checked(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, bool optional, bool need_data,
                const oar_tensor_t **t, const void **p);
-/* output `slot`[0] (`name` in messages, as the CPU kernels word them)
- * holding exactly `numel` elements of dtype; absent: *p NULL and OAR_OK
- * when `optional`, else an error */
-int out_checked(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel, bool optional, void **p);
+/* outputs: oar_k_output_sized (op.h), which the CPU kernels call too */
 
 /* ---- scratch device memory ---------------------------------------------- */
 struct Scratch {

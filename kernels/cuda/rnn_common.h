@@ -75,7 +75,7 @@ int input(oar_kernel_ctx_t *k, int slot, const char *name, int dt, bool optional
  * absent */
 inline int output(oar_kernel_ctx_t *k, int slot, const char *name, int dt, int64_t numel, bool optional, void **p)
 {
-    return out_checked(k, slot, name, dt, numel, optional, p);
+    return oar_k_output_sized(k, slot, name, dt, numel, optional, p);
 }
 /* output `slot`, or scratch (own) when the program dropped it (Paddle's
  * inference models have no Batch* outputs) */

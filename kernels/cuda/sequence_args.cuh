@@ -20,7 +20,7 @@ namespace seq {
  * the kernel's device; absent: *p NULL when `optional`, else an error. */
 inline int output(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel, bool optional, void **p)
 {
-    return out_checked(k, slot, name, dtype, numel, optional, p);
+    return oar_k_output_sized(k, slot, name, dtype, numel, optional, p);
 }
 /* n host int64 values (n >= 0) copied into fresh device scratch s */
 int offsets_to_device(oar_kernel_ctx_t *k, Scratch &s, const int64_t *h, int64_t n, const char *what);
