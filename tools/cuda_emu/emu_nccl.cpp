@@ -18,17 +18,18 @@ extern "C" {
 }
 #include "cpu_half.h"
 
+enum { kErrorLen = 512 };
 struct emu_nccl_comm {
     int rank, size;
     bool init_pending, aborted;
-    char last_error[512];
+    char last_error[kErrorLen];
 };
 
-static char no_comm_error[512];
+static char no_comm_error[kErrorLen];   /* failures before a communicator exists */
 
 static ncclResult_t fail(ncclComm_t c, ncclResult_t r, const char *what)
 {
-    snprintf(c ? c->last_error : no_comm_error, sizeof no_comm_error, "%s: %s", what, oar_last_error());
+    snprintf(c ? c->last_error : no_comm_error, kErrorLen, "%s: %s", what, oar_last_error());
     return r;
 }
 
