@@ -33,6 +33,33 @@ int oar_gemm_threads(int64_t macs) {
     return n < 1 ? 1 : n;
 }
 
+void oar_gemm_one_thread(void (*fn)(void *), void *arg) {
+    if (omp_in_parallel() || omp_get_max_threads() == 1) { fn(arg); return; }
+    #pragma omp parallel num_threads(1)
+    {
+        omp_set_num_threads(1);
+        fn(arg);
+    }
+}
+
+#ifdef OAR_WITH_DNNL
+typedef struct {
+    bool ta, tb;
+    int64_t M, N, K;
+    float alpha;
+    const void *A; int64_t lda;
+    const void *B; int64_t ldb;
+    float beta;
+    void *C; int64_t ldc;
+    dnnl_status_t st;
+} sgemm_job_t;
+static void sgemm_run(void *v) {
+    sgemm_job_t *j = v;
+    j->st = dnnl_sgemm(j->ta ? 'T' : 'N', j->tb ? 'T' : 'N', j->M, j->N, j->K, j->alpha, j->A, j->lda, j->B, j->ldb,
+                       j->beta, j->C, j->ldc);
+}
+#endif
+
 /* one single-threaded product */
 static void gemm1(int dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
                   const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {
@@ -58,21 +85,10 @@ static void gemm1(int dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, dou
     if (f32) {
 #ifdef OAR_WITH_DNNL
         /* oneDNN threads a call made outside a parallel region over all of
-         * OpenMP's threads; a one-thread region whose thread count is 1
-         * keeps it on this thread */
-        dnnl_status_t st;
-        if (omp_in_parallel() || omp_get_max_threads() == 1) {
-            st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, (float)alpha, A, lda, B, ldb,
-                            (float)beta, C, ldc);
-        } else {
-            st = dnnl_success;
-            #pragma omp parallel num_threads(1)
-            {
-                omp_set_num_threads(1);
-                st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, (float)alpha, A, lda, B, ldb,
-                                (float)beta, C, ldc);
-            }
-        }
+         * OpenMP's threads: this one stays on this thread */
+        sgemm_job_t j = {ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc, dnnl_success};
+        oar_gemm_one_thread(sgemm_run, &j);
+        const dnnl_status_t st = j.st;
         if (st == dnnl_success) return;
         /* oneDNN refuses only arguments OpenBLAS accepts too (none here); fall through */
 #endif
@@ -84,9 +100,9 @@ static void gemm1(int dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, dou
                 (int)K, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
 }
 
-#define GEMV_BLOCK 128
-#define FIX_N 128   /* OpenBLAS products: fixed column blocks, */
-#define FIX_M 64    /* or row blocks when there are few columns */
+#define GEMV_BLOCK OAR_GEMM_BLOCK_N
+#define FIX_N OAR_GEMM_BLOCK_N   /* fixed column blocks, */
+#define FIX_M OAR_GEMM_BLOCK_M   /* or row blocks when there are few columns */
 #define GEMV_PAR_MIN ((int64_t)1 << 17)
 #define AT(p, off, es) ((void *)((char *)(p) + (size_t)(off) * (es)))
 #define CAT(p, off, es) ((const void *)((const char *)(p) + (size_t)(off) * (es)))
@@ -130,59 +146,27 @@ void oar_gemm(int dt, int threads, bool ta, bool tb, int64_t M, int64_t N, int64
         }
         return;
     }
-#ifdef OAR_WITH_DNNL
-    const bool openblas = dt != OAR_FP32;
-#else
-    const bool openblas = true;
-#endif
-    if (openblas) {
-        /* OpenBLAS's GEMM kernels, too, round an element differently
-         * depending on where it falls in a call: a product large enough to
-         * be split is always cut at the same fixed blocks, whatever the
-         * thread count, and threads take whole blocks */
-        if (M * N * K < OAR_GEMM_PAR_MIN || (N < 2 * FIX_N && M < 2 * FIX_M)) {
-            gemm1(dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-            return;
-        }
-        const bool by_n = N >= 2 * FIX_N;
-        const int64_t L = by_n ? N : M, W = by_n ? FIX_N : FIX_M, nb = (L + W - 1) / W;
-        #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-        for (int64_t b = 0; b < nb; b++) {
-            const int64_t o = b * W, len = L - o < W ? L - o : W;
-            if (by_n)
-                gemm1(dt, ta, tb, M, len, K, alpha, A, lda, CAT(B, tb ? o * ldb : o, es), ldb, beta, AT(C, o, es), ldc);
-            else
-                gemm1(dt, ta, tb, len, N, K, alpha, CAT(A, ta ? o : o * lda, es), lda, B, ldb, beta,
-                      AT(C, o * ldc, es), ldc);
-        }
+    /* GEMM kernels (OpenBLAS's and oneDNN's alike) round an element
+     * differently depending on where it falls in a call, and on some
+     * instruction sets oneDNN's do so even between calls of different
+     * widths. So a product large enough to be split is always cut at the
+     * same fixed blocks, whatever the thread count, each block one
+     * single-threaded call, and threads take whole blocks: with 1 thread or
+     * 2 every library sees exactly the same problems (docs/performance.md,
+     * "Same bits on any thread count"). */
+    if (M * N * K < OAR_GEMM_PAR_MIN || (N < 2 * FIX_N && M < 2 * FIX_M)) {
+        gemm1(dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    /* oneDNN: blocks of whole 16-column (or 8-row) panels, one per thread */
-    if (threads > 1 && N >= 32 * threads) {
-        const int64_t block = ((N + threads - 1) / threads + 15) / 16 * 16;
-        #pragma omp parallel for num_threads(threads) schedule(static)
-        for (int t = 0; t < threads; t++) {
-            const int64_t n0 = t * block;
-            if (n0 < N) {
-                const int64_t nn = N - n0 < block ? N - n0 : block;
-                gemm1(dt, ta, tb, M, nn, K, alpha, A, lda, CAT(B, tb ? n0 * ldb : n0, es), ldb, beta,
-                      AT(C, n0, es), ldc);
-            }
-        }
-        return;
+    const bool by_n = N >= 2 * FIX_N;
+    const int64_t L = by_n ? N : M, W = by_n ? FIX_N : FIX_M, nb = (L + W - 1) / W;
+    #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+    for (int64_t b = 0; b < nb; b++) {
+        const int64_t o = b * W, len = L - o < W ? L - o : W;
+        if (by_n)
+            gemm1(dt, ta, tb, M, len, K, alpha, A, lda, CAT(B, tb ? o * ldb : o, es), ldb, beta, AT(C, o, es), ldc);
+        else
+            gemm1(dt, ta, tb, len, N, K, alpha, CAT(A, ta ? o : o * lda, es), lda, B, ldb, beta,
+                  AT(C, o * ldc, es), ldc);
     }
-    if (threads > 1 && M >= 16 * threads) {
-        const int64_t block = ((M + threads - 1) / threads + 7) / 8 * 8;
-        #pragma omp parallel for num_threads(threads) schedule(static)
-        for (int t = 0; t < threads; t++) {
-            const int64_t m0 = t * block;
-            if (m0 < M) {
-                const int64_t mm = M - m0 < block ? M - m0 : block;
-                gemm1(dt, ta, tb, mm, N, K, alpha, CAT(A, ta ? m0 : m0 * lda, es), lda, B, ldb, beta,
-                      AT(C, m0 * ldc, es), ldc);
-            }
-        }
-        return;
-    }
-    gemm1(dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }

@@ -11,15 +11,15 @@
  * A one-row (M == 1) or one-column (N == 1) product is an OpenBLAS GEMV,
  * several times faster than a degenerate GEMM for a batch of one.
  *
- * Threads: `threads` OpenMP threads may share one product; it is split into
- * column (or row) blocks, each a single-threaded call. A product's result
- * does not depend on the thread count (spec/gemm_threads_spec.lua): products
- * on OpenBLAS (float64; float32 without oneDNN) large enough to be split are
- * always cut at fixed 128-column (64-row) blocks, on one thread too; GEMVs
- * use fixed 128-wide blocks whatever the count (those of 2^17
- * multiply-adds or more; smaller ones are one call), and oneDNN's sgemm gave
- * identical elements wherever their column fell in every shape tried (an
- * observation the spec guards, not a documented guarantee).
+ * Threads: `threads` OpenMP threads may share one product. A product's
+ * result never depends on the thread count, by construction: a product large
+ * enough to be split is always cut at the same fixed blocks
+ * (OAR_GEMM_BLOCK_N columns, or OAR_GEMM_BLOCK_M rows when there are few
+ * columns; GEMVs OAR_GEMM_BLOCK_N wide), on one thread too, and each block
+ * is one single-threaded library call: the libraries see the same problems
+ * whatever the count, so no kernel choice of theirs can tell the counts
+ * apart (spec/thread_determinism_spec.lua runs it under several forced
+ * instruction sets).
  * threads = 1 runs on the calling thread; inside a parallel region every
  * call runs on the calling thread whatever `threads` says. */
 #ifndef OAR_KERNELS_CPU_GEMM_H
@@ -31,10 +31,16 @@
  * sizes within int range: callers check) */
 void oar_gemm(int dtype, int threads, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
               const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc);
+/* the fixed blocks products are cut at (fc's oneDNN path uses the same) */
+#define OAR_GEMM_BLOCK_N 128
+#define OAR_GEMM_BLOCK_M 64
 /* how many threads a product of `macs` multiply-adds should use: 1 below
  * OAR_GEMM_PAR_MIN or inside a parallel region, else OpenMP's thread count */
 #define OAR_GEMM_PAR_MIN ((int64_t)1 << 16)
 int oar_gemm_threads(int64_t macs);
+/* runs fn(arg) as if OpenMP had one thread (inside a parallel region it
+ * already does): oneDNN then plans and runs on this thread alone */
+void oar_gemm_one_thread(void (*fn)(void *), void *arg);
 /* "onednn" or "openblas": the library float32 products use */
 const char *oar_gemm_backend(void);
 #endif

@@ -227,7 +227,8 @@ static int gru_fwd(oar_kernel_ctx_t *k)
     /* split by sequence across threads (oar_seqb_parts) */
     int64_t q[OAR_SEQB_MAX_PARTS + 1];
     int parts = oar_seqb_parts(&a.sb, a.sb.nseq * 3 * D * D, q);
-    #pragma omp parallel for num_threads(parts) schedule(static, 1) if (parts > 1)
+    const int nthr = oar_seqb_threads(parts);
+    #pragma omp parallel for num_threads(nthr) schedule(static, 1) if (nthr > 1)
     for (int part = 0; part < parts; part++) {
         int64_t q0 = q[part], q1 = q[part + 1];
         for (int64_t t = 0; t < a.sb.nsteps; t++) {
@@ -286,7 +287,8 @@ static int gru_bwd(oar_kernel_ctx_t *k)
      * drhp are its scratch */
     int64_t q[OAR_SEQB_MAX_PARTS + 1];
     int parts = oar_seqb_parts(&a.sb, a.sb.nseq * 3 * D * D, q);
-    #pragma omp parallel for num_threads(parts) schedule(static, 1) if (parts > 1)
+    const int nthr = oar_seqb_threads(parts);
+    #pragma omp parallel for num_threads(nthr) schedule(static, 1) if (nthr > 1)
     for (int part = 0; part < parts; part++) {
         int64_t q0 = q[part], q1 = q[part + 1];
         for (int64_t t = a.sb.nsteps - 1; t >= 0; t--) {

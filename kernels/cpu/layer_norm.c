@@ -14,6 +14,7 @@
 #include <string.h>
 #include "op.h"
 #include "norm_common.h"
+#include "fixed_chunks.h"
 #include "ops/layer_norm.h"
 
 #define LN_PAR_MIN (1 << 14)
@@ -116,8 +117,8 @@ static int ln_bwd(oar_kernel_ctx_t *k) {
     void *dbias = dbt ? oar_norm_out(k, OAR_LNG_DBIAS, bt->dims, bt->ndim, dt, &rc) : NULL;
     if (rc) return rc;
     double *acc = NULL;
-    int nth = left > 1 && left * right >= LN_PAR_MIN ? omp_get_max_threads() : 1;
-    if (nth < 1) nth = 1;
+    /* Scale@GRAD and Bias@GRAD sum over rows in fixed chunks (fixed_chunks.h) */
+    const int nth = oar_chunk_count(left, left * right >= LN_PAR_MIN);
     if (dscale || dbias) {
         acc = oar_xcalloc((size_t)nth * 2 * (size_t)right, sizeof(double));
         if (!acc) return oar_k_error(k, OAR_ERR_NOMEM, "no memory for %lld-wide grad sums", (long long)right);
@@ -178,14 +179,16 @@ static void FN(ln_fwd, OAR_LN_SUF)(const T *x, const T *scale, const T *bias, T 
     }
 }
 
-/* acc: nth blocks of [dscale sums | dbias sums], each 2*right doubles */
+/* acc: nch blocks of [dscale sums | dbias sums], each 2*right doubles, one
+ * per fixed chunk of rows */
 static void FN(ln_bwd, OAR_LN_SUF)(const T *x, const T *dy, const T *mean, const T *var, const T *scale,
-                                   T *dx, double *acc, int nth, int64_t left, int64_t right, double eps) {
-    #pragma omp parallel num_threads(nth) if (nth > 1)
-    {
-        double *a = acc ? acc + (size_t)omp_get_thread_num() * 2 * (size_t)right : NULL;
-        #pragma omp for schedule(static)
-        for (int64_t i = 0; i < left; i++) {
+                                   T *dx, double *acc, int nch, int64_t left, int64_t right, double eps) {
+    #pragma omp parallel for schedule(static) if (nch > 1)
+    for (int c = 0; c < nch; c++) {
+        double *a = acc ? acc + (size_t)c * 2 * (size_t)right : NULL;
+        int64_t lo, hi;
+        oar_chunk_range(left, nch, c, &lo, &hi);
+        for (int64_t i = lo; i < hi; i++) {
             const T *p = x + i * right, *g = dy + i * right;
             const double mu = mean[i], is = 1.0 / sqrt((double)var[i] + eps);
             if (a)

@@ -307,7 +307,8 @@ static int lstm_fwd(oar_kernel_ctx_t *k)
     if (a.b) oar_sk_add_row(a.dt, bg, a.b, T, 4 * D);
     int64_t q[OAR_SEQB_MAX_PARTS + 1];
     int parts = oar_seqb_parts(&a.sb, a.sb.nseq * 4 * D * D, q);
-    #pragma omp parallel for num_threads(parts) schedule(static, 1) if (parts > 1)
+    const int nthr = oar_seqb_threads(parts);
+    #pragma omp parallel for num_threads(nthr) schedule(static, 1) if (nthr > 1)
     for (int part = 0; part < parts; part++) {
         int64_t q0 = q[part], q1 = q[part + 1];
         for (int64_t t = 0; t < a.sb.nsteps; t++) {
@@ -402,7 +403,8 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
     int parts = oar_seqb_parts(&a.sb, a.sb.nseq * 4 * D * D, q);
     if (parts > 1 && dpeep && !(ppeep = oar_sk_scratch(k, (parts - 1) * 3 * D, es, true, &rc))) goto done;
     if (parts > 1 && !(ptmp = oar_sk_scratch(k, (parts - 1) * 2 * D, es, false, &rc))) goto done;
-    #pragma omp parallel for num_threads(parts) schedule(static, 1) if (parts > 1)
+    const int nthr = oar_seqb_threads(parts);
+    #pragma omp parallel for num_threads(nthr) schedule(static, 1) if (nthr > 1)
     for (int part = 0; part < parts; part++) {
         int64_t q0 = q[part], q1 = q[part + 1];
         void *mypeep = part == 0 || !dpeep ? dpeep : (char *)ppeep + es * (size_t)((part - 1) * 3 * D);

@@ -7,6 +7,7 @@
  * of the matching Out element (stride 0 along reduced axes). Sums and
  * products accumulate in double (int64 for integers). */
 #include "op.h"
+#include "fixed_chunks.h"
 #include "ops/reduce.h"
 
 #include <math.h>
@@ -292,9 +293,18 @@ BWD_REG(reduce_prod, R_PROD)
             return oar_k_error(k, OAR_ERR_SHAPE, "input X '%s' is empty; its mean is "      \
                                "undefined", nm(oar_k_input_name(k, OAR_RED_X, 0)));         \
         const T *x = xv;                                                                    \
-        double s = 0;                                                                       \
-        _Pragma("omp parallel for reduction(+:s) if(n > 65536)")                            \
-        for (int64_t i = 0; i < n; i++) s += (double)x[i];                                  \
+        /* fixed chunks (fixed_chunks.h): the same sum on any thread count */             \
+        const int nch = oar_chunk_count(n, n > 65536);                                      \
+        double part[OAR_CHUNKS], s = 0;                                                     \
+        _Pragma("omp parallel for schedule(static) if(nch > 1)")                            \
+        for (int c = 0; c < nch; c++) {                                                     \
+            int64_t lo, hi;                                                                 \
+            oar_chunk_range(n, nch, c, &lo, &hi);                                           \
+            double t = 0;                                                                   \
+            for (int64_t i = lo; i < hi; i++) t += (double)x[i];                            \
+            part[c] = t;                                                                    \
+        }                                                                                   \
+        for (int c = 0; c < nch; c++) s += part[c];                                         \
         void *yv;                                                                           \
         OAR_TRY(out_data(k, "Out", DT, 1, &yv));                                            \
         *(T *)yv = (T)(s / (double)n);                                                      \

@@ -21,9 +21,10 @@ static const char *nm(const char *s) { return s ? s : "?"; }
 
 int oar_seqb_parts(const oar_seqb_t *b, int64_t step_macs, int64_t q[OAR_SEQB_MAX_PARTS + 1])
 {
-    int nth = omp_get_max_threads();
-    if (nth > OAR_SEQB_MAX_PARTS) nth = OAR_SEQB_MAX_PARTS;
-    if (nth > b->nseq) nth = (int)b->nseq;
+    /* the shape alone decides, never the thread count: each sequence's
+     * rows then go through the same GEMMs whatever the count */
+    const int64_t by_size = b->nseq / OAR_SEQB_PART_SEQS;
+    int nth = by_size > OAR_SEQB_MAX_PARTS ? OAR_SEQB_MAX_PARTS : (int)by_size;
     if (nth < 2 || step_macs < OAR_SEQB_PAR_MIN) nth = 1;
     q[0] = 0;
     int p = 1;
@@ -36,6 +37,12 @@ int oar_seqb_parts(const oar_seqb_t *b, int64_t step_macs, int64_t q[OAR_SEQB_MA
     }
     q[p] = b->nseq;
     return p;
+}
+
+int oar_seqb_threads(int parts)
+{
+    const int t = omp_in_parallel() ? 1 : omp_get_max_threads();
+    return t < parts ? (t < 1 ? 1 : t) : parts;
 }
 
 void oar_seqb_gather(const oar_seqb_t *b, const void *src, void *dst, int64_t width, size_t esize)

@@ -19,14 +19,22 @@
  * step t are rows step_start[t] + q[p] .. of that step (while the step holds
  * them) and whose previous rows are the same run of step t - 1. Each part
  * runs its own small GEMMs (single-threaded, gemm.h). Returns the number
- * of parts: 1 unless there are several OpenMP threads and sequences and a
- * step of all sequences has at least OAR_SEQB_PAR_MIN multiply-adds
- * (step_macs). -DOAR_SEQB_PAR_MIN=0 forces the split (to test it). */
+ * of parts, decided by the shape alone so that the results never depend on
+ * the thread count: one per OAR_SEQB_PART_SEQS sequences (at most
+ * OAR_SEQB_MAX_PARTS), and 1 when a step of all sequences has fewer than
+ * OAR_SEQB_PAR_MIN multiply-adds (step_macs). Threads take whole parts
+ * (oar_seqb_threads). -DOAR_SEQB_PAR_MIN=0 -DOAR_SEQB_PART_SEQS=1 force
+ * the split (to test it). */
 #define OAR_SEQB_MAX_PARTS 8
+#ifndef OAR_SEQB_PART_SEQS
+#define OAR_SEQB_PART_SEQS 16
+#endif
 #ifndef OAR_SEQB_PAR_MIN
 #define OAR_SEQB_PAR_MIN ((int64_t)1 << 18)
 #endif
 int oar_seqb_parts(const oar_seqb_t *b, int64_t step_macs, int64_t q[OAR_SEQB_MAX_PARTS + 1]);
+/* the threads that run `parts` parts: OpenMP's count, at most one a part */
+int oar_seqb_threads(int parts);
 
 /* dst[batch row r] = src[row_of[r]] (gather) and dst[row_of[r]] = src[r]
  * (scatter); rows of `width` elements of `esize` bytes */
