@@ -91,9 +91,20 @@ $(BUILD)/framework.pb-c.c $(BUILD)/framework.pb-c.h: proto/framework.proto
 $(BUILD)/framework.pb-c.o: $(BUILD)/framework.pb-c.c
 	$(call say,CC,$<)$(CC) -std=c11 -O2 -fPIC $(VISIBILITY) -Ibuild $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-# the generated header must exist before the first compile (order-only); after
-# that the .d files name every header each object really includes
-$(BUILD)/%.o: %.c | $(BUILD)/framework.pb-c.h
+# Op declarations (src/ops/<family>.ops) become build/ops/<family>.h: the
+# slot indices, attribute struct, decoder and registration of each op
+# (tools/gen_ops.lua; docs/CONTRIBUTING.md). `#include "ops/<family>.h"` finds
+# them through -Ibuild.
+LUAJIT_BIN ?= luajit
+OPS_DECL = $(wildcard src/ops/*.ops)
+OPS_GEN  = $(patsubst src/ops/%.ops,$(BUILD)/ops/%.h,$(OPS_DECL))
+$(BUILD)/ops/%.h: src/ops/%.ops tools/gen_ops.lua
+	@mkdir -p $(dir $@)
+	$(call say,GEN,$@)$(LUAJIT_BIN) tools/gen_ops.lua $< $@
+
+# the generated headers must exist before the first compile (order-only);
+# after that the .d files name every header each object really includes
+$(BUILD)/%.o: %.c | $(BUILD)/framework.pb-c.h $(OPS_GEN)
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)$(CC) $(OAR_CFLAGS) $(DEPFLAGS) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
@@ -109,7 +120,7 @@ $(LIB): $(C_OBJ)
 # which also lists the headers they came from in build/cdef_op.d)
 $(CDEF): src/oar.h tools/gen_cdef.sh
 	$(call say,GEN,$@)sh tools/gen_cdef.sh src/oar.h > $@.tmp && mv -f $@.tmp $@
-$(CDEF_OP): src/oar_op.h $(wildcard src/ops/*.h) tools/gen_cdef.sh
+$(CDEF_OP): src/oar_op.h $(wildcard src/ops/*.h) tools/gen_cdef.sh | $(OPS_GEN)
 	@mkdir -p $(BUILD)
 	$(call say,GEN,$@)CC="$(CC)" sh tools/gen_cdef.sh --op src/oar_op.h $(BUILD)/cdef_op.d $@ > $@.tmp && mv -f $@.tmp $@
 
@@ -199,7 +210,7 @@ CU_OBJ = $(patsubst %.cu,$(BUILD)/%.o,$(CU_SRC))
 all: $(CUDA_LIB)
 cuda: $(CUDA_LIB)
 -include $(CU_OBJ:.o=.d)
-$(BUILD)/%.o: %.cu $(BUILD)/framework.pb-c.h
+$(BUILD)/%.o: %.cu $(BUILD)/framework.pb-c.h | $(OPS_GEN)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
 $(CUDA_LIB): $(CU_OBJ) $(LIB)

@@ -87,8 +87,34 @@ static int convert(oar_op_desc_t *op, const oar_attr_def_t *ad, const oar_attr_t
     return OAR_OK;
 }
 
+/* a declared set of choices: the value must be one of them. A program
+ * parsed from bytes may hold "" where its writer left a required string
+ * unset (Paddle's serializer does): that is refused when the op runs (the
+ * decoder names it), not when the program loads. */
+static int check_choice(const oar_attr_def_t *ad, const oar_attr_t *a, bool strict)
+{
+    const char *v = a->v.s ? a->v.s : "";
+    if (!strict && !v[0]) return OAR_OK;
+    if (oar_attr_choice_index(ad->choices, v) < 0)
+        return oar_error(OAR_ERR_INVALID, "attr '%s' = '%s' is not one of the choices (%s%s)", ad->name, v,
+                         ad->choices[0] == '|' ? "''" : "", ad->choices);
+    return OAR_OK;
+}
+
+static int check_value(const oar_attr_def_t *ad, const oar_attr_t *a, bool strict)
+{
+    if (ad->choices && a->type == OAR_ATTR_STRING && ad->type == OAR_ATTR_STRING) return check_choice(ad, a, strict);
+    return oar_attr_check_range(ad, a);
+}
+
 int oar_attr_check_range(const oar_attr_def_t *ad, const oar_attr_t *a)
 {
+    if (ad->choices && a->type == OAR_ATTR_STRING && ad->type == OAR_ATTR_STRING) {
+        if (oar_attr_choice_index(ad->choices, a->v.s ? a->v.s : "") < 0)
+            return oar_error(OAR_ERR_INVALID, "attr '%s' = '%s' is not one of the choices (%s%s)", ad->name,
+                             a->v.s ? a->v.s : "", ad->choices[0] == '|' ? "''" : "", ad->choices);
+        return OAR_OK;
+    }
     if (!(ad->min < ad->max) || a->type != ad->type) return OAR_OK;
     double x;
     switch (ad->type) {
@@ -102,7 +128,7 @@ int oar_attr_check_range(const oar_attr_def_t *ad, const oar_attr_t *a)
     return OAR_OK;
 }
 
-static int check_attr(oar_op_desc_t *op, const oar_attr_def_t *ad)
+static int check_attr(oar_op_desc_t *op, const oar_attr_def_t *ad, bool strict)
 {
     const oar_attr_t *a = oar_op_find_attr(op, ad->name);
     if (!a) {
@@ -110,7 +136,7 @@ static int check_attr(oar_op_desc_t *op, const oar_attr_def_t *ad)
         return set_default(op, ad);
     }
     if (a->type != ad->type) OAR_TRY(convert(op, ad, a, a->type));
-    return oar_attr_check_range(ad, oar_op_find_attr(op, ad->name));
+    return check_value(ad, oar_op_find_attr(op, ad->name), strict);
 }
 
 /* unknown slots: refused when strict (insertion); a parsed model may carry
@@ -160,7 +186,7 @@ int oar_op_check_def(oar_op_desc_t *op, const oar_op_def_t *def, bool strict_slo
 {
     OAR_TRY(check_slots(op->type, def->inputs, op->inputs, op->ninputs, "input", strict_slots));
     OAR_TRY(check_slots(op->type, def->outputs, op->outputs, op->noutputs, "output", strict_slots));
-    for (const oar_attr_def_t *ad = def->attrs; ad && ad->name; ad++) OAR_TRY(check_attr(op, ad));
+    for (const oar_attr_def_t *ad = def->attrs; ad && ad->name; ad++) OAR_TRY(check_attr(op, ad, strict_slots));
     return OAR_OK;
 }
 
@@ -170,7 +196,7 @@ int oar_op_check_def_const(const oar_op_desc_t *op, const oar_op_def_t *def)
     OAR_TRY(check_slots(op->type, def->outputs, op->outputs, op->noutputs, "output", false));
     for (const oar_attr_def_t *ad = def->attrs; ad && ad->name; ad++) {
         const oar_attr_t *a = oar_op_find_attr(op, ad->name);
-        if (a) OAR_TRY(oar_attr_check_range(ad, a));
+        if (a) OAR_TRY(check_value(ad, a, false));
     }
     return OAR_OK;
 }

@@ -84,6 +84,8 @@ struct oar_infer_ctx {
     const oar_op_desc_t *op;
     oar_block_t *block;          /* compile time */
     oar_kernel_ctx_t *k;         /* run time */
+    const oar_op_def_t *def;     /* compile time: for oar_ic_attrs */
+    void *attrs;                 /* compile time: decoded on first oar_ic_attrs, freed by the caller */
 };
 
 const oar_pslot_t *oar_pslot_find(const oar_pslot_t *slots, int n, const char *name);

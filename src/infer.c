@@ -1,6 +1,7 @@
 /* infer.c — shape/dtype inference, one API over two backings: var descs at
  * compile time (block insertion) and tensors at run time (right before the
  * kernel). An op definition writes its `infer` once against this API. */
+#include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,6 +9,19 @@
 
 bool oar_ic_runtime(const oar_infer_ctx_t *c) { return c->runtime; }
 const oar_op_desc_t *oar_ic_op(const oar_infer_ctx_t *c) { return c->op; }
+
+const void *oar_ic_attrs(oar_infer_ctx_t *c) {
+    if (c->runtime) return oar_k_attrs(c->k);
+    if (c->attrs) return c->attrs;
+    if (!c->def || !c->def->decode || !c->def->attrs_size) {
+        oar_error(OAR_ERR_INVALID, "op '%s' declares no attribute struct", c->op->type);
+        return NULL;
+    }
+    void *a = calloc(1, c->def->attrs_size);
+    if (!a) { oar_error(OAR_ERR_NOMEM, "no memory to decode the attributes of op '%s'", c->op->type); return NULL; }
+    if (oar_op_decode(c->def, c->op, a) != OAR_OK) { free(a); return NULL; }
+    return c->attrs = a;
+}
 
 int oar_ic_error(oar_infer_ctx_t *c, int status, const char *fmt, ...) {
     char msg[1024];

@@ -40,7 +40,11 @@
 
 /* ---- definitions ------------------------------------------------------- */
 enum { OAR_SLOT_DUPLICABLE = 1, OAR_SLOT_DISPENSABLE = 2 };
-typedef struct oar_slot_def { const char *name; int flags; } oar_slot_def_t;
+typedef struct oar_slot_def {
+    const char *name;
+    int flags;
+    const char *doc;       /* what the slot holds (declarations always give one) */
+} oar_slot_def_t;
 
 typedef struct oar_attr_def {
     const char *name;
@@ -50,7 +54,9 @@ typedef struct oar_attr_def {
     bool required;         /* no default: must be set */
     double min, max;       /* inclusive range check on scalars when min < max */
     const char *choices;   /* STRING attrs that name one of a fixed set: "max|avg" (checked
-                              at insertion; oar_dec_choice decodes the value to its index) */
+                              wherever a program comes from; oar_dec_choice decodes the
+                              value to its index) */
+    const char *doc;       /* what the attribute means */
 } oar_attr_def_t;
 
 typedef struct oar_infer_ctx oar_infer_ctx_t;
@@ -84,6 +90,7 @@ typedef struct oar_op_def {
      * bytes and calls decode once; kernels read the struct with oar_k_attrs. */
     size_t attrs_size;
     int (*decode)(oar_decode_ctx_t *d, void *attrs);
+    const char *doc;                 /* what the op computes (the generated reference) */
 } oar_op_def_t;
 
 OAR_API int oar_registry_add_op(const oar_op_def_t *def);
@@ -105,6 +112,10 @@ OAR_API const oar_slot_def_t *oar_registry_output_slot(const oar_op_def_t *def, 
 
 /* ---- inference context (compile time and run time) --------------------- */
 OAR_API bool oar_ic_runtime(const oar_infer_ctx_t *c);
+/* the op's decoded attribute struct (the definition's decode), at compile
+ * time and at run time alike; NULL (an error set) when decoding failed or
+ * the op declares none */
+OAR_API const void *oar_ic_attrs(oar_infer_ctx_t *c);
 OAR_API const oar_op_desc_t *oar_ic_op(const oar_infer_ctx_t *c);
 OAR_API int oar_ic_in_count(const oar_infer_ctx_t *c, const char *slot);   /* 0 if absent */
 OAR_API int oar_ic_out_count(const oar_infer_ctx_t *c, const char *slot);

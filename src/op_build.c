@@ -40,8 +40,10 @@ static int validate_and_infer(oar_block_t *b, oar_op_desc_t *op, const oar_op_de
             created[(*ncreated)++] = v->name;
         }
     if (def->infer) {
-        oar_infer_ctx_t c = {.runtime = false, .op = op, .block = b, .k = NULL};
-        OAR_TRY(def->infer(&c));
+        oar_infer_ctx_t c = {.runtime = false, .op = op, .block = b, .k = NULL, .def = def, .attrs = NULL};
+        const int rc = def->infer(&c);
+        free(c.attrs);
+        OAR_TRY(rc);
     }
     return OAR_OK;
 }

@@ -3,7 +3,7 @@
  * every unary activation (OAR_UNARY_* in activation.h). */
 #ifndef OAR_OPS_ACTIVATION_EXT_H
 #define OAR_OPS_ACTIVATION_EXT_H
-#include "activation.h"
+#include "ops/activation.h"
 
 /* up to three FLOAT attrs, p[0..2] in the order the op's formula names them
  * (hard_swish: threshold, scale, offset); unused ones are 0 */

@@ -7,20 +7,7 @@
  * mul + elementwise_add, as Fluid's layers.fc does.
  */
 #include "op.h"
-#include "paddle_attrs.h"
-#include "fc.h"
-
-static const oar_slot_def_t fc_in[] = {{"Input", 0}, {"W", 0}, {"Bias", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-static const oar_slot_def_t fc_out[] = {{"Out", 0}, {NULL, 0}};
-
-static const oar_attr_def_t fc_attrs[] = {
-    {"in_num_col_dims", OAR_ATTR_INT, 1, NULL, false, 1, OAR_MAX_DIMS, NULL},
-    {.name = "activation_type", .type = OAR_ATTR_STRING, .def_str = "", .choices = "|relu"},
-    OAR_PA_B("padding_weights", 0),
-    OAR_PA_USE_MKLDNN, OAR_PA_QUANTIZER, OAR_PA_MKLDNN_DT,
-    OAR_PA_F("Scale_in", 1.0), OAR_PA_L("Scale_weights", OAR_ATTR_FLOATS), OAR_PA_F("Scale_out", 1.0),
-    OAR_PA_B("force_fp32_output", 0), OAR_PA_ONEDNN,
-    {NULL, 0, 0, NULL, false, 0, 0, NULL}};
+#include "ops/fc.h"   /* generated from fc.ops: slots, oar_fc_attrs_t */
 
 static int fc_infer(oar_infer_ctx_t *c)
 {
@@ -29,9 +16,10 @@ static int fc_infer(oar_infer_ctx_t *c)
     if (!xd) return OAR_ERR_SHAPE;
     const int64_t *wd = oar_ic_in_dims(c, "W", 0, &wn);
     if (!wd) return OAR_ERR_SHAPE;
-    const oar_op_desc_t *op = oar_ic_op(c);
-    const int ncd = oar_attr_i(op, "in_num_col_dims");
-    const int pad = oar_attr_b(op, "padding_weights") ? 4 : 0;
+    const oar_fc_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
+    const int ncd = a->in_ncd;
+    const int pad = a->padding_weights ? 4 : 0;
     int xt = oar_ic_in_dtype(c, "Input", 0), wt = oar_ic_in_dtype(c, "W", 0);
     if (xt >= 0 && wt >= 0 && xt != wt)
         return oar_ic_error(c, OAR_ERR_DTYPE, "Input dtype %s and W dtype %s differ", oar_dtype_name(xt),
@@ -73,18 +61,5 @@ static int fc_infer(oar_infer_ctx_t *c)
     return oar_ic_share_lod(c, "Input", 0, "Out", 0);
 }
 
-static int fc_decode(oar_decode_ctx_t *d, void *out)
-{
-    oar_fc_attrs_t *a = out;
-    a->in_ncd = oar_dec_i(d, "in_num_col_dims");
-    a->act = oar_dec_choice(d, "activation_type") == 1 ? OAR_FC_ACT_RELU : OAR_FC_ACT_NONE;
-    a->padding_weights = oar_dec_b(d, "padding_weights");
-    return oar_dec_status(d);
-}
-
-static const oar_op_def_t fc_def = {
-    .type = "fc", .inputs = fc_in, .outputs = fc_out, .attrs = fc_attrs,
-    .infer = fc_infer, .dtype_slot = "Input",
-    .attrs_size = sizeof(oar_fc_attrs_t), .decode = fc_decode,
-    .flags = OAR_OP_WRITES_OUTPUTS};
-OAR_REGISTER_OP(fc_def)
+#define OAR_OPS_DEFINE
+#include "ops/fc.h"   /* the tables, the decoder and the registration */
