@@ -199,18 +199,20 @@ NVCC_WERROR = $(if $(WARN_ERR),-Werror all-warnings -Xcompiler -Werror)
 # the backend names liboar.so in DT_NEEDED: the soname lets the loader match
 # the copy LuaJIT already loaded (whatever its path) instead of loading another
 LIBS += -Wl,-soname,liboar.so
-.PHONY: cuda install-cuda cuda-sanitize cuda-libs-check cuda-info
+.PHONY: cuda install-cuda cuda-sanitize cuda-info
 ifneq ($(and $(NVCC),$(CU_SRC)),)
 # Where cuBLAS, cuDNN and NCCL are: tools/find_cuda_libs, run once per make
 # (not for `make clean`), writes them as make variables into
-# build/cuda_libs.mk (CUBLAS_*, CUDNN_*, NCCL_*, CUDA_LIBS_MISSING)
-ifeq ($(filter clean,$(MAKECMDGOALS)),)
+# build/cuda_libs.mk (CUBLAS_*, CUDNN_*, NCCL_*, CUDA_LIBS_MISSING), replaced
+# only when they changed: the backend is relinked when a library moved
 CUDA_LIBS_MK = $(BUILD)/cuda_libs.mk
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
 CUDA_LIBS_RUN := $(shell mkdir -p $(BUILD) && CUDA_HOME='$(CUDA_HOME)' CUBLAS_HOME='$(CUBLAS_HOME)' \
   CUDNN_HOME='$(CUDNN_HOME)' NCCL_HOME='$(NCCL_HOME)' sh tools/find_cuda_libs > $(CUDA_LIBS_MK).tmp \
-  && mv -f $(CUDA_LIBS_MK).tmp $(CUDA_LIBS_MK) || echo failed)
+  && { cmp -s $(CUDA_LIBS_MK).tmp $(CUDA_LIBS_MK) || mv -f $(CUDA_LIBS_MK).tmp $(CUDA_LIBS_MK); } \
+  && rm -f $(CUDA_LIBS_MK).tmp || echo failed)
 ifneq ($(CUDA_LIBS_RUN),)
-$(error tools/find_cuda_libs failed)
+$(error tools/find_cuda_libs failed: run `CUDA_HOME=$(CUDA_HOME) sh tools/find_cuda_libs` to see why, or NO_CUDA=1)
 endif
 include $(CUDA_LIBS_MK)
 endif
@@ -230,6 +232,7 @@ CUDA_LIBS  = -L$(BUILD) -loar $(addprefix -L,$(call uniq,$(CUBLAS_LIBDIR) $(CUDN
 # against it (kernels/cuda/nccl_api.h)
 $(BUILD)/kernels/cuda/collective.o: NVCC_EXTRA = $(if $(NCCL_FILE),-DOAR_NCCL_LIB='"$(NCCL_FILE)"') \
   $(if $(NCCL_INCDIR),-DOAR_NCCL_ABI_CHECK $(addprefix -I,$(filter-out $(CUDA_SYS_INC),$(NCCL_INCDIR))))
+$(BUILD)/kernels/cuda/collective.o: $(CUDA_LIBS_MK)
 CU_OBJ = $(patsubst %.cu,$(BUILD)/%.o,$(CU_SRC))
 all: $(CUDA_LIB)
 cuda: $(CUDA_LIB)
@@ -241,12 +244,14 @@ cuda-info:
 	@echo "cuBLAS $(or $(CUBLAS_FILE),not found);"
 	@echo "cuDNN $(or $(CUDNN_FILE),not found);"
 	@echo "NCCL $(or $(NCCL_FILE),not found (the collective ops look for libnccl.so.2 when they first run));"
-cuda-libs-check:
+# stops the backend's build, saying what is missing, until it is found
+$(BUILD)/cuda_libs.ok: $(CUDA_LIBS_MK)
 	@if [ -n "$(CUDA_LIBS_MISSING)" ]; then echo "the CUDA backend cannot be built: $(CUDA_LIBS_MISSING) (or NO_CUDA=1 to build without it)" >&2; exit 1; fi
-$(BUILD)/%.o: %.cu $(BUILD)/framework.pb-c.h | cuda-libs-check
+	@touch $@
+$(BUILD)/%.o: %.cu $(BUILD)/framework.pb-c.h | $(BUILD)/cuda_libs.ok
 	@mkdir -p $(dir $@)
 	$(call say,NVCC,$<)$(NVCC) $(NVCCFLAGS) $(NVCC_WERROR) $(CUDA_INC) $(NVCC_EXTRA) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
-$(CUDA_LIB): $(CU_OBJ) $(LIB) | cuda-libs-check
+$(CUDA_LIB): $(CU_OBJ) $(LIB) $(CUDA_LIBS_MK) | $(BUILD)/cuda_libs.ok
 	$(call say,LD,$@)$(NVCC) -shared -o $@.tmp.$$$$ $(CU_OBJ) $(CUDA_LIBS) && mv -f $@.tmp.$$$$ $@
 else
 cuda cuda-info:
