@@ -144,6 +144,9 @@ int make_descs(oar_kernel_ctx_t *k, const Geom &g, int dt, Descs *d)
                                                  (int)g.dl[1], CUDNN_CROSS_CORRELATION, compute),
               "cudnnSetConvolution2dDescriptor");
     OAR_CUDNN(k, cudnnSetConvolutionGroupCount(d->conv.d, (int)g.groups), "cudnnSetConvolutionGroupCount");
+    /* what cuDNN's heuristic ranks for; each candidate then sets its own */
+    OAR_CUDNN(k, cudnnSetConvolutionMathType(d->conv.d, dt == OAR_FP16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
+              "cudnnSetConvolutionMathType");
     return OAR_OK;
 }
 
@@ -155,19 +158,21 @@ size_t workspace_limit(oar_kernel_ctx_t *k)
 }
 
 /* ---- algorithm choice ------------------------------------------------------
- * The candidates of one direction are cuDNN's heuristic ranking (the *_v7
- * queries: algorithm and math type each), reordered by math type so that
- * float32 tries plain FMA math first (no silent TF32: the CPU is the
- * reference) and takes TF32 only when no FMA candidate runs; float64 never
- * takes a down-conversion, float16 keeps cuDNN's order. Algorithm 0
- * (IMPLICIT_GEMM forward, ALGO_0 backward), the one cuDNN supports most
- * widely, comes last as a fallback if it was not ranked. A candidate runs
- * with the descriptor set to its math type and a workspace of its own size
- * (skipped when that exceeds the op's workspace_size_MB); one that fails
- * (not supported for this shape or layout, out of memory, ...) gives way to
- * the next. The first to run is cached per device and (direction, dtype,
- * layout, geometry, limit), so the heuristic runs once per shape; a cached
- * algorithm that fails later is dropped and the candidates tried again. */
+ * The candidates of one direction come from cuDNN's heuristic ranking (the
+ * *_v7 queries, asked under FMA math for float32/64 and tensor-op math for
+ * float16; each entry an algorithm and a math type). Float32 and float64
+ * first try every ranked algorithm under plain FMA math (no silent TF32:
+ * the CPU is the reference), then the entries under their own math type:
+ * default math (float32: may be TF32), then tensor-op math, never the
+ * down-conversion of float32 to half; float16 keeps cuDNN's order.
+ * Algorithm 0 (IMPLICIT_GEMM forward, ALGO_0 backward), the most widely
+ * supported, comes last as a fallback if it was not ranked. A candidate
+ * runs with the descriptor set to its math type and a workspace of its own
+ * size (skipped when that exceeds the op's workspace_size_MB); one that
+ * fails (not supported for this shape or layout, out of memory, ...) gives
+ * way to the next. The first to run is cached per device and (direction,
+ * dtype, layout, geometry, limit), so the search runs once per shape; a
+ * cached algorithm that fails later is dropped and the search repeated. */
 struct AlgoKey {
     int device, dir, dtype, nhwc;
     int64_t dims[16];
@@ -195,7 +200,7 @@ AlgoKey algo_key(oar_kernel_ctx_t *k, int dir, int dt, const Geom &g, size_t lim
     return key;
 }
 
-/* the order in which a math type is tried for dtype dt; -1: never */
+/* the order in which an entry's own math type is tried for dtype dt; -1: never */
 int math_rank(cudnnMathType_t m, int dt)
 {
     if (dt == OAR_FP16) return 0;   /* tensor cores are the point */
@@ -205,26 +210,26 @@ int math_rank(cudnnMathType_t m, int dt)
     return -1;                      /* CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: float32 as half */
 }
 
-/* The candidates, in the order to try them (see above), into c (room for
- * n + 2); returns their count */
+/* The candidates of a ranking of n entries, in the order to try them (see
+ * above), into c (room for 2 * n + 2); returns their count */
 template <class Perf>
 int candidates(const Perf *perf, int n, int dt, Cand *c)
 {
     int m = 0;
+    auto add = [&](const Cand &one) {
+        for (int j = 0; j < m; j++)
+            if (c[j] == one) return;
+        c[m++] = one;
+    };
+    if (dt != OAR_FP16)
+        for (int i = 0; i < n; i++)
+            if (perf[i].status == CUDNN_STATUS_SUCCESS) add(Cand{(int)perf[i].algo, CUDNN_FMA_MATH});
     for (int rank = 0; rank <= 2; rank++)
-        for (int i = 0; i < n; i++) {
-            if (perf[i].status != CUDNN_STATUS_SUCCESS || math_rank(perf[i].mathType, dt) != rank) continue;
-            const Cand one{(int)perf[i].algo, perf[i].mathType};
-            bool seen = false;
-            for (int j = 0; j < m; j++) seen = seen || c[j] == one;
-            if (!seen) c[m++] = one;
-        }
-    const Cand fallback[2] = {{0, dt == OAR_FP32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH}, {0, CUDNN_DEFAULT_MATH}};
-    for (const Cand &f : fallback) {
-        bool seen = false;
-        for (int j = 0; j < m; j++) seen = seen || c[j] == f;
-        if (!seen) c[m++] = f;
-    }
+        for (int i = 0; i < n; i++)
+            if (perf[i].status == CUDNN_STATUS_SUCCESS && math_rank(perf[i].mathType, dt) == rank)
+                add(Cand{(int)perf[i].algo, perf[i].mathType});
+    add(Cand{0, dt == OAR_FP16 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH});
+    add(Cand{0, CUDNN_DEFAULT_MATH});
     return m;
 }
 
@@ -239,8 +244,8 @@ template <class Perf, int kCount, class Rank, class WsQuery, class Run>
 int run_conv(oar_kernel_ctx_t *k, const AlgoKey &key, cudnnConvolutionDescriptor_t conv, size_t limit, Rank rank,
              WsQuery wsq, Run run)
 {
-    /* cudnnStatus_t of trying c; OAR_OK when it ran. Workspace too large or
-     * not allocatable: CUDNN_STATUS_ALLOC_FAILED with *too_big set for the former */
+    /* CUDNN_STATUS_SUCCESS when c ran; a workspace over the limit or not
+     * allocatable: CUDNN_STATUS_ALLOC_FAILED, with *too_big set for the former */
     auto attempt = [&](const Cand &c, bool *too_big) -> cudnnStatus_t {
         *too_big = false;
         cudnnStatus_t s = cudnnSetConvolutionMathType(conv, c.math);
@@ -259,6 +264,8 @@ int run_conv(oar_kernel_ctx_t *k, const AlgoKey &key, cudnnConvolutionDescriptor
         return s;
     };
     bool too_big = false;
+    cudnnStatus_t last = CUDNN_STATUS_NOT_SUPPORTED;
+    int last_algo = -1, tried = 0, over_limit = 0;
     Cand cached{-1, CUDNN_DEFAULT_MATH};
     {
         std::lock_guard<std::mutex> lk(g_algos_lock);
@@ -266,20 +273,20 @@ int run_conv(oar_kernel_ctx_t *k, const AlgoKey &key, cudnnConvolutionDescriptor
         if (it != g_algos.end()) cached = it->second;
     }
     if (cached.algo >= 0) {
-        if (attempt(cached, &too_big) == CUDNN_STATUS_SUCCESS) return OAR_OK;
+        cudnnStatus_t s = attempt(cached, &too_big);
+        if (s == CUDNN_STATUS_SUCCESS) return OAR_OK;
         std::lock_guard<std::mutex> lk(g_algos_lock);
         auto it = g_algos.find(key);
         if (it != g_algos.end() && it->second == cached) g_algos.erase(it);
+        if (!too_big) { tried++; last = s; last_algo = cached.algo; }
     }
     Perf perf[kCount];
     int got = 0;
     if (rank(perf, kCount, &got) != CUDNN_STATUS_SUCCESS) got = 0;   /* no ranking: the fallback alone */
     if (got < 0) got = 0;
     if (got > kCount) got = kCount;
-    Cand cands[kCount + 2];
+    Cand cands[2 * kCount + 2];
     const int n = candidates(perf, got, key.dtype, cands);
-    cudnnStatus_t last = CUDNN_STATUS_NOT_SUPPORTED;
-    int last_algo = -1, tried = 0, over_limit = 0;
     for (int i = 0; i < n; i++) {
         if (cands[i] == cached) continue;   /* it just failed */
         cudnnStatus_t s = attempt(cands[i], &too_big);
