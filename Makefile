@@ -180,11 +180,18 @@ rock:
 # their own shared object, build/liboar_cuda.so, which src/device.c dlopens the
 # first time a CUDA place is asked for (src/backend.h). Built when nvcc exists
 # (PATH or /usr/local/cuda) unless NO_CUDA=1; installed next to liboar.so.
-#   CUDA_ARCH   real architectures compiled to SASS (default: 80 90)
+#   CUDA_ARCH   real architectures compiled to SASS (default: 75 80 90:
+#               Turing (T4), Ampere (A100), Hopper (H100/H200))
 #   CUDA_PTX    the architecture also embedded as PTX, JIT-compiled by newer GPUs
+#   CUDA_HOME   the toolkit (default: nvcc's parent directory)
+#   CUBLAS_HOME, CUDNN_HOME, NCCL_HOME   where cuBLAS, cuDNN and NCCL are
+#               installed, when they are not where tools/find_cuda_libs looks
+#               (docs/install.md, "The CUDA backend")
 # The backend links cudart statically (needs only the driver, libcuda.so.1, at
-# run time) and cuBLAS/cuDNN dynamically; its rpath holds $ORIGIN (liboar.so)
-# and the CUDA library directory it was built against.
+# run time) and cuBLAS/cuDNN dynamically; NCCL is never linked: the collective
+# ops open it when they first run (kernels/cuda/collective.cu). The backend's
+# RUNPATH holds $ORIGIN (liboar.so) and the directories cuBLAS, cuDNN and NCCL
+# were found in, so it loads where it was built without LD_LIBRARY_PATH.
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ( [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc ))
 ifeq ($(NO_CUDA),1)
 NVCC :=
@@ -192,32 +199,74 @@ endif
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CU_SRC    = $(wildcard kernels/cuda/*.cu)
 CUDA_LIB  = $(BUILD)/liboar_cuda.so
-CUDA_ARCH ?= 80 90
+CUDA_ARCH ?= 75 80 90
 CUDA_PTX  ?= 90
 comma := ,
 CUDA_GENCODE = $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a)$(comma)code=sm_$(a)) \
                $(if $(CUDA_PTX),-gencode arch=compute_$(CUDA_PTX)$(comma)code=compute_$(CUDA_PTX))
 NVCCFLAGS ?= -O3 -std=c++17 -lineinfo $(CUDA_GENCODE) -Xcompiler -fPIC,-Wall -Isrc -Ibuild
-# NCCL carries the collective ops between GPUs (kernels/cuda/collective.cu)
-CUDA_LIBS  = -L$(BUILD) -loar -L$(CUDA_HOME)/lib64 -lcublas -lcudnn -lnccl -cudart static \
-             -Xlinker --no-undefined -Xlinker -rpath -Xlinker '$$ORIGIN' -Xlinker -rpath -Xlinker $(CUDA_HOME)/lib64
+# in CI (WERROR=1), nvcc's own warnings and the host compiler's are errors too
+NVCC_WERROR = $(if $(WARN_ERR),-Werror all-warnings -Xcompiler -Werror)
 # the backend names liboar.so in DT_NEEDED: the soname lets the loader match
 # the copy LuaJIT already loaded (whatever its path) instead of loading another
 LIBS += -Wl,-soname,liboar.so
-.PHONY: cuda install-cuda cuda-sanitize
+.PHONY: cuda install-cuda cuda-sanitize cuda-info
 ifneq ($(and $(NVCC),$(CU_SRC)),)
+# Where cuBLAS, cuDNN and NCCL are: tools/find_cuda_libs, run once per make
+# (not for `make clean`), writes them as make variables into
+# build/cuda_libs.mk (CUBLAS_*, CUDNN_*, NCCL_*, CUDA_LIBS_MISSING), replaced
+# only when they changed: the backend is relinked when a library moved
+CUDA_LIBS_MK = $(BUILD)/cuda_libs.mk
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+CUDA_LIBS_RUN := $(shell mkdir -p $(BUILD) && CUDA_HOME='$(CUDA_HOME)' CUBLAS_HOME='$(CUBLAS_HOME)' \
+  CUDNN_HOME='$(CUDNN_HOME)' NCCL_HOME='$(NCCL_HOME)' sh tools/find_cuda_libs > $(CUDA_LIBS_MK).tmp \
+  && { cmp -s $(CUDA_LIBS_MK).tmp $(CUDA_LIBS_MK) || mv -f $(CUDA_LIBS_MK).tmp $(CUDA_LIBS_MK); } \
+  && rm -f $(CUDA_LIBS_MK).tmp || echo failed)
+ifneq ($(CUDA_LIBS_RUN),)
+$(error tools/find_cuda_libs failed: run `CUDA_HOME=$(CUDA_HOME) sh tools/find_cuda_libs` to see why, or NO_CUDA=1)
+endif
+include $(CUDA_LIBS_MK)
+endif
+# -I only for headers outside the compilers' own include paths
+CUDA_SYS_INC = $(CUDA_HOME)/include /usr/include /usr/local/include
+CUDA_INC     = $(addprefix -I,$(filter-out $(CUDA_SYS_INC),$(sort $(CUBLAS_INCDIR) $(CUDNN_INCDIR))))
+# RUNPATH: $ORIGIN, then each library directory once, in the order found
+# (the system's own directories are the loader's default anyway)
+uniq = $(if $1,$(firstword $1) $(call uniq,$(filter-out $(firstword $1),$1)))
+CUDA_RPATH = $(call uniq,$(filter-out /lib /lib64 /usr/lib /usr/lib64 /usr/lib/x86_64-linux-gnu,\
+               $(CUBLAS_LIBDIR) $(CUDNN_LIBDIR) $(NCCL_LIBDIR)))
+CUDA_LIBS  = -L$(BUILD) -loar $(addprefix -L,$(call uniq,$(CUBLAS_LIBDIR) $(CUDNN_LIBDIR))) \
+             $(CUBLAS_LINK) $(CUDNN_LINK) -cudart static -Xlinker --no-undefined \
+             -Xlinker -rpath -Xlinker '$$ORIGIN' $(foreach d,$(CUDA_RPATH),-Xlinker -rpath -Xlinker $(d))
+# collective.cu: the NCCL library found here is the first the collective ops
+# try to open; with nccl.h at hand, oar's own NCCL declarations are checked
+# against it (kernels/cuda/nccl_api.h)
+$(BUILD)/kernels/cuda/collective.o: NVCC_EXTRA = $(if $(NCCL_FILE),-DOAR_NCCL_LIB='"$(NCCL_FILE)"') \
+  $(if $(NCCL_INCDIR),-DOAR_NCCL_ABI_CHECK $(addprefix -I,$(filter-out $(CUDA_SYS_INC),$(NCCL_INCDIR))))
+$(BUILD)/kernels/cuda/collective.o: $(CUDA_LIBS_MK)
 CU_OBJ = $(patsubst %.cu,$(BUILD)/%.o,$(CU_SRC))
 all: $(CUDA_LIB)
 cuda: $(CUDA_LIB)
 -include $(CU_OBJ:.o=.d)
-$(BUILD)/%.o: %.cu $(BUILD)/framework.pb-c.h | $(OPS_GEN)
+# what a CUDA build uses (.ci/run prints it)
+cuda-info:
+	@echo "nvcc $(NVCC);"
+	@echo "architectures $(addprefix sm_,$(CUDA_ARCH))$(if $(CUDA_PTX), + PTX compute_$(CUDA_PTX));"
+	@echo "cuBLAS $(or $(CUBLAS_FILE),not found);"
+	@echo "cuDNN $(or $(CUDNN_FILE),not found);"
+	@echo "NCCL $(or $(NCCL_FILE),not found (the collective ops look for libnccl.so.2 when they first run));"
+# stops the backend's build, saying what is missing, until it is found
+$(BUILD)/cuda_libs.ok: $(CUDA_LIBS_MK)
+	@if [ -n "$(CUDA_LIBS_MISSING)" ]; then echo "the CUDA backend cannot be built: $(CUDA_LIBS_MISSING) (or NO_CUDA=1 to build without it)" >&2; exit 1; fi
+	@touch $@
+$(BUILD)/%.o: %.cu $(BUILD)/framework.pb-c.h | $(BUILD)/cuda_libs.ok $(OPS_GEN)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
-$(CUDA_LIB): $(CU_OBJ) $(LIB)
-	$(NVCC) -shared -o $@.tmp.$$$$ $(CU_OBJ) $(CUDA_LIBS) && mv -f $@.tmp.$$$$ $@
+	$(call say,NVCC,$<)$(NVCC) $(NVCCFLAGS) $(NVCC_WERROR) $(CUDA_INC) $(NVCC_EXTRA) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
+$(CUDA_LIB): $(CU_OBJ) $(LIB) $(CUDA_LIBS_MK) | $(BUILD)/cuda_libs.ok
+	$(call say,LD,$@)$(NVCC) -shared -o $@.tmp.$$$$ $(CU_OBJ) $(CUDA_LIBS) && mv -f $@.tmp.$$$$ $@
 else
-cuda:
-	@echo "make cuda: nvcc was not found (set NVCC=/path/to/nvcc or install the CUDA toolkit)" >&2; exit 1
+cuda cuda-info:
+	@echo "make $@: nvcc was not found (set NVCC=/path/to/nvcc or install the CUDA toolkit)" >&2; exit 1
 endif
 install: install-cuda
 install-cuda:

@@ -119,6 +119,41 @@ describe("the CUDA backend is loaded at run time", function()
     assert.is_true(n > 10, out)
   end)
 
+  -- NCCL is opened by the collective ops when they first run
+  -- (kernels/cuda/collective.cu), never linked; cuBLAS and cuDNN are found
+  -- through the RUNPATH tools/find_cuda_libs gave the backend
+  it("liboar_cuda.so does not depend on NCCL, and its RUNPATH names where cuBLAS and cuDNN were found", function()
+    local so = BUILD .. "/liboar_cuda.so"
+    local f = io.open(so, "rb")
+    if not f then
+      pending("build/liboar_cuda.so was not built (no nvcc)")
+      return
+    end
+    f:close()
+    local code, out = sh("readelf -d " .. sh_quote(so))
+    assert.are.equal(0, code, out)
+    assert.is_falsy(out:find("libnccl", 1, true), "liboar_cuda.so needs NCCL:\n" .. out)
+    local runpath = out:match("RUNPATH%)%s+Library runpath: %[([^%]]*)%]")
+    assert.is_truthy(runpath, "no RUNPATH:\n" .. out)
+    local dirs = {}
+    for d in runpath:gmatch("[^:]+") do dirs[d] = true end
+    assert.is_true(dirs["$ORIGIN"], runpath)
+    local mk = io.open(BUILD .. "/cuda_libs.mk")
+    if mk then
+      local vars = mk:read("*a")
+      mk:close()
+      for _, v in ipairs({ "CUBLAS_LIBDIR", "CUDNN_LIBDIR", "NCCL_LIBDIR" }) do
+        local d = vars:match(v .. " := (%S+)")
+        if d and not d:match("^/usr/lib") and not d:match("^/lib") then
+          assert.is_true(dirs[d], v .. " " .. d .. " is not in the RUNPATH " .. runpath)
+        end
+      end
+    end
+    code, out = sh("nm -D --undefined-only " .. sh_quote(so))
+    assert.are.equal(0, code, out)
+    assert.is_falsy(out:find("nccl", 1, true), "liboar_cuda.so imports NCCL symbols:\n" .. out)
+  end)
+
   it("a CPU-only process maps no CUDA library", function()
     local code, out = child(PROGRAM .. [[
 local _, _, losses = train(oar.CPUPlace(), 2)

@@ -72,6 +72,41 @@ describe("CUDA collective kernels (NCCL) #gpu", function()
     end)
   end)
 
+  -- NCCL is opened when the first collective runs (never linked): without
+  -- it, the op fails naming the library, and every other op still runs
+  it("names the NCCL library when it cannot be loaded, and the other ops still run", function()
+    local script = [[
+      package.path = "./lua/?.lua;./lua/?/init.lua;" .. package.path
+      package.cpath = "./build/?.so;" .. package.cpath
+      local oar = require("oar")
+      oar.fleet.init()
+      local main = oar.Program()
+      local block = main:global_block()
+      local x = block:create_var{ name = "x", shape = { 4 }, dtype = "float32" }
+      local y = block:create_var{ name = "y", shape = { 4 }, dtype = "float32" }
+      local z = block:create_var{ name = "z", shape = { 4 }, dtype = "float32" }
+      block:append_op{ type = "scale", inputs = { X = { x } }, outputs = { Out = { y } }, attrs = { scale = 2 } }
+      local exe = oar.Executor(oar.CUDAPlace(0))
+      local feed = { x = oar.tensor.new({ 1, 2, 3, 4 }, "float32") }
+      print("scale " .. table.concat(exe:run(main, { feed = feed, fetch_list = { y } })[1]:totable(), " "))
+      block:append_op{ type = "c_allreduce_sum", inputs = { X = { y } }, outputs = { Out = { z } }, attrs = { ring_id = 0 } }
+      local ok, err = pcall(exe.run, exe, main, { feed = feed, fetch_list = { z } })
+      print("allreduce " .. tostring(ok) .. " " .. tostring(err))
+    ]]
+    local path = tmpbase() .. ".lua"
+    local f = assert(io.open(path, "w"))
+    f:write(script)
+    f:close()
+    local ok, out = run("OAR_NCCL_LIBRARY=/nonexistent/libnccl.so.2 luajit " .. path)
+    os.remove(path)
+    assert(ok, out)
+    assert.matches("scale 2 4 6 8", out, 1, true)
+    assert.matches("allreduce false", out, 1, true)
+    assert.matches("c_allreduce_sum", out, 1, true)
+    assert.matches("need NCCL 2.14 or newer", out, 1, true)
+    assert.matches("/nonexistent/libnccl.so.2", out, 1, true)
+  end)
+
   describe("two workers (mpirun)", function()
     local why
     if not sh_ok("command -v mpirun >/dev/null 2>&1") then

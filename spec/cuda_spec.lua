@@ -275,6 +275,26 @@ describe("CUDA kernels #gpu", function()
       same{ type = "depthwise_conv2d", inputs = { Input = rand({ 2, 3, 6, 6 }, -1, 1), Filter = rand({ 3, 1, 3, 3 }, -1, 1) },
             attrs = { groups = 3, paddings = { 1, 1 } }, grad = { wrt = { "Input", "Filter" }, of = { "Output" } }, atol = 1e-4 }
     end)
+    it("conv2d NHWC: cuDNN's channels-last format, Filter [M, C/groups, kh, kw], with grads", function()
+      if os.getenv("OAR_CUDA_EMU") and not C.oar_kernel_registered("conv2d", GPU, T.DTYPES.float32) then
+        pending("conv2d runs through cuDNN, which tools/cuda_emu does not emulate")
+        return
+      end
+      local function conv(xs, ws, attrs, dtype, type)
+        attrs.data_format = "NHWC"
+        same{ type = type or "conv2d", inputs = { Input = rand(xs, -1, 1, dtype), Filter = rand(ws, -1, 1, dtype) },
+              attrs = attrs, outputs = { Output = 1 }, grad = { wrt = { "Input", "Filter" }, of = { "Output" } },
+              atol = 1e-4 }
+      end
+      conv({ 2, 9, 9, 3 }, { 4, 3, 3, 3 }, {})
+      conv({ 2, 9, 8, 3 }, { 4, 3, 3, 3 }, { strides = { 2, 2 }, paddings = { 1, 1 } })
+      conv({ 1, 7, 7, 2 }, { 3, 2, 3, 2 }, { paddings = { 0, 2, 1, 0 } })
+      conv({ 1, 9, 9, 2 }, { 2, 2, 3, 3 }, { dilations = { 2, 2 }, paddings = { 2, 2 } })
+      conv({ 2, 6, 6, 4 }, { 6, 2, 3, 3 }, { groups = 2, paddings = { 1, 1 } })
+      conv({ 2, 7, 6, 3 }, { 4, 3, 3, 2 }, { strides = { 2, 1 }, padding_algorithm = "SAME" })
+      conv({ 2, 6, 6, 3 }, { 4, 3, 1, 1 }, {}, "float64")
+      conv({ 2, 6, 6, 3 }, { 3, 1, 3, 3 }, { groups = 3, paddings = { 1, 1 } }, nil, "depthwise_conv2d")
+    end)
     it("pool2d: max (with ReLU-like ties), avg exclusive/inclusive, ceil_mode, global, adaptive, with grads", function()
       local function pool(x, attrs)
         same{ type = "pool2d", inputs = { X = x }, attrs = attrs, grad = { wrt = { "X" } } }
@@ -290,6 +310,24 @@ describe("CUDA kernels #gpu", function()
       pool(rand({ 1, 2, 6, 6 }, -1, 1), { pooling_type = "avg", ksize = { 2, 3 }, paddings = { 0, 1, 1, 0 } })
       pool(rand({ 2, 3, 5, 5 }, -1, 1), { pooling_type = "avg", global_pooling = true })
       pool(rand({ 2, 3, 7, 5 }, -1, 1), { pooling_type = "max", ksize = { 3, 2 }, adaptive = true })
+    end)
+    it("pool2d NHWC: the same windows channels-last, with grads", function()
+      local function pool(x, attrs)
+        attrs.data_format = "NHWC"
+        same{ type = "pool2d", inputs = { X = x }, attrs = attrs, grad = { wrt = { "X" } } }
+      end
+      local relu_like = rand({ 2, 8, 8, 3 }, -1, 1)
+      for i, v in ipairs(relu_like.data) do if v < 0.3 then relu_like.data[i] = 0 end end
+      pool(relu_like, { pooling_type = "max", ksize = { 2, 2 }, strides = { 2, 2 } })
+      pool(rand({ 2, 7, 6, 3 }, -1, 1), { pooling_type = "max", ksize = { 3, 3 }, strides = { 2, 2 }, paddings = { 1, 1 } })
+      pool(rand({ 2, 7, 7, 5 }, -1, 1), { pooling_type = "avg", ksize = { 3, 2 }, strides = { 2, 1 }, paddings = { 1, 1 },
+                                           exclusive = false })
+      pool(rand({ 1, 6, 6, 2 }, -1, 1), { pooling_type = "avg", ksize = { 2, 3 }, paddings = { 0, 1, 1, 0 } })
+      pool(rand({ 1, 7, 7, 2 }, -1, 1), { pooling_type = "max", ksize = { 2, 2 }, strides = { 2, 2 }, ceil_mode = true })
+      pool(rand({ 2, 5, 4, 3 }, -1, 1), { pooling_type = "avg", global_pooling = true })
+      pool(rand({ 2, 7, 5, 3 }, -1, 1), { pooling_type = "max", ksize = { 3, 2 }, adaptive = true })
+      pool(rand({ 2, 7, 5, 3 }, -1, 1), { pooling_type = "avg", ksize = { 3, 3 }, strides = { 2, 2 },
+                                           padding_algorithm = "SAME" })
     end)
     it("batch_norm: training (running statistics updated in place), test mode, NHWC, with grads", function()
       local function bn(xs, attrs, c)

@@ -3,6 +3,14 @@
  * over NCCL: c_allreduce_sum/_max/_min/_prod, c_broadcast, c_allgather
  * (dense) and the gradient buffer pair c_coalesce / c_split_coalesced.
  *
+ * NCCL is not linked: the first collective opens it (dlopen) and resolves
+ * the few functions used here into a table (nccl_api.h), so the rest of the
+ * backend runs on a machine without NCCL. The libraries tried, in order:
+ * the one named by $OAR_NCCL_LIBRARY alone, when set; else the one the
+ * build found (OAR_NCCL_LIB, from tools/find_cuda_libs), then NCCL's soname
+ * libnccl.so.2 and libnccl.so on the loader's path (which includes the
+ * backend's RUNPATH). None loading is an op error naming what was tried.
+ *
  * One NCCL communicator per device, made on the first collective: worker 0
  * draws NCCL's unique id and the communication interface (src/comm.h, MPI
  * between the processes) broadcasts it; each process drives one GPU, its
@@ -15,22 +23,159 @@
  * cause. Selected rows are gathered by the CPU kernel (the executor moves
  * them to the host).
  */
-#include <nccl.h>
+#include <dlfcn.h>
+#include <mutex>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sched.h>
 #include <time.h>
 #include "cuda_common.h"
+#include "nccl_api.h"
 #include "ops/collective.h"
 extern "C" {
 #include "comm.h"
 }
 
+#ifdef OAR_NCCL_ABI_CHECK
+/* nccl.h was found at build time: oar's declarations must agree with it (an
+ * nccl.h older than 2.14 checks nothing: such an NCCL is refused at run time) */
+#include <nccl.h>
+#if NCCL_VERSION_CODE >= 21400
+static_assert(sizeof(oarnccl::UniqueId) == sizeof(ncclUniqueId), "ncclUniqueId's size");
+static_assert(sizeof(oarnccl::Result) == sizeof(ncclResult_t) && sizeof(oarnccl::DataType) == sizeof(ncclDataType_t) &&
+              sizeof(oarnccl::RedOp) == sizeof(ncclRedOp_t), "NCCL's enum sizes");
+static_assert(oarnccl::Success == (int)ncclSuccess && oarnccl::InProgress == (int)ncclInProgress &&
+              oarnccl::SystemError == (int)ncclSystemError && oarnccl::InvalidUsage == (int)ncclInvalidUsage &&
+              oarnccl::RemoteError == (int)ncclRemoteError, "ncclResult_t's values");
+static_assert(oarnccl::Int8 == (int)ncclInt8 && oarnccl::Uint8 == (int)ncclUint8 && oarnccl::Int32 == (int)ncclInt32 &&
+              oarnccl::Uint32 == (int)ncclUint32 && oarnccl::Int64 == (int)ncclInt64 &&
+              oarnccl::Uint64 == (int)ncclUint64 && oarnccl::Float16 == (int)ncclFloat16 &&
+              oarnccl::Float32 == (int)ncclFloat32 && oarnccl::Float64 == (int)ncclFloat64, "ncclDataType_t's values");
+static_assert(oarnccl::Sum == (int)ncclSum && oarnccl::Prod == (int)ncclProd && oarnccl::Max == (int)ncclMax &&
+              oarnccl::Min == (int)ncclMin, "ncclRedOp_t's values");
+static_assert(offsetof(oarnccl::Config, size) == offsetof(ncclConfig_t, size) &&
+              offsetof(oarnccl::Config, magic) == offsetof(ncclConfig_t, magic) &&
+              offsetof(oarnccl::Config, version) == offsetof(ncclConfig_t, version) &&
+              offsetof(oarnccl::Config, blocking) == offsetof(ncclConfig_t, blocking), "ncclConfig_t's first fields");
+static_assert(NCCL_VERSION(2, 14, 0) == oarnccl::kMinVersion, "NCCL's version code of 2.14.0");
+#endif
+#endif
+
 using namespace oarcu;
 
 namespace {
 
+using oarnccl::Api;
+using oarnccl::Comm;
+using oarnccl::Result;
+
+/* ---- loading NCCL ---------------------------------------------------------- */
+const char *const kLibraryEnv = "OAR_NCCL_LIBRARY";
+
+struct Loaded {
+    Api api;
+    bool ok = false;
+    char why[2048] = "";   /* why no library could be used */
+};
+Loaded g_nccl;
+std::once_flag g_nccl_once;
+
+/* appends "; " and a formatted reason to why */
+void add_why(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void add_why(char *why, size_t n, const char *fmt, ...)
+{
+    size_t at = strlen(why);
+    if (at && at + 2 < n) { memcpy(why + at, "; ", 3); at += 2; }
+    if (at >= n) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why + at, n - at, fmt, ap);
+    va_end(ap);
+}
+
+/* the table from an opened library; false (why extended) when it lacks a
+ * function or is older than NCCL 2.14 */
+bool resolve(void *h, const char *path, Api *api, char *why, size_t n)
+{
+    struct { void **slot; const char *name; } fns[] = {
+        {(void **)&api->GetVersion, "ncclGetVersion"},
+        {(void **)&api->GetUniqueId, "ncclGetUniqueId"},
+        {(void **)&api->CommInitRankConfig, "ncclCommInitRankConfig"},
+        {(void **)&api->CommGetAsyncError, "ncclCommGetAsyncError"},
+        {(void **)&api->CommAbort, "ncclCommAbort"},
+        {(void **)&api->GetErrorString, "ncclGetErrorString"},
+        {(void **)&api->GetLastError, "ncclGetLastError"},
+        {(void **)&api->AllReduce, "ncclAllReduce"},
+        {(void **)&api->Broadcast, "ncclBroadcast"},
+        {(void **)&api->AllGather, "ncclAllGather"},
+    };
+    for (auto &f : fns) {
+        *f.slot = dlsym(h, f.name);
+        if (!*f.slot) {
+            add_why(why, n, "%s has no %s (NCCL older than 2.14?)", path, f.name);
+            return false;
+        }
+    }
+    int v = 0;
+    if (api->GetVersion(&v) != oarnccl::Success || v < oarnccl::kMinVersion) {
+        add_why(why, n, "%s is NCCL version code %d, older than 2.14 (%d)", path, v, oarnccl::kMinVersion);
+        return false;
+    }
+    return true;
+}
+
+void load_nccl()
+{
+    const char *env = getenv(kLibraryEnv);
+    const char *tries[4];
+    int nt = 0;
+    if (env && *env) {
+        tries[nt++] = env;   /* the user's choice alone */
+    } else {
+#ifdef OAR_NCCL_LIB
+        tries[nt++] = OAR_NCCL_LIB;
+#endif
+#ifndef OAR_NCCL_LIB_ONLY
+        tries[nt++] = "libnccl.so.2";
+        tries[nt++] = "libnccl.so";
+#endif
+    }
+    for (int i = 0; i < nt; i++) {
+        /* never closed once in use: communicators outlive any one op */
+        void *h = dlopen(tries[i], RTLD_NOW | RTLD_LOCAL);
+        if (!h) {
+            const char *e = dlerror();
+            add_why(g_nccl.why, sizeof g_nccl.why, "%s", e ? e : tries[i]);
+            continue;
+        }
+        if (resolve(h, tries[i], &g_nccl.api, g_nccl.why, sizeof g_nccl.why)) {
+            g_nccl.ok = true;
+            return;
+        }
+        dlclose(h);
+    }
+}
+
+/* NCCL's functions, or an op error naming the libraries tried */
+int nccl_api(oar_kernel_ctx_t *k, const Api **out)
+{
+    std::call_once(g_nccl_once, load_nccl);
+    if (!g_nccl.ok) {
+        const char *env = getenv(kLibraryEnv);
+        return oar_k_error(k, OAR_ERR_UNSUPPORTED,
+                           "the collective ops on CUDA places need NCCL 2.14 or newer, which could not be loaded%s%s: "
+                           "%s. Install NCCL (pip's nvidia-nccl-cu13 or -cu12, or the system's libnccl2) where the "
+                           "loader finds libnccl.so.2, or name its file in $%s",
+                           env && *env ? " from $" : "", env && *env ? kLibraryEnv : "", g_nccl.why, kLibraryEnv);
+    }
+    *out = &g_nccl.api;
+    return OAR_OK;
+}
+
+/* ---- communicators --------------------------------------------------------- */
 constexpr int kMaxDevices = 64;
-ncclComm_t comms[kMaxDevices];
+Comm comms[kMaxDevices];
 bool comm_dead[kMaxDevices];
 
 double now_s()
@@ -40,27 +185,27 @@ double now_s()
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-int nccl_fail(oar_kernel_ctx_t *k, ncclResult_t r, const char *call)
+int nccl_fail(oar_kernel_ctx_t *k, const Api *nc, Result r, const char *call)
 {
     return oar_k_error(k, OAR_ERR_COMM, "%s failed on worker %d of %d: %s (%s)", call, oar_comm_rank(),
-                       oar_comm_size(), ncclGetErrorString(r), ncclGetLastError(nullptr));
+                       oar_comm_size(), nc->GetErrorString(r), nc->GetLastError(nullptr));
 }
 
 /* Waits until comm has no operation in progress (init) or, with stream
  * work, until the default stream drained; bounded by the job's timeout. */
-int wait_comm(oar_kernel_ctx_t *k, ncclComm_t comm, bool stream, const char *call)
+int wait_comm(oar_kernel_ctx_t *k, const Api *nc, Comm comm, bool stream, const char *call)
 {
     const double t0 = now_s(), limit = oar_comm_timeout();
     for (long i = 0;; i++) {
-        ncclResult_t async = ncclSuccess;
-        ncclResult_t r = ncclCommGetAsyncError(comm, &async);
-        if (r != ncclSuccess) async = r;
-        if (async != ncclSuccess && async != ncclInProgress) {
-            ncclCommAbort(comm);
+        Result async = oarnccl::Success;
+        Result r = nc->CommGetAsyncError(comm, &async);
+        if (r != oarnccl::Success) async = r;
+        if (async != oarnccl::Success && async != oarnccl::InProgress) {
+            nc->CommAbort(comm);
             comm_dead[k->device] = true;
-            return nccl_fail(k, async, call);
+            return nccl_fail(k, nc, async, call);
         }
-        bool done = async == ncclSuccess;
+        bool done = async == oarnccl::Success;
         if (done && stream) {
             cudaError_t e = cudaStreamQuery(0);
             if (e != cudaSuccess && e != cudaErrorNotReady) return cuda_fail(k, e, call);
@@ -69,7 +214,7 @@ int wait_comm(oar_kernel_ctx_t *k, ncclComm_t comm, bool stream, const char *cal
         if (done) return OAR_OK;
         double waited = now_s() - t0;
         if (waited > limit) {
-            ncclCommAbort(comm);
+            nc->CommAbort(comm);
             comm_dead[k->device] = true;
             return oar_k_error(k, OAR_ERR_COMM,
                                "worker %d of %d waited %.1f s in %s and the other workers did not answer: a "
@@ -81,18 +226,18 @@ int wait_comm(oar_kernel_ctx_t *k, ncclComm_t comm, bool stream, const char *cal
 }
 
 /* The device's communicator, made on first use. */
-int get_comm(oar_kernel_ctx_t *k, ncclComm_t *out)
+int get_comm(oar_kernel_ctx_t *k, const Api *nc, Comm *out)
 {
     int dev = k->device;
     if (dev < 0 || dev >= kMaxDevices) return oar_k_error(k, OAR_ERR_RANGE, "CUDA device %d: too many devices", dev);
     if (comm_dead[dev])
         return oar_k_error(k, OAR_ERR_COMM, "the NCCL communicator of CUDA device %d failed earlier", dev);
     if (comms[dev]) { *out = comms[dev]; return OAR_OK; }
-    ncclUniqueId id;
+    oarnccl::UniqueId id;
     memset(&id, 0, sizeof id);
     if (oar_comm_rank() == 0) {
-        ncclResult_t r = ncclGetUniqueId(&id);
-        if (r != ncclSuccess) return nccl_fail(k, r, "ncclGetUniqueId");
+        Result r = nc->GetUniqueId(&id);
+        if (r != oarnccl::Success) return nccl_fail(k, nc, r, "ncclGetUniqueId");
     }
     int rc = oar_comm_broadcast(&id, sizeof id, 0);
     if (rc != OAR_OK) {
@@ -101,38 +246,43 @@ int get_comm(oar_kernel_ctx_t *k, ncclComm_t *out)
         return oar_k_error(k, rc, "sending NCCL's unique id: %s", msg);
     }
     OAR_CU(k, cudaSetDevice(dev), "cudaSetDevice");
-    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
-    cfg.blocking = 0;
-    ncclComm_t c = nullptr;
-    ncclResult_t r = ncclCommInitRankConfig(&c, oar_comm_size(), id, oar_comm_rank(), &cfg);
-    if (r != ncclSuccess && r != ncclInProgress) return nccl_fail(k, r, "ncclCommInitRankConfig");
-    OAR_TRY(wait_comm(k, c, false, "ncclCommInitRankConfig"));
+    oarnccl::Config cfg = oarnccl::nonblocking_config();
+    Comm c = nullptr;
+    Result r = nc->CommInitRankConfig(&c, oar_comm_size(), id, oar_comm_rank(), &cfg);
+    if (r != oarnccl::Success && r != oarnccl::InProgress) return nccl_fail(k, nc, r, "ncclCommInitRankConfig");
+    OAR_TRY(wait_comm(k, nc, c, false, "ncclCommInitRankConfig"));
     comms[dev] = c;
     *out = c;
     return OAR_OK;
 }
 
-bool nccl_dtype(int dt, ncclDataType_t *out)
+bool nccl_dtype(int dt, oarnccl::DataType *out)
 {
     switch (dt) {
-    case OAR_FP32: *out = ncclFloat32; return true;
-    case OAR_FP64: *out = ncclFloat64; return true;
-    case OAR_FP16: *out = ncclFloat16; return true;
-    case OAR_INT32: *out = ncclInt32; return true;
-    case OAR_INT64: *out = ncclInt64; return true;
-    case OAR_UINT8: *out = ncclUint8; return true;
+    case OAR_FP32: *out = oarnccl::Float32; return true;
+    case OAR_FP64: *out = oarnccl::Float64; return true;
+    case OAR_FP16: *out = oarnccl::Float16; return true;
+    case OAR_INT32: *out = oarnccl::Int32; return true;
+    case OAR_INT64: *out = oarnccl::Int64; return true;
+    case OAR_UINT8: *out = oarnccl::Uint8; return true;
     default: return false;
     }
 }
 
-/* ring check, program check, communicator, NCCL dtype */
-int prologue(oar_kernel_ctx_t *k, ncclComm_t *comm, ncclDataType_t *dt)
+/* what every collective starts with: ring and dtype checks, the program
+ * check, NCCL's functions, the communicator */
+struct Coll {
+    const Api *nc;
+    Comm comm;
+    oarnccl::DataType dt;
+};
+int prologue(oar_kernel_ctx_t *k, Coll *c)
 {
     const oar_op_desc_t *op = oar_k_op(k);
     int ring = ((const oar_collective_attrs_t *)oar_k_attrs(k))->ring_id;
     if (ring != 0)
         return oar_k_error(k, OAR_ERR_UNSUPPORTED, "ring_id %d: oar has one communicator (ring 0)", ring);
-    if (!nccl_dtype(oar_k_dtype(k), dt))
+    if (!nccl_dtype(oar_k_dtype(k), &c->dt))
         return oar_k_error(k, OAR_ERR_UNSUPPORTED, "NCCL cannot carry %s data", nm(oar_dtype_name(oar_k_dtype(k))));
     int rc = oar_comm_check_once(oar_k_program(k), oar_op_desc_type(op));
     if (rc != OAR_OK) {
@@ -140,14 +290,14 @@ int prologue(oar_kernel_ctx_t *k, ncclComm_t *comm, ncclDataType_t *dt)
         snprintf(msg, sizeof msg, "%s", oar_last_error());
         return oar_k_error(k, rc, "%s", msg);
     }
-    return get_comm(k, comm);
+    OAR_TRY(nccl_api(k, &c->nc));
+    return get_comm(k, c->nc, &c->comm);
 }
 
-int allreduce(oar_kernel_ctx_t *k, ncclRedOp_t red)
+int allreduce(oar_kernel_ctx_t *k, oarnccl::RedOp red)
 {
-    ncclComm_t comm;
-    ncclDataType_t ndt;
-    OAR_TRY(prologue(k, &comm, &ndt));
+    Coll c;
+    OAR_TRY(prologue(k, &c));
     const oar_tensor_t *x;
     const void *xp;
     OAR_TRY(in_tensor_at(k, OAR_COLL_X, 0, oar_k_dtype(k), -1, &x, &xp));
@@ -155,21 +305,20 @@ int allreduce(oar_kernel_ctx_t *k, ncclRedOp_t red)
     if (n == 0) return OAR_OK;
     void *yp;
     OAR_TRY(out_data_at(k, OAR_COLL_OUT, 0, oar_k_dtype(k), n, &yp));
-    ncclResult_t r = ncclAllReduce(xp, yp, (size_t)n, ndt, red, comm, 0);
-    if (r != ncclSuccess && r != ncclInProgress) return nccl_fail(k, r, "ncclAllReduce");
-    return wait_comm(k, comm, true, "ncclAllReduce");
+    Result r = c.nc->AllReduce(xp, yp, (size_t)n, c.dt, red, c.comm, nullptr);
+    if (r != oarnccl::Success && r != oarnccl::InProgress) return nccl_fail(k, c.nc, r, "ncclAllReduce");
+    return wait_comm(k, c.nc, c.comm, true, "ncclAllReduce");
 }
 
-int allreduce_sum(oar_kernel_ctx_t *k) { return allreduce(k, ncclSum); }
-int allreduce_max(oar_kernel_ctx_t *k) { return allreduce(k, ncclMax); }
-int allreduce_min(oar_kernel_ctx_t *k) { return allreduce(k, ncclMin); }
-int allreduce_prod(oar_kernel_ctx_t *k) { return allreduce(k, ncclProd); }
+int allreduce_sum(oar_kernel_ctx_t *k) { return allreduce(k, oarnccl::Sum); }
+int allreduce_max(oar_kernel_ctx_t *k) { return allreduce(k, oarnccl::Max); }
+int allreduce_min(oar_kernel_ctx_t *k) { return allreduce(k, oarnccl::Min); }
+int allreduce_prod(oar_kernel_ctx_t *k) { return allreduce(k, oarnccl::Prod); }
 
 int broadcast(oar_kernel_ctx_t *k)
 {
-    ncclComm_t comm;
-    ncclDataType_t ndt;
-    OAR_TRY(prologue(k, &comm, &ndt));
+    Coll c;
+    OAR_TRY(prologue(k, &c));
     int root = ((const oar_collective_attrs_t *)oar_k_attrs(k))->root;
     if (root >= oar_comm_size())
         return oar_k_error(k, OAR_ERR_RANGE, "root %d is not a worker: the job has %d", root, oar_comm_size());
@@ -180,16 +329,15 @@ int broadcast(oar_kernel_ctx_t *k)
     if (n == 0) return OAR_OK;
     void *yp;
     OAR_TRY(out_data_at(k, OAR_COLL_OUT, 0, oar_k_dtype(k), n, &yp));
-    ncclResult_t r = ncclBroadcast(xp, yp, (size_t)n, ndt, root, comm, 0);
-    if (r != ncclSuccess && r != ncclInProgress) return nccl_fail(k, r, "ncclBroadcast");
-    return wait_comm(k, comm, true, "ncclBroadcast");
+    Result r = c.nc->Broadcast(xp, yp, (size_t)n, c.dt, root, c.comm, nullptr);
+    if (r != oarnccl::Success && r != oarnccl::InProgress) return nccl_fail(k, c.nc, r, "ncclBroadcast");
+    return wait_comm(k, c.nc, c.comm, true, "ncclBroadcast");
 }
 
 int allgather(oar_kernel_ctx_t *k)
 {
-    ncclComm_t comm;
-    ncclDataType_t ndt;
-    OAR_TRY(prologue(k, &comm, &ndt));
+    Coll c;
+    OAR_TRY(prologue(k, &c));
     int nranks = ((const oar_collective_attrs_t *)oar_k_attrs(k))->nranks;
     if (nranks != oar_comm_size())
         return oar_k_error(k, OAR_ERR_INVALID, "attr nranks is %d but the job has %d workers", nranks, oar_comm_size());
@@ -210,9 +358,9 @@ int allgather(oar_kernel_ctx_t *k)
     OAR_CU(k, cudaMemcpyAsync(mine.p, xp, bytes, cudaMemcpyDeviceToDevice, 0), "cudaMemcpyAsync");
     void *yp;
     OAR_TRY(out_data_at(k, OAR_COLL_OUT, 0, oar_k_dtype(k), n * nranks, &yp));
-    ncclResult_t r = ncclAllGather(mine.p, yp, (size_t)n, ndt, comm, 0);
-    if (r != ncclSuccess && r != ncclInProgress) return nccl_fail(k, r, "ncclAllGather");
-    return wait_comm(k, comm, true, "ncclAllGather");
+    Result r = c.nc->AllGather(mine.p, yp, (size_t)n, c.dt, c.comm, nullptr);
+    if (r != oarnccl::Success && r != oarnccl::InProgress) return nccl_fail(k, c.nc, r, "ncclAllGather");
+    return wait_comm(k, c.nc, c.comm, true, "ncclAllGather");
 }
 
 /* ---- the gradient buffer: device-to-device copies on the default stream ---- */

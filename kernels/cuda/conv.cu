@@ -1,20 +1,21 @@
 /*
  * conv.cu — CUDA kernels of conv2d / depthwise_conv2d and their grads on
- * cuDNN (NCHW; float16, float32, float64), with the CPU kernels' geometry
- * (kernels/cpu/conv.c): strides, dilations, groups, paddings {h, w} or
- * {top, bottom, left, right}.
+ * cuDNN (NCHW or NHWC; float16, float32, float64), with the CPU kernels'
+ * geometry (kernels/cpu/conv.c): strides, dilations, groups, paddings {h, w}
+ * or {top, bottom, left, right}. NHWC (data_format) is cuDNN's own
+ * channels-last tensor format for Input and Output; the Filter keeps oar's
+ * [M, C/groups, kh, kw] layout in either case.
  *
  * cuDNN pads symmetrically; asymmetric paddings are applied by copying the
  * input into a zero-padded buffer and convolving it without padding (the
- * input grad is computed for the padded buffer and cropped). Algorithms come
- * from cuDNN's heuristics (the *_v7 queries): the first whose own math type
- * keeps the precision and whose own workspace fits the op's
- * workspace_size_MB, cached per shape. Float32/64 convolutions use plain FMA
+ * input grad is computed for the padded buffer and cropped). Algorithms:
+ * see "algorithm choice" below. Float32/64 convolutions prefer plain FMA
  * math (no TF32), so results match the CPU kernels to float rounding.
  * Float16 tensors convolve with float accumulation (the convolution
  * descriptor's compute type) and may use tensor cores.
  */
 #include <limits.h>
+#include <stdio.h>
 #include <map>
 #include <mutex>
 #include <string.h>
@@ -45,6 +46,7 @@ struct ConvDesc {
 struct Geom {
     int64_t n, c, h, w, m, kh, kw, oh, ow, groups;
     int64_t st[2], dl[2], pd[4];
+    bool nhwc;            /* Input/Output channels-last: [N, H, W, C] */
     bool padded;          /* asymmetric paddings: convolve an explicitly padded copy */
     int64_t hp, wp;       /* the input's (padded) height and width as cuDNN sees it */
 };
@@ -56,10 +58,10 @@ int conv_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tensor_t *w
     oar_shape_str(x->dims, x->ndim, xs, sizeof xs);
     oar_shape_str(w->dims, w->ndim, ws, sizeof ws);
     const oar_conv_attrs_t *a = (const oar_conv_attrs_t *)oar_k_attrs(k);
-    /* NHWC runs on the CPU kernels only (they transpose to NCHW) */
-    if (a->nhwc)
-        return oar_k_error(k, OAR_ERR_UNSUPPORTED, "data_format \"NHWC\" is not supported on the GPU yet; use NCHW");
-    if (x->ndim != 4) return oar_k_error(k, OAR_ERR_SHAPE, "Input '%s' must be 4-D NCHW, got shape %s", xn, xs);
+    g->nhwc = a->nhwc;
+    if (x->ndim != 4)
+        return oar_k_error(k, OAR_ERR_SHAPE, "Input '%s' must be 4-D %s, got shape %s", xn, g->nhwc ? "NHWC" : "NCHW",
+                           xs);
     if (w->ndim != 4) return oar_k_error(k, OAR_ERR_SHAPE, "Filter '%s' must be 4-D, got shape %s", wn, ws);
     if (x->dtype != w->dtype)
         return oar_k_error(k, OAR_ERR_DTYPE, "Input '%s' is %s but Filter '%s' is %s", xn, oar_dtype_name(x->dtype), wn,
@@ -68,9 +70,14 @@ int conv_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tensor_t *w
     memcpy(g->dl, a->dl, sizeof g->dl);
     memcpy(g->pd, a->pd, sizeof g->pd);
     /* Fluid's SAME/VALID (SAME also sets dilations to 1), as the CPU kernel */
+    g->n = x->dims[0];
+    g->c = g->nhwc ? x->dims[3] : x->dims[1];
+    g->h = g->nhwc ? x->dims[1] : x->dims[2];
+    g->w = g->nhwc ? x->dims[2] : x->dims[3];
+    const int64_t in_hw[2] = {g->h, g->w};
     static const char *const algo_names[] = {"EXPLICIT", "SAME", "VALID"};
     if (a->algo < 0 || a->algo > 2 ||
-        !oar_win_resolve_pads(algo_names[a->algo], &x->dims[2], &w->dims[2], g->st, g->pd, g->dl))
+        !oar_win_resolve_pads(algo_names[a->algo], in_hw, &w->dims[2], g->st, g->pd, g->dl))
         return oar_k_error(k, OAR_ERR_INVALID, "attr padding_algorithm must be \"EXPLICIT\", \"SAME\" or \"VALID\"");
     g->groups = a->groups;
     if (g->groups < 1) return oar_k_error(k, OAR_ERR_INVALID, "attr groups = %lld must be >= 1", (long long)g->groups);
@@ -79,7 +86,6 @@ int conv_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tensor_t *w
             return oar_k_error(k, OAR_ERR_INVALID, "strides {%lld, %lld} and dilations {%lld, %lld} must be >= 1 and "
                                "paddings >= 0", (long long)g->st[0], (long long)g->st[1], (long long)g->dl[0],
                                (long long)g->dl[1]);
-    g->n = x->dims[0]; g->c = x->dims[1]; g->h = x->dims[2]; g->w = x->dims[3];
     g->m = w->dims[0]; g->kh = w->dims[2]; g->kw = w->dims[3];
     if (g->m < 1 || w->dims[1] < 1 || g->kh < 1 || g->kw < 1)
         return oar_k_error(k, OAR_ERR_SHAPE, "Filter '%s' has an empty dimension: shape %s", wn, ws);
@@ -90,7 +96,7 @@ int conv_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tensor_t *w
     if (g->h < 1 || g->w < 1) return oar_k_error(k, OAR_ERR_SHAPE, "Input '%s' %s has an empty spatial dimension", xn, xs);
     int64_t o[2];
     for (int i = 0; i < 2; i++) {
-        int64_t room = x->dims[2 + i] + g->pd[2 * i] + g->pd[2 * i + 1] - (g->dl[i] * (w->dims[2 + i] - 1) + 1);
+        int64_t room = in_hw[i] + g->pd[2 * i] + g->pd[2 * i + 1] - (g->dl[i] * (w->dims[2 + i] - 1) + 1);
         if (room < 0)
             return oar_k_error(k, OAR_ERR_SHAPE, "output %s would be empty: Input '%s' %s, Filter '%s' %s",
                                i == 0 ? "height" : "width", xn, xs, wn, ws);
@@ -120,14 +126,17 @@ int make_descs(oar_kernel_ctx_t *k, const Geom &g, int dt, Descs *d)
     d->type = dt == OAR_FP64 ? CUDNN_DATA_DOUBLE : dt == OAR_FP16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
     /* half data accumulates in float */
     const cudnnDataType_t compute = dt == OAR_FP16 ? CUDNN_DATA_FLOAT : d->type;
+    /* the dimensions are given as N, C, H, W whatever the layout */
+    const cudnnTensorFormat_t fmt = g.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
     OAR_CUDNN(k, cudnnCreateTensorDescriptor(&d->x.d), "cudnnCreateTensorDescriptor");
     OAR_CUDNN(k, cudnnCreateTensorDescriptor(&d->y.d), "cudnnCreateTensorDescriptor");
     OAR_CUDNN(k, cudnnCreateFilterDescriptor(&d->w.d), "cudnnCreateFilterDescriptor");
     OAR_CUDNN(k, cudnnCreateConvolutionDescriptor(&d->conv.d), "cudnnCreateConvolutionDescriptor");
-    OAR_CUDNN(k, cudnnSetTensor4dDescriptor(d->x.d, CUDNN_TENSOR_NCHW, d->type, (int)g.n, (int)g.c, (int)g.hp, (int)g.wp),
+    OAR_CUDNN(k, cudnnSetTensor4dDescriptor(d->x.d, fmt, d->type, (int)g.n, (int)g.c, (int)g.hp, (int)g.wp),
               "cudnnSetTensor4dDescriptor (Input)");
-    OAR_CUDNN(k, cudnnSetTensor4dDescriptor(d->y.d, CUDNN_TENSOR_NCHW, d->type, (int)g.n, (int)g.m, (int)g.oh, (int)g.ow),
+    OAR_CUDNN(k, cudnnSetTensor4dDescriptor(d->y.d, fmt, d->type, (int)g.n, (int)g.m, (int)g.oh, (int)g.ow),
               "cudnnSetTensor4dDescriptor (Output)");
+    /* oar's filter is [M, C/groups, kh, kw] in both layouts */
     OAR_CUDNN(k, cudnnSetFilter4dDescriptor(d->w.d, d->type, CUDNN_TENSOR_NCHW, (int)g.m, (int)(g.c / g.groups),
                                             (int)g.kh, (int)g.kw), "cudnnSetFilter4dDescriptor");
     const int ph = g.padded ? 0 : (int)g.pd[0], pw = g.padded ? 0 : (int)g.pd[2];
@@ -135,6 +144,7 @@ int make_descs(oar_kernel_ctx_t *k, const Geom &g, int dt, Descs *d)
                                                  (int)g.dl[1], CUDNN_CROSS_CORRELATION, compute),
               "cudnnSetConvolution2dDescriptor");
     OAR_CUDNN(k, cudnnSetConvolutionGroupCount(d->conv.d, (int)g.groups), "cudnnSetConvolutionGroupCount");
+    /* what cuDNN's heuristic ranks for; each candidate then sets its own */
     OAR_CUDNN(k, cudnnSetConvolutionMathType(d->conv.d, dt == OAR_FP16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
               "cudnnSetConvolutionMathType");
     return OAR_OK;
@@ -148,20 +158,32 @@ size_t workspace_limit(oar_kernel_ctx_t *k)
 }
 
 /* ---- algorithm choice ------------------------------------------------------
- * cuDNN's heuristic ranks candidates, each with its own math type. A
- * candidate is usable when its math type keeps the op's precision (float32
- * and float64: FMA only, so no silent TF32; the CPU is the reference) and
- * the workspace cuDNN reports for it under that math type fits the limit;
- * the chosen algorithm runs with the descriptor set to its math type and a
- * workspace of its own size. Choices are cached per device and
- * (direction, dtype, geometry, limit): the heuristic runs once per shape. */
+ * The candidates of one direction come from cuDNN's heuristic ranking (the
+ * *_v7 queries, asked under FMA math for float32/64 and tensor-op math for
+ * float16; each entry an algorithm and a math type). Float32 and float64
+ * first try every ranked algorithm under plain FMA math (no silent TF32:
+ * the CPU is the reference), then the entries under their own math type:
+ * default math (float32: may be TF32), then tensor-op math, never the
+ * down-conversion of float32 to half; float16 keeps cuDNN's order.
+ * Algorithm 0 (IMPLICIT_GEMM forward, ALGO_0 backward), the most widely
+ * supported, comes last as a fallback if it was not ranked. A candidate
+ * runs with the descriptor set to its math type and a workspace of its own
+ * size (skipped when that exceeds the op's workspace_size_MB); one that
+ * fails (not supported for this shape or layout, out of memory, ...) gives
+ * way to the next. The first to run is cached per device and (direction,
+ * dtype, layout, geometry, limit), so the search runs once per shape; a
+ * cached algorithm that fails later is dropped and the search repeated. */
 struct AlgoKey {
-    int device, dir, dtype;
+    int device, dir, dtype, nhwc;
     int64_t dims[16];
     bool operator<(const AlgoKey &o) const { return memcmp(this, &o, sizeof *this) < 0; }
 };
-struct AlgoChoice { int algo; cudnnMathType_t math; size_t ws; };
-std::map<AlgoKey, AlgoChoice> g_algos;
+struct Cand {
+    int algo;
+    cudnnMathType_t math;
+    bool operator==(const Cand &o) const { return algo == o.algo && math == o.math; }
+};
+std::map<AlgoKey, Cand> g_algos;
 std::mutex g_algos_lock;
 
 AlgoKey algo_key(oar_kernel_ctx_t *k, int dir, int dt, const Geom &g, size_t limit)
@@ -171,66 +193,159 @@ AlgoKey algo_key(oar_kernel_ctx_t *k, int dir, int dt, const Geom &g, size_t lim
     key.device = k->device;
     key.dir = dir;
     key.dtype = dt;
+    key.nhwc = g.nhwc;
     const int64_t d[] = {g.n, g.c, g.hp, g.wp, g.m, g.kh, g.kw, g.st[0], g.st[1], g.dl[0], g.dl[1],
                          g.padded ? 0 : g.pd[0], g.padded ? 0 : g.pd[2], g.groups, (int64_t)limit};
     memcpy(key.dims, d, sizeof d);
     return key;
 }
 
-bool math_ok(cudnnMathType_t m, int dt)
+/* the order in which an entry's own math type is tried for dtype dt; -1: never */
+int math_rank(cudnnMathType_t m, int dt)
 {
-    if (dt == OAR_FP16) return true;                      /* tensor cores are the point */
-    if (dt == OAR_FP64) return m == CUDNN_DEFAULT_MATH || m == CUDNN_FMA_MATH;
-    return m == CUDNN_FMA_MATH;                           /* float32: no TF32 */
+    if (dt == OAR_FP16) return 0;   /* tensor cores are the point */
+    if (m == CUDNN_FMA_MATH) return 0;
+    if (m == CUDNN_DEFAULT_MATH) return dt == OAR_FP64 ? 0 : 1;   /* float32: may be TF32 */
+    if (m == CUDNN_TENSOR_OP_MATH) return 2;
+    return -1;                      /* CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: float32 as half */
 }
 
-/* The first usable candidate; wsq(algo, &bytes) asks cuDNN the workspace of
- * an algorithm under the descriptor's current math type. */
-template <class Perf, class WsQuery>
-int pick(oar_kernel_ctx_t *k, const AlgoKey &key, const Perf *perf, int n, size_t limit, const char *what,
-         cudnnConvolutionDescriptor_t conv, WsQuery wsq, AlgoChoice *out)
+/* The candidates of a ranking of n entries, in the order to try them (see
+ * above), into c (room for 2 * n + 2); returns their count */
+template <class Perf>
+int candidates(const Perf *perf, int n, int dt, Cand *c)
 {
+    int m = 0;
+    auto add = [&](const Cand &one) {
+        for (int j = 0; j < m; j++)
+            if (c[j] == one) return;
+        c[m++] = one;
+    };
+    if (dt != OAR_FP16)
+        for (int i = 0; i < n; i++)
+            if (perf[i].status == CUDNN_STATUS_SUCCESS) add(Cand{(int)perf[i].algo, CUDNN_FMA_MATH});
+    for (int rank = 0; rank <= 2; rank++)
+        for (int i = 0; i < n; i++)
+            if (perf[i].status == CUDNN_STATUS_SUCCESS && math_rank(perf[i].mathType, dt) == rank)
+                add(Cand{(int)perf[i].algo, perf[i].mathType});
+    add(Cand{0, dt == OAR_FP16 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH});
+    add(Cand{0, CUDNN_DEFAULT_MATH});
+    return m;
+}
+
+const char *const kDirName[] = {"forward", "backward-data", "backward-filter"};
+
+/* One direction of the convolution: the cached algorithm, else the
+ * candidates in turn until one runs (then cached).
+ *   rank(perf, cap, &n): cuDNN's heuristic ranking into perf (cap entries)
+ *   wsq(algo, &bytes):   the workspace of algo under the current math type
+ *   run(algo, ws, bytes): the cuDNN call itself */
+template <class Perf, int kCount, class Rank, class WsQuery, class Run>
+int run_conv(oar_kernel_ctx_t *k, const AlgoKey &key, cudnnConvolutionDescriptor_t conv, size_t limit, Rank rank,
+             WsQuery wsq, Run run)
+{
+    /* CUDNN_STATUS_SUCCESS when c ran; a workspace over the limit or not
+     * allocatable: CUDNN_STATUS_ALLOC_FAILED, with *too_big set for the former */
+    auto attempt = [&](const Cand &c, bool *too_big) -> cudnnStatus_t {
+        *too_big = false;
+        cudnnStatus_t s = cudnnSetConvolutionMathType(conv, c.math);
+        if (s != CUDNN_STATUS_SUCCESS) return s;
+        size_t bytes = 0;
+        s = wsq(c.algo, &bytes);
+        if (s != CUDNN_STATUS_SUCCESS) return s;
+        if (bytes > limit) { *too_big = true; return CUDNN_STATUS_ALLOC_FAILED; }
+        Scratch ws;
+        if (ws.alloc(k, bytes, "cuDNN workspace") != OAR_OK) return CUDNN_STATUS_ALLOC_FAILED;
+        s = run(c.algo, ws.p, bytes);
+        if (s == CUDNN_STATUS_ALLOC_FAILED) {   /* cuDNN's own allocations: once more after freeing the cache */
+            release_cache(k->device);
+            s = run(c.algo, ws.p, bytes);
+        }
+        return s;
+    };
+    bool too_big = false;
+    cudnnStatus_t last = CUDNN_STATUS_NOT_SUPPORTED;
+    int last_algo = -1, tried = 0, over_limit = 0;
+    Cand cached{-1, CUDNN_DEFAULT_MATH};
     {
         std::lock_guard<std::mutex> lk(g_algos_lock);
         auto it = g_algos.find(key);
-        if (it != g_algos.end()) {
-            *out = it->second;
-            OAR_CUDNN(k, cudnnSetConvolutionMathType(conv, out->math), "cudnnSetConvolutionMathType");
+        if (it != g_algos.end()) cached = it->second;
+    }
+    if (cached.algo >= 0) {
+        cudnnStatus_t s = attempt(cached, &too_big);
+        if (s == CUDNN_STATUS_SUCCESS) return OAR_OK;
+        std::lock_guard<std::mutex> lk(g_algos_lock);
+        auto it = g_algos.find(key);
+        if (it != g_algos.end() && it->second == cached) g_algos.erase(it);
+        if (!too_big) { tried++; last = s; last_algo = cached.algo; }
+    }
+    Perf perf[kCount];
+    int got = 0;
+    if (rank(perf, kCount, &got) != CUDNN_STATUS_SUCCESS) got = 0;   /* no ranking: the fallback alone */
+    if (got < 0) got = 0;
+    if (got > kCount) got = kCount;
+    Cand cands[2 * kCount + 2];
+    const int n = candidates(perf, got, key.dtype, cands);
+    for (int i = 0; i < n; i++) {
+        if (cands[i] == cached) continue;   /* it just failed */
+        cudnnStatus_t s = attempt(cands[i], &too_big);
+        if (s == CUDNN_STATUS_SUCCESS) {
+            std::lock_guard<std::mutex> lk(g_algos_lock);
+            g_algos[key] = cands[i];
             return OAR_OK;
         }
+        if (too_big) { over_limit++; continue; }
+        tried++;
+        last = s;
+        last_algo = cands[i].algo;
     }
-    for (int i = 0; i < n; i++) {
-        if (perf[i].status != CUDNN_STATUS_SUCCESS || !math_ok(perf[i].mathType, key.dtype)) continue;
-        if (cudnnSetConvolutionMathType(conv, perf[i].mathType) != CUDNN_STATUS_SUCCESS) continue;
-        size_t ws = 0;
-        if (wsq((int)perf[i].algo, &ws) != CUDNN_STATUS_SUCCESS || ws > limit) continue;
-        *out = AlgoChoice{(int)perf[i].algo, perf[i].mathType, ws};
-        std::lock_guard<std::mutex> lk(g_algos_lock);
-        g_algos[key] = *out;
-        return OAR_OK;
-    }
-    return oar_k_error(k, OAR_ERR_UNSUPPORTED, "cuDNN offers no %s algorithm for this convolution with %s math "
-                       "within the workspace limit of %zu MB (attr workspace_size_MB)", what,
-                       key.dtype == OAR_FP16 ? "any" : "FMA (non-TF32)", limit >> 20);
+    const int status = last == CUDNN_STATUS_ALLOC_FAILED ? OAR_ERR_NOMEM
+                     : last == CUDNN_STATUS_NOT_SUPPORTED ? OAR_ERR_UNSUPPORTED : OAR_ERR_DEVICE;
+    char lastmsg[160] = "";
+    if (last_algo >= 0)
+        snprintf(lastmsg, sizeof lastmsg, "; the last, algorithm %d, failed with %s", last_algo,
+                 cudnnGetErrorString(last));
+    return oar_k_error(k, status, "cuDNN could not run the %s convolution on CUDA device %d (%s %s): %d algorithms "
+                       "failed%s, %d needed more than the workspace limit of %zu MB (attr workspace_size_MB)",
+                       kDirName[key.dir], k->device, oar_dtype_name(key.dtype), key.nhwc ? "NHWC" : "NCHW", tried,
+                       lastmsg, over_limit, limit >> 20);
 }
 
+/* The zero-padded copy of x (NCHW [n, c, h, w] or NHWC [n, h, w, c]) of
+ * spatial size hp x wp, the input starting at row pt, column pl */
 template <class T>
-__global__ void pad_k(const T *x, T *xp, int64_t planes, int64_t h, int64_t w, int64_t hp, int64_t wp, int64_t pt,
-                      int64_t pl)
+__global__ void pad_k(const T *x, T *xp, int64_t n, int64_t c, int64_t h, int64_t w, int64_t hp, int64_t wp,
+                      int64_t pt, int64_t pl, bool nhwc)
 {
-    OAR_CU_LOOP(q, planes * hp * wp) {
-        const int64_t j = q % wp, i = (q / wp) % hp, p = q / (wp * hp), a = i - pt, b = j - pl;
-        xp[q] = (a >= 0 && a < h && b >= 0 && b < w) ? x[(p * h + a) * w + b] : cvt<T>(0.0f);
+    OAR_CU_LOOP(q, n * c * hp * wp) {
+        int64_t j, i, p;   /* column, row, image * c + channel */
+        if (nhwc) {
+            const int64_t ch = q % c, r = q / c;
+            j = r % wp; i = (r / wp) % hp; p = (r / (wp * hp)) * c + ch;
+        } else {
+            j = q % wp; i = (q / wp) % hp; p = q / (wp * hp);
+        }
+        const int64_t a = i - pt, b = j - pl;
+        const bool in = a >= 0 && a < h && b >= 0 && b < w;
+        const int64_t src = nhwc ? (((p / c) * h + a) * w + b) * c + p % c : (p * h + a) * w + b;
+        xp[q] = in ? x[src] : cvt<T>(0.0f);
     }
 }
 
+/* the inverse: the h x w window at (pt, pl) of the padded xp into x */
 template <class T>
-__global__ void crop_k(const T *xp, T *x, int64_t planes, int64_t h, int64_t w, int64_t hp, int64_t wp, int64_t pt,
-                       int64_t pl)
+__global__ void crop_k(const T *xp, T *x, int64_t n, int64_t c, int64_t h, int64_t w, int64_t hp, int64_t wp,
+                       int64_t pt, int64_t pl, bool nhwc)
 {
-    OAR_CU_LOOP(q, planes * h * w) {
-        const int64_t b = q % w, a = (q / w) % h, p = q / (w * h);
-        x[q] = xp[(p * hp + a + pt) * wp + b + pl];
+    OAR_CU_LOOP(q, n * c * h * w) {
+        if (nhwc) {
+            const int64_t ch = q % c, r = q / c, b = r % w, a = (r / w) % h, img = r / (w * h);
+            x[q] = xp[((img * hp + a + pt) * wp + b + pl) * c + ch];
+        } else {
+            const int64_t b = q % w, a = (q / w) % h, p = q / (w * h);
+            x[q] = xp[(p * hp + a + pt) * wp + b + pl];
+        }
     }
 }
 
@@ -242,7 +357,8 @@ int input_view(oar_kernel_ctx_t *k, const Geom &g, const void *x, Scratch &buf, 
     if (!g.padded) return OAR_OK;
     const int64_t n = g.n * g.c * g.hp * g.wp;
     OAR_TRY(buf.alloc(k, sizeof(T) * (size_t)n, "padded input"));
-    pad_k<T><<<grid_for(n), kThreads>>>((const T *)x, buf.as<T>(), g.n * g.c, g.h, g.w, g.hp, g.wp, g.pd[0], g.pd[2]);
+    pad_k<T><<<grid_for(n), kThreads>>>((const T *)x, buf.as<T>(), g.n, g.c, g.h, g.w, g.hp, g.wp, g.pd[0], g.pd[2],
+                                        g.nhwc);
     OAR_CU_LAUNCH(k, "pad");
     *view = buf.p;
     return OAR_OK;
@@ -264,32 +380,24 @@ int conv_fwd(oar_kernel_ctx_t *k, int dt)
     OAR_TRY(dnn_handle(k, &h));
     Descs d;
     OAR_TRY(make_descs(k, g, dt, &d));
-    Scratch padded, ws;
+    Scratch padded;
     const void *xv;
     OAR_TRY(input_view<T>(k, g, xd, padded, &xv));
     const size_t limit = workspace_limit(k);
-    const AlgoKey key = algo_key(k, 0, dt, g, limit);
-    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    int got = 0;
-    {
-        std::lock_guard<std::mutex> lk(g_algos_lock);
-        if (g_algos.count(key)) got = -1;   /* cached: skip the heuristic */
-    }
-    if (got == 0)
-        OAR_CUDNN(k, cudnnGetConvolutionForwardAlgorithm_v7(h, d.x.d, d.w.d, d.conv.d, d.y.d,
-                                                            CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf),
-                  "cudnnGetConvolutionForwardAlgorithm_v7");
-    AlgoChoice ch;
-    OAR_TRY(pick(k, key, perf, got < 0 ? 0 : got, limit, "forward", d.conv.d,
-                 [&](int a, size_t *b) {
-                     return cudnnGetConvolutionForwardWorkspaceSize(h, d.x.d, d.w.d, d.conv.d, d.y.d,
-                                                                    (cudnnConvolutionFwdAlgo_t)a, b);
-                 }, &ch));
-    OAR_TRY(ws.alloc(k, ch.ws, "cuDNN workspace"));
     const acc_t<T> one = 1, zero = 0;   /* cuDNN's scaling factors: float for half data */
-    OAR_CUDNN(k, cudnnConvolutionForward(h, &one, d.x.d, xv, d.w.d, wd, d.conv.d, (cudnnConvolutionFwdAlgo_t)ch.algo,
-                                         ws.p, ch.ws, &zero, d.y.d, y), "cudnnConvolutionForward");
-    return OAR_OK;
+    return run_conv<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
+        k, algo_key(k, 0, dt, g, limit), d.conv.d, limit,
+        [&](cudnnConvolutionFwdAlgoPerf_t *perf, int cap, int *got) {
+            return cudnnGetConvolutionForwardAlgorithm_v7(h, d.x.d, d.w.d, d.conv.d, d.y.d, cap, got, perf);
+        },
+        [&](int a, size_t *b) {
+            return cudnnGetConvolutionForwardWorkspaceSize(h, d.x.d, d.w.d, d.conv.d, d.y.d,
+                                                           (cudnnConvolutionFwdAlgo_t)a, b);
+        },
+        [&](int a, void *ws, size_t bytes) {
+            return cudnnConvolutionForward(h, &one, d.x.d, xv, d.w.d, wd, d.conv.d, (cudnnConvolutionFwdAlgo_t)a, ws,
+                                           bytes, &zero, d.y.d, y);
+        });
 }
 
 template <class T>
@@ -317,69 +425,49 @@ int conv_bwd(oar_kernel_ctx_t *k, int dt)
     const size_t limit = workspace_limit(k);
     const acc_t<T> one = 1, zero = 0;
     if (dx) {
-        const AlgoKey key = algo_key(k, 1, dt, g, limit);
-        cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-        int got = 0;
-        {
-            std::lock_guard<std::mutex> lk(g_algos_lock);
-            if (g_algos.count(key)) got = -1;
-        }
-        if (got == 0)
-            OAR_CUDNN(k, cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w.d, d.y.d, d.conv.d, d.x.d,
-                                                                     CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf),
-                      "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-        AlgoChoice ch;
-        OAR_TRY(pick(k, key, perf, got < 0 ? 0 : got, limit, "backward-data", d.conv.d,
-                     [&](int a, size_t *b) {
-                         return cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w.d, d.y.d, d.conv.d, d.x.d,
-                                                                             (cudnnConvolutionBwdDataAlgo_t)a, b);
-                     }, &ch));
-        const int algo = ch.algo;
-        const size_t wsz = ch.ws;
-        Scratch ws, dpad;
-        OAR_TRY(ws.alloc(k, wsz, "cuDNN workspace"));
+        Scratch dpad;
         void *target = dx;
         if (g.padded) {
             OAR_TRY(dpad.alloc(k, sizeof(T) * (size_t)(g.n * g.c * g.hp * g.wp), "padded input grad"));
             target = dpad.p;
         }
-        OAR_CUDNN(k, cudnnConvolutionBackwardData(h, &one, d.w.d, wd, d.y.d, dyd, d.conv.d,
-                                                  (cudnnConvolutionBwdDataAlgo_t)algo, ws.p, wsz, &zero, d.x.d, target),
-                  "cudnnConvolutionBackwardData");
+        OAR_TRY((run_conv<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
+            k, algo_key(k, 1, dt, g, limit), d.conv.d, limit,
+            [&](cudnnConvolutionBwdDataAlgoPerf_t *perf, int cap, int *got) {
+                return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w.d, d.y.d, d.conv.d, d.x.d, cap, got, perf);
+            },
+            [&](int a, size_t *b) {
+                return cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w.d, d.y.d, d.conv.d, d.x.d,
+                                                                    (cudnnConvolutionBwdDataAlgo_t)a, b);
+            },
+            [&](int a, void *ws, size_t bytes) {
+                return cudnnConvolutionBackwardData(h, &one, d.w.d, wd, d.y.d, dyd, d.conv.d,
+                                                    (cudnnConvolutionBwdDataAlgo_t)a, ws, bytes, &zero, d.x.d, target);
+            })));
         if (g.padded) {
             const int64_t n = g.n * g.c * g.h * g.w;
-            crop_k<T><<<grid_for(n), kThreads>>>(dpad.as<T>(), (T *)dx, g.n * g.c, g.h, g.w, g.hp, g.wp, g.pd[0], g.pd[2]);
+            crop_k<T><<<grid_for(n), kThreads>>>(dpad.as<T>(), (T *)dx, g.n, g.c, g.h, g.w, g.hp, g.wp, g.pd[0],
+                                                 g.pd[2], g.nhwc);
             OAR_CU_LAUNCH(k, "crop");
         }
     }
     if (dw) {
-        const AlgoKey key = algo_key(k, 2, dt, g, limit);
-        cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-        int got = 0;
-        {
-            std::lock_guard<std::mutex> lk(g_algos_lock);
-            if (g_algos.count(key)) got = -1;
-        }
-        if (got == 0)
-            OAR_CUDNN(k, cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x.d, d.y.d, d.conv.d, d.w.d,
-                                                                       CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got,
-                                                                       perf),
-                      "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-        AlgoChoice ch;
-        OAR_TRY(pick(k, key, perf, got < 0 ? 0 : got, limit, "backward-filter", d.conv.d,
-                     [&](int a, size_t *b) {
-                         return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x.d, d.y.d, d.conv.d, d.w.d,
-                                                                               (cudnnConvolutionBwdFilterAlgo_t)a, b);
-                     }, &ch));
-        const int algo = ch.algo;
-        const size_t wsz = ch.ws;
-        Scratch ws, padded;
+        Scratch padded;
         const void *xv;
         OAR_TRY(input_view<T>(k, g, xd, padded, &xv));
-        OAR_TRY(ws.alloc(k, wsz, "cuDNN workspace"));
-        OAR_CUDNN(k, cudnnConvolutionBackwardFilter(h, &one, d.x.d, xv, d.y.d, dyd, d.conv.d,
-                                                    (cudnnConvolutionBwdFilterAlgo_t)algo, ws.p, wsz, &zero, d.w.d, dw),
-                  "cudnnConvolutionBackwardFilter");
+        OAR_TRY((run_conv<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
+            k, algo_key(k, 2, dt, g, limit), d.conv.d, limit,
+            [&](cudnnConvolutionBwdFilterAlgoPerf_t *perf, int cap, int *got) {
+                return cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x.d, d.y.d, d.conv.d, d.w.d, cap, got, perf);
+            },
+            [&](int a, size_t *b) {
+                return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x.d, d.y.d, d.conv.d, d.w.d,
+                                                                      (cudnnConvolutionBwdFilterAlgo_t)a, b);
+            },
+            [&](int a, void *ws, size_t bytes) {
+                return cudnnConvolutionBackwardFilter(h, &one, d.x.d, xv, d.y.d, dyd, d.conv.d,
+                                                      (cudnnConvolutionBwdFilterAlgo_t)a, ws, bytes, &zero, d.w.d, dw);
+            })));
     }
     return OAR_OK;
 }

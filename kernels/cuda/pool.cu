@@ -1,5 +1,5 @@
 /*
- * pool.cu — CUDA kernels of pool2d and pool2d_grad (NCHW, max/avg;
+ * pool.cu — CUDA kernels of pool2d and pool2d_grad (NCHW or NHWC, max/avg;
  * float16 computing in float, float32, float64) with exactly the CPU kernels' semantics
  * (kernels/cpu/pool.c): windows [i*s - p, i*s - p + k) clipped to the input
  * (adaptive: [floor(i*H/OH), ceil((i+1)*H/OH))), ceil_mode, asymmetric
@@ -12,7 +12,8 @@
  * grad breaks ties (frequent after a ReLU: windows of zeros) its own way,
  * so results would differ from the CPU's. Forward: one thread per output;
  * grad: one thread per output adding into X@GRAD (atomics, as windows may
- * overlap).
+ * overlap). NHWC (data_format) indexes the same windows channels-last, in
+ * place: a window's elements are c apart in a row, w * c between rows.
  */
 #include <string.h>
 #include "cuda_common.h"
@@ -27,10 +28,36 @@ using namespace oarcu;
 namespace {
 
 struct Geom {
-    int64_t planes, h, w, oh, ow;
+    int64_t planes, c, h, w, oh, ow;   /* planes: images * channels */
     int64_t kh, kw, sh, sw, pt, pl;
-    bool is_max, exclusive, adaptive;
+    bool is_max, exclusive, adaptive, nhwc;
 };
+
+/* Output element q (in memory order) of either layout: its window's row i
+ * and column j, where its input plane starts and how far apart the
+ * plane's rows and columns are */
+struct Loc {
+    int64_t i, j, base, rs, cs;
+};
+__device__ inline Loc locate(int64_t q, const Geom &g)
+{
+    Loc l;
+    if (g.nhwc) {
+        const int64_t ch = q % g.c, r = q / g.c, img = r / (g.ow * g.oh);
+        l.j = r % g.ow;
+        l.i = (r / g.ow) % g.oh;
+        l.base = img * g.h * g.w * g.c + ch;
+        l.rs = g.w * g.c;
+        l.cs = g.c;
+    } else {
+        l.j = q % g.ow;
+        l.i = (q / g.ow) % g.oh;
+        l.base = (q / (g.ow * g.oh)) * g.h * g.w;
+        l.rs = g.w;
+        l.cs = 1;
+    }
+    return l;
+}
 
 __device__ inline void window(int64_t i, int64_t in, int64_t out, int64_t k, int64_t s, int64_t p, bool adaptive,
                               int64_t *lo, int64_t *hi)
@@ -51,10 +78,13 @@ int pool_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, Geom *g)
     const char *xn = nm(oar_k_input_name(k, OAR_POOL_X, 0));
     char xs[128];
     oar_shape_str(x->dims, x->ndim, xs, sizeof xs);
-    /* NHWC runs on the CPU kernels only (they transpose to NCHW) */
-    if (at->nhwc)
-        return oar_k_error(k, OAR_ERR_UNSUPPORTED, "data_format \"NHWC\" is not supported on the GPU yet; use NCHW");
-    if (x->ndim != 4) return oar_k_error(k, OAR_ERR_SHAPE, "X '%s' must be 4-D NCHW, got shape %s", xn, xs);
+    g->nhwc = at->nhwc;
+    if (x->ndim != 4)
+        return oar_k_error(k, OAR_ERR_SHAPE, "X '%s' must be 4-D %s, got shape %s", xn, g->nhwc ? "NHWC" : "NCHW", xs);
+    g->c = g->nhwc ? x->dims[3] : x->dims[1];
+    g->h = g->nhwc ? x->dims[1] : x->dims[2];
+    g->w = g->nhwc ? x->dims[2] : x->dims[3];
+    const int64_t in_hw[2] = {g->h, g->w};
     g->is_max = at->type == OAR_POOL_MAX;
     g->exclusive = at->exclusive;
     g->adaptive = at->adaptive;
@@ -63,8 +93,8 @@ int pool_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, Geom *g)
     memcpy(st, at->st, sizeof st);
     memcpy(pd, at->pd, sizeof pd);
     if (global) {
-        ks[0] = x->dims[2];
-        ks[1] = x->dims[3];
+        ks[0] = g->h;
+        ks[1] = g->w;
         pd[0] = pd[1] = pd[2] = pd[3] = 0;
         g->adaptive = false;
     } else {
@@ -77,13 +107,13 @@ int pool_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, Geom *g)
     /* Fluid's SAME/VALID, resolved as the definition and the CPU kernel do */
     static const char *const algo_names[] = {"EXPLICIT", "SAME", "VALID"};
     if (at->algo < 0 || at->algo > 2 ||
-        (!global && !oar_win_resolve_pads(algo_names[at->algo], &x->dims[2], ks, st, pd, NULL)))
+        (!global && !oar_win_resolve_pads(algo_names[at->algo], in_hw, ks, st, pd, NULL)))
         return oar_k_error(k, OAR_ERR_INVALID, "attr padding_algorithm must be \"EXPLICIT\", \"SAME\" or \"VALID\"");
     int64_t o[2];
     for (int i = 0; i < 2; i++) {
         if (global) { o[i] = 1; continue; }
         if (g->adaptive) { o[i] = ks[i]; continue; }
-        int64_t room = x->dims[2 + i] + pd[2 * i] + pd[2 * i + 1] - ks[i] + (ceil_mode ? st[i] - 1 : 0);
+        int64_t room = in_hw[i] + pd[2 * i] + pd[2 * i + 1] - ks[i] + (ceil_mode ? st[i] - 1 : 0);
         o[i] = room < 0 ? 0 : room / st[i] + 1;
         if (o[i] <= 0)
             return oar_k_error(k, OAR_ERR_SHAPE, "output would be empty: X '%s' %s, ksize {%lld, %lld}, strides {%lld, %lld}, "
@@ -91,8 +121,8 @@ int pool_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, Geom *g)
                                (long long)st[0], (long long)st[1], (long long)pd[0], (long long)pd[1], (long long)pd[2],
                                (long long)pd[3]);
     }
-    if (oar_mul_checked(x->dims[0], x->dims[1], &g->planes)) return oar_k_error(k, OAR_ERR_SHAPE, "X '%s' %s is too large", xn, xs);
-    g->h = x->dims[2]; g->w = x->dims[3]; g->oh = o[0]; g->ow = o[1];
+    if (oar_mul_checked(x->dims[0], g->c, &g->planes)) return oar_k_error(k, OAR_ERR_SHAPE, "X '%s' %s is too large", xn, xs);
+    g->oh = o[0]; g->ow = o[1];
     g->kh = ks[0]; g->kw = ks[1]; g->sh = st[0]; g->sw = st[1]; g->pt = pd[0]; g->pl = pd[2];
     return OAR_OK;
 }
@@ -103,25 +133,25 @@ __global__ void pool_fwd_k(const T *x, T *y, Geom g)
 {
     typedef acc_t<T> A;
     OAR_CU_LOOP(q, g.planes * g.oh * g.ow) {
-        const int64_t j = q % g.ow, i = (q / g.ow) % g.oh, pl = q / (g.ow * g.oh);
-        const T *xp = x + pl * g.h * g.w;
+        const Loc l = locate(q, g);
+        const T *xp = x + l.base;
         int64_t h0, h1, w0, w1;
-        window(i, g.h, g.oh, g.kh, g.sh, g.pt, g.adaptive, &h0, &h1);
-        window(j, g.w, g.ow, g.kw, g.sw, g.pl, g.adaptive, &w0, &w1);
+        window(l.i, g.h, g.oh, g.kh, g.sh, g.pt, g.adaptive, &h0, &h1);
+        window(l.j, g.w, g.ow, g.kw, g.sw, g.pl, g.adaptive, &w0, &w1);
         A r = 0;
         if (h0 < h1 && w0 < w1) {
             if (g.is_max) {
-                r = cvt<A>(xp[h0 * g.w + w0]);
+                r = cvt<A>(xp[h0 * l.rs + w0 * l.cs]);
                 for (int64_t a = h0; a < h1 && r == r; a++)
                     for (int64_t b = w0; b < w1; b++) {
-                        A v = cvt<A>(xp[a * g.w + b]);
+                        A v = cvt<A>(xp[a * l.rs + b * l.cs]);
                         if (v > r || v != v) r = v;
                         if (r != r) break;
                     }
             } else {
                 A s = 0;
                 for (int64_t a = h0; a < h1; a++)
-                    for (int64_t b = w0; b < w1; b++) s += cvt<A>(xp[a * g.w + b]);
+                    for (int64_t b = w0; b < w1; b++) s += cvt<A>(xp[a * l.rs + b * l.cs]);
                 const int64_t cnt = (g.exclusive || g.adaptive) ? (h1 - h0) * (w1 - w0) : g.kh * g.kw;
                 r = s / (A)cnt;
             }
@@ -136,28 +166,28 @@ __global__ void pool_bwd_k(const T *x, const T *dy, T *dx, Geom g)
 {
     typedef acc_t<T> A;
     OAR_CU_LOOP(q, g.planes * g.oh * g.ow) {
-        const int64_t j = q % g.ow, i = (q / g.ow) % g.oh, pl = q / (g.ow * g.oh);
-        const T *xp = x + pl * g.h * g.w;
-        T *dxp = dx + pl * g.h * g.w;
+        const Loc l = locate(q, g);
+        const T *xp = x + l.base;
+        T *dxp = dx + l.base;
         int64_t h0, h1, w0, w1;
-        window(i, g.h, g.oh, g.kh, g.sh, g.pt, g.adaptive, &h0, &h1);
-        window(j, g.w, g.ow, g.kw, g.sw, g.pl, g.adaptive, &w0, &w1);
+        window(l.i, g.h, g.oh, g.kh, g.sh, g.pt, g.adaptive, &h0, &h1);
+        window(l.j, g.w, g.ow, g.kw, g.sw, g.pl, g.adaptive, &w0, &w1);
         if (h0 >= h1 || w0 >= w1) continue;
         const A d = cvt<A>(dy[q]);
         if (g.is_max) {
-            int64_t at = h0 * g.w + w0;
+            int64_t at = h0 * l.rs + w0 * l.cs;
             A r = cvt<A>(xp[at]);
             for (int64_t a = h0; a < h1; a++)
                 for (int64_t b = w0; b < w1; b++) {
-                    A v = cvt<A>(xp[a * g.w + b]);
-                    if (v > r || (v != v && r == r)) { r = v; at = a * g.w + b; }
+                    A v = cvt<A>(xp[a * l.rs + b * l.cs]);
+                    if (v > r || (v != v && r == r)) { r = v; at = a * l.rs + b * l.cs; }
                 }
             atomicAdd(dxp + at, cvt<T>(d));
         } else {
             const int64_t cnt = (g.exclusive || g.adaptive) ? (h1 - h0) * (w1 - w0) : g.kh * g.kw;
             const T s = cvt<T>(d / (A)cnt);
             for (int64_t a = h0; a < h1; a++)
-                for (int64_t b = w0; b < w1; b++) atomicAdd(dxp + a * g.w + b, s);
+                for (int64_t b = w0; b < w1; b++) atomicAdd(dxp + a * l.rs + b * l.cs, s);
         }
     }
 }
@@ -174,7 +204,8 @@ int pool_fwd(oar_kernel_ctx_t *k, int dt)
     oar_tensor_t *yt = oar_k_output(k, OAR_POOL_OUT, 0);
     if (!yt) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out is missing");
     /* run-time inference sized Out; a disagreement is a bug to report, not to paper over */
-    const int64_t want[4] = {x->dims[0], x->dims[1], g.oh, g.ow};
+    int64_t want[4] = {x->dims[0], g.c, g.oh, g.ow};
+    if (g.nhwc) { want[1] = g.oh; want[2] = g.ow; want[3] = g.c; }
     if (yt->ndim != 4 || memcmp(yt->dims, want, sizeof want) != 0) {
         char a[128], b[128];
         return oar_k_error(k, OAR_ERR_SHAPE, "Out was sized %s by shape inference but the kernel computes %s",
@@ -198,7 +229,8 @@ int pool_bwd(oar_kernel_ctx_t *k, int dt)
     if (!xd) return oar_k_error(k, OAR_ERR_NOT_FOUND, "X '%s' has no data", nm(oar_k_input_name(k, OAR_POOL_X, 0)));
     Geom g;
     OAR_TRY(pool_setup(k, x, &g));
-    const int64_t want[4] = {x->dims[0], x->dims[1], g.oh, g.ow};
+    int64_t want[4] = {x->dims[0], g.c, g.oh, g.ow};
+    if (g.nhwc) { want[1] = g.oh; want[2] = g.ow; want[3] = g.c; }
     OAR_TRY(in_tensor_at(k, OAR_POOL_DOUT, 0, dt, -1, &dy, &dyd));
     if (dy->ndim != 4 || memcmp(dy->dims, want, sizeof want) != 0) {
         char a[128], b[128];
