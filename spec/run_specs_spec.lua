@@ -3,30 +3,14 @@
 -- reported with the limit, the test it hung in and the end of its output.
 -- The files it runs here are under spec/fixtures/time_limit/.
 local F = require("spec.helpers.files")
-local ffi = require("ffi")
-
-ffi.cdef [[
-  struct oar_spec_timespec { long tv_sec; long tv_nsec; };
-  int clock_gettime(int clock, struct oar_spec_timespec *ts);
-]]
-
--- wall-clock seconds (CLOCK_MONOTONIC)
-local function now()
-  local ts = ffi.new("struct oar_spec_timespec")
-  ffi.C.clock_gettime(1, ts)
-  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
-end
+local J = require("spec.helpers.mpi_jobs")
 
 -- runs tools/run_specs with `env` and `args` (without building); returns its
 -- output, exit status and seconds
 local function run_specs(env, args)
-  local t0 = now()
-  local p = io.popen(env .. " OAR_NO_BUILD=1 tools/run_specs " .. args .. " 2>&1; echo \"exit:$?\"")
-  local out = p:read("*a")
-  p:close()
-  local secs = now() - t0
-  local status = tonumber(out:match("exit:(%d+)%s*$"))
-  return out:gsub("exit:%d+%s*$", ""), status, secs
+  local _, out, secs = J.run(env .. " OAR_NO_BUILD=1 tools/run_specs " .. args)
+  local status = tonumber(out:match("::status=(%d+)%s*$"))
+  return out:gsub("::status=%d+%s*$", ""), status, secs
 end
 
 -- whether process `pid` still runs (a zombie waiting for its parent does not)
