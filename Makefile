@@ -146,14 +146,16 @@ install: all
 	$(Q)if [ -n "$(INST_INCDIR)" ]; then mkdir -p $(INST_INCDIR)/oar && cp $(addprefix src/,$(API_HEADERS)) $(INST_INCDIR)/oar/; fi
 
 # API reference from the doc comments in lua/ (config.ld), into build/doc.
-# LDoc is Debian's lua-ldoc; only this target needs it.
-# LDoc renders the comments' Markdown with lua-markdown; without it, it
-# silently falls back to plain text, so that is an error here.
-doc:
-	@command -v ldoc >/dev/null 2>&1 || { echo "make doc: ldoc is missing; install it with: sudo apt-get install lua-ldoc lua-markdown" >&2; exit 1; }
+# LDoc is Debian's lua-ldoc; only this target needs it. tools/ldoc runs it
+# under a Lua that loads lua-markdown (Debian's ldoc may start under lua5.2,
+# which has none): without it LDoc silently falls back to plain text, so that
+# is an error here. config.ld excludes the generated cdef files, and LDoc
+# refuses to exclude a file that does not exist: they are made first.
+doc: $(CDEF) $(CDEF_OP)
+	@tools/ldoc --which > /dev/null
 	@mkdir -p $(BUILD)
-	@ldoc --fatalwarnings . > $(BUILD)/ldoc.log 2>&1; rc=$$?; grep -v '^reading configuration\|^output written' $(BUILD)/ldoc.log; \
-	  if grep -q 'falling back to text' $(BUILD)/ldoc.log; then echo "make doc: lua-markdown is missing; install it with: sudo apt-get install lua-markdown" >&2; exit 1; fi; \
+	@tools/ldoc --fatalwarnings . > $(BUILD)/ldoc.log 2>&1; rc=$$?; grep -v '^reading configuration\|^output written' $(BUILD)/ldoc.log; \
+	  if grep -q 'falling back to text' $(BUILD)/ldoc.log; then echo "make doc: LDoc found no lua-markdown; install it with: sudo apt-get install lua-markdown" >&2; exit 1; fi; \
 	  [ $$rc -eq 0 ] || { echo "make doc: ldoc reported the warnings above" >&2; exit 1; }
 	@echo "API reference written to $(BUILD)/doc/index.html"
 

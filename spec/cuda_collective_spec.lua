@@ -177,7 +177,7 @@ describe("CUDA collective kernels (NCCL) #gpu", function()
       local n = 0
       for name, v in pairs(single) do
         assert.is_true(J.rel_diff(w0[name], v) <= 1e-5, name .. " differs from one worker's")
-        assert.are.same(w0[name], w1[name])
+        assert.same_array(w0[name], w1[name], name)
         n = n + 1
       end
       assert.is_true(n >= 4)

@@ -47,7 +47,7 @@ describe_mpi("fleet with 2 workers (mpirun)", function()
     for name, v in pairs(single) do
       if not name:match("^bn%.mean") and not name:match("^bn%.var") then
         assert.is_true(rel_diff(w0[name], v) <= 1e-5, name .. " differs from the single process's")
-        assert.are.same(w0[name], w1[name])
+        assert.same_array(w0[name], w1[name], name)
         n = n + 1
       end
     end
@@ -92,8 +92,8 @@ describe_mpi("fleet with 2 workers (mpirun)", function()
     assert(ok2, out2)
     local alone = load_params(base .. ".alone.0")
     for name, v in pairs(w0) do
-      assert.are.same(v, w1[name])
-      assert.are.same(v, alone[name])   -- worker 0 kept its own draw (seed 1)
+      assert.same_array(v, w1[name], name)
+      assert.same_array(v, alone[name], name)   -- worker 0 kept its own draw (seed 1)
     end
     os.remove(base .. ".0") os.remove(base .. ".1") os.remove(base .. ".alone.0")
   end)

@@ -93,7 +93,7 @@ describe("fc op", function()
                      W = T.tensor(w, { shape = { K, N }, dtype = "float32" }),
                      Bias = T.tensor(b, { shape = { N }, dtype = "float32" }) } }.Out[1].data
       end
-      assert.same(at_threads(1, run), at_threads(2, run))
+      assert.same_array(at_threads(1, run), at_threads(2, run), "batch " .. M)
     end
   end)
 end)

@@ -112,8 +112,8 @@ describe("conv2d Filter@GRAD is bit-identical for 1 and 2 threads", function()
       res[i] = r
     end
     C.oar_set_flag("num_threads", before)
-    assert.same(res[1]["Filter@GRAD"][1].data, res[2]["Filter@GRAD"][1].data)
-    assert.same(res[1]["Input@GRAD"][1].data, res[2]["Input@GRAD"][1].data)
+    assert.same_array(res[1]["Filter@GRAD"][1].data, res[2]["Filter@GRAD"][1].data, "Filter@GRAD")
+    assert.same_array(res[1]["Input@GRAD"][1].data, res[2]["Input@GRAD"][1].data, "Input@GRAD")
   end
   it("NHWC batch", function() both({ 20, 10, 10, 6 }, { 8, 6, 3, 3 }, { data_format = "NHWC", paddings = { 1, 1 } }) end)
   it("NCHW, one large image (columns split across threads)", function()

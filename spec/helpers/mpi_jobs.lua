@@ -1,6 +1,7 @@
 -- Helpers of the specs that start mpirun jobs (spec/fleet_mpi_spec.lua,
--- spec/cuda_collective_spec.lua): shell runs with their output and time,
--- temporary file prefixes, and the parameter files the workers write.
+-- spec/cuda_collective_spec.lua): shell runs with their output and time
+-- (spec/run_specs_spec.lua times its runs with it too), temporary file
+-- prefixes, and the parameter files the workers write.
 local ffi = require("ffi")
 
 local M = {}
