@@ -79,7 +79,7 @@ const char *oar_backend_cuda_error(void);
 #define OAR_BACKEND_IMPORTS                                                             \
     /* error.h */ "oar_error", "oar_error_prefix", "oar_last_error", "oar_xmalloc",     \
     "oar_xrealloc", "oar_mul_checked",                                                  \
-    /* op.h: registration, the kernel context, rng */ "oar_registry_add_kernel",        \
+    /* op.h: registration, the kernel context, rng */ "oar_registry_load_kernel",       \
     "oar_k_op", "oar_k_error", "oar_k_dtype", "oar_k_attrs", "oar_k_input",             \
     "oar_k_output_data", "oar_k_output_sized", "oar_k_input_name", "oar_rng_next", "oar_rng_next_r",          \
     "oar_rng_seed", "oar_k_output", "oar_k_output_name", "oar_k_input_var",             \

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "backend.h"
 #include "device.h"
+#include "op.h"
 #include "error.h"
 
 int oar_device_ever_used = 0;
@@ -72,6 +73,12 @@ static void load_backend(void)
     if (!b || b->abi != OAR_BACKEND_ABI) {
         snprintf(g_why, sizeof g_why, "the CUDA backend %s was built for backend ABI %d, this liboar needs %d: "
                  "rebuild both with make", path, b ? b->abi : -1, OAR_BACKEND_ABI);
+        return;
+    }
+    /* its kernels registered as it loaded: a duplicate or a kernel for an
+     * undeclared op makes the backend unusable, said as the reason */
+    if (oar_registry_check() != OAR_OK) {
+        snprintf(g_why, sizeof g_why, "the CUDA backend %s: %s", path, oar_last_error());
         return;
     }
     g_backend = b;

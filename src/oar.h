@@ -316,6 +316,10 @@ OAR_API const char *oar_op_desc_get_attr_strings_at(const oar_op_desc_t *op, con
 OAR_API int oar_op_desc_remove_attr(oar_op_desc_t *op, const char *name);
 
 /* ---- op registry queries ---------------------------------------------- */
+/* OAR_OK when every op and kernel registered cleanly as the libraries
+ * loaded (no op declared twice, no two kernels for one op, place and
+ * dtype, no kernel for an undeclared op); else the error names them */
+OAR_API int oar_registry_check(void);
 OAR_API bool oar_op_is_registered(const char *type);
 OAR_API int oar_op_num_registered(void);
 OAR_API const char *oar_op_registered_at(int i);

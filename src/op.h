@@ -93,8 +93,18 @@ typedef struct oar_op_def {
     const char *doc;                 /* what the op computes (the generated reference) */
 } oar_op_def_t;
 
+/* Registration is strict: an op declared twice, or a second kernel for the
+ * same (op, place, dtype), is refused with both names. The add calls
+ * return the status; the load calls (what OAR_REGISTER_OP/_KERNEL run from
+ * constructors) keep the failure for oar_registry_check, which also refuses
+ * a kernel whose op no definition declares. The Lua binding, the C
+ * predictor and the backend loader call it before anything runs. */
 OAR_API int oar_registry_add_op(const oar_op_def_t *def);
 OAR_API int oar_registry_add_kernel(const char *type, int place, int dtype, oar_kernel_fn fn);
+OAR_API int oar_registry_add_kernel_named(const char *type, int place, int dtype, oar_kernel_fn fn, const char *name);
+OAR_API void oar_registry_load_op(const oar_op_def_t *def);
+OAR_API void oar_registry_load_kernel(const char *type, int place, int dtype, oar_kernel_fn fn, const char *name);
+OAR_API const char *oar_registry_place_name(int place);   /* "CPU", "CUDA" */
 OAR_API const oar_op_def_t *oar_registry_op(const char *type);           /* NULL if unknown */
 OAR_API oar_kernel_fn oar_registry_kernel(const char *type, int place, int dtype);
 /* the attr definition of `name` for def (including the attrs common to every op) */
@@ -105,10 +115,10 @@ OAR_API const oar_slot_def_t *oar_registry_output_slot(const oar_op_def_t *def, 
 #define OAR_CAT_(a, b) a##b
 #define OAR_CAT(a, b) OAR_CAT_(a, b)
 #define OAR_REGISTER_OP(def) \
-    __attribute__((constructor)) static void OAR_CAT(oar_reg_op_, def)(void) { oar_registry_add_op(&def); }
+    __attribute__((constructor)) static void OAR_CAT(oar_reg_op_, def)(void) { oar_registry_load_op(&def); }
 #define OAR_REGISTER_KERNEL(type, place, dtype, fn) \
     __attribute__((constructor)) static void OAR_CAT(oar_reg_k_, fn)(void) { \
-        oar_registry_add_kernel(type, place, dtype, fn); }
+        oar_registry_load_kernel(type, place, dtype, fn, #fn " (" __FILE__ ")"); }
 
 /* ---- inference context (compile time and run time) --------------------- */
 OAR_API bool oar_ic_runtime(const oar_infer_ctx_t *c);

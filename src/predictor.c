@@ -186,6 +186,7 @@ static char *dir_of(const char *path) {
 }
 
 int oar_predictor_load_files(const char *model_path, const char *params_path, oar_predictor_t **out) {
+    OAR_TRY(oar_registry_check());
     if (!model_path || !*model_path || !out)
         return oar_error(OAR_ERR_INVALID, "oar_predictor_load_files: empty model path or NULL out");
     if (params_path && !*params_path)

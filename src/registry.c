@@ -2,20 +2,33 @@
  * Definitions and kernels register themselves from constructors
  * (OAR_REGISTER_OP / OAR_REGISTER_KERNEL), in any order: a kernel may arrive
  * before its op's definition, so entries are created by whichever comes first. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "op.h"
 #include "strmap.h"
 
 #define MAX_OPS 1024
-#define NUM_PLACES 2
 #define NUM_DTYPES 22
+#define MAX_LOAD_PROBLEMS 16
+
+/* the places kernels register for: one row of the kernel table each */
+static const char *const k_places[] = {[OAR_PLACE_CPU] = "CPU", [OAR_PLACE_CUDA] = "CUDA"};
+#define NUM_PLACES ((int)(sizeof k_places / sizeof *k_places))
 
 typedef struct op_entry {
     char *type;
     const oar_op_def_t *def;
     oar_kernel_fn kernels[NUM_PLACES][NUM_DTYPES];
+    const char *knames[NUM_PLACES][NUM_DTYPES];   /* the registered functions' names */
 } op_entry_t;
+
+/* Registrations run from constructors, where nobody can see a status: a
+ * failed one is kept here and reported by oar_registry_check, which the
+ * Lua binding, the C predictor and the backend loader call before anything
+ * runs. */
+static char *g_problems[MAX_LOAD_PROBLEMS];
+static int g_nproblems, g_nlost;
 
 static op_entry_t g_ops[MAX_OPS];
 static int g_nops;
@@ -49,18 +62,73 @@ int oar_registry_add_op(const oar_op_def_t *def) {
     if (!def || !def->type) return oar_error(OAR_ERR_INVALID, "op definition without a type");
     op_entry_t *e = entry_for(def->type, true);
     if (!e) return OAR_ERR_NOMEM;
-    if (e->def && e->def != def) return oar_error(OAR_ERR_INVALID, "op '%s' defined twice", def->type);
+    if (e->def && e->def != def) return oar_error(OAR_ERR_INVALID, "op '%s' is declared twice", def->type);
     e->def = def;
     return OAR_OK;
 }
 
-int oar_registry_add_kernel(const char *type, int place, int dtype, oar_kernel_fn fn) {
+const char *oar_registry_place_name(int place) {
+    return place >= 0 && place < NUM_PLACES && k_places[place] ? k_places[place] : "unknown place";
+}
+
+int oar_registry_add_kernel_named(const char *type, int place, int dtype, oar_kernel_fn fn, const char *name) {
     if (!type || !fn || place < 0 || place >= NUM_PLACES || dtype < 0 || dtype >= NUM_DTYPES)
         return oar_error(OAR_ERR_INVALID, "bad kernel registration for op '%s'", type ? type : "?");
     op_entry_t *e = entry_for(type, true);
     if (!e) return OAR_ERR_NOMEM;
+    if (e->kernels[place][dtype] && e->kernels[place][dtype] != fn)
+        return oar_error(OAR_ERR_INVALID, "op '%s' has two %s %s kernels: %s and %s", type,
+                         oar_registry_place_name(place), oar_dtype_name(dtype),
+                         e->knames[place][dtype] ? e->knames[place][dtype] : "(unnamed)", name ? name : "(unnamed)");
     e->kernels[place][dtype] = fn;
+    e->knames[place][dtype] = name;
     return OAR_OK;
+}
+
+int oar_registry_add_kernel(const char *type, int place, int dtype, oar_kernel_fn fn) {
+    return oar_registry_add_kernel_named(type, place, dtype, fn, NULL);
+}
+
+static void keep_problem(void) {
+    if (g_nproblems == MAX_LOAD_PROBLEMS) { g_nlost++; return; }
+    g_problems[g_nproblems] = oar_xstrdup(oar_last_error());
+    if (g_problems[g_nproblems]) g_nproblems++;
+    else g_nlost++;
+}
+
+void oar_registry_load_op(const oar_op_def_t *def) {
+    if (oar_registry_add_op(def) != OAR_OK) keep_problem();
+}
+
+void oar_registry_load_kernel(const char *type, int place, int dtype, oar_kernel_fn fn, const char *name) {
+    if (oar_registry_add_kernel_named(type, place, dtype, fn, name) != OAR_OK) keep_problem();
+}
+
+int oar_registry_check(void) {
+    char msg[2048];
+    size_t len = 0;
+    int n = 0;
+    msg[0] = 0;
+#define ADD(...) do { if (len < sizeof msg) len += (size_t)snprintf(msg + len, sizeof msg - len, __VA_ARGS__); } while (0)
+    for (int i = 0; i < g_nproblems; i++, n++) ADD("%s%s", n ? "; " : "", g_problems[i]);
+    if (g_nlost) ADD("%s%d more", n++ ? "; " : "", g_nlost);
+    /* a kernel whose op no definition declares: a misspelled type, or a
+     * definition that was left out of the build */
+    for (int i = 0; i < g_nops; i++) {
+        if (g_ops[i].def) continue;
+        for (int p = 0; p < NUM_PLACES; p++)
+            for (int d = 0; d < NUM_DTYPES; d++)
+                if (g_ops[i].kernels[p][d]) {
+                    ADD("%skernel %s (%s %s) is registered for op '%s', which no definition declares", n++ ? "; " : "",
+                        g_ops[i].knames[p][d] ? g_ops[i].knames[p][d] : "(unnamed)", oar_registry_place_name(p),
+                        oar_dtype_name(d), g_ops[i].type);
+                    p = NUM_PLACES;
+                    break;
+                }
+    }
+#undef ADD
+    if (n == 0) return OAR_OK;
+    return oar_error(OAR_ERR_INVALID, "the op registry is inconsistent: %s", msg);
 }
 
 const oar_op_def_t *oar_registry_op(const char *type) {

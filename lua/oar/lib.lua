@@ -77,6 +77,11 @@ function M.last_error()
   return ffi.string(msg)
 end
 
+-- A registry that did not load cleanly (an op declared twice, two kernels
+-- for one op, place and dtype, a kernel for an undeclared op) is refused
+-- before anything runs.
+if C.oar_registry_check() ~= 0 then error("liboar: " .. M.last_error(), 0) end
+
 -- Raises the last error when rc is not OAR_OK. `level` is passed to error()
 -- (default 3: the caller of the function that called check).
 function M.check(rc, level)
