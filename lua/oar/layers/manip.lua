@@ -1,7 +1,8 @@
 --- oar.layers.manip: Fluid 1.8's layers over oar's shape, selection and
 -- random ops: gather, slice, stack, squeeze, unsqueeze, flatten, expand,
--- sum, where, pad2d, uniform_random and gaussian_random, and Paddle 2.x's
--- tile, broadcast_to and p_norm for the ops Fluid 1.8 has no layer for.
+-- sum, where, pad2d, load, uniform_random and gaussian_random, and Paddle 2.x's
+-- tile, broadcast_to, full_like and p_norm for the ops Fluid 1.8 has no
+-- layer for.
 -- Merged into `oar.layers`.
 -- @module oar.layers.manip
 local LayerHelper = require("oar.layer_helper")
@@ -417,6 +418,49 @@ function M.p_norm(a, porder)
   return helper:unary("p_norm", x, { porder = check.number("p_norm", "porder", a.porder, 2.0), axis = axis,
     epsilon = check.number("p_norm", "epsilon", a.epsilon, 1e-12),
     keepdim = check.boolean("p_norm", "keepdim", a.keepdim, false), asvector = asvector })
+end
+
+--- A tensor shaped like x filled with `fill_value` (Paddle 2.x's
+-- paddle.full_like, the fill_any_like op). Also `full_like(x, fill_value)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.x
+-- @tparam number a.fill_value
+-- @tparam[opt] string a.dtype default: x's
+-- @tparam[opt] string a.name
+-- @tparam[opt] number fill_value with a positional x
+-- @treturn Variable (stop_gradient)
+-- @usage local halves = layers.full_like(x, 0.5)
+function M.full_like(a, fill_value)
+  a = args("full_like", a, "x", { fill_value = fill_value }, "dtype fill_value name x")
+  local x = check.variable("full_like", "x", a.x)
+  local value = check.number("full_like", "fill_value", a.fill_value)
+  local dtype = check.dtype("full_like", "dtype", a.dtype, x.dtype)
+  local helper = LayerHelper("full_like", a)
+  local out = helper:create_variable_for_type_inference(dtype, true)
+  helper:append_op{ type = "fill_any_like", inputs = { X = { x } }, outputs = { Out = { out } },
+                    attrs = { value = value, dtype = dtype } }
+  return out
+end
+
+--- Reads a tensor saved by a `save` op (oar.io's per-variable files) into
+-- `out` when the program runs (Fluid's layers.load). Also `load(out, file_path)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.out the variable to fill
+-- @tparam string a.file_path
+-- @tparam[opt=false] bool a.load_as_fp16 convert to float16 while loading
+-- @param[opt] file_path with a positional out
+-- @treturn Variable out
+-- @usage layers.load{out = w, file_path = "model/w"}
+function M.load(a, file_path)
+  if is_variable(a) then a = { out = a, file_path = file_path } end
+  a = args("load", a, nil, nil, "file_path load_as_fp16 out")
+  local out = check.variable("load", "out", a.out)
+  if type(a.file_path) ~= "string" or a.file_path == "" then check.fail("load", "file_path", "a file name", a.file_path) end
+  local helper = LayerHelper("load", {})
+  helper:append_op{ type = "load", outputs = { Out = { out } },
+    attrs = { file_path = a.file_path,
+              load_as_fp16 = check.boolean("load", "load_as_fp16", a.load_as_fp16, false) } }
+  return out
 end
 
 -- ---- random tensors --------------------------------------------------------------------
