@@ -381,16 +381,20 @@ function M.pad2d(a)
   end
   local mode = check.string(L, "mode", a.mode, "constant", { "constant", "reflect", "edge" })
   local fmt = check.string(L, "data_format", a.data_format, "NCHW", { "NCHW", "NHWC" })
+  local value = check.number(L, "pad_value", a.pad_value, 0.0)
   local helper = LayerHelper(L, a)
-  -- as a 5-D pad3d with a depth of 1: NCHW -> NC1HW, NHWC -> N1HWC
-  local d_axis = fmt == "NCHW" and 2 or 1
-  local x5 = shape2(helper, "unsqueeze2", x, { axes = { d_axis } })
+  local tensor_layers = require("oar.layers.tensor")
+  -- NHWC goes through NCHW: oar's pad3d pads NCDHW only
+  if fmt == "NHWC" then x = tensor_layers.transpose(x, { 0, 3, 1, 2 }) end
+  -- as a 5-D pad3d with a depth of 1: NCHW -> NC1HW
+  local x5 = shape2(helper, "unsqueeze2", x, { axes = { 2 } })
   local padded = helper:create_variable_for_type_inference(x.dtype)
   helper:append_op{ type = "pad3d", inputs = { X = { x5 } }, outputs = { Out = { padded } },
     attrs = { paddings = { p[3], p[4], p[1], p[2], 0, 0 }, mode = mode == "edge" and "replicate" or mode,
-              value = check.number(L, "pad_value", a.pad_value, 0.0),
-              data_format = fmt == "NCHW" and "NCDHW" or "NDHWC" } }
-  return shape2(helper, "squeeze2", padded, { axes = { d_axis } })
+              value = value, data_format = "NCDHW" } }
+  local out = shape2(helper, "squeeze2", padded, { axes = { 2 } })
+  if fmt == "NHWC" then out = tensor_layers.transpose(out, { 0, 2, 3, 1 }) end
+  return out
 end
 
 -- ---- norms -----------------------------------------------------------------------------

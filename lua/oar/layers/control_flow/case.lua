@@ -155,6 +155,7 @@ end
 -- @tparam Variable a.x
 -- @tparam[opt] Variable a.cond a bool Variable to write the answer into
 -- @tparam[opt] string a.name
+-- @tparam[opt] Variable cond_var `cond`, with a positional x
 -- @treturn Variable bool [1]
 -- @usage local none_left = layers.is_empty{x = candidates}
 function M.is_empty(a, cond_var)
