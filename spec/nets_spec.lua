@@ -263,7 +263,7 @@ describe("nets.glu", function()
     oar.program_guard(oar.Program(), oar.Program(), function()
       local x = layers.data{ name = "x", shape = { 3 } }
       expect_error(function() nets.glu(x) end, "glu: dim -1 of 'input' has odd size 3")
-      expect_error(function() nets.glu{ input = x, axis = 1 } end, "layers.glu: unknown argument 'axis'")
+      expect_error(function() nets.glu{ input = x, dmi = 1 } end, "nets.glu: unknown argument 'dmi' (did you mean 'dim'?)")
     end)
   end)
 end)
@@ -368,7 +368,7 @@ describe("nets.scaled_dot_product_attention", function()
       expect_error(function() f{ queries = q, keys = k, values = layers.data{ name = "v2", shape = { 6 } } } end,
         "'values' must be 3-D")
       expect_error(function() f{ querys = q, keys = k, values = v } end,
-        "layers.scaled_dot_product_attention: unknown argument 'querys' (did you mean 'queries'?)")
+        "nets.scaled_dot_product_attention: unknown argument 'querys' (did you mean 'queries'?)")
       -- dropout on the weights keeps the shape
       assert.same({ -1, 3, 6 }, f{ queries = q, keys = k, values = v, dropout_rate = 0.5 }.shape)
     end)
@@ -376,6 +376,20 @@ describe("nets.scaled_dot_product_attention", function()
 end)
 
 describe("oar.nets", function()
+  it("names the missing argument of a block given its input alone", function()
+    oar.program_guard(oar.Program(), oar.Program(), function()
+      local img = layers.data{ name = "img", shape = { 1, 8, 8 } }
+      expect_error(function() nets.simple_img_conv_pool(img) end,
+        "simple_img_conv_pool: 'num_filters' must be a positive integer, got nil")
+      expect_error(function() nets.simple_img_conv_pool{ input = img, num_filters = 2, filter_size = 3 } end,
+        "simple_img_conv_pool: 'pool_size' must be an integer or a list of 2, got nil")
+      expect_error(function() nets.img_conv_group(img) end,
+        "img_conv_group: 'conv_num_filter' must be a list of filter counts, got nil")
+      expect_error(function() nets.sequence_conv_pool{ input = img, num_filters = 2 } end,
+        "sequence_conv_pool: 'filter_size' must be a positive integer, got nil")
+    end)
+  end)
+
   it("is reachable from oar and refuses unknown names", function()
     assert.equal(require("oar.nets"), oar.nets)
     expect_error(function() return oar.nets.simple_img_conv_poll end,

@@ -12,8 +12,17 @@ local layers = require("oar.layers")
 local LayerHelper = require("oar.layer_helper")
 local framework = require("oar.framework")
 
-local check, args = LayerHelper.check, LayerHelper.args
+local argcheck = require("oar.argcheck")
+
+local check = LayerHelper.check
 local raise = framework.raise
+
+-- the keyword table (or the input given positionally), its keys checked
+-- under the block's own name ("nets.glu: unknown argument ...")
+local function args(name, a, primary, extra, known)
+  a = LayerHelper.args(name, a, primary, extra)
+  return argcheck.keys("nets." .. name, a, known)
+end
 
 local M = {}
 
@@ -40,10 +49,12 @@ local M = {}
 -- local c1 = nets.simple_img_conv_pool{input = img, num_filters = 20, filter_size = 5,
 --   pool_size = 2, pool_stride = 2, act = "relu"}
 function M.simple_img_conv_pool(a)
-  a = args("simple_img_conv_pool", a, nil, nil,
+  a = args("simple_img_conv_pool", a, "input", nil,
     "act bias_attr conv_dilation conv_groups conv_padding conv_stride filter_size global_pooling input "
     .. "num_filters param_attr pool_padding pool_size pool_stride pool_type use_cudnn")
   local who = "simple_img_conv_pool"
+  check.positive_int(who, "num_filters", a.num_filters)
+  if a.filter_size == nil then check.fail(who, "filter_size", "an integer or a list of 2", nil) end
   if a.pool_size == nil then check.fail(who, "pool_size", "an integer or a list of 2", nil) end
   if a.pool_stride == nil then check.fail(who, "pool_stride", "an integer or a list of 2", nil) end
   local conv = layers.conv2d{ input = check.variable(who, "input", a.input), num_filters = a.num_filters,
@@ -89,7 +100,7 @@ end
 -- local h = nets.img_conv_group{input = img, conv_num_filter = {64, 64}, pool_size = 2, pool_stride = 2,
 --   conv_act = "relu", conv_with_batchnorm = true, conv_batchnorm_drop_rate = {0.3, 0}}
 function M.img_conv_group(a)
-  a = args("img_conv_group", a, nil, nil,
+  a = args("img_conv_group", a, "input", nil,
     "conv_act conv_batchnorm_drop_rate conv_filter_size conv_num_filter conv_padding conv_with_batchnorm input "
     .. "param_attr pool_size pool_stride pool_type use_cudnn")
   local who = "img_conv_group"
@@ -132,8 +143,9 @@ end
 -- @treturn Variable [number of sequences, num_filters]
 -- @usage local conv3 = nets.sequence_conv_pool{input = emb, num_filters = 128, filter_size = 3, act = "tanh"}
 function M.sequence_conv_pool(a)
-  a = args("sequence_conv_pool", a, nil, nil, "act bias_attr filter_size input num_filters param_attr pool_type")
+  a = args("sequence_conv_pool", a, "input", nil, "act bias_attr filter_size input num_filters param_attr pool_type")
   local who = "sequence_conv_pool"
+  check.positive_int(who, "num_filters", a.num_filters)
   if a.filter_size == nil then check.fail(who, "filter_size", "a positive integer", nil) end
   local conv = layers.sequence_conv{ input = check.variable(who, "input", a.input), num_filters = a.num_filters,
     filter_size = a.filter_size, param_attr = a.param_attr, bias_attr = a.bias_attr,
@@ -228,6 +240,6 @@ function M.scaled_dot_product_attention(a)
   return combine_heads(layers.matmul(weights, v))
 end
 
-require("oar.argcheck").strict_module(M, "oar.nets")
+argcheck.strict_module(M, "oar.nets")
 
 return M
