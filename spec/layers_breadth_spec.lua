@@ -443,6 +443,15 @@ describe("random tensor layers", function()
     assert.same(v, again)
   end)
 
+  it("draw new values at every run without a seed, the same ones with a seed", function()
+    local r = CF.build(function()
+      return nil, {}, { layers.uniform_random{ shape = { 8 } }, layers.gaussian_random{ shape = { 8 }, seed = 11 } }
+    end, { no_backward = true })
+    local one, two = CF.run(r, {}, r.extra), CF.run(r, {}, r.extra)
+    assert.are_not.same(CF.flat(one[1]), CF.flat(two[1]))
+    assert.same(CF.flat(one[2]), CF.flat(two[2]))
+  end)
+
   it("gaussian_random draws with the requested mean and standard deviation", function()
     local t = sample(function() return layers.gaussian_random{ shape = { 4000 }, mean = 1, std = 2, seed = 3 } end)
     assert.equal("float32", t:dtype())

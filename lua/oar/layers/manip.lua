@@ -492,13 +492,14 @@ local function random_layer(L, a, op_type, attrs)
   return out
 end
 
---- A tensor of values drawn uniformly from [min, max), new at every run.
+--- A tensor of values drawn uniformly from [min, max): new values at every
+-- run, or the same ones at every run with a fixed seed (as in Fluid).
 -- @tparam table a keyword arguments:
 -- @tparam {int,...} a.shape positive dims
 -- @tparam[opt="float32"] string a.dtype "float32" or "float64"
 -- @tparam[opt=-1.0] number a.min
 -- @tparam[opt=1.0] number a.max
--- @tparam[opt=0] int a.seed 0: the program's random_seed when set, else a fresh seed
+-- @tparam[opt=0] int a.seed 0: the program's random_seed when set, else fresh values at every run
 -- @tparam[opt] string a.name
 -- @treturn Variable
 -- @usage local noise = layers.uniform_random{shape = {4, 8}, min = -0.1, max = 0.1}
@@ -510,12 +511,13 @@ function M.uniform_random(a)
   return random_layer("uniform_random", a, "uniform_random", { min = lo, max = hi })
 end
 
---- A tensor of values drawn from Normal(mean, std), new at every run.
+--- A tensor of values drawn from Normal(mean, std): new values at every
+-- run, or the same ones at every run with a fixed seed (as in Fluid).
 -- @tparam table a keyword arguments:
 -- @tparam {int,...} a.shape positive dims
 -- @tparam[opt=0.0] number a.mean
 -- @tparam[opt=1.0] number a.std
--- @tparam[opt=0] int a.seed 0: the program's random_seed when set, else a fresh seed
+-- @tparam[opt=0] int a.seed 0: the program's random_seed when set, else fresh values at every run
 -- @tparam[opt="float32"] string a.dtype "float32" or "float64"
 -- @tparam[opt] string a.name
 -- @treturn Variable
