@@ -24,7 +24,7 @@
 -- Modules: `oar.layers`, `oar.optimizer`, `oar.initializer`,
 -- `oar.regularizer`, `oar.clip`, `oar.unique_name`, `oar.dtypes`,
 -- `oar.framework`, `oar.backward`, `oar.tensor`, `oar.scope`; these load on
--- first use: `oar.io`, `oar.dataset`, `oar.reader`, `oar.data_feeder`
+-- first use: `oar.nets`, `oar.io`, `oar.dataset`, `oar.reader`, `oar.data_feeder`
 -- (`oar.DataFeeder`), `oar.profiler`, `oar.fleet`, `oar.amp`,
 -- `oar.progress`, `oar.summary`, `oar.plot`, `oar.metrics`. Any other name
 -- is an error with a suggestion ("oar: no field 'layres' (did you mean
@@ -125,7 +125,7 @@ local function lazy(t, k)
 end
 require("oar.argcheck").strict_module(oar, "oar", lazy, {
   -- modules that load on first use, offered as suggestions before they are loaded
-  extra = { "DataFeeder", "io", "data_feeder", "reader", "dataset", "profiler", "fleet", "progress",
+  extra = { "DataFeeder", "nets", "io", "data_feeder", "reader", "dataset", "profiler", "fleet", "progress",
             "summary", "plot", "metrics", "repl", "argcheck", "cdef", "lib", "place", "unique_name" },
 })
 

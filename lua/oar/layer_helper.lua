@@ -170,14 +170,18 @@ function LayerHelper:block() return self.main_program:current_block() end
 -- @usage helper:append_op{type = "relu", inputs = {X = {x}}, outputs = {Out = {out}}}
 function LayerHelper:append_op(spec) return self:block():append_op(spec) end
 
---- The layer's weight ParamAttr from `kwargs.param_attr`, or false when it is false.
+--- The layer's weight ParamAttr from `kwargs.param_attr` (nil or true: the
+-- default), or false when it is false.
 -- @treturn ParamAttr|false
+-- @raise naming the layer and 'param_attr' when the value is not an attribute
 -- @usage local w = helper:create_parameter(helper:param_attr(), {4, 8}, "float32", false)
-function LayerHelper:param_attr() return param_attr.to_attr(self.kwargs.param_attr) end
---- The layer's bias ParamAttr from `kwargs.bias_attr`, or false (no bias).
+function LayerHelper:param_attr() return param_attr.to_attr(self.kwargs.param_attr, self.layer_type, "param_attr") end
+--- The layer's bias ParamAttr from `kwargs.bias_attr` (nil or true: the
+-- default), or false (no bias).
 -- @treturn ParamAttr|false
+-- @raise naming the layer and 'bias_attr' when the value is not an attribute
 -- @usage local b = helper:create_parameter(helper:bias_attr(), {8}, "float32", true)
-function LayerHelper:bias_attr() return param_attr.to_attr(self.kwargs.bias_attr) end
+function LayerHelper:bias_attr() return param_attr.to_attr(self.kwargs.bias_attr, self.layer_type, "bias_attr") end
 
 --- `n` ParamAttrs for `n` inputs: a list in `kwargs.param_attr` is taken as
 -- given; a single one is shared (but a fixed name cannot name `n` weights).
@@ -192,10 +196,10 @@ function LayerHelper:multiple_param_attr(n)
       raise(string.format("%s: %d param_attr given for %d inputs", self.layer_type, #a, n))
     end
     local out = {}
-    for i = 1, n do out[i] = param_attr.to_attr(a[i]) end
+    for i = 1, n do out[i] = param_attr.to_attr(a[i], self.layer_type, "param_attr[" .. i .. "]") end
     return out
   end
-  local one = param_attr.to_attr(a)
+  local one = param_attr.to_attr(a, self.layer_type, "param_attr")
   local out = {}
   for i = 1, n do out[i] = one end
   if n > 1 and one and one.name then
@@ -234,7 +238,7 @@ end
 -- @usage local w = helper:create_parameter(helper:param_attr(), {13, 1}, "float32", false)
 function LayerHelper:create_parameter(attr, shape, dtype, is_bias, default_initializer)
   if attr == false then return nil end
-  attr = param_attr.to_attr(attr)
+  attr = param_attr.to_attr(attr, self.layer_type, is_bias and "bias_attr" or "param_attr")
   for i, d in ipairs(shape) do
     if type(d) ~= "number" or d <= 0 then
       raise(string.format("%s: parameter shape %s has a non-positive dimension %s at %d (is an input shape unknown?)",

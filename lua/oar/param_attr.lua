@@ -31,21 +31,24 @@ local known = { name = true, initializer = true, learning_rate = true, regulariz
 -- @tparam[opt=true] bool spec.trainable
 -- @param[opt] spec.gradient_clip
 -- @param[opt] spec.do_model_average
+-- @tparam[opt="ParamAttr"] string who how errors name the table (to_attr passes
+-- the layer and its argument: "fc: 'bias_attr'")
 -- @treturn ParamAttr
 -- @usage layers.fc{input = x, size = 10, param_attr = oar.ParamAttr{name = "w", initializer = oar.initializer.Normal{scale = 0.01}}}
-function M.new(spec)
+function M.new(spec, who)
   spec = spec or {}
+  who = who or "ParamAttr"
   if type(spec) ~= "table" then
-    raise("ParamAttr: expected a table {name=, initializer=, ...}, got " .. type(spec))
+    raise(who .. ": expected a table {name=, initializer=, ...}, got " .. type(spec))
   end
-  argcheck.keys("oar.ParamAttr", spec, known)
+  argcheck.keys(who == "ParamAttr" and "oar.ParamAttr" or who, spec, known)
   if spec.name ~= nil and type(spec.name) ~= "string" then
-    raise("ParamAttr: 'name' must be a string, got " .. type(spec.name))
+    raise(who .. ": 'name' must be a string, got " .. type(spec.name))
   end
   local lr = spec.learning_rate
   if lr == nil then lr = 1.0 end
   if type(lr) ~= "number" then
-    raise("ParamAttr: 'learning_rate' must be a number, got " .. type(lr))
+    raise(who .. ": 'learning_rate' must be a number, got " .. type(lr))
   end
   local trainable = spec.trainable
   if trainable == nil then trainable = true end
@@ -58,24 +61,31 @@ end
 setmetatable(M, { __call = function(_, spec) return M.new(spec) end })
 
 --- Turns what a layer was given as param_attr/bias_attr into a ParamAttr
--- (or false for "none"): nil -> defaults, "name" -> {name=}, an
--- initializer -> {initializer=}, a regularizer -> {regularizer=}, a table
--- -> ParamAttr(table), false -> false.
--- @param arg nil, false, a name, an Initializer, a Regularizer, a table or a ParamAttr
+-- (or false for "none"), as Fluid's ParamAttr._to_attr: nil or true ->
+-- the default attribute, "name" -> {name=}, an initializer ->
+-- {initializer=}, a regularizer -> {regularizer=}, a table ->
+-- ParamAttr(table), false -> false.
+-- @param arg nil, true, false, a name, an Initializer, a Regularizer, a table or a ParamAttr
+-- @tparam[opt] string layer the layer, for errors ("fc")
+-- @tparam[opt="param_attr"] string key the argument it came from ("bias_attr"), for errors
 -- @treturn ParamAttr|false
--- @raise on any other value
+-- @raise on any other value, naming the layer and the argument
 -- @usage local attr = oar.param_attr.to_attr("fc_w")   -- ParamAttr{name = "fc_w"}
-function M.to_attr(arg)
-  if arg == nil then return M.new() end
+-- local b = oar.param_attr.to_attr(true, "fc", "bias_attr")   -- the default bias attribute
+function M.to_attr(arg, layer, key)
+  key = key or "param_attr"
+  local who = layer and string.format("%s: '%s'", layer, key) or key
+  if arg == nil or arg == true then return M.new() end
   if arg == false then return false end
   if is_param_attr(arg) then return arg end
-  if type(arg) == "string" then return M.new{ name = arg } end
+  if type(arg) == "string" then return M.new({ name = arg }, who) end
   if type(arg) == "table" then
-    if arg._is_initializer then return M.new{ initializer = arg } end
-    if arg._is_regularizer then return M.new{ regularizer = arg } end
-    return M.new(arg)
+    if arg._is_initializer then return M.new({ initializer = arg }, who) end
+    if arg._is_regularizer then return M.new({ regularizer = arg }, who) end
+    return M.new(arg, who)
   end
-  raise("param_attr: expected a ParamAttr, a name, an initializer or false, got " .. type(arg))
+  raise(string.format("%s must be a ParamAttr, a table, a name, an initializer, a regularizer, true or false, got %s",
+    layer and who or ("'" .. key .. "'"), require("oar.framework").describe(arg)))
 end
 
 -- A copy whose missing initializer is `default_initializer`.

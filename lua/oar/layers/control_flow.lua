@@ -1,5 +1,6 @@
 --- Control flow (Fluid's layers/control_flow.py) with closures in place of
--- `with` blocks: While, ConditionalBlock, Switch, IfElse, cond, StaticRNN,
+-- `with` blocks: While, while_loop, ConditionalBlock, Switch, IfElse, cond,
+-- case, switch_case, is_empty, StaticRNN,
 -- DynamicRNN, and the tensor-array and LoD rank-table layers they are built
 -- from. Merged into `oar.layers`; one construct per module under
 -- oar/layers/control_flow/.
@@ -15,7 +16,7 @@
 -- @module oar.layers.control_flow
 local M = {}
 
-for _, part in ipairs({ "arrays", "while", "switch", "cond", "ifelse", "static_rnn", "dynamic_rnn", "print" }) do
+for _, part in ipairs({ "arrays", "while", "switch", "cond", "case", "ifelse", "static_rnn", "dynamic_rnn", "print" }) do
   for k, v in pairs(require("oar.layers.control_flow." .. part)) do
     assert(M[k] == nil, "control_flow: two modules define " .. k)
     M[k] = v

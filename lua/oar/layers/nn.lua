@@ -351,6 +351,20 @@ local activations = {
   brelu = { t_min = 0.0, t_max = 24.0 }, stanh = { scale_a = 2.0 / 3.0, scale_b = 1.7159 },
   soft_relu = { threshold = 40.0 }, thresholded_relu = { threshold = 1.0 },
   hard_shrink = { threshold = 0.5 }, softshrink = { lambda = 0.5 },
+  -- Fluid 1.8's ops.py and nn.py
+  acos = {}, asin = {}, atan = {}, erf = {},
+  selu = { scale = 1.0507009873554804934193349852946, alpha = 1.6732632423543772848170429916717 },
+  hard_swish = { threshold = 6.0, scale = 6.0, offset = 3.0 }, mish = { threshold = 20.0 },
+  -- Paddle 2.x's names for the rest of oar's unary ops
+  tan = {}, sinh = {}, cosh = {}, log1p = {}, expm1 = {}, log2 = {}, log10 = {}, silu = {},
+  celu = { alpha = 1.0 }, logit = { eps = 1e-6 },
+}
+-- the attribute a positional number stands for: leaky_relu(x, 0.1), pow(x, 2)
+local first_attr = {
+  leaky_relu = "alpha", elu = "alpha", relu6 = "threshold", pow = "factor", hard_sigmoid = "slope",
+  swish = "beta", brelu = "t_min", stanh = "scale_a", soft_relu = "threshold", thresholded_relu = "threshold",
+  hard_shrink = "threshold", softshrink = "lambda", selu = "scale", hard_swish = "threshold",
+  mish = "threshold", celu = "alpha", logit = "eps",
 }
 
 --- Activations. Each is `layers.NAME(x)`, `layers.NAME{x=, name=, attrs...}`,
@@ -566,6 +580,112 @@ local activations = {
 -- @treturn Variable
 -- @usage local y = layers.softshrink(x)
 
+--- arccos(x), for x in [-1, 1].
+-- @function acos
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local a = layers.acos(x)
+
+--- arcsin(x), for x in [-1, 1].
+-- @function asin
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local a = layers.asin(x)
+
+--- arctan(x).
+-- @function atan
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local a = layers.atan(x)
+
+--- The error function, 2/sqrt(pi) * integral from 0 to x of exp(-t^2).
+-- @function erf
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local e = layers.erf(x)
+
+--- Scaled exponential linear unit: scale * x for x > 0, scale * alpha * (exp(x) - 1) otherwise.
+-- @function selu
+-- @tparam Variable|table x the input, or `{x=, scale=, alpha=, name=}`
+-- @tparam[opt=1.0507009873554805] number scale (also positionally)
+-- @treturn Variable
+-- @usage local h = layers.selu(x)
+
+--- x * min(max(x + offset, 0), threshold) / scale.
+-- @function hard_swish
+-- @tparam Variable|table x the input, or `{x=, threshold=6, scale=6, offset=3, name=}`
+-- @treturn Variable
+-- @usage local h = layers.hard_swish(x)
+
+--- x * tanh(softplus(x)); softplus(x) is x itself where x > threshold.
+-- @function mish
+-- @tparam Variable|table x the input, or `{x=, threshold=, name=}`
+-- @tparam[opt=20] number threshold
+-- @treturn Variable
+-- @usage local h = layers.mish(x)
+
+--- tan(x) (Paddle 2.x's paddle.tan).
+-- @function tan
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local t = layers.tan(x)
+
+--- sinh(x) (Paddle 2.x's paddle.sinh).
+-- @function sinh
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local s = layers.sinh(x)
+
+--- cosh(x) (Paddle 2.x's paddle.cosh).
+-- @function cosh
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local c = layers.cosh(x)
+
+--- log(1 + x), accurate for small x (Paddle 2.x's paddle.log1p).
+-- @function log1p
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local l = layers.log1p(x)
+
+--- exp(x) - 1, accurate for small x (Paddle 2.x's paddle.expm1).
+-- @function expm1
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local e = layers.expm1(x)
+
+--- Base-2 logarithm (Paddle 2.x's paddle.log2).
+-- @function log2
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local l = layers.log2(x)
+
+--- Base-10 logarithm (Paddle 2.x's paddle.log10).
+-- @function log10
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local l = layers.log10(x)
+
+--- x * sigmoid(x) (Paddle 2.x's silu).
+-- @function silu
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local h = layers.silu(x)
+
+--- max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) (Paddle 2.x's celu).
+-- @function celu
+-- @tparam Variable|table x the input, or `{x=, alpha=, name=}`
+-- @tparam[opt=1.0] number alpha
+-- @treturn Variable
+-- @usage local h = layers.celu(x, 0.5)
+
+--- log(x / (1 - x)), x first clipped to [eps, 1 - eps] (Paddle 2.x's logit).
+-- @function logit
+-- @tparam Variable|table x the input, or `{x=, eps=, name=}`
+-- @tparam[opt=1e-6] number eps
+-- @treturn Variable
+-- @usage local z = layers.logit(p)
+
 --- Softmax and reductions.
 -- @section softmax
 for op_type, defaults in pairs(activations) do
@@ -580,7 +700,10 @@ for op_type, defaults in pairs(activations) do
       a = t
     elseif framework.is_variable(a) and type(extra) == "number" then
       -- leaky_relu(x, 0.1), pow(x, 2): the first attribute positionally
-      local key = next(defaults)
+      local key = first_attr[op_type]
+      if not key then
+        raise(string.format("%s: has no attribute to give positionally, got the number %s", op_type, tostring(extra)))
+      end
       a = { x = a, [key] = extra }
     else
       a = args(op_type, a, "x", nil, known)

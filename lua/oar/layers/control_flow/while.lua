@@ -22,6 +22,8 @@ local unique_var = common.unique_var
 
 local M = {}
 
+local function tensor_layers() return require("oar.layers.tensor") end
+
 -- ---- While ------------------------------------------------------------------------------
 
 local While = {}
@@ -87,6 +89,99 @@ function While:block(fn)
   return body
 end
 
+
+-- ---- while_loop ------------------------------------------------------------------------------
+
+-- the Variables a function returned: several values, or one list
+local function returned(who, what, res, n_expected)
+  local n = table.maxn(res)
+  local list = res
+  if n == 1 and type(res[1]) == "table" and not is_variable(res[1]) then
+    list = res[1]
+    n = table.maxn(list)
+  end
+  if n_expected and n ~= n_expected then
+    raise(string.format("%s: '%s' returns %d values; it must return as many as loop_vars (%d)", who, what, n,
+      n_expected))
+  end
+  for i = 1, n do
+    if not is_variable(list[i]) then check.fail(who, what .. " result " .. i, "a Variable", list[i]) end
+  end
+  return list, n
+end
+
+-- cond(...) must give a bool Variable of one element
+local function loop_cond(who, fn, vars)
+  local res = { fn(unpack(vars, 1, #vars)) }
+  if table.maxn(res) ~= 1 then
+    raise(string.format("%s: 'cond' must return one bool Variable, it returned %d values", who, table.maxn(res)))
+  end
+  return scalar_bool_arg(who, "cond's result", res[1])
+end
+
+--- A loop over `loop_vars` (Fluid's layers.while_loop): while
+-- `cond(loop_vars...)` holds, `loop_vars` take the values
+-- `body(loop_vars...)` returns. `cond` and `body` are Lua functions called
+-- once, when the program is built: they receive the loop variables and
+-- build ops. `body` returns as many Variables as there are loop variables,
+-- of the same dtypes (several values or one list). Gradients flow through
+-- the loop. Also positional: `while_loop(cond, body, loop_vars)`.
+-- @tparam table a keyword arguments:
+-- @tparam function a.cond `function(v1, v2, ...)` returning a bool Variable of one element
+-- @tparam function a.body `function(v1, v2, ...)` returning the next values
+-- @tparam {Variable,...} a.loop_vars the loop variables (tensors or tensor arrays)
+-- @tparam[opt=false] bool a.is_test
+-- @tparam[opt] string a.name
+-- @param[opt] body with a positional cond
+-- @param[opt] loop_vars with a positional cond
+-- @treturn {Variable,...} loop_vars, which hold the values after the loop when the program runs
+-- @raise when cond or body is not a function, loop_vars is empty, cond's result
+-- is not a scalar bool, or body returns the wrong number of Variables
+-- @usage
+-- local i = layers.fill_constant{shape = {1}, dtype = "int64", value = 0}
+-- local ten = layers.fill_constant{shape = {1}, dtype = "int64", value = 10}
+-- local out = layers.while_loop{
+--   cond = function(i) return layers.less_than{x = i, y = ten} end,
+--   body = function(i) return layers.increment{x = i, value = 1, in_place = false} end,
+--   loop_vars = {i}}
+-- -- out[1] (that is, i) holds 10 after the run
+function M.while_loop(a, body, loop_vars)
+  if type(a) == "function" then a = { cond = a, body = body, loop_vars = loop_vars } end
+  a = args("while_loop", a, nil, nil, "body cond is_test loop_vars name")
+  local who = "while_loop"
+  if type(a.cond) ~= "function" then check.fail(who, "cond", "a function", a.cond) end
+  if type(a.body) ~= "function" then check.fail(who, "body", "a function", a.body) end
+  local vars = a.loop_vars
+  if is_variable(vars) then vars = { vars } end
+  if type(vars) ~= "table" or #vars == 0 then check.fail(who, "loop_vars", "a non-empty list of Variables", vars) end
+  for i, v in ipairs(vars) do
+    if not is_variable(v) then check.fail(who, "loop_vars[" .. i .. "]", "a Variable", v) end
+  end
+  name_arg(who, a.name)
+  local pre_cond = loop_cond(who, a.cond, vars)
+  local loop = M.While{ cond = pre_cond, is_test = check.boolean(who, "is_test", a.is_test, false), name = a.name }
+  loop:block(function()
+    local outs = returned(who, "body", { a.body(unpack(vars, 1, #vars)) }, #vars)
+    local now_cond = loop_cond(who, a.cond, outs)
+    for i, v in ipairs(vars) do
+      local o = outs[i]
+      if v.type == "lod_tensor_array" then
+        -- an array is updated in place by array_write: the body must return it
+        if o ~= v then
+          raise(string.format("%s: loop_vars[%d] is a tensor array; body must return that same array", who, i))
+        end
+      elseif o ~= v then
+        if o.dtype ~= v.dtype then
+          raise(string.format("%s: body's result %d is %s but loop_vars[%d] is %s", who, i, tostring(o.dtype), i,
+            tostring(v.dtype)))
+        end
+        tensor_layers().assign(o, v)
+      end
+    end
+    tensor_layers().assign(now_cond, pre_cond)
+  end)
+  return vars
+end
 
 -- ---- ConditionalBlock ----------------------------------------------------------------------
 
