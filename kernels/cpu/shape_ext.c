@@ -11,6 +11,7 @@
 #include "op.h"
 #include "ops/attr_tensor.h"
 #include "ops/shape_ext.h"
+#include "ops/shape_ext_util.h"   /* oar_slice_bounds */
 
 static const char *nm(const char *s) { return s ? s : "?"; }
 

@@ -84,7 +84,7 @@ static int rows_in_out(oar_kernel_ctx_t *k, oar_variable_t *var, int dtype,
     {                                                                                    \
         const oar_scale_attrs_t *a = oar_k_attrs(k);                                     \
         double sv = a->scale;                                                            \
-        OAR_TRY(oar_k_scalar_at(k, OAR_SCALE_TENSOR, "ScaleTensor", &sv));               \
+        OAR_TRY(oar_k_scalar_at(k, OAR_TENSOR_SCALE_TENSOR, "ScaleTensor", &sv));               \
         CT s = (CT)sv, b = (CT)a->bias;                                                  \
         if (!a->bias_after_scale) b *= s;                                                \
         const oar_tensor_t *xt;                                                          \

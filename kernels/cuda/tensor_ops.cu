@@ -70,7 +70,7 @@ int scale_run(oar_kernel_ctx_t *k, int dt)
 {
     const oar_scale_attrs_t *a = (const oar_scale_attrs_t *)oar_k_attrs(k);
     /* the value would live on the device: not read here, so refused rather than ignored */
-    if (oar_k_input(k, OAR_SCALE_TENSOR, 0))
+    if (oar_k_input(k, OAR_TENSOR_SCALE_TENSOR, 0))
         return oar_k_error(k, OAR_ERR_UNSUPPORTED, "input ScaleTensor is not supported by the CUDA kernel; run on CPU");
     CT s = (CT)a->scale, b = (CT)a->bias;
     if (!a->bias_after_scale) b *= s;

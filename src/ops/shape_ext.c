@@ -7,16 +7,16 @@
  *
  * Attributes that Paddle lets tensors override (StartsTensor, Shape,
  * RepeatTimes, ...) are read through attr_tensor.h.
+ *
+ * The ops themselves (slots, attributes, docs) are declared in
+ * shape_ext.ops; this file holds their inference and grad makers.
  */
 #include <stdio.h>
 #include <string.h>
 #include "op.h"
-#include "paddle_attrs.h"
 #include "attr_tensor.h"
-#include "shape_ext.h"
-
-#define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
-#define B(name) {name, OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0}
+#include "ops/shape_ext.h"   /* generated from shape_ext.ops */
+#include "shape_ext_util.h"   /* oar_slice_bounds */
 
 static const char *nm(const char *s) { return s ? s : "?"; }
 
@@ -34,6 +34,21 @@ static int copy_dims(oar_infer_ctx_t *c, const char *slot, int64_t *d, int *nd)
     return OAR_OK;
 }
 
+/* oar_ic_int_list over a decoded INTS attr: the tensors (tslot, then lslot)
+ * when given, else `attr` (named aname in messages) */
+static int int_list(oar_infer_ctx_t *c, const char *tslot, const char *lslot, const oar_ints_t *attr,
+                    const char *aname, int64_t *v, int max, int *n, bool *known)
+{
+    if ((tslot && oar_ic_in_present(c, tslot)) || (lslot && oar_ic_in_count(c, lslot) > 0))
+        return oar_ic_int_list(c, tslot, lslot, NULL, v, max, n, known);
+    *known = true;
+    if (attr->n > max)
+        return oar_ic_error(c, OAR_ERR_INVALID, "attr %s must be INTS or LONGS with at most %d values", aname, max);
+    for (int i = 0; i < attr->n; i++) v[i] = attr->v[i];
+    *n = attr->n;
+    return OAR_OK;
+}
+
 /* X@GRAD (or Input@GRAD) gets the dims, dtype and LoD of the forward input */
 static int grad_like(oar_infer_ctx_t *c, const char *in, const char *gout)
 {
@@ -46,23 +61,15 @@ static int grad_like(oar_infer_ctx_t *c, const char *in, const char *gout)
 }
 
 /* ---- flatten_contiguous_range ------------------------------------------- */
-static const oar_slot_def_t fcr_in[] = {{"X", 0}, {NULL, 0}};
-static const oar_slot_def_t fcr_out[] = {{"Out", 0}, {"XShape", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-static const oar_slot_def_t fcr_grad_in[] = {{"XShape", 0}, {"Out@GRAD", 0}, {NULL, 0}};
-static const oar_slot_def_t x_grad_out[] = {{"X@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-static const oar_attr_def_t fcr_attrs[] = {
-    {"start_axis", OAR_ATTR_INT, 1, NULL, false, 0, 0},
-    {"stop_axis", OAR_ATTR_INT, 1, NULL, false, 0, 0},
-    B("use_mkldnn"), {"mkldnn_data_type", OAR_ATTR_STRING, 0, "float32", false, 0, 0}, OAR_PA_ONEDNN,
-    ATTR_END};
-
 /* dims[:start] ++ [prod(dims[start..stop])] ++ dims[stop+1:]; axes may be negative */
 static int fcr_infer(oar_infer_ctx_t *c)
 {
     int64_t x[OAR_MAX_DIMS], out[OAR_MAX_DIMS];
     int nx;
     OAR_TRY(copy_dims(c, "X", x, &nx));
-    int start = oar_attr_i(oar_ic_op(c), "start_axis"), stop = oar_attr_i(oar_ic_op(c), "stop_axis");
+    const oar_fcr_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
+    const int start = a->start_axis, stop = a->stop_axis;
     int r = nx > 0 ? nx : 1;
     if (nx == 0) x[0] = 1;   /* a 0-D X flattens to [1] */
     int s = start < 0 ? start + r : start, e = stop < 0 ? stop + r : stop;
@@ -114,15 +121,6 @@ static int fcr_grad_maker(oar_grad_ctx_t *g)
     return oar_gc_in_grad(g, op, "X");
 }
 
-static const oar_op_def_t fcr_def = {
-    .type = "flatten_contiguous_range", .inputs = fcr_in, .outputs = fcr_out, .attrs = fcr_attrs,
-    .infer = fcr_infer, .grad = fcr_grad_maker, .dtype_slot = "X"};
-OAR_REGISTER_OP(fcr_def)
-static const oar_op_def_t fcr_grad_def = {
-    .type = "flatten_contiguous_range_grad", .inputs = fcr_grad_in, .outputs = x_grad_out, .attrs = fcr_attrs,
-    .infer = fcr_grad_infer, .dtype_slot = "Out@GRAD"};
-OAR_REGISTER_OP(fcr_grad_def)
-
 /* ---- expand / expand_v2 / tile ------------------------------------------ */
 /* Out dims of the repeating ops; X's dims padded with leading 1s to Out's rank */
 static int repeat_out(oar_infer_ctx_t *c, const char *type, int64_t *out, int *nout)
@@ -130,11 +128,13 @@ static int repeat_out(oar_infer_ctx_t *c, const char *type, int64_t *out, int *n
     int64_t x[OAR_MAX_DIMS], v[OAR_MAX_DIMS];
     int nx, n;
     bool known;
+    const oar_repeat_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
     OAR_TRY(copy_dims(c, "X", x, &nx));
     char b[160];
     oar_shape_str(x, nx, b, sizeof b);
     if (strcmp(type, "expand") == 0) {
-        OAR_TRY(oar_ic_int_list(c, "ExpandTimes", "expand_times_tensor", "expand_times", v, OAR_MAX_DIMS, &n, &known));
+        OAR_TRY(int_list(c, "ExpandTimes", "expand_times_tensor", &a->times, "expand_times", v, OAR_MAX_DIMS, &n, &known));
         if (n < 0) n = nx;
         if (n != nx)
             return oar_ic_error(c, OAR_ERR_SHAPE, "expand_times has %d values but X '%s' %s has rank %d", n,
@@ -148,8 +148,8 @@ static int repeat_out(oar_infer_ctx_t *c, const char *type, int64_t *out, int *n
         return OAR_OK;
     }
     bool tile = strcmp(type, "tile") == 0;
-    if (tile) OAR_TRY(oar_ic_int_list(c, "RepeatTimes", "repeat_times_tensor", "repeat_times", v, OAR_MAX_DIMS, &n, &known));
-    else OAR_TRY(oar_ic_int_list(c, "Shape", "expand_shapes_tensor", "shape", v, OAR_MAX_DIMS, &n, &known));
+    if (tile) OAR_TRY(int_list(c, "RepeatTimes", "repeat_times_tensor", &a->times, "repeat_times", v, OAR_MAX_DIMS, &n, &known));
+    else OAR_TRY(int_list(c, "Shape", "expand_shapes_tensor", &a->times, "shape", v, OAR_MAX_DIMS, &n, &known));
     if (n < 0) return oar_ic_error(c, OAR_ERR_SHAPE, "the length of %s must be known", tile ? "RepeatTimes" : "Shape");
     int r = n > nx ? n : nx;
     if (!tile && n < nx)
@@ -208,71 +208,21 @@ static int repeat_grad_maker(oar_grad_ctx_t *g)
     return oar_gc_in_grad(g, op, "X");
 }
 
-#define DUP_DISP (OAR_SLOT_DUPLICABLE | OAR_SLOT_DISPENSABLE)
-static const oar_slot_def_t out_slot[] = {{"Out", 0}, {NULL, 0}};
-static const oar_slot_def_t expand_in[] = {
-    {"X", 0}, {"ExpandTimes", OAR_SLOT_DISPENSABLE}, {"expand_times_tensor", DUP_DISP}, {NULL, 0}};
-static const oar_slot_def_t expand_grad_in[] = {
-    {"X", 0}, {"ExpandTimes", OAR_SLOT_DISPENSABLE}, {"expand_times_tensor", DUP_DISP}, {"Out@GRAD", 0}, {NULL, 0}};
-static const oar_slot_def_t expand_v2_in[] = {
-    {"X", 0}, {"Shape", OAR_SLOT_DISPENSABLE}, {"expand_shapes_tensor", DUP_DISP}, {NULL, 0}};
-static const oar_slot_def_t expand_v2_grad_in[] = {
-    {"X", 0}, {"Shape", OAR_SLOT_DISPENSABLE}, {"expand_shapes_tensor", DUP_DISP}, {"Out@GRAD", 0}, {NULL, 0}};
-static const oar_slot_def_t tile_in[] = {
-    {"X", 0}, {"RepeatTimes", OAR_SLOT_DISPENSABLE}, {"repeat_times_tensor", DUP_DISP}, {NULL, 0}};
-static const oar_slot_def_t tile_grad_in[] = {
-    {"X", 0}, {"RepeatTimes", OAR_SLOT_DISPENSABLE}, {"repeat_times_tensor", DUP_DISP}, {"Out@GRAD", 0}, {NULL, 0}};
-static const oar_attr_def_t expand_attrs[] = {
-    {"expand_times", OAR_ATTR_INTS, 0, NULL, false, 0, 0}, OAR_PA_USE_MKLDNN, OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN, ATTR_END};
-static const oar_attr_def_t expand_v2_attrs[] = {
-    {"shape", OAR_ATTR_INTS, 0, NULL, false, 0, 0}, B("use_mkldnn"),
-    {"mkldnn_data_type", OAR_ATTR_STRING, 0, "float32", false, 0, 0}, OAR_PA_ONEDNN, ATTR_END};
-static const oar_attr_def_t tile_attrs[] = {
-    {"repeat_times", OAR_ATTR_INTS, 0, NULL, false, 0, 0}, B("use_mkldnn"),
-    {"mkldnn_data_type", OAR_ATTR_STRING, 0, "float32", false, 0, 0}, OAR_PA_ONEDNN, ATTR_END};
-
-#define REPEAT_OP(NAME, IN, GIN, ATTRS)                                                      \
-    static const oar_op_def_t NAME##_def = {                                                 \
-        .type = #NAME, .inputs = IN, .outputs = out_slot, .attrs = ATTRS,                    \
-        .infer = repeat_infer, .grad = repeat_grad_maker, .dtype_slot = "X"};                \
-    OAR_REGISTER_OP(NAME##_def)                                                              \
-    static const oar_op_def_t NAME##_grad_def = {                                            \
-        .type = #NAME "_grad", .inputs = GIN, .outputs = x_grad_out, .attrs = ATTRS,         \
-        .infer = repeat_grad_infer, .dtype_slot = "Out@GRAD"};                               \
-    OAR_REGISTER_OP(NAME##_grad_def)
-
-REPEAT_OP(expand, expand_in, expand_grad_in, expand_attrs)
-REPEAT_OP(expand_v2, expand_v2_in, expand_v2_grad_in, expand_v2_attrs)
-REPEAT_OP(tile, tile_in, tile_grad_in, tile_attrs)
-
 /* ---- slice -------------------------------------------------------------- */
-static const oar_slot_def_t slice_in[] = {
-    {"Input", 0}, {"StartsTensor", OAR_SLOT_DISPENSABLE}, {"EndsTensor", OAR_SLOT_DISPENSABLE},
-    {"StartsTensorList", DUP_DISP}, {"EndsTensorList", DUP_DISP}, {NULL, 0}};
-static const oar_slot_def_t slice_grad_in[] = {
-    {"Input", 0}, {"StartsTensor", OAR_SLOT_DISPENSABLE}, {"EndsTensor", OAR_SLOT_DISPENSABLE},
-    {"StartsTensorList", DUP_DISP}, {"EndsTensorList", DUP_DISP}, {"Out@GRAD", 0}, {NULL, 0}};
-static const oar_slot_def_t slice_grad_out[] = {{"Input@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-static const oar_attr_def_t slice_attrs[] = {
-    {"axes", OAR_ATTR_INTS, 0, NULL, true, 0, 0},
-    {"starts", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
-    {"ends", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
-    {"infer_flags", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
-    {"decrease_axis", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
-    B("use_mkldnn"), {"mkldnn_data_type", OAR_ATTR_STRING, 0, "float32", false, 0, 0}, OAR_PA_ONEDNN,
-    ATTR_END};
-
 static int slice_infer(oar_infer_ctx_t *c)
 {
-    const oar_op_desc_t *op = oar_ic_op(c);
+    const oar_slice_attrs_t *at = oar_ic_attrs(c);
+    if (!at) return OAR_ERR_INVALID;
     int64_t x[OAR_MAX_DIMS], out[OAR_MAX_DIMS], st[OAR_MAX_DIMS], en[OAR_MAX_DIMS], ax[OAR_MAX_DIMS];
     int nx, na, ns, ne;
     bool ks, ke;
     OAR_TRY(copy_dims(c, "Input", x, &nx));
-    if (!oar_attr_int_list(op, "axes", ax, OAR_MAX_DIMS, &na))
+    if (at->axes.n > OAR_MAX_DIMS)
         return oar_ic_error(c, OAR_ERR_INVALID, "attr axes has more than %d values", OAR_MAX_DIMS);
-    OAR_TRY(oar_ic_int_list(c, "StartsTensor", "StartsTensorList", "starts", st, OAR_MAX_DIMS, &ns, &ks));
-    OAR_TRY(oar_ic_int_list(c, "EndsTensor", "EndsTensorList", "ends", en, OAR_MAX_DIMS, &ne, &ke));
+    na = at->axes.n;
+    for (int i = 0; i < na; i++) ax[i] = at->axes.v[i];
+    OAR_TRY(int_list(c, "StartsTensor", "StartsTensorList", &at->starts, "starts", st, OAR_MAX_DIMS, &ns, &ks));
+    OAR_TRY(int_list(c, "EndsTensor", "EndsTensorList", &at->ends, "ends", en, OAR_MAX_DIMS, &ne, &ke));
     if ((ns >= 0 && ns != na) || (ne >= 0 && ne != na))
         return oar_ic_error(c, OAR_ERR_SHAPE, "axes has %d values but starts %d and ends %d", na, ns, ne);
     memcpy(out, x, sizeof(int64_t) * (size_t)nx);
@@ -287,9 +237,9 @@ static int slice_infer(oar_infer_ctx_t *c)
         out[a] = len;
     }
     /* decrease_axis drops size-1 sliced axes; all dropped leaves [1] */
-    int64_t dec[OAR_MAX_DIMS];
-    int nd;
-    if (!oar_attr_int_list(op, "decrease_axis", dec, OAR_MAX_DIMS, &nd))
+    const int32_t *dec = at->decrease_axis.v;
+    const int nd = at->decrease_axis.n;
+    if (nd > OAR_MAX_DIMS)
         return oar_ic_error(c, OAR_ERR_INVALID, "attr decrease_axis has more than %d values", OAR_MAX_DIMS);
     bool drop[OAR_MAX_DIMS] = {false};
     for (int i = 0; i < nd; i++) {
@@ -323,22 +273,5 @@ static int slice_grad_maker(oar_grad_ctx_t *g)
     return oar_gc_in_grad(g, op, "Input");
 }
 
-static int slice_decode(oar_decode_ctx_t *d, void *out)
-{
-    oar_slice_attrs_t *a = out;
-    a->axes = oar_dec_ints(d, "axes");
-    a->starts = oar_dec_ints(d, "starts");
-    a->ends = oar_dec_ints(d, "ends");
-    return oar_dec_status(d);
-}
-
-static const oar_op_def_t slice_def = {
-    .type = "slice", .inputs = slice_in, .outputs = out_slot, .attrs = slice_attrs,
-    .infer = slice_infer, .grad = slice_grad_maker, .dtype_slot = "Input",
-    .attrs_size = sizeof(oar_slice_attrs_t), .decode = slice_decode};
-OAR_REGISTER_OP(slice_def)
-static const oar_op_def_t slice_grad_def = {
-    .type = "slice_grad", .inputs = slice_grad_in, .outputs = slice_grad_out, .attrs = slice_attrs,
-    .infer = slice_grad_infer, .dtype_slot = "Out@GRAD",
-    .attrs_size = sizeof(oar_slice_attrs_t), .decode = slice_decode};
-OAR_REGISTER_OP(slice_grad_def)
+#define OAR_OPS_DEFINE
+#include "ops/shape_ext.h"   /* the tables, decoders and registrations */

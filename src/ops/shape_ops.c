@@ -8,17 +8,17 @@
  * X@GRAD's dims without keeping X alive. LoD passes from X to Out when the
  * first dimension is unchanged (reshape, squeeze, unsqueeze, flatten), as in
  * Fluid; transpose and stack drop it.
+ *
+ * The ops themselves (slots, attributes, docs) are declared in
+ * shape_ops.ops; this file holds their inference and grad makers.
  */
 #include "op.h"
-#include "paddle_attrs.h"
 #include "attr_tensor.h"
-#include "shape_ops.h"
+#include "ops/shape_ops.h"   /* generated from shape_ops.ops */
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
 
 static const char *nm(const char *s) { return s ? s : "?"; }
 
@@ -74,6 +74,21 @@ static int xshape_dims(oar_infer_ctx_t *c, int64_t *x, int *nx)
     return OAR_OK;
 }
 
+/* oar_ic_int_list over a decoded INTS attr: the tensors (tslot, then lslot)
+ * when given, else `attr` (named aname in messages) */
+static int int_list(oar_infer_ctx_t *c, const char *tslot, const char *lslot, const oar_ints_t *attr,
+                    const char *aname, int64_t *v, int max, int *n, bool *known)
+{
+    if ((tslot && oar_ic_in_present(c, tslot)) || (lslot && oar_ic_in_count(c, lslot) > 0))
+        return oar_ic_int_list(c, tslot, lslot, NULL, v, max, n, known);
+    *known = true;
+    if (attr->n > max)
+        return oar_ic_error(c, OAR_ERR_INVALID, "attr %s must be INTS or LONGS with at most %d values", aname, max);
+    for (int i = 0; i < attr->n; i++) v[i] = attr->v[i];
+    *n = attr->n;
+    return OAR_OK;
+}
+
 /* checks that Out@GRAD holds as many elements as X@GRAD will (run time) */
 static int check_grad_numel(oar_infer_ctx_t *c, const int64_t *x, int nx)
 {
@@ -123,46 +138,12 @@ static int make_grad(oar_grad_ctx_t *g, bool with_xshape)
 static int grad_maker_x(oar_grad_ctx_t *g) { return make_grad(g, false); }
 static int grad_maker_xshape(oar_grad_ctx_t *g) { return make_grad(g, true); }
 
-static const oar_slot_def_t x_out[] = {{"Out", 0}, {NULL, 0}};
-/* XShape: Paddle's save_inference_model drops it (only the grad reads it) */
-static const oar_slot_def_t x_out_xshape[] = {{"Out", 0}, {"XShape", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-static const oar_slot_def_t x_in[] = {{"X", 0}, {NULL, 0}};
-static const oar_slot_def_t grad_in_x[] = {{"X", 0}, {"Out@GRAD", 0}, {NULL, 0}};
-static const oar_slot_def_t grad_in_xshape[] = {{"XShape", 0}, {"Out@GRAD", 0}, {NULL, 0}};
-static const oar_slot_def_t grad_out_x[] = {{"X@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-
-/* forward op, its v2 twin with XShape, and both grads */
-#define VIEW_OPS(NAME, INS, INS2, ATTRS, INFER)                                                  \
-    static int NAME##_infer2(oar_infer_ctx_t *c) { return INFER(c, true); }                     \
-    static int NAME##_infer1(oar_infer_ctx_t *c) { return INFER(c, false); }                    \
-    static const oar_op_def_t NAME##_def = {                                                     \
-        .type = #NAME, .inputs = INS, .outputs = x_out, .attrs = ATTRS,                          \
-        .infer = NAME##_infer1, .grad = grad_maker_x, .dtype_slot = "X"};                        \
-    OAR_REGISTER_OP(NAME##_def)                                                                  \
-    static const oar_op_def_t NAME##_grad_def = {                                                \
-        .type = #NAME "_grad", .inputs = grad_in_x, .outputs = grad_out_x, .attrs = ATTRS,       \
-        .infer = view_grad_infer_x, .dtype_slot = "Out@GRAD"};                                   \
-    OAR_REGISTER_OP(NAME##_grad_def)                                                             \
-    static const oar_op_def_t NAME##2_def = {                                                    \
-        .type = #NAME "2", .inputs = INS2, .outputs = x_out_xshape, .attrs = ATTRS,              \
-        .infer = NAME##_infer2, .grad = grad_maker_xshape, .dtype_slot = "X"};                   \
-    OAR_REGISTER_OP(NAME##2_def)                                                                 \
-    static const oar_op_def_t NAME##2_grad_def = {                                               \
-        .type = #NAME "2_grad", .inputs = grad_in_xshape, .outputs = grad_out_x, .attrs = ATTRS, \
-        .infer = view_grad_infer_xshape, .dtype_slot = "Out@GRAD"};                              \
-    OAR_REGISTER_OP(NAME##2_grad_def)
+/* the v1 and v2 inference of a view op (v2 also writes XShape) */
+#define VIEW_INFERS(NAME)                                                       \
+    static int NAME##_infer2(oar_infer_ctx_t *c) { return NAME##_infer(c, true); } \
+    static int NAME##_infer1(oar_infer_ctx_t *c) { return NAME##_infer(c, false); }
 
 /* ---- reshape / reshape2 ------------------------------------------------- */
-static const oar_slot_def_t reshape_in[] = {{"X", 0}, {"Shape", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-static const oar_slot_def_t reshape2_in[] = {
-    {"X", 0}, {"Shape", OAR_SLOT_DISPENSABLE},
-    {"ShapeTensor", OAR_SLOT_DUPLICABLE | OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-static const oar_attr_def_t reshape_attrs[] = {
-    {"shape", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
-    {"use_mkldnn", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    OAR_PA_MKLDNN_DT, OAR_PA_QUANTIZER, OAR_PA_ONEDNN,
-    ATTR_END};
-
 /* Reads an integer (int32 or int64) tensor into vals (run time). */
 static int read_int_tensor(oar_infer_ctx_t *c, const char *slot, int i, int64_t *vals, int max, int *n)
 {
@@ -190,9 +171,10 @@ static int read_int_tensor(oar_infer_ctx_t *c, const char *slot, int i, int64_t 
  * when it has that rank (a hint, as Fluid reads it), else -1. */
 static int reshape_request(oar_infer_ctx_t *c, int64_t *s, int *n, bool *hint_only)
 {
-    const oar_op_desc_t *op = oar_ic_op(c);
-    int na = 0;
-    const int32_t *attr = oar_attr_ints(op, "shape", &na);
+    const oar_reshape_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
+    const int na = a->shape.n;
+    const int32_t *attr = a->shape.v;
     int nst = oar_ic_in_count(c, "ShapeTensor"), nsh = oar_ic_in_count(c, "Shape");
     *hint_only = false;
     if (nst > 0 || nsh > 0) {
@@ -318,23 +300,21 @@ static int reshape_infer(oar_infer_ctx_t *c, bool v2)
     return v2 ? set_xshape(c, x, nx) : OAR_OK;
 }
 
-VIEW_OPS(reshape, reshape_in, reshape2_in, reshape_attrs, reshape_infer)
+VIEW_INFERS(reshape)
 
 /* ---- squeeze / squeeze2 ------------------------------------------------- */
-static const oar_attr_def_t squeeze_attrs[] = {
-    {"axes", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
-    OAR_PA_USE_MKLDNN, OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN,
-    ATTR_END};
-
 /* Fluid 1.8: no axes squeezes every size-1 dim; listed axes are squeezed
  * when their size is 1 (or unknown at compile time) and kept otherwise. A
  * result of rank 0 is [1], as reductions give. */
 static int squeeze_infer(oar_infer_ctx_t *c, bool v2)
 {
     int64_t x[OAR_MAX_DIMS], out[OAR_MAX_DIMS];
-    int nx, na = 0, no = 0;
+    int nx, no = 0;
     OAR_TRY(in_dims(c, "X", 0, x, &nx));
-    const int32_t *axes = oar_attr_ints(oar_ic_op(c), "axes", &na);
+    const oar_squeeze_attrs_t *at = oar_ic_attrs(c);
+    if (!at) return OAR_ERR_INVALID;
+    const int na = at->axes.n;
+    const int32_t *axes = at->axes.v;
     bool drop[OAR_MAX_DIMS] = {false};
     bool rt = oar_ic_runtime(c);
     if (na == 0)
@@ -355,7 +335,7 @@ static int squeeze_infer(oar_infer_ctx_t *c, bool v2)
     return v2 ? set_xshape(c, x, nx) : OAR_OK;
 }
 
-VIEW_OPS(squeeze, x_in, x_in, squeeze_attrs, squeeze_infer)
+VIEW_INFERS(squeeze)
 
 /* ---- unsqueeze / unsqueeze2 --------------------------------------------- */
 /* Each axis, in order, inserts a 1 into the shape built so far; negative
@@ -368,7 +348,9 @@ static int unsqueeze_infer(oar_infer_ctx_t *c, bool v2)
     int64_t axes[OAR_MAX_DIMS];
     bool known;
     /* unsqueeze2: AxesTensor / AxesTensorList override attr axes */
-    OAR_TRY(oar_ic_int_list(c, "AxesTensor", "AxesTensorList", "axes", axes, OAR_MAX_DIMS, &na, &known));
+    const oar_squeeze_attrs_t *at = oar_ic_attrs(c);
+    if (!at) return OAR_ERR_INVALID;
+    OAR_TRY(int_list(c, "AxesTensor", "AxesTensorList", &at->axes, "axes", axes, OAR_MAX_DIMS, &na, &known));
     if (!known) {
         if (na < 0 || nx + na > OAR_MAX_DIMS)
             return oar_ic_error(c, OAR_ERR_SHAPE, "the number of axes in AxesTensor must be known");
@@ -395,24 +377,18 @@ static int unsqueeze_infer(oar_infer_ctx_t *c, bool v2)
     return v2 ? set_xshape(c, x, nx) : OAR_OK;
 }
 
-static const oar_slot_def_t unsqueeze2_in[] = {
-    {"X", 0}, {"AxesTensor", OAR_SLOT_DISPENSABLE}, {"AxesTensorList", OAR_SLOT_DUPLICABLE | OAR_SLOT_DISPENSABLE},
-    {NULL, 0}};
-VIEW_OPS(unsqueeze, x_in, unsqueeze2_in, squeeze_attrs, unsqueeze_infer)
+VIEW_INFERS(unsqueeze)
 
 /* ---- flatten / flatten2 ------------------------------------------------- */
-static const oar_attr_def_t flatten_attrs[] = {
-    {"axis", OAR_ATTR_INT, 1, NULL, false, 0, 0},
-    OAR_PA_USE_MKLDNN, OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN,
-    ATTR_END};
-
 /* [prod(dims[:axis]), prod(dims[axis:])]; an unknown dim makes its side -1 */
 static int flatten_infer(oar_infer_ctx_t *c, bool v2)
 {
     int64_t x[OAR_MAX_DIMS], out[2] = {1, 1};
     int nx;
     OAR_TRY(in_dims(c, "X", 0, x, &nx));
-    int axis = oar_attr_i(oar_ic_op(c), "axis");
+    const oar_flatten_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
+    const int axis = a->axis;
     if (axis < 0 || axis > nx)
         return oar_ic_error(c, OAR_ERR_RANGE, "attr axis = %d is out of range for X '%s' of rank %d (valid: 0..%d)",
                             axis, nm(oar_ic_in_name(c, "X", 0)), nx, nx);
@@ -427,30 +403,17 @@ static int flatten_infer(oar_infer_ctx_t *c, bool v2)
     return v2 ? set_xshape(c, x, nx) : OAR_OK;
 }
 
-VIEW_OPS(flatten, x_in, x_in, flatten_attrs, flatten_infer)
+VIEW_INFERS(flatten)
 
 /* ---- transpose / transpose2 --------------------------------------------- */
-static const oar_attr_def_t transpose_attrs[] = {
-    {"axis", OAR_ATTR_INTS, 0, NULL, true, 0, 0},
-    {"use_mkldnn", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    {"data_format", OAR_ATTR_STRING, 0, "AnyLayout", false, 0, 0},
-    OAR_PA_MKLDNN_DT, OAR_PA_QUANTIZER, OAR_PA_ONEDNN,
-    ATTR_END};
-
-static int transpose_decode(oar_decode_ctx_t *d, void *out)
-{
-    oar_transpose_attrs_t *a = out;
-    a->axis = oar_dec_ints(d, "axis");
-    return oar_dec_status(d);
-}
-#define TRANSPOSE_DECODE .attrs_size = sizeof(oar_transpose_attrs_t), .decode = transpose_decode
-
 /* attr axis as a validated permutation of rank nx (negative entries count
  * from the end) */
 static int transpose_perm(oar_infer_ctx_t *c, int nx, int *perm, const char *what)
 {
-    int n = 0;
-    const int32_t *axis = oar_attr_ints(oar_ic_op(c), "axis", &n);
+    const oar_transpose_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
+    const int n = a->axis.n;
+    const int32_t *axis = a->axis.v;
     if (n != nx)
         return oar_ic_error(c, OAR_ERR_SHAPE, "attr axis has %d entries but %s has rank %d", n, what, nx);
     bool seen[OAR_MAX_DIMS] = {false};
@@ -503,49 +466,16 @@ static int transpose_grad_infer2(oar_infer_ctx_t *c) { return transpose_grad_inf
 static int transpose_infer1(oar_infer_ctx_t *c) { return transpose_infer(c, false); }
 static int transpose_infer2(oar_infer_ctx_t *c) { return transpose_infer(c, true); }
 
-static const oar_op_def_t transpose_def = {
-    .type = "transpose", .inputs = x_in, .outputs = x_out, .attrs = transpose_attrs,
-    .infer = transpose_infer1, .grad = grad_maker_x, .dtype_slot = "X", TRANSPOSE_DECODE};
-OAR_REGISTER_OP(transpose_def)
-static const oar_op_def_t transpose_grad_def = {
-    .type = "transpose_grad", .inputs = grad_in_x, .outputs = grad_out_x, .attrs = transpose_attrs,
-    .infer = transpose_grad_infer1, .dtype_slot = "Out@GRAD", TRANSPOSE_DECODE};
-OAR_REGISTER_OP(transpose_grad_def)
-static const oar_op_def_t transpose2_def = {
-    .type = "transpose2", .inputs = x_in, .outputs = x_out_xshape, .attrs = transpose_attrs,
-    .infer = transpose_infer2, .grad = grad_maker_xshape, .dtype_slot = "X", TRANSPOSE_DECODE};
-OAR_REGISTER_OP(transpose2_def)
-static const oar_op_def_t transpose2_grad_def = {
-    .type = "transpose2_grad", .inputs = grad_in_xshape, .outputs = grad_out_x, .attrs = transpose_attrs,
-    .infer = transpose_grad_infer2, .dtype_slot = "Out@GRAD", TRANSPOSE_DECODE};
-OAR_REGISTER_OP(transpose2_grad_def)
-
 /* ---- concat ------------------------------------------------------------- */
-static const oar_slot_def_t concat_in[] = {{"X", OAR_SLOT_DUPLICABLE}, {NULL, 0}};
-static const oar_slot_def_t concat_axis_in[] = {{"X", OAR_SLOT_DUPLICABLE}, {"AxisTensor", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-static const oar_slot_def_t concat_grad_out[] = {
-    {"X@GRAD", OAR_SLOT_DUPLICABLE | OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-static const oar_attr_def_t concat_attrs[] = {
-    {"axis", OAR_ATTR_INT, 0, NULL, false, 0, 0},
-    {"use_quantizer", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    OAR_PA_USE_MKLDNN, OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN,
-    ATTR_END};
-
-static int axis_decode(oar_decode_ctx_t *d, oar_axis_attrs_t *a, int axis_slot)
-{
-    a->axis = oar_dec_i(d, "axis");
-    a->axis_slot = axis_slot;
-    return oar_dec_status(d);
-}
-static int axis_tensor_decode(oar_decode_ctx_t *d, void *out) { return axis_decode(d, out, OAR_CONCAT_AXIS); }
-static int axis_only_decode(oar_decode_ctx_t *d, void *out) { return axis_decode(d, out, -1); }
-
 /* the axis attr against rank nd; for stack the output has rank nd + 1 */
 static int norm_axis(oar_infer_ctx_t *c, int nd, int *axis, const char *what)
 {
-    double av;
-    bool known;
-    OAR_TRY(oar_ic_scalar(c, "AxisTensor", "axis", &av, &known));  /* concat, split: AxisTensor */
+    const oar_axis_attrs_t *at = oar_ic_attrs(c);
+    if (!at) return OAR_ERR_INVALID;
+    double av = at->axis;
+    bool known = true;
+    /* concat, split: AxisTensor replaces the decoded attr */
+    if (oar_ic_in_present(c, "AxisTensor")) OAR_TRY(oar_ic_scalar(c, "AxisTensor", "axis", &av, &known));
     int a = (int)av;
     int r = a < 0 ? a + nd : a;
     if (nd == 0 || r < 0 || r >= nd)
@@ -647,37 +577,17 @@ static int concat_grad_maker(oar_grad_ctx_t *g)
     return oar_gc_in_grad(g, op, "X");
 }
 
-static const oar_op_def_t concat_def = {
-    .type = "concat", .inputs = concat_axis_in, .outputs = x_out, .attrs = concat_attrs,
-    .infer = concat_infer, .grad = concat_grad_maker, .dtype_slot = "X",
-    .attrs_size = sizeof(oar_axis_attrs_t), .decode = axis_tensor_decode};
-OAR_REGISTER_OP(concat_def)
-static const oar_slot_def_t concat_grad_in[] = {
-    {"X", OAR_SLOT_DUPLICABLE}, {"AxisTensor", OAR_SLOT_DISPENSABLE}, {"Out@GRAD", 0}, {NULL, 0}};
-static const oar_op_def_t concat_grad_def = {
-    .type = "concat_grad", .inputs = concat_grad_in, .outputs = concat_grad_out,
-    .attrs = concat_attrs, .infer = concat_grad_infer, .dtype_slot = "Out@GRAD",
-    .attrs_size = sizeof(oar_axis_attrs_t), .decode = axis_tensor_decode};
-OAR_REGISTER_OP(concat_grad_def)
-
 /* ---- split -------------------------------------------------------------- */
-static const oar_slot_def_t split_out[] = {{"Out", OAR_SLOT_DUPLICABLE}, {NULL, 0}};
-static const oar_attr_def_t split_attrs[] = {
-    {"num", OAR_ATTR_INT, 0, NULL, false, 0, 0},
-    {"sections", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
-    {"axis", OAR_ATTR_INT, 0, NULL, false, 0, 0},
-    OAR_PA_USE_MKLDNN, OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN,
-    ATTR_END};
-
 /* sizes along the axis: `num` equal parts, or `sections` with at most one
  * -1 taking the rest. An unknown axis dim leaves what depends on it -1. */
 static int split_sizes(oar_infer_ctx_t *c, int64_t dim, int nout, int64_t *sz)
 {
-    const oar_op_desc_t *op = oar_ic_op(c);
-    int num = oar_attr_i(op, "num"), ns = 0;
+    const oar_axis_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
+    int num = a->num, ns = 0;
     int64_t sec[256];
     bool known;
-    OAR_TRY(oar_ic_int_list(c, NULL, "SectionsTensorList", "sections", sec, 256, &ns, &known));
+    OAR_TRY(int_list(c, NULL, "SectionsTensorList", &a->sections, "sections", sec, 256, &ns, &known));
     if (!known) {
         if (nout != ns)
             return oar_ic_error(c, OAR_ERR_INVALID, "output Out has %d variables but SectionsTensorList %d", nout, ns);
@@ -786,23 +696,7 @@ static int split_grad_maker(oar_grad_ctx_t *g)
     return rc;
 }
 
-static const oar_slot_def_t split_in[] = {
-    {"X", 0}, {"AxisTensor", OAR_SLOT_DISPENSABLE}, {"SectionsTensorList", OAR_SLOT_DUPLICABLE | OAR_SLOT_DISPENSABLE},
-    {NULL, 0}};
-static const oar_op_def_t split_def = {
-    .type = "split", .inputs = split_in, .dtype_slot = "X", .outputs = split_out, .attrs = split_attrs,
-    .infer = split_infer, .grad = split_grad_maker,
-    .attrs_size = sizeof(oar_axis_attrs_t), .decode = axis_tensor_decode};
-OAR_REGISTER_OP(split_def)
-
 /* ---- stack -------------------------------------------------------------- */
-static const oar_slot_def_t stack_out[] = {{"Y", 0}, {NULL, 0}};
-static const oar_slot_def_t stack_grad_in[] = {{"X", OAR_SLOT_DUPLICABLE}, {"Y@GRAD", 0}, {NULL, 0}};
-static const oar_attr_def_t stack_attrs[] = {
-    {"axis", OAR_ATTR_INT, 0, NULL, false, 0, 0},
-    OAR_PA_USE_MKLDNN, OAR_PA_ONEDNN,
-    ATTR_END};
-
 /* Y inserts a dim of size len(X) at axis (-(rank+1)..rank) */
 static int stack_infer(oar_infer_ctx_t *c)
 {
@@ -841,13 +735,5 @@ static int stack_grad_maker(oar_grad_ctx_t *g)
     return oar_gc_in_grad(g, op, "X");
 }
 
-static const oar_op_def_t stack_def = {
-    .type = "stack", .inputs = concat_in, .outputs = stack_out, .attrs = stack_attrs,
-    .infer = stack_infer, .grad = stack_grad_maker,
-    .attrs_size = sizeof(oar_axis_attrs_t), .decode = axis_only_decode};
-OAR_REGISTER_OP(stack_def)
-static const oar_op_def_t stack_grad_def = {
-    .type = "stack_grad", .inputs = stack_grad_in, .outputs = concat_grad_out, .attrs = stack_attrs,
-    .infer = stack_grad_infer, .dtype_slot = "Y@GRAD",
-    .attrs_size = sizeof(oar_axis_attrs_t), .decode = axis_only_decode};
-OAR_REGISTER_OP(stack_grad_def)
+#define OAR_OPS_DEFINE
+#include "ops/shape_ops.h"   /* the tables, decoders and registrations */

@@ -1,14 +1,14 @@
 /*
- * tensor_ext.c — Paddle 2.x's where, index_select, gather_nd and cumsum
- * (also in Fluid 1.8 but where), with their grads. Kernels in
- * kernels/cpu/tensor_ext.c; slots in tensor_ext.h.
+ * tensor_ext.c — inference and grad makers of Paddle 2.x's where,
+ * index_select, gather_nd and cumsum (also in Fluid 1.8 but where), with
+ * their grads; the ops themselves (slots, attributes, docs) are declared in
+ * tensor_ext.ops. Kernels in kernels/cpu/tensor_ext.c.
  */
 #include <stdio.h>
 #include <string.h>
 #include "op.h"
-#include "tensor_ext.h"
+#include "ops/tensor_ext.h"   /* generated from tensor_ext.ops */
 
-#define END {NULL, 0, 0, NULL, false, 0, 0, NULL}
 static const char *nm(const char *s) { return s ? s : "?"; }
 
 /* "<fwd>_grad" reading `ins` (forward inputs), Out@GRAD; writing the grads of `grads` */
@@ -21,7 +21,6 @@ static int make_grad(oar_grad_ctx_t *g, const char *const *ins, const char *cons
     for (int i = 0; grads[i]; i++) OAR_TRY(oar_gc_in_grad(g, op, grads[i]));
     return OAR_OK;
 }
-static int grad_infer(oar_infer_ctx_t *c) { return oar_infer_grad_like_inputs(c); }
 
 static int check_index_dtype(oar_infer_ctx_t *c, const char *slot)
 {
@@ -33,12 +32,6 @@ static int check_index_dtype(oar_infer_ctx_t *c, const char *slot)
 }
 
 /* ---- where: Out = Condition ? X : Y (same shapes, as Paddle's op) -------- */
-static const oar_slot_def_t where_in[] = {{"Condition", 0}, {"X", 0}, {"Y", 0}, {NULL, 0}};
-static const oar_slot_def_t where_out[] = {{"Out", 0}, {NULL, 0}};
-static const oar_slot_def_t where_grad_in[] = {{"Condition", 0}, {"X", 0}, {"Y", 0}, {"Out@GRAD", 0}, {NULL, 0}};
-static const oar_slot_def_t where_grad_out[] = {
-    {"X@GRAD", OAR_SLOT_DISPENSABLE}, {"Y@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-
 static int where_infer(oar_infer_ctx_t *c)
 {
     int dt = oar_ic_in_dtype(c, "Condition", 0);
@@ -57,27 +50,7 @@ static int where_grad(oar_grad_ctx_t *g)
     static const char *const ins[] = {"Condition", "X", "Y", NULL}, *const grads[] = {"X", "Y", NULL};
     return make_grad(g, ins, grads);
 }
-static const oar_op_def_t where_def = {
-    .type = "where", .inputs = where_in, .outputs = where_out, .infer = where_infer,
-    .grad = where_grad, .dtype_slot = "X"};
-OAR_REGISTER_OP(where_def)
-static const oar_op_def_t where_grad_def = {
-    .type = "where_grad", .inputs = where_grad_in, .outputs = where_grad_out, .infer = grad_infer,
-    .dtype_slot = "Out@GRAD"};
-OAR_REGISTER_OP(where_grad_def)
-
 /* ---- index_select: X's slices Index[i] along dim ------------------------ */
-static const oar_slot_def_t isel_in[] = {{"X", 0}, {"Index", 0}, {NULL, 0}};
-static const oar_slot_def_t isel_out[] = {{"Out", 0}, {NULL, 0}};
-static const oar_slot_def_t isel_grad_in[] = {{"X", 0}, {"Index", 0}, {"Out@GRAD", 0}, {NULL, 0}};
-static const oar_slot_def_t x_grad_out[] = {{"X@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-static const oar_attr_def_t isel_attrs[] = {{"dim", OAR_ATTR_INT, 0, NULL, false, 0, 0, NULL}, END};
-
-static int isel_decode(oar_decode_ctx_t *d, void *out)
-{
-    ((oar_isel_attrs_t *)out)->dim = oar_dec_i(d, "dim");
-    return oar_dec_status(d);
-}
 static int isel_infer(oar_infer_ctx_t *c)
 {
     OAR_TRY(check_index_dtype(c, "Index"));
@@ -86,7 +59,9 @@ static int isel_infer(oar_infer_ctx_t *c)
     if (!xd) return OAR_ERR_SHAPE;
     const int64_t *id = oar_ic_in_dims(c, "Index", 0, &ni);
     if (!id) return OAR_ERR_SHAPE;
-    int dim = oar_attr_i(oar_ic_op(c), "dim");
+    const oar_isel_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
+    int dim = a->dim;
     if (dim < -nx || dim >= nx || nx == 0)
         return oar_ic_error(c, OAR_ERR_RANGE, "attr dim = %d is out of range for X of rank %d", dim, nx);
     if (dim < 0) dim += nx;
@@ -102,17 +77,6 @@ static int isel_grad(oar_grad_ctx_t *g)
     static const char *const ins[] = {"X", "Index", NULL}, *const grads[] = {"X", NULL};
     return make_grad(g, ins, grads);
 }
-static const oar_op_def_t isel_def = {
-    .type = "index_select", .inputs = isel_in, .outputs = isel_out, .attrs = isel_attrs,
-    .infer = isel_infer, .grad = isel_grad, .dtype_slot = "X",
-    .attrs_size = sizeof(oar_isel_attrs_t), .decode = isel_decode};
-OAR_REGISTER_OP(isel_def)
-static const oar_op_def_t isel_grad_def = {
-    .type = "index_select_grad", .inputs = isel_grad_in, .outputs = x_grad_out, .attrs = isel_attrs,
-    .infer = grad_infer, .dtype_slot = "Out@GRAD",
-    .attrs_size = sizeof(oar_isel_attrs_t), .decode = isel_decode};
-OAR_REGISTER_OP(isel_grad_def)
-
 /* ---- gather_nd: Out[i...] = X[Index[i..., :]] ---------------------------- */
 static int gnd_infer(oar_infer_ctx_t *c)
 {
@@ -139,46 +103,20 @@ static int gnd_grad(oar_grad_ctx_t *g)
     static const char *const ins[] = {"X", "Index", NULL}, *const grads[] = {"X", NULL};
     return make_grad(g, ins, grads);
 }
-static const oar_op_def_t gnd_def = {
-    .type = "gather_nd", .inputs = isel_in, .outputs = isel_out, .infer = gnd_infer,
-    .grad = gnd_grad, .dtype_slot = "X"};
-OAR_REGISTER_OP(gnd_def)
-static const oar_op_def_t gnd_grad_def = {
-    .type = "gather_nd_grad", .inputs = isel_grad_in, .outputs = x_grad_out, .infer = grad_infer,
-    .dtype_slot = "Out@GRAD"};
-OAR_REGISTER_OP(gnd_grad_def)
-
 /* ---- cumsum -------------------------------------------------------------- */
-static const oar_slot_def_t x_in[] = {{"X", 0}, {NULL, 0}};
-static const oar_slot_def_t cs_grad_in[] = {{"X", 0}, {"Out@GRAD", 0}, {NULL, 0}};
-static const oar_attr_def_t cs_attrs[] = {
-    {"axis", OAR_ATTR_INT, -1, NULL, false, 0, 0, NULL},
-    {"flatten", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0, NULL},   /* Paddle 2.x: over all of X, Out 1-D */
-    {"exclusive", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0, NULL},
-    {"reverse", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0, NULL},
-    {"use_mkldnn", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0, NULL},
-    END};
-static int cs_decode(oar_decode_ctx_t *d, void *out)
-{
-    oar_cumsum_attrs_t *a = out;
-    a->axis = oar_dec_i(d, "axis");
-    a->flatten = oar_dec_b(d, "flatten");
-    a->exclusive = oar_dec_b(d, "exclusive");
-    a->reverse = oar_dec_b(d, "reverse");
-    return oar_dec_status(d);
-}
 static int cs_infer(oar_infer_ctx_t *c)
 {
     int nx;
     const int64_t *xd = oar_ic_in_dims(c, "X", 0, &nx);
     if (!xd) return OAR_ERR_SHAPE;
-    const oar_op_desc_t *op = oar_ic_op(c);
-    if (oar_attr_b(op, "flatten")) {
+    const oar_cumsum_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
+    if (a->flatten) {
         int64_t n = 1;
         for (int i = 0; i < nx; i++) n = xd[i] < 0 || n < 0 ? -1 : n * xd[i];
         return oar_ic_set_out(c, "Out", 0, &n, 1, oar_ic_in_dtype(c, "X", 0));
     }
-    int axis = oar_attr_i(op, "axis");
+    const int axis = a->axis;
     if (nx > 0 && (axis < -nx || axis >= nx))
         return oar_ic_error(c, OAR_ERR_RANGE, "attr axis = %d is out of range for X of rank %d", axis, nx);
     return oar_infer_same_as(c, "X", "Out");
@@ -188,12 +126,5 @@ static int cs_grad(oar_grad_ctx_t *g)
     static const char *const ins[] = {"X", NULL}, *const grads[] = {"X", NULL};
     return make_grad(g, ins, grads);
 }
-static const oar_op_def_t cs_def = {
-    .type = "cumsum", .inputs = x_in, .outputs = isel_out, .attrs = cs_attrs, .infer = cs_infer,
-    .grad = cs_grad, .dtype_slot = "X", .attrs_size = sizeof(oar_cumsum_attrs_t), .decode = cs_decode};
-OAR_REGISTER_OP(cs_def)
-static const oar_op_def_t cs_grad_def = {
-    .type = "cumsum_grad", .inputs = cs_grad_in, .outputs = x_grad_out, .attrs = cs_attrs,
-    .infer = grad_infer, .dtype_slot = "Out@GRAD", .attrs_size = sizeof(oar_cumsum_attrs_t),
-    .decode = cs_decode};
-OAR_REGISTER_OP(cs_grad_def)
+#define OAR_OPS_DEFINE
+#include "ops/tensor_ext.h"   /* the tables, decoders and registrations */

@@ -1,16 +1,14 @@
-/* tensor_ops.c — assign, scale, cast, sum, fill_zeros_like, increment.
- * Kernels in kernels/cpu/tensor_ops.c; assign moves data without arithmetic
- * and runs here (it also copies tensor arrays and selected rows, whose
- * variables have no single dtype to dispatch on). */
+/* tensor_ops.c — inference and grad makers of assign, scale, cast, sum,
+ * fill_zeros_like and increment; the ops themselves (slots, attributes,
+ * docs) are declared in tensor_ops.ops. Kernels in kernels/cpu/tensor_ops.c;
+ * assign moves data without arithmetic and runs here (it also copies tensor
+ * arrays and selected rows, whose variables have no single dtype to
+ * dispatch on). */
 #include "op.h"
-#include "tensor_ops.h"
-#include "paddle_attrs.h"
+#include "ops/tensor_ops.h"   /* generated from tensor_ops.ops */
 
 #include <stdio.h>
 #include <string.h>
-
-static const oar_slot_def_t x_in[] = {{"X", 0}, {NULL, 0}};
-static const oar_slot_def_t out_out[] = {{"Out", 0}, {NULL, 0}};
 
 /* The pass's gradient name of argument i of forward slot `slot` (an output
  * when fwd_output), asked through oar_gc_* on a scratch op so that the pass
@@ -148,22 +146,7 @@ static int assign_grad(oar_grad_ctx_t *g)
     return x_to_out_grad_op(g, "assign", 0, &op);
 }
 
-static const oar_op_def_t assign_def = {
-    .type = "assign", .inputs = x_in, .outputs = out_out, .attrs = NULL,
-    .infer = assign_infer, .grad = assign_grad,
-    .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME | OAR_OP_PLACE_AWARE, .run = assign_run};
-OAR_REGISTER_OP(assign_def)
-
 /* ---- scale ------------------------------------------------------------- */
-static const oar_attr_def_t scale_attrs[] = {
-    {.name = "scale", .type = OAR_ATTR_FLOAT, .def = 1.0},
-    {.name = "bias", .type = OAR_ATTR_FLOAT, .def = 0.0},
-    {.name = "bias_after_scale", .type = OAR_ATTR_BOOLEAN, .def = 1},
-    {.name = "use_mkldnn", .type = OAR_ATTR_BOOLEAN, .def = 0}, OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN,
-    {.name = NULL}};
-/* ScaleTensor (one value), when given, replaces attr scale (Fluid 1.8) */
-static const oar_slot_def_t scale_in[] = {{"X", 0}, {"ScaleTensor", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-
 static int same_infer(oar_infer_ctx_t *c) { return oar_infer_same_as(c, "X", "Out"); }
 
 /* A SELECTED_ROWS X (a sparse gradient) gives a SELECTED_ROWS Out with the
@@ -191,29 +174,7 @@ static int scale_grad(oar_grad_ctx_t *g)
     return oar_op_desc_set_attr_bool(op, "bias_after_scale", true);
 }
 
-static int scale_decode(oar_decode_ctx_t *d, void *out)
-{
-    oar_scale_attrs_t *a = out;
-    a->scale = oar_dec_f(d, "scale");
-    a->bias = oar_dec_f(d, "bias");
-    a->bias_after_scale = oar_dec_b(d, "bias_after_scale");
-    return oar_dec_status(d);
-}
-
-/* Out[i] is computed from X[i] alone */
-static const oar_op_def_t scale_def = {
-    .type = "scale", .inputs = scale_in, .outputs = out_out, .attrs = scale_attrs,
-    .infer = scale_infer, .grad = scale_grad, .dtype_slot = "X", .flags = OAR_OP_INPLACE,
-    .attrs_size = sizeof(oar_scale_attrs_t), .decode = scale_decode};
-OAR_REGISTER_OP(scale_def)
-
 /* ---- cast -------------------------------------------------------------- */
-static const oar_attr_def_t cast_attrs[] = {
-    {.name = "in_dtype", .type = OAR_ATTR_INT, .required = true},
-    {.name = "out_dtype", .type = OAR_ATTR_INT, .required = true},
-    OAR_PA_USE_MKLDNN, OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN,
-    {.name = NULL}};
-
 static bool cast_dtype_ok(int dt)
 {
     return dt == OAR_BOOL || dt == OAR_INT16 || dt == OAR_INT32 || dt == OAR_INT64 ||
@@ -222,8 +183,9 @@ static bool cast_dtype_ok(int dt)
 
 static int cast_infer(oar_infer_ctx_t *c)
 {
-    const oar_op_desc_t *op = oar_ic_op(c);
-    int in_dt = oar_attr_i(op, "in_dtype"), out_dt = oar_attr_i(op, "out_dtype");
+    const oar_cast_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
+    const int in_dt = a->in_dtype, out_dt = a->out_dtype;
     const char *attr[2] = {"in_dtype", "out_dtype"};
     int v[2] = {in_dt, out_dt};
     for (int i = 0; i < 2; i++)
@@ -256,23 +218,7 @@ static int cast_grad(oar_grad_ctx_t *g)
     return oar_op_desc_set_attr_int(op, "out_dtype", oar_attr_i(f, "in_dtype"));
 }
 
-static int cast_decode(oar_decode_ctx_t *d, void *out)
-{
-    oar_cast_attrs_t *a = out;
-    a->out_dtype = oar_dec_i(d, "out_dtype");
-    return oar_dec_status(d);
-}
-
-/* not in place: a narrowing cast run in parallel would overwrite input
- * elements another thread has yet to read */
-static const oar_op_def_t cast_def = {
-    .type = "cast", .inputs = x_in, .outputs = out_out, .attrs = cast_attrs,
-    .infer = cast_infer, .grad = cast_grad, .attrs_size = sizeof(oar_cast_attrs_t), .decode = cast_decode};
-OAR_REGISTER_OP(cast_def)
-
 /* ---- sum --------------------------------------------------------------- */
-static const oar_slot_def_t sum_in[] = {{"X", OAR_SLOT_DUPLICABLE}, {NULL, 0}};
-
 /* Dense inputs must agree in shape. SELECTED_ROWS inputs (sparse gradients
  * of one parameter) are checked by the kernel: all sparse gives a sparse sum
  * (rows concatenated), sparse and dense mixed give a dense sum. */
@@ -347,24 +293,7 @@ static int sum_grad(oar_grad_ctx_t *g)
     return OAR_OK;
 }
 
-static const oar_attr_def_t sum_attrs[] = {OAR_PA_USE_MKLDNN, OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN, {.name = NULL}};
-/* Out[i] is the sum of the inputs' element i, all read before it is written */
-static const oar_op_def_t sum_def = {
-    .type = "sum", .inputs = sum_in, .outputs = out_out, .attrs = sum_attrs,
-    .infer = sum_infer, .grad = sum_grad, .flags = OAR_OP_INPLACE};
-OAR_REGISTER_OP(sum_def)
-
-/* ---- fill_zeros_like --------------------------------------------------- */
-static const oar_op_def_t fill_zeros_like_def = {
-    .type = "fill_zeros_like", .inputs = x_in, .outputs = out_out, .attrs = NULL,
-    .infer = same_infer, .grad = NULL};
-OAR_REGISTER_OP(fill_zeros_like_def)
-
 /* ---- increment --------------------------------------------------------- */
-static const oar_attr_def_t increment_attrs[] = {
-    {.name = "step", .type = OAR_ATTR_FLOAT, .def = 1.0},
-    {.name = NULL}};
-
 static int increment_infer(oar_infer_ctx_t *c)
 {
     int nd;
@@ -380,14 +309,5 @@ static int increment_infer(oar_infer_ctx_t *c)
     return oar_infer_same_as(c, "X", "Out");
 }
 
-static int increment_decode(oar_decode_ctx_t *d, void *out)
-{
-    ((oar_increment_attrs_t *)out)->step = oar_dec_f(d, "step");
-    return oar_dec_status(d);
-}
-
-static const oar_op_def_t increment_def = {
-    .type = "increment", .inputs = x_in, .outputs = out_out, .attrs = increment_attrs,
-    .infer = increment_infer, .grad = NULL, .flags = OAR_OP_INPLACE,
-    .attrs_size = sizeof(oar_increment_attrs_t), .decode = increment_decode};
-OAR_REGISTER_OP(increment_def)
+#define OAR_OPS_DEFINE
+#include "ops/tensor_ops.h"   /* the tables, decoders and registrations */
