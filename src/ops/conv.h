@@ -26,8 +26,4 @@ typedef struct oar_conv_attrs {
     int64_t workspace_mb;   /* workspace_size_MB: cuDNN's workspace limit */
 } oar_conv_attrs_t;
 
-/* Shared by the conv and pool decode steps: an INTS attr of 2 values
- * (`def` twice when empty), each >= lo; paddings of 2 {h, w} or 4 values. */
-int oar_conv_dec_pair(oar_decode_ctx_t *d, const char *name, int64_t def, int64_t lo, int64_t out[2]);
-int oar_conv_dec_pads(oar_decode_ctx_t *d, int64_t out[4]);
 #endif
