@@ -5,7 +5,14 @@
 --
 -- A declaration file is Lua: one `op "<type>" { ... }` call per op type (the
 -- fields are listed under `check_op` below; docs/CONTRIBUTING.md walks
--- through one). From it come, in one header:
+-- through one). Beyond the attributes, `fields` adds struct members the
+-- decoder computes ("C type name", or "C type name[N]" for an array),
+-- `set` assigns them C expressions (a, the struct, and d, the decode
+-- context, in scope) and `finish` names a C function of the .c,
+-- void f(oar_decode_ctx_t *d, <struct>_t *a), that the decoder calls last
+-- for what an expression cannot do (list attrs read into fixed arrays,
+-- checked; its failures go through oar_dec_error). A choice attribute
+-- with enum = "" names its constants OAR_<P>_<NAME>. From it come, in one header:
 --   part 1 (always): the slot indices (enum OAR_<P>_<SLOT>), the choice
 --     constants (enum OAR_<P>_<ENUM>_<NAME>) and the typed attribute struct
 --     (oar_<p>_attrs_t) that inference and kernels of every place read;
@@ -43,7 +50,7 @@ local KINDS = {
   blocks = { nil, "OAR_ATTR_BLOCKS" },
 }
 local OP_KEYS = { type = 1, prefix = 1, doc = 1, inputs = 1, outputs = 1, attrs = 1, paddle_attrs = 1, infer = 1,
-                  grad = 1, dtype_slot = 1, flags = 1, run = 1, struct = 1, fields = 1, set = 1 }
+                  grad = 1, dtype_slot = 1, flags = 1, run = 1, struct = 1, fields = 1, set = 1, finish = 1 }
 local SLOT_KEYS = { [1] = 1, [2] = 1, dispensable = 1, duplicable = 1, enum = 1 }
 local ATTR_KEYS = { [1] = 1, [2] = 1, [3] = 1, doc = 1, min = 1, max = 1, choices = 1, names = 1, field = 1,
                     enum = 1, required = 1, decode = 1, ctype = 1 }
@@ -102,6 +109,8 @@ local function check_op(o)
     end
     a.enum = a.enum or a.field:upper()
   end
+  if o.finish and type(o.finish) ~= "string" then fail("op " .. o.type .. ": finish is a C function's name") end
+  if o.finish and not o.fields then fail("op " .. o.type .. ": finish fills fields: declare them") end
   if not o.infer and not o.run then fail("op " .. o.type .. ": infer (a C function name) is required") end
 end
 
@@ -180,7 +189,8 @@ for _, o in ipairs(ops) do
   for _, a in ipairs(o.attrs) do
     if a[2] == "choice" then
       local e = {}
-      for j, n in ipairs(a.names) do e[j] = { ("OAR_%s_%s_%s"):format(o.prefix, a.enum, n), j - 1 } end
+      local mid = a.enum == "" and "" or (a.enum .. "_")
+      for j, n in ipairs(a.names) do e[j] = { ("OAR_%s_%s%s"):format(o.prefix, mid, n), j - 1 } end
       enum_line(e)
     end
     if a.decode then decoded[#decoded + 1] = a end
@@ -194,28 +204,36 @@ for _, o in ipairs(ops) do
       structs[o.struct] = st
       struct_order[#struct_order + 1] = o.struct
     end
-    local function add(ct, field, comment)
+    local function add(ct, field, comment, dims)
+      dims = dims or ""
       local have = st.by_name[field]
       if have then
-        if have.ct ~= ct then fail(("%s.%s is %s in one op and %s in another"):format(o.struct, field, have.ct, ct)) end
+        if have.ct ~= ct or have.dims ~= dims then
+          fail(("%s.%s is %s%s in one op and %s%s in another"):format(o.struct, field, have.ct, have.dims, ct, dims))
+        end
         if comment and not have.seen[comment] then
           have.seen[comment] = true
           have.comment = have.comment == "" and comment or have.comment .. ", " .. comment
         end
         return
       end
-      local f = { ct = ct, field = field, comment = comment or "", seen = comment and { [comment] = true } or {} }
+      local f = { ct = ct, field = field, dims = dims, comment = comment or "",
+                  seen = comment and { [comment] = true } or {} }
       st.by_name[field] = f
       st.fields[#st.fields + 1] = f
     end
     for _, a in ipairs(decoded) do
       add(a.ctype or KINDS[a[2]][1], a.field, a[1] ..
-        (a[2] == "choice" and (": OAR_" .. o.prefix .. "_" .. a.enum .. "_*") or ""))
+        (a[2] == "choice" and (": OAR_" .. o.prefix .. "_" .. (a.enum == "" and "" or (a.enum .. "_")) .. "*") or ""))
     end
     for _, f in ipairs(o.fields or {}) do
-      local ct, field = f:match("^(.-)%s*([%w_]+)$")
-      if not ct then fail("op " .. o.type .. ": fields entries are 'C type name'") end
-      add(ct, field, o.set and o.set[field] and ("set by " .. o.type) or nil)
+      local ct, field, dims = f:match("^(.-)%s*([%w_]+)%s*(%[[%w_]+%])$")
+      if not ct then ct, field = f:match("^(.-)%s*([%w_]+)$") end
+      if not ct or ct == "" then
+        fail("op " .. o.type .. ": fields entries are 'C type name' or 'C type name[N]'")
+      end
+      add(ct, field, o.set and o.set[field] and ("set by " .. o.type) or
+          (o.finish and ("set by " .. o.finish)) or nil, dims)
     end
   end
 end
@@ -223,7 +241,7 @@ for _, name in ipairs(struct_order) do
   w("")
   w("typedef struct %s {", name)
   for _, f in ipairs(structs[name].fields) do
-    w("    %s%s%s;%s", f.ct, f.ct:sub(-1) == "*" and "" or " ", f.field,
+    w("    %s%s%s%s;%s", f.ct, f.ct:sub(-1) == "*" and "" or " ", f.field, f.dims,
       f.comment ~= "" and ("   /* " .. f.comment .. " */") or "")
   end
   w("} %s_t;", name)
@@ -269,6 +287,7 @@ for _, o in ipairs(ops) do
     for k in pairs(o.set or {}) do keys[#keys + 1] = k end
     table.sort(keys)
     for _, k in ipairs(keys) do w("    a->%s = %s;", k, tostring(o.set[k])) end
+    if o.finish then w("    %s(d, a);", o.finish) end
     w("    return oar_dec_status(d);")
     w("}")
   end

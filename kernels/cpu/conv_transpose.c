@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "op.h"
-#include "ops/conv_transpose.h"
+#include "ops/conv_transpose_util.h"   /* the geometry; includes ops/conv_transpose.h */
 
 static int geom(oar_kernel_ctx_t *k, oar_convt_geom_t *g, oar_tensor_t **x, oar_tensor_t **w)
 {

@@ -1,8 +1,8 @@
 /* norm_common.h — input and output plumbing shared by the CPU kernels of
  * the normalization ops (batch_norm.c, layer_norm.c): both read X (input
  * slot 0 of every one of their ops) and Y@GRAD whole and write Y / X@GRAD
- * with X's shape. Slots are the definitions' indices (src/ops/batch_norm.h,
- * src/ops/layer_norm.h); names are for messages. */
+ * with X's shape. Slots are the definitions' indices (src/ops/batch_norm.ops,
+ * src/ops/layer_norm.ops); names are for messages. */
 #ifndef OAR_KERNELS_CPU_NORM_COMMON_H
 #define OAR_KERNELS_CPU_NORM_COMMON_H
 #include "op.h"

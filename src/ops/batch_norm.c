@@ -7,63 +7,24 @@
  * SavedVariance the inverse standard deviation 1/sqrt(var + epsilon), which
  * the grad op reuses. is_test (unless trainable_statistics) or
  * use_global_stats normalizes with the running statistics instead.
- * Kernels in kernels/cpu/batch_norm.c. */
+ * This file holds the inference and the grad maker; the ops themselves
+ * (slots, attributes, docs) are declared in batch_norm.ops. Kernels in
+ * kernels/cpu/batch_norm.c and kernels/cuda/batch_norm.cu. */
 #include "op.h"
-#include "batch_norm.h"
-#include "paddle_attrs.h"
+#include "ops/batch_norm.h"   /* generated from batch_norm.ops: slots, oar_bn_attrs_t */
 
 #include <string.h>
 
-static const oar_slot_def_t bn_in[] = {
-    {"X", 0}, {"Scale", 0}, {"Bias", 0}, {"Mean", 0}, {"Variance", 0},
-    {"MomentumTensor", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-static const oar_slot_def_t bn_out[] = {
-    {"Y", 0}, {"MeanOut", OAR_SLOT_DISPENSABLE}, {"VarianceOut", OAR_SLOT_DISPENSABLE},
-    {"SavedMean", OAR_SLOT_DISPENSABLE}, {"SavedVariance", OAR_SLOT_DISPENSABLE},
-    {"ReserveSpace", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-static const oar_slot_def_t bn_grad_in[] = {
-    {"X", 0}, {"Scale", 0}, {"Bias", OAR_SLOT_DISPENSABLE},
-    {"Mean", OAR_SLOT_DISPENSABLE}, {"Variance", OAR_SLOT_DISPENSABLE},
-    {"SavedMean", 0}, {"SavedVariance", 0}, {"ReserveSpace", OAR_SLOT_DISPENSABLE},
-    {"Y@GRAD", 0}, {NULL, 0}};
-static const oar_slot_def_t bn_grad_out[] = {
-    {"X@GRAD", OAR_SLOT_DISPENSABLE}, {"Scale@GRAD", OAR_SLOT_DISPENSABLE},
-    {"Bias@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-
-static const oar_attr_def_t bn_attrs[] = {
-    {.name = "momentum", .type = OAR_ATTR_FLOAT, .def = 0.9},
-    /* Fluid bounds epsilon by 0.001f, which is a bit above 1e-3 as a double */
-    {.name = "epsilon", .type = OAR_ATTR_FLOAT, .def = 1e-5, .min = 0.0, .max = 0.0010000000474974513},
-    {.name = "is_test", .type = OAR_ATTR_BOOLEAN, .def = 0},
-    {.name = "data_layout", .type = OAR_ATTR_STRING, .def_str = "NCHW", .choices = OAR_BN_LAYOUTS},
-    {.name = "use_global_stats", .type = OAR_ATTR_BOOLEAN, .def = 0},
-    {.name = "trainable_statistics", .type = OAR_ATTR_BOOLEAN, .def = 0},
-    {.name = "fuse_with_relu", .type = OAR_ATTR_BOOLEAN, .def = 0},
-    {.name = "use_mkldnn", .type = OAR_ATTR_BOOLEAN, .def = 0}, OAR_PA_ONEDNN,
-    {.name = NULL}};
-
-static int bn_decode(oar_decode_ctx_t *d, void *out) {
-    oar_bn_attrs_t *a = out;
-    a->momentum = oar_dec_f(d, "momentum");
-    a->epsilon = oar_dec_f(d, "epsilon");
-    a->layout = oar_dec_choice(d, "data_layout");
-    a->global_stats = oar_dec_b(d, "use_global_stats") ||
-                      (oar_dec_b(d, "is_test") && !oar_dec_b(d, "trainable_statistics"));
-    return oar_dec_status(d);
-}
-
 /* the channel count of X per data_layout; -1 if unknown at compile time */
 static int channels(oar_infer_ctx_t *c, const int64_t *x, int xn, int64_t *ch) {
-    const char *layout = oar_attr_s(oar_ic_op(c), "data_layout");
+    const oar_bn_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
     if (xn < 2 || xn > 5) {
         char xs[128];
         return oar_ic_error(c, OAR_ERR_SHAPE, "X '%s' must have 2 to 5 dims (N, C, ...), got shape %s",
                             oar_ic_in_name(c, "X", 0), oar_shape_str(x, xn, xs, sizeof xs));
     }
-    int code = oar_attr_choice_index(OAR_BN_LAYOUTS, layout);
-    if (code < 0)
-        return oar_ic_error(c, OAR_ERR_INVALID, "attr data_layout = \"%s\" must be \"NCHW\" or \"NHWC\"", layout);
-    *ch = code == OAR_BN_NHWC ? x[xn - 1] : x[1];
+    *ch = a->layout == OAR_BN_NHWC ? x[xn - 1] : x[1];
     return OAR_OK;
 }
 
@@ -92,7 +53,7 @@ static int bn_infer(oar_infer_ctx_t *c) {
     int xn;
     const int64_t *x = oar_ic_in_dims(c, "X", 0, &xn);
     if (!x) return OAR_ERR_SHAPE;
-    int64_t ch;
+    int64_t ch = -1;
     OAR_TRY(channels(c, x, xn, &ch));
     int xdt = param_dtype(oar_ic_in_dtype(c, "X", 0));
     static const char *const vecs[] = {"Scale", "Bias", "Mean", "Variance"};
@@ -109,7 +70,7 @@ static int bn_grad_infer(oar_infer_ctx_t *c) {
     int xn;
     const int64_t *x = oar_ic_in_dims(c, "X", 0, &xn);
     if (!x) return OAR_ERR_SHAPE;
-    int64_t ch;
+    int64_t ch = -1;
     OAR_TRY(channels(c, x, xn, &ch));
     int xdt = param_dtype(oar_ic_in_dtype(c, "X", 0));
     OAR_TRY(oar_ic_check_same_dims(c, "Y@GRAD", "X"));
@@ -147,14 +108,5 @@ static int bn_grad_maker(oar_grad_ctx_t *g) {
     return OAR_OK;
 }
 
-static const oar_op_def_t batch_norm_def = {
-    .type = "batch_norm", .inputs = bn_in, .outputs = bn_out, .attrs = bn_attrs,
-    .infer = bn_infer, .grad = bn_grad_maker, .dtype_slot = "X",
-    .attrs_size = sizeof(oar_bn_attrs_t), .decode = bn_decode};
-OAR_REGISTER_OP(batch_norm_def)
-
-static const oar_op_def_t batch_norm_grad_def = {
-    .type = "batch_norm_grad", .inputs = bn_grad_in, .outputs = bn_grad_out, .attrs = bn_attrs,
-    .infer = bn_grad_infer, .grad = NULL, .dtype_slot = "X",
-    .attrs_size = sizeof(oar_bn_attrs_t), .decode = bn_decode};
-OAR_REGISTER_OP(batch_norm_grad_def)
+#define OAR_OPS_DEFINE
+#include "ops/batch_norm.h"   /* the tables, the decoders and the registrations */

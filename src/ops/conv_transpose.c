@@ -1,66 +1,28 @@
 /*
  * conv_transpose.c — conv2d_transpose and depthwise_conv2d_transpose
- * (Fluid 1.8 / Paddle 2.x, NCHW) and their grad ops. Kernels in
- * kernels/cpu/conv_transpose.c; geometry in conv_transpose.h.
+ * (Fluid 1.8 / Paddle 2.x, NCHW) and their grad ops: inference and grad
+ * maker; the ops themselves (slots, attributes, docs) are declared in
+ * conv_transpose.ops. Kernels in kernels/cpu/conv_transpose.c; geometry in
+ * conv_transpose_util.h.
  *
  * Output [N, C_out, OH, OW] with OH = (H - 1) stride - pad_top - pad_bottom
  * + dilation (kh - 1) + 1 (+ output_padding, or output_size when given).
  */
-#include <string.h>
 #include "op.h"
-#include "paddle_attrs.h"
-#include "conv_transpose.h"
-
-static const oar_slot_def_t ct_in[] = {
-    /* Bias: only Paddle's oneDNN kernel reads it; refused when given */
-    {"Input", 0}, {"Filter", 0}, {"Bias", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-static const oar_slot_def_t ct_out[] = {{"Output", 0}, {NULL, 0}};
-static const oar_slot_def_t ct_grad_in[] = {{"Input", 0}, {"Filter", 0}, {"Output@GRAD", 0}, {NULL, 0}};
-static const oar_slot_def_t ct_grad_out[] = {
-    {"Input@GRAD", OAR_SLOT_DISPENSABLE}, {"Filter@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-
-static const oar_attr_def_t ct_attrs[] = {
-    OAR_PA_L("strides", OAR_ATTR_INTS), OAR_PA_L("paddings", OAR_ATTR_INTS),
-    OAR_PA_L("dilations", OAR_ATTR_INTS), OAR_PA_L("output_padding", OAR_ATTR_INTS),
-    OAR_PA_L("output_size", OAR_ATTR_INTS),
-    {"groups", OAR_ATTR_INT, 1, NULL, false, 1, 2147483647.0, NULL},
-    {"padding_algorithm", OAR_ATTR_STRING, 0, "EXPLICIT", false, 0, 0, "EXPLICIT|SAME|VALID"},
-    {"data_format", OAR_ATTR_STRING, 0, "NCHW", false, 0, 0, "NCHW|NHWC|AnyLayout"},
-    OAR_PA_B("use_cudnn", 1), OAR_PA_USE_MKLDNN, OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN,
-    OAR_PA_I("workspace_size_MB", 512), OAR_PA_B("is_test", 0),
-    /* oneDNN fusions: refused unless default (src/attr_check.c) */
-    OAR_PA_B("fuse_relu", 0), OAR_PA_S("fuse_activation", ""), OAR_PA_F("fuse_alpha", 0.0),
-    OAR_PA_F("fuse_beta", 0.0), OAR_PA_B("force_fp32_output", 0),
-    {NULL, 0, 0, NULL, false, 0, 0, NULL}};
-
-static int ct_decode(oar_decode_ctx_t *d, void *out)
-{
-    oar_convt_attrs_t *a = out;
-    a->strides = oar_dec_ints(d, "strides");
-    a->paddings = oar_dec_ints(d, "paddings");
-    a->dilations = oar_dec_ints(d, "dilations");
-    a->output_padding = oar_dec_ints(d, "output_padding");
-    a->output_size = oar_dec_ints(d, "output_size");
-    a->groups = oar_dec_i(d, "groups");
-    a->pad_algo = oar_dec_choice(d, "padding_algorithm");
-    a->layout = oar_dec_choice(d, "data_format");
-    return oar_dec_status(d);
-}
+#include "conv_transpose_util.h"   /* the geometry; includes ops/conv_transpose.h */
 
 /* the geometry of the op in c (compile or run time) */
 static int ct_geom(oar_infer_ctx_t *c, oar_convt_geom_t *g)
 {
-    const oar_op_def_t *def = oar_registry_op(oar_op_desc_type(oar_ic_op(c)));
-    oar_convt_attrs_t a;
-    memset(&a, 0, sizeof a);
-    OAR_TRY(oar_op_decode(def, oar_ic_op(c), &a));
+    const oar_convt_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
     int ni, nf;
     const int64_t *in = oar_ic_in_dims(c, "Input", 0, &ni);
     if (!in) return OAR_ERR_SHAPE;
     const int64_t *f = oar_ic_in_dims(c, "Filter", 0, &nf);
     if (!f) return OAR_ERR_SHAPE;
     char why[256];
-    int rc = oar_convt_geometry(&a, in, ni, f, nf, g, why, sizeof why);
+    int rc = oar_convt_geometry(a, in, ni, f, nf, g, why, sizeof why);
     if (rc != OAR_OK) return oar_ic_error(c, rc, "%s", why);
     return OAR_OK;
 }
@@ -107,17 +69,5 @@ static int ct_grad(oar_grad_ctx_t *g)
     return oar_gc_in_grad(g, op, "Filter");
 }
 
-#define CT_DEF(NAME)                                                                          \
-    static const oar_op_def_t NAME##_def = {                                                  \
-        .type = #NAME, .inputs = ct_in, .outputs = ct_out, .attrs = ct_attrs,                 \
-        .infer = ct_infer, .grad = ct_grad, .dtype_slot = "Input",                            \
-        .attrs_size = sizeof(oar_convt_attrs_t), .decode = ct_decode};                        \
-    OAR_REGISTER_OP(NAME##_def)                                                               \
-    static const oar_op_def_t NAME##_grad_def = {                                             \
-        .type = #NAME "_grad", .inputs = ct_grad_in, .outputs = ct_grad_out, .attrs = ct_attrs, \
-        .infer = ct_grad_infer, .dtype_slot = "Output@GRAD",                                  \
-        .attrs_size = sizeof(oar_convt_attrs_t), .decode = ct_decode};                        \
-    OAR_REGISTER_OP(NAME##_grad_def)
-
-CT_DEF(conv2d_transpose)
-CT_DEF(depthwise_conv2d_transpose)
+#define OAR_OPS_DEFINE
+#include "ops/conv_transpose.h"   /* the tables, the decoders and the registrations */

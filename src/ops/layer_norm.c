@@ -3,43 +3,20 @@
  * X is flattened to [left, right] at begin_norm_axis; each row is normalized
  * by its own mean and (biased) variance, then scaled and shifted by the
  * optional Scale and Bias of shape [right]. Mean and Variance ([left]) keep
- * the statistics for the grad op. Kernels in kernels/cpu/layer_norm.c. */
+ * the statistics for the grad op. This file holds the inference and the
+ * grad maker; the ops themselves (slots, attributes, docs) are declared in
+ * layer_norm.ops. Kernels in kernels/cpu/layer_norm.c and
+ * kernels/cuda/layer_norm.cu. */
 #include "op.h"
-#include "layer_norm.h"
-#include "paddle_attrs.h"
+#include "ops/layer_norm.h"   /* generated from layer_norm.ops: slots, oar_ln_attrs_t */
 
 #include <string.h>
 
-static const oar_slot_def_t ln_in[] = {
-    {"X", 0}, {"Scale", OAR_SLOT_DISPENSABLE}, {"Bias", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-static const oar_slot_def_t ln_out[] = {
-    {"Y", 0}, {"Mean", 0}, {"Variance", 0}, {NULL, 0}};
-static const oar_slot_def_t ln_grad_in[] = {
-    {"X", 0}, {"Mean", 0}, {"Variance", 0}, {"Scale", OAR_SLOT_DISPENSABLE},
-    {"Bias", OAR_SLOT_DISPENSABLE}, {"Y@GRAD", 0}, {NULL, 0}};
-static const oar_slot_def_t ln_grad_out[] = {
-    {"X@GRAD", OAR_SLOT_DISPENSABLE}, {"Scale@GRAD", OAR_SLOT_DISPENSABLE},
-    {"Bias@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-
-static const oar_attr_def_t ln_attrs[] = {
-    /* Fluid bounds epsilon by 0.001f, which is a bit above 1e-3 as a double */
-    {.name = "epsilon", .type = OAR_ATTR_FLOAT, .def = 1e-5, .min = 0.0, .max = 0.0010000000474974513},
-    {.name = "begin_norm_axis", .type = OAR_ATTR_INT, .def = 1, .min = 1, .max = OAR_MAX_DIMS},
-    {.name = "use_mkldnn", .type = OAR_ATTR_BOOLEAN, .def = 0},
-    {.name = "is_test", .type = OAR_ATTR_BOOLEAN, .def = 0},
-    OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN,
-    {.name = NULL}};
-
-static int ln_decode(oar_decode_ctx_t *d, void *out) {
-    oar_ln_attrs_t *a = out;
-    a->epsilon = oar_dec_f(d, "epsilon");
-    a->begin_norm_axis = oar_dec_i(d, "begin_norm_axis");
-    return oar_dec_status(d);
-}
-
 /* left/right sizes of X split at begin_norm_axis; -1 where unknown */
 static int split(oar_infer_ctx_t *c, const int64_t *x, int xn, int64_t *left, int64_t *right) {
-    int axis = oar_attr_i(oar_ic_op(c), "begin_norm_axis");
+    const oar_ln_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
+    const int axis = a->begin_norm_axis;
     if (axis < 1 || axis >= xn) {
         char s[128];
         return oar_ic_error(c, OAR_ERR_INVALID, "attr begin_norm_axis = %d must be in [1, %d) for X '%s' of shape %s",
@@ -128,14 +105,5 @@ static int ln_grad_maker(oar_grad_ctx_t *g) {
     return OAR_OK;
 }
 
-static const oar_op_def_t layer_norm_def = {
-    .type = "layer_norm", .inputs = ln_in, .outputs = ln_out, .attrs = ln_attrs,
-    .infer = ln_infer, .grad = ln_grad_maker, .dtype_slot = "X",
-    .attrs_size = sizeof(oar_ln_attrs_t), .decode = ln_decode};
-OAR_REGISTER_OP(layer_norm_def)
-
-static const oar_op_def_t layer_norm_grad_def = {
-    .type = "layer_norm_grad", .inputs = ln_grad_in, .outputs = ln_grad_out, .attrs = ln_attrs,
-    .infer = ln_grad_infer, .grad = NULL, .dtype_slot = "X",
-    .attrs_size = sizeof(oar_ln_attrs_t), .decode = ln_decode};
-OAR_REGISTER_OP(layer_norm_grad_def)
+#define OAR_OPS_DEFINE
+#include "ops/layer_norm.h"   /* the tables, the decoders and the registrations */

@@ -1,54 +1,16 @@
 /*
  * norm_ext.c — instance_norm and group_norm (Fluid 1.8 / Paddle 2.x, NCHW
- * and other channel-second layouts) and p_norm, with their grads. Kernels
- * in kernels/cpu/norm_ext.c.
+ * and other channel-second layouts) and p_norm, with their grads: inference
+ * and grad makers; the ops themselves (slots, attributes, docs) are
+ * declared in norm_ext.ops. Kernels in kernels/cpu/norm_ext.c.
  *
  * instance_norm normalizes each (sample, channel) over the spatial dims;
  * group_norm each (sample, group of C/groups channels); both then apply the
  * per-channel Scale (default 1) and Bias (default 0).
  */
 #include <math.h>
-#include <stdio.h>
-#include <string.h>
 #include "op.h"
-#include "paddle_attrs.h"
-#include "norm_ext.h"
-
-#define END {NULL, 0, 0, NULL, false, 0, 0, NULL}
-
-static const oar_slot_def_t in_slots[] = {
-    {"X", 0}, {"Scale", OAR_SLOT_DISPENSABLE}, {"Bias", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-static const oar_slot_def_t in_grad_slots[] = {
-    {"X", 0}, {"Scale", OAR_SLOT_DISPENSABLE}, {"Bias", OAR_SLOT_DISPENSABLE}, {"Y@GRAD", 0}, {NULL, 0}};
-static const oar_slot_def_t in_grad_out[] = {
-    {"X@GRAD", OAR_SLOT_DISPENSABLE}, {"Scale@GRAD", OAR_SLOT_DISPENSABLE},
-    {"Bias@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-static const oar_slot_def_t inorm_out[] = {
-    {"Y", 0}, {"SavedMean", OAR_SLOT_DISPENSABLE}, {"SavedVariance", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-static const oar_slot_def_t gnorm_out[] = {
-    {"Y", 0}, {"Mean", OAR_SLOT_DISPENSABLE}, {"Variance", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-
-/* Fluid bounds epsilon by 0.001f */
-#define EPS_ATTR {"epsilon", OAR_ATTR_FLOAT, 1e-5, NULL, false, 0.0, 0.0010000000474974513, NULL}
-static const oar_attr_def_t inorm_attrs[] = {EPS_ATTR, OAR_PA_B("is_test", 0), OAR_PA_USE_MKLDNN, END};
-static const oar_attr_def_t gnorm_attrs[] = {
-    EPS_ATTR, {"groups", OAR_ATTR_INT, -1, NULL, false, 0, 0, NULL},
-    {"data_layout", OAR_ATTR_STRING, 0, "NCHW", false, 0, 0, "NCHW|NHWC"}, OAR_PA_USE_MKLDNN, END};
-
-static int inorm_decode(oar_decode_ctx_t *d, void *out)
-{
-    oar_gn_attrs_t *a = out;
-    a->epsilon = oar_dec_f(d, "epsilon");
-    a->instance = true;
-    return oar_dec_status(d);
-}
-static int gnorm_decode(oar_decode_ctx_t *d, void *out)
-{
-    oar_gn_attrs_t *a = out;
-    a->epsilon = oar_dec_f(d, "epsilon");
-    a->groups = oar_dec_i(d, "groups");
-    return oar_dec_status(d);
-}
+#include "ops/norm_ext.h"   /* generated from norm_ext.ops: slots, oar_gn_attrs_t, oar_pnorm_attrs_t */
 
 /* checks X (rank >= 2, channels second) and the optional Scale/Bias [C];
  * *c gets C */
@@ -98,10 +60,12 @@ static int gnorm_infer(oar_infer_ctx_t *c)
     int64_t ch;
     const int64_t *xd;
     int nx;
-    if (strcmp(oar_attr_s(oar_ic_op(c), "data_layout"), "NHWC") == 0)
+    const oar_gn_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
+    if (a->layout == OAR_GN_LAYOUT_NHWC)
         return oar_ic_error(c, OAR_ERR_UNSUPPORTED, "data_layout \"NHWC\" is not supported by oar's group_norm (NCHW only)");
     OAR_TRY(check_norm_inputs(c, &ch, &xd, &nx));
-    int g = oar_attr_i(oar_ic_op(c), "groups");
+    const int g = a->groups;
     if (g < 1) return oar_ic_error(c, OAR_ERR_INVALID, "attr groups = %d must be >= 1", g);
     if (ch >= 0 && ch % g != 0)
         return oar_ic_error(c, OAR_ERR_SHAPE, "X's %lld channels are not divisible by groups = %d", (long long)ch, g);
@@ -129,48 +93,13 @@ static int norm_grad(oar_grad_ctx_t *g)
     return OAR_OK;
 }
 
-#define NORM_DEF(NAME, OUTS, ATTRS, INFER, DECODE)                                              \
-    static const oar_op_def_t NAME##_def = {                                                    \
-        .type = #NAME, .inputs = in_slots, .outputs = OUTS, .attrs = ATTRS, .infer = INFER,     \
-        .grad = norm_grad, .dtype_slot = "X", .attrs_size = sizeof(oar_gn_attrs_t), .decode = DECODE}; \
-    OAR_REGISTER_OP(NAME##_def)                                                                 \
-    static const oar_op_def_t NAME##_grad_def = {                                               \
-        .type = #NAME "_grad", .inputs = in_grad_slots, .outputs = in_grad_out, .attrs = ATTRS, \
-        .infer = norm_grad_infer, .dtype_slot = "Y@GRAD", .attrs_size = sizeof(oar_gn_attrs_t), \
-        .decode = DECODE};                                                                      \
-    OAR_REGISTER_OP(NAME##_grad_def)
-
-NORM_DEF(instance_norm, inorm_out, inorm_attrs, inorm_infer, inorm_decode)
-NORM_DEF(group_norm, gnorm_out, gnorm_attrs, gnorm_infer, gnorm_decode)
-
 /* ---- p_norm ---------------------------------------------------------------- */
-static const oar_slot_def_t pn_in[] = {{"X", 0}, {NULL, 0}};
-static const oar_slot_def_t pn_out[] = {{"Out", 0}, {NULL, 0}};
-static const oar_slot_def_t pn_grad_in[] = {{"X", 0}, {"Out", 0}, {"Out@GRAD", 0}, {NULL, 0}};
-static const oar_slot_def_t pn_grad_out[] = {{"X@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-static const oar_attr_def_t pn_attrs[] = {
-    OAR_PA_F("porder", 2.0), {"axis", OAR_ATTR_INT, -1, NULL, false, 0, 0, NULL},
-    OAR_PA_F("epsilon", 1.0e-12), OAR_PA_B("keepdim", 0),
-    OAR_PA_B("asvector", 0),   /* Paddle 2.x: the norm of all of X */
-    END};
-
-static int pn_decode(oar_decode_ctx_t *d, void *out)
-{
-    oar_pnorm_attrs_t *a = out;
-    a->porder = oar_dec_f(d, "porder");
-    a->axis = oar_dec_i(d, "axis");
-    a->epsilon = oar_dec_f(d, "epsilon");
-    a->keepdim = oar_dec_b(d, "keepdim");
-    a->asvector = oar_dec_b(d, "asvector");
-    return oar_dec_status(d);
-}
-
 static int pn_infer(oar_infer_ctx_t *c)
 {
     OAR_TRY(oar_ic_check_float(c, "X", -1));
-    oar_pnorm_attrs_t a;
-    memset(&a, 0, sizeof a);
-    OAR_TRY(oar_op_decode(oar_registry_op("p_norm"), oar_ic_op(c), &a));
+    const oar_pnorm_attrs_t *pa = oar_ic_attrs(c);
+    if (!pa) return OAR_ERR_INVALID;
+    const oar_pnorm_attrs_t a = *pa;
     if (isnan(a.porder)) return oar_ic_error(c, OAR_ERR_INVALID, "attr porder is NaN");
     int nx;
     const int64_t *xd = oar_ic_in_dims(c, "X", 0, &nx);
@@ -202,12 +131,5 @@ static int pn_grad(oar_grad_ctx_t *g)
 }
 static int pn_grad_infer(oar_infer_ctx_t *c) { return oar_infer_grad_like_inputs(c); }
 
-static const oar_op_def_t pn_def = {
-    .type = "p_norm", .inputs = pn_in, .outputs = pn_out, .attrs = pn_attrs, .infer = pn_infer,
-    .grad = pn_grad, .dtype_slot = "X", .attrs_size = sizeof(oar_pnorm_attrs_t), .decode = pn_decode};
-OAR_REGISTER_OP(pn_def)
-static const oar_op_def_t pn_grad_def = {
-    .type = "p_norm_grad", .inputs = pn_grad_in, .outputs = pn_grad_out, .attrs = pn_attrs,
-    .infer = pn_grad_infer, .dtype_slot = "Out@GRAD", .attrs_size = sizeof(oar_pnorm_attrs_t),
-    .decode = pn_decode};
-OAR_REGISTER_OP(pn_grad_def)
+#define OAR_OPS_DEFINE
+#include "ops/norm_ext.h"   /* the tables, the decoders and the registrations */

@@ -59,4 +59,10 @@ OAR_API int oar_win_attr_pair(oar_kernel_ctx_t *k, const char *name, int64_t def
 /* Reads `paddings` as 2 values {h, w} or 4 values {top, bottom, left, right}
  * into out[4] = {top, bottom, left, right}. */
 OAR_API int oar_win_attr_pads(oar_kernel_ctx_t *k, int64_t out[4]);
+
+/* The conv and pool decoders' steps (src/ops/conv.c): an INTS attr of 2
+ * values (`def` twice when empty), each >= lo; paddings of 2 {h, w} or 4
+ * values, each >= 0. Failures go through oar_dec_error. */
+int oar_conv_dec_pair(oar_decode_ctx_t *d, const char *name, int64_t def, int64_t lo, int64_t out[2]);
+int oar_conv_dec_pads(oar_decode_ctx_t *d, int64_t out[4]);
 #endif

@@ -1,21 +1,12 @@
-/* conv_transpose.h — slots, decoded attrs and output geometry of
- * conv2d_transpose / depthwise_conv2d_transpose (Fluid 1.8 / Paddle 2.x),
- * shared by the definitions (src/ops/conv_transpose.c) and the kernels. */
-#ifndef OAR_OPS_CONV_TRANSPOSE_H
-#define OAR_OPS_CONV_TRANSPOSE_H
+/* conv_transpose_util.h — the output geometry of conv2d_transpose /
+ * depthwise_conv2d_transpose (Fluid 1.8 / Paddle 2.x), shared by the
+ * definitions' inference (src/ops/conv_transpose.c) and the kernels. The ops
+ * (slots, oar_convt_attrs_t) are declared in src/ops/conv_transpose.ops. */
+#ifndef OAR_OPS_CONV_TRANSPOSE_UTIL_H
+#define OAR_OPS_CONV_TRANSPOSE_UTIL_H
 #include <stdio.h>
 #include "op.h"
-
-enum { OAR_CT_INPUT = 0, OAR_CT_FILTER = 1, OAR_CT_BIAS = 2 };     /* forward inputs */
-enum { OAR_CT_OUTPUT = 0 };                                          /* forward output */
-enum { OAR_CTG_INPUT = 0, OAR_CTG_FILTER = 1, OAR_CTG_DOUT = 2 };   /* grad inputs */
-enum { OAR_CTG_DINPUT = 0, OAR_CTG_DFILTER = 1 };                   /* grad outputs */
-
-enum { OAR_CT_PAD_EXPLICIT = 0, OAR_CT_PAD_SAME = 1, OAR_CT_PAD_VALID = 2 };
-typedef struct {
-    oar_ints_t strides, paddings, dilations, output_padding, output_size;
-    int groups, pad_algo, layout;   /* layout: index in "NCHW|NHWC|AnyLayout" */
-} oar_convt_attrs_t;
+#include "ops/conv_transpose.h"   /* generated: slots, oar_convt_attrs_t */
 
 /* The geometry of one call. Input [n, cin, h, w], Filter [cin, cout/groups,
  * kh, kw], Output [n, cout, oh, ow]; pads top/bottom/left/right. */
@@ -33,7 +24,7 @@ static inline int oar_convt_geometry(const oar_convt_attrs_t *a, const int64_t *
         snprintf(why, wn, "Input and Filter must be 4-D (Input has %d dims, Filter %d)", nin, nf);
         return OAR_ERR_SHAPE;
     }
-    if (a->layout == 1) {
+    if (a->layout == OAR_CT_LAYOUT_NHWC) {
         snprintf(why, wn, "data_format \"NHWC\" is not supported by oar's conv2d_transpose (NCHW only)");
         return OAR_ERR_UNSUPPORTED;
     }
