@@ -95,8 +95,8 @@ static int gather_fwd(oar_kernel_ctx_t *k)
         if (g->dtype != DT || oar_tensor_numel_of(g) != m * row)                             \
             return oar_k_error(k, OAR_ERR_SHAPE, "Out@GRAD must hold %lld x %lld values of %s", \
                                (long long)m, (long long)row, oar_dtype_name(DT));            \
-        if (!oar_k_output(k, OAR_IDXG_DX, 0)) return OAR_OK;                                 \
-        T *dx = oar_k_output_data(k, OAR_IDXG_DX, 0, DT);                                    \
+        if (!oar_k_output(k, OAR_GATHERG_DX, 0)) return OAR_OK;                              \
+        T *dx = oar_k_output_data(k, OAR_GATHERG_DX, 0, DT);                                 \
         if (!dx) return OAR_ERR_NOMEM;                                                       \
         memset(dx, 0, sizeof(T) * (size_t)oar_tensor_numel_of(x));                           \
         const T *go = data_of(g);                                                            \
@@ -249,8 +249,8 @@ static int top_k_k(oar_kernel_ctx_t *k)
                                    "[0, %lld)", nm(oar_k_input_name(k, OAR_TOPKG_INDICES, 0)),            \
                                    (long long)iv[i],                                                      \
                                    (long long)i, (long long)d);                                  \
-        if (!oar_k_output(k, OAR_IDXG_DX, 0)) return OAR_OK;                                     \
-        T *dx = oar_k_output_data(k, OAR_IDXG_DX, 0, DT);                                        \
+        if (!oar_k_output(k, OAR_TOPKG_DX, 0)) return OAR_OK;                                    \
+        T *dx = oar_k_output_data(k, OAR_TOPKG_DX, 0, DT);                                       \
         if (!dx) return OAR_ERR_NOMEM;                                                           \
         memset(dx, 0, sizeof(T) * (size_t)(rows * d));                                           \
         const T *gv = data_of(g);                                                                \

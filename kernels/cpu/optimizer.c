@@ -15,7 +15,7 @@
  * which is exactly the dense update of the densified gradient (momentum,
  * adam, rmsprop, adamax, adadelta, decayed_adagrad). */
 #include "op.h"
-#include "ops/optimizer.h"
+#include "ops/optimizer_util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +37,7 @@ typedef void (*span_fn)(const opt_t *o, int64_t lo, int64_t hi, const void *g);
 
 enum { SP_ROWS, SP_ALL };
 
-/* Slots by the definitions' indices (src/ops/optimizer.h); names are for
+/* Slots by the definitions' indices (src/ops/optimizer.ops); names are for
  * messages. Lists end with an entry whose name is NULL. */
 typedef struct { int in, out; const char *in_name, *out_name; } state_slot_t;
 typedef struct { int slot; const char *name; } scalar_slot_t;

@@ -122,9 +122,9 @@ int top_k_bwd(oar_kernel_ctx_t *k, int dt)
     const int64_t kk = ind->ndim > 0 ? ind->dims[ind->ndim - 1] : 0;
     if (oar_tensor_numel_of(ind) != rows * kk)
         return oar_k_error(k, OAR_ERR_SHAPE, "Indices and Out@GRAD must hold %lld rows of k values", (long long)rows);
-    if (!oar_k_output(k, OAR_IDXG_DX, 0)) return OAR_OK;
+    if (!oar_k_output(k, OAR_TOPKG_DX, 0)) return OAR_OK;
     void *dx;
-    OAR_TRY(out_data_at(k, OAR_IDXG_DX, 0, dt, rows * d, &dx));
+    OAR_TRY(out_data_at(k, OAR_TOPKG_DX, 0, dt, rows * d, &dx));
     if (rows * d > 0) OAR_CU(k, cudaMemsetAsync(dx, 0, sizeof(T) * (size_t)(rows * d), 0), "cudaMemsetAsync");
     if (rows * kk == 0) return OAR_OK;
     BadFlag bad;

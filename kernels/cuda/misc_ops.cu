@@ -95,9 +95,9 @@ int gather_bwd(oar_kernel_ctx_t *k, int dt)
     int64_t row = 1;
     for (int i = 1; i < x->ndim; i++) row *= x->dims[i];
     OAR_TRY(in_tensor_at(k, OAR_GATHERG_DOUT, 0, dt, m * row, &g, &gd));
-    if (!oar_k_output(k, OAR_IDXG_DX, 0)) return OAR_OK;
+    if (!oar_k_output(k, OAR_GATHERG_DX, 0)) return OAR_OK;
     void *dx;
-    OAR_TRY(out_data_at(k, OAR_IDXG_DX, 0, dt, oar_tensor_numel_of(x), &dx));
+    OAR_TRY(out_data_at(k, OAR_GATHERG_DX, 0, dt, oar_tensor_numel_of(x), &dx));
     const int64_t xn = oar_tensor_numel_of(x);
     if (xn > 0) OAR_CU(k, cudaMemsetAsync(dx, 0, sizeof(T) * (size_t)xn, 0), "cudaMemsetAsync");
     if (m * row == 0) return OAR_OK;

@@ -17,7 +17,7 @@
  */
 #include <stdlib.h>
 #include "cuda_common.h"
-#include "ops/optimizer.h"
+#include "ops/optimizer_util.h"
 
 using namespace oarcu;
 

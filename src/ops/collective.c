@@ -9,18 +9,13 @@
  * ring_id names a communicator in Fluid; oar has one (all the workers of
  * the job), so only ring 0 exists. use_calc_stream is accepted for Fluid's
  * programs; oar runs collectives in order with the compute (on CUDA, on the
- * device's one stream). The collectives have no gradient ops. */
+ * device's one stream). The collectives have no gradient ops.
+ *
+ * The ops are declared in collective.ops; this file holds their inference. */
 #include "op.h"
-#include "collective.h"
-#include "paddle_attrs.h"
+#include "ops/collective.h"   /* generated from collective.ops: slots, oar_collective_attrs_t */
 
 #include <string.h>
-
-static const oar_slot_def_t x_in[] = {{"X", 0}, {NULL, 0}};
-static const oar_slot_def_t out_out[] = {{"Out", 0}, {NULL, 0}};
-
-#define RING_ATTR {.name = "ring_id", .type = OAR_ATTR_INT, .def = 0}
-#define CALC_STREAM_ATTR {.name = "use_calc_stream", .type = OAR_ATTR_BOOLEAN, .def = 0}
 
 static int dense_same_infer(oar_infer_ctx_t *c)
 {
@@ -31,53 +26,7 @@ static int dense_same_infer(oar_infer_ctx_t *c)
     return oar_infer_same_as(c, "X", "Out");
 }
 
-static int ring_decode(oar_decode_ctx_t *d, void *out)
-{
-    ((oar_collective_attrs_t *)out)->ring_id = oar_dec_i(d, "ring_id");
-    return oar_dec_status(d);
-}
-#define COLL_DECODE(FN) .attrs_size = sizeof(oar_collective_attrs_t), .decode = FN
-
-/* ---- c_allreduce_* -------------------------------------------------------- */
-/* use_model_parallel (Paddle 2.x) picks another communicator: refused unless
- * false (src/attr_check.c) */
-static const oar_attr_def_t allreduce_attrs[] = {
-    RING_ATTR, CALC_STREAM_ATTR, OAR_PA_B("use_model_parallel", 0), {NULL}};
-
-/* in place: the kernel reduces Out's buffer, which holds X (copied when not X's own) */
-#define ALLREDUCE_DEF(NAME)                                                                      \
-    static const oar_op_def_t NAME##_def = {                                                    \
-        .type = #NAME, .inputs = x_in, .outputs = out_out, .attrs = allreduce_attrs,            \
-        .infer = dense_same_infer, .flags = OAR_OP_INPLACE, COLL_DECODE(ring_decode)};         \
-    OAR_REGISTER_OP(NAME##_def)
-
-ALLREDUCE_DEF(c_allreduce_sum)
-ALLREDUCE_DEF(c_allreduce_max)
-ALLREDUCE_DEF(c_allreduce_min)
-ALLREDUCE_DEF(c_allreduce_prod)
-
-/* ---- c_broadcast ------------------------------------------------------------- */
-static const oar_attr_def_t broadcast_attrs[] = {
-    RING_ATTR, {.name = "root", .type = OAR_ATTR_INT, .def = 0, .min = 0, .max = 1 << 24}, CALC_STREAM_ATTR, {NULL}};
-
-static int broadcast_decode(oar_decode_ctx_t *d, void *out)
-{
-    oar_collective_attrs_t *a = out;
-    a->ring_id = oar_dec_i(d, "ring_id");
-    a->root = oar_dec_i(d, "root");
-    return oar_dec_status(d);
-}
-
-static const oar_op_def_t c_broadcast_def = {
-    .type = "c_broadcast", .inputs = x_in, .outputs = out_out, .attrs = broadcast_attrs,
-    .infer = dense_same_infer, .flags = OAR_OP_INPLACE, COLL_DECODE(broadcast_decode)};
-OAR_REGISTER_OP(c_broadcast_def)
-
 /* ---- c_allgather ------------------------------------------------------------- */
-static const oar_attr_def_t allgather_attrs[] = {
-    RING_ATTR, {.name = "nranks", .type = OAR_ATTR_INT, .required = true, .min = 1, .max = 1 << 24},
-    CALC_STREAM_ATTR, {NULL}};
-
 /* Out stacks every worker's X along dim 0: [nranks * d0, ...]. Selected rows
  * give selected rows holding every worker's rows (their count is known only
  * at run time). */
@@ -96,28 +45,15 @@ static int allgather_infer(oar_infer_ctx_t *c)
                             oar_ic_in_name(c, "X", 0));
     int64_t dims[OAR_MAX_DIMS];
     memcpy(dims, d, sizeof(int64_t) * (size_t)nd);
-    int nranks = oar_attr_i(oar_ic_op(c), "nranks");
+    const oar_collective_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
+    const int nranks = a->nranks;
     if (rows) return oar_ic_set_out(c, "Out", 0, dims, nd, oar_ic_in_dtype(c, "X", 0));
     if (dims[0] >= 0) dims[0] *= nranks;
     return oar_ic_set_out(c, "Out", 0, dims, nd, oar_ic_in_dtype(c, "X", 0));
 }
 
-static int allgather_decode(oar_decode_ctx_t *d, void *out)
-{
-    oar_collective_attrs_t *a = out;
-    a->ring_id = oar_dec_i(d, "ring_id");
-    a->nranks = oar_dec_i(d, "nranks");
-    return oar_dec_status(d);
-}
-
-static const oar_op_def_t c_allgather_def = {
-    .type = "c_allgather", .inputs = x_in, .outputs = out_out, .attrs = allgather_attrs,
-    .infer = allgather_infer, COLL_DECODE(allgather_decode)};
-OAR_REGISTER_OP(c_allgather_def)
-
 /* ---- c_coalesce / c_split_coalesced ---------------------------------------- */
-static const oar_slot_def_t multi_x_in[] = {{"X", OAR_SLOT_DUPLICABLE}, {NULL, 0}};
-
 /* numel of input `slot`[i], -1 when unknown (compile time) */
 static int in_numel(oar_infer_ctx_t *c, const char *slot, int i, int64_t *n)
 {
@@ -158,13 +94,6 @@ static int coalesce_infer(oar_infer_ctx_t *c)
     return oar_ic_set_out(c, "Out", 0, dims, 1, dt);
 }
 
-static const oar_op_def_t c_coalesce_def = {
-    .type = "c_coalesce", .inputs = multi_x_in, .outputs = out_out, .infer = coalesce_infer};
-OAR_REGISTER_OP(c_coalesce_def)
-
-static const oar_slot_def_t split_in[] = {{"X", 0}, {"Ref", OAR_SLOT_DUPLICABLE}, {NULL, 0}};
-static const oar_slot_def_t split_out[] = {{"Out", OAR_SLOT_DUPLICABLE}, {NULL, 0}};
-
 /* Out[i] takes Ref[i]'s dims and X's dtype; X must hold exactly their
  * elements (Ref are usually the very tensors that were coalesced, and Out
  * the same variables: the split writes them back in place). */
@@ -195,7 +124,5 @@ static int split_infer(oar_infer_ctx_t *c)
     return OAR_OK;
 }
 
-static const oar_op_def_t c_split_coalesced_def = {
-    .type = "c_split_coalesced", .inputs = split_in, .outputs = split_out, .infer = split_infer,
-    .dtype_slot = "X"};
-OAR_REGISTER_OP(c_split_coalesced_def)
+#define OAR_OPS_DEFINE
+#include "ops/collective.h"   /* the tables, the decoders and the registrations */

@@ -2,15 +2,13 @@
  * index_ops.c — ops driven by integer positions (Fluid 1.x): gather (+grad,
  * a scatter-add), one_hot, top_k (+grad: Out@GRAD routed back to the
  * chosen positions; Fluid 1.8 has none, it is cheap), arg_max, arg_min.
- * Kernels in kernels/cpu/index_ops.c.
+ * Kernels in kernels/cpu/index_ops.c. The ops are declared in
+ * index_ops.ops; this file holds their inference and grad makers.
  */
 #include "op.h"
-#include "index_ops.h"
-#include "paddle_attrs.h"
+#include "ops/index_ops.h"   /* generated from index_ops.ops: slots, attribute structs */
 
 #include <string.h>
-
-#define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
 
 static const char *nm(const char *s) { return s ? s : "?"; }
 
@@ -25,15 +23,6 @@ static int int_input(oar_infer_ctx_t *c, const char *slot, bool allow_int32)
 }
 
 /* ---- gather --------------------------------------------------------------- */
-static const oar_slot_def_t gather_in[] = {{"X", 0}, {"Index", 0}, {NULL, 0}};
-static const oar_slot_def_t gather_out[] = {{"Out", 0}, {NULL, 0}};
-static const oar_attr_def_t gather_attrs[] = {
-    /* Fluid's flag for the GPU scatter; the CPU grad always accumulates,
-     * which is the gradient when an index repeats */
-    {"overwrite", OAR_ATTR_BOOLEAN, 1, NULL, false, 0, 0},
-    OAR_PA_I("axis", 0),   /* Paddle 2.x; only 0 is honoured (src/attr_check.c) */
-    ATTR_END};
-
 /* Out = [M, X dims[1:]...] for Index [M] or [M, 1] */
 static int gather_dims(oar_infer_ctx_t *c, int64_t *out, int *nout, int64_t *x, int *nx)
 {
@@ -74,11 +63,6 @@ static int gather_grad_maker(oar_grad_ctx_t *g)
     return oar_gc_in_grad(g, op, "X");
 }
 
-static const oar_op_def_t gather_def = {
-    .type = "gather", .inputs = gather_in, .outputs = gather_out, .attrs = gather_attrs,
-    .infer = gather_infer, .grad = gather_grad_maker, .dtype_slot = "X"};
-OAR_REGISTER_OP(gather_def)
-
 /* checks `slot` has `want` dims */
 static int check_dims(oar_infer_ctx_t *c, const char *slot, const int64_t *want, int nw)
 {
@@ -95,9 +79,6 @@ static int check_dims(oar_infer_ctx_t *c, const char *slot, const int64_t *want,
     return OAR_OK;
 }
 
-static const oar_slot_def_t gather_grad_in[] = {{"X", 0}, {"Index", 0}, {"Out@GRAD", 0}, {NULL, 0}};
-static const oar_slot_def_t x_grad_out[] = {{"X@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-
 static int gather_grad_infer(oar_infer_ctx_t *c)
 {
     if (!oar_ic_out_present(c, "X@GRAD")) return OAR_OK;
@@ -108,27 +89,7 @@ static int gather_grad_infer(oar_infer_ctx_t *c)
     return oar_ic_set_out(c, "X@GRAD", 0, x, nx, oar_ic_in_dtype(c, "Out@GRAD", 0));
 }
 
-static const oar_op_def_t gather_grad_def = {
-    .type = "gather_grad", .inputs = gather_grad_in, .outputs = x_grad_out, .attrs = gather_attrs,
-    .infer = gather_grad_infer, .grad = NULL, .dtype_slot = "Out@GRAD"};
-OAR_REGISTER_OP(gather_grad_def)
-
 /* ---- one_hot -------------------------------------------------------------- */
-static const oar_slot_def_t one_hot_in[] = {{"X", 0}, {"depth_tensor", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-static const oar_attr_def_t one_hot_attrs[] = {
-    {"depth", OAR_ATTR_INT, -1, NULL, false, 0, 0},
-    {"dtype", OAR_ATTR_INT, OAR_FP32, NULL, false, 0, 0},
-    {"allow_out_of_range", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    ATTR_END};
-
-static int one_hot_decode(oar_decode_ctx_t *d, void *out)
-{
-    oar_one_hot_attrs_t *a = out;
-    a->dtype = oar_dec_i(d, "dtype");
-    a->allow_out_of_range = oar_dec_b(d, "allow_out_of_range");
-    return oar_dec_status(d);
-}
-
 /* X int [..., 1] -> Out [..., depth] of attr dtype; depth from depth_tensor
  * (run time) over the attr */
 static int one_hot_infer(oar_infer_ctx_t *c)
@@ -143,12 +104,13 @@ static int one_hot_infer(oar_infer_ctx_t *c)
     if (nx < 1 || !oar_dim_eq(x[nx - 1], 1))
         return oar_ic_error(c, OAR_ERR_SHAPE, "input X '%s' has shape %s; expected [..., 1]",
                             nm(oar_ic_in_name(c, "X", 0)), oar_shape_str(x, nx, b, sizeof b));
-    const oar_op_desc_t *op = oar_ic_op(c);
-    int dt = oar_attr_i(op, "dtype");
+    const oar_one_hot_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
+    int dt = a->dtype;
     if (dt != OAR_FP32 && dt != OAR_FP64 && dt != OAR_INT32 && dt != OAR_INT64)
         return oar_ic_error(c, OAR_ERR_DTYPE, "attr dtype = %d is not float32 (5), float64 (6), int32 (2) or int64 (3)",
                             dt);
-    int64_t depth = oar_attr_i(op, "depth");
+    int64_t depth = a->depth;
     if (oar_ic_in_count(c, "depth_tensor") > 0) {
         depth = -1;
         if (oar_ic_runtime(c)) {
@@ -171,23 +133,13 @@ static int one_hot_infer(oar_infer_ctx_t *c)
     return oar_ic_share_lod(c, "X", 0, "Out", 0);
 }
 
-static const oar_op_def_t one_hot_def = {
-    .type = "one_hot", .inputs = one_hot_in, .outputs = gather_out, .attrs = one_hot_attrs,
-    .infer = one_hot_infer, .grad = NULL, .dtype_slot = "X",
-    .attrs_size = sizeof(oar_one_hot_attrs_t), .decode = one_hot_decode};
-OAR_REGISTER_OP(one_hot_def)
-
 /* ---- top_k ---------------------------------------------------------------- */
-static const oar_slot_def_t top_k_in[] = {{"X", 0}, {"K", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-static const oar_slot_def_t top_k_out[] = {{"Out", 0}, {"Indices", 0}, {NULL, 0}};
-static const oar_attr_def_t top_k_attrs[] = {
-    {"k", OAR_ATTR_INT, 1, NULL, false, 1, 2147483647.0},
-    ATTR_END};
-
 /* k from K (run time; unknown at compile time) over the attr */
 static int top_k_k(oar_infer_ctx_t *c, int64_t last, int64_t *k)
 {
-    *k = oar_attr_i(oar_ic_op(c), "k");
+    const oar_top_k_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
+    *k = a->k;
     if (oar_ic_in_count(c, "K") > 0) {
         if (!oar_ic_runtime(c)) { *k = -1; return OAR_OK; }
         const oar_tensor_t *t = oar_ic_in_tensor(c, "K", 0);
@@ -229,13 +181,6 @@ static int top_k_grad_maker(oar_grad_ctx_t *g)
     return oar_gc_in_grad(g, op, "X");
 }
 
-static const oar_op_def_t top_k_def = {
-    .type = "top_k", .inputs = top_k_in, .outputs = top_k_out, .attrs = top_k_attrs,
-    .infer = top_k_infer, .grad = top_k_grad_maker, .dtype_slot = "X"};
-OAR_REGISTER_OP(top_k_def)
-
-static const oar_slot_def_t top_k_grad_in[] = {{"X", 0}, {"Indices", 0}, {"Out@GRAD", 0}, {NULL, 0}};
-
 /* Indices and Out@GRAD: X's dims with any last dim k <= X's */
 static int top_k_grad_infer(oar_infer_ctx_t *c)
 {
@@ -255,29 +200,7 @@ static int top_k_grad_infer(oar_infer_ctx_t *c)
     return oar_ic_set_out(c, "X@GRAD", 0, x, nx, oar_ic_in_dtype(c, "Out@GRAD", 0));
 }
 
-static const oar_op_def_t top_k_grad_def = {
-    .type = "top_k_grad", .inputs = top_k_grad_in, .outputs = x_grad_out, .attrs = top_k_attrs,
-    .infer = top_k_grad_infer, .grad = NULL, .dtype_slot = "Out@GRAD"};
-OAR_REGISTER_OP(top_k_grad_def)
-
 /* ---- arg_max / arg_min ---------------------------------------------------- */
-static const oar_slot_def_t arg_in[] = {{"X", 0}, {NULL, 0}};
-static const oar_attr_def_t arg_attrs[] = {
-    {"axis", OAR_ATTR_LONG, 0, NULL, false, 0, 0},
-    {"keepdims", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    {"dtype", OAR_ATTR_INT, OAR_INT64, NULL, false, 0, 0},
-    {"flatten", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    ATTR_END};
-
-static int arg_decode(oar_decode_ctx_t *d, void *out)
-{
-    oar_arg_attrs_t *a = out;
-    a->axis = oar_dec_l(d, "axis");
-    a->dtype = oar_dec_i(d, "dtype");
-    a->flatten = oar_dec_b(d, "flatten");
-    return oar_dec_status(d);
-}
-
 /* Out: X's dims without axis (1 with keepdims); flatten treats X as 1-D
  * ([1], or all ones with keepdims). A result of rank 0 is [1]. */
 static int arg_infer(oar_infer_ctx_t *c)
@@ -285,10 +208,11 @@ static int arg_infer(oar_infer_ctx_t *c)
     int nx;
     const int64_t *d = oar_ic_in_dims(c, "X", 0, &nx);
     if (!d) return OAR_ERR_SHAPE;
-    const oar_op_desc_t *op = oar_ic_op(c);
-    int64_t axis = oar_attr_l(op, "axis");
-    bool keep = oar_attr_b(op, "keepdims"), flat = oar_attr_b(op, "flatten");
-    int dt = oar_attr_i(op, "dtype");
+    const oar_arg_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
+    int64_t axis = a->axis;
+    const bool keep = a->keepdims, flat = a->flatten;
+    const int dt = a->dtype;
     if (dt != OAR_INT64 && dt != OAR_INT32)
         return oar_ic_error(c, OAR_ERR_DTYPE, "attr dtype = %d must be int32 (2) or int64 (3)", dt);
     if (nx == 0) return oar_ic_error(c, OAR_ERR_SHAPE, "input X '%s' has rank 0", nm(oar_ic_in_name(c, "X", 0)));
@@ -315,13 +239,5 @@ static int arg_infer(oar_infer_ctx_t *c)
     return OAR_OK;
 }
 
-static const oar_op_def_t arg_max_def = {
-    .type = "arg_max", .inputs = arg_in, .outputs = gather_out, .attrs = arg_attrs,
-    .infer = arg_infer, .grad = NULL, .dtype_slot = "X",
-    .attrs_size = sizeof(oar_arg_attrs_t), .decode = arg_decode};
-OAR_REGISTER_OP(arg_max_def)
-static const oar_op_def_t arg_min_def = {
-    .type = "arg_min", .inputs = arg_in, .outputs = gather_out, .attrs = arg_attrs,
-    .infer = arg_infer, .grad = NULL, .dtype_slot = "X",
-    .attrs_size = sizeof(oar_arg_attrs_t), .decode = arg_decode};
-OAR_REGISTER_OP(arg_min_def)
+#define OAR_OPS_DEFINE
+#include "ops/index_ops.h"   /* the tables, the decoders and the registrations */

@@ -3,7 +3,8 @@
  * Saving builds the whole file in memory and replaces the target atomically;
  * loading parses and checks every record before any variable changes.
  * save_as_fp16 / load_as_fp16 convert float32/float64 to float16 (round to
- * nearest even) on the way out / in, like Fluid's attrs of the same names. */
+ * nearest even) on the way out / in, like Fluid's attrs of the same names.
+ * The ops are declared in io_ops.ops; this file holds their runs. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,30 +12,14 @@
 #include <unistd.h>
 #include "exec.h"
 #include "tensor_io.h"
-#include "paddle_attrs.h"
+#include "ops/io_ops.h"   /* generated from io_ops.ops: the attribute structs */
 #include "half_bits.h"
 
 #define LOAD_LIMIT ((size_t)1 << 36)
 
-static const oar_attr_def_t save_attrs[] = {
-    {"file_path", OAR_ATTR_STRING, 0, NULL, true, 0, 0},
-    {"overwrite", OAR_ATTR_BOOLEAN, 1, NULL, false, 0, 0},
-    {"save_as_fp16", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    OAR_PA_B("save_to_memory", 0),   /* Paddle 2.x; refused unless false */
-    {NULL, 0, 0, NULL, false, 0, 0},
-};
-static const oar_attr_def_t load_attrs[] = {
-    {"file_path", OAR_ATTR_STRING, 0, NULL, true, 0, 0},
-    {"load_as_fp16", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    /* Paddle 2.x: load a slice of the file, or from memory; refused unless default */
-    {"seek", OAR_ATTR_LONG, -1, NULL, false, 0, 0, NULL}, OAR_PA_L("shape", OAR_ATTR_LONGS),
-    OAR_PA_B("model_from_memory", 0),
-    {NULL, 0, 0, NULL, false, 0, 0},
-};
-
-static int check_path(oar_kernel_ctx_t *k, const char *path, bool writing) {
+static int check_path(oar_kernel_ctx_t *k, const char *path, bool writing, bool overwrite) {
     if (!path || !*path) return oar_k_error(k, OAR_ERR_INVALID, "attr file_path is empty");
-    if (writing && !oar_attr_b(oar_k_op(k), "overwrite") && access(path, F_OK) == 0)
+    if (writing && !overwrite && access(path, F_OK) == 0)
         return oar_k_error(k, OAR_ERR_IO, "'%s' exists and overwrite is false", path);
     return OAR_OK;
 }
@@ -63,7 +48,7 @@ static int append_input(oar_kernel_ctx_t *k, oar_bytes_t *b, int i) {
     if (!v || v->type != OAR_VAR_LOD_TENSOR || !oar_tensor_has_data(v->u.tensor))
         return oar_k_error(k, OAR_ERR_NOT_FOUND, "variable '%s' has no tensor to save", name ? name : "?");
     oar_tensor_t *t = v->u.tensor, *half = NULL;
-    if (oar_attr_b(oar_k_op(k), "save_as_fp16")) {
+    if (((const oar_save_attrs_t *)oar_k_attrs(k))->save_as_fp16) {
         OAR_TRY(as_half(k, name, t, &half));
         t = half;
     }
@@ -76,8 +61,9 @@ static int append_input(oar_kernel_ctx_t *k, oar_bytes_t *b, int i) {
 }
 
 static int run_save(oar_kernel_ctx_t *k) {
-    const char *path = oar_attr_s(oar_k_op(k), "file_path");
-    OAR_TRY(check_path(k, path, true));
+    const oar_save_attrs_t *a = oar_k_attrs(k);
+    const char *path = a->file_path;
+    OAR_TRY(check_path(k, path, true, a->overwrite));
     oar_bytes_t b = {0};
     int n = oar_k_in_count(k, "X");
     int rc = OAR_OK;
@@ -112,10 +98,11 @@ static int check_declared(oar_kernel_ctx_t *k, const char *name, const oar_tenso
 }
 
 static int run_load(oar_kernel_ctx_t *k) {
-    const char *path = oar_attr_s(oar_k_op(k), "file_path");
-    OAR_TRY(check_path(k, path, false));
+    const oar_load_attrs_t *a = oar_k_attrs(k);
+    const char *path = a->file_path;
+    OAR_TRY(check_path(k, path, false, false));
     int n = oar_k_out_count(k, "Out");
-    bool as_fp16 = oar_attr_b(oar_k_op(k), "load_as_fp16");
+    bool as_fp16 = a->load_as_fp16;
     uint8_t *data = NULL;
     size_t size = 0;
     /* the declared shapes bound the file: a huge file is refused before it is read */
@@ -163,39 +150,11 @@ static int run_load(oar_kernel_ctx_t *k) {
     return rc;
 }
 
-static const oar_slot_def_t save_in[] = {{"X", 0}, {NULL, 0}};
-static const oar_slot_def_t save_combine_in[] = {{"X", OAR_SLOT_DUPLICABLE}, {NULL, 0}};
-static const oar_slot_def_t none[] = {{NULL, 0}};
-static const oar_slot_def_t load_out[] = {{"Out", 0}, {NULL, 0}};
-static const oar_slot_def_t load_combine_out[] = {{"Out", OAR_SLOT_DUPLICABLE}, {NULL, 0}};
-
-static const oar_op_def_t save_def = {
-    .type = "save", .inputs = save_in, .outputs = none, .attrs = save_attrs,
-    .flags = OAR_OP_NO_KERNEL, .run = run_save};
-static const oar_op_def_t save_combine_def = {
-    .type = "save_combine", .inputs = save_combine_in, .outputs = none, .attrs = save_attrs,
-    .flags = OAR_OP_NO_KERNEL, .run = run_save};
-static const oar_op_def_t load_def = {
-    .type = "load", .inputs = none, .outputs = load_out, .attrs = load_attrs,
-    .flags = OAR_OP_NO_KERNEL, .run = run_load};
-static const oar_op_def_t load_combine_def = {
-    .type = "load_combine", .inputs = none, .outputs = load_combine_out, .attrs = load_attrs,
-    .flags = OAR_OP_NO_KERNEL, .run = run_load};
-OAR_REGISTER_OP(save_def)
-OAR_REGISTER_OP(save_combine_def)
-OAR_REGISTER_OP(load_def)
-OAR_REGISTER_OP(load_combine_def)
-
 /* ---- feed / fetch ---------------------------------------------------------
  * feed copies column `col` of the FEED_MINIBATCH list into Out; fetch
  * copies X into column `col` of the FETCH_LIST. Both lists are tensor arrays. */
-static const oar_attr_def_t col_attrs[] = {
-    {"col", OAR_ATTR_INT, 0, NULL, true, 0, 0},
-    {NULL, 0, 0, NULL, false, 0, 0},
-};
-
 static int run_feed(oar_kernel_ctx_t *k) {
-    int col = oar_attr_i(oar_k_op(k), "col");
+    int col = ((const oar_col_attrs_t *)oar_k_attrs(k))->col;
     oar_variable_t *list = oar_k_in_var(k, "X", 0);
     oar_tensor_array_t *a = list ? oar_var_array(list) : NULL;
     if (!a) return oar_k_error(k, OAR_ERR_DTYPE, "input X must be the feed list");
@@ -207,7 +166,7 @@ static int run_feed(oar_kernel_ctx_t *k) {
 }
 
 static int run_fetch(oar_kernel_ctx_t *k) {
-    int col = oar_attr_i(oar_k_op(k), "col");
+    int col = ((const oar_col_attrs_t *)oar_k_attrs(k))->col;
     oar_tensor_t *x = oar_k_in(k, "X", 0);
     if (!x || !oar_tensor_has_data(x)) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input X ('%s') has no value", oar_k_in_name(k, "X", 0));
     oar_variable_t *list = oar_k_out_var(k, "Out", 0);
@@ -227,13 +186,5 @@ static int feed_infer(oar_infer_ctx_t *c) {
     return oar_ic_set_out_var_type(c, "Out", 0, OAR_VAR_LOD_TENSOR);
 }
 
-static const oar_slot_def_t x_in[] = {{"X", 0}, {NULL, 0}};
-static const oar_slot_def_t out_out[] = {{"Out", 0}, {NULL, 0}};
-static const oar_op_def_t feed_def = {
-    .type = "feed", .inputs = x_in, .outputs = out_out, .attrs = col_attrs, .infer = feed_infer,
-    .flags = OAR_OP_NO_KERNEL, .run = run_feed};
-static const oar_op_def_t fetch_def = {
-    .type = "fetch", .inputs = x_in, .outputs = out_out, .attrs = col_attrs,
-    .flags = OAR_OP_NO_KERNEL, .run = run_fetch};
-OAR_REGISTER_OP(feed_def)
-OAR_REGISTER_OP(fetch_def)
+#define OAR_OPS_DEFINE
+#include "ops/io_ops.h"   /* the tables, the decoders and the registrations */

@@ -7,59 +7,18 @@
  * gradient. The grad W@GRAD is dense [V, D] (duplicate ids accumulate), or
  * with is_sparse a SELECTED_ROWS of height V whose rows are the ids
  * (duplicates kept, as Fluid) and whose value is Out@GRAD as [N, D].
+ * The ops are declared in lookup_table.ops; this file holds their inference
+ * and the grad maker.
  */
 #include "op.h"
-#include "lookup_table.h"
-#include "paddle_attrs.h"
+#include "ops/lookup_table.h"   /* generated from lookup_table.ops: slots, oar_lt_attrs_t */
 
 #include <string.h>
 
-#define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
-
 static const char *nm(const char *s) { return s ? s : "?"; }
-
-static const oar_slot_def_t lt_in[] = {{"W", 0}, {"Ids", 0}, {NULL, 0}};
-static const oar_slot_def_t lt_out[] = {{"Out", 0}, {NULL, 0}};
-static const oar_attr_def_t lt_attrs[] = {
-    {"is_sparse", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    {"is_distributed", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    {"padding_idx", OAR_ATTR_LONG, -1, NULL, false, 0, 0},
-    {"remote_prefetch", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    /* Paddle 2.x's parameter-server attrs (is_distributed/remote_prefetch decide
-     * whether they matter) */
-    OAR_PA_B("is_test", 0), OAR_PA_S("entry_config", ""), OAR_PA_S("entry", "none"),
-    OAR_PA_S("table_class", "none"), OAR_PA_L("table_names", OAR_ATTR_STRINGS), OAR_PA_I("trainer_id", 0),
-    OAR_PA_I("slot", 0), OAR_PA_B("grad_inplace", 0), OAR_PA_L("epmap", OAR_ATTR_STRINGS),
-    OAR_PA_L("height_sections", OAR_ATTR_LONGS),
-    ATTR_END};
-/* Paddle 2.x's lookup_table_v2 (nn.Embedding): Ids of any shape, Out = Ids.shape ++ [D] */
-static const oar_attr_def_t lt_v2_attrs[] = {
-    {"is_sparse", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    {"is_distributed", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    {"padding_idx", OAR_ATTR_LONG, -1, NULL, false, 0, 0},
-    {"remote_prefetch", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    {"is_test", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    {"entry_config", OAR_ATTR_STRING, 0, "", false, 0, 0},
-    {"entry", OAR_ATTR_STRING, 0, "none", false, 0, 0},
-    {"table_class", OAR_ATTR_STRING, 0, "none", false, 0, 0},
-    {"table_names", OAR_ATTR_STRINGS, 0, NULL, false, 0, 0},
-    {"trainer_id", OAR_ATTR_INT, 0, NULL, false, 0, 0},
-    {"slot", OAR_ATTR_INT, 0, NULL, false, 0, 0},
-    {"grad_inplace", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    {"epmap", OAR_ATTR_STRINGS, 0, NULL, false, 0, 0},
-    {"height_sections", OAR_ATTR_LONGS, 0, NULL, false, 0, 0},
-    ATTR_END};
 
 static bool is_v2(oar_infer_ctx_t *c) { return strcmp(oar_op_desc_type(oar_ic_op(c)), "lookup_table_v2") == 0 ||
                                                strcmp(oar_op_desc_type(oar_ic_op(c)), "lookup_table_v2_grad") == 0; }
-
-static int lt_decode(oar_decode_ctx_t *d, void *out)
-{
-    oar_lt_attrs_t *a = out;
-    a->padding_idx = oar_dec_l(d, "padding_idx");
-    a->is_sparse = oar_dec_b(d, "is_sparse");
-    return oar_dec_status(d);
-}
 
 /* W must be [V, D]; padding_idx -1 or a row of W. Fills V and D. */
 static int check_w(oar_infer_ctx_t *c, int64_t *v, int64_t *d)
@@ -74,7 +33,9 @@ static int check_w(oar_infer_ctx_t *c, int64_t *v, int64_t *d)
     }
     *v = w[0];
     *d = w[1];
-    int64_t pad = oar_attr_l(oar_ic_op(c), "padding_idx");
+    const oar_lt_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
+    const int64_t pad = a->padding_idx;
     if (pad < -1 || (w[0] >= 0 && pad >= w[0]))
         return oar_ic_error(c, OAR_ERR_RANGE, "attr padding_idx = %lld is not -1 (none) or a row of W '%s' "
                             "(V = %lld)", (long long)pad, nm(oar_ic_in_name(c, "W", 0)), (long long)w[0]);
@@ -133,16 +94,7 @@ static int lt_grad_maker(oar_grad_ctx_t *g)
     return oar_gc_in_grad(g, op, "W");
 }
 
-static const oar_op_def_t lookup_table_def = {
-    .type = "lookup_table", .inputs = lt_in, .outputs = lt_out, .attrs = lt_attrs,
-    .infer = lt_infer, .grad = lt_grad_maker, .dtype_slot = "W",
-    .attrs_size = sizeof(oar_lt_attrs_t), .decode = lt_decode};
-OAR_REGISTER_OP(lookup_table_def)
-
 /* ---- lookup_table_grad --------------------------------------------------- */
-static const oar_slot_def_t ltg_in[] = {{"W", 0}, {"Ids", 0}, {"Out@GRAD", 0}, {NULL, 0}};
-static const oar_slot_def_t ltg_out[] = {{"W@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-
 static int ltg_infer(oar_infer_ctx_t *c)
 {
     const char *gname = oar_ic_out_name(c, "W@GRAD", 0);
@@ -162,7 +114,9 @@ static int ltg_infer(oar_infer_ctx_t *c)
                             oar_shape_str(out, no, bo, sizeof bo));
     }
     int64_t wd[2] = {v, d};
-    if (oar_attr_b(oar_ic_op(c), "is_sparse")) {
+    const oar_lt_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
+    if (a->is_sparse) {
         /* the kernel fills the rows payload; a LoD tensor must not be made here */
         if (oar_ic_runtime(c)) return OAR_OK;
         OAR_TRY(oar_ic_set_out_var_type(c, "W@GRAD", 0, OAR_VAR_SELECTED_ROWS));
@@ -170,19 +124,5 @@ static int ltg_infer(oar_infer_ctx_t *c)
     return oar_ic_set_out(c, "W@GRAD", 0, wd, 2, oar_ic_in_dtype(c, "W", 0));
 }
 
-static const oar_op_def_t lookup_table_grad_def = {
-    .type = "lookup_table_grad", .inputs = ltg_in, .outputs = ltg_out, .attrs = lt_attrs,
-    .infer = ltg_infer, .grad = NULL, .dtype_slot = "Out@GRAD",
-    .attrs_size = sizeof(oar_lt_attrs_t), .decode = lt_decode};
-OAR_REGISTER_OP(lookup_table_grad_def)
-
-static const oar_op_def_t lookup_table_v2_def = {
-    .type = "lookup_table_v2", .inputs = lt_in, .outputs = lt_out, .attrs = lt_v2_attrs,
-    .infer = lt_infer, .grad = lt_grad_maker, .dtype_slot = "W",
-    .attrs_size = sizeof(oar_lt_attrs_t), .decode = lt_decode};
-OAR_REGISTER_OP(lookup_table_v2_def)
-static const oar_op_def_t lookup_table_v2_grad_def = {
-    .type = "lookup_table_v2_grad", .inputs = ltg_in, .outputs = ltg_out, .attrs = lt_v2_attrs,
-    .infer = ltg_infer, .grad = NULL, .dtype_slot = "Out@GRAD",
-    .attrs_size = sizeof(oar_lt_attrs_t), .decode = lt_decode};
-OAR_REGISTER_OP(lookup_table_v2_grad_def)
+#define OAR_OPS_DEFINE
+#include "ops/lookup_table.h"   /* the tables, the decoder and the registrations */

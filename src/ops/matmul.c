@@ -1,19 +1,11 @@
 /*
  * matmul.c — definitions of mul (Fluid's fc product: both operands
  * flattened to matrices) and matmul (batched, numpy-like), with grads.
+ * The ops are declared in matmul.ops; this file holds their inference.
  */
 #include "op.h"
-#include "paddle_attrs.h"
 #include "broadcast.h"
-#include "matmul.h"
-
-#define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
-
-static const oar_slot_def_t xy_in[] = {{"X", 0}, {"Y", 0}, {NULL, 0}};
-static const oar_slot_def_t out_slot[] = {{"Out", 0}, {NULL, 0}};
-static const oar_slot_def_t grad_in[] = {{"X", 0}, {"Y", 0}, {"Out@GRAD", 0}, {NULL, 0}};
-static const oar_slot_def_t grad_out[] = {
-    {"X@GRAD", OAR_SLOT_DISPENSABLE}, {"Y@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
+#include "ops/matmul.h"   /* generated from matmul.ops: slots, oar_mul/matmul_attrs_t */
 
 static int check_dtypes(oar_infer_ctx_t *c)
 {
@@ -36,14 +28,6 @@ static int64_t prod(const int64_t *d, int lo, int hi)
 }
 
 /* ---- mul ------------------------------------------------------------------ */
-static const oar_attr_def_t mul_attrs[] = {
-    {"x_num_col_dims", OAR_ATTR_INT, 1, NULL, false, 1, OAR_MAX_DIMS},
-    {"y_num_col_dims", OAR_ATTR_INT, 1, NULL, false, 1, OAR_MAX_DIMS},
-    {"use_mkldnn", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    OAR_PA_F("scale_x", 1.0), OAR_PA_L("scale_y", OAR_ATTR_FLOATS), OAR_PA_F("scale_out", 1.0),
-    OAR_PA_B("force_fp32_output", 0), OAR_PA_ONEDNN,
-    ATTR_END};
-
 static int mul_infer(oar_infer_ctx_t *c)
 {
     int xn, yn;
@@ -52,7 +36,9 @@ static int mul_infer(oar_infer_ctx_t *c)
     const int64_t *yd = oar_ic_in_dims(c, "Y", 0, &yn);
     if (!yd) return OAR_ERR_SHAPE;
     OAR_TRY(check_dtypes(c));
-    int xnf = oar_attr_i(oar_ic_op(c), "x_num_col_dims"), ynf = oar_attr_i(oar_ic_op(c), "y_num_col_dims");
+    const oar_mul_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
+    const int xnf = a->xnf, ynf = a->ynf;
     char bx[160], by[160];
     oar_shape_str(xd, xn, bx, sizeof bx);
     oar_shape_str(yd, yn, by, sizeof by);
@@ -80,64 +66,7 @@ static int mul_infer(oar_infer_ctx_t *c)
 
 static int grad_infer(oar_infer_ctx_t *c) { return oar_infer_grad_like_inputs(c); }
 
-static int mul_decode(oar_decode_ctx_t *d, void *out)
-{
-    oar_mul_attrs_t *a = out;
-    a->xnf = oar_dec_i(d, "x_num_col_dims");
-    a->ynf = oar_dec_i(d, "y_num_col_dims");
-    return oar_dec_status(d);
-}
-
-static const oar_op_def_t mul_def = {
-    .type = "mul", .inputs = xy_in, .outputs = out_slot, .attrs = mul_attrs,
-    .infer = mul_infer, .grad = oar_grad_default, .dtype_slot = "X",
-    .attrs_size = sizeof(oar_mul_attrs_t), .decode = mul_decode,
-    .flags = OAR_OP_WRITES_OUTPUTS};
-OAR_REGISTER_OP(mul_def)
-static const oar_op_def_t mul_grad_def = {
-    .type = "mul_grad", .inputs = grad_in, .outputs = grad_out, .attrs = mul_attrs,
-    .infer = grad_infer, .dtype_slot = "X",
-    .attrs_size = sizeof(oar_mul_attrs_t), .decode = mul_decode,
-    .flags = OAR_OP_WRITES_OUTPUTS};
-OAR_REGISTER_OP(mul_grad_def)
-
 /* ---- matmul --------------------------------------------------------------- */
-static const oar_attr_def_t matmul_attrs[] = {
-    {"transpose_X", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    {"transpose_Y", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    {"alpha", OAR_ATTR_FLOAT, 1.0, NULL, false, 0, 0},
-    {"use_mkldnn", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    {"use_quantizer", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    {"mkldnn_data_type", OAR_ATTR_STRING, 0, "float32", false, 0, 0},
-    {"force_fp32_output", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    {"head_number", OAR_ATTR_INT, 1, NULL, false, 0, 0},
-    {"Scale_x", OAR_ATTR_FLOAT, 1.0, NULL, false, 0, 0},
-    {"Scale_y", OAR_ATTR_FLOAT, 1.0, NULL, false, 0, 0},
-    {"Scale_out", OAR_ATTR_FLOAT, 1.0, NULL, false, 0, 0},
-    {"fused_reshape_X", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
-    {"fused_reshape_Y", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
-    {"fused_reshape_Out", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
-    {"fused_transpose_X", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
-    {"fused_transpose_Y", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
-    {"fused_transpose_Out", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
-    OAR_PA_ONEDNN,
-    ATTR_END};
-/* Paddle 2.x's matmul_v2: numpy's matmul with trans_x/trans_y */
-static const oar_attr_def_t matmul_v2_attrs[] = {
-    {"trans_x", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    {"trans_y", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    {"use_mkldnn", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    {"mkldnn_data_type", OAR_ATTR_STRING, 0, "float32", false, 0, 0},
-    {"force_fp32_output", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    {"fused_reshape_X", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
-    {"fused_reshape_Y", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
-    {"fused_reshape_Out", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
-    {"fused_transpose_X", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
-    {"fused_transpose_Y", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
-    {"fused_transpose_Out", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
-    OAR_PA_ONEDNN,
-    ATTR_END};
-
 static int matmul_infer(oar_infer_ctx_t *c)
 {
     int xn, yn;
@@ -147,9 +76,9 @@ static int matmul_infer(oar_infer_ctx_t *c)
     if (!yd) return OAR_ERR_SHAPE;
     OAR_TRY(check_dtypes(c));
     /* matmul_v2 (trans_x/trans_y) is numpy's matmul; matmul (v1) transposes vectors */
-    bool v2 = oar_op_desc_attr_type(oar_ic_op(c), "trans_x") >= 0;
-    bool tx = oar_attr_b(oar_ic_op(c), v2 ? "trans_x" : "transpose_X");
-    bool ty = oar_attr_b(oar_ic_op(c), v2 ? "trans_y" : "transpose_Y");
+    const oar_matmul_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
+    const bool v2 = a->v2, tx = a->tx, ty = a->ty;
     oar_mm_shape_t s;
     int rc = v2 ? oar_mm_shape(xd, xn, yd, yn, tx, ty, &s) : oar_mm_shape_v1(xd, xn, yd, yn, tx, ty, &s);
     if (rc != OAR_MM_OK) {
@@ -171,46 +100,5 @@ static int matmul_infer(oar_infer_ctx_t *c)
     return oar_ic_share_lod(c, "X", 0, "Out", 0);
 }
 
-static int matmul_decode(oar_decode_ctx_t *d, void *out)
-{
-    oar_matmul_attrs_t *a = out;
-    a->v2 = false;
-    a->tx = oar_dec_b(d, "transpose_X");
-    a->ty = oar_dec_b(d, "transpose_Y");
-    a->alpha = oar_dec_f(d, "alpha");
-    return oar_dec_status(d);
-}
-
-static int matmul_v2_decode(oar_decode_ctx_t *d, void *out)
-{
-    oar_matmul_attrs_t *a = out;
-    a->v2 = true;
-    a->tx = oar_dec_b(d, "trans_x");
-    a->ty = oar_dec_b(d, "trans_y");
-    a->alpha = 1.0;
-    return oar_dec_status(d);
-}
-#define MM_DECODE .attrs_size = sizeof(oar_matmul_attrs_t), .decode = matmul_decode
-#define MM_V2_DECODE .attrs_size = sizeof(oar_matmul_attrs_t), .decode = matmul_v2_decode
-
-static const oar_op_def_t matmul_def = {
-    .type = "matmul", .inputs = xy_in, .outputs = out_slot, .attrs = matmul_attrs,
-    .infer = matmul_infer, .grad = oar_grad_default, .dtype_slot = "X", MM_DECODE,
-    .flags = OAR_OP_WRITES_OUTPUTS};
-OAR_REGISTER_OP(matmul_def)
-static const oar_op_def_t matmul_grad_def = {
-    .type = "matmul_grad", .inputs = grad_in, .outputs = grad_out, .attrs = matmul_attrs,
-    .infer = grad_infer, .dtype_slot = "X", MM_DECODE,
-    .flags = OAR_OP_WRITES_OUTPUTS};
-OAR_REGISTER_OP(matmul_grad_def)
-
-static const oar_op_def_t matmul_v2_def = {
-    .type = "matmul_v2", .inputs = xy_in, .outputs = out_slot, .attrs = matmul_v2_attrs,
-    .infer = matmul_infer, .grad = oar_grad_default, .dtype_slot = "X", MM_V2_DECODE,
-    .flags = OAR_OP_WRITES_OUTPUTS};
-OAR_REGISTER_OP(matmul_v2_def)
-static const oar_op_def_t matmul_v2_grad_def = {
-    .type = "matmul_v2_grad", .inputs = grad_in, .outputs = grad_out, .attrs = matmul_v2_attrs,
-    .infer = grad_infer, .dtype_slot = "X", MM_V2_DECODE,
-    .flags = OAR_OP_WRITES_OUTPUTS};
-OAR_REGISTER_OP(matmul_v2_grad_def)
+#define OAR_OPS_DEFINE
+#include "ops/matmul.h"   /* the tables, the decoders and the registrations */

@@ -1,48 +1,15 @@
 /* misc_ops.c — small ops the layers need: assign_value (a constant tensor
  * from attrs), shape (the dims of a tensor), clip_by_norm, and Print (shows a
- * tensor's values from inside any block, While bodies included). */
+ * tensor's values from inside any block, While bodies included). The ops are
+ * declared in misc_ops.ops; this file holds their inference and the runs of
+ * the ops without kernels. */
 #include <stdio.h>
 #include <string.h>
 #include "op.h"
-#include "misc_ops.h"
+#include "ops/misc_ops.h"   /* generated from misc_ops.ops: slots, attribute structs */
 #include "exec.h"
-#include "paddle_attrs.h"
-
-#define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
-static const oar_slot_def_t none[] = {{NULL, 0}};
-static const oar_slot_def_t out_slot[] = {{"Out", 0}, {NULL, 0}};
 
 /* ---- assign_value -------------------------------------------------------- */
-static const oar_attr_def_t assign_value_attrs[] = {
-    {"shape", OAR_ATTR_INTS, 0, NULL, true, 0, 0},
-    {"dtype", OAR_ATTR_INT, OAR_FP32, NULL, false, 0, 0},
-    {"fp32_values", OAR_ATTR_FLOATS, 0, NULL, false, 0, 0},
-    {"int32_values", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
-    {"int64_values", OAR_ATTR_LONGS, 0, NULL, false, 0, 0},
-    {"bool_values", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
-    ATTR_END};
-
-static int shape_attr(oar_infer_ctx_t *c, int64_t *dims, int *nd, int64_t *numel) {
-    int n;
-    const int32_t *s = oar_attr_ints(oar_ic_op(c), "shape", &n);
-    if (n > OAR_MAX_DIMS) return oar_ic_error(c, OAR_ERR_SHAPE, "shape has %d dims (at most %d)", n, OAR_MAX_DIMS);
-    for (int i = 0; i < n; i++) {
-        if (s[i] < 0) return oar_ic_error(c, OAR_ERR_SHAPE, "shape[%d] = %d is negative", i, s[i]);
-        dims[i] = s[i];
-    }
-    *nd = n;
-    return oar_shape_numel(dims, n, numel);
-}
-
-/* decoded: the shape as dims, and the values the dtype reads */
-typedef struct assign_value_attrs {
-    int dtype, nd;
-    int64_t dims[OAR_MAX_DIMS];
-    oar_floats_t f32;
-    oar_ints_t i32, b8;
-    oar_longs_t i64;
-} assign_value_attrs_t;
-
 static const char *values_attr(int dtype) {
     switch (dtype) {
     case OAR_FP32: case OAR_FP64: return "fp32_values";
@@ -53,55 +20,60 @@ static const char *values_attr(int dtype) {
     }
 }
 
-static int assign_value_infer(oar_infer_ctx_t *c) {
-    int64_t dims[OAR_MAX_DIMS], numel = 0;
-    int nd = 0;
-    OAR_TRY(shape_attr(c, dims, &nd, &numel));
-    int dtype = oar_attr_i(oar_ic_op(c), "dtype");
-    const char *attr = values_attr(dtype);
-    if (!attr) return oar_ic_error(c, OAR_ERR_DTYPE, "dtype %d is not supported", dtype);
-    const oar_attr_t *a = oar_op_find_attr(oar_ic_op(c), attr);
-    int n = a ? a->n : 0;
-    if (n != numel)
-        return oar_ic_error(c, OAR_ERR_SHAPE, "%s has %d values, the shape needs %lld", attr, n, (long long)numel);
-    return oar_ic_set_out(c, "Out", 0, dims, nd, dtype);
-}
-
-/* the checks of assign_value_infer, made once at prepare */
-static int assign_value_decode(oar_decode_ctx_t *d, void *out) {
-    assign_value_attrs_t *a = out;
-    oar_ints_t shape = oar_dec_ints(d, "shape");
-    a->dtype = oar_dec_i(d, "dtype");
-    a->f32 = oar_dec_floats(d, "fp32_values");
-    a->i32 = oar_dec_ints(d, "int32_values");
-    a->i64 = oar_dec_longs(d, "int64_values");
-    a->b8 = oar_dec_ints(d, "bool_values");
-    if (oar_dec_status(d) != OAR_OK) return oar_dec_status(d);
-    if (shape.n > OAR_MAX_DIMS)
-        return oar_dec_error(d, OAR_ERR_SHAPE, "shape has %d dims (at most %d)", shape.n, OAR_MAX_DIMS);
-    for (int i = 0; i < shape.n; i++) {
-        if (shape.v[i] < 0) return oar_dec_error(d, OAR_ERR_SHAPE, "shape[%d] = %d is negative", i, shape.v[i]);
-        a->dims[i] = shape.v[i];
+/* the shape as dims, and the values the dtype reads match its element
+ * count; the first problem goes to msg (inference and the run both check:
+ * an op without a kernel gets no run-time inference) */
+static int assign_value_check(const oar_assign_value_attrs_t *a, int64_t *dims, char *msg, size_t len) {
+    if (a->shape.n > OAR_MAX_DIMS) {
+        snprintf(msg, len, "shape has %d dims (at most %d)", a->shape.n, OAR_MAX_DIMS);
+        return OAR_ERR_SHAPE;
     }
-    a->nd = shape.n;
+    for (int i = 0; i < a->shape.n; i++) {
+        if (a->shape.v[i] < 0) {
+            snprintf(msg, len, "shape[%d] = %d is negative", i, a->shape.v[i]);
+            return OAR_ERR_SHAPE;
+        }
+        dims[i] = a->shape.v[i];
+    }
     int64_t numel;
-    if (oar_shape_numel(a->dims, a->nd, &numel) != OAR_OK)
-        return oar_dec_error(d, OAR_ERR_SHAPE, "shape: %s", oar_last_error());
+    if (oar_shape_numel(dims, a->shape.n, &numel) != OAR_OK) {
+        snprintf(msg, len, "shape: %s", oar_last_error());
+        return OAR_ERR_SHAPE;
+    }
     const char *attr = values_attr(a->dtype);
-    if (!attr) return oar_dec_error(d, OAR_ERR_DTYPE, "dtype %d is not supported", a->dtype);
+    if (!attr) {
+        snprintf(msg, len, "dtype %d is not supported", a->dtype);
+        return OAR_ERR_DTYPE;
+    }
     int n = a->dtype == OAR_INT32 ? a->i32.n : a->dtype == OAR_INT64 ? a->i64.n
           : a->dtype == OAR_BOOL ? a->b8.n : a->f32.n;
-    if (n != numel)
-        return oar_dec_error(d, OAR_ERR_SHAPE, "%s has %d values, the shape needs %lld", attr, n, (long long)numel);
+    if (n != numel) {
+        snprintf(msg, len, "%s has %d values, the shape needs %lld", attr, n, (long long)numel);
+        return OAR_ERR_SHAPE;
+    }
     return OAR_OK;
 }
 
+static int assign_value_infer(oar_infer_ctx_t *c) {
+    const oar_assign_value_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
+    int64_t dims[OAR_MAX_DIMS];
+    char msg[256];
+    int rc = assign_value_check(a, dims, msg, sizeof msg);
+    if (rc != OAR_OK) return oar_ic_error(c, rc, "%s", msg);
+    return oar_ic_set_out(c, "Out", 0, dims, a->shape.n, a->dtype);
+}
+
 static int assign_value_run(oar_kernel_ctx_t *k) {
-    const assign_value_attrs_t *a = oar_k_attrs(k);
-    oar_tensor_t *t = oar_k_output(k, 0, 0);
+    const oar_assign_value_attrs_t *a = oar_k_attrs(k);
+    int64_t dims[OAR_MAX_DIMS];
+    char msg[256];
+    int rc = assign_value_check(a, dims, msg, sizeof msg);
+    if (rc != OAR_OK) return oar_k_error(k, rc, "%s", msg);
+    oar_tensor_t *t = oar_k_output(k, OAR_ASSIGN_VALUE_OUT, 0);
     if (!t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out has no tensor variable");
-    OAR_TRY(oar_tensor_resize(t, a->dims, a->nd));
-    void *out = oar_k_output_data(k, 0, 0, a->dtype);
+    OAR_TRY(oar_tensor_resize(t, dims, a->shape.n));
+    void *out = oar_k_output_data(k, OAR_ASSIGN_VALUE_OUT, 0, a->dtype);
     if (!out) return OAR_ERR_NOMEM;
     if (a->dtype == OAR_FP32 || a->dtype == OAR_FP64) {
         for (int i = 0; i < a->f32.n; i++) {
@@ -118,14 +90,7 @@ static int assign_value_run(oar_kernel_ctx_t *k) {
     return OAR_OK;
 }
 
-static const oar_op_def_t assign_value_def = {
-    .type = "assign_value", .inputs = none, .outputs = out_slot, .attrs = assign_value_attrs,
-    .infer = assign_value_infer, .flags = OAR_OP_NO_KERNEL, .run = assign_value_run,
-    .attrs_size = sizeof(assign_value_attrs_t), .decode = assign_value_decode};
-OAR_REGISTER_OP(assign_value_def)
-
 /* ---- shape --------------------------------------------------------------- */
-static const oar_slot_def_t shape_in[] = {{"Input", 0}, {NULL, 0}};
 
 static int shape_infer(oar_infer_ctx_t *c) {
     int nd;
@@ -148,71 +113,20 @@ static int shape_run(oar_kernel_ctx_t *k) {
     return OAR_OK;
 }
 
-static const oar_attr_def_t shape_attrs[] = {OAR_PA_USE_MKLDNN, OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN, ATTR_END};
-static const oar_op_def_t shape_def = {
-    .type = "shape", .inputs = shape_in, .outputs = out_slot, .attrs = shape_attrs, .infer = shape_infer,
-    .flags = OAR_OP_NO_KERNEL | OAR_OP_PLACE_AWARE, .run = shape_run};
-OAR_REGISTER_OP(shape_def)
-
 /* ---- clip_by_norm: Out = X * max_norm / max(norm(X), max_norm) ----------- */
-static const oar_slot_def_t x_in[] = {{"X", 0}, {NULL, 0}};
-static const oar_attr_def_t clip_by_norm_attrs[] = {
-    {"max_norm", OAR_ATTR_FLOAT, 0, NULL, true, 0, 0}, ATTR_END};
-
-static int clip_by_norm_decode(oar_decode_ctx_t *d, void *out) {
-    ((oar_clip_by_norm_attrs_t *)out)->max_norm = oar_dec_f(d, "max_norm");
-    return oar_dec_status(d);
-}
-
 static int clip_by_norm_infer(oar_infer_ctx_t *c) {
-    if (oar_attr_f(oar_ic_op(c), "max_norm") <= 0)
-        return oar_ic_error(c, OAR_ERR_RANGE, "max_norm must be positive, got %g", oar_attr_f(oar_ic_op(c), "max_norm"));
+    const oar_clip_by_norm_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
+    if (a->max_norm <= 0)
+        return oar_ic_error(c, OAR_ERR_RANGE, "max_norm must be positive, got %g", (double)a->max_norm);
     return oar_infer_same_as(c, "X", "Out");
 }
 
-static const oar_op_def_t clip_by_norm_def = {
-    .type = "clip_by_norm", .inputs = x_in, .outputs = out_slot, .attrs = clip_by_norm_attrs,
-    .infer = clip_by_norm_infer, .attrs_size = sizeof(oar_clip_by_norm_attrs_t),
-    .decode = clip_by_norm_decode, .flags = OAR_OP_INPLACE /* the norm is taken before any write */};
-OAR_REGISTER_OP(clip_by_norm_def)
-
 /* ---- Print ----------------------------------------------------------------
  * Passes In through to Out and writes a summary of the tensor to stderr. */
-static const oar_slot_def_t print_in[] = {{"In", 0}, {NULL, 0}};
-static const oar_attr_def_t print_attrs[] = {
-    {"first_n", OAR_ATTR_INT, -1, NULL, false, 0, 0},
-    {"message", OAR_ATTR_STRING, 0, "", false, 0, 0},
-    {"summarize", OAR_ATTR_INT, 20, NULL, false, 0, 0},
-    {"print_tensor_name", OAR_ATTR_BOOLEAN, 1, NULL, false, 0, 0},
-    {"print_tensor_type", OAR_ATTR_BOOLEAN, 1, NULL, false, 0, 0},
-    {"print_tensor_shape", OAR_ATTR_BOOLEAN, 1, NULL, false, 0, 0},
-    {"print_tensor_lod", OAR_ATTR_BOOLEAN, 1, NULL, false, 0, 0},
-    {"print_phase", OAR_ATTR_STRING, 0, "both", false, 0, 0},
-    OAR_PA_B("print_tensor_layout", 1), OAR_PA_B("is_forward", 1),
-    ATTR_END};
-static const oar_slot_def_t print_out[] = {{"Out", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-
 static int print_infer(oar_infer_ctx_t *c) {
     if (oar_ic_out_count(c, "Out") == 0) return OAR_OK;
     return oar_infer_same_as(c, "In", "Out");
-}
-
-typedef struct print_attrs {
-    int first_n, summarize;
-    const char *message;
-    bool name, type, shape, lod;
-} print_attrs_t;
-
-static int print_decode(oar_decode_ctx_t *d, void *out) {
-    print_attrs_t *a = out;
-    a->first_n = oar_dec_i(d, "first_n");
-    a->summarize = oar_dec_i(d, "summarize");
-    a->message = oar_dec_s(d, "message");
-    a->name = oar_dec_b(d, "print_tensor_name");
-    a->type = oar_dec_b(d, "print_tensor_type");
-    a->shape = oar_dec_b(d, "print_tensor_shape");
-    a->lod = oar_dec_b(d, "print_tensor_lod");
-    return oar_dec_status(d);
 }
 
 static double element(const oar_tensor_t *t, int64_t i) {
@@ -231,7 +145,7 @@ static double element(const oar_tensor_t *t, int64_t i) {
 
 static int print_run(oar_kernel_ctx_t *k) {
     const oar_op_desc_t *op = oar_k_op(k);
-    const print_attrs_t *a = oar_k_attrs(k);
+    const oar_print_attrs_t *a = oar_k_attrs(k);
     oar_tensor_t *x = oar_k_input(k, 0, 0);
     if (!x || !oar_tensor_has_data(x))
         return oar_k_error(k, OAR_ERR_NOT_FOUND, "input '%s' has no value", oar_k_input_name(k, 0, 0));
@@ -271,8 +185,5 @@ static int print_run(oar_kernel_ctx_t *k) {
     return oar_tensor_share(out, x);
 }
 
-static const oar_op_def_t print_def = {
-    .type = "print", .inputs = print_in, .outputs = print_out, .attrs = print_attrs,
-    .infer = print_infer, .flags = OAR_OP_NO_KERNEL, .run = print_run,
-    .attrs_size = sizeof(print_attrs_t), .decode = print_decode};
-OAR_REGISTER_OP(print_def)
+#define OAR_OPS_DEFINE
+#include "ops/misc_ops.h"   /* the tables, the decoders and the registrations */
