@@ -8,13 +8,6 @@ int oar_bcast_decode_axis(oar_decode_ctx_t *d, void *attrs)
     return oar_dec_status(d);
 }
 
-int oar_bcast_decode_no_axis(oar_decode_ctx_t *d, void *attrs)
-{
-    (void)d;
-    ((oar_bcast_attrs_t *)attrs)->axis = -1;
-    return OAR_OK;
-}
-
 int oar_bcast_infer(oar_infer_ctx_t *c, int out_dtype)
 {
     int xn, yn, nd;
