@@ -53,7 +53,7 @@ static int do_fwd(oar_kernel_ctx_t *k) {
     const double p = a->prob;
     if (!(p >= 0 && p <= 1))
         return oar_k_error(k, OAR_ERR_INVALID, "attr dropout_prob = %g must be in [0, 1]", p);
-    const bool test = a->is_test, up = a->impl == OAR_DO_UPSCALE_IN_TRAIN;
+    const bool test = a->is_test, up = a->impl == OAR_DO_IMPL_UPSCALE_IN_TRAIN;
     const int64_t n = oar_tensor_numel_of(x);
     const void *xd = x->buf->data;   /* held before an in-place Out may get a new buffer */
     oar_tensor_t *yt = oar_k_output(k, OAR_DO_OUT, 0);
@@ -133,7 +133,7 @@ static int do_bwd(oar_kernel_ctx_t *k) {
     void *dx = oar_k_output_data(k, OAR_DOG_DX, 0, dt);
     if (!dx) return OAR_ERR_NOMEM;
     const double p = a->prob;
-    const double f = a->impl == OAR_DO_UPSCALE_IN_TRAIN ? (p < 1 ? 1.0 / (1.0 - p) : 0.0) : 1.0;
+    const double f = a->impl == OAR_DO_IMPL_UPSCALE_IN_TRAIN ? (p < 1 ? 1.0 / (1.0 - p) : 0.0) : 1.0;
     const int64_t n = oar_tensor_numel_of(dy);
     if (dt == OAR_FP32) do_mask_f32(dyd, md, dx, n, f);
     else do_mask_f64(dyd, md, dx, n, f);

@@ -2,7 +2,7 @@
  * Alpha@GRAD sums X * Out@GRAD over the elements where X <= 0, per alpha. */
 #include <string.h>
 #include "op.h"
-#include "ops/prelu.h"
+#include "ops/prelu_util.h"   /* slots, attrs and the alpha index */
 
 #define PRELU_KERNELS(T, SUF, DT)                                                               \
     static int fwd_##SUF(oar_kernel_ctx_t *k)                                                   \

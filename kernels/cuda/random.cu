@@ -122,7 +122,7 @@ int do_fwd(oar_kernel_ctx_t *k, int dt)
     OAR_TRY(in_tensor_at(k, OAR_DO_X, 0, dt, -1, &x, &xd));
     const double p = at->prob;
     if (!(p >= 0 && p <= 1)) return oar_k_error(k, OAR_ERR_INVALID, "attr dropout_prob = %g must be in [0, 1]", p);
-    const bool test = at->is_test, up = at->impl == OAR_DO_UPSCALE_IN_TRAIN;
+    const bool test = at->is_test, up = at->impl == OAR_DO_IMPL_UPSCALE_IN_TRAIN;
     const int64_t n = oar_tensor_numel_of(x);
     oar_tensor_t *yt = oar_k_output(k, OAR_DO_OUT, 0);
     if (!yt) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out is missing");
@@ -211,7 +211,7 @@ int do_bwd(oar_kernel_ctx_t *k, int dt)
     OAR_TRY(out_data_at(k, OAR_DOG_DX, 0, dt, n, &dx));
     if (n == 0) return OAR_OK;
     const double p = at->prob;
-    const double f = at->impl == OAR_DO_UPSCALE_IN_TRAIN ? (p < 1 ? 1.0 / (1.0 - p) : 0.0) : 1.0;
+    const double f = at->impl == OAR_DO_IMPL_UPSCALE_IN_TRAIN ? (p < 1 ? 1.0 / (1.0 - p) : 0.0) : 1.0;
     do_mask_k<T><<<grid_for(n), kThreads>>>((const T *)dyd, (const uint8_t *)md, (T *)dx, n, (T)f);
     OAR_CU_LAUNCH(k, "dropout_grad");
     return OAR_OK;

@@ -8,13 +8,6 @@ int oar_bcast_decode_axis(oar_decode_ctx_t *d, void *attrs)
     return oar_dec_status(d);
 }
 
-int oar_bcast_decode_no_axis(oar_decode_ctx_t *d, void *attrs)
-{
-    (void)d;
-    ((oar_bcast_attrs_t *)attrs)->axis = -1;
-    return OAR_OK;
-}
-
 int oar_bcast_infer(oar_infer_ctx_t *c, int out_dtype)
 {
     int xn, yn, nd;
@@ -27,7 +20,10 @@ int oar_bcast_infer(oar_infer_ctx_t *c, int out_dtype)
         return oar_ic_error(c, OAR_ERR_DTYPE, "X ('%s') dtype %s and Y ('%s') dtype %s differ",
                             oar_ic_in_name(c, "X", 0), oar_dtype_name(xt), oar_ic_in_name(c, "Y", 0),
                             oar_dtype_name(yt));
-    int axis = oar_bcast_axis(oar_ic_op(c));
+    /* every broadcasting op's decoded struct begins with axis (broadcast.h) */
+    const oar_bcast_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
+    const int axis = a->axis;
     int64_t od[OAR_MAX_DIMS];
     int rc = oar_bcast_shape(xd, xn, yd, yn, axis, od, NULL, NULL, &nd);
     if (rc != OAR_BCAST_OK) {

@@ -231,18 +231,12 @@ static inline int oar_mm_shape_v1(const int64_t *xd, int xn, const int64_t *yd, 
 enum { OAR_BCAST_X = 0, OAR_BCAST_Y = 1 };
 enum { OAR_BCAST_OUT = 0 };
 typedef struct oar_bcast_attrs { int axis; } oar_bcast_attrs_t;
-/* decode step of ops with an `axis` attr / of ops without one */
+/* decode step of hand-defined ops with an `axis` attr (declared ops'
+ * generated decoders do the same; ops without one set axis = -1) */
 int oar_bcast_decode_axis(oar_decode_ctx_t *d, void *attrs);
-int oar_bcast_decode_no_axis(oar_decode_ctx_t *d, void *attrs);
 
-/* `axis` of a broadcasting op desc; -1 when the op has none (logical ops) */
-static inline int oar_bcast_axis(const oar_op_desc_t *op)
-{
-    return oar_op_desc_attr_type(op, "axis") >= 0 ? oar_attr_i(op, "axis") : -1;
-}
-
-/* Shape inference of a broadcasting binary op with slots X, Y -> Out and an
- * `axis` attr: checks dtypes agree and the shapes broadcast, sets Out's dims
+/* Shape inference of a broadcasting binary op with slots X, Y -> Out and
+ * the decoded `axis` (oar_ic_attrs): checks dtypes agree and the shapes broadcast, sets Out's dims
  * (dtype out_dtype, or X's when -1) and passes on the LoD of the operand
  * whose leading dim Out keeps. */
 int oar_bcast_infer(oar_infer_ctx_t *c, int out_dtype);

@@ -1,23 +1,21 @@
 /*
- * compare.c — definitions of the comparisons less_than, less_equal,
+ * compare.c — inference of the comparisons less_than, less_equal,
  * greater_than, greater_equal, equal, not_equal (X, Y -> bool Out,
  * broadcasting like elementwise ops at `axis`) and of logical_and/or/xor/not
- * on bool tensors. None has a gradient.
+ * on bool tensors; the ops themselves (slots, attributes, docs) are declared
+ * in compare.ops. None has a gradient.
  */
+#include <stddef.h>
 #include <string.h>
 #include "op.h"
 #include "broadcast.h"
+#include "ops/compare.h"   /* generated from compare.ops */
 
-#define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
-
-static const oar_slot_def_t xy_in[] = {{"X", 0}, {"Y", 0}, {NULL, 0}};
-static const oar_slot_def_t x_in[] = {{"X", 0}, {NULL, 0}};
-static const oar_slot_def_t out_slot[] = {{"Out", 0}, {NULL, 0}};
-
-static const oar_attr_def_t cmp_attrs[] = {
-    {"axis", OAR_ATTR_INT, -1, NULL, false, 0, 0},
-    {"force_cpu", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    ATTR_END};
+/* the kernels (bcast_run.h, compare.cu) and oar_bcast_infer read the decoded
+ * attributes as broadcast.h's oar_bcast_attrs_t */
+_Static_assert(sizeof(oar_cmp_attrs_t) == sizeof(oar_bcast_attrs_t) &&
+                   offsetof(oar_cmp_attrs_t, axis) == offsetof(oar_bcast_attrs_t, axis),
+               "oar_cmp_attrs_t must have oar_bcast_attrs_t's layout");
 
 static int cmp_infer(oar_infer_ctx_t *c) { return oar_bcast_infer(c, OAR_BOOL); }
 
@@ -49,33 +47,5 @@ static int logical_not_infer(oar_infer_ctx_t *c)
     return oar_ic_share_lod(c, "X", 0, "Out", 0);
 }
 
-#define CMP_DEF(NAME)                                                                 \
-    static const oar_op_def_t NAME##_def = {                                          \
-        .type = #NAME, .inputs = xy_in, .outputs = out_slot, .attrs = cmp_attrs,      \
-        .infer = cmp_infer, .dtype_slot = "X",                                        \
-        .attrs_size = sizeof(oar_bcast_attrs_t), .decode = oar_bcast_decode_axis};    \
-    OAR_REGISTER_OP(NAME##_def)
-
-CMP_DEF(less_than)
-CMP_DEF(less_equal)
-CMP_DEF(greater_than)
-CMP_DEF(greater_equal)
-CMP_DEF(equal)
-CMP_DEF(not_equal)
-
-#define LOGICAL_DEF(NAME)                                                             \
-    static const oar_op_def_t NAME##_def = {                                          \
-        .type = #NAME, .inputs = xy_in, .outputs = out_slot,                         \
-        .infer = logical_infer, .dtype_slot = "X",                                    \
-        .attrs_size = sizeof(oar_bcast_attrs_t), .decode = oar_bcast_decode_no_axis}; \
-    OAR_REGISTER_OP(NAME##_def)
-
-LOGICAL_DEF(logical_and)
-LOGICAL_DEF(logical_or)
-LOGICAL_DEF(logical_xor)
-
-static const oar_op_def_t logical_not_def = {
-    .type = "logical_not", .inputs = x_in, .outputs = out_slot,
-    .infer = logical_not_infer, .dtype_slot = "X",
-    .attrs_size = sizeof(oar_bcast_attrs_t), .decode = oar_bcast_decode_no_axis};
-OAR_REGISTER_OP(logical_not_def)
+#define OAR_OPS_DEFINE
+#include "ops/compare.h"   /* the tables, decoders and registrations */

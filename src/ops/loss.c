@@ -1,7 +1,8 @@
 /*
- * loss.c — classification losses (Fluid 1.x): cross_entropy,
- * softmax_with_cross_entropy (fused, with the fused grad) and
- * sigmoid_cross_entropy_with_logits, with grads. Kernels in
+ * loss.c — inference and grad makers of the classification losses (Fluid
+ * 1.x): cross_entropy, softmax_with_cross_entropy (fused, with the fused
+ * grad) and sigmoid_cross_entropy_with_logits, with grads; the ops
+ * themselves (slots, attributes, docs) are declared in loss.ops. Kernels in
  * kernels/cpu/loss.c.
  *
  * Hard labels are int64 class ids, one per row (the label has the shape of
@@ -10,23 +11,20 @@
  * loss 0 and no gradient; other labels outside [0, C) are range errors.
  */
 #include "op.h"
-#include "loss.h"
-#include "paddle_attrs.h"
+#include "ops/loss.h"   /* generated from loss.ops */
 
 #include <string.h>
-
-#define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
 
 static const char *nm(const char *s) { return s ? s : "?"; }
 
 /* Label against input `in` (dims x, rank nx) along class axis `axis`: same
- * rank, equal dims off the axis, 1 (hard, int64) or C (soft, in's dtype) on it. */
-static int check_label(oar_infer_ctx_t *c, const char *in, const int64_t *x, int nx, int axis)
+ * rank, equal dims off the axis, 1 (hard, int64) or C (soft, in's dtype) on
+ * it; `soft` is the op's decoded soft_label. */
+static int check_label(oar_infer_ctx_t *c, const char *in, const int64_t *x, int nx, int axis, bool soft)
 {
     int nl;
     const int64_t *l = oar_ic_in_dims(c, "Label", 0, &nl);
     if (!l) return OAR_ERR_SHAPE;
-    bool soft = oar_attr_b(oar_ic_op(c), "soft_label");
     bool ok = nl == nx;
     for (int i = 0; ok && i < nx; i++)
         ok = i == axis ? oar_dim_eq(l[i], soft ? x[i] : 1) : oar_dim_eq(l[i], x[i]);
@@ -63,32 +61,19 @@ static int float_input(oar_infer_ctx_t *c, const char *slot)
 }
 
 /* ---- cross_entropy -------------------------------------------------------- */
-static const oar_slot_def_t ce_in[] = {{"X", 0}, {"Label", 0}, {NULL, 0}};
-static const oar_slot_def_t ce_out[] = {{"Y", 0}, {NULL, 0}};
-static const oar_attr_def_t ce_attrs[] = {
-    {"soft_label", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    {"ignore_index", OAR_ATTR_INT, -100, NULL, false, 0, 0},
-    ATTR_END};
-
-static int ce_decode(oar_decode_ctx_t *d, void *out)
-{
-    oar_ce_attrs_t *a = out;
-    a->soft_label = oar_dec_b(d, "soft_label");
-    a->ignore_index = oar_dec_i(d, "ignore_index");
-    return oar_dec_status(d);
-}
-
 /* X [..., C] probabilities -> Y [..., 1] */
 static int ce_infer(oar_infer_ctx_t *c)
 {
     int nx;
     const int64_t *d = oar_ic_in_dims(c, "X", 0, &nx);
     if (!d) return OAR_ERR_SHAPE;
+    const oar_ce_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
     int64_t x[OAR_MAX_DIMS];
     memcpy(x, d, sizeof(int64_t) * (size_t)nx);
     if (nx == 0) return oar_ic_error(c, OAR_ERR_SHAPE, "input X '%s' has rank 0", nm(oar_ic_in_name(c, "X", 0)));
     OAR_TRY(float_input(c, "X"));
-    OAR_TRY(check_label(c, "X", x, nx, nx - 1));
+    OAR_TRY(check_label(c, "X", x, nx, nx - 1, a->soft_label));
     x[nx - 1] = 1;
     /* Y has Label's shape when Label dropped the class axis (Fluid 1.8) */
     int nl;
@@ -107,12 +92,6 @@ static int ce_grad_maker(oar_grad_ctx_t *g)
     return oar_gc_in_grad(g, op, "X");
 }
 
-static const oar_op_def_t cross_entropy_def = {
-    .type = "cross_entropy", .inputs = ce_in, .outputs = ce_out, .attrs = ce_attrs,
-    .infer = ce_infer, .grad = ce_grad_maker, .dtype_slot = "X",
-    .attrs_size = sizeof(oar_ce_attrs_t), .decode = ce_decode};
-OAR_REGISTER_OP(cross_entropy_def)
-
 /* checks that `grad` (a loss gradient) has `want`'s shape */
 static int check_loss_grad(oar_infer_ctx_t *c, const char *grad, const int64_t *want, int nw)
 {
@@ -130,19 +109,18 @@ static int check_loss_grad(oar_infer_ctx_t *c, const char *grad, const int64_t *
     return OAR_OK;
 }
 
-static const oar_slot_def_t ceg_in[] = {{"X", 0}, {"Label", 0}, {"Y@GRAD", 0}, {NULL, 0}};
-static const oar_slot_def_t ceg_out[] = {{"X@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-
 static int ceg_infer(oar_infer_ctx_t *c)
 {
     if (!oar_ic_out_present(c, "X@GRAD")) return OAR_OK;
     int nx;
     const int64_t *d = oar_ic_in_dims(c, "X", 0, &nx);
     if (!d) return OAR_ERR_SHAPE;
+    const oar_ce_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
     int64_t x[OAR_MAX_DIMS];
     memcpy(x, d, sizeof(int64_t) * (size_t)nx);
     if (nx == 0) return oar_ic_error(c, OAR_ERR_SHAPE, "input X has rank 0");
-    OAR_TRY(check_label(c, "X", x, nx, nx - 1));
+    OAR_TRY(check_label(c, "X", x, nx, nx - 1, a->soft_label));
     int64_t y[OAR_MAX_DIMS];
     memcpy(y, x, sizeof y);
     y[nx - 1] = 1;
@@ -153,36 +131,11 @@ static int ceg_infer(oar_infer_ctx_t *c)
     return oar_ic_share_lod(c, "X", 0, "X@GRAD", 0);
 }
 
-static const oar_op_def_t cross_entropy_grad_def = {
-    .type = "cross_entropy_grad", .inputs = ceg_in, .outputs = ceg_out, .attrs = ce_attrs,
-    .infer = ceg_infer, .grad = NULL, .dtype_slot = "X",
-    .attrs_size = sizeof(oar_ce_attrs_t), .decode = ce_decode};
-OAR_REGISTER_OP(cross_entropy_grad_def)
-
 /* ---- softmax_with_cross_entropy ------------------------------------------ */
-static const oar_slot_def_t swce_in[] = {{"Logits", 0}, {"Label", 0}, {NULL, 0}};
-static const oar_slot_def_t swce_out[] = {{"Softmax", 0}, {"Loss", 0}, {NULL, 0}};
-static const oar_attr_def_t swce_attrs[] = {
-    {"soft_label", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    {"ignore_index", OAR_ATTR_INT, -100, NULL, false, 0, 0},
-    {"numeric_stable_mode", OAR_ATTR_BOOLEAN, 1, NULL, false, 0, 0},
-    {"axis", OAR_ATTR_INT, -1, NULL, false, 0, 0},
-    /* Paddle 2.x: false means Logits are probabilities; only true is honoured */
-    OAR_PA_B("use_softmax", 1),
-    ATTR_END};
-
-static int swce_decode(oar_decode_ctx_t *d, void *out)
+static int swce_axis(oar_infer_ctx_t *c, const oar_swce_attrs_t *attrs, const char *slot, const int64_t *d,
+                     int nd, int *axis)
 {
-    oar_swce_attrs_t *a = out;
-    a->soft_label = oar_dec_b(d, "soft_label");
-    a->ignore_index = oar_dec_i(d, "ignore_index");
-    a->axis = oar_dec_i(d, "axis");
-    return oar_dec_status(d);
-}
-
-static int swce_axis(oar_infer_ctx_t *c, const char *slot, const int64_t *d, int nd, int *axis)
-{
-    int a = oar_attr_i(oar_ic_op(c), "axis");
+    const int a = attrs->axis;
     int r = a < 0 ? a + nd : a;
     if (nd == 0 || r < 0 || r >= nd) {
         char b[160];
@@ -199,11 +152,13 @@ static int swce_infer(oar_infer_ctx_t *c)
     int nx, axis = 0;
     const int64_t *d = oar_ic_in_dims(c, "Logits", 0, &nx);
     if (!d) return OAR_ERR_SHAPE;
+    const oar_swce_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
     int64_t x[OAR_MAX_DIMS];
     memcpy(x, d, sizeof(int64_t) * (size_t)nx);
-    OAR_TRY(swce_axis(c, "Logits", x, nx, &axis));
+    OAR_TRY(swce_axis(c, a, "Logits", x, nx, &axis));
     OAR_TRY(float_input(c, "Logits"));
-    OAR_TRY(check_label(c, "Logits", x, nx, axis));
+    OAR_TRY(check_label(c, "Logits", x, nx, axis, a->soft_label));
     int dt = oar_ic_in_dtype(c, "Logits", 0);
     OAR_TRY(oar_ic_set_out(c, "Softmax", 0, x, nx, dt));
     OAR_TRY(oar_ic_share_lod(c, "Logits", 0, "Softmax", 0));
@@ -225,25 +180,18 @@ static int swce_grad_maker(oar_grad_ctx_t *g)
     return oar_gc_in_grad(g, op, "Logits");
 }
 
-static const oar_op_def_t softmax_with_cross_entropy_def = {
-    .type = "softmax_with_cross_entropy", .inputs = swce_in, .outputs = swce_out, .attrs = swce_attrs,
-    .infer = swce_infer, .grad = swce_grad_maker, .dtype_slot = "Logits",
-    .attrs_size = sizeof(oar_swce_attrs_t), .decode = swce_decode};
-OAR_REGISTER_OP(softmax_with_cross_entropy_def)
-
-static const oar_slot_def_t swceg_in[] = {{"Label", 0}, {"Softmax", 0}, {"Loss@GRAD", 0}, {NULL, 0}};
-static const oar_slot_def_t swceg_out[] = {{"Logits@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-
 static int swceg_infer(oar_infer_ctx_t *c)
 {
     if (!oar_ic_out_present(c, "Logits@GRAD")) return OAR_OK;
     int nx, axis = 0;
     const int64_t *d = oar_ic_in_dims(c, "Softmax", 0, &nx);
     if (!d) return OAR_ERR_SHAPE;
+    const oar_swce_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
     int64_t x[OAR_MAX_DIMS], loss[OAR_MAX_DIMS];
     memcpy(x, d, sizeof(int64_t) * (size_t)nx);
-    OAR_TRY(swce_axis(c, "Softmax", x, nx, &axis));
-    OAR_TRY(check_label(c, "Softmax", x, nx, axis));
+    OAR_TRY(swce_axis(c, a, "Softmax", x, nx, &axis));
+    OAR_TRY(check_label(c, "Softmax", x, nx, axis, a->soft_label));
     memcpy(loss, x, sizeof loss);
     loss[axis] = 1;
     OAR_TRY(check_loss_grad(c, "Loss@GRAD", loss, nx));
@@ -251,28 +199,7 @@ static int swceg_infer(oar_infer_ctx_t *c)
     return oar_ic_share_lod(c, "Softmax", 0, "Logits@GRAD", 0);
 }
 
-static const oar_op_def_t softmax_with_cross_entropy_grad_def = {
-    .type = "softmax_with_cross_entropy_grad", .inputs = swceg_in, .outputs = swceg_out,
-    .attrs = swce_attrs, .infer = swceg_infer, .grad = NULL, .dtype_slot = "Softmax",
-    .attrs_size = sizeof(oar_swce_attrs_t), .decode = swce_decode};
-OAR_REGISTER_OP(softmax_with_cross_entropy_grad_def)
-
 /* ---- sigmoid_cross_entropy_with_logits ----------------------------------- */
-static const oar_slot_def_t sce_in[] = {{"X", 0}, {"Label", 0}, {NULL, 0}};
-static const oar_slot_def_t sce_out[] = {{"Out", 0}, {NULL, 0}};
-static const oar_attr_def_t sce_attrs[] = {
-    {"ignore_index", OAR_ATTR_INT, -100, NULL, false, 0, 0},
-    {"normalize", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    ATTR_END};
-
-static int sce_decode(oar_decode_ctx_t *d, void *out)
-{
-    oar_sce_attrs_t *a = out;
-    a->ignore_index = oar_dec_i(d, "ignore_index");
-    a->normalize = oar_dec_b(d, "normalize");
-    return oar_dec_status(d);
-}
-
 /* X and Label: same shape, same float dtype */
 static int sce_check(oar_infer_ctx_t *c, int64_t *x, int *nx)
 {
@@ -317,14 +244,6 @@ static int sce_grad_maker(oar_grad_ctx_t *g)
     return oar_gc_in_grad(g, op, "X");
 }
 
-static const oar_op_def_t sigmoid_cross_entropy_with_logits_def = {
-    .type = "sigmoid_cross_entropy_with_logits", .inputs = sce_in, .outputs = sce_out,
-    .attrs = sce_attrs, .infer = sce_infer, .grad = sce_grad_maker, .dtype_slot = "X",
-    .attrs_size = sizeof(oar_sce_attrs_t), .decode = sce_decode};
-OAR_REGISTER_OP(sigmoid_cross_entropy_with_logits_def)
-
-static const oar_slot_def_t sceg_in[] = {{"X", 0}, {"Label", 0}, {"Out@GRAD", 0}, {NULL, 0}};
-
 static int sceg_infer(oar_infer_ctx_t *c)
 {
     if (!oar_ic_out_present(c, "X@GRAD")) return OAR_OK;
@@ -336,8 +255,5 @@ static int sceg_infer(oar_infer_ctx_t *c)
     return oar_ic_share_lod(c, "X", 0, "X@GRAD", 0);
 }
 
-static const oar_op_def_t sigmoid_cross_entropy_with_logits_grad_def = {
-    .type = "sigmoid_cross_entropy_with_logits_grad", .inputs = sceg_in, .outputs = ceg_out,
-    .attrs = sce_attrs, .infer = sceg_infer, .grad = NULL, .dtype_slot = "X",
-    .attrs_size = sizeof(oar_sce_attrs_t), .decode = sce_decode};
-OAR_REGISTER_OP(sigmoid_cross_entropy_with_logits_grad_def)
+#define OAR_OPS_DEFINE
+#include "ops/loss.h"   /* the tables, decoders and registrations */

@@ -1,13 +1,12 @@
-/* loss_basic.c — square_error_cost: Out = (X - Y)^2 elementwise, fused (Fluid
- * builds it in Python from elementwise_sub and square). X is the prediction,
- * Y the label, both of one shape. Kernels in kernels/cpu/loss_basic.c. */
+/* loss_basic.c — inference of square_error_cost: Out = (X - Y)^2
+ * elementwise, fused (Fluid builds it in Python from elementwise_sub and
+ * square). X is the prediction, Y the label, both of one shape. The ops
+ * (slots, docs) are declared in loss_basic.ops; kernels in
+ * kernels/cpu/loss_basic.c. */
 #include "op.h"
-#include "loss_basic.h"
+#include "ops/loss_basic.h"   /* generated from loss_basic.ops */
 
 #include <string.h>
-
-static const oar_slot_def_t sec_in[] = {{"X", 0}, {"Y", 0}, {NULL, 0}};
-static const oar_slot_def_t sec_out[] = {{"Out", 0}, {NULL, 0}};
 
 static int sec_infer(oar_infer_ctx_t *c)
 {
@@ -35,21 +34,5 @@ static int sec_infer(oar_infer_ctx_t *c)
     return oar_ic_share_lod(c, "X", 0, "Out", 0);
 }
 
-static const oar_op_def_t square_error_cost_def = {
-    .type = "square_error_cost", .inputs = sec_in, .outputs = sec_out, .attrs = NULL,
-    .infer = sec_infer, .grad = oar_grad_default,
-    .flags = OAR_OP_INPLACE /* Out[i] from X[i] and Y[i] */};
-OAR_REGISTER_OP(square_error_cost_def)
-
-/* the grad reads X, Y and Out@GRAD, not Out */
-static const oar_slot_def_t secg_in[] = {{"X", 0}, {"Y", 0}, {"Out@GRAD", 0}, {NULL, 0}};
-static const oar_slot_def_t secg_out[] = {
-    {"X@GRAD", OAR_SLOT_DISPENSABLE}, {"Y@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-
-static int secg_infer(oar_infer_ctx_t *c) { return oar_infer_grad_like_inputs(c); }
-
-static const oar_op_def_t square_error_cost_grad_def = {
-    .type = "square_error_cost_grad", .inputs = secg_in, .outputs = secg_out, .attrs = NULL,
-    .infer = secg_infer, .grad = NULL,
-    .flags = OAR_OP_INPLACE /* X@GRAD[i] from X[i], Y[i] and Out@GRAD[i] */};
-OAR_REGISTER_OP(square_error_cost_grad_def)
+#define OAR_OPS_DEFINE
+#include "ops/loss_basic.h"   /* the tables and registrations */

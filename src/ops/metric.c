@@ -1,18 +1,16 @@
 /*
- * metric.c — accuracy (Fluid 1.x): the share of rows whose label is among
- * their top-k predictions. Kernel in kernels/cpu/metric.c. No gradient.
+ * metric.c — inference of accuracy (Fluid 1.x): the share of rows whose
+ * label is among their top-k predictions; the op (slots, docs) is declared
+ * in metric.ops. Kernel in kernels/cpu/metric.c. No gradient.
  *
  * Out [N, k] (top-k values; only its dtype picks the kernel), Indices int64
  * [N, k], Label int64 [N, 1] -> Accuracy float32 [1], Correct int32 [1],
  * Total int32 [1].
  */
 #include "op.h"
-#include "metric.h"
+#include "ops/metric.h"   /* generated from metric.ops */
 
 static const char *nm(const char *s) { return s ? s : "?"; }
-
-static const oar_slot_def_t acc_in[] = {{"Out", 0}, {"Indices", 0}, {"Label", 0}, {NULL, 0}};
-static const oar_slot_def_t acc_out[] = {{"Accuracy", 0}, {"Correct", 0}, {"Total", 0}, {NULL, 0}};
 
 static int acc_infer(oar_infer_ctx_t *c)
 {
@@ -43,7 +41,5 @@ static int acc_infer(oar_infer_ctx_t *c)
     return oar_ic_set_out(c, "Total", 0, &one, 1, OAR_INT32);
 }
 
-static const oar_op_def_t accuracy_def = {
-    .type = "accuracy", .inputs = acc_in, .outputs = acc_out, .attrs = NULL,
-    .infer = acc_infer, .grad = NULL, .dtype_slot = "Out"};
-OAR_REGISTER_OP(accuracy_def)
+#define OAR_OPS_DEFINE
+#include "ops/metric.h"   /* the tables and the registration */

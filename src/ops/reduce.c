@@ -1,5 +1,7 @@
-/* reduce.c — mean and reduce_{sum,mean,max,min,prod} with their grads.
- * Kernels in kernels/cpu/reduce.c.
+/* reduce.c — inference and grad makers of mean and
+ * reduce_{sum,mean,max,min,prod} with their grads; the ops themselves
+ * (slots, attributes, docs) are declared in reduce.ops. Kernels in
+ * kernels/cpu/reduce.c.
  *
  * Fluid 1.x semantics: `dim` lists axes (negative counts from the end;
  * empty means the default {0}), `reduce_all` reduces every axis, `keep_dim` keeps
@@ -7,17 +9,10 @@
  * Grads of max/min route the output gradient to every position equal to the
  * extreme (ties all receive it), as Fluid's do. */
 #include "op.h"
-#include "reduce.h"
-#include "paddle_attrs.h"
+#include "ops/reduce.h"   /* generated from reduce.ops */
 
 #include <stdio.h>
 #include <string.h>
-
-static const oar_slot_def_t x_in[] = {{"X", 0}, {NULL, 0}};
-static const oar_slot_def_t out_out[] = {{"Out", 0}, {NULL, 0}};
-static const oar_slot_def_t xgrad_out[] = {{"X@GRAD", 0}, {NULL, 0}};
-
-static int grad_like_x(oar_infer_ctx_t *c) { return oar_infer_grad_like_inputs(c); }
 
 /* ---- mean -------------------------------------------------------------- */
 static int mean_infer(oar_infer_ctx_t *c)
@@ -38,48 +33,23 @@ static int mean_grad_maker(oar_grad_ctx_t *g)
     return oar_gc_in_grad(g, op, "X");
 }
 
-static const oar_op_def_t mean_def = {
-    .type = "mean", .inputs = x_in, .outputs = out_out, .attrs = NULL,
-    .infer = mean_infer, .grad = mean_grad_maker};
-OAR_REGISTER_OP(mean_def)
-
-static const oar_slot_def_t mean_grad_in[] = {{"X", 0}, {"Out@GRAD", 0}, {NULL, 0}};
-static const oar_op_def_t mean_grad_def = {
-    .type = "mean_grad", .inputs = mean_grad_in, .outputs = xgrad_out, .attrs = NULL,
-    .infer = grad_like_x, .grad = NULL, .dtype_slot = "Out@GRAD"};
-OAR_REGISTER_OP(mean_grad_def)
-
 /* ---- reduce_* ---------------------------------------------------------- */
-static const oar_attr_def_t reduce_attrs[] = {
-    {.name = "dim", .type = OAR_ATTR_INTS},   /* empty = {0}, see reduce_mask */
-    {.name = "keep_dim", .type = OAR_ATTR_BOOLEAN, .def = 0},
-    {.name = "reduce_all", .type = OAR_ATTR_BOOLEAN, .def = 0},
-    /* a cast of the input/result; refused unless -1 (src/attr_check.c) */
-    OAR_PA_I("in_dtype", -1), OAR_PA_I("out_dtype", -1),
-    OAR_PA_USE_MKLDNN, OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN,
-    {.name = NULL}};
-
-static int reduce_decode(oar_decode_ctx_t *d, void *out)
+/* the decoded `dim` (reduce.ops' set), never empty: list attrs default to
+ * empty, and an empty `dim` is Fluid's default {0} */
+static oar_ints_t reduce_dim(oar_decode_ctx_t *d)
 {
     static const int32_t def0 = 0;
-    oar_reduce_attrs_t *a = out;
-    a->dim = oar_dec_ints(d, "dim");
-    if (a->dim.n == 0) a->dim = (oar_ints_t){&def0, 1};   /* list attrs default to empty */
-    a->keep_dim = oar_dec_b(d, "keep_dim");
-    a->reduce_all = oar_dec_b(d, "reduce_all");
-    return oar_dec_status(d);
+    oar_ints_t dim = oar_dec_ints(d, "dim");
+    if (dim.n == 0) dim = (oar_ints_t){&def0, 1};
+    return dim;
 }
 
 /* Which axes of a rank-nd X are reduced; an error status on a bad axis. */
-static int reduce_mask(oar_infer_ctx_t *c, int nd, bool *mask)
+static int reduce_mask(oar_infer_ctx_t *c, const oar_reduce_attrs_t *a, int nd, bool *mask)
 {
-    const oar_op_desc_t *op = oar_ic_op(c);
-    int n = 0;
-    const int32_t *dim = oar_attr_ints(op, "dim", &n);
-    bool ra = oar_attr_b(op, "reduce_all");
-    /* list attrs default to empty: an empty `dim` is Fluid's default {0} */
-    static const int32_t def0 = 0;
-    if (n == 0) { dim = &def0; n = 1; }
+    const int n = a->dim.n;
+    const int32_t *dim = a->dim.v;
+    const bool ra = a->reduce_all;
     for (int i = 0; i < nd; i++) mask[i] = ra;
     for (int i = 0; i < n && !ra; i++) {
         int d = dim[i] < 0 ? dim[i] + nd : dim[i];
@@ -97,9 +67,11 @@ static int reduce_infer(oar_infer_ctx_t *c)
     int nd;
     const int64_t *d = oar_ic_in_dims(c, "X", 0, &nd);
     if (!d) return OAR_ERR_SHAPE;
+    const oar_reduce_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
     bool mask[OAR_MAX_DIMS];
-    OAR_TRY(reduce_mask(c, nd, mask));
-    bool keep = oar_attr_b(oar_ic_op(c), "keep_dim");
+    OAR_TRY(reduce_mask(c, a, nd, mask));
+    const bool keep = a->keep_dim;
     int64_t out[OAR_MAX_DIMS];
     int on = 0;
     for (int i = 0; i < nd; i++) {
@@ -123,24 +95,5 @@ static int reduce_linear_grad_maker(oar_grad_ctx_t *g)
     return oar_gc_in_grad(g, op, "X");
 }
 
-static const oar_slot_def_t reduce_grad_in[] = {
-    {"X", 0}, {"Out", OAR_SLOT_DISPENSABLE}, {"Out@GRAD", 0}, {NULL, 0}};
-
-#define REDUCE_OP(name, maker)                                                          \
-    static const oar_op_def_t name##_def = {                                            \
-        .type = #name, .inputs = x_in, .outputs = out_out, .attrs = reduce_attrs,       \
-        .infer = reduce_infer, .grad = maker,                                           \
-        .attrs_size = sizeof(oar_reduce_attrs_t), .decode = reduce_decode};             \
-    OAR_REGISTER_OP(name##_def)                                                         \
-    static const oar_op_def_t name##_grad_def = {                                       \
-        .type = #name "_grad", .inputs = reduce_grad_in, .outputs = xgrad_out,          \
-        .attrs = reduce_attrs, .infer = grad_like_x, .grad = NULL,                      \
-        .dtype_slot = "Out@GRAD",                                                       \
-        .attrs_size = sizeof(oar_reduce_attrs_t), .decode = reduce_decode};             \
-    OAR_REGISTER_OP(name##_grad_def)
-
-REDUCE_OP(reduce_sum, reduce_linear_grad_maker)
-REDUCE_OP(reduce_mean, reduce_linear_grad_maker)
-REDUCE_OP(reduce_max, oar_grad_default)
-REDUCE_OP(reduce_min, oar_grad_default)
-REDUCE_OP(reduce_prod, oar_grad_default)
+#define OAR_OPS_DEFINE
+#include "ops/reduce.h"   /* the tables, decoders and registrations */
