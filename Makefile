@@ -157,7 +157,8 @@ doc: $(CDEF) $(CDEF_OP)
 	@tools/ldoc --fatalwarnings . > $(BUILD)/ldoc.log 2>&1; rc=$$?; grep -v '^reading configuration\|^output written' $(BUILD)/ldoc.log; \
 	  if grep -q 'falling back to text' $(BUILD)/ldoc.log; then echo "make doc: LDoc found no lua-markdown; install it with: sudo apt-get install lua-markdown" >&2; exit 1; fi; \
 	  [ $$rc -eq 0 ] || { echo "make doc: ldoc reported the warnings above" >&2; exit 1; }
-	@echo "API reference written to $(BUILD)/doc/index.html"
+	$(Q)$(LUAJIT_BIN) tools/op_reference.lua $(BUILD)/doc/ops.md
+	@echo "API reference written to $(BUILD)/doc/index.html, the operator reference to $(BUILD)/doc/ops.md"
 
 clean:
 	rm -rf $(BUILD) $(CDEF) $(CDEF_OP)

@@ -14,11 +14,12 @@
 #define OAR_OPS_PADDLE_ATTRS_H
 #include "op.h"
 
-#define OAR_PA_B(n, d) {n, OAR_ATTR_BOOLEAN, d, NULL, false, 0, 0, NULL}
-#define OAR_PA_I(n, d) {n, OAR_ATTR_INT, d, NULL, false, 0, 0, NULL}
-#define OAR_PA_F(n, d) {n, OAR_ATTR_FLOAT, d, NULL, false, 0, 0, NULL}
-#define OAR_PA_S(n, d) {n, OAR_ATTR_STRING, 0, d, false, 0, 0, NULL}
-#define OAR_PA_L(n, t) {n, t, 0, NULL, false, 0, 0, NULL}   /* a list, empty by default */
+#define OAR_PA_DOC "a switch of Paddle's own execution paths: accepted, oar's kernels do not read it"
+#define OAR_PA_B(n, d) {n, OAR_ATTR_BOOLEAN, d, NULL, false, 0, 0, NULL, OAR_PA_DOC}
+#define OAR_PA_I(n, d) {n, OAR_ATTR_INT, d, NULL, false, 0, 0, NULL, OAR_PA_DOC}
+#define OAR_PA_F(n, d) {n, OAR_ATTR_FLOAT, d, NULL, false, 0, 0, NULL, OAR_PA_DOC}
+#define OAR_PA_S(n, d) {n, OAR_ATTR_STRING, 0, d, false, 0, 0, NULL, OAR_PA_DOC}
+#define OAR_PA_L(n, t) {n, t, 0, NULL, false, 0, 0, NULL, OAR_PA_DOC}   /* a list, empty by default */
 
 /* Paddle 3's names for the oneDNN switches (every op that has use_mkldnn) */
 #define OAR_PA_ONEDNN OAR_PA_B("use_onednn", 0), OAR_PA_S("onednn_data_type", "float32")

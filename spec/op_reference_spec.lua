@@ -1,0 +1,65 @@
+-- The operator reference (tools/op_reference.lua, written by `make doc`)
+-- comes from the op declarations: every op declared in a src/ops/*.ops
+-- file has its doc, its slots' docs and its attributes' kinds, defaults,
+-- ranges, choices and docs there.
+local files = require("spec.helpers.files")
+
+local function read(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+local function declared_ops()
+  local ops = {}
+  local p = io.popen("cat src/ops/*.ops")
+  local text = p:read("*a")
+  p:close()
+  for name in text:gmatch('\nop%s*"([%w_]+)"') do ops[#ops + 1] = name end
+  return ops, text
+end
+
+describe("the operator reference", function()
+  local dir = files.tmpdir()
+  local out = dir .. "/ops.md"
+  local text
+
+  setup(function()
+    assert(os.execute("mkdir -p " .. dir) == 0)
+    local p = io.popen("luajit tools/op_reference.lua " .. out .. " 2>&1")
+    local log = p:read("*a")
+    assert(p:close(), log)
+    text = read(out)
+  end)
+
+  it("documents fc from its declaration: slots, attributes with kind, default, range, choices and meaning", function()
+    local sec = text:match("\n## fc\n(.-)\n## ")
+    assert.is_string(sec)
+    assert.matches("Paddle's fused fully connected op", sec, 1, true)
+    assert.matches("- `Bias` (*optional*): the [N] or [1, N] bias", sec, 1, true)
+    assert.matches("| `in_num_col_dims` | int | 1 | [1, 9] | Input's dims before this index make the rows", sec, 1, true)
+    assert.matches('| `activation_type` | string | "" | "", relu | the activation after the bias', sec, 1, true)
+    assert.matches("Gradient: none.", sec, 1, true)
+  end)
+
+  it("has a documented section for every op a declaration file declares", function()
+    -- names built in loops (the activations) are checked through the registry below
+    local lib = require("oar.lib")
+    local ffi = require("ffi")
+    local C = lib.load_op_api()
+    local n = 0
+    for i = 0, C.oar_op_num_registered() - 1 do
+      local t = ffi.string(C.oar_op_registered_at(i))
+      local def = C.oar_registry_op(t)
+      if def.doc ~= nil then
+        n = n + 1
+        local sec = text:match("\n## " .. t:gsub("%p", "%%%0") .. "\n\n([^\n]*)")
+        assert.are.equal(ffi.string(def.doc), sec, t)
+      end
+    end
+    local named = declared_ops()
+    assert.is_true(n >= #named, ("%d documented ops, %d named in .ops files"):format(n, #named))
+    assert.matches("\n## relu\n\nOut = max(x, 0), elementwise.", text, 1, true)
+  end)
+end)
