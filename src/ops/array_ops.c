@@ -10,21 +10,15 @@
  * one array gradient accumulate item by item, across ops and loop steps,
  * without a `sum` over arrays. Array items are never modified in place; a
  * write replaces the item (sharing the written tensor's buffer, which
- * copy-on-write protects). */
+ * copy-on-write protects). The ops are declared in array_ops.ops; this file
+ * holds their inference, grad makers and runs. */
 #include "op.h"
 #include "lod_plumbing.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
-#define DISP OAR_SLOT_DISPENSABLE
-
-static const oar_slot_def_t x_in[] = {{"X", 0}, {NULL, 0}};
-
 /* ---- write_to_array ------------------------------------------------------- */
-static const oar_slot_def_t wta_in[] = {{"X", 0}, {"I", 0}, {NULL, 0}};
-static const oar_slot_def_t out_slot[] = {{"Out", 0}, {NULL, 0}};
 
 static int wta_infer(oar_infer_ctx_t *c)
 {
@@ -49,16 +43,7 @@ static int wta_grad(oar_grad_ctx_t *g)
     return oar_cf_x_grad_maker(g, "write_to_array_grad", (const char *const[]){"X", "I", NULL}, false);
 }
 
-static const oar_op_def_t wta_def = {
-    .type = "write_to_array", .inputs = wta_in, .outputs = out_slot, .infer = wta_infer, .grad = wta_grad,
-    .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = wta_run};
-OAR_REGISTER_OP(wta_def)
-
 /* X@GRAD = item I of Out@GRAD, zeros shaped like X when there is none */
-static const oar_slot_def_t wta_grad_in[] = {{"X", 0}, {"I", 0}, {"Out@GRAD", 0}, {NULL, 0}};
-static const oar_slot_def_t x_grad_out[] = {{"X@GRAD", 0}, {NULL, 0}};
-
-
 static int wta_grad_run(oar_kernel_ctx_t *k)
 {
     oar_tensor_t *x = NULL;
@@ -80,13 +65,7 @@ static int wta_grad_run(oar_kernel_ctx_t *k)
     return oar_tensor_share(out, item);
 }
 
-static const oar_op_def_t wta_grad_def = {
-    .type = "write_to_array_grad", .inputs = wta_grad_in, .outputs = x_grad_out, .infer = oar_cf_x_grad_infer,
-    .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = wta_grad_run};
-OAR_REGISTER_OP(wta_grad_def)
-
 /* ---- read_from_array -------------------------------------------------------- */
-static const oar_slot_def_t rfa_in[] = {{"X", 0}, {"I", 0}, {NULL, 0}};
 
 static int rfa_infer(oar_infer_ctx_t *c)
 {
@@ -116,14 +95,7 @@ static int rfa_grad(oar_grad_ctx_t *g)
     return oar_cf_x_grad_maker(g, "read_from_array_grad", (const char *const[]){"I", NULL}, true);
 }
 
-static const oar_op_def_t rfa_def = {
-    .type = "read_from_array", .inputs = rfa_in, .outputs = out_slot, .infer = rfa_infer, .grad = rfa_grad,
-    .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = rfa_run};
-OAR_REGISTER_OP(rfa_def)
-
 /* item I of X@GRAD += Out@GRAD */
-static const oar_slot_def_t rfa_grad_in[] = {{"I", 0}, {"Out@GRAD", 0}, {"X@GRAD", DISP}, {NULL, 0}};
-
 static int rfa_grad_run(oar_kernel_ctx_t *k)
 {
     oar_tensor_t *og = NULL;
@@ -137,11 +109,6 @@ static int rfa_grad_run(oar_kernel_ctx_t *k)
     return rc;
 }
 
-static const oar_op_def_t rfa_grad_def = {
-    .type = "read_from_array_grad", .inputs = rfa_grad_in, .outputs = x_grad_out,
-    .infer = oar_cf_array_grad_infer, .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = rfa_grad_run};
-OAR_REGISTER_OP(rfa_grad_def)
-
 /* ---- array_length, fill_zeros_like_array ----------------------------------- */
 
 static int array_length_run(oar_kernel_ctx_t *k)
@@ -150,11 +117,6 @@ static int array_length_run(oar_kernel_ctx_t *k)
     OAR_TRY(oar_cf_array_in(k, "X", &a));
     return oar_cf_scalar_int64_out(k, a->n);
 }
-
-static const oar_op_def_t array_length_def = {
-    .type = "lod_array_length", .inputs = x_in, .outputs = out_slot, .infer = oar_cf_scalar_int64_infer,
-    .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = array_length_run};
-OAR_REGISTER_OP(array_length_def)
 
 /* The gradient of an array nothing has contributed to yet: no items, each of
  * which reads as zeros. The backward pass emits it where a grad op reads an
@@ -172,15 +134,8 @@ static int fzla_run(oar_kernel_ctx_t *k)
     return oar_array_resize(a, 0);
 }
 
-static const oar_op_def_t fzla_def = {
-    .type = "fill_zeros_like_array", .inputs = x_in, .outputs = out_slot, .infer = fzla_infer,
-    .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = fzla_run};
-OAR_REGISTER_OP(fzla_def)
-
 /* ---- rnn_memory_helper -------------------------------------------------------- */
 /* Out shares X; the grad passes Out@GRAD through, zeros when none arrived. */
-static const oar_attr_def_t rmh_attrs[] = {{"dtype", OAR_ATTR_INT, OAR_FP32, NULL, false, 0, 0}, ATTR_END};
-
 static int rmh_infer(oar_infer_ctx_t *c) { return oar_infer_same_as(c, "X", "Out"); }
 
 static int rmh_run(oar_kernel_ctx_t *k)
@@ -196,13 +151,6 @@ static int rmh_grad(oar_grad_ctx_t *g)
 {
     return oar_cf_x_grad_maker(g, "rnn_memory_helper_grad", (const char *const[]){"X", NULL}, false);
 }
-
-static const oar_op_def_t rmh_def = {
-    .type = "rnn_memory_helper", .inputs = x_in, .outputs = out_slot, .attrs = rmh_attrs, .infer = rmh_infer,
-    .grad = rmh_grad, .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = rmh_run};
-OAR_REGISTER_OP(rmh_def)
-
-static const oar_slot_def_t rmh_grad_in[] = {{"X", 0}, {"Out@GRAD", DISP}, {NULL, 0}};
 
 static int rmh_grad_run(oar_kernel_ctx_t *k)
 {
@@ -221,7 +169,5 @@ static int rmh_grad_run(oar_kernel_ctx_t *k)
     return oar_tensor_share(out, og);
 }
 
-static const oar_op_def_t rmh_grad_def = {
-    .type = "rnn_memory_helper_grad", .inputs = rmh_grad_in, .outputs = x_grad_out, .attrs = rmh_attrs,
-    .infer = oar_cf_x_grad_infer, .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = rmh_grad_run};
-OAR_REGISTER_OP(rmh_grad_def)
+#define OAR_OPS_DEFINE
+#include "ops/array_ops.h"

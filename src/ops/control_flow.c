@@ -19,21 +19,19 @@
  * gradient the later step computed), and after it collects the input
  * gradients: loop-carried ones carry on to the earlier step, the others
  * (parameters) are summed over steps into the outer X@GRAD. Array gradients
- * are accumulated item by item in the outer array (see array_ops.c). */
+ * are accumulated item by item in the outer array (see array_ops.c).
+ * The ops are declared in control_flow.ops; this file holds their inference,
+ * grad makers and runs. */
 #include "op.h"
 #include "exec.h"
 #include "bounded.h"
-#include "paddle_attrs.h"
 #include "scope.h"
 #include "lod_plumbing.h"
+#include "ops/control_flow.h"   /* generated from control_flow.ops: the attribute struct */
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
-#define DUP OAR_SLOT_DUPLICABLE
-#define DISP OAR_SLOT_DISPENSABLE
 
 /* ---- small helpers -------------------------------------------------------- */
 
@@ -90,7 +88,7 @@ static bool block_writes(oar_block_t *b, const char *name)
 
 static int sub_block(oar_kernel_ctx_t *k, oar_block_t **out)
 {
-    int idx = oar_attr_block(oar_k_op(k), "sub_block");
+    int idx = ((const oar_cf_attrs_t *)oar_k_attrs(k))->sub_block;
     oar_block_t *b = idx >= 0 ? oar_program_block(oar_k_program(k), idx) : NULL;
     if (!b) return oar_k_error(k, OAR_ERR_FORMAT, "attr sub_block (%d) is not a block of the program", idx);
     *out = b;
@@ -477,13 +475,6 @@ static int grads_like_infer(oar_infer_ctx_t *c, const char *xs, const char *xgs)
 }
 
 /* ---- conditional_block --------------------------------------------------------------- */
-static const oar_slot_def_t cb_in[] = {{"Cond", DUP}, {"Input", DUP | DISP}, {NULL, 0}};
-static const oar_slot_def_t cb_out[] = {{"Out", DUP | DISP}, {"Scope", DISP}, {NULL, 0}};
-static const oar_attr_def_t cb_attrs[] = {
-    {"sub_block", OAR_ATTR_BLOCK, 0, NULL, true, 0, 0},
-    {"is_scalar_condition", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    OAR_PA_L("skip_eager_deletion_vars", OAR_ATTR_STRINGS),   /* Paddle's GC hint */
-    ATTR_END};
 
 static int steps_infer(oar_infer_ctx_t *c, const char *slot)
 {
@@ -525,7 +516,7 @@ static int scalar_cond(oar_kernel_ctx_t *k, const char *slot, int i, bool *out)
 static int cb_need_run(oar_kernel_ctx_t *k, bool *run)
 {
     int n = oar_k_in_count(k, "Cond");
-    if (oar_attr_b(oar_k_op(k), "is_scalar_condition")) {
+    if (((const oar_cf_attrs_t *)oar_k_attrs(k))->is_scalar_condition) {
         if (n != 1) return oar_k_error(k, OAR_ERR_INVALID, "a scalar condition takes one Cond, got %d", n);
         return scalar_cond(k, "Cond", 0, run);
     }
@@ -558,16 +549,6 @@ static int cb_grad(oar_grad_ctx_t *g)
     return make_cf_grad(g, "conditional_block_grad", "Cond", "Scope", "Input", "Out");
 }
 
-static const oar_op_def_t cb_def = {
-    .type = "conditional_block", .inputs = cb_in, .outputs = cb_out, .attrs = cb_attrs, .infer = cb_infer,
-    .grad = cb_grad, .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = cb_run};
-OAR_REGISTER_OP(cb_def)
-
-static const oar_slot_def_t cbg_in[] = {
-    {"Cond", DUP}, {"Input", DUP | DISP}, {"Out", DUP | DISP}, {"Out@GRAD", DUP | DISP}, {"Scope", DISP},
-    {"Input@GRAD", DUP | DISP}, {NULL, 0}};
-static const oar_slot_def_t cbg_out[] = {{"Input@GRAD", DUP | DISP}, {NULL, 0}};
-
 static int cbg_infer(oar_infer_ctx_t *c) { return grads_like_infer(c, "Input", "Input@GRAD"); }
 
 /* The branch ran: run its grad block in the kept scope. It did not: inputs
@@ -589,19 +570,7 @@ static int cbg_run(oar_kernel_ctx_t *k)
     return rc;
 }
 
-static const oar_op_def_t cbg_def = {
-    .type = "conditional_block_grad", .inputs = cbg_in, .outputs = cbg_out, .attrs = cb_attrs, .infer = cbg_infer,
-    .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = cbg_run};
-OAR_REGISTER_OP(cbg_def)
-
 /* ---- while -------------------------------------------------------------------------- */
-static const oar_slot_def_t while_in[] = {{"X", DUP | DISP}, {"Condition", 0}, {NULL, 0}};
-static const oar_slot_def_t while_out[] = {{"Out", DUP | DISP}, {"StepScopes", DISP}, {NULL, 0}};
-static const oar_attr_def_t while_attrs[] = {
-    {"sub_block", OAR_ATTR_BLOCK, 0, NULL, true, 0, 0},
-    {"is_test", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    OAR_PA_L("skip_eager_deletion_vars", OAR_ATTR_STRINGS),
-    ATTR_END};
 
 static int while_infer(oar_infer_ctx_t *c)
 {
@@ -619,7 +588,7 @@ static int while_run(oar_kernel_ctx_t *k)
     OAR_TRY(sub_block(k, &block));
     OAR_TRY(steps_of(k, oar_k_out_var(k, "StepScopes", 0), "StepScopes", &keep));
     if (keep) oar_step_scopes_clear(keep);
-    if (oar_attr_b(oar_k_op(k), "is_test")) keep = NULL;
+    if (((const oar_cf_attrs_t *)oar_k_attrs(k))->is_test) keep = NULL;
     const oar_program_t *prog = oar_k_program(k);
     int64_t limit = prog && prog->max_while_iterations > 0 ? prog->max_while_iterations
                                                           : oar_flag_max_while_iterations;
@@ -645,16 +614,6 @@ static int while_grad(oar_grad_ctx_t *g)
     return make_cf_grad(g, "while_grad", NULL, "StepScopes", "X", "Out");
 }
 
-static const oar_op_def_t while_def = {
-    .type = "while", .inputs = while_in, .outputs = while_out, .attrs = while_attrs, .infer = while_infer,
-    .grad = while_grad, .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = while_run};
-OAR_REGISTER_OP(while_def)
-
-static const oar_slot_def_t wg_in[] = {
-    {"X", DUP | DISP}, {"Out", DUP | DISP}, {"Out@GRAD", DUP | DISP}, {"StepScopes", DISP},
-    {"X@GRAD", DUP | DISP}, {NULL, 0}};
-static const oar_slot_def_t wg_out[] = {{"X@GRAD", DUP | DISP}, {NULL, 0}};
-
 static int wg_infer(oar_infer_ctx_t *c) { return grads_like_infer(c, "X", "X@GRAD"); }
 
 static int wg_run(oar_kernel_ctx_t *k)
@@ -672,11 +631,6 @@ static int wg_run(oar_kernel_ctx_t *k)
     gplan_free(&p);
     return rc;
 }
-
-static const oar_op_def_t wg_def = {
-    .type = "while_grad", .inputs = wg_in, .outputs = wg_out, .attrs = while_attrs, .infer = wg_infer,
-    .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = wg_run};
-OAR_REGISTER_OP(wg_def)
 
 /* ---- select_input / select_output ------------------------------------------------------- */
 /* select_input: Out = X[Mask]; select_output: Out[Mask] = X. Mask is an int
@@ -785,28 +739,5 @@ static int select_output_grad(oar_grad_ctx_t *g)
     return oar_gc_in_grad(g, op, "X");
 }
 
-static const oar_slot_def_t sel_in_in[] = {{"X", DUP}, {"Mask", 0}, {NULL, 0}};
-static const oar_slot_def_t sel_in_out[] = {{"Out", 0}, {NULL, 0}};
-static const oar_slot_def_t sel_out_in[] = {{"X", 0}, {"Mask", 0}, {NULL, 0}};
-static const oar_slot_def_t sel_out_out[] = {{"Out", DUP}, {NULL, 0}};
-static const oar_slot_def_t sel_in_grad_in[] = {{"Mask", 0}, {"Out@GRAD", 0}, {NULL, 0}};
-static const oar_slot_def_t sel_in_grad_out[] = {{"X@GRAD", DUP}, {NULL, 0}};
-static const oar_slot_def_t sel_out_grad_in[] = {{"Mask", 0}, {"Out@GRAD", DUP}, {NULL, 0}};
-static const oar_slot_def_t sel_out_grad_out[] = {{"X@GRAD", 0}, {NULL, 0}};
-
-static const oar_op_def_t select_input_def = {
-    .type = "select_input", .inputs = sel_in_in, .outputs = sel_in_out, .infer = select_input_infer,
-    .grad = select_input_grad, .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = select_input_run};
-OAR_REGISTER_OP(select_input_def)
-static const oar_op_def_t select_output_def = {
-    .type = "select_output", .inputs = sel_out_in, .outputs = sel_out_out, .infer = select_output_infer,
-    .grad = select_output_grad, .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = select_output_run};
-OAR_REGISTER_OP(select_output_def)
-static const oar_op_def_t select_input_grad_def = {
-    .type = "select_input_grad", .inputs = sel_in_grad_in, .outputs = sel_in_grad_out, .infer = sel_grad_infer,
-    .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = select_input_grad_run};
-OAR_REGISTER_OP(select_input_grad_def)
-static const oar_op_def_t select_output_grad_def = {
-    .type = "select_output_grad", .inputs = sel_out_grad_in, .outputs = sel_out_grad_out, .infer = sel_grad_infer,
-    .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = select_output_grad_run};
-OAR_REGISTER_OP(select_output_grad_def)
+#define OAR_OPS_DEFINE
+#include "ops/control_flow.h"

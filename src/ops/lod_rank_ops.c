@@ -4,24 +4,17 @@
  * step of every sequence still running), array_to_lod_tensor (back),
  * shrink_rnn_memory (a memory cut to the sequences still running) and
  * reorder_lod_tensor_by_rank, with their grads (array gradients accumulate
- * in place, see array_ops.c). */
+ * in place, see array_ops.c). The ops are declared in lod_rank_ops.ops;
+ * this file holds their inference, grad makers and runs. */
 #include "op.h"
 #include "lod_plumbing.h"
+#include "ops/lod_rank_ops.h"   /* generated from lod_rank_ops.ops: the attribute structs */
 
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
-#define DISP OAR_SLOT_DISPENSABLE
-
-static const oar_slot_def_t x_in[] = {{"X", 0}, {NULL, 0}};
-static const oar_slot_def_t out_slot[] = {{"Out", 0}, {NULL, 0}};
-static const oar_slot_def_t x_grad_out[] = {{"X@GRAD", 0}, {NULL, 0}};
-
 /* ---- lod_rank_table, max_sequence_len ------------------------------------- */
-static const oar_attr_def_t level_attrs[] = {
-    {"level", OAR_ATTR_INT, 0, NULL, false, 0, OAR_MAX_LOD - 1}, ATTR_END};
 
 static int rank_table_infer(oar_infer_ctx_t *c)
 {
@@ -39,7 +32,7 @@ static int rank_table_run(oar_kernel_ctx_t *k)
 {
     oar_tensor_t *x = NULL;
     OAR_TRY(oar_cf_tensor_in(k, "X", &x));
-    int level = oar_attr_i(oar_k_op(k), "level");
+    int level = ((const oar_rank_table_attrs_t *)oar_k_attrs(k))->level;
     if (x->lod_levels <= level)
         return oar_k_error(k, OAR_ERR_SHAPE, "input X '%s' has %d LoD levels; a rank table of level %d needs "
                            "more than %d", oar_cf_in_name(k, "X"), x->lod_levels, level, level);
@@ -72,24 +65,12 @@ static int rank_table_run(oar_kernel_ctx_t *k)
     return OAR_OK;
 }
 
-static const oar_op_def_t rank_table_def = {
-    .type = "lod_rank_table", .inputs = x_in, .outputs = out_slot, .attrs = level_attrs,
-    .infer = rank_table_infer, .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = rank_table_run};
-OAR_REGISTER_OP(rank_table_def)
-
-static const oar_slot_def_t table_in_slots[] = {{"RankTable", 0}, {NULL, 0}};
-
 static int max_len_run(oar_kernel_ctx_t *k)
 {
     const oar_rank_table_t *t = NULL;
     OAR_TRY(oar_cf_table_in(k, "RankTable", &t));
     return oar_cf_scalar_int64_out(k, t->n > 0 ? t->items[0].length : 0);
 }
-
-static const oar_op_def_t max_len_def = {
-    .type = "max_sequence_len", .inputs = table_in_slots, .outputs = out_slot, .infer = oar_cf_scalar_int64_infer,
-    .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = max_len_run};
-OAR_REGISTER_OP(max_len_def)
 
 /* The table must describe x's LoD at its level: same sequence count and lengths. */
 static int check_table(oar_kernel_ctx_t *k, const oar_rank_table_t *t, const oar_tensor_t *x, const char *slot)
@@ -113,8 +94,6 @@ static int check_table(oar_kernel_ctx_t *k, const oar_rank_table_t *t, const oar
 
 /* ---- lod_tensor_to_array ----------------------------------------------------- */
 /* Item t holds element t of every sequence longer than t, in rank order. */
-static const oar_slot_def_t lta_in[] = {{"X", 0}, {"RankTable", 0}, {NULL, 0}};
-
 static int lta_infer(oar_infer_ctx_t *c)
 {
     OAR_TRY(oar_ic_set_out_var_type(c, "Out", 0, OAR_VAR_LOD_TENSOR_ARRAY));
@@ -163,14 +142,7 @@ static int lta_grad(oar_grad_ctx_t *g)
     return oar_cf_x_grad_maker(g, "lod_tensor_to_array_grad", (const char *const[]){"X", "RankTable", NULL}, false);
 }
 
-static const oar_op_def_t lta_def = {
-    .type = "lod_tensor_to_array", .inputs = lta_in, .outputs = out_slot, .infer = lta_infer, .grad = lta_grad,
-    .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = lta_run};
-OAR_REGISTER_OP(lta_def)
-
 /* X@GRAD: zeros like X, then each gradient item's rows back where they came from */
-static const oar_slot_def_t lta_grad_in[] = {{"X", 0}, {"RankTable", 0}, {"Out@GRAD", 0}, {NULL, 0}};
-
 static int lta_grad_run(oar_kernel_ctx_t *k)
 {
     oar_tensor_t *x = NULL;
@@ -202,11 +174,6 @@ static int lta_grad_run(oar_kernel_ctx_t *k)
     }
     return OAR_OK;
 }
-
-static const oar_op_def_t lta_grad_def = {
-    .type = "lod_tensor_to_array_grad", .inputs = lta_grad_in, .outputs = x_grad_out, .infer = oar_cf_x_grad_infer,
-    .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = lta_grad_run};
-OAR_REGISTER_OP(lta_grad_def)
 
 /* ---- array_to_lod_tensor ------------------------------------------------------ */
 /* Out's sequence u (in the original order) is element t of item t, at the
@@ -292,15 +259,7 @@ static int atl_grad(oar_grad_ctx_t *g)
     return oar_cf_x_grad_maker(g, "array_to_lod_tensor_grad", (const char *const[]){"X", "RankTable", NULL}, true);
 }
 
-static const oar_op_def_t atl_def = {
-    .type = "array_to_lod_tensor", .inputs = lta_in, .outputs = out_slot, .infer = atl_infer, .grad = atl_grad,
-    .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = atl_run};
-OAR_REGISTER_OP(atl_def)
-
 /* item s of X@GRAD += the rows of Out@GRAD that came from item s */
-static const oar_slot_def_t atl_grad_in[] = {
-    {"X", 0}, {"RankTable", 0}, {"Out@GRAD", 0}, {"X@GRAD", DISP}, {NULL, 0}};
-
 static int atl_grad_run(oar_kernel_ctx_t *k)
 {
     oar_tensor_array_t *a = NULL, *ga = NULL;
@@ -336,15 +295,8 @@ static int atl_grad_run(oar_kernel_ctx_t *k)
     return rc;
 }
 
-static const oar_op_def_t atl_grad_def = {
-    .type = "array_to_lod_tensor_grad", .inputs = atl_grad_in, .outputs = x_grad_out,
-    .infer = oar_cf_array_grad_infer, .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = atl_grad_run};
-OAR_REGISTER_OP(atl_grad_def)
-
 /* ---- shrink_rnn_memory -------------------------------------------------------- */
 /* Out = the first k sequences (rows) of X, k = the sequences longer than I. */
-static const oar_slot_def_t shrink_in[] = {{"X", 0}, {"I", 0}, {"RankTable", 0}, {NULL, 0}};
-
 static int shrink_infer(oar_infer_ctx_t *c)
 {
     OAR_TRY(oar_cf_infer_like(c, "X", "Out", true));
@@ -378,14 +330,7 @@ static int shrink_grad(oar_grad_ctx_t *g)
     return oar_cf_x_grad_maker(g, "shrink_rnn_memory_grad", (const char *const[]){"X", NULL}, false);
 }
 
-static const oar_op_def_t shrink_def = {
-    .type = "shrink_rnn_memory", .inputs = shrink_in, .outputs = out_slot, .infer = shrink_infer,
-    .grad = shrink_grad, .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = shrink_run};
-OAR_REGISTER_OP(shrink_def)
-
 /* X@GRAD: Out@GRAD in the first rows, zeros below */
-static const oar_slot_def_t shrink_grad_in[] = {{"X", 0}, {"Out@GRAD", DISP}, {NULL, 0}};
-
 static int shrink_grad_run(oar_kernel_ctx_t *k)
 {
     oar_tensor_t *x = NULL;
@@ -403,15 +348,8 @@ static int shrink_grad_run(oar_kernel_ctx_t *k)
     return oar_cf_copy_rows(out, 0, og, 0, n);
 }
 
-static const oar_op_def_t shrink_grad_def = {
-    .type = "shrink_rnn_memory_grad", .inputs = shrink_grad_in, .outputs = x_grad_out, .infer = oar_cf_x_grad_infer,
-    .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = shrink_grad_run};
-OAR_REGISTER_OP(shrink_grad_def)
-
 /* ---- reorder_lod_tensor_by_rank --------------------------------------------------- */
 /* Out's r-th sequence (row, without LoD) is X's items[r].index-th. */
-static const oar_slot_def_t reorder_in[] = {{"X", 0}, {"RankTable", 0}, {NULL, 0}};
-
 static int reorder_infer(oar_infer_ctx_t *c)
 {
     OAR_TRY(oar_cf_infer_like(c, "X", "Out", false));
@@ -449,13 +387,6 @@ static int reorder_grad(oar_grad_ctx_t *g)
                                (const char *const[]){"X", "RankTable", NULL}, false);
 }
 
-static const oar_op_def_t reorder_def = {
-    .type = "reorder_lod_tensor_by_rank", .inputs = reorder_in, .outputs = out_slot, .infer = reorder_infer,
-    .grad = reorder_grad, .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = reorder_run};
-OAR_REGISTER_OP(reorder_def)
-
-static const oar_slot_def_t reorder_grad_in[] = {{"X", 0}, {"RankTable", 0}, {"Out@GRAD", 0}, {NULL, 0}};
-
 static int reorder_grad_run(oar_kernel_ctx_t *k)
 {
     oar_tensor_t *x = NULL, *og = NULL;
@@ -481,33 +412,26 @@ static int reorder_grad_run(oar_kernel_ctx_t *k)
     return OAR_OK;
 }
 
-static const oar_op_def_t reorder_grad_def = {
-    .type = "reorder_lod_tensor_by_rank_grad", .inputs = reorder_grad_in, .outputs = x_grad_out,
-    .infer = oar_cf_x_grad_infer, .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = reorder_grad_run};
-OAR_REGISTER_OP(reorder_grad_def)
-
 /* ---- lod_reset ------------------------------------------------------------------ */
 /* Out shares X's data with a new LoD: Y's LoD when Y has one, else Y's values
  * (int32/int64 offsets), else attr target_lod; with append=true that level
  * is added below X's levels. The grad passes Out@GRAD back with X's LoD. */
-static const oar_slot_def_t reset_in[] = {{"X", 0}, {"Y", DISP}, {NULL, 0}};
-static const oar_attr_def_t reset_attrs[] = {
-    {"target_lod", OAR_ATTR_INTS, 0, NULL, false, 0, 0},
-    {"append", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    ATTR_END};
 
 static int reset_infer(oar_infer_ctx_t *c)
 {
+    const oar_lod_reset_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
     OAR_TRY(oar_cf_infer_like(c, "X", "Out", false));
     int have = oar_ic_in_lod_level(c, "X", 0);
     int levels = 1;
     if (oar_ic_in_count(c, "Y") > 0 && oar_ic_in_lod_level(c, "Y", 0) > 0) levels = oar_ic_in_lod_level(c, "Y", 0);
-    else if (oar_attr_b(oar_ic_op(c), "append") && have > 0) levels = have + 1;
+    else if (a->append && have > 0) levels = have + 1;
     return oar_cf_set_lod_level(c, "Out", levels);
 }
 
 static int reset_run(oar_kernel_ctx_t *k)
 {
+    const oar_lod_reset_attrs_t *a = oar_k_attrs(k);
     oar_tensor_t *x = NULL;
     OAR_TRY(oar_cf_tensor_in(k, "X", &x));
     oar_tensor_t *y = oar_cf_tensor_opt(k, "Y");
@@ -534,11 +458,10 @@ static int reset_run(oar_kernel_ctx_t *k)
         for (int64_t i = 0; i < n; i++)
             offs[i] = y->dtype == OAR_INT32 ? ((const int32_t *)y->buf->data)[i] : ((const int64_t *)y->buf->data)[i];
     } else {
-        int cnt = 0;
-        const int32_t *t = oar_attr_ints(oar_k_op(k), "target_lod", &cnt);
-        n = cnt;
+        oar_ints_t t = a->target_lod;
+        n = t.n;
         if (n > 0 && !(offs = oar_xmalloc((size_t)n * sizeof *offs))) return OAR_ERR_NOMEM;
-        for (int64_t i = 0; i < n; i++) offs[i] = t[i];
+        for (int64_t i = 0; i < n; i++) offs[i] = t.v[i];
     }
     int rc = OAR_OK;
     if (n < 2 || offs[0] != 0 || offs[n - 1] != rows)
@@ -548,7 +471,7 @@ static int reset_run(oar_kernel_ctx_t *k)
         if (offs[i] < offs[i - 1])
             rc = oar_k_error(k, OAR_ERR_SHAPE, "the target LoD decreases at offset %lld (%lld after %lld)", (long long)i,
                              (long long)offs[i], (long long)offs[i - 1]);
-    bool append = oar_attr_b(oar_k_op(k), "append") && x->lod_levels > 0;
+    bool append = a->append && x->lod_levels > 0;
     int levels = append ? x->lod_levels + 1 : 1;
     if (rc == OAR_OK && levels > OAR_MAX_LOD) rc = oar_k_error(k, OAR_ERR_SHAPE, "appending makes %d LoD levels", levels);
     if (rc == OAR_OK) rc = oar_tensor_share(out, x);
@@ -572,13 +495,6 @@ static int reset_grad(oar_grad_ctx_t *g)
     return oar_cf_x_grad_maker(g, "lod_reset_grad", (const char *const[]){"X", NULL}, false);
 }
 
-static const oar_op_def_t reset_def = {
-    .type = "lod_reset", .inputs = reset_in, .outputs = out_slot, .attrs = reset_attrs, .infer = reset_infer,
-    .grad = reset_grad, .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = reset_run};
-OAR_REGISTER_OP(reset_def)
-
-static const oar_slot_def_t reset_grad_in[] = {{"X", 0}, {"Out@GRAD", 0}, {NULL, 0}};
-
 static int reset_grad_run(oar_kernel_ctx_t *k)
 {
     oar_tensor_t *x = NULL, *og = NULL;
@@ -594,7 +510,5 @@ static int reset_grad_run(oar_kernel_ctx_t *k)
     return oar_tensor_copy_lod(out, x);
 }
 
-static const oar_op_def_t reset_grad_def = {
-    .type = "lod_reset_grad", .inputs = reset_grad_in, .outputs = x_grad_out, .attrs = reset_attrs,
-    .infer = oar_cf_x_grad_infer, .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = reset_grad_run};
-OAR_REGISTER_OP(reset_grad_def)
+#define OAR_OPS_DEFINE
+#include "ops/lod_rank_ops.h"

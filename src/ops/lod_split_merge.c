@@ -6,17 +6,15 @@
  * of X to OutTrue when Mask[i] is true, else to OutFalse (either may get no
  * unit: a tensor of 0 rows). merge_lod_tensor interleaves units of InTrue and
  * InFalse back in Mask order; an input that receives no unit may be a
- * variable that was never written (the branch that made it did not run). */
+ * variable that was never written (the branch that made it did not run).
+ * The ops are declared in lod_split_merge.ops; this file holds their
+ * inference, grad makers and runs. */
 #include "op.h"
 #include "lod_plumbing.h"
+#include "ops/lod_split_merge.h"   /* generated from lod_split_merge.ops: the attribute struct */
 
 #include <stdlib.h>
 #include <string.h>
-
-#define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
-
-static const oar_attr_def_t level_attrs[] = {
-    {"level", OAR_ATTR_INT, 0, NULL, false, 0, OAR_MAX_LOD - 1}, ATTR_END};
 
 static const char *in_name(oar_kernel_ctx_t *k, const char *slot)
 {
@@ -121,12 +119,10 @@ static int merge_infer(oar_infer_ctx_t *c)
 }
 
 /* ---- split_lod_tensor ---------------------------------------------------------- */
-static const oar_slot_def_t split_in[] = {{"X", 0}, {"Mask", 0}, {NULL, 0}};
-static const oar_slot_def_t split_out[] = {{"OutTrue", 0}, {"OutFalse", 0}, {NULL, 0}};
 
 static int split_run(oar_kernel_ctx_t *k)
 {
-    int rc = OAR_OK, level = oar_attr_i(oar_k_op(k), "level");
+    int rc = OAR_OK, level = ((const oar_lod_split_merge_attrs_t *)oar_k_attrs(k))->level;
     oar_tensor_t *x = tensor_in(k, "X", true, &rc);
     if (!x) return rc;
     bool *mask = NULL;
@@ -164,18 +160,8 @@ static int split_grad(oar_grad_ctx_t *g)
     return oar_gc_in_grad(g, op, "X");
 }
 
-static const oar_op_def_t split_def = {
-    .type = "split_lod_tensor", .inputs = split_in, .outputs = split_out, .attrs = level_attrs,
-    .infer = split_infer, .grad = split_grad, .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME,
-    .run = split_run};
-OAR_REGISTER_OP(split_def)
-
 /* X@GRAD: zeros like X, each unit's rows taken from the side it went to (a
  * side whose gradient never arrived contributes zeros) */
-static const oar_slot_def_t split_grad_in[] = {
-    {"X", 0}, {"Mask", 0}, {"OutTrue@GRAD", OAR_SLOT_DISPENSABLE}, {"OutFalse@GRAD", OAR_SLOT_DISPENSABLE},
-    {NULL, 0}};
-static const oar_slot_def_t x_grad_out[] = {{"X@GRAD", 0}, {NULL, 0}};
 
 static int x_grad_infer(oar_infer_ctx_t *c)
 {
@@ -200,7 +186,7 @@ static int side_rows(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t *
 
 static int split_grad_run(oar_kernel_ctx_t *k)
 {
-    int rc = OAR_OK, level = oar_attr_i(oar_k_op(k), "level");
+    int rc = OAR_OK, level = ((const oar_lod_split_merge_attrs_t *)oar_k_attrs(k))->level;
     oar_tensor_t *x = tensor_in(k, "X", true, &rc);
     if (!x) return rc;
     oar_tensor_t *gt = tensor_in(k, "OutTrue@GRAD", false, &rc);
@@ -235,15 +221,7 @@ static int split_grad_run(oar_kernel_ctx_t *k)
     return rc;
 }
 
-static const oar_op_def_t split_grad_def = {
-    .type = "split_lod_tensor_grad", .inputs = split_grad_in, .outputs = x_grad_out, .attrs = level_attrs,
-    .infer = x_grad_infer, .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = split_grad_run};
-OAR_REGISTER_OP(split_grad_def)
-
 /* ---- merge_lod_tensor -------------------------------------------------------------- */
-static const oar_slot_def_t merge_in[] = {
-    {"X", 0}, {"Mask", 0}, {"InTrue", OAR_SLOT_DISPENSABLE}, {"InFalse", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-static const oar_slot_def_t merge_out[] = {{"Out", 0}, {NULL, 0}};
 
 /* the two sides, checked against the mask; *like is one that has a value */
 static int merge_sides(oar_kernel_ctx_t *k, int level, int64_t ntrue, int64_t nfalse, oar_tensor_t **it,
@@ -296,7 +274,7 @@ static int empty_like_desc(oar_kernel_ctx_t *k, oar_tensor_t *out)
 
 static int merge_run(oar_kernel_ctx_t *k)
 {
-    int rc = OAR_OK, level = oar_attr_i(oar_k_op(k), "level");
+    int rc = OAR_OK, level = ((const oar_lod_split_merge_attrs_t *)oar_k_attrs(k))->level;
     oar_tensor_t *x = tensor_in(k, "X", false, &rc);
     OAR_TRY(rc);
     bool *mask = NULL;
@@ -346,19 +324,8 @@ static int merge_grad(oar_grad_ctx_t *g)
     return oar_gc_in_grad(g, op, "InFalse");
 }
 
-static const oar_op_def_t merge_def = {
-    .type = "merge_lod_tensor", .inputs = merge_in, .outputs = merge_out, .attrs = level_attrs,
-    .infer = merge_infer, .grad = merge_grad, .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME,
-    .run = merge_run};
-OAR_REGISTER_OP(merge_def)
-
 /* InTrue@GRAD/InFalse@GRAD: the rows of Out@GRAD each side contributed; a side
  * that contributed nothing gets 0 rows shaped like Out@GRAD's */
-static const oar_slot_def_t merge_grad_in[] = {
-    {"X", 0}, {"Mask", 0}, {"InTrue", OAR_SLOT_DISPENSABLE}, {"InFalse", OAR_SLOT_DISPENSABLE}, {"Out@GRAD", 0},
-    {NULL, 0}};
-static const oar_slot_def_t merge_grad_out[] = {
-    {"InTrue@GRAD", OAR_SLOT_DISPENSABLE}, {"InFalse@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
 
 static int merge_grad_infer(oar_infer_ctx_t *c)
 {
@@ -403,7 +370,7 @@ static int side_grad(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t *
 
 static int merge_grad_run(oar_kernel_ctx_t *k)
 {
-    int rc = OAR_OK, level = oar_attr_i(oar_k_op(k), "level");
+    int rc = OAR_OK, level = ((const oar_lod_split_merge_attrs_t *)oar_k_attrs(k))->level;
     oar_tensor_t *og = tensor_in(k, "Out@GRAD", true, &rc);
     if (!og) return rc;
     bool *mask = NULL;
@@ -432,7 +399,5 @@ static int merge_grad_run(oar_kernel_ctx_t *k)
     return rc;
 }
 
-static const oar_op_def_t merge_grad_def = {
-    .type = "merge_lod_tensor_grad", .inputs = merge_grad_in, .outputs = merge_grad_out, .attrs = level_attrs,
-    .infer = merge_grad_infer, .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = merge_grad_run};
-OAR_REGISTER_OP(merge_grad_def)
+#define OAR_OPS_DEFINE
+#include "ops/lod_split_merge.h"
