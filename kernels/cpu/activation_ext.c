@@ -1,11 +1,10 @@
 /*
  * activation_ext.c — CPU kernels of the activations defined in
- * src/ops/activation_ext.c (float32, float64).
+ * src/ops/activation_ext.ops (float32, float64).
  *
  * Each op is a forward and a grad expression pasted into a plain loop; up
- * to three FLOAT attrs, decoded at prepare (src/ops/activation_ext.c), are
- * its p1..p3. The formulas are
- * Fluid's functors (operators/activation_op.h), including their choice of
+ * to three FLOAT attrs, decoded at prepare into p[0..2], are its p1..p3.
+ * The formulas are Fluid's functors (operators/activation_op.h), including their choice of
  * reading X or Out in the gradient.
  */
 #include <tgmath.h>
@@ -43,11 +42,11 @@ static int check_data(oar_kernel_ctx_t *k, const oar_tensor_t *t, int slot, cons
 static int forward(oar_kernel_ctx_t *k, int dtype, map_fn fn)
 {
     const par_t *p = oar_k_attrs(k);
-    oar_tensor_t *x = oar_k_input(k, OAR_UNARY_X, 0);
-    OAR_TRY(check_data(k, x, OAR_UNARY_X, "X"));
+    oar_tensor_t *x = oar_k_input(k, OAR_ACTX_X, 0);
+    OAR_TRY(check_data(k, x, OAR_ACTX_X, "X"));
     int64_t n = oar_tensor_numel_of(x);
     const void *xd = oar_tensor_data(x);
-    void *o = oar_k_output_data(k, OAR_UNARY_OUT, 0, dtype);
+    void *o = oar_k_output_data(k, OAR_ACTX_OUT, 0, dtype);
     if (!o) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate Out");
     if (n > 0) run_map(fn, xd, NULL, o, n, p);
     return OAR_OK;
@@ -57,10 +56,10 @@ static int forward(oar_kernel_ctx_t *k, int dtype, map_fn fn)
 static int backward(oar_kernel_ctx_t *k, int dtype, map_fn fn, const char *dep)
 {
     const par_t *p = oar_k_attrs(k);
-    if (!oar_k_output(k, OAR_UNARY_G_DX, 0)) return OAR_OK;
-    oar_tensor_t *d = oar_k_input(k, OAR_UNARY_G_DEP, 0), *g = oar_k_input(k, OAR_UNARY_G_DOUT, 0);
-    OAR_TRY(check_data(k, d, OAR_UNARY_G_DEP, dep));
-    OAR_TRY(check_data(k, g, OAR_UNARY_G_DOUT, "Out@GRAD"));
+    if (!oar_k_output(k, OAR_ACTX_G_DX, 0)) return OAR_OK;
+    oar_tensor_t *d = oar_k_input(k, OAR_ACTX_G_DEP, 0), *g = oar_k_input(k, OAR_ACTX_G_DOUT, 0);
+    OAR_TRY(check_data(k, d, OAR_ACTX_G_DEP, dep));
+    OAR_TRY(check_data(k, g, OAR_ACTX_G_DOUT, "Out@GRAD"));
     int64_t n = oar_tensor_numel_of(d);
     if (oar_tensor_numel_of(g) != n || g->dtype != d->dtype) {
         char b1[128], b2[128];
@@ -69,7 +68,7 @@ static int backward(oar_kernel_ctx_t *k, int dtype, map_fn fn, const char *dep)
                            oar_dtype_name(d->dtype), oar_shape_str(d->dims, d->ndim, b2, sizeof b2));
     }
     const void *dd = oar_tensor_data(d), *gd = oar_tensor_data(g);
-    void *dx = oar_k_output_data(k, OAR_UNARY_G_DX, 0, dtype);
+    void *dx = oar_k_output_data(k, OAR_ACTX_G_DX, 0, dtype);
     if (!dx) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate X@GRAD");
     if (n > 0) run_map(fn, dd, gd, dx, n, p);
     return OAR_OK;

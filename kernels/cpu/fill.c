@@ -5,7 +5,7 @@
  * serves every registered dtype and switches on the attr. */
 #include "op.h"
 #include "ops/attr_tensor.h"
-#include "ops/fill.h"
+#include "ops/fill_util.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,13 +1,13 @@
 /*
  * pad_ext.c — CPU kernels of pad and pad3d (float32/float64, forward also
  * int32/int64) and their grads. Both walk the output and map each index to
- * its source per dim (pad_ext.h's oar_pad_src); the grads add Out@GRAD
+ * its source per dim (pad_ext_util.h's oar_pad_src); the grads add Out@GRAD
  * into the source (several outputs share one source in reflect, replicate
  * and circular modes).
  */
 #include <string.h>
 #include "op.h"
-#include "ops/pad_ext.h"
+#include "ops/pad_ext_util.h"
 
 typedef struct { int nd; int64_t in[OAR_MAX_DIMS], out[OAR_MAX_DIMS], before[OAR_MAX_DIMS]; int mode; } pplan_t;
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include "cuda_common.h"
 #include "half.h"
-#include "ops/fill.h"
+#include "ops/fill_util.h"
 #include "ops/tensor_ops.h"
 
 using namespace oarcu;

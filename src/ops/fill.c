@@ -1,14 +1,12 @@
-/* fill.c — constant tensors: fill_constant and fill_constant_batch_size_like.
- * Kernels in kernels/cpu/fill.c. */
+/* fill.c — constant tensors: fill_constant and fill_constant_batch_size_like,
+ * declared in fill.ops (slots, attributes, docs). Kernels in
+ * kernels/cpu/fill.c and kernels/cuda/tensor_ops.cu. */
 #include "op.h"
-#include "paddle_attrs.h"
 #include "attr_tensor.h"
-#include "fill.h"
+#include "ops/fill_util.h"   /* ops/fill.h, generated from fill.ops */
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 /* CPU kernels exist for these; float16 is storage-only on CPU. */
 static bool fill_dtype_ok(int dt)
@@ -31,9 +29,10 @@ static int check_dtype_attr(oar_infer_ctx_t *c, int dt)
 static int shape_attr(oar_infer_ctx_t *c, int64_t *dims, int *ndim,
                       bool allow_neg1)
 {
-    int n = 0;
-    int64_t s[OAR_MAX_DIMS];
-    if (!oar_attr_int_list(oar_ic_op(c), "shape", s, OAR_MAX_DIMS, &n))
+    const oar_fill_attrs_t *a = oar_ic_attrs(c);
+    int n = a->shape_n;
+    const int64_t *s = a->shape;
+    if (!a->shape_ok)
         return oar_ic_error(c, OAR_ERR_SHAPE, "attr shape is not an INTS/LONGS list of at most %d dims",
                             OAR_MAX_DIMS);
     if (n == 0) { dims[0] = 1; *ndim = 1; return OAR_OK; }
@@ -47,18 +46,16 @@ static int shape_attr(oar_infer_ctx_t *c, int64_t *dims, int *ndim,
     return OAR_OK;
 }
 
-/* The kernels' attributes; str_value (which keeps int64 values a float32
- * attr would round) is parsed here, for the decoded dtype. A bad one fails
+/* The decoder's last step: attr shape (INTS or LONGS, which no single
+ * oar_dec_* reads) into shape[], and str_value (which keeps int64 values a
+ * float32 attr would round) parsed for the decoded dtype. A bad one fails
  * the kernel only when no ValueTensor overrides it. */
-static int fill_decode_common(oar_decode_ctx_t *d, oar_fill_attrs_t *a)
+static void fill_finish(oar_decode_ctx_t *d, oar_fill_attrs_t *a)
 {
-    a->dtype = oar_dec_i(d, "dtype");
-    a->value = oar_dec_f(d, "value");
-    a->force_cpu = oar_dec_b(d, "force_cpu");
-    const char *s = oar_dec_s(d, "str_value");
-    a->str_value = s;
+    a->shape_ok = oar_attr_int_list(oar_dec_op(d), "shape", a->shape, OAR_MAX_DIMS, &a->shape_n);
+    const char *s = a->str_value;
     a->str_kind = OAR_FILL_STR_NONE;
-    if (!s[0]) return oar_dec_status(d);
+    if (!s || !s[0]) return;
     bool is_int = a->dtype != OAR_FP32 && a->dtype != OAR_FP64;
     char *end;
     errno = 0;
@@ -66,50 +63,18 @@ static int fill_decode_common(oar_decode_ctx_t *d, oar_fill_attrs_t *a)
     if (is_int && *end == '\0' && errno == 0) {
         a->str_kind = OAR_FILL_STR_INT;
         a->str_int = ll;
-        return oar_dec_status(d);
+        return;
     }
     errno = 0;
     double v = strtod(s, &end);
     a->str_kind = (end == s || *end != '\0') ? OAR_FILL_STR_BAD : OAR_FILL_STR_FLOAT;
     a->str_float = v;
-    return oar_dec_status(d);
-}
-
-static int fc_decode(oar_decode_ctx_t *d, void *out)
-{
-    oar_fill_attrs_t *a = out;
-    a->value_slot = OAR_FILL_VALUE_TENSOR;
-    return fill_decode_common(d, a);
-}
-
-static int fcb_decode(oar_decode_ctx_t *d, void *out)
-{
-    oar_fill_attrs_t *a = out;
-    a->value_slot = -1;
-    return fill_decode_common(d, a);
 }
 
 /* ---- fill_constant ----------------------------------------------------- */
-/* ShapeTensor (1-D int) or ShapeTensorList (one value each) override attr
- * shape, ValueTensor (one value) attr value, as in Fluid 1.8 */
-static const oar_slot_def_t fc_in[] = {
-    {"ValueTensor", OAR_SLOT_DISPENSABLE}, {"ShapeTensor", OAR_SLOT_DISPENSABLE},
-    {"ShapeTensorList", OAR_SLOT_DUPLICABLE | OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-static const oar_slot_def_t fc_out[] = {{"Out", 0}, {NULL, 0}};
-/* shape is LONGS as Fluid/Paddle declare it (INTS given at insertion are converted) */
-static const oar_attr_def_t fc_attrs[] = {
-    {.name = "shape", .type = OAR_ATTR_LONGS},  /* INTS accepted too: src/attr_check.c */
-    {.name = "place_type", .type = OAR_ATTR_INT, .def = -1},
-    {.name = "dtype", .type = OAR_ATTR_INT, .def = OAR_FP32},
-    {.name = "value", .type = OAR_ATTR_FLOAT, .def = 0.0},
-    {.name = "str_value", .type = OAR_ATTR_STRING, .def_str = ""},
-    {.name = "force_cpu", .type = OAR_ATTR_BOOLEAN, .def = 0},
-    OAR_PA_USE_MKLDNN, OAR_PA_ONEDNN,
-    {.name = NULL}};
-
 static int fc_infer(oar_infer_ctx_t *c)
 {
-    int dt = oar_attr_i(oar_ic_op(c), "dtype");
+    int dt = ((const oar_fill_attrs_t *)oar_ic_attrs(c))->dtype;
     OAR_TRY(check_dtype_attr(c, dt));
     int64_t dims[OAR_MAX_DIMS];
     int nd;
@@ -130,31 +95,13 @@ static int fc_infer(oar_infer_ctx_t *c)
     return oar_ic_set_out(c, "Out", 0, dims, nd, dt);
 }
 
-static const oar_op_def_t fill_constant_def = {
-    .type = "fill_constant", .inputs = fc_in, .outputs = fc_out, .attrs = fc_attrs,
-    .infer = fc_infer, .grad = NULL, .attrs_size = sizeof(oar_fill_attrs_t), .decode = fc_decode};
-OAR_REGISTER_OP(fill_constant_def)
-
 /* ---- fill_constant_batch_size_like ------------------------------------- */
-static const oar_slot_def_t fcb_in[] = {{"Input", 0}, {NULL, 0}};
-static const oar_attr_def_t fcb_attrs[] = {
-    {.name = "shape", .type = OAR_ATTR_INTS, .required = true},
-    {.name = "dtype", .type = OAR_ATTR_INT, .def = OAR_FP32},
-    {.name = "value", .type = OAR_ATTR_FLOAT, .def = 0.0},
-    {.name = "str_value", .type = OAR_ATTR_STRING, .def_str = ""},
-    {.name = "force_cpu", .type = OAR_ATTR_BOOLEAN, .def = 0},
-    {.name = "input_dim_idx", .type = OAR_ATTR_INT, .def = 0},
-    {.name = "output_dim_idx", .type = OAR_ATTR_INT, .def = 0},
-    {.name = NULL}};
-
 static int fcb_infer(oar_infer_ctx_t *c)
 {
-    const oar_op_desc_t *d = oar_ic_op(c);
-    int dt = oar_attr_i(d, "dtype");
+    const oar_fill_attrs_t *a = oar_ic_attrs(c);
+    int dt = a->dtype;
     OAR_TRY(check_dtype_attr(c, dt));
-    int n = 0;
-    oar_attr_ints(d, "shape", &n);
-    if (n == 0) return oar_ic_error(c, OAR_ERR_SHAPE, "attr shape must not be empty");
+    if (a->shape_ok && a->shape_n == 0) return oar_ic_error(c, OAR_ERR_SHAPE, "attr shape must not be empty");
     int64_t dims[OAR_MAX_DIMS];
     int nd;
     /* the batch slot is commonly written as -1; it is replaced below */
@@ -162,7 +109,7 @@ static int fcb_infer(oar_infer_ctx_t *c)
     int ind;
     const int64_t *in = oar_ic_in_dims(c, "Input", 0, &ind);
     if (!in) return OAR_ERR_SHAPE;
-    int ii = oar_attr_i(d, "input_dim_idx"), oi = oar_attr_i(d, "output_dim_idx");
+    int ii = a->input_dim_idx, oi = a->output_dim_idx;
     if (ii < 0 || ii >= ind)
         return oar_ic_error(c, OAR_ERR_RANGE, "attr input_dim_idx = %d out of range for "
                             "Input '%s' of rank %d", ii, oar_ic_in_name(c, "Input", 0), ind);
@@ -184,8 +131,5 @@ static int fcb_infer(oar_infer_ctx_t *c)
     return oar_ic_set_out(c, "Out", 0, dims, nd, dt);
 }
 
-static const oar_op_def_t fill_constant_batch_size_like_def = {
-    .type = "fill_constant_batch_size_like", .inputs = fcb_in, .outputs = fc_out,
-    .attrs = fcb_attrs, .infer = fcb_infer, .grad = NULL, .dtype_slot = "Input",
-    .attrs_size = sizeof(oar_fill_attrs_t), .decode = fcb_decode};
-OAR_REGISTER_OP(fill_constant_batch_size_like_def)
+#define OAR_OPS_DEFINE
+#include "ops/fill.h"   /* the tables, decoders and registrations */

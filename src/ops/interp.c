@@ -6,58 +6,10 @@
  * Output size, as Paddle: SizeTensor (one-value tensors) when given; else
  * in * scale (Scale tensor, else attr scale) when the scale is positive,
  * else attrs out_h/out_w; OutSize, when given, overrides the scale.
+ * The ops are declared in interp.ops (slots, attributes, docs).
  */
-#include <stdio.h>
-#include <string.h>
 #include "op.h"
-#include "paddle_attrs.h"
-#include "interp.h"
-
-static const oar_slot_def_t ip_in[] = {
-    {"X", 0}, {"OutSize", OAR_SLOT_DISPENSABLE},
-    {"SizeTensor", OAR_SLOT_DUPLICABLE | OAR_SLOT_DISPENSABLE}, {"Scale", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-static const oar_slot_def_t ip_out[] = {{"Out", 0}, {NULL, 0}};
-static const oar_slot_def_t ip_grad_in[] = {
-    {"X", 0}, {"OutSize", OAR_SLOT_DISPENSABLE},
-    {"SizeTensor", OAR_SLOT_DUPLICABLE | OAR_SLOT_DISPENSABLE}, {"Scale", OAR_SLOT_DISPENSABLE},
-    {"Out@GRAD", 0}, {NULL, 0}};
-static const oar_slot_def_t ip_grad_out[] = {{"X@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-
-#define IP_COMMON                                                                             \
-    OAR_PA_I("out_d", 0), OAR_PA_I("out_h", 0), OAR_PA_I("out_w", 0),                         \
-    {"data_layout", OAR_ATTR_STRING, 0, "NCHW", false, 0, 0, "NCHW|NHWC"},                    \
-    /* Paddle's kernel dispatches on this string, whatever the op type says */                \
-    {"interp_method", OAR_ATTR_STRING, 0, "bilinear", false, 0, 0, "bilinear|nearest"},       \
-    OAR_PA_B("align_corners", 1), {"align_mode", OAR_ATTR_INT, 1, NULL, false, 0, 1, NULL},   \
-    OAR_PA_USE_MKLDNN, OAR_PA_MKLDNN_DT, OAR_PA_ONEDNN
-static const oar_attr_def_t ip_attrs[] = {
-    IP_COMMON, OAR_PA_F("scale", 0.0), {NULL, 0, 0, NULL, false, 0, 0, NULL}};
-static const oar_attr_def_t ip_v2_attrs[] = {
-    IP_COMMON, OAR_PA_L("scale", OAR_ATTR_FLOATS), {NULL, 0, 0, NULL, false, 0, 0, NULL}};
-
-static int ip_decode_common(oar_decode_ctx_t *d, oar_interp_attrs_t *a)
-{
-    a->method = oar_dec_choice(d, "interp_method");
-    a->out_h = oar_dec_i(d, "out_h");
-    a->out_w = oar_dec_i(d, "out_w");
-    a->align_corners = oar_dec_b(d, "align_corners");
-    a->align_mode = oar_dec_i(d, "align_mode");
-    a->layout = oar_dec_choice(d, "data_layout");
-    return oar_dec_status(d);
-}
-static int ip_decode(oar_decode_ctx_t *d, void *out)
-{
-    oar_interp_attrs_t *a = out;
-    a->scale1 = oar_dec_f(d, "scale");
-    return ip_decode_common(d, a);
-}
-static int ip_v2_decode(oar_decode_ctx_t *d, void *out)
-{
-    oar_interp_attrs_t *a = out;
-    a->v2 = true;
-    a->scale = oar_dec_floats(d, "scale");
-    return ip_decode_common(d, a);
-}
+#include "ops/interp.h"   /* generated from interp.ops */
 
 /* one value of a one- or two-value tensor as a double; false if not numeric */
 static bool tensor_value(const oar_tensor_t *t, int64_t i, double *v)
@@ -96,18 +48,15 @@ static int ip_scales(oar_infer_ctx_t *c, const oar_interp_attrs_t *a, double *sh
 
 static int ip_infer(oar_infer_ctx_t *c)
 {
-    const oar_op_def_t *def = oar_registry_op(oar_op_desc_type(oar_ic_op(c)));
-    oar_interp_attrs_t a;
-    memset(&a, 0, sizeof a);
-    OAR_TRY(oar_op_decode(def, oar_ic_op(c), &a));
-    if (a.layout != 0)
+    const oar_interp_attrs_t *a = oar_ic_attrs(c);
+    if (a->layout != OAR_IP_LAYOUT_NCHW)
         return oar_ic_error(c, OAR_ERR_UNSUPPORTED, "data_layout \"NHWC\" is not supported by oar (NCHW only)");
     OAR_TRY(oar_ic_check_float(c, "X", -1));
     int nd;
     const int64_t *xd = oar_ic_in_dims(c, "X", 0, &nd);
     if (!xd) return OAR_ERR_SHAPE;
     if (nd != 4) return oar_ic_error(c, OAR_ERR_SHAPE, "X must be 4-D [N, C, H, W], it has %d dims", nd);
-    int64_t od[4] = {xd[0], xd[1], a.out_h, a.out_w};
+    int64_t od[4] = {xd[0], xd[1], a->out_h, a->out_w};
     bool rt = oar_ic_runtime(c);
     if (oar_ic_in_present(c, "SizeTensor")) {
         int n = oar_ic_in_count(c, "SizeTensor");
@@ -122,7 +71,7 @@ static int ip_infer(oar_infer_ctx_t *c)
         }
     } else {
         double sh, sw;
-        OAR_TRY(ip_scales(c, &a, &sh, &sw));
+        OAR_TRY(ip_scales(c, a, &sh, &sw));
         if (oar_ic_in_present(c, "Scale") && !rt) {
             od[2] = od[3] = -1;
         } else if (sh > 0 && sw > 0) {
@@ -163,19 +112,5 @@ static int ip_grad(oar_grad_ctx_t *g)
     return oar_gc_in_grad(g, op, "X");
 }
 
-#define IP_DEF(NAME, ATTRS, DECODE)                                                             \
-    static const oar_op_def_t NAME##_def = {                                                    \
-        .type = #NAME, .inputs = ip_in, .outputs = ip_out, .attrs = ATTRS, .infer = ip_infer,   \
-        .grad = ip_grad, .dtype_slot = "X", .attrs_size = sizeof(oar_interp_attrs_t),           \
-        .decode = DECODE};                                                                      \
-    OAR_REGISTER_OP(NAME##_def)                                                                 \
-    static const oar_op_def_t NAME##_grad_def = {                                               \
-        .type = #NAME "_grad", .inputs = ip_grad_in, .outputs = ip_grad_out, .attrs = ATTRS,    \
-        .infer = ip_grad_infer, .dtype_slot = "Out@GRAD",                                       \
-        .attrs_size = sizeof(oar_interp_attrs_t), .decode = DECODE};                            \
-    OAR_REGISTER_OP(NAME##_grad_def)
-
-IP_DEF(bilinear_interp, ip_attrs, ip_decode)
-IP_DEF(nearest_interp, ip_attrs, ip_decode)
-IP_DEF(bilinear_interp_v2, ip_v2_attrs, ip_v2_decode)
-IP_DEF(nearest_interp_v2, ip_v2_attrs, ip_v2_decode)
+#define OAR_OPS_DEFINE
+#include "ops/interp.h"   /* the tables, decoders and registrations */

@@ -3,57 +3,23 @@
  * [before_0, after_0, before_1, ...]) and pad3d (Paddle 2.x: the last three
  * dims of NCDHW X, paddings = [left, right, top, bottom, front, back], mode
  * constant/reflect/replicate/circular, or a Paddings tensor), with grads.
- * Kernels in kernels/cpu/pad_ext.c.
+ * Declared in pad_ext.ops (slots, attributes, docs); kernels in
+ * kernels/cpu/pad_ext.c.
  */
-#include <stdio.h>
-#include <string.h>
 #include "op.h"
-#include "paddle_attrs.h"
-#include "pad_ext.h"
+#include "ops/pad_ext.h"   /* generated from pad_ext.ops */
 
-#define END {NULL, 0, 0, NULL, false, 0, 0, NULL}
-
-static const oar_slot_def_t pad_in[] = {{"X", 0}, {NULL, 0}};
-static const oar_slot_def_t pad3d_in[] = {{"X", 0}, {"Paddings", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-static const oar_slot_def_t pad_out[] = {{"Out", 0}, {NULL, 0}};
-static const oar_slot_def_t pad_grad_in[] = {{"X", 0}, {"Out@GRAD", 0}, {NULL, 0}};
-static const oar_slot_def_t pad3d_grad_in[] = {
-    {"X", 0}, {"Paddings", OAR_SLOT_DISPENSABLE}, {"Out@GRAD", 0}, {NULL, 0}};
-static const oar_slot_def_t pad_grad_out[] = {{"X@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-
-static const oar_attr_def_t pad_attrs[] = {
-    {"paddings", OAR_ATTR_INTS, 0, NULL, true, 0, 0, NULL}, OAR_PA_F("pad_value", 0.0), END};
-static const oar_attr_def_t pad3d_attrs[] = {
-    {"paddings", OAR_ATTR_INTS, 0, NULL, false, 0, 0, NULL},
-    {"mode", OAR_ATTR_STRING, 0, "constant", false, 0, 0, "constant|reflect|replicate|circular"},
-    OAR_PA_F("value", 0.0),
-    {"data_format", OAR_ATTR_STRING, 0, "NCDHW", false, 0, 0, "NCDHW|NDHWC"},
-    OAR_PA_USE_MKLDNN, OAR_PA_ONEDNN, END};
-
-static int pad_decode(oar_decode_ctx_t *d, void *out)
-{
-    oar_pad_attrs_t *a = out;
-    a->paddings = oar_dec_ints(d, "paddings");
-    a->value = oar_dec_f(d, "pad_value");
-    return oar_dec_status(d);
-}
-static int pad3d_decode(oar_decode_ctx_t *d, void *out)
-{
-    oar_pad_attrs_t *a = out;
-    a->is3d = true;
-    a->paddings = oar_dec_ints(d, "paddings");
-    a->value = oar_dec_f(d, "value");
-    a->mode = oar_dec_choice(d, "mode");
-    a->layout = oar_dec_choice(d, "data_format");
-    return oar_dec_status(d);
-}
+/* pad3d's mode names, by OAR_PAD_* (for messages) */
+static const char *const mode_name[] = {"constant", "reflect", "replicate", "circular"};
 
 static int pad_infer(oar_infer_ctx_t *c)
 {
-    int nx, np = 0;
+    const oar_pad_attrs_t *a = oar_ic_attrs(c);
+    int nx;
     const int64_t *xd = oar_ic_in_dims(c, "X", 0, &nx);
     if (!xd) return OAR_ERR_SHAPE;
-    const int32_t *p = oar_attr_ints(oar_ic_op(c), "paddings", &np);
+    const int32_t *p = a->paddings.v;
+    int np = a->paddings.n;
     if (np != 2 * nx)
         return oar_ic_error(c, OAR_ERR_INVALID, "attr paddings has %d values, X of rank %d needs %d", np, nx, 2 * nx);
     int64_t od[OAR_MAX_DIMS];
@@ -79,16 +45,17 @@ static int pad3d_pads(oar_infer_ctx_t *c, int64_t pads[6], bool *known)
         for (int i = 0; i < 6; i++) pads[i] = v[i];
         return OAR_OK;
     }
-    int n = 0;
-    const int32_t *v = oar_attr_ints(oar_ic_op(c), "paddings", &n);
-    if (n != 6) return oar_ic_error(c, OAR_ERR_INVALID, "attr paddings has %d values, expected 6", n);
-    for (int i = 0; i < 6; i++) pads[i] = v[i];
+    const oar_pad_attrs_t *a = oar_ic_attrs(c);
+    if (a->paddings.n != 6)
+        return oar_ic_error(c, OAR_ERR_INVALID, "attr paddings has %d values, expected 6", a->paddings.n);
+    for (int i = 0; i < 6; i++) pads[i] = a->paddings.v[i];
     return OAR_OK;
 }
 
 static int pad3d_infer(oar_infer_ctx_t *c)
 {
-    if (strcmp(oar_attr_s(oar_ic_op(c), "data_format"), "NDHWC") == 0)
+    const oar_pad_attrs_t *a = oar_ic_attrs(c);
+    if (a->layout == OAR_PAD_LAYOUT_NDHWC)
         return oar_ic_error(c, OAR_ERR_UNSUPPORTED, "data_format \"NDHWC\" is not supported by oar's pad3d (NCDHW only)");
     int nx;
     const int64_t *xd = oar_ic_in_dims(c, "X", 0, &nx);
@@ -98,16 +65,15 @@ static int pad3d_infer(oar_infer_ctx_t *c)
     bool known;
     OAR_TRY(pad3d_pads(c, pads, &known));
     int64_t od[5] = {xd[0], xd[1], -1, -1, -1};
-    const char *mode = oar_attr_s(oar_ic_op(c), "mode");
     for (int i = 0; i < 3 && known; i++) {
         /* dim 4 - i (W, H, D) gets pads[2i], pads[2i + 1] */
         int64_t b = pads[2 * i], e = pads[2 * i + 1], n = xd[4 - i];
         if (b < 0 || e < 0) return oar_ic_error(c, OAR_ERR_INVALID, "paddings must not be negative");
-        if (n >= 0 && strcmp(mode, "reflect") == 0 && (b >= n || e >= n))
+        if (n >= 0 && a->mode == OAR_PAD_REFLECT && (b >= n || e >= n))
             return oar_ic_error(c, OAR_ERR_INVALID, "reflect padding (%lld, %lld) must be less than the dim (%lld)",
                                 (long long)b, (long long)e, (long long)n);
-        if (n == 0 && strcmp(mode, "constant") != 0)
-            return oar_ic_error(c, OAR_ERR_INVALID, "mode \"%s\" cannot pad an empty dim", mode);
+        if (n == 0 && a->mode != OAR_PAD_CONSTANT)
+            return oar_ic_error(c, OAR_ERR_INVALID, "mode \"%s\" cannot pad an empty dim", mode_name[a->mode]);
         od[4 - i] = n < 0 ? -1 : n + b + e;
     }
     return oar_ic_set_out(c, "Out", 0, od, 5, oar_ic_in_dtype(c, "X", 0));
@@ -125,21 +91,5 @@ static int pad_grad(oar_grad_ctx_t *g)
     return oar_gc_in_grad(g, op, "X");
 }
 
-static const oar_op_def_t pad_def = {
-    .type = "pad", .inputs = pad_in, .outputs = pad_out, .attrs = pad_attrs, .infer = pad_infer,
-    .grad = pad_grad, .dtype_slot = "X", .attrs_size = sizeof(oar_pad_attrs_t), .decode = pad_decode};
-OAR_REGISTER_OP(pad_def)
-static const oar_op_def_t pad_grad_def = {
-    .type = "pad_grad", .inputs = pad_grad_in, .outputs = pad_grad_out, .attrs = pad_attrs,
-    .infer = pad_grad_infer, .dtype_slot = "Out@GRAD", .attrs_size = sizeof(oar_pad_attrs_t),
-    .decode = pad_decode};
-OAR_REGISTER_OP(pad_grad_def)
-static const oar_op_def_t pad3d_def = {
-    .type = "pad3d", .inputs = pad3d_in, .outputs = pad_out, .attrs = pad3d_attrs, .infer = pad3d_infer,
-    .grad = pad_grad, .dtype_slot = "X", .attrs_size = sizeof(oar_pad_attrs_t), .decode = pad3d_decode};
-OAR_REGISTER_OP(pad3d_def)
-static const oar_op_def_t pad3d_grad_def = {
-    .type = "pad3d_grad", .inputs = pad3d_grad_in, .outputs = pad_grad_out, .attrs = pad3d_attrs,
-    .infer = pad_grad_infer, .dtype_slot = "Out@GRAD", .attrs_size = sizeof(oar_pad_attrs_t),
-    .decode = pad3d_decode};
-OAR_REGISTER_OP(pad3d_grad_def)
+#define OAR_OPS_DEFINE
+#include "ops/pad_ext.h"   /* the tables, decoders and registrations */
