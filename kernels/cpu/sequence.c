@@ -11,7 +11,7 @@
 #include <string.h>
 #include "op.h"
 #include "sequence_batch.h"
-#include "ops/sequence.h"
+#include "ops/sequence_util.h"
 #include "ops/seq_lod.h"
 
 static const char *nm(const char *s) { return s ? s : "?"; }

@@ -15,7 +15,7 @@
 #include <string.h>
 #include "op.h"
 #include "sequence_batch.h"
-#include "ops/sequence.h"
+#include "ops/sequence_util.h"
 #include "ops/seq_lod.h"
 
 typedef struct conv_geom {

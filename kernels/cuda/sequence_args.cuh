@@ -9,7 +9,7 @@
 #define OAR_CUDA_SEQUENCE_ARGS_CUH
 #include "cuda_common.h"
 extern "C" {
-#include "ops/sequence.h"
+#include "ops/sequence_util.h"
 #include "ops/seq_lod.h"
 }
 

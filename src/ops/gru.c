@@ -1,6 +1,7 @@
 /*
- * gru.c — definitions of gru (Fluid's dynamic GRU over LoD sequences),
- * gru_unit (one step) and their grads. Kernels in kernels/cpu/gru.c.
+ * gru.c — inference and grad makers of gru (Fluid's dynamic GRU over LoD
+ * sequences), gru_unit (one step) and their grads; the ops (slots,
+ * attributes, docs) are declared in gru.ops. Kernels in kernels/cpu/gru.c.
  *
  * Gate blocks of Input/Bias are {update u, reset r, candidate c}. Weight
  * [D, 3D] is stored as Fluid stores it: a [D, 2D] matrix W_ur for the two
@@ -24,21 +25,9 @@
  */
 #include <stdio.h>
 #include "op.h"
-#include "paddle_attrs.h"
-#include "gru.h"
-
-#define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
+#include "ops/gru.h"   /* generated from gru.ops */
 
 static const char *nm(const char *s) { return s ? s : "?"; }
-
-static int check_act_code(oar_infer_ctx_t *c, const char *attr)
-{
-    int v = oar_attr_i(oar_ic_op(c), attr);
-    if (v < 0 || v > 3)
-        return oar_ic_error(c, OAR_ERR_INVALID, "attr %s is %d; expected 0 (identity), 1 (sigmoid), 2 (tanh) or 3 (relu)",
-                            attr, v);
-    return OAR_OK;
-}
 
 /* Weight [D, 3D], Input [rows, 3D], Bias [1, 3D]; *d the hidden size */
 static int check_weights(oar_infer_ctx_t *c, const char *in_slot, int64_t *rows, int64_t *d)
@@ -67,24 +56,8 @@ static int check_weights(oar_infer_ctx_t *c, const char *in_slot, int64_t *rows,
 }
 
 /* ---- gru ---------------------------------------------------------------------------- */
-static const oar_slot_def_t gru_in[] = {
-    {"Input", 0}, {"H0", OAR_SLOT_DISPENSABLE}, {"Weight", 0}, {"Bias", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-static const oar_slot_def_t gru_out[] = {
-    /* Paddle's save_inference_model drops the Batch* outputs: the kernel then uses scratch */
-    {"BatchGate", OAR_SLOT_DISPENSABLE}, {"BatchResetHiddenPrev", OAR_SLOT_DISPENSABLE},
-    {"BatchHidden", OAR_SLOT_DISPENSABLE}, {"Hidden", 0}, {NULL, 0}};
-static const oar_attr_def_t gru_attrs[] = {
-    {"activation", OAR_ATTR_STRING, 0, "tanh", false, 0, 0, OAR_GRU_ACT_CHOICES},
-    {"gate_activation", OAR_ATTR_STRING, 0, "sigmoid", false, 0, 0, OAR_GRU_ACT_CHOICES},
-    {"is_reverse", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    {"origin_mode", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    OAR_PA_B("is_test", 0),
-    ATTR_END};
-
 static int gru_check(oar_infer_ctx_t *c, int64_t *t, int64_t *d)
 {
-    OAR_TRY(oar_ic_check_act_attr(c, "activation"));
-    OAR_TRY(oar_ic_check_act_attr(c, "gate_activation"));
     OAR_TRY(check_weights(c, "Input", t, d));
     int64_t nseq = -1;
     if (oar_ic_runtime(c)) OAR_TRY(oar_ic_seq_count(c, "Input", &nseq));
@@ -123,30 +96,6 @@ static int gru_grad_maker(oar_grad_ctx_t *g)
     return OAR_OK;
 }
 
-static int gru_decode(oar_decode_ctx_t *d, void *out)
-{
-    oar_gru_attrs_t *a = out;
-    a->act = oar_dec_choice(d, "activation");
-    a->gate = oar_dec_choice(d, "gate_activation");
-    a->origin = oar_dec_b(d, "origin_mode");
-    a->reverse = oar_dec_b(d, "is_reverse");
-    return oar_dec_status(d);
-}
-
-static const oar_op_def_t gru_def = {
-    .type = "gru", .inputs = gru_in, .outputs = gru_out, .attrs = gru_attrs,
-    .infer = gru_infer, .grad = gru_grad_maker, .dtype_slot = "Input",
-    .attrs_size = sizeof(oar_gru_attrs_t), .decode = gru_decode};
-OAR_REGISTER_OP(gru_def)
-
-static const oar_slot_def_t gru_grad_in[] = {
-    {"Input", 0}, {"H0", OAR_SLOT_DISPENSABLE}, {"Weight", 0}, {"Bias", OAR_SLOT_DISPENSABLE},
-    {"BatchGate", 0}, {"BatchResetHiddenPrev", 0}, {"BatchHidden", 0}, {"Hidden", 0}, {"Hidden@GRAD", 0},
-    {NULL, 0}};
-static const oar_slot_def_t gru_grad_out[] = {
-    {"Input@GRAD", OAR_SLOT_DISPENSABLE}, {"H0@GRAD", OAR_SLOT_DISPENSABLE},
-    {"Weight@GRAD", OAR_SLOT_DISPENSABLE}, {"Bias@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-
 static int gru_grad_infer(oar_infer_ctx_t *c)
 {
     int64_t t, d;
@@ -161,26 +110,11 @@ static int gru_grad_infer(oar_infer_ctx_t *c)
     return oar_infer_grad_like_inputs(c);
 }
 
-static const oar_op_def_t gru_grad_def = {
-    .type = "gru_grad", .inputs = gru_grad_in, .outputs = gru_grad_out, .attrs = gru_attrs,
-    .infer = gru_grad_infer, .dtype_slot = "Input",
-    .attrs_size = sizeof(oar_gru_attrs_t), .decode = gru_decode};
-OAR_REGISTER_OP(gru_grad_def)
-
 /* ---- gru_unit ---------------------------------------------------------------------------- */
-static const oar_slot_def_t unit_in[] = {
-    {"Input", 0}, {"HiddenPrev", 0}, {"Weight", 0}, {"Bias", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-static const oar_slot_def_t unit_out[] = {{"Gate", 0}, {"ResetHiddenPrev", 0}, {"Hidden", 0}, {NULL, 0}};
-static const oar_attr_def_t unit_attrs[] = {
-    {"activation", OAR_ATTR_INT, 2, NULL, false, 0, 0},
-    {"gate_activation", OAR_ATTR_INT, 1, NULL, false, 0, 0},
-    {"origin_mode", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    ATTR_END};
-
 static int unit_check(oar_infer_ctx_t *c, int64_t *n, int64_t *d)
 {
-    OAR_TRY(check_act_code(c, "activation"));
-    OAR_TRY(check_act_code(c, "gate_activation"));
+    /* the activation codes were checked by gru_unit_finish */
+    if (!oar_ic_attrs(c)) return OAR_ERR_INVALID;
     OAR_TRY(check_weights(c, "Input", n, d));
     char b[128];
     snprintf(b, sizeof b, "[N, D] = [%lld, %lld] (N from Input, D from Weight)", (long long)*n, (long long)*d);
@@ -213,31 +147,22 @@ static int unit_grad_maker(oar_grad_ctx_t *g)
     return OAR_OK;
 }
 
-/* Fluid's INT activation codes, the kernels' numbering (identity, sigmoid, tanh, relu) */
-static int unit_decode(oar_decode_ctx_t *d, void *out)
+/* gru_unit's INT activation codes are the kernels' numbering (identity,
+ * sigmoid, tanh, relu); Fluid declares no range, so the decoder checks them
+ * (with the message inference gave before, naming the attr). gru_unit runs
+ * one step: no reverse. */
+static void gru_unit_finish(oar_decode_ctx_t *d, oar_gru_attrs_t *a)
 {
-    oar_gru_attrs_t *a = out;
-    a->act = oar_dec_i(d, "activation");
-    a->gate = oar_dec_i(d, "gate_activation");
-    a->origin = oar_dec_b(d, "origin_mode");
     a->reverse = false;
-    if (a->act < 0 || a->act > 3 || a->gate < 0 || a->gate > 3)
-        return oar_dec_error(d, OAR_ERR_INVALID, "gru_unit activation codes %d / %d: expected 0..3", a->act, a->gate);
-    return oar_dec_status(d);
+    static const char *const names[] = {"activation", "gate_activation"};
+    int v[2] = {a->act, a->gate};
+    for (int i = 0; i < 2; i++)
+        if (v[i] < 0 || v[i] > 3) {
+            oar_dec_error(d, OAR_ERR_INVALID, "gru_unit: attr %s is %d; expected 0 (identity), 1 (sigmoid), 2 (tanh) "
+                          "or 3 (relu)", names[i], v[i]);
+            return;
+        }
 }
-
-static const oar_op_def_t gru_unit_def = {
-    .type = "gru_unit", .inputs = unit_in, .outputs = unit_out, .attrs = unit_attrs,
-    .infer = unit_infer, .grad = unit_grad_maker, .dtype_slot = "Input",
-    .attrs_size = sizeof(oar_gru_attrs_t), .decode = unit_decode};
-OAR_REGISTER_OP(gru_unit_def)
-
-static const oar_slot_def_t unit_grad_in[] = {
-    {"Input", 0}, {"HiddenPrev", 0}, {"Weight", 0}, {"Bias", OAR_SLOT_DISPENSABLE}, {"Gate", 0},
-    {"ResetHiddenPrev", 0}, {"Hidden@GRAD", 0}, {NULL, 0}};
-static const oar_slot_def_t unit_grad_out[] = {
-    {"Input@GRAD", OAR_SLOT_DISPENSABLE}, {"HiddenPrev@GRAD", OAR_SLOT_DISPENSABLE},
-    {"Weight@GRAD", OAR_SLOT_DISPENSABLE}, {"Bias@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
 
 static int unit_grad_infer(oar_infer_ctx_t *c)
 {
@@ -252,8 +177,5 @@ static int unit_grad_infer(oar_infer_ctx_t *c)
     return oar_infer_grad_like_inputs(c);
 }
 
-static const oar_op_def_t gru_unit_grad_def = {
-    .type = "gru_unit_grad", .inputs = unit_grad_in, .outputs = unit_grad_out, .attrs = unit_attrs,
-    .infer = unit_grad_infer, .dtype_slot = "Input",
-    .attrs_size = sizeof(oar_gru_attrs_t), .decode = unit_decode};
-OAR_REGISTER_OP(gru_unit_grad_def)
+#define OAR_OPS_DEFINE
+#include "ops/gru.h"   /* the tables, decoders and registrations */

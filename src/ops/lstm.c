@@ -1,6 +1,7 @@
 /*
- * lstm.c — definitions of lstm (Fluid's dynamic LSTM over LoD sequences),
- * lstm_unit (one step) and their grads. Kernels in kernels/cpu/lstm.c.
+ * lstm.c — inference and grad makers of lstm (Fluid's dynamic LSTM over LoD
+ * sequences), lstm_unit (one step) and their grads; the ops (slots,
+ * attributes, docs) are declared in lstm.ops. Kernels in kernels/cpu/lstm.c.
  *
  * lstm: Input [T, 4D] (x already projected, LoD level >= 1), H0/C0 [N, D]
  * optional (one row per sequence, zeros when absent), Weight [D, 4D], Bias
@@ -26,36 +27,17 @@
  */
 #include <stdio.h>
 #include "op.h"
-#include "paddle_attrs.h"
-#include "lstm.h"
-
-#define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
+#include "ops/lstm.h"   /* generated from lstm.ops */
 
 static const char *nm(const char *s) { return s ? s : "?"; }
 
 /* ---- lstm ---------------------------------------------------------------------- */
-static const oar_slot_def_t lstm_in[] = {
-    {"Input", 0}, {"H0", OAR_SLOT_DISPENSABLE}, {"C0", OAR_SLOT_DISPENSABLE}, {"Weight", 0},
-    {"Bias", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-static const oar_slot_def_t lstm_out[] = {
-    /* Paddle's save_inference_model drops the Batch* outputs: the kernel then uses scratch */
-    {"Hidden", 0}, {"Cell", 0}, {"BatchGate", OAR_SLOT_DISPENSABLE}, {"BatchCellPreAct", OAR_SLOT_DISPENSABLE},
-    {NULL, 0}};
-static const oar_attr_def_t lstm_attrs[] = {
-    {"use_peepholes", OAR_ATTR_BOOLEAN, 1, NULL, false, 0, 0},
-    {"is_reverse", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    {"gate_activation", OAR_ATTR_STRING, 0, "sigmoid", false, 0, 0, OAR_ACT_CHOICES},
-    {"cell_activation", OAR_ATTR_STRING, 0, "tanh", false, 0, 0, OAR_ACT_CHOICES},
-    {"candidate_activation", OAR_ATTR_STRING, 0, "tanh", false, 0, 0, OAR_ACT_CHOICES},
-    OAR_PA_B("is_test", 0),
-    ATTR_END};
-
 /* checks every input; *t rows of Input (-1 unknown), *d the hidden size */
 static int lstm_check(oar_infer_ctx_t *c, int64_t *t, int64_t *d)
 {
-    OAR_TRY(oar_ic_check_act_attr(c, "gate_activation"));
-    OAR_TRY(oar_ic_check_act_attr(c, "cell_activation"));
-    OAR_TRY(oar_ic_check_act_attr(c, "candidate_activation"));
+    /* the activations' choices are checked wherever a program comes from (lstm.ops) */
+    const oar_lstm_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
     const int64_t *w = NULL, *in = NULL;
     OAR_TRY(oar_ic_check_2d(c, "Weight", -1, -1, "[D, 4D]", &w));
     char b[160];
@@ -70,7 +52,7 @@ static int lstm_check(oar_infer_ctx_t *c, int64_t *t, int64_t *d)
     int dt = oar_ic_in_dtype(c, "Input", 0);
     OAR_TRY(oar_ic_check_float(c, "Input", -1));
     OAR_TRY(oar_ic_check_float(c, "Weight", dt));
-    bool peep = oar_attr_b(oar_ic_op(c), "use_peepholes");
+    bool peep = a->peepholes;
     if (oar_ic_in_count(c, "Bias") > 0) {
         int64_t bw = hd >= 0 ? (peep ? 7 : 4) * hd : -1;
         snprintf(b, sizeof b, "[1, %s] = [1, %lld]%s", peep ? "7D" : "4D", (long long)bw,
@@ -120,37 +102,6 @@ static int lstm_grad_maker(oar_grad_ctx_t *g)
     return OAR_OK;
 }
 
-static int lstm_decode(oar_decode_ctx_t *d, void *out)
-{
-    oar_lstm_attrs_t *a = out;
-    a->peepholes = oar_dec_b(d, "use_peepholes");
-    a->reverse = oar_dec_b(d, "is_reverse");
-    a->gate = oar_dec_choice(d, "gate_activation");
-    a->cell = oar_dec_choice(d, "cell_activation");
-    a->cand = oar_dec_choice(d, "candidate_activation");
-    return oar_dec_status(d);
-}
-
-static int unit_decode(oar_decode_ctx_t *d, void *out)
-{
-    ((oar_lstm_unit_attrs_t *)out)->forget_bias = oar_dec_f(d, "forget_bias");
-    return oar_dec_status(d);
-}
-
-static const oar_op_def_t lstm_def = {
-    .type = "lstm", .inputs = lstm_in, .outputs = lstm_out, .attrs = lstm_attrs,
-    .infer = lstm_infer, .grad = lstm_grad_maker, .dtype_slot = "Input",
-    .attrs_size = sizeof(oar_lstm_attrs_t), .decode = lstm_decode};
-OAR_REGISTER_OP(lstm_def)
-
-static const oar_slot_def_t lstm_grad_in[] = {
-    {"Input", 0}, {"H0", OAR_SLOT_DISPENSABLE}, {"C0", OAR_SLOT_DISPENSABLE}, {"Weight", 0},
-    {"Bias", OAR_SLOT_DISPENSABLE}, {"Hidden", 0}, {"Cell", 0}, {"BatchGate", 0}, {"BatchCellPreAct", 0},
-    {"Hidden@GRAD", 0}, {"Cell@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-static const oar_slot_def_t lstm_grad_out[] = {
-    {"Input@GRAD", OAR_SLOT_DISPENSABLE}, {"H0@GRAD", OAR_SLOT_DISPENSABLE}, {"C0@GRAD", OAR_SLOT_DISPENSABLE},
-    {"Weight@GRAD", OAR_SLOT_DISPENSABLE}, {"Bias@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-
 static int lstm_grad_infer(oar_infer_ctx_t *c)
 {
     int64_t t, d;
@@ -166,19 +117,7 @@ static int lstm_grad_infer(oar_infer_ctx_t *c)
     return oar_infer_grad_like_inputs(c);
 }
 
-static const oar_op_def_t lstm_grad_def = {
-    .type = "lstm_grad", .inputs = lstm_grad_in, .outputs = lstm_grad_out, .attrs = lstm_attrs,
-    .infer = lstm_grad_infer, .dtype_slot = "Input",
-    .attrs_size = sizeof(oar_lstm_attrs_t), .decode = lstm_decode};
-OAR_REGISTER_OP(lstm_grad_def)
-
 /* ---- lstm_unit ---------------------------------------------------------------------- */
-static const oar_slot_def_t unit_in[] = {{"X", 0}, {"C_prev", 0}, {NULL, 0}};
-static const oar_slot_def_t unit_out[] = {{"C", 0}, {"H", 0}, {NULL, 0}};
-static const oar_attr_def_t unit_attrs[] = {
-    {"forget_bias", OAR_ATTR_FLOAT, 0, NULL, false, 0, 0},
-    ATTR_END};
-
 static int unit_check(oar_infer_ctx_t *c, int64_t *n, int64_t *d)
 {
     const int64_t *cp = NULL, *x = NULL;
@@ -222,17 +161,6 @@ static int unit_grad_maker(oar_grad_ctx_t *g)
     return oar_gc_in_grad(g, op, "C_prev");
 }
 
-static const oar_op_def_t lstm_unit_def = {
-    .type = "lstm_unit", .inputs = unit_in, .outputs = unit_out, .attrs = unit_attrs,
-    .infer = unit_infer, .grad = unit_grad_maker, .dtype_slot = "X",
-    .attrs_size = sizeof(oar_lstm_unit_attrs_t), .decode = unit_decode};
-OAR_REGISTER_OP(lstm_unit_def)
-
-static const oar_slot_def_t unit_grad_in[] = {
-    {"X", 0}, {"C_prev", 0}, {"C", 0}, {"C@GRAD", 0}, {"H@GRAD", 0}, {NULL, 0}};
-static const oar_slot_def_t unit_grad_out[] = {
-    {"X@GRAD", OAR_SLOT_DISPENSABLE}, {"C_prev@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-
 static int unit_grad_infer(oar_infer_ctx_t *c)
 {
     int64_t n, d;
@@ -246,8 +174,5 @@ static int unit_grad_infer(oar_infer_ctx_t *c)
     return oar_infer_grad_like_inputs(c);
 }
 
-static const oar_op_def_t lstm_unit_grad_def = {
-    .type = "lstm_unit_grad", .inputs = unit_grad_in, .outputs = unit_grad_out, .attrs = unit_attrs,
-    .infer = unit_grad_infer, .dtype_slot = "X",
-    .attrs_size = sizeof(oar_lstm_unit_attrs_t), .decode = unit_decode};
-OAR_REGISTER_OP(lstm_unit_grad_def)
+#define OAR_OPS_DEFINE
+#include "ops/lstm.h"   /* the tables, decoders and registrations */

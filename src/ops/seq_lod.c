@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include "op.h"
 #include "seq_lod.h"
-#include "sequence.h"
+#include "ops/sequence_util.h"   /* generated slots and oar_seqexpand_attrs_t */
 
 static const char *nm(const char *s) { return s ? s : "?"; }
 

@@ -1,7 +1,9 @@
 /*
  * sequence.c — definitions of the LoD sequence ops (Fluid 1.x):
  * sequence_pool, sequence_softmax, sequence_expand, sequence_conv and their
- * grads. Kernels in kernels/cpu/sequence.c and kernels/cpu/sequence_conv.c.
+ * grads: their inference and grad makers; the ops (slots, attributes, docs)
+ * are declared in sequence.ops. Kernels in kernels/cpu/sequence.c and
+ * kernels/cpu/sequence_conv.c.
  *
  * The ops work on the last LoD level of their input (the innermost
  * sequences), as Fluid's do. A LoD is required at run time; its absence, or a
@@ -26,10 +28,14 @@
 #include <limits.h>
 #include <string.h>
 #include "op.h"
-#include "sequence.h"
-#include "seq_lod.h"
+#include "ops/sequence_util.h"   /* generated from sequence.ops; OAR_SEQ_X, OAR_SEQG_DX */
 
-#define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
+/* the kernels' shared code addresses X and X@GRAD of every op here by
+ * OAR_SEQ_X/OAR_SEQG_DX (sequence_util.h): 0 */
+_Static_assert(OAR_SEQ_X == 0 && OAR_SEQG_DX == 0, "sequence_util.h");
+#define SEQ_SLOT0(p) ((int)OAR_##p##_X == 0 && (int)OAR_##p##G_X == 0 && (int)OAR_##p##G_DX == 0)
+_Static_assert(SEQ_SLOT0(SEQPOOL) && SEQ_SLOT0(SEQSM) && SEQ_SLOT0(SEQEXP) && SEQ_SLOT0(SEQCONV),
+               "X is every sequence op's input 0 and X@GRAD every grad's output 0");
 
 static const char *nm(const char *s) { return s ? s : "?"; }
 
@@ -56,37 +62,12 @@ static int seq_lod(oar_infer_ctx_t *c, const char *slot, const int64_t **offs, i
 
 
 /* ---- sequence_pool ------------------------------------------------------------ */
-static const oar_slot_def_t pool_in[] = {{"X", 0}, {NULL, 0}};
-static const oar_slot_def_t pool_out[] = {{"Out", 0}, {"MaxIndex", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-static const oar_attr_def_t pool_attrs[] = {
-    {"pooltype", OAR_ATTR_STRING, 0, "AVERAGE", false, 0, 0, OAR_SEQPOOL_TYPES},
-    {"is_test", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    {"pad_value", OAR_ATTR_FLOAT, 0, NULL, false, 0, 0},
-    ATTR_END};
-
-static int pool_decode(oar_decode_ctx_t *d, void *out)
-{
-    oar_seqpool_attrs_t *a = out;
-    a->pooltype = oar_dec_choice(d, "pooltype");
-    a->pad_value = oar_dec_f(d, "pad_value");
-    return oar_dec_status(d);
-}
-
-static int check_pooltype(oar_infer_ctx_t *c)
-{
-    const char *p = oar_attr_s(oar_ic_op(c), "pooltype");
-    if (oar_attr_choice_index(OAR_SEQPOOL_TYPES, p) >= 0) return OAR_OK;
-    return oar_ic_error(c, OAR_ERR_INVALID, "attr pooltype is '%s'; expected AVERAGE, SUM, SQRT, MAX, LAST or FIRST",
-                        nm(p));
-}
-
 static int pool_infer(oar_infer_ctx_t *c)
 {
     int nd;
     const int64_t *xd = oar_ic_in_dims(c, "X", 0, &nd);
     if (!xd) return OAR_ERR_SHAPE;
     OAR_TRY(oar_ic_check_float(c, "X", -1));
-    OAR_TRY(check_pooltype(c));
     if (nd < 1) return oar_ic_error(c, OAR_ERR_SHAPE, "input X '%s' is a scalar; expected [N, ...]", nm(oar_ic_in_name(c, "X", 0)));
     int64_t od[OAR_MAX_DIMS];
     memcpy(od, xd, sizeof(int64_t) * (size_t)nd);
@@ -118,19 +99,8 @@ static int pool_grad_maker(oar_grad_ctx_t *g)
     return oar_gc_in_grad(g, op, "X");
 }
 
-static const oar_op_def_t sequence_pool_def = {
-    .type = "sequence_pool", .inputs = pool_in, .outputs = pool_out, .attrs = pool_attrs,
-    .infer = pool_infer, .grad = pool_grad_maker, .dtype_slot = "X",
-    .attrs_size = sizeof(oar_seqpool_attrs_t), .decode = pool_decode};
-OAR_REGISTER_OP(sequence_pool_def)
-
-static const oar_slot_def_t pool_grad_in[] = {
-    {"X", 0}, {"MaxIndex", OAR_SLOT_DISPENSABLE}, {"Out@GRAD", 0}, {NULL, 0}};
-static const oar_slot_def_t x_grad_out[] = {{"X@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-
 static int pool_grad_infer(oar_infer_ctx_t *c)
 {
-    OAR_TRY(check_pooltype(c));
     if (oar_ic_runtime(c)) {
         int nd, gn;
         const int64_t *xd = oar_ic_in_dims(c, "X", 0, &nd);
@@ -153,20 +123,7 @@ static int pool_grad_infer(oar_infer_ctx_t *c)
     return oar_infer_grad_like_inputs(c);
 }
 
-static const oar_op_def_t sequence_pool_grad_def = {
-    .type = "sequence_pool_grad", .inputs = pool_grad_in, .outputs = x_grad_out, .attrs = pool_attrs,
-    .infer = pool_grad_infer, .dtype_slot = "Out@GRAD",
-    .attrs_size = sizeof(oar_seqpool_attrs_t), .decode = pool_decode};
-OAR_REGISTER_OP(sequence_pool_grad_def)
-
 /* ---- sequence_softmax ------------------------------------------------------------ */
-static const oar_slot_def_t x_in[] = {{"X", 0}, {NULL, 0}};
-static const oar_slot_def_t out_only[] = {{"Out", 0}, {NULL, 0}};
-static const oar_attr_def_t softmax_attrs[] = {
-    {"use_cudnn", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    {"data_format", OAR_ATTR_STRING, 0, "AnyLayout", false, 0, 0},
-    ATTR_END};
-
 /* one value per row: [N] or [N, 1, ...] */
 static int check_width1(oar_infer_ctx_t *c, const char *slot, const int64_t *d, int nd)
 {
@@ -195,14 +152,6 @@ static int softmax_infer(oar_infer_ctx_t *c)
     return oar_infer_same_as(c, "X", "Out");
 }
 
-static const oar_op_def_t sequence_softmax_def = {
-    .type = "sequence_softmax", .inputs = x_in, .outputs = out_only, .attrs = softmax_attrs,
-    .infer = softmax_infer, .grad = oar_grad_default, .dtype_slot = "X",
-    .flags = OAR_OP_INPLACE /* a sequence's values are all read before its outputs are written */};
-OAR_REGISTER_OP(sequence_softmax_def)
-
-static const oar_slot_def_t softmax_grad_in[] = {{"X", 0}, {"Out", 0}, {"Out@GRAD", 0}, {NULL, 0}};
-
 static int softmax_grad_infer(oar_infer_ctx_t *c)
 {
     int on, gn;
@@ -226,29 +175,15 @@ static int softmax_grad_infer(oar_infer_ctx_t *c)
     return oar_infer_grad_like_inputs(c);
 }
 
-static const oar_op_def_t sequence_softmax_grad_def = {
-    .type = "sequence_softmax_grad", .inputs = softmax_grad_in, .outputs = x_grad_out, .attrs = softmax_attrs,
-    .infer = softmax_grad_infer, .dtype_slot = "Out"};
-OAR_REGISTER_OP(sequence_softmax_grad_def)
-
 /* ---- sequence_expand --------------------------------------------------------------- */
-static const oar_slot_def_t expand_in[] = {{"X", 0}, {"Y", 0}, {NULL, 0}};
-static const oar_attr_def_t expand_attrs[] = {
-    {"ref_level", OAR_ATTR_INT, -1, NULL, false, 0, 0},
-    ATTR_END};
-
-static int expand_decode(oar_decode_ctx_t *d, void *out)
-{
-    ((oar_seqexpand_attrs_t *)out)->ref_level = oar_dec_i(d, "ref_level");
-    return oar_dec_status(d);
-}
-
 /* run time: Out's row count from X's LoD (at most one level) and Y's ref level */
 static int expand_rows(oar_infer_ctx_t *c, const oar_tensor_t *x, int64_t *rows)
 {
     const oar_tensor_t *y = oar_ic_in_lod_tensor(c, "Y", 0);
     if (!y) return OAR_ERR_NOT_FOUND;
-    int ref = oar_attr_i(oar_ic_op(c), "ref_level");
+    const oar_seqexpand_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
+    int ref = a->ref_level;
     if (x->lod_levels > 1)
         return oar_ic_error(c, OAR_ERR_INVALID, "input X '%s' has %d LoD levels; at most 1 is supported",
                             nm(oar_ic_in_name(c, "X", 0)), x->lod_levels);
@@ -310,14 +245,6 @@ static int expand_infer(oar_infer_ctx_t *c)
     return oar_ic_share_lod(c, "X", 0, "Out", 0);
 }
 
-static const oar_op_def_t sequence_expand_def = {
-    .type = "sequence_expand", .inputs = expand_in, .outputs = out_only, .attrs = expand_attrs,
-    .infer = expand_infer, .grad = oar_grad_default, .dtype_slot = "X",
-    .attrs_size = sizeof(oar_seqexpand_attrs_t), .decode = expand_decode};
-OAR_REGISTER_OP(sequence_expand_def)
-
-static const oar_slot_def_t expand_grad_in[] = {{"X", 0}, {"Y", 0}, {"Out@GRAD", 0}, {NULL, 0}};
-
 static int expand_grad_infer(oar_infer_ctx_t *c)
 {
     if (oar_ic_runtime(c)) {
@@ -341,38 +268,14 @@ static int expand_grad_infer(oar_infer_ctx_t *c)
     return oar_infer_grad_like_inputs(c);
 }
 
-static const oar_op_def_t sequence_expand_grad_def = {
-    .type = "sequence_expand_grad", .inputs = expand_grad_in, .outputs = x_grad_out, .attrs = expand_attrs,
-    .infer = expand_grad_infer, .dtype_slot = "Out@GRAD",
-    .attrs_size = sizeof(oar_seqexpand_attrs_t), .decode = expand_decode};
-OAR_REGISTER_OP(sequence_expand_grad_def)
-
 /* ---- sequence_conv ------------------------------------------------------------------ */
-static const oar_slot_def_t conv_in[] = {
-    {"X", 0}, {"Filter", 0}, {"PaddingData", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-static const oar_attr_def_t conv_attrs[] = {
-    {"paddingTrainable", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    {"contextLength", OAR_ATTR_INT, 0, NULL, true, 1, INT_MAX},
-    {"contextStart", OAR_ATTR_INT, 0, NULL, false, 0, 0},
-    {"contextStride", OAR_ATTR_INT, 1, NULL, false, 0, 0},
-    ATTR_END};
-
-static int conv_decode(oar_decode_ctx_t *d, void *out)
-{
-    oar_seqconv_attrs_t *a = out;
-    a->context_length = oar_dec_i(d, "contextLength");
-    a->context_start = oar_dec_i(d, "contextStart");
-    a->padding_trainable = oar_dec_b(d, "paddingTrainable");
-    return oar_dec_status(d);
-}
-
 static int conv_check(oar_infer_ctx_t *c, int64_t *n, int64_t *m)
 {
-    const oar_op_desc_t *op = oar_ic_op(c);
-    int cl = oar_attr_i(op, "contextLength"), cs = oar_attr_i(op, "contextStart");
-    if (oar_attr_i(op, "contextStride") != 1)
-        return oar_ic_error(c, OAR_ERR_INVALID, "attr contextStride is %d; only 1 is supported",
-                            oar_attr_i(op, "contextStride"));
+    const oar_seqconv_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
+    int cl = a->context_length, cs = a->context_start;
+    if (a->context_stride != 1)
+        return oar_ic_error(c, OAR_ERR_INVALID, "attr contextStride is %d; only 1 is supported", a->context_stride);
     if (cl < 1) return oar_ic_error(c, OAR_ERR_INVALID, "attr contextLength is %d; expected >= 1", cl);
     int xn, fn;
     const int64_t *xd = oar_ic_in_dims(c, "X", 0, &xn);
@@ -394,7 +297,7 @@ static int conv_check(oar_infer_ctx_t *c, int64_t *n, int64_t *m)
         return oar_ic_error(c, OAR_ERR_DTYPE, "X dtype %s and Filter dtype %s differ", nm(oar_dtype_name(xt)),
                             nm(oar_dtype_name(ft)));
     int64_t up = cs < 0 ? -(int64_t)cs : 0, down = (int64_t)cs + cl - 1 > 0 ? (int64_t)cs + cl - 1 : 0;
-    bool trainable = oar_attr_b(op, "paddingTrainable");
+    bool trainable = a->padding_trainable;
     if (oar_ic_in_count(c, "PaddingData") > 0) {
         int pn;
         const int64_t *pd = oar_ic_in_dims(c, "PaddingData", 0, &pn);
@@ -425,18 +328,6 @@ static int conv_infer(oar_infer_ctx_t *c)
     return oar_ic_share_lod(c, "X", 0, "Out", 0);
 }
 
-static const oar_op_def_t sequence_conv_def = {
-    .type = "sequence_conv", .inputs = conv_in, .outputs = out_only, .attrs = conv_attrs,
-    .infer = conv_infer, .grad = oar_grad_default, .dtype_slot = "X",
-    .attrs_size = sizeof(oar_seqconv_attrs_t), .decode = conv_decode};
-OAR_REGISTER_OP(sequence_conv_def)
-
-static const oar_slot_def_t conv_grad_in[] = {
-    {"X", 0}, {"Filter", 0}, {"PaddingData", OAR_SLOT_DISPENSABLE}, {"Out@GRAD", 0}, {NULL, 0}};
-static const oar_slot_def_t conv_grad_out[] = {
-    {"X@GRAD", OAR_SLOT_DISPENSABLE}, {"Filter@GRAD", OAR_SLOT_DISPENSABLE},
-    {"PaddingData@GRAD", OAR_SLOT_DISPENSABLE}, {NULL, 0}};
-
 static int conv_grad_infer(oar_infer_ctx_t *c)
 {
     int64_t n, m;
@@ -453,8 +344,5 @@ static int conv_grad_infer(oar_infer_ctx_t *c)
     return oar_infer_grad_like_inputs(c);
 }
 
-static const oar_op_def_t sequence_conv_grad_def = {
-    .type = "sequence_conv_grad", .inputs = conv_grad_in, .outputs = conv_grad_out, .attrs = conv_attrs,
-    .infer = conv_grad_infer, .dtype_slot = "X",
-    .attrs_size = sizeof(oar_seqconv_attrs_t), .decode = conv_decode};
-OAR_REGISTER_OP(sequence_conv_grad_def)
+#define OAR_OPS_DEFINE
+#include "ops/sequence.h"   /* the tables, decoders and registrations */
