@@ -295,7 +295,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_DIR     = $(BUILD)/fuzz
 FUZZ_SAN     = -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS  = -std=c11 -g -O1 -march=native -D_GNU_SOURCE -fopenmp -Wall -Wextra -Wno-unknown-pragmas $(FUZZ_SAN) $(VISIBILITY) \
-               -fsanitize=fuzzer-no-link -Isrc -I$(FUZZ_DIR) $(OPENBLAS_INC)
+               -fsanitize=fuzzer-no-link -Isrc -I$(FUZZ_DIR) -I$(BUILD) $(OPENBLAS_INC)
 FUZZ_SRC     = $(wildcard src/*.c src/ops/*.c kernels/cpu/*.c)
 FUZZ_OBJ     = $(patsubst %.c,$(FUZZ_DIR)/%.o,$(FUZZ_SRC)) $(FUZZ_DIR)/framework.pb-c.o
 FUZZ_TARGETS = $(FUZZ_DIR)/fuzz_program $(FUZZ_DIR)/fuzz_tensor $(FUZZ_DIR)/fuzz_run
@@ -310,7 +310,8 @@ $(FUZZ_DIR)/framework.pb-c.h: $(FUZZ_DIR)/framework.pb-c.c
 $(FUZZ_DIR)/framework.pb-c.o: $(FUZZ_DIR)/framework.pb-c.c
 	$(FUZZ_CC) -std=c11 -g -O1 $(FUZZ_SAN) -fsanitize=fuzzer-no-link -I$(FUZZ_DIR) -c $< -o $@
 
-$(FUZZ_DIR)/%.o: %.c $(FUZZ_DIR)/framework.pb-c.h $(wildcard src/*.h kernels/cpu/*.h)
+# the op declarations' headers come from the main build's rule (build/ops)
+$(FUZZ_DIR)/%.o: %.c $(FUZZ_DIR)/framework.pb-c.h $(wildcard src/*.h kernels/cpu/*.h) $(OPS_GEN)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
 
@@ -355,7 +356,7 @@ $(ASAN_DIR)/framework.pb-c.o: $(BUILD)/framework.pb-c.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O1 -g -fPIC $(VISIBILITY) $(ASAN_FLAGS) -Ibuild -c $< -o $@
 
-$(ASAN_DIR)/%.o: %.c $(BUILD)/framework.pb-c.h $(wildcard src/*.h kernels/cpu/*.h)
+$(ASAN_DIR)/%.o: %.c $(BUILD)/framework.pb-c.h $(wildcard src/*.h kernels/cpu/*.h) $(OPS_GEN)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -Wall -Wextra -D_GNU_SOURCE -fPIC -O1 -g -fopenmp $(VISIBILITY) -Isrc -Ibuild $(OPENBLAS_INC) $(ASAN_FLAGS) -c $< -o $@
 
