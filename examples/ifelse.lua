@@ -1,5 +1,5 @@
 #!/usr/bin/env luajit
--- ifelse.lua: the IfElse program of seeds/block.txt ("Blocks with if-else
+-- ifelse.lua: the IfElse program of Fluid's block design ("Blocks with if-else
 -- and IfElseOp"), with oar.
 --
 --   x = minibatch([10, 20, 30])   -- shape [N, 1]

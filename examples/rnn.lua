@@ -1,5 +1,5 @@
 #!/usr/bin/env luajit
--- rnn.lua: the RNN program of seeds/block.txt ("Blocks with for and
+-- rnn.lua: the RNN program of Fluid's block design ("Blocks with for and
 -- RNNOp"), with oar's StaticRNN.
 --
 --   x = sequence([10, 20, 30])    -- one sequence of three steps

@@ -1,4 +1,4 @@
--- The API contract (/work/shared/API.md): control flow (the API.md samples, run as written). One of the
+-- The API contract (docs/api.md): control flow (the docs/api.md samples, run as written). One of the
 -- api_contract_*_spec.lua files (one per API area): every table row, bullet,
 -- keyword default and code-sample call has at least one assertion, with
 -- expected values worked out by hand in the comments.
@@ -14,7 +14,7 @@ local build, run = A.build, A.run
 local Constant, const_attr, X23 = oar.initializer.Constant, A.const_attr, A.X23
 
 
--- ==== Control flow (owned elsewhere; the API.md samples, run as written) ======================
+-- ==== Control flow (owned elsewhere; the docs/api.md samples, run as written) ======================
 describe("API: control flow samples", function()
   local sig = function(v) return 1 / (1 + math.exp(-v)) end
 

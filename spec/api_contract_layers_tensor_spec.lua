@@ -1,4 +1,4 @@
--- The API contract (/work/shared/API.md): layers: shape, type and index layers; losses and metrics; comparisons and logic. One of the
+-- The API contract (docs/api.md): layers: shape, type and index layers; losses and metrics; comparisons and logic. One of the
 -- api_contract_*_spec.lua files (one per API area): every table row, bullet,
 -- keyword default and code-sample call has at least one assertion, with
 -- expected values worked out by hand in the comments.

@@ -1,4 +1,4 @@
--- The API contract (/work/shared/API.md): no call, whatever its arguments, crashes the process (the contract fuzz). One of the
+-- The API contract (docs/api.md): no call, whatever its arguments, crashes the process (the contract fuzz). One of the
 -- api_contract_*_spec.lua files (one per API area): every table row, bullet,
 -- keyword default and code-sample call has at least one assertion, with
 -- expected values worked out by hand in the comments.

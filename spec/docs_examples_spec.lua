@@ -12,7 +12,9 @@
 -- A fenced `c` block is a whole C program using the C API (src/oar.h): it
 -- is compiled with -Wall -Wextra -Werror against build/liboar.so and run,
 -- after the page's Lua script, in the same directory (so it can load a model
--- the Lua examples saved); it must exit with status 0.
+-- the Lua examples saved); it must exit with status 0. A block marked
+-- `c op-example` is one file of an op's library, not a program:
+-- spec/contributing_op_spec.lua builds those.
 local ROOT = (function()
   local p = io.popen("pwd")
   local d = p:read("*l")
@@ -178,8 +180,11 @@ describe("docs examples", function()
           error(string.format("%s:%d: unknown mark '%s' on a lua block (use `lua` or `lua no-run`)",
             page, b.line, mark))
         end
-      elseif lang == "c" then
+      elseif lang == "c" and mark == "" then
         cblocks[#cblocks + 1] = b
+      elseif lang == "c" and mark ~= "op-example" then
+        error(string.format("%s:%d: unknown mark '%s' on a c block (use `c`, or `c op-example` for a file of an op's library)",
+          page, b.line, mark))
       end
     end
 

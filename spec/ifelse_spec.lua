@@ -46,7 +46,7 @@ local function bools(list)
   return { data = rows, dtype = "bool" }
 end
 
--- the API.md example: two outputs per side, an fc in the false side
+-- an IfElse with two outputs per side, an fc in the false side
 local function build_example()
   return CF.build(function()
     local x = layers.data{ name = "x", shape = { 3 }, dtype = "float64" }

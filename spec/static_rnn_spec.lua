@@ -1,4 +1,4 @@
--- StaticRNN (the recurrent op): the RNN of seeds/block.txt, forward values
+-- StaticRNN (the recurrent op): the RNN of Fluid's block design, forward values
 -- against plain-Lua time loops, gradients of inputs, initial states and
 -- parameters against finite differences, one-step sequences, two memories,
 -- serialization and misuse.
@@ -60,7 +60,7 @@ end
 local function param(r, name) return r.scope:find_var(name):get_tensor():totable() end
 
 describe("StaticRNN", function()
-  it("computes the RNN of seeds/block.txt (W = 0.314, U = 0.375, sigmoid)", function()
+  it("computes the RNN of Fluid's block design (W = 0.314, U = 0.375, sigmoid)", function()
     local r = CF.build(function()
       local x = layers.data{ name = "x", shape = { 3, 1, 1 }, dtype = "float64", append_batch_size = false }
       local m = layers.fill_constant{ shape = { 1, 1 }, dtype = "float64", value = 0 }

@@ -1,4 +1,4 @@
--- Strict arguments (API.md, "Arguments are checked"): every silent mistake
+-- Strict arguments (docs/api.md, "Checked arguments"): every silent mistake
 -- of issue 14 is an error naming the function, the key and the closest valid
 -- key, located at the line of this file that made it; misuse of control
 -- flow and LoD is explained with the call to make.

@@ -7,21 +7,34 @@
  *
  * Quick tour (error checks elided; every int-returning call returns OAR_OK=0
  * on success and a negative status otherwise, with oar_last_error() telling
- * why):
+ * why). spec/header_tours_spec.lua compiles it into a main() and runs it:
  *
+ * @tour-begin main
  *     oar_program_t *prog;  oar_program_new(&prog);
  *     oar_block_t *b = oar_program_block(prog, 0);
  *     oar_var_desc_t *x;    oar_block_var_new(b, "x", &x);
- *     int64_t dims[2] = {-1, 13};
+ *     int64_t dims[2] = {-1, 3};
  *     oar_var_desc_set_shape(x, dims, 2);
+ *     oar_var_desc_set_dtype(x, OAR_FP32);
  *     oar_op_desc_t *op;    oar_op_desc_new("relu", &op);
  *     const char *in[1] = {"x"}, *out[1] = {"y"};
  *     oar_op_desc_set_input(op, "X", in, 1);
  *     oar_op_desc_set_output(op, "Out", out, 1);
- *     oar_block_insert_op(b, -1, op);          // validates + infers "y"
+ *     oar_block_insert_op(b, -1, op);          // validates + infers "y"; b owns op
+ *
  *     oar_executor_t *exe;  oar_executor_new(OAR_PLACE_CPU, 0, &exe);
  *     oar_scope_t *scope;   oar_scope_new(&scope);
- *     oar_executor_run(exe, prog, 0, scope, 1, names, tensors, 1, fetch, outs);
+ *     int64_t feed_dims[2] = {2, 3};
+ *     const float data[6] = {-1, 2, -3, 4, -5, 6};
+ *     oar_tensor_t *feed;   oar_tensor_from_data(OAR_FP32, feed_dims, 2, data, &feed);
+ *     oar_tensor_t *y;      // fetched: a new reference
+ *     oar_executor_run(exe, prog, 0, scope, 1, in, &feed, 1, out, &y);
+ *     const float *yv = oar_tensor_data(y);
+ *     printf("%g %g %g\n", yv[0], yv[1], yv[5]);   // 0 2 6
+ *
+ *     oar_tensor_free(y);  oar_tensor_free(feed);
+ *     oar_scope_free(scope);  oar_executor_free(exe);  oar_program_free(prog);
+ * @tour-end
  *
  * Ownership: *_new and *_free pairs; handles that are refcounted (tensors, scopes)
  * also have *_retain, and *_free drops one reference. Borrowed pointers

@@ -1,33 +1,67 @@
 /*
  * op.h — how an operator is defined and how its kernels are written.
  *
- * An operator is one definition (src/ops/<family>.c) and any number of
- * kernels (kernels/cpu/<family>.c, kernels/cuda/<family>.cu), registered per
- * (op type, place, dtype). A definition declares:
+ * An operator is one declaration (src/ops/<family>.ops, a Lua data file),
+ * the C its declaration cannot say (src/ops/<family>.c: inference, grad
+ * makers) and any number of kernels (kernels/cpu/<family>.c,
+ * kernels/cuda/<family>.cu), registered per (op type, place, dtype).
+ * tools/gen_ops.lua turns the declaration into build/ops/<family>.h: the
+ * slot indices, the typed attribute struct, and (included once more with
+ * OAR_OPS_DEFINE) the slot and attribute tables, the decoder and the
+ * OAR_REGISTER_OP of an oar_op_def_t (below). A declaration gives:
  *   - input/output slots (duplicable: takes a list; dispensable: may be absent),
  *   - attributes with types, defaults and range checks (filled in at insertion),
  *   - `infer`: shape/dtype inference, written once against oar_infer_ctx_t and
  *     run both at compile time (on var descs, -1 = unknown batch dim) and at
  *     run time (on tensors, right before the kernel; it sizes the outputs),
- *   - `grad`: a grad maker that emits the grad op descs (oar_grad_ctx_t).
+ *   - `grad`: a grad maker that emits the grad op descs (oar_grad_ctx_t);
+ *     the grad op is declared beside it (docs/CONTRIBUTING.md, "Adding an op").
  *
- *     static const oar_slot_def_t relu_in[]  = {{"X", 0}, {NULL, 0}};
- *     static const oar_slot_def_t relu_out[] = {{"Out", 0}, {NULL, 0}};
- *     static int relu_infer(oar_infer_ctx_t *c) { return oar_infer_same_as(c, "X", "Out"); }
- *     static const oar_op_def_t relu_def = {
- *         .type = "relu", .inputs = relu_in, .outputs = relu_out,
- *         .infer = relu_infer, .grad = oar_grad_default };
- *     OAR_REGISTER_OP(relu_def)
+ * A whole op, Out = scale * X (spec/header_tours_spec.lua builds these three
+ * files into a library, loads it and runs the op in a program):
  *
- *     static int relu_f32(oar_kernel_ctx_t *k) {
- *         const oar_tensor_t *x = oar_k_in(k, "X", 0);
- *         float *y = oar_k_out_data(k, "Out", 0, OAR_FP32);
- *         if (!y) return OAR_ERR_NOMEM;
- *         ... }
- *     OAR_REGISTER_KERNEL("relu", OAR_PLACE_CPU, OAR_FP32, relu_f32)
+ * @tour-begin my_scale.ops
+ *     op "my_scale" {
+ *       doc = [[Out = scale * X, elementwise.]],
+ *       inputs = { { "X", "the input, any shape" } },
+ *       outputs = { { "Out", "X's shape, dtype and LoD" } },
+ *       attrs = { { "scale", "float", 1.0, doc = "the factor" } },
+ *       infer = "my_scale_infer", dtype_slot = "X",
+ *     }
+ * @tour-end
  *
- * Run-time inference has already sized every output the kernel writes, so a
- * kernel only asks for the data. Errors: return oar_k_error(k, status, fmt, ...);
+ * @tour-begin my_scale.c
+ *     #include "op.h"
+ *     #include "ops/my_scale.h"   // OAR_MY_SCALE_X, oar_my_scale_attrs_t
+ *
+ *     static int my_scale_infer(oar_infer_ctx_t *c) { return oar_infer_same_as(c, "X", "Out"); }
+ *
+ *     #define OAR_OPS_DEFINE
+ *     #include "ops/my_scale.h"   // the tables, the decoder, the registration
+ * @tour-end
+ *
+ * @tour-begin my_scale_kernels.c
+ *     #include "op.h"
+ *     #include "ops/my_scale.h"
+ *
+ *     static int my_scale_f32(oar_kernel_ctx_t *k) {
+ *         const oar_my_scale_attrs_t *a = oar_k_attrs(k);
+ *         oar_tensor_t *x = oar_k_input(k, OAR_MY_SCALE_X, 0);
+ *         const int64_t n = oar_tensor_numel(x);
+ *         void *out;
+ *         OAR_TRY(oar_k_output_sized(k, OAR_MY_SCALE_OUT, "Out", OAR_FP32, n, false, &out));
+ *         const float *xv = oar_tensor_data(x);
+ *         float *y = out;
+ *         for (int64_t i = 0; i < n; i++) y[i] = a->scale * xv[i];
+ *         return OAR_OK;
+ *     }
+ *     OAR_REGISTER_KERNEL("my_scale", OAR_PLACE_CPU, OAR_FP32, my_scale_f32)
+ * @tour-end
+ *
+ * Slots are addressed by the generated enum, attributes through the decoded
+ * struct (oar_k_attrs), never by name on the per-op path. Run-time
+ * inference has already sized every output the kernel writes, so a kernel
+ * only asks for the data. Errors: return oar_k_error(k, status, fmt, ...);
  * the executor adds the op's context (type, block, index, Lua line).
  */
 #ifndef OAR_OP_H

@@ -1,4 +1,5 @@
-/* scope.c — the scope hierarchy (seeds/scope.txt) with reference counting.
+/* scope.c — the scope hierarchy with reference counting (Fluid's design
+ * document on scopes; docs/design.md, "Scopes, variables and tensors").
  *
  * References are external (handles held by Lua, executors, callers) or
  * internal: a parent's kid list holds its kids, every kid holds its parent,

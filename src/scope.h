@@ -1,4 +1,5 @@
-/* scope.h — internal layout of the scope hierarchy (seeds/scope.txt).
+/* scope.h — internal layout of the scope hierarchy (Fluid's design document
+ * on scopes; docs/design.md, "Scopes, variables and tensors").
  * A scope owns its variables; a parent holds a reference on each kid, and a
  * kid holds one on its parent, so handles may be released in any order. */
 #ifndef OAR_SCOPE_H

@@ -4,7 +4,7 @@
  * max/min route the gradient as the CPU kernels do (ties to Y). float16
  * computes in float (half.h), sums of broadcast grads included.
  *
- * The broadcast shape and the loop plan come from kernels/cpu/broadcast.h,
+ * The broadcast shape and the loop plan come from src/ops/broadcast.h,
  * as for the CPU kernels: up to OAR_MAX_DIMS merged dims with one element
  * stride per operand (0 along broadcast dims). Forward: one thread per
  * output element, operand offsets from the plan (same-shape operands use

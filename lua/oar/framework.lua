@@ -1,5 +1,5 @@
 --- Program, Block, Variable, Parameter and Operator over C's ProgramDesc
--- (seeds/python_api.txt). The desc in C is the single source of truth; Lua
+-- (Fluid's Python API design; docs/design.md, "The Lua side"). The desc in C is the single source of truth; Lua
 -- objects are views on it plus the construction-time facts that the desc
 -- does not hold (a Parameter's trainable, regularizer, ...). One concept per
 -- module under oar/framework/; this module gathers them.

@@ -103,7 +103,7 @@ oar.seed = flags.seed
 -- (did you mean 'layers'?)"). Probe for an optional field with
 -- rawget(oar, name) or pcall.
 local aliases = { DataFeeder = function() return require("oar.data_feeder") end }
--- training conveniences (API.md): oar.progress{...}, oar.summary(prog),
+-- training conveniences (docs/api.md, "Training conveniences"): oar.progress{...}, oar.summary(prog),
 -- oar.plot.curves/program, oar.metrics.logger/read; loaded on first use
 for _, name in ipairs({ "progress", "summary", "plot", "metrics" }) do
   aliases[name] = function() return require("oar." .. name) end

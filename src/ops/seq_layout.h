@@ -2,8 +2,8 @@
  * seq_layout.h — the sequence-to-batch layout of the recurrent ops (lstm,
  * gru), computed from a LoD on the host: index bookkeeping only, so the
  * kernels of every place build it the same way (kernels/cpu/lstm.c, gru.c
- * through sequence_batch.h; kernels/cuda/recurrent.cu copies its index
- * arrays to the device).
+ * through sequence_batch.h; kernels/cuda/rnn_common.cu, for lstm.cu and
+ * gru.cu, copies its index arrays to the device).
  *
  * A recurrent op over a LoD batch of sequences runs time step by time step;
  * to make each step one GEMM the rows of all sequences at step t are
