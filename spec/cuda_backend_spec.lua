@@ -229,7 +229,62 @@ print("ERR " .. tostring(err))
     assert.is_truthy(out:find("not_backend.so is not an oar backend (it has no symbol oar_cuda_backend)", 1, true), out)
     code, out = child(script, { OAR_CUDA_BACKEND = fake_backend(), FAKE_BACKEND_ABI = "99" })
     assert.are.equal(0, code, out)
-    assert.is_truthy(out:find("was built for backend ABI 99, this liboar needs 1: rebuild both with make", 1, true), out)
+    local abi = assert(io.open(ROOT .. "/src/backend.h")):read("*a"):match("#define OAR_BACKEND_ABI (%d+)")
+    assert.is_truthy(out:find("was built for backend ABI 99, this liboar needs " .. abi .. ": rebuild both with make", 1,
+      true), out)
+  end)
+end)
+
+-- The kernels' ABI: a CUDA kernel reaches the op it runs only through the
+-- oar_k_* accessors (imported, so OAR_BACKEND_ABI covers them), never
+-- through the executor's structs, whose layout liboar may change freely.
+describe("the CUDA kernels see the kernel context only through accessors", function()
+  local function sources()
+    local files = {}
+    local p = assert(io.popen("ls " .. sh_quote(ROOT) .. "/kernels/cuda/*.cu " .. sh_quote(ROOT) ..
+      "/kernels/cuda/*.h " .. sh_quote(ROOT) .. "/kernels/cuda/*.cuh " .. sh_quote(ROOT) ..
+      "/tools/cuda_emu/prelude*.h 2>/dev/null"))
+    for f in p:lines() do files[#files + 1] = f end
+    p:close()
+    assert.is_true(#files > 20, "found only " .. #files .. " CUDA sources")
+    return files
+  end
+  -- executor-private headers (src/exec.h and the ones only the executor uses)
+  local PRIVATE = { "exec.h", "scope.h", "strmap.h" }
+
+  it("include no executor-private header", function()
+    local bad = {}
+    for _, f in ipairs(sources()) do
+      local text = assert(io.open(f)):read("*a")
+      for _, h in ipairs(PRIVATE) do
+        if text:find('#include%s*"' .. h:gsub("%.", "%%.") .. '"') then bad[#bad + 1] = f .. ": " .. h end
+      end
+    end
+    assert.are.same({}, bad)
+  end)
+
+  -- k->x, or (k)->x in a macro; not f(k)->x (an accessor's result)
+  local function reads_k(code)
+    if code:find("%f[%w_]k%s*%->") then return true end
+    for at in code:gmatch("()%(k%)%s*%->") do
+      local before = code:sub(1, at - 1):match("([%w_]*)%s*$")
+      if before == "" or before == "return" then return true end
+    end
+    return false
+  end
+
+  it("read no field of the context (k->..., (k)->...)", function()
+    local bad = {}
+    for _, f in ipairs(sources()) do
+      local n = 0
+      for line in io.lines(f) do
+        n = n + 1
+        if reads_k(line:gsub("//.*$", "")) then
+          bad[#bad + 1] = f:sub(#ROOT + 2) .. ":" .. n .. ": " .. line
+        end
+      end
+    end
+    assert.are.same({}, bad)
   end)
 end)
 

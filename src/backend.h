@@ -35,8 +35,11 @@
 extern "C" {
 #endif
 
-/* bumped whenever oar_backend_t or an imported function changes meaning */
-#define OAR_BACKEND_ABI 1
+/* bumped whenever oar_backend_t, an imported function or a public struct the
+ * kernels read (tensor.h, variable.h) changes meaning. The kernel context is
+ * opaque to a backend (only the imported oar_k_* accessors reach it, never
+ * exec.h), so the executor's own structs change without a bump. */
+#define OAR_BACKEND_ABI 2
 #define OAR_BACKEND_ENTRY "oar_cuda_backend"
 #define OAR_BACKEND_FILE "liboar_cuda.so"
 #define OAR_BACKEND_ENV "OAR_CUDA_BACKEND"
@@ -83,7 +86,8 @@ const char *oar_backend_cuda_error(void);
     "oar_k_op", "oar_k_error", "oar_k_dtype", "oar_k_attrs", "oar_k_input",             \
     "oar_k_output_data", "oar_k_output_sized", "oar_k_input_name", "oar_rng_next", "oar_rng_next_r",          \
     "oar_rng_seed", "oar_k_output", "oar_k_output_name", "oar_k_input_var",             \
-    "oar_k_output_var", "oar_k_nin", "oar_k_nout",                                      \
+    "oar_k_output_var", "oar_k_nin", "oar_k_nout", "oar_k_input_slot_name",             \
+    "oar_k_output_slot_name", "oar_k_device", "oar_k_context",                          \
     /* tensor.h, variable.h */ "oar_dtype_name", "oar_dtype_size", "oar_shape_str",     \
     "oar_tensor_clear_lod", "oar_tensor_copy_lod", "oar_tensor_free",                   \
     "oar_tensor_mutable", "oar_tensor_mutable_on", "oar_tensor_new_empty",              \

@@ -159,6 +159,21 @@ static const char *slot_arg_name(const oar_kernel_ctx_t *k, const oar_pslot_t *s
 
 const char *oar_k_input_name(const oar_kernel_ctx_t *k, int slot, int i) { return slot_arg_name(k, in_slot(k, slot), i); }
 const char *oar_k_output_name(const oar_kernel_ctx_t *k, int slot, int i) { return slot_arg_name(k, out_slot(k, slot), i); }
+
+/* These and the accessors above are all a device backend sees of the
+ * context: the structs stay the executor's (exec.h) to change. */
+const char *oar_k_input_slot_name(const oar_kernel_ctx_t *k, int slot) {
+    const oar_pslot_t *s = k->op ? in_slot(k, slot) : NULL;
+    return s ? s->name : NULL;
+}
+
+const char *oar_k_output_slot_name(const oar_kernel_ctx_t *k, int slot) {
+    const oar_pslot_t *s = k->op ? out_slot(k, slot) : NULL;
+    return s ? s->name : NULL;
+}
+
+int oar_k_device(const oar_kernel_ctx_t *k) { return k->device; }
+const char *oar_k_context(const oar_kernel_ctx_t *k) { return k->op ? k->op->context : NULL; }
 /* An op whose definition decodes nothing has no struct; a kernel that reads
  * one anyway (a definition that forgot its decode step, as lookup_table_v2
  * once did) gets zeros rather than a NULL dereference. */

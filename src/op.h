@@ -275,6 +275,16 @@ OAR_API oar_variable_t *oar_k_output_var(oar_kernel_ctx_t *k, int slot, int i);
 OAR_API const char *oar_k_input_name(const oar_kernel_ctx_t *k, int slot, int i);
 OAR_API const char *oar_k_output_name(const oar_kernel_ctx_t *k, int slot, int i);
 OAR_API const void *oar_k_attrs(const oar_kernel_ctx_t *k);              /* the decoded struct */
+/* Slot `slot`'s name as the definition (or the desc) spells it; NULL when
+ * the op has no such slot. For messages. */
+OAR_API const char *oar_k_input_slot_name(const oar_kernel_ctx_t *k, int slot);
+OAR_API const char *oar_k_output_slot_name(const oar_kernel_ctx_t *k, int slot);
+/* The device number the running kernel works on (the CUDA ordinal; 0 on
+ * the CPU); outputs are allocated there. */
+OAR_API int oar_k_device(const oar_kernel_ctx_t *k);
+/* The op as the executor names it in errors: "op 'mul' (block 0, #3,
+ * created at x.lua:5)"; NULL outside a prepared op. */
+OAR_API const char *oar_k_context(const oar_kernel_ctx_t *k);
 /* State a kernel keeps across runs of one prepared op (a oneDNN primitive,
  * weights reordered once): NULL until set; set replaces (freeing the old
  * state) and free_fn runs when the prepared op goes. */

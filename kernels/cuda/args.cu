@@ -27,8 +27,8 @@ static int check_in(oar_kernel_ctx_t *k, const oar_tensor_t *t, const char *slot
     if (!oar_tensor_has_data(t))
         return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no data", slot, name);
     const oar_buffer_t *b = t->buf;
-    if (b->place != OAR_PLACE_CUDA || b->device != k->device)
-        return oar_k_error(k, OAR_ERR_INVALID, "input %s '%s' is not on CUDA device %d", slot, name, k->device);
+    if (b->place != OAR_PLACE_CUDA || b->device != oar_k_device(k))
+        return oar_k_error(k, OAR_ERR_INVALID, "input %s '%s' is not on CUDA device %d", slot, name, oar_k_device(k));
     *p = b->data;
     return OAR_OK;
 }
@@ -60,8 +60,8 @@ int in_checked(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, bool 
     if (!need_data || oar_tensor_numel_of(*t) == 0) return OAR_OK;
     if (!oar_tensor_has_data(*t))
         return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' holds no data", name, vn);
-    if ((*t)->buf->place != OAR_PLACE_CUDA || (*t)->buf->device != k->device)
-        return oar_k_error(k, OAR_ERR_INVALID, "input %s '%s' is not on CUDA device %d", name, vn, k->device);
+    if ((*t)->buf->place != OAR_PLACE_CUDA || (*t)->buf->device != oar_k_device(k))
+        return oar_k_error(k, OAR_ERR_INVALID, "input %s '%s' is not on CUDA device %d", name, vn, oar_k_device(k));
     *p = (*t)->buf->data;
     return OAR_OK;
 }
@@ -69,12 +69,12 @@ int in_checked(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, bool 
 /* ---- by slot index ---------------------------------------------------------- */
 const char *in_slot_name(const oar_kernel_ctx_t *k, int slot)
 {
-    return k->op && slot >= 0 && slot < k->op->nins ? nm(k->op->ins[slot].name) : "?";
+    return nm(oar_k_input_slot_name(k, slot));
 }
 
 const char *out_slot_name(const oar_kernel_ctx_t *k, int slot)
 {
-    return k->op && slot >= 0 && slot < k->op->nouts ? nm(k->op->outs[slot].name) : "?";
+    return nm(oar_k_output_slot_name(k, slot));
 }
 
 int in_tensor_at(oar_kernel_ctx_t *k, int slot, int i, int dtype, int64_t numel,

@@ -202,7 +202,7 @@ int wait_comm(oar_kernel_ctx_t *k, const Api *nc, Comm comm, bool stream, const 
         if (r != oarnccl::Success) async = r;
         if (async != oarnccl::Success && async != oarnccl::InProgress) {
             nc->CommAbort(comm);
-            comm_dead[k->device] = true;
+            comm_dead[oar_k_device(k)] = true;
             return nccl_fail(k, nc, async, call);
         }
         bool done = async == oarnccl::Success;
@@ -215,7 +215,7 @@ int wait_comm(oar_kernel_ctx_t *k, const Api *nc, Comm comm, bool stream, const 
         double waited = now_s() - t0;
         if (waited > limit) {
             nc->CommAbort(comm);
-            comm_dead[k->device] = true;
+            comm_dead[oar_k_device(k)] = true;
             return oar_k_error(k, OAR_ERR_COMM,
                                "worker %d of %d waited %.1f s in %s and the other workers did not answer: a "
                                "worker died, hangs, never joined, or runs a different program",
@@ -228,7 +228,7 @@ int wait_comm(oar_kernel_ctx_t *k, const Api *nc, Comm comm, bool stream, const 
 /* The device's communicator, made on first use. */
 int get_comm(oar_kernel_ctx_t *k, const Api *nc, Comm *out)
 {
-    int dev = k->device;
+    int dev = oar_k_device(k);
     if (dev < 0 || dev >= kMaxDevices) return oar_k_error(k, OAR_ERR_RANGE, "CUDA device %d: too many devices", dev);
     if (comm_dead[dev])
         return oar_k_error(k, OAR_ERR_COMM, "the NCCL communicator of CUDA device %d failed earlier", dev);
@@ -404,7 +404,7 @@ int split_coalesced(oar_kernel_ctx_t *k)
         if (at + b > total)
             return oar_k_error(k, OAR_ERR_SHAPE, "input X holds %zu elements, fewer than the outputs need", total / es);
         if (b) {
-            void *y = oar_tensor_mutable_on(o, dt, OAR_PLACE_CUDA, k->device);
+            void *y = oar_tensor_mutable_on(o, dt, OAR_PLACE_CUDA, oar_k_device(k));
             if (!y) return OAR_ERR_NOMEM;
             OAR_CU(k, cudaMemcpyAsync(y, (const char *)xp + at, b, cudaMemcpyDeviceToDevice, 0), "cudaMemcpyAsync");
         }

@@ -49,9 +49,9 @@ int operand(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, const oa
         return oar_k_error(k, OAR_ERR_DTYPE, "input %s '%s' has dtype %s, expected %s", name,
                            nm(oar_k_input_name(k, slot, 0)), nm(oar_dtype_name((*t)->dtype)), nm(oar_dtype_name(dtype)));
     if (oar_tensor_numel_of(*t) == 0) return OAR_OK;
-    if (!oar_tensor_has_data(*t) || (*t)->buf->place != OAR_PLACE_CUDA || (*t)->buf->device != k->device)
+    if (!oar_tensor_has_data(*t) || (*t)->buf->place != OAR_PLACE_CUDA || (*t)->buf->device != oar_k_device(k))
         return oar_k_error(k, OAR_ERR_INVALID, "input %s '%s' has no data on CUDA device %d", name,
-                           nm(oar_k_input_name(k, slot, 0)), k->device);
+                           nm(oar_k_input_name(k, slot, 0)), oar_k_device(k));
     *p = (*t)->buf->data;
     return OAR_OK;
 }

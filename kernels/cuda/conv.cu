@@ -190,7 +190,7 @@ AlgoKey algo_key(oar_kernel_ctx_t *k, int dir, int dt, const Geom &g, size_t lim
 {
     AlgoKey key;
     memset(&key, 0, sizeof key);   /* compared bytewise: no stray padding */
-    key.device = k->device;
+    key.device = oar_k_device(k);
     key.dir = dir;
     key.dtype = dt;
     key.nhwc = g.nhwc;
@@ -258,7 +258,7 @@ int run_conv(oar_kernel_ctx_t *k, const AlgoKey &key, cudnnConvolutionDescriptor
         if (ws.alloc(k, bytes, "cuDNN workspace") != OAR_OK) return CUDNN_STATUS_ALLOC_FAILED;
         s = run(c.algo, ws.p, bytes);
         if (s == CUDNN_STATUS_ALLOC_FAILED) {   /* cuDNN's own allocations: once more after freeing the cache */
-            release_cache(k->device);
+            release_cache(oar_k_device(k));
             s = run(c.algo, ws.p, bytes);
         }
         return s;
@@ -308,7 +308,7 @@ int run_conv(oar_kernel_ctx_t *k, const AlgoKey &key, cudnnConvolutionDescriptor
                  cudnnGetErrorString(last));
     return oar_k_error(k, status, "cuDNN could not run the %s convolution on CUDA device %d (%s %s): %d algorithms "
                        "failed%s, %d needed more than the workspace limit of %zu MB (attr workspace_size_MB)",
-                       kDirName[key.dir], k->device, oar_dtype_name(key.dtype), key.nhwc ? "NHWC" : "NCHW", tried,
+                       kDirName[key.dir], oar_k_device(k), oar_dtype_name(key.dtype), key.nhwc ? "NHWC" : "NCHW", tried,
                        lastmsg, over_limit, limit >> 20);
 }
 

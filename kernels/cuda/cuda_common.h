@@ -20,7 +20,6 @@
 #include <cudnn.h>
 extern "C" {
 #include "op.h"
-#include "exec.h"
 #include "device.h"
 }
 
@@ -41,10 +40,10 @@ int cudnn_fail(oar_kernel_ctx_t *k, cudnnStatus_t s, const char *call);
  * cached free blocks went back to the driver (cuBLAS and cuDNN allocate
  * behind oar's caching allocator, so they run out first). */
 #define OAR_CUBLAS(k, call, name) do { cublasStatus_t s_ = (call); \
-    if (s_ == CUBLAS_STATUS_ALLOC_FAILED) { oarcu::release_cache((k)->device); s_ = (call); } \
+    if (s_ == CUBLAS_STATUS_ALLOC_FAILED) { oarcu::release_cache(oar_k_device(k)); s_ = (call); } \
     if (s_ != CUBLAS_STATUS_SUCCESS) return oarcu::cublas_fail((k), s_, (name)); } while (0)
 #define OAR_CUDNN(k, call, name) do { cudnnStatus_t s_ = (call); \
-    if (s_ == CUDNN_STATUS_ALLOC_FAILED) { oarcu::release_cache((k)->device); s_ = (call); } \
+    if (s_ == CUDNN_STATUS_ALLOC_FAILED) { oarcu::release_cache(oar_k_device(k)); s_ = (call); } \
     if (s_ != CUDNN_STATUS_SUCCESS) return oarcu::cudnn_fail((k), s_, (name)); } while (0)
 /* gives the device's cached free blocks back to the driver */
 void release_cache(int device);

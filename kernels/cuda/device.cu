@@ -393,14 +393,14 @@ int cuda_fail(oar_kernel_ctx_t *k, cudaError_t e, const char *call)
 {
     (void)cudaGetLastError();   /* clear a non-sticky error so later calls are not blamed */
     int status = e == cudaErrorMemoryAllocation ? OAR_ERR_NOMEM : OAR_ERR_DEVICE;
-    return oar_k_error(k, status, "%s failed on CUDA device %d: %s (%s)", call, k->device,
+    return oar_k_error(k, status, "%s failed on CUDA device %d: %s (%s)", call, oar_k_device(k),
                        cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
 int cublas_fail(oar_kernel_ctx_t *k, cublasStatus_t s, const char *call)
 {
     int status = s == CUBLAS_STATUS_ALLOC_FAILED ? OAR_ERR_NOMEM : OAR_ERR_DEVICE;
-    return oar_k_error(k, status, "%s failed on CUDA device %d: %s (%s)", call, k->device,
+    return oar_k_error(k, status, "%s failed on CUDA device %d: %s (%s)", call, oar_k_device(k),
                        cublasGetStatusString(s), cublasGetStatusName(s));
 }
 
@@ -408,7 +408,7 @@ int cudnn_fail(oar_kernel_ctx_t *k, cudnnStatus_t s, const char *call)
 {
     int status = s == CUDNN_STATUS_ALLOC_FAILED ? OAR_ERR_NOMEM
                : s == CUDNN_STATUS_NOT_SUPPORTED ? OAR_ERR_UNSUPPORTED : OAR_ERR_DEVICE;
-    return oar_k_error(k, status, "%s failed on CUDA device %d: %s", call, k->device, cudnnGetErrorString(s));
+    return oar_k_error(k, status, "%s failed on CUDA device %d: %s", call, oar_k_device(k), cudnnGetErrorString(s));
 }
 
 void release_cache(int device)
@@ -418,7 +418,7 @@ void release_cache(int device)
 
 int blas_handle(oar_kernel_ctx_t *k, cublasHandle_t *h)
 {
-    const int d = k->device;
+    const int d = oar_k_device(k);
     if (d < 0 || d >= OAR_MAX_DEVICES) return oar_k_error(k, OAR_ERR_RANGE, "CUDA device %d is out of range", d);
     if (set_device(d) != OAR_OK) return oar_k_error(k, OAR_ERR_DEVICE, "%s", oar_last_error());
     Pool &pl = g_pools[d];
@@ -449,7 +449,7 @@ int blas_handle(oar_kernel_ctx_t *k, cublasHandle_t *h)
 
 int dnn_handle(oar_kernel_ctx_t *k, cudnnHandle_t *h)
 {
-    const int d = k->device;
+    const int d = oar_k_device(k);
     if (d < 0 || d >= OAR_MAX_DEVICES) return oar_k_error(k, OAR_ERR_RANGE, "CUDA device %d is out of range", d);
     if (set_device(d) != OAR_OK) return oar_k_error(k, OAR_ERR_DEVICE, "%s", oar_last_error());
     pthread_mutex_lock(&g_lock);
@@ -466,7 +466,7 @@ int Scratch::alloc(oar_kernel_ctx_t *k, size_t bytes, const char *what)
 {
     if (p) oar_device_free(device, p);
     p = nullptr;
-    device = k->device;
+    device = oar_k_device(k);
     if (oar_device_alloc(device, bytes, &p) != OAR_OK) {
         p = nullptr;
         oar_error_prefix("%s: %s: ", oar_k_op(k)->type, what);
@@ -477,14 +477,14 @@ int Scratch::alloc(oar_kernel_ctx_t *k, size_t bytes, const char *what)
 
 int to_host(oar_kernel_ctx_t *k, void *dst, const void *src, size_t bytes, const char *what)
 {
-    int rc = oar_device_copy(dst, OAR_PLACE_CPU, src, OAR_PLACE_CUDA, bytes, k->device);
+    int rc = oar_device_copy(dst, OAR_PLACE_CPU, src, OAR_PLACE_CUDA, bytes, oar_k_device(k));
     if (rc != OAR_OK) oar_error_prefix("%s: %s: ", oar_k_op(k)->type, what);
     return rc;
 }
 
 int to_device(oar_kernel_ctx_t *k, void *dst, const void *src, size_t bytes, const char *what)
 {
-    int rc = oar_device_copy(dst, OAR_PLACE_CUDA, src, OAR_PLACE_CPU, bytes, k->device);
+    int rc = oar_device_copy(dst, OAR_PLACE_CUDA, src, OAR_PLACE_CPU, bytes, oar_k_device(k));
     if (rc != OAR_OK) oar_error_prefix("%s: %s: ", oar_k_op(k)->type, what);
     return rc;
 }
@@ -503,7 +503,7 @@ pthread_mutex_t g_checks_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int BadFlag::init(oar_kernel_ctx_t *k)
 {
-    const int d = k->device;
+    const int d = oar_k_device(k);
     if (d >= 0 && d < OAR_MAX_DEVICES && !oar_flag_cuda_sync_each_op) {
         RunChecks &rc = g_checks[d];
         pthread_mutex_lock(&g_checks_lock);
@@ -536,8 +536,9 @@ int BadFlag::report(oar_kernel_ctx_t *k, const char *fmt, ...)
     va_end(ap);
     if (slot >= 0 && !oar_flag_cuda_sync_each_op) {   /* read at the run's end */
         pthread_mutex_lock(&g_checks_lock);
-        snprintf(g_checks[k->device].msg[slot], sizeof g_checks[k->device].msg[slot], "%s: %s",
-                 k->op && k->op->context ? k->op->context : "op", what);
+        const char *ctx = oar_k_context(k);
+        char *msg = g_checks[oar_k_device(k)].msg[slot];
+        snprintf(msg, sizeof g_checks[0].msg[0], "%s: %s", ctx ? ctx : "op", what);
         pthread_mutex_unlock(&g_checks_lock);
         return OAR_OK;
     }

@@ -113,7 +113,7 @@ int ltg_sparse(oar_kernel_ctx_t *k, int dt, const Lt &a, const T *g, oar_variabl
     int64_t vd[2] = {a.n, a.d};
     OAR_TRY(oar_tensor_resize(sr->value, vd, 2));
     oar_tensor_clear_lod(sr->value);
-    T *val = (T *)oar_tensor_mutable_on(sr->value, dt, OAR_PLACE_CUDA, k->device);
+    T *val = (T *)oar_tensor_mutable_on(sr->value, dt, OAR_PLACE_CUDA, oar_k_device(k));
     if (!val) return OAR_ERR_NOMEM;
     if (a.n > 0) OAR_TRY(to_host(k, sr->rows, a.idd, sizeof(int64_t) * (size_t)a.n, "copying Ids to the rows"));
     sr->nrows = a.n;

@@ -164,9 +164,9 @@ int grad_in(oar_kernel_ctx_t *k, int slot, int dt, int64_t numel, int64_t height
             return oar_k_error(k, OAR_ERR_SHAPE, "sparse Grad '%s' has %lld rows and %lld values; Param rows have "
                                "%lld elements, so %lld values were expected", gname, (long long)nr,
                                (long long)oar_tensor_numel_of(v), (long long)width, (long long)need);
-        if (v->buf->place != OAR_PLACE_CUDA || v->buf->device != k->device)
+        if (v->buf->place != OAR_PLACE_CUDA || v->buf->device != oar_k_device(k))
             return oar_k_error(k, OAR_ERR_INVALID, "sparse Grad '%s': its value is not on CUDA device %d", gname,
-                               k->device);
+                               oar_k_device(k));
     }
     for (int64_t i = 0; i < nr; i++)
         if (sr->rows[i] < 0 || sr->rows[i] >= height)

@@ -36,9 +36,9 @@ int input(oar_kernel_ctx_t *k, int slot, int i, oar_tensor_t **t)
         if (!oar_tensor_has_data(*t))
             return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s[%d] '%s' has no data", in_slot_name(k, slot), i,
                                nm(oar_k_input_name(k, slot, i)));
-        if ((*t)->buf->place != OAR_PLACE_CUDA || (*t)->buf->device != k->device)
+        if ((*t)->buf->place != OAR_PLACE_CUDA || (*t)->buf->device != oar_k_device(k))
             return oar_k_error(k, OAR_ERR_INVALID, "input %s[%d] '%s' is not on CUDA device %d",
-                               in_slot_name(k, slot), i, nm(oar_k_input_name(k, slot, i)), k->device);
+                               in_slot_name(k, slot), i, nm(oar_k_input_name(k, slot, i)), oar_k_device(k));
     }
     return OAR_OK;
 }

@@ -40,9 +40,9 @@ int rows_in_out(oar_kernel_ctx_t *k, oar_variable_t *var, int dt, const oar_tens
         return oar_k_error(k, OAR_ERR_DTYPE, "input X '%s': its selected rows hold no %s value", name,
                            oar_dtype_name(dt));
     const int64_t n = oar_tensor_numel_of(v);
-    if (n > 0 && (!oar_tensor_has_data(v) || v->buf->place != OAR_PLACE_CUDA || v->buf->device != k->device))
+    if (n > 0 && (!oar_tensor_has_data(v) || v->buf->place != OAR_PLACE_CUDA || v->buf->device != oar_k_device(k)))
         return oar_k_error(k, OAR_ERR_INVALID, "input X '%s': its selected rows value is not on CUDA device %d",
-                           name, k->device);
+                           name, oar_k_device(k));
     oar_variable_t *ov = oar_k_output_var(k, OAR_TENSOR_OUT, 0);
     oar_selected_rows_t *dst = ov ? oar_var_selected_rows(ov) : nullptr;
     if (!dst) return oar_k_error(k, OAR_ERR_INVALID, "output Out: %s", ov ? oar_last_error() : "missing");
@@ -81,7 +81,7 @@ int scale_run(oar_kernel_ctx_t *k, int dt)
     if (var && oar_variable_type(var) == OAR_VAR_SELECTED_ROWS) {
         oar_tensor_t *yt;
         OAR_TRY(rows_in_out(k, var, dt, &xt, &xv, &yt));
-        if (!(yv = oar_tensor_mutable_on(yt, dt, OAR_PLACE_CUDA, k->device))) return OAR_ERR_NOMEM;
+        if (!(yv = oar_tensor_mutable_on(yt, dt, OAR_PLACE_CUDA, oar_k_device(k)))) return OAR_ERR_NOMEM;
     } else {
         OAR_TRY(in_tensor_at(k, OAR_TENSOR_X, 0, dt, -1, &xt, &xv));
         OAR_TRY(out_data_at(k, OAR_TENSOR_OUT, 0, dt, oar_tensor_numel_of(xt), &yv));
@@ -243,9 +243,9 @@ int sr_check(oar_kernel_ctx_t *k, int j, const oar_selected_rows_t *sr, int dt, 
     if (v->dtype != dt)
         return oar_k_error(k, OAR_ERR_DTYPE, "input X[%d] '%s' has dtype %s, expected %s", j, name,
                            nm(oar_dtype_name(v->dtype)), oar_dtype_name(dt));
-    if (v->buf->place != OAR_PLACE_CUDA || v->buf->device != k->device)
+    if (v->buf->place != OAR_PLACE_CUDA || v->buf->device != oar_k_device(k))
         return oar_k_error(k, OAR_ERR_INVALID, "input X[%d] '%s': its value is not on CUDA device %d", j, name,
-                           k->device);
+                           oar_k_device(k));
     if (*width >= 0 && w != *width)
         return oar_k_error(k, OAR_ERR_SHAPE, "input X[%d] '%s' has rows of %lld elements, the other inputs %lld", j,
                            name, (long long)w, (long long)*width);
@@ -282,7 +282,7 @@ int sum_all_rows(oar_kernel_ctx_t *k, int dt)
     oar_tensor_t *val;
     OAR_TRY(oar_tensor_new_empty(&val));
     int rc = oar_tensor_resize(val, dims, nd);
-    char *dst = rc == OAR_OK ? (char *)oar_tensor_mutable_on(val, dt, OAR_PLACE_CUDA, k->device) : nullptr;
+    char *dst = rc == OAR_OK ? (char *)oar_tensor_mutable_on(val, dt, OAR_PLACE_CUDA, oar_k_device(k)) : nullptr;
     int64_t *rows = dst ? (int64_t *)oar_xmalloc(sizeof *rows * (size_t)(total ? total : 1)) : nullptr;
     if (!rows) {
         oar_tensor_free(val);

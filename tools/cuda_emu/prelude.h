@@ -15,7 +15,6 @@
 #include <mutex>
 extern "C" {
 #include "op.h"
-#include "exec.h"
 #include "device.h"
 }
 #define __global__

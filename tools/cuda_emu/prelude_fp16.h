@@ -75,5 +75,5 @@ static inline cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t, cublasOpe
 namespace oarcu {
 inline int cuda_fail(oar_kernel_ctx_t *k, cudaError_t e, const char *call)
 {
-    return oar_k_error(k, OAR_ERR_DEVICE, "%s failed on emulated CUDA device %d: %s", call, k->device, cudaGetErrorString(e));
+    return oar_k_error(k, OAR_ERR_DEVICE, "%s failed on emulated CUDA device %d: %s", call, oar_k_device(k), cudaGetErrorString(e));
 }
