@@ -84,13 +84,13 @@ const char *oar_backend_cuda_error(void);
     "oar_xrealloc", "oar_mul_checked",                                                  \
     /* op.h: registration, the kernel context, rng */ "oar_registry_load_kernel",       \
     "oar_k_op", "oar_k_error", "oar_k_dtype", "oar_k_attrs", "oar_k_input",             \
-    "oar_k_output_data", "oar_k_output_sized", "oar_k_input_name", "oar_rng_next", "oar_rng_next_r",          \
+    "oar_k_output_data", "oar_k_output_sized", "oar_k_output_resized", "oar_k_input_name", "oar_rng_next", "oar_rng_next_r",          \
     "oar_rng_seed", "oar_k_output", "oar_k_output_name", "oar_k_input_var",             \
     "oar_k_output_var", "oar_k_nin", "oar_k_nout", "oar_k_input_slot_name",             \
     "oar_k_output_slot_name", "oar_k_device", "oar_k_context",                          \
     /* tensor.h, variable.h */ "oar_dtype_name", "oar_dtype_size", "oar_shape_str",     \
     "oar_tensor_clear_lod", "oar_tensor_copy_lod", "oar_tensor_free",                   \
-    "oar_tensor_mutable", "oar_tensor_mutable_on", "oar_tensor_new_empty",              \
+    "oar_tensor_mutable", "oar_tensor_mutable_on", "oar_tensor_new_empty", "oar_tensor_new_sized",              \
     "oar_tensor_resize", "oar_tensor_share", "oar_tensor_share_data",                   \
     "oar_var_selected_rows", "oar_variable_type",                                       \
     /* device.h: scratch device memory, the debug flag */ "oar_device_alloc",           \

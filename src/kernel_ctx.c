@@ -152,6 +152,29 @@ int oar_k_output_sized(oar_kernel_ctx_t *k, int slot, const char *name, int dtyp
     return OAR_OK;
 }
 
+void *oar_k_output_resized(oar_kernel_ctx_t *k, int slot, const int64_t *dims, int ndim, int dtype) {
+    oar_variable_t *v = oar_k_output_var(k, slot, 0);
+    const oar_pslot_t *s = out_slot(k, slot);
+    oar_tensor_t *t = NULL;
+    if (v && oar_variable_type(v) == OAR_VAR_SELECTED_ROWS) {
+        oar_selected_rows_t *sr = oar_var_selected_rows(v);
+        if (sr && !sr->value && oar_tensor_new_empty(&sr->value) != OAR_OK) return NULL;
+        t = sr ? sr->value : NULL;
+    } else {
+        t = oar_k_output(k, slot, 0);
+    }
+    if (!t) {
+        oar_error(OAR_ERR_NOT_FOUND, "%s: output slot '%s' has no tensor variable", k->op->desc->type,
+                  s ? s->name : "?");
+        return NULL;
+    }
+    if (oar_tensor_resize(t, dims, ndim) != OAR_OK) {
+        oar_error_prefix("%s: output '%s': ", k->op->desc->type, s ? s->name : "?");
+        return NULL;
+    }
+    return out_data(k, t, dtype);
+}
+
 static const char *slot_arg_name(const oar_kernel_ctx_t *k, const oar_pslot_t *s, int i) {
     if (!s || i < 0 || i >= s->n) return NULL;
     return s->ids[i] >= 0 ? k->prep->names[s->ids[i]] : OAR_EMPTY_VAR;

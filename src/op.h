@@ -270,6 +270,15 @@ OAR_API void *oar_k_output_data(oar_kernel_ctx_t *k, int slot, int i, int dtype)
  * output gives *p = NULL and OAR_OK. */
 OAR_API int oar_k_output_sized(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel,
                                bool optional, void **p);
+/* The one sanctioned way for a kernel to set an output's shape, only where
+ * the shape depends on the data (rows gathered from other ranks, a sparse
+ * grad's row count): sizes the first tensor of output `slot` (a
+ * SELECTED_ROWS output: its value tensor, created when missing) to dims and
+ * returns its writable data of dtype on the kernel's place (NULL with the
+ * error set, or for zero elements). Every other output is sized by the op's
+ * inference; kernels take it with oar_k_output_data / oar_k_output_sized,
+ * and spec/kernel_shapes_spec.lua keeps oar_tensor_resize out of kernels/. */
+OAR_API void *oar_k_output_resized(oar_kernel_ctx_t *k, int slot, const int64_t *dims, int ndim, int dtype);
 OAR_API oar_variable_t *oar_k_input_var(oar_kernel_ctx_t *k, int slot, int i);
 OAR_API oar_variable_t *oar_k_output_var(oar_kernel_ctx_t *k, int slot, int i);
 OAR_API const char *oar_k_input_name(const oar_kernel_ctx_t *k, int slot, int i);

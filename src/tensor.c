@@ -200,6 +200,14 @@ int oar_tensor_new_empty(oar_tensor_t **out)
     return *out ? OAR_OK : OAR_ERR_NOMEM;
 }
 
+int oar_tensor_new_sized(oar_tensor_t **out, const int64_t *dims, int ndim)
+{
+    OAR_TRY(oar_tensor_new_empty(out));
+    int rc = oar_tensor_resize(*out, dims, ndim);
+    if (rc != OAR_OK) { oar_tensor_free(*out); *out = NULL; }
+    return rc;
+}
+
 static int tensor_make(int dtype, const int64_t *dims, int ndim, const void *data, bool copy,
                        oar_tensor_t **out)
 {

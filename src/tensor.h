@@ -34,6 +34,9 @@ struct oar_tensor {
 
 /* Sets dims (checked product); keeps the buffer until oar_tensor_mutable. */
 OAR_API int oar_tensor_resize(oar_tensor_t *t, const int64_t *dims, int ndim);
+/* A new tensor of dims with no buffer yet: a kernel's private scratch (an
+ * output is sized by inference, or by oar_k_output_resized). */
+OAR_API int oar_tensor_new_sized(oar_tensor_t **out, const int64_t *dims, int ndim);
 /* bytes held by live tensor buffers, and their high-water mark since the
  * last oar_mem_peak_reset (which sets it to the live bytes) */
 int64_t oar_mem_live_bytes(void);

@@ -13,6 +13,7 @@
 #include "op.h"
 #include "norm_common.h"
 #include "ops/batch_norm.h"
+#include "ops/window.h"
 
 typedef struct bn_view { int64_t n, c, s; bool nhwc; } bn_view_t;
 
@@ -41,16 +42,14 @@ static void store_vec(int dt, const double *in, int64_t n, void *p) {
 
 static int bn_view(oar_kernel_ctx_t *k, const oar_tensor_t *x, int dt, bn_view_t *v) {
     OAR_TRY(oar_norm_check_dtype(k, x, dt));
-    if (x->ndim < 2 || x->ndim > 5) {
+    v->nhwc = ((const oar_bn_attrs_t *)oar_k_attrs(k))->layout == OAR_BN_NHWC;
+    oar_bn_geom_t g;   /* the view bn_infer checks the [C] vectors with (window.h) */
+    if (!oar_win_bn_geom(x->dims, x->ndim, v->nhwc, &g)) {
         char xs[128];
         return oar_k_error(k, OAR_ERR_SHAPE, "X '%s' must have 2 to 5 dims, got %s", oar_k_input_name(k, OAR_BN_X, 0),
                            oar_shape_str(x->dims, x->ndim, xs, sizeof xs));
     }
-    v->nhwc = ((const oar_bn_attrs_t *)oar_k_attrs(k))->layout == OAR_BN_NHWC;
-    v->n = x->dims[0];
-    v->c = v->nhwc ? x->dims[x->ndim - 1] : x->dims[1];
-    v->s = 1;
-    for (int i = v->nhwc ? 1 : 2; i < (v->nhwc ? x->ndim - 1 : x->ndim); i++) v->s *= x->dims[i];
+    v->n = g.n; v->c = g.c; v->s = g.s;
     return OAR_OK;
 }
 

@@ -142,15 +142,14 @@ static int allgather_rows(oar_kernel_ctx_t *k, oar_variable_t *xv, int nranks)
         if (!r) rc = OAR_ERR_NOMEM;
         else { dst->rows = r; dst->cap = total; }
     }
-    if (rc == OAR_OK && !dst->value) rc = oar_tensor_new_empty(&dst->value);
+    char *out = NULL;
     if (rc == OAR_OK) {
+        /* the rows gathered from every rank: a data-dependent shape */
         int64_t dims[OAR_MAX_DIMS];
         memcpy(dims, v->dims, sizeof(int64_t) * (size_t)v->ndim);
         dims[0] = total;
-        rc = oar_tensor_resize(dst->value, dims, v->ndim);
+        if (!(out = oar_k_output_resized(k, OAR_COLL_OUT, dims, v->ndim, dt)) && total > 0) rc = OAR_ERR_NOMEM;
     }
-    char *out = NULL;
-    if (rc == OAR_OK && !(out = oar_tensor_mutable(dst->value, dt)) && total > 0) rc = OAR_ERR_NOMEM;
     if (rc == OAR_OK) {
         int64_t at = 0;
         for (int r = 0; r < nranks; r++) {

@@ -65,8 +65,6 @@ static int conv_err(oar_kernel_ctx_t *k, int status, const oar_tensor_t *x, cons
                        oar_k_input_name(k, OAR_CONV_FILTER, 0), ws, why);
 }
 
-static const char *const algo_names[] = {"EXPLICIT", "SAME", "VALID"};
-
 static int conv_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tensor_t *w, conv_geom_t *g) {
     const oar_conv_attrs_t *a = oar_k_attrs(k);
     if (x->ndim != 4) return conv_err(k, OAR_ERR_SHAPE, x, w, a->nhwc ? "Input must be 4-D NHWC" : "Input must be 4-D NCHW");
@@ -88,29 +86,27 @@ static int conv_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tens
     g->m = w->dims[0]; g->kh = w->dims[2]; g->kw = w->dims[3];
     if (g->m < 1 || w->dims[1] < 1 || g->kh < 1 || g->kw < 1)
         return conv_err(k, OAR_ERR_SHAPE, x, w, "the Filter has an empty dimension");
-    const int64_t in_hw[2] = {g->h, g->w};
-    oar_win_resolve_pads(algo_names[a->algo], in_hw, &w->dims[2], st, pd, dl);
     int64_t need_c;
     if (oar_mul_checked(w->dims[1], g->groups, &need_c) || g->c != need_c || g->m % g->groups != 0)
         return conv_err(k, OAR_ERR_SHAPE, x, w, "they do not agree with attr groups "
                         "(need C == Filter[1] * groups and Filter[0] divisible by groups)");
     if (g->h < 1 || g->w < 1) return conv_err(k, OAR_ERR_SHAPE, x, w, "the Input has an empty spatial dimension");
-    int64_t o[2];
-    for (int i = 0; i < 2; i++) {
-        int64_t in = in_hw[i], kk = w->dims[2 + i], span;
-        if (oar_mul_checked(dl[i], kk - 1, &span) || span > INT64_MAX / 2 || in > INT64_MAX / 4)
-            return conv_err(k, OAR_ERR_SHAPE, x, w, "sizes overflow");
-        int64_t room = in + pd[2 * i] + pd[2 * i + 1] - (span + 1);
-        if (room < 0) {
-            char why[256];
-            snprintf(why, sizeof why, "output %s would be empty (strides {%lld, %lld}, paddings {%lld, %lld, %lld, "
-                     "%lld}, dilations {%lld, %lld})", i == 0 ? "height" : "width", (long long)st[0],
-                     (long long)st[1], (long long)pd[0], (long long)pd[1], (long long)pd[2], (long long)pd[3],
-                     (long long)dl[0], (long long)dl[1]);
-            return conv_err(k, OAR_ERR_SHAPE, x, w, why);
-        }
-        o[i] = room / st[i] + 1;
+    /* the geometry conv_infer sized Output with (window.h) */
+    const int64_t in_hw[2] = {g->h, g->w};
+    oar_conv_win_t cw;
+    const int r = oar_win_conv_plan(a->algo, in_hw, &w->dims[2], st, dl, pd, &cw);
+    if (r == OAR_WIN_OVERFLOW) return conv_err(k, OAR_ERR_SHAPE, x, w, "sizes overflow");
+    if (r == OAR_WIN_EMPTY) {
+        char why[256];
+        snprintf(why, sizeof why, "output %s would be empty (strides {%lld, %lld}, paddings {%lld, %lld, %lld, "
+                 "%lld}, dilations {%lld, %lld})", cw.bad == 0 ? "height" : "width", (long long)cw.st[0],
+                 (long long)cw.st[1], (long long)cw.pd[0], (long long)cw.pd[1], (long long)cw.pd[2],
+                 (long long)cw.pd[3], (long long)cw.dl[0], (long long)cw.dl[1]);
+        return conv_err(k, OAR_ERR_SHAPE, x, w, why);
     }
+    memcpy(pd, cw.pd, sizeof pd);
+    memcpy(dl, cw.dl, sizeof dl);
+    const int64_t o[2] = {cw.out[0], cw.out[1]};
     g->oh = o[0]; g->ow = o[1];
     g->cg = g->c / g->groups; g->mg = g->m / g->groups;
     int64_t p, kk, hw, kg, ktot, img, macs;
@@ -370,7 +366,7 @@ static oar_tensor_t *keep_new(const conv_geom_t *g, int dt, col_keep_t *kp) {
     }
     oar_tensor_t *t = NULL;
     const int64_t dims[1] = {total};
-    if (oar_tensor_new_empty(&t) != OAR_OK || oar_tensor_resize(t, dims, 1) != OAR_OK ||
+    if (oar_tensor_new_sized(&t, dims, 1) != OAR_OK ||
         !(kp->base = oar_tensor_mutable_raw_on(t, dt, OAR_PLACE_CPU, 0))) {
         oar_tensor_free(t);
         __atomic_sub_fetch(&g_kept_bytes, bytes, __ATOMIC_RELAXED);
@@ -484,9 +480,8 @@ static int conv_fwd(oar_kernel_ctx_t *k) {
     oar_tensor_t *yt = oar_k_output(k, OAR_CONV_OUTPUT, 0);
     if (!yt) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Output is missing");
     const int64_t want[4] = {g.n, g.nhwc ? g.oh : g.m, g.nhwc ? g.ow : g.oh, g.nhwc ? g.m : g.ow};
-    if (yt->ndim != 4 || memcmp(yt->dims, want, sizeof want) != 0) OAR_TRY(oar_tensor_resize(yt, want, 4));
-    void *yout = oar_k_output_data(k, OAR_CONV_OUTPUT, 0, dt);
-    if (!yout) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate Output");
+    void *yout;   /* conv_infer sized it from the same geometry */
+    OAR_TRY(oar_k_output_sized(k, OAR_CONV_OUTPUT, "Output", dt, want[0] * want[1] * want[2] * want[3], false, &yout));
     if (g.n == 0) return OAR_OK;
     const size_t esz = oar_dtype_size(dt);
     const int64_t ysz = g.m * g.p, csz = work_size(&g);
@@ -549,12 +544,10 @@ static void *grad_out(oar_kernel_ctx_t *k, int slot, const oar_tensor_t *like, i
     *rc = OAR_OK;
     oar_tensor_t *t = oar_k_output(k, slot, 0);
     if (!t) return NULL;
-    if (t->ndim != like->ndim || memcmp(t->dims, like->dims, sizeof(int64_t) * (size_t)like->ndim) != 0) {
-        *rc = oar_tensor_resize(t, like->dims, like->ndim);
-        if (*rc) return NULL;
-    }
-    void *p = oar_k_output_data(k, slot, 0, dt);
-    if (!p) *rc = oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate %s", slot == OAR_CONV_DINPUT ? "Input@GRAD" : "Filter@GRAD");
+    /* conv_grad_infer sized it like its input */
+    void *p;
+    *rc = oar_k_output_sized(k, slot, slot == OAR_CONV_DINPUT ? "Input@GRAD" : "Filter@GRAD", dt,
+                             oar_tensor_numel_of(like), false, &p);
     return p;
 }
 

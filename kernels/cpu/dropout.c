@@ -56,24 +56,20 @@ static int do_fwd(oar_kernel_ctx_t *k) {
     const bool test = a->is_test, up = a->impl == OAR_DO_IMPL_UPSCALE_IN_TRAIN;
     const int64_t n = oar_tensor_numel_of(x);
     const void *xd = x->buf->data;   /* held before an in-place Out may get a new buffer */
-    oar_tensor_t *yt = oar_k_output(k, OAR_DO_OUT, 0);
-    if (!yt) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out is missing");
-    if (yt != x && (yt->ndim != x->ndim || memcmp(yt->dims, x->dims, sizeof(int64_t) * (size_t)x->ndim) != 0))
-        OAR_TRY(oar_tensor_resize(yt, x->dims, x->ndim));
-    void *y = oar_k_output_data(k, OAR_DO_OUT, 0, dt);
-    if (!y) return OAR_ERR_NOMEM;
+    void *y;   /* sized like X by do_infer */
+    OAR_TRY(oar_k_output_sized(k, OAR_DO_OUT, "Out", dt, n, false, &y));
     if (test) {
         const double f = up ? 1.0 : 1.0 - p;
         if (dt == OAR_FP32) do_scale_f32(xd, y, n, f);
         else do_scale_f64(xd, y, n, f);
         return OAR_OK;
     }
-    oar_tensor_t *mt = oar_k_output(k, OAR_DO_MASK, 0);
+    const oar_tensor_t *mt = oar_k_output(k, OAR_DO_MASK, 0);
     uint8_t *mask;
-    if (mt) {
-        if (mt->ndim != x->ndim || memcmp(mt->dims, x->dims, sizeof(int64_t) * (size_t)x->ndim) != 0)
-            OAR_TRY(oar_tensor_resize(mt, x->dims, x->ndim));
-        mask = oar_k_output_data(k, OAR_DO_MASK, 0, OAR_UINT8);
+    if (mt) {   /* sized like X by do_infer (training) */
+        void *mp;
+        OAR_TRY(oar_k_output_sized(k, OAR_DO_MASK, "Mask", OAR_UINT8, n, false, &mp));
+        mask = mp;
     } else {
         mask = oar_xmalloc((size_t)n);
     }
@@ -128,10 +124,8 @@ static int do_bwd(oar_kernel_ctx_t *k) {
     if (!dxt) return OAR_OK;
     const void *dyd = dy->buf->data;
     const uint8_t *md = m->buf->data;
-    if (dxt != dy && (dxt->ndim != dy->ndim || memcmp(dxt->dims, dy->dims, sizeof(int64_t) * (size_t)dy->ndim) != 0))
-        OAR_TRY(oar_tensor_resize(dxt, dy->dims, dy->ndim));
-    void *dx = oar_k_output_data(k, OAR_DOG_DX, 0, dt);
-    if (!dx) return OAR_ERR_NOMEM;
+    void *dx;   /* sized like Out@GRAD by do_grad_infer */
+    OAR_TRY(oar_k_output_sized(k, OAR_DOG_DX, "X@GRAD", dt, oar_tensor_numel_of(dy), false, &dx));
     const double p = a->prob;
     const double f = a->impl == OAR_DO_IMPL_UPSCALE_IN_TRAIN ? (p < 1 ? 1.0 / (1.0 - p) : 0.0) : 1.0;
     const int64_t n = oar_tensor_numel_of(dy);

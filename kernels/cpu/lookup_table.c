@@ -118,11 +118,11 @@ static int lt_args(oar_kernel_ctx_t *k, lt_args_t *a)
         if (a->n > 0) memcpy(sr->rows, a->ids, sizeof(int64_t) * (size_t)a->n);                   \
         sr->nrows = a->n;                                                                         \
         sr->height = a->v;                                                                        \
+        /* the row count is the number of ids: a data-dependent shape */                          \
         int64_t vd[2] = {a->n, a->d};                                                             \
-        OAR_TRY(oar_tensor_resize(sr->value, vd, 2));                                             \
+        T *val = oar_k_output_resized(k, OAR_LTG_DW, vd, 2, DT);                                  \
+        if (!val && a->n * a->d > 0) return OAR_ERR_NOMEM;                                        \
         oar_tensor_clear_lod(sr->value);                                                          \
-        T *val = oar_tensor_mutable(sr->value, DT);                                               \
-        if (!val) return OAR_ERR_NOMEM;                                                           \
         for (int64_t i = 0; i < a->n; i++) {                                                      \
             if (a->ids[i] == a->pad) memset(val + i * a->d, 0, sizeof(T) * (size_t)a->d);         \
             else memcpy(val + i * a->d, g + i * a->d, sizeof(T) * (size_t)a->d);                  \

@@ -36,8 +36,12 @@ void *oar_norm_out(oar_kernel_ctx_t *k, int slot, const int64_t *dims, int nd, i
     *rc = OAR_OK;
     oar_tensor_t *t = oar_k_output(k, slot, 0);
     if (!t) return NULL;
+    /* inference sized it; a mismatch is a definition bug, not something to patch here */
     if (t->ndim != nd || memcmp(t->dims, dims, sizeof(int64_t) * (size_t)nd) != 0) {
-        if ((*rc = oar_tensor_resize(t, dims, nd))) return NULL;
+        char a[128], b[128];
+        *rc = oar_k_error(k, OAR_ERR_SHAPE, "output '%s' has shape %s, expected %s", oar_k_output_name(k, slot, 0),
+                          oar_shape_str(t->dims, t->ndim, a, sizeof a), oar_shape_str(dims, nd, b, sizeof b));
+        return NULL;
     }
     void *p = oar_k_output_data(k, slot, 0, dt);
     if (!p) *rc = OAR_ERR_NOMEM;

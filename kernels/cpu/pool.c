@@ -108,7 +108,6 @@ static void pool_max2_fwd_f32(const float *x, float *y, const pool_geom_t *g) {
     }
 }
 
-static const char *const algo_names[] = {"EXPLICIT", "SAME", "VALID"};
 
 static int pool_err(oar_kernel_ctx_t *k, int status, const oar_tensor_t *x, const char *why) {
     char xs[128];
@@ -128,29 +127,24 @@ static int pool_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, pool_geom_t *g
     g->adaptive = a->adaptive;
     int64_t ks[2] = {a->ks[0], a->ks[1]}, st[2] = {a->st[0], a->st[1]};
     int64_t pd[4] = {a->pd[0], a->pd[1], a->pd[2], a->pd[3]};
-    if (a->global) {
-        ks[0] = in[0]; ks[1] = in[1];
-        pd[0] = pd[1] = pd[2] = pd[3] = 0;
-        g->adaptive = false;
-    } else if (ks[0] < 1 || ks[1] < 1) {
+    if (!a->global && (ks[0] < 1 || ks[1] < 1))
         return pool_err(k, OAR_ERR_INVALID, x, "attr ksize must hold 2 values >= 1");
+    /* the geometry pool_infer sized Out with (window.h) */
+    oar_pool_win_t pw;
+    const int r = oar_win_pool_plan(a->algo, a->global, a->adaptive, a->ceil_mode, in, ks, st, pd, &pw);
+    if (r == OAR_WIN_OVERFLOW) return pool_err(k, OAR_ERR_SHAPE, x, "too large");
+    if (r == OAR_WIN_EMPTY) {
+        char why[256];
+        snprintf(why, sizeof why, "output would be empty with ksize {%lld, %lld}, strides {%lld, %lld}, "
+                 "paddings {%lld, %lld, %lld, %lld}", (long long)pw.ks[0], (long long)pw.ks[1], (long long)pw.st[0],
+                 (long long)pw.st[1], (long long)pw.pd[0], (long long)pw.pd[1], (long long)pw.pd[2],
+                 (long long)pw.pd[3]);
+        return pool_err(k, OAR_ERR_SHAPE, x, why);
     }
-    if (!a->global) oar_win_resolve_pads(algo_names[a->algo], in, ks, st, pd, NULL);
-    if (in[0] > INT64_MAX / 4 || in[1] > INT64_MAX / 4) return pool_err(k, OAR_ERR_SHAPE, x, "too large");
-    int64_t o[2];
-    for (int i = 0; i < 2; i++) {
-        if (a->global) { o[i] = 1; continue; }
-        if (g->adaptive) { o[i] = ks[i]; continue; }
-        int64_t room = in[i] + pd[2 * i] + pd[2 * i + 1] - ks[i] + (a->ceil_mode ? st[i] - 1 : 0);
-        o[i] = room < 0 ? 0 : room / st[i] + 1;
-        if (o[i] <= 0) {
-            char why[256];
-            snprintf(why, sizeof why, "output would be empty with ksize {%lld, %lld}, strides {%lld, %lld}, "
-                     "paddings {%lld, %lld, %lld, %lld}", (long long)ks[0], (long long)ks[1], (long long)st[0],
-                     (long long)st[1], (long long)pd[0], (long long)pd[1], (long long)pd[2], (long long)pd[3]);
-            return pool_err(k, OAR_ERR_SHAPE, x, why);
-        }
-    }
+    g->adaptive = pw.adaptive;
+    memcpy(ks, pw.ks, sizeof ks);
+    memcpy(pd, pw.pd, sizeof pd);
+    const int64_t o[2] = {pw.out[0], pw.out[1]};
     if (oar_mul_checked(g->n, g->c, &g->planes)) return pool_err(k, OAR_ERR_SHAPE, x, "too large");
     g->h = in[0]; g->w = in[1]; g->oh = o[0]; g->ow = o[1];
     g->kh = ks[0]; g->kw = ks[1]; g->sh = st[0]; g->sw = st[1]; g->pt = pd[0]; g->pl = pd[2];
@@ -223,10 +217,9 @@ static int pool_fwd(oar_kernel_ctx_t *k) {
     oar_tensor_t *yt = oar_k_output(k, OAR_POOL_OUT, 0);
     if (!yt) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out is missing");
     const int64_t want[4] = {g.n, g.nhwc ? g.oh : g.c, g.nhwc ? g.ow : g.oh, g.nhwc ? g.c : g.ow};
-    if (yt->ndim != 4 || memcmp(yt->dims, want, sizeof want) != 0) OAR_TRY(oar_tensor_resize(yt, want, 4));
     const void *xd = x->buf->data;
-    void *yout = oar_k_output_data(k, OAR_POOL_OUT, 0, dt);
-    if (!yout) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate Out");
+    void *yout;   /* pool_infer sized it from the same geometry */
+    OAR_TRY(oar_k_output_sized(k, OAR_POOL_OUT, "Out", dt, want[0] * want[1] * want[2] * want[3], false, &yout));
     if (g.planes == 0) return OAR_OK;
     int64_t *b = window_bounds(k, &g);
     if (!b) return OAR_ERR_NOMEM;
@@ -270,11 +263,9 @@ static int pool_bwd(oar_kernel_ctx_t *k) {
     }
     oar_tensor_t *dxt = oar_k_output(k, OAR_POOL_DX, 0);
     if (!dxt) return OAR_OK;
-    if (dxt->ndim != 4 || memcmp(dxt->dims, x->dims, sizeof want) != 0)
-        OAR_TRY(oar_tensor_resize(dxt, x->dims, 4));
     const void *xd = x->buf->data, *dyd = dy->buf->data;
-    void *dxout = oar_k_output_data(k, OAR_POOL_DX, 0, dt);
-    if (!dxout) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate X@GRAD");
+    void *dxout;   /* sized like X by pool_grad_infer */
+    OAR_TRY(oar_k_output_sized(k, OAR_POOL_DX, "X@GRAD", dt, oar_tensor_numel_of(x), false, &dxout));
     if (g.planes == 0) return OAR_OK;
     int64_t *b = window_bounds(k, &g);
     if (!b) return OAR_ERR_NOMEM;

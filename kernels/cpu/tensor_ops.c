@@ -69,7 +69,9 @@ static int rows_in_out(oar_kernel_ctx_t *k, oar_variable_t *var, int dtype,
         if (src->nrows > 0) memcpy(dst->rows, src->rows, sizeof *dst->rows * (size_t)src->nrows);
         dst->nrows = src->nrows;
         dst->height = src->height;
-        OAR_TRY(oar_tensor_resize(dst->value, v->dims, v->ndim));
+        /* a SELECTED_ROWS value: inference cannot see its row count */
+        if (!oar_k_output_resized(k, OAR_TENSOR_OUT, v->dims, v->ndim, v->dtype) && oar_tensor_numel_of(v) > 0)
+            return OAR_ERR_NOMEM;
     }
     *xt = v;
     *xv = v->buf->data;

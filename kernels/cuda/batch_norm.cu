@@ -18,6 +18,7 @@
  */
 #include "cuda_common.h"
 #include "half.h"
+#include "ops/window.h"
 #include "ops/batch_norm.h"
 
 using namespace oarcu;
@@ -147,14 +148,12 @@ int bn_view(oar_kernel_ctx_t *k, const oar_tensor_t *x, View *v)
 {
     char xs[128];
     oar_shape_str(x->dims, x->ndim, xs, sizeof xs);
-    if (x->ndim < 2 || x->ndim > 5)   /* X is slot 0 of both ops */
+    v->nhwc = attrs(k)->layout == OAR_BN_NHWC;
+    oar_bn_geom_t g;   /* the view bn_infer checks the [C] vectors with (window.h) */
+    if (!oar_win_bn_geom(x->dims, x->ndim, v->nhwc, &g))   /* X is slot 0 of both ops */
         return oar_k_error(k, OAR_ERR_SHAPE, "X '%s' must have 2 to 5 dims, got %s",
                            nm(oar_k_input_name(k, OAR_BN_X, 0)), xs);
-    v->nhwc = attrs(k)->layout == OAR_BN_NHWC;
-    v->n = x->dims[0];
-    v->c = v->nhwc ? x->dims[x->ndim - 1] : x->dims[1];
-    v->s = 1;
-    for (int i = v->nhwc ? 1 : 2; i < (v->nhwc ? x->ndim - 1 : x->ndim); i++) v->s *= x->dims[i];
+    v->n = g.n; v->c = g.c; v->s = g.s;
     return OAR_OK;
 }
 
@@ -179,8 +178,7 @@ int vec_out(oar_kernel_ctx_t *k, int slot, int dt, int64_t c, void **p)
     *p = nullptr;
     oar_tensor_t *t = oar_k_output(k, slot, 0);
     if (!t) return OAR_OK;
-    int64_t d[1] = {c};
-    if (t->ndim != 1 || t->dims[0] != c) OAR_TRY(oar_tensor_resize(t, d, 1));
+    /* bn_infer sized it [C]; out_data_at checks the count */
     return out_data_at(k, slot, 0, dt, c, p);
 }
 
@@ -224,11 +222,8 @@ int bn_fwd(oar_kernel_ctx_t *k, int dt)
         return oar_k_error(k, OAR_ERR_SHAPE, "X '%s' %s has no values per channel to take batch statistics of",
                            nm(oar_k_input_name(k, OAR_BN_X, 0)), oar_shape_str(x->dims, x->ndim, s, sizeof s));
     }
-    oar_tensor_t *yt = oar_k_output(k, OAR_BN_Y, 0);
-    if (!yt) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Y is missing");
-    if (yt != x && (yt->ndim != x->ndim || memcmp(yt->dims, x->dims, sizeof(int64_t) * (size_t)x->ndim) != 0))
-        OAR_TRY(oar_tensor_resize(yt, x->dims, x->ndim));
-    void *y;
+    if (!oar_k_output(k, OAR_BN_Y, 0)) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Y is missing");
+    void *y;   /* sized like X by bn_infer; out_data_at checks the count */
     OAR_TRY(out_data_at(k, OAR_BN_Y, 0, dt, oar_tensor_numel_of(x), &y));
     OAR_TRY(vec_out(k, OAR_BN_MEAN_OUT, pdt, C, &p.mean_out));
     OAR_TRY(vec_out(k, OAR_BN_VARIANCE_OUT, pdt, C, &p.var_out));
@@ -276,9 +271,7 @@ int bn_bwd(oar_kernel_ctx_t *k, int dt)
     OAR_TRY(vec_out(k, OAR_BNG_DBIAS, pdt, C, &p.dbias));
     oar_tensor_t *dxt = oar_k_output(k, OAR_BNG_DX, 0);
     void *dx = nullptr;
-    if (dxt) {
-        if (dxt->ndim != x->ndim || memcmp(dxt->dims, x->dims, sizeof(int64_t) * (size_t)x->ndim) != 0)
-            OAR_TRY(oar_tensor_resize(dxt, x->dims, x->ndim));
+    if (dxt) {   /* sized like X by bn_grad_infer */
         OAR_TRY(out_data_at(k, OAR_BNG_DX, 0, dt, oar_tensor_numel_of(x), &dx));
     }
     if (C == 0) return OAR_OK;

@@ -75,9 +75,12 @@ int conv_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tensor_t *w
     g->h = g->nhwc ? x->dims[1] : x->dims[2];
     g->w = g->nhwc ? x->dims[2] : x->dims[3];
     const int64_t in_hw[2] = {g->h, g->w};
-    static const char *const algo_names[] = {"EXPLICIT", "SAME", "VALID"};
-    if (a->algo < 0 || a->algo > 2 ||
-        !oar_win_resolve_pads(algo_names[a->algo], in_hw, &w->dims[2], g->st, g->pd, g->dl))
+    /* the geometry conv_infer sized Output with (window.h) */
+    oar_conv_win_t cw;
+    const int r = oar_win_conv_plan(a->algo, in_hw, &w->dims[2], g->st, g->dl, g->pd, &cw);
+    memcpy(g->pd, cw.pd, sizeof g->pd);
+    memcpy(g->dl, cw.dl, sizeof g->dl);
+    if (a->algo < 0 || a->algo > 2)
         return oar_k_error(k, OAR_ERR_INVALID, "attr padding_algorithm must be \"EXPLICIT\", \"SAME\" or \"VALID\"");
     g->groups = a->groups;
     if (g->groups < 1) return oar_k_error(k, OAR_ERR_INVALID, "attr groups = %lld must be >= 1", (long long)g->groups);
@@ -94,14 +97,12 @@ int conv_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tensor_t *w
                            "C == Filter[1] * groups and Filter[0] divisible by groups)", xn, xs, wn, ws,
                            (long long)g->groups);
     if (g->h < 1 || g->w < 1) return oar_k_error(k, OAR_ERR_SHAPE, "Input '%s' %s has an empty spatial dimension", xn, xs);
-    int64_t o[2];
-    for (int i = 0; i < 2; i++) {
-        int64_t room = in_hw[i] + g->pd[2 * i] + g->pd[2 * i + 1] - (g->dl[i] * (w->dims[2 + i] - 1) + 1);
-        if (room < 0)
-            return oar_k_error(k, OAR_ERR_SHAPE, "output %s would be empty: Input '%s' %s, Filter '%s' %s",
-                               i == 0 ? "height" : "width", xn, xs, wn, ws);
-        o[i] = room / g->st[i] + 1;
-    }
+    if (r == OAR_WIN_OVERFLOW)
+        return oar_k_error(k, OAR_ERR_SHAPE, "sizes overflow: Input '%s' %s, Filter '%s' %s", xn, xs, wn, ws);
+    if (r == OAR_WIN_EMPTY)
+        return oar_k_error(k, OAR_ERR_SHAPE, "output %s would be empty: Input '%s' %s, Filter '%s' %s",
+                           cw.bad == 0 ? "height" : "width", xn, xs, wn, ws);
+    const int64_t o[2] = {cw.out[0], cw.out[1]};
     g->oh = o[0]; g->ow = o[1];
     g->padded = g->pd[0] != g->pd[1] || g->pd[2] != g->pd[3];
     g->hp = g->padded ? g->h + g->pd[0] + g->pd[1] : g->h;

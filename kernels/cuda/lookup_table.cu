@@ -110,11 +110,11 @@ int ltg_sparse(oar_kernel_ctx_t *k, int dt, const Lt &a, const T *g, oar_variabl
         sr->rows = r;
         sr->cap = a.n;
     }
+    /* the row count is the number of ids: a data-dependent shape */
     int64_t vd[2] = {a.n, a.d};
-    OAR_TRY(oar_tensor_resize(sr->value, vd, 2));
+    T *val = (T *)oar_k_output_resized(k, OAR_LTG_DW, vd, 2, dt);
+    if (!val && a.n * a.d > 0) return OAR_ERR_NOMEM;
     oar_tensor_clear_lod(sr->value);
-    T *val = (T *)oar_tensor_mutable_on(sr->value, dt, OAR_PLACE_CUDA, oar_k_device(k));
-    if (!val) return OAR_ERR_NOMEM;
     if (a.n > 0) OAR_TRY(to_host(k, sr->rows, a.idd, sizeof(int64_t) * (size_t)a.n, "copying Ids to the rows"));
     sr->nrows = a.n;
     sr->height = a.v;

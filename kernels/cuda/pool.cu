@@ -104,23 +104,21 @@ int pool_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, Geom *g)
         if ((!global && ks[i] < 1) || st[i] < 1 || pd[2 * i] < 0 || pd[2 * i + 1] < 0)
             return oar_k_error(k, OAR_ERR_INVALID, "ksize {%lld, %lld} and strides {%lld, %lld} must be >= 1, paddings >= 0",
                                (long long)ks[0], (long long)ks[1], (long long)st[0], (long long)st[1]);
-    /* Fluid's SAME/VALID, resolved as the definition and the CPU kernel do */
-    static const char *const algo_names[] = {"EXPLICIT", "SAME", "VALID"};
-    if (at->algo < 0 || at->algo > 2 ||
-        (!global && !oar_win_resolve_pads(algo_names[at->algo], in_hw, ks, st, pd, NULL)))
+    if (at->algo < 0 || at->algo > 2)
         return oar_k_error(k, OAR_ERR_INVALID, "attr padding_algorithm must be \"EXPLICIT\", \"SAME\" or \"VALID\"");
-    int64_t o[2];
-    for (int i = 0; i < 2; i++) {
-        if (global) { o[i] = 1; continue; }
-        if (g->adaptive) { o[i] = ks[i]; continue; }
-        int64_t room = in_hw[i] + pd[2 * i] + pd[2 * i + 1] - ks[i] + (ceil_mode ? st[i] - 1 : 0);
-        o[i] = room < 0 ? 0 : room / st[i] + 1;
-        if (o[i] <= 0)
-            return oar_k_error(k, OAR_ERR_SHAPE, "output would be empty: X '%s' %s, ksize {%lld, %lld}, strides {%lld, %lld}, "
-                               "paddings {%lld, %lld, %lld, %lld}", xn, xs, (long long)ks[0], (long long)ks[1],
-                               (long long)st[0], (long long)st[1], (long long)pd[0], (long long)pd[1], (long long)pd[2],
-                               (long long)pd[3]);
-    }
+    /* the geometry pool_infer sized Out with (window.h) */
+    oar_pool_win_t pw;
+    const int r = oar_win_pool_plan(at->algo, global, at->adaptive, ceil_mode, in_hw, ks, st, pd, &pw);
+    if (r == OAR_WIN_OVERFLOW) return oar_k_error(k, OAR_ERR_SHAPE, "X '%s' %s is too large", xn, xs);
+    if (r == OAR_WIN_EMPTY)
+        return oar_k_error(k, OAR_ERR_SHAPE, "output would be empty: X '%s' %s, ksize {%lld, %lld}, strides {%lld, %lld}, "
+                           "paddings {%lld, %lld, %lld, %lld}", xn, xs, (long long)pw.ks[0], (long long)pw.ks[1],
+                           (long long)pw.st[0], (long long)pw.st[1], (long long)pw.pd[0], (long long)pw.pd[1],
+                           (long long)pw.pd[2], (long long)pw.pd[3]);
+    g->adaptive = pw.adaptive;
+    memcpy(ks, pw.ks, sizeof ks);
+    memcpy(pd, pw.pd, sizeof pd);
+    const int64_t o[2] = {pw.out[0], pw.out[1]};
     if (oar_mul_checked(x->dims[0], g->c, &g->planes)) return oar_k_error(k, OAR_ERR_SHAPE, "X '%s' %s is too large", xn, xs);
     g->oh = o[0]; g->ow = o[1];
     g->kh = ks[0]; g->kw = ks[1]; g->sh = st[0]; g->sw = st[1]; g->pt = pd[0]; g->pl = pd[2];

@@ -124,11 +124,8 @@ int do_fwd(oar_kernel_ctx_t *k, int dt)
     if (!(p >= 0 && p <= 1)) return oar_k_error(k, OAR_ERR_INVALID, "attr dropout_prob = %g must be in [0, 1]", p);
     const bool test = at->is_test, up = at->impl == OAR_DO_IMPL_UPSCALE_IN_TRAIN;
     const int64_t n = oar_tensor_numel_of(x);
-    oar_tensor_t *yt = oar_k_output(k, OAR_DO_OUT, 0);
-    if (!yt) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out is missing");
-    if (yt != x && (yt->ndim != x->ndim || memcmp(yt->dims, x->dims, sizeof(int64_t) * (size_t)x->ndim) != 0))
-        OAR_TRY(oar_tensor_resize(yt, x->dims, x->ndim));
-    void *y;
+    if (!oar_k_output(k, OAR_DO_OUT, 0)) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out is missing");
+    void *y;   /* sized like X by do_infer; out_data_at checks the count */
     OAR_TRY(out_data_at(k, OAR_DO_OUT, 0, dt, n, &y));
     if (test) {
         const double f = up ? 1.0 : 1.0 - p;
@@ -143,9 +140,7 @@ int do_fwd(oar_kernel_ctx_t *k, int dt)
     }
     oar_tensor_t *mt = oar_k_output(k, OAR_DO_MASK, 0);
     void *mask = nullptr;
-    if (mt) {
-        if (mt->ndim != x->ndim || memcmp(mt->dims, x->dims, sizeof(int64_t) * (size_t)x->ndim) != 0)
-            OAR_TRY(oar_tensor_resize(mt, x->dims, x->ndim));
+    if (mt) {   /* sized like X by do_infer (training) */
         OAR_TRY(out_data_at(k, OAR_DO_MASK, 0, OAR_UINT8, n, &mask));
     }
     uint64_t key;
@@ -205,9 +200,7 @@ int do_bwd(oar_kernel_ctx_t *k, int dt)
     }
     oar_tensor_t *dxt = oar_k_output(k, OAR_DOG_DX, 0);
     if (!dxt) return OAR_OK;
-    if (dxt != dy && (dxt->ndim != dy->ndim || memcmp(dxt->dims, dy->dims, sizeof(int64_t) * (size_t)dy->ndim) != 0))
-        OAR_TRY(oar_tensor_resize(dxt, dy->dims, dy->ndim));
-    void *dx;
+    void *dx;   /* sized like Out@GRAD by do_grad_infer */
     OAR_TRY(out_data_at(k, OAR_DOG_DX, 0, dt, n, &dx));
     if (n == 0) return OAR_OK;
     const double p = at->prob;

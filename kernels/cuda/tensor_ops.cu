@@ -56,7 +56,9 @@ int rows_in_out(oar_kernel_ctx_t *k, oar_variable_t *var, int dt, const oar_tens
         if (src->nrows > 0) memcpy(dst->rows, src->rows, sizeof *dst->rows * (size_t)src->nrows);
         dst->nrows = src->nrows;
         dst->height = src->height;
-        OAR_TRY(oar_tensor_resize(dst->value, v->dims, v->ndim));
+        /* a SELECTED_ROWS value: inference cannot see its row count */
+        if (!oar_k_output_resized(k, OAR_TENSOR_OUT, v->dims, v->ndim, v->dtype) && oar_tensor_numel_of(v) > 0)
+            return OAR_ERR_NOMEM;
     }
     *xt = v;
     *xv = n > 0 ? v->buf->data : nullptr;
@@ -279,10 +281,11 @@ int sum_all_rows(oar_kernel_ctx_t *k, int dt)
         memcpy(dims, lead->value->dims, sizeof dims);
     }
     dims[0] = total;
+    /* built aside (Out may be one of the X) and swapped in: a data-dependent shape */
     oar_tensor_t *val;
-    OAR_TRY(oar_tensor_new_empty(&val));
-    int rc = oar_tensor_resize(val, dims, nd);
-    char *dst = rc == OAR_OK ? (char *)oar_tensor_mutable_on(val, dt, OAR_PLACE_CUDA, oar_k_device(k)) : nullptr;
+    OAR_TRY(oar_tensor_new_sized(&val, dims, nd));
+    int rc = OAR_OK;
+    char *dst = (char *)oar_tensor_mutable_on(val, dt, OAR_PLACE_CUDA, oar_k_device(k));
     int64_t *rows = dst ? (int64_t *)oar_xmalloc(sizeof *rows * (size_t)(total ? total : 1)) : nullptr;
     if (!rows) {
         oar_tensor_free(val);

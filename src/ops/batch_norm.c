@@ -11,6 +11,7 @@
  * (slots, attributes, docs) are declared in batch_norm.ops. Kernels in
  * kernels/cpu/batch_norm.c and kernels/cuda/batch_norm.cu. */
 #include "op.h"
+#include "ops/window.h"
 #include "ops/batch_norm.h"   /* generated from batch_norm.ops: slots, oar_bn_attrs_t */
 
 #include <string.h>
@@ -19,12 +20,13 @@
 static int channels(oar_infer_ctx_t *c, const int64_t *x, int xn, int64_t *ch) {
     const oar_bn_attrs_t *a = oar_ic_attrs(c);
     if (!a) return OAR_ERR_INVALID;
-    if (xn < 2 || xn > 5) {
+    oar_bn_geom_t g;   /* the view both places' kernels take (window.h) */
+    if (!oar_win_bn_geom(x, xn, a->layout == OAR_BN_NHWC, &g)) {
         char xs[128];
         return oar_ic_error(c, OAR_ERR_SHAPE, "X '%s' must have 2 to 5 dims (N, C, ...), got shape %s",
                             oar_ic_in_name(c, "X", 0), oar_shape_str(x, xn, xs, sizeof xs));
     }
-    *ch = a->layout == OAR_BN_NHWC ? x[xn - 1] : x[1];
+    *ch = g.c;
     return OAR_OK;
 }
 

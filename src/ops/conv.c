@@ -63,37 +63,29 @@ static int conv_infer(oar_infer_ctx_t *c) {
     if (w[0] >= 0 && w[0] % groups != 0)
         return oar_ic_error(c, OAR_ERR_SHAPE, "Filter '%s' %s: %lld output channels are not divisible by groups = %lld",
                             oar_ic_in_name(c, "Filter", 0), ws, (long long)w[0], (long long)groups);
-    /* SAME/VALID pads depend on both spatial sizes; unknown ones leave the output unknown */
-    static const char *const algo_names[] = {"EXPLICIT", "SAME", "VALID"};
-    const int64_t probe[2] = {x[2] < 0 ? 1 : x[2], x[3] < 0 ? 1 : x[3]};
-    oar_win_resolve_pads(algo_names[a->algo], probe, &w[2], st, pd, dl);
-    const bool explicit_pads = a->algo == OAR_CONV_ALGO_EXPLICIT;
-    int64_t out[4] = {x[0], w[0], -1, -1};
-    for (int i = 0; i < 2; i++) {
-        int64_t in = x[2 + i], k = w[2 + i];
-        if (in < 0 || k < 0 || (!explicit_pads && (x[2] < 0 || x[3] < 0))) continue;
-        if (in == 0)
-            return oar_ic_error(c, OAR_ERR_SHAPE, "Input '%s' %s has an empty spatial dimension",
-                                oar_ic_in_name(c, "Input", 0), xs);
-        int64_t span;
-        if (oar_mul_checked(dl[i], k - 1, &span) || span >= INT64_MAX / 2 || in > INT64_MAX / 4)
-            return oar_ic_error(c, OAR_ERR_SHAPE, "sizes overflow: Input '%s' %s, Filter '%s' %s, dilations {%lld, %lld}",
-                                oar_ic_in_name(c, "Input", 0), xs, oar_ic_in_name(c, "Filter", 0), ws,
-                                (long long)dl[0], (long long)dl[1]);
-        span += 1;
-        int64_t room = in + pd[2 * i] + pd[2 * i + 1] - span;
-        if (room < 0)
-            return oar_ic_error(c, OAR_ERR_SHAPE,
-                                "output %s would be empty: Input '%s' %s, Filter '%s' %s, strides {%lld, %lld}, "
-                                "paddings {%lld, %lld, %lld, %lld}, dilations {%lld, %lld}: the dilated filter "
-                                "(%lld) is larger than the padded input (%lld)",
-                                i == 0 ? "height" : "width", oar_ic_in_name(c, "Input", 0), xs,
-                                oar_ic_in_name(c, "Filter", 0), ws, (long long)st[0], (long long)st[1],
-                                (long long)pd[0], (long long)pd[1], (long long)pd[2], (long long)pd[3],
-                                (long long)dl[0], (long long)dl[1], (long long)span,
-                                (long long)(in + pd[2 * i] + pd[2 * i + 1]));
-        out[2 + i] = room / st[i] + 1;
-    }
+    /* the geometry every place's kernels use (window.h); unknown sizes leave the output unknown */
+    oar_conv_win_t g;
+    const int64_t in_hw[2] = {x[2], x[3]};
+    const int r = oar_win_conv_plan(a->algo, in_hw, &w[2], st, dl, pd, &g);
+    const int i = g.bad;
+    if (r == OAR_WIN_NO_INPUT)
+        return oar_ic_error(c, OAR_ERR_SHAPE, "Input '%s' %s has an empty spatial dimension",
+                            oar_ic_in_name(c, "Input", 0), xs);
+    if (r == OAR_WIN_OVERFLOW)
+        return oar_ic_error(c, OAR_ERR_SHAPE, "sizes overflow: Input '%s' %s, Filter '%s' %s, dilations {%lld, %lld}",
+                            oar_ic_in_name(c, "Input", 0), xs, oar_ic_in_name(c, "Filter", 0), ws,
+                            (long long)g.dl[0], (long long)g.dl[1]);
+    if (r == OAR_WIN_EMPTY)
+        return oar_ic_error(c, OAR_ERR_SHAPE,
+                            "output %s would be empty: Input '%s' %s, Filter '%s' %s, strides {%lld, %lld}, "
+                            "paddings {%lld, %lld, %lld, %lld}, dilations {%lld, %lld}: the dilated filter "
+                            "(%lld) is larger than the padded input (%lld)",
+                            i == 0 ? "height" : "width", oar_ic_in_name(c, "Input", 0), xs,
+                            oar_ic_in_name(c, "Filter", 0), ws, (long long)g.st[0], (long long)g.st[1],
+                            (long long)g.pd[0], (long long)g.pd[1], (long long)g.pd[2], (long long)g.pd[3],
+                            (long long)g.dl[0], (long long)g.dl[1], (long long)g.span,
+                            (long long)(x[2 + i] + g.pd[2 * i] + g.pd[2 * i + 1]));
+    const int64_t out[4] = {x[0], w[0], g.out[0], g.out[1]};
     if (nhwc) {
         const int64_t o[4] = {out[0], out[2], out[3], out[1]};
         return oar_ic_set_out(c, "Output", 0, o, 4, xdt);

@@ -35,36 +35,23 @@ static int pool_infer(oar_infer_ctx_t *c) {
      * it leaves ksize {0, 0} when unset, which only global pooling allows */
     int64_t ks[2] = {a->ks[0], a->ks[1]}, st[2] = {a->st[0], a->st[1]};
     int64_t pd[4] = {a->pd[0], a->pd[1], a->pd[2], a->pd[3]};
-    if (global) { ks[0] = x[2]; ks[1] = x[3]; }
-    else if (ks[0] == 0)
+    if (!global && ks[0] == 0)
         return oar_ic_error(c, OAR_ERR_INVALID, "attr ksize must be set (2 values: height, width)");
-    /* SAME/VALID pads depend on both spatial sizes; unknown ones leave the output unknown */
-    static const char *const algo_names[] = {"EXPLICIT", "SAME", "VALID"};
-    const int64_t probe[2] = {x[2] < 0 ? 1 : x[2], x[3] < 0 ? 1 : x[3]};
-    if (!global) oar_win_resolve_pads(algo_names[a->algo], probe, ks, st, pd, NULL);
-    const bool explicit_pads = a->algo == OAR_POOL_ALGO_EXPLICIT;
-    if (global) pd[0] = pd[1] = pd[2] = pd[3] = 0;
-    int64_t out[4] = {x[0], x[1], -1, -1};
-    for (int i = 0; i < 2; i++) {
-        if (global) { out[2 + i] = 1; continue; }
-        if (adaptive) { out[2 + i] = ks[i]; continue; }
-        int64_t in = x[2 + i];
-        if (in < 0 || (!explicit_pads && (x[2] < 0 || x[3] < 0))) continue;
-        if (in > INT64_MAX / 4)
-            return oar_ic_error(c, OAR_ERR_SHAPE, "X '%s' %s is too large", oar_ic_in_name(c, "X", 0), xs);
-        int64_t room = in + pd[2 * i] + pd[2 * i + 1] - ks[i];
-        if (ceil_mode) room += st[i] - 1;
-        int64_t o = room < 0 ? 0 : room / st[i] + 1;
-        if (o <= 0)
-            return oar_ic_error(c, OAR_ERR_SHAPE,
-                                "output %s would be empty: X '%s' %s, ksize {%lld, %lld}, strides {%lld, %lld}, "
-                                "paddings {%lld, %lld, %lld, %lld}, ceil_mode %s",
-                                i == 0 ? "height" : "width", oar_ic_in_name(c, "X", 0), xs,
-                                (long long)ks[0], (long long)ks[1], (long long)st[0], (long long)st[1],
-                                (long long)pd[0], (long long)pd[1], (long long)pd[2], (long long)pd[3],
-                                ceil_mode ? "true" : "false");
-        out[2 + i] = o;
-    }
+    /* the geometry every place's kernels use (window.h); unknown sizes leave the output unknown */
+    oar_pool_win_t g;
+    const int64_t in_hw[2] = {x[2], x[3]};
+    const int r = oar_win_pool_plan(a->algo, global, adaptive, ceil_mode, in_hw, ks, st, pd, &g);
+    if (r == OAR_WIN_OVERFLOW)
+        return oar_ic_error(c, OAR_ERR_SHAPE, "X '%s' %s is too large", oar_ic_in_name(c, "X", 0), xs);
+    if (r == OAR_WIN_EMPTY)
+        return oar_ic_error(c, OAR_ERR_SHAPE,
+                            "output %s would be empty: X '%s' %s, ksize {%lld, %lld}, strides {%lld, %lld}, "
+                            "paddings {%lld, %lld, %lld, %lld}, ceil_mode %s",
+                            g.bad == 0 ? "height" : "width", oar_ic_in_name(c, "X", 0), xs,
+                            (long long)g.ks[0], (long long)g.ks[1], (long long)g.st[0], (long long)g.st[1],
+                            (long long)g.pd[0], (long long)g.pd[1], (long long)g.pd[2], (long long)g.pd[3],
+                            ceil_mode ? "true" : "false");
+    const int64_t out[4] = {x[0], x[1], g.out[0], g.out[1]};
     if (nhwc) {
         const int64_t o[4] = {out[0], out[2], out[3], out[1]};
         OAR_TRY(oar_ic_set_out(c, "Out", 0, o, 4, oar_ic_in_dtype(c, "X", 0)));

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "op.h"
+#include "error.h"
 
 /* One image's convolution window geometry (channels per call, not per op). */
 typedef struct oar_win2d {
@@ -50,6 +51,97 @@ static inline bool oar_win_resolve_pads(const char *algo, const int64_t in[2], c
         pads[2 * i] = sum / 2;
         pads[2 * i + 1] = sum - sum / 2;
     }
+    return true;
+}
+
+/* ---- output geometry: the one copy inference and every kernel use --------
+ * The size computations report an outcome; each caller words the error. */
+enum { OAR_WIN_OK = 0, OAR_WIN_OVERFLOW, OAR_WIN_EMPTY, OAR_WIN_NO_INPUT };
+
+/* padding_algorithm by its index in the conv/pool declarations' choices */
+static inline bool oar_win_resolve_pads_id(int algo, const int64_t in[2], const int64_t k[2],
+                                           const int64_t st[2], int64_t pads[4], int64_t *dil) {
+    static const char *const names[] = {"EXPLICIT", "SAME", "VALID"};
+    return algo >= 0 && algo <= 2 && oar_win_resolve_pads(names[algo], in, k, st, pads, dil);
+}
+
+/* A convolution's resolved window (pads, dilations) and output size. */
+typedef struct oar_conv_win {
+    int64_t st[2], dl[2], pd[4];   /* pd: {top, bottom, left, right} after padding_algorithm */
+    int64_t out[2];                /* output height, width; -1 while unknown */
+    int64_t span;                  /* the failing dim's dilated filter extent (OAR_WIN_EMPTY) */
+    int bad;                       /* the dim (0 height, 1 width) an outcome other than OK names */
+} oar_conv_win_t;
+
+/* in[2], k[2] may be < 0 (unknown at compile time: that output stays -1;
+ * with SAME/VALID both are needed). OAR_WIN_NO_INPUT: an input dim is 0;
+ * OAR_WIN_OVERFLOW; OAR_WIN_EMPTY: the dilated filter exceeds the padded input. */
+static inline int oar_win_conv_plan(int algo, const int64_t in[2], const int64_t k[2], const int64_t st[2],
+                                    const int64_t dl[2], const int64_t pd[4], oar_conv_win_t *w) {
+    for (int i = 0; i < 2; i++) { w->st[i] = st[i]; w->dl[i] = dl[i]; w->out[i] = -1; }
+    for (int i = 0; i < 4; i++) w->pd[i] = pd[i];
+    w->span = 0; w->bad = 0;
+    const bool known = in[0] >= 0 && in[1] >= 0;
+    const int64_t probe[2] = {in[0] < 0 ? 1 : in[0], in[1] < 0 ? 1 : in[1]};
+    oar_win_resolve_pads_id(algo, probe, k, w->st, w->pd, w->dl);
+    for (int i = 0; i < 2; i++) {
+        w->bad = i;
+        if (in[i] < 0 || k[i] < 0 || (algo != 0 && !known)) continue;
+        if (in[i] == 0) return OAR_WIN_NO_INPUT;
+        int64_t span;
+        if (oar_mul_checked(w->dl[i], k[i] - 1, &span) || span >= INT64_MAX / 2 || in[i] > INT64_MAX / 4)
+            return OAR_WIN_OVERFLOW;
+        w->span = span + 1;
+        int64_t room = in[i] + w->pd[2 * i] + w->pd[2 * i + 1] - w->span;
+        if (room < 0) return OAR_WIN_EMPTY;
+        w->out[i] = room / w->st[i] + 1;
+    }
+    return OAR_WIN_OK;
+}
+
+/* A pool's resolved window and output size. */
+typedef struct oar_pool_win {
+    int64_t ks[2], st[2], pd[4];   /* global: the whole input, unpadded */
+    int64_t out[2];                /* -1 while unknown */
+    bool adaptive;                 /* false under global */
+    int bad;
+} oar_pool_win_t;
+
+/* in[2] may be < 0 at compile time. ks is {0, 0} when unset (only global
+ * allows that; the caller checks). Adaptive pooling's output is ksize.
+ * OAR_WIN_OVERFLOW; OAR_WIN_EMPTY: no window fits. */
+static inline int oar_win_pool_plan(int algo, bool global, bool adaptive, bool ceil_mode, const int64_t in[2],
+                                    const int64_t ks[2], const int64_t st[2], const int64_t pd[4],
+                                    oar_pool_win_t *w) {
+    for (int i = 0; i < 2; i++) { w->ks[i] = global ? in[i] : ks[i]; w->st[i] = st[i]; w->out[i] = -1; }
+    for (int i = 0; i < 4; i++) w->pd[i] = global ? 0 : pd[i];
+    w->adaptive = adaptive && !global;
+    w->bad = 0;
+    const bool known = in[0] >= 0 && in[1] >= 0;
+    const int64_t probe[2] = {in[0] < 0 ? 1 : in[0], in[1] < 0 ? 1 : in[1]};
+    if (!global) oar_win_resolve_pads_id(algo, probe, w->ks, w->st, w->pd, NULL);
+    for (int i = 0; i < 2; i++) {
+        w->bad = i;
+        if (global) { w->out[i] = 1; continue; }
+        if (w->adaptive) { w->out[i] = w->ks[i]; continue; }
+        if (in[i] < 0 || (algo != 0 && !known)) continue;
+        if (in[i] > INT64_MAX / 4) return OAR_WIN_OVERFLOW;
+        int64_t room = in[i] + w->pd[2 * i] + w->pd[2 * i + 1] - w->ks[i] + (ceil_mode ? w->st[i] - 1 : 0);
+        w->out[i] = room < 0 ? 0 : room / w->st[i] + 1;
+        if (w->out[i] <= 0) return OAR_WIN_EMPTY;
+    }
+    return OAR_WIN_OK;
+}
+
+/* batch_norm's view of X (2 to 5 dims) as [N, C, S]: channels at dim 1, or
+ * last with NHWC; S the product of the other dims. False for another rank. */
+typedef struct oar_bn_geom { int64_t n, c, s; } oar_bn_geom_t;
+static inline bool oar_win_bn_geom(const int64_t *x, int nd, bool nhwc, oar_bn_geom_t *g) {
+    if (nd < 2 || nd > 5) return false;
+    g->n = x[0];
+    g->c = nhwc ? x[nd - 1] : x[1];
+    g->s = 1;
+    for (int i = nhwc ? 1 : 2; i < (nhwc ? nd - 1 : nd); i++) g->s *= x[i];
     return true;
 }
 
