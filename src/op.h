@@ -1,23 +1,25 @@
 /*
  * op.h — how an operator is defined and how its kernels are written.
  *
- * An operator is one definition (src/ops/<family>.c) and any number of
- * kernels (kernels/cpu/<family>.c, kernels/cuda/<family>.cu), registered per
- * (op type, place, dtype). A definition declares:
+ * An operator is one definition and any number of kernels
+ * (kernels/cpu/<family>.c, kernels/cuda/<family>.cu), registered per
+ * (op type, place, dtype). A definition is declared in src/ops/<family>.ops
+ * (tools/gen_ops.lua writes the oar_op_def_t, its tables, its attribute
+ * decoder and its OAR_REGISTER_OP into build/ops/<family>.h; no op is
+ * defined by hand) and declares:
  *   - input/output slots (duplicable: takes a list; dispensable: may be absent),
  *   - attributes with types, defaults and range checks (filled in at insertion),
  *   - `infer`: shape/dtype inference, written once against oar_infer_ctx_t and
  *     run both at compile time (on var descs, -1 = unknown batch dim) and at
  *     run time (on tensors, right before the kernel; it sizes the outputs),
  *   - `grad`: a grad maker that emits the grad op descs (oar_grad_ctx_t).
+ * src/ops/<family>.c holds those functions and ends with
  *
- *     static const oar_slot_def_t relu_in[]  = {{"X", 0}, {NULL, 0}};
- *     static const oar_slot_def_t relu_out[] = {{"Out", 0}, {NULL, 0}};
- *     static int relu_infer(oar_infer_ctx_t *c) { return oar_infer_same_as(c, "X", "Out"); }
- *     static const oar_op_def_t relu_def = {
- *         .type = "relu", .inputs = relu_in, .outputs = relu_out,
- *         .infer = relu_infer, .grad = oar_grad_default };
- *     OAR_REGISTER_OP(relu_def)
+ *     #define OAR_OPS_DEFINE
+ *     #include "ops/<family>.h"
+ *
+ * (see docs/CONTRIBUTING.md). A kernel reads the inputs and the decoded
+ * attributes (oar_k_attrs) and writes the outputs:
  *
  *     static int relu_f32(oar_kernel_ctx_t *k) {
  *         const oar_tensor_t *x = oar_k_in(k, "X", 0);
