@@ -1,7 +1,8 @@
 -- The operator reference (tools/op_reference.lua, written by `make doc`)
 -- comes from the op declarations: every op declared in a src/ops/*.ops
 -- file has its doc, its slots' docs and its attributes' kinds, defaults,
--- ranges, choices and docs there.
+-- ranges, choices and docs there. No op is defined by hand any more: every
+-- registered op has its declaration's doc.
 local files = require("spec.helpers.files")
 
 local function read(path)
@@ -61,5 +62,39 @@ describe("the operator reference", function()
     local named = declared_ops()
     assert.is_true(n >= #named, ("%d documented ops, %d named in .ops files"):format(n, #named))
     assert.matches("\n## relu\n\nOut = max(x, 0), elementwise.", text, 1, true)
+  end)
+end)
+
+describe("the op declarations", function()
+  local function lines(cmd)
+    local p = io.popen(cmd)
+    local out = {}
+    for l in p:lines() do out[#out + 1] = l end
+    p:close()
+    return out
+  end
+
+  it("are the only way ops register: no src/ops/*.c or kernel defines or registers an op by hand", function()
+    -- the generated header registers each declared op; a hand oar_op_def_t would bypass the declaration
+    local hits = lines("grep -n 'OAR_REGISTER_OP\\|oar_op_def_t' src/ops/*.c src/ops/*.h kernels/*/*.c kernels/*/*.cu 2>/dev/null")
+    assert.are.same({}, hits)
+    -- and every declaration file is defined by its .c, once, at the end
+    for _, ops in ipairs(lines("ls src/ops/*.ops")) do
+      local c = read((ops:gsub("%.ops$", ".c")))
+      local family = ops:match("([%w_]+)%.ops$")
+      assert.matches('#define OAR_OPS_DEFINE\n#include "ops/' .. family .. '.h"[^\n]*%s*$', c, nil, false, ops)
+    end
+  end)
+
+  it("give every registered op its doc", function()
+    local ffi = require("ffi")
+    local C = require("oar.lib").load_op_api()
+    local missing = {}
+    for i = 0, C.oar_op_num_registered() - 1 do
+      local t = ffi.string(C.oar_op_registered_at(i))
+      if C.oar_registry_op(t).doc == nil then missing[#missing + 1] = t end
+    end
+    assert.is_true(C.oar_op_num_registered() > 300)
+    assert.are.same({}, missing)
   end)
 end)

@@ -176,6 +176,12 @@ describe("reduce_all / reduce_any (test_reduce_op.py)", function()
                         expect = { Out = { shape = os, data = want } } }
       end)
     end
+    it(op .. " refuses more dims than a tensor has (the decoder's message, at insertion)", function()
+      local ok, err = pcall(T.run, { type = op, attrs = { dim = { 0, 1, 2, 0, 1, 2, 0, 1, 2, 0 } },
+                                     inputs = { X = T.tensor(x, { shape = xs, dtype = "bool" }) } })
+      assert.is_false(ok)
+      assert.matches("attr dim must be INTS or LONGS of at most 9 values", err, 1, true)
+    end)
     it(op .. " with reduce_all", function()
       local want = op == "reduce_any"
       T.check_output{ type = op, attrs = { reduce_all = true },

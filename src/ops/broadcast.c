@@ -1,12 +1,5 @@
-/* broadcast.c — the decode steps and shape inference every broadcasting op
- * shares (geometry in broadcast.h). */
+/* broadcast.c — the shape inference every broadcasting op shares (geometry in broadcast.h). */
 #include "broadcast.h"
-
-int oar_bcast_decode_axis(oar_decode_ctx_t *d, void *attrs)
-{
-    ((oar_bcast_attrs_t *)attrs)->axis = oar_dec_i(d, "axis");
-    return oar_dec_status(d);
-}
 
 int oar_bcast_infer(oar_infer_ctx_t *c, int out_dtype)
 {

@@ -231,9 +231,6 @@ static inline int oar_mm_shape_v1(const int64_t *xd, int xn, const int64_t *yd, 
 enum { OAR_BCAST_X = 0, OAR_BCAST_Y = 1 };
 enum { OAR_BCAST_OUT = 0 };
 typedef struct oar_bcast_attrs { int axis; } oar_bcast_attrs_t;
-/* decode step of hand-defined ops with an `axis` attr (declared ops'
- * generated decoders do the same; ops without one set axis = -1) */
-int oar_bcast_decode_axis(oar_decode_ctx_t *d, void *attrs);
 
 /* Shape inference of a broadcasting binary op with slots X, Y -> Out and
  * the decoded `axis` (oar_ic_attrs): checks dtypes agree and the shapes broadcast, sets Out's dims

@@ -13,31 +13,16 @@
  * outputs@GRAD[t] and the gradient of the updated memories (the next
  * step's ex_states gradient, zeros after the last step) in, runs the grad
  * block, and collects inputs@GRAD[t], the parameters' gradients (summed over
- * steps) and, at the first step, initial_states@GRAD. */
+ * steps) and, at the first step, initial_states@GRAD. The ops themselves
+ * (slots, attributes, docs) are declared in recurrent.ops. */
 #include "op.h"
-#include "paddle_attrs.h"
 #include "scope.h"
 #include "lod_plumbing.h"
+#include "ops/recurrent.h"   /* generated from recurrent.ops: the attribute struct */
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define ATTR_END {NULL, 0, 0, NULL, false, 0, 0}
-#define DUP OAR_SLOT_DUPLICABLE
-#define DISP OAR_SLOT_DISPENSABLE
-
-static const oar_attr_def_t rnn_attrs[] = {
-    {"ex_states", OAR_ATTR_STRINGS, 0, NULL, false, 0, 0},
-    {"states", OAR_ATTR_STRINGS, 0, NULL, false, 0, 0},
-    {"sub_block", OAR_ATTR_BLOCK, 0, NULL, true, 0, 0},
-    {"reverse", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    {"is_train", OAR_ATTR_BOOLEAN, 1, NULL, false, 0, 0},
-    {"has_states", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    /* not in Fluid: set by clone(for_test), like is_train=false */
-    {"is_test", OAR_ATTR_BOOLEAN, 0, NULL, false, 0, 0},
-    OAR_PA_L("skip_eager_deletion_vars", OAR_ATTR_STRINGS),   /* Paddle's GC hint */
-    ATTR_END};
 
 static oar_tensor_t *var_value(oar_variable_t *v)
 {
@@ -45,16 +30,27 @@ static oar_tensor_t *var_value(oar_variable_t *v)
     return v->u.tensor;
 }
 
-static const char *str_attr(const oar_op_desc_t *op, const char *name, int i)
+/* a STRINGS attr of the desc as a list; absent: empty */
+static const char *const *str_list(const oar_op_desc_t *op, const char *name, int *n)
 {
-    return oar_op_desc_get_attr_strings_at(op, name, i);
+    const void *d = NULL;
+    *n = 0;
+    if (oar_op_desc_get_attr_list(op, name, &d, n) != OAR_OK) { oar_clear_error(); *n = 0; return NULL; }
+    return d;
 }
 
-static int str_attr_count(const oar_op_desc_t *op, const char *name)
+/* the decoder's last step: the memories' names point into the desc */
+static void rnn_finish(oar_decode_ctx_t *d, oar_rnn_attrs_t *a)
 {
-    const void *d;
-    int n = 0;
-    if (oar_op_desc_get_attr_list(op, name, &d, &n) != OAR_OK) { oar_clear_error(); return 0; }
+    a->ex_states = str_list(oar_dec_op(d), "ex_states", &a->n_ex_states);
+    a->states = str_list(oar_dec_op(d), "states", &a->n_states);
+}
+
+/* the grad maker reads the forward desc (no decoded struct there) */
+static int str_count(const oar_op_desc_t *op, const char *name)
+{
+    int n;
+    (void)str_list(op, name, &n);
     return n;
 }
 
@@ -150,8 +146,8 @@ static int seq_len(oar_kernel_ctx_t *k, int64_t *T)
 
 static int check_states(oar_kernel_ctx_t *k, int *nstates)
 {
-    const oar_op_desc_t *op = oar_k_op(k);
-    int ne = str_attr_count(op, "ex_states"), ns = str_attr_count(op, "states");
+    const oar_rnn_attrs_t *a = oar_k_attrs(k);
+    int ne = a->n_ex_states, ns = a->n_states;
     int ni = oar_k_in_count(k, "initial_states");
     if (ne != ns || ne != ni)
         return oar_k_error(k, OAR_ERR_INVALID, "attr ex_states has %d names, attr states %d and initial_states %d "
@@ -162,17 +158,13 @@ static int check_states(oar_kernel_ctx_t *k, int *nstates)
 
 static int step_block(oar_kernel_ctx_t *k, int *idx)
 {
-    *idx = oar_attr_block(oar_k_op(k), "sub_block");
+    *idx = ((const oar_rnn_attrs_t *)oar_k_attrs(k))->sub_block;
     if (!oar_program_block(oar_k_program(k), *idx))
         return oar_k_error(k, OAR_ERR_FORMAT, "attr sub_block (%d) is not a block of the program", *idx);
     return OAR_OK;
 }
 
 /* ---- recurrent ------------------------------------------------------------ */
-static const oar_slot_def_t rnn_in[] = {
-    {"inputs", DUP}, {"initial_states", DUP | DISP}, {"parameters", DUP | DISP}, {NULL, 0}};
-static const oar_slot_def_t rnn_out[] = {{"outputs", DUP}, {"step_scopes", DISP}, {NULL, 0}};
-
 static int rnn_infer(oar_infer_ctx_t *c)
 {
     if (oar_ic_out_count(c, "step_scopes") > 0)
@@ -183,7 +175,7 @@ static int rnn_infer(oar_infer_ctx_t *c)
 /* links step t's inputs and memories into scope s (prev: the previous step's) */
 static int link_step(oar_kernel_ctx_t *k, oar_scope_t *s, oar_scope_t *prev, int64_t t, int nstates)
 {
-    const oar_op_desc_t *op = oar_k_op(k);
+    const oar_rnn_attrs_t *a = oar_k_attrs(k);
     for (int j = 0; j < oar_k_in_count(k, "inputs"); j++) {
         oar_tensor_t *x = var_value(oar_k_in_var(k, "inputs", j)), *st;
         OAR_TRY(slice_step(x, t, &st));
@@ -192,14 +184,14 @@ static int link_step(oar_kernel_ctx_t *k, oar_scope_t *s, oar_scope_t *prev, int
         OAR_TRY(rc);
     }
     for (int i = 0; i < nstates; i++) {
-        const char *ex = str_attr(op, "ex_states", i);
+        const char *ex = a->ex_states[i];
         oar_tensor_t *v;
         if (!prev) {
             v = var_value(oar_k_in_var(k, "initial_states", i));
             if (!v) return oar_k_error(k, OAR_ERR_NOT_FOUND, "initial state '%s' (of memory '%s') has no value",
                                        oar_k_in_name(k, "initial_states", i), ex);
         } else {
-            const char *st = str_attr(op, "states", i);
+            const char *st = a->states[i];
             v = var_value(oar_scope_find_local(prev, st));
             if (!v) return oar_k_error(k, OAR_ERR_NOT_FOUND, "memory '%s' was not updated at step %lld (state '%s' "
                                        "has no value)", ex, (long long)t, st);
@@ -211,7 +203,7 @@ static int link_step(oar_kernel_ctx_t *k, oar_scope_t *s, oar_scope_t *prev, int
 
 static int rnn_run(oar_kernel_ctx_t *k)
 {
-    const oar_op_desc_t *op = oar_k_op(k);
+    const oar_rnn_attrs_t *a = oar_k_attrs(k);
     int64_t T = 0;
     int nstates = 0, block = 0;
     OAR_TRY(seq_len(k, &T));
@@ -222,9 +214,9 @@ static int rnn_run(oar_kernel_ctx_t *k)
     if (sv) {
         if (!(keep = oar_var_step_scopes(sv))) return OAR_ERR_DTYPE;
         oar_step_scopes_clear(keep);
-        if (!oar_attr_b(op, "is_train") || oar_attr_b(op, "is_test")) keep = NULL;
+        if (!a->is_train || a->is_test) keep = NULL;
     }
-    bool reverse = oar_attr_b(op, "reverse");
+    bool reverse = a->reverse;
     oar_scope_t *prev = NULL;
     int rc = OAR_OK;
     for (int64_t i = 0; i < T && rc == OAR_OK; i++) {
@@ -261,11 +253,11 @@ static int rnn_grad(oar_grad_ctx_t *g)
     const oar_op_desc_t *f = oar_gc_fwd(g);
     int sub = oar_attr_block(f, "sub_block");
     if (sub < 0) return oar_error(OAR_ERR_FORMAT, "recurrent: attr sub_block is not set");
-    int nout = oar_op_desc_output_count(f, "outputs"), ns = str_attr_count(f, "states");
+    int nout = oar_op_desc_output_count(f, "outputs"), ns = str_count(f, "states");
     const char **linked = oar_xcalloc((size_t)(nout + ns + 1), sizeof *linked);
     if (!linked) return OAR_ERR_NOMEM;
     for (int j = 0; j < nout; j++) linked[j] = oar_op_desc_output_arg(f, "outputs", j);
-    for (int i = 0; i < ns; i++) linked[nout + i] = str_attr(f, "states", i);
+    for (int i = 0; i < ns; i++) linked[nout + i] = oar_op_desc_get_attr_strings_at(f, "states", i);
     int gb = oar_gc_grad_block_linked(g, sub, linked, nout + ns);
     free(linked);
     if (gb < 0) return gb;
@@ -283,18 +275,7 @@ static int rnn_grad(oar_grad_ctx_t *g)
     return oar_gc_in_grad(g, op, "parameters");
 }
 
-static const oar_op_def_t rnn_def = {
-    .type = "recurrent", .inputs = rnn_in, .outputs = rnn_out, .attrs = rnn_attrs, .infer = rnn_infer,
-    .grad = rnn_grad, .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = rnn_run};
-OAR_REGISTER_OP(rnn_def)
-
 /* ---- recurrent_grad ---------------------------------------------------------- */
-static const oar_slot_def_t rnng_in[] = {
-    {"inputs", DUP}, {"initial_states", DUP | DISP}, {"parameters", DUP | DISP}, {"outputs", DUP},
-    {"outputs@GRAD", DUP | DISP}, {"step_scopes", 0}, {NULL, 0}};
-static const oar_slot_def_t rnng_out[] = {
-    {"inputs@GRAD", DUP | DISP}, {"initial_states@GRAD", DUP | DISP}, {"parameters@GRAD", DUP | DISP}, {NULL, 0}};
-
 static int rnng_infer(oar_infer_ctx_t *c)
 {
     static const char *const slots[3][2] = {
@@ -348,7 +329,7 @@ static oar_tensor_t *inner_grad(oar_block_t *gb, oar_scope_t *s, const char *fwd
  * updated memories' gradients (from the later step's scope `later`) */
 static int link_grads(oar_kernel_ctx_t *k, oar_scope_t *s, oar_scope_t *later, int64_t t, int nstates)
 {
-    const oar_op_desc_t *op = oar_k_op(k);
+    const oar_rnn_attrs_t *a = oar_k_attrs(k);
     char g[512];
     for (int j = 0; j < oar_k_in_count(k, "outputs"); j++) {
         const char *name = oar_k_in_name(k, "outputs", j);
@@ -367,7 +348,7 @@ static int link_grads(oar_kernel_ctx_t *k, oar_scope_t *s, oar_scope_t *later, i
         OAR_TRY(rc);
     }
     for (int i = 0; i < nstates; i++) {
-        const char *st = str_attr(op, "states", i), *ex = str_attr(op, "ex_states", i);
+        const char *st = a->states[i], *ex = a->ex_states[i];
         OAR_TRY(grad_name(st, g, sizeof g));
         char exg[512];
         OAR_TRY(grad_name(ex, exg, sizeof exg));
@@ -388,7 +369,7 @@ static int link_grads(oar_kernel_ctx_t *k, oar_scope_t *s, oar_scope_t *later, i
 
 static int rnng_run(oar_kernel_ctx_t *k)
 {
-    const oar_op_desc_t *op = oar_k_op(k);
+    const oar_rnn_attrs_t *a = oar_k_attrs(k);
     int64_t T = 0;
     int nstates = 0, gbi = 0;
     OAR_TRY(seq_len(k, &T));
@@ -401,7 +382,7 @@ static int rnng_run(oar_kernel_ctx_t *k)
         return oar_k_error(k, OAR_ERR_NOT_FOUND, "step_scopes '%s' holds %d scopes for %lld steps (was the forward op "
                            "run with is_train=true?)", oar_k_in_name(k, "step_scopes", 0), steps ? steps->n : 0,
                            (long long)T);
-    bool reverse = oar_attr_b(op, "reverse");
+    bool reverse = a->reverse;
     int npar = oar_k_in_count(k, "parameters"), nin = oar_k_in_count(k, "inputs");
     oar_tensor_t **acc = oar_xcalloc((size_t)(npar + 1), sizeof *acc);
     bool *started = oar_xcalloc((size_t)(nin + 1), sizeof *started);
@@ -438,7 +419,7 @@ static int rnng_run(oar_kernel_ctx_t *k)
         oar_tensor_t *out = NULL;
         rc = grad_out(k, "initial_states@GRAD", i, &out);
         if (rc != OAR_OK || !out) continue;
-        oar_tensor_t *lg = inner_grad(gb, steps->scopes[0], str_attr(op, "ex_states", i));
+        oar_tensor_t *lg = inner_grad(gb, steps->scopes[0], a->ex_states[i]);
         if (lg) rc = oar_tensor_share(out, lg);
         else rc = oar_cf_zeros_like(out, var_value(oar_k_in_var(k, "initial_states", i)));
     }
@@ -459,7 +440,5 @@ static int rnng_run(oar_kernel_ctx_t *k)
     return rc;
 }
 
-static const oar_op_def_t rnng_def = {
-    .type = "recurrent_grad", .inputs = rnng_in, .outputs = rnng_out, .attrs = rnn_attrs, .infer = rnng_infer,
-    .flags = OAR_OP_NO_KERNEL | OAR_OP_NO_INFER_RUNTIME, .run = rnng_run};
-OAR_REGISTER_OP(rnng_def)
+#define OAR_OPS_DEFINE
+#include "ops/recurrent.h"
