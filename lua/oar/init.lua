@@ -98,6 +98,15 @@ oar.set_flags = flags.set_flags
 oar.get_flags = flags.get_flags
 oar.seed = flags.seed
 
+-- eager mode (oar.eager, docs/eager.md): creation, math and autograd on
+-- tensors, every method also a function (oar.matmul(a, b), oar.sum(a, 2));
+-- names the table already gives a meaning (oar.tensor, oar.backward,
+-- oar.seed) keep it
+oar.eager = require("oar.eager")
+for k, v in pairs(oar.eager) do
+  if type(v) == "function" and not k:match("^_") and k ~= "run" and oar[k] == nil then oar[k] = v end
+end
+
 -- Modules written elsewhere join when first read (oar.io, oar.dataset, ...);
 -- any other name is an error with a suggestion ("oar: no field 'layres'
 -- (did you mean 'layers'?)"). Probe for an optional field with
