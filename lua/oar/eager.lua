@@ -172,7 +172,7 @@ end
 --- Runs op `opname` now: `ins` lists `{slot, tensor}` or `{slot, {tensor, ...}}`,
 -- `outs` lists `{slot, n}`; returns the output tensors in order.
 -- @local
-function M.run(opname, ins, outs, attrs)
+function M._run(opname, ins, outs, attrs)
   local spec, flat = {}, {}
   for i = 1, #ins do
     local v = ins[i][2]
@@ -189,7 +189,7 @@ function M.run(opname, ins, outs, attrs)
   record(h, flat, res)
   return res
 end
-local run = M.run
+local run = M._run
 
 local function run1(opname, x, attrs)
   return run(opname, { { "X", x } }, { { "Out", 1 } }, attrs)[1]
@@ -254,19 +254,22 @@ local function fill_constant(shape, value, dtype)
   return run("fill_constant", {}, { { "Out", 1 } }, attrs)[1]
 end
 
---- Zeros: `oar.zeros(3, 4)`, `oar.zeros({3, 4}, "int64")`.
+--- Zeros of a shape given as numbers or one table, then an optional dtype (default "float32").
+-- @usage local z = oar.zeros(3, 4)   -- also oar.zeros({3, 4}, "int64")
 function M.zeros(...)
   local shape, dtype = shape_args("oar.zeros", ...)
   return fill_constant(shape, 0, dtype)
 end
 
---- Ones: `oar.ones{3, 4}`.
+--- Ones (the shape as for `zeros`).
+-- @usage local o = oar.ones{3, 4}
 function M.ones(...)
   local shape, dtype = shape_args("oar.ones", ...)
   return fill_constant(shape, 1, dtype)
 end
 
---- A tensor of one value: `oar.full({2, 2}, 7)`.
+--- A tensor of one value: shape table, value, optional dtype.
+-- @usage local s = oar.full({2, 2}, 7)
 function M.full(shape, value, dtype)
   if type(shape) ~= "table" then fail("oar.full: expected a shape table first, like oar.full({2, 2}, 7)") end
   if type(value) ~= "number" then fail("oar.full: expected a number value, got " .. type(value)) end
@@ -288,7 +291,8 @@ local function from_values(shape, dtype, f)
   return t
 end
 
---- The identity: `oar.eye(3)`, `oar.eye(2, 3)`.
+--- The identity matrix, n x n or n x m.
+-- @usage local i = oar.eye(3)
 function M.eye(n, m, dtype)
   if type(m) == "string" then m, dtype = nil, m end
   m = m or n
@@ -297,21 +301,24 @@ function M.eye(n, m, dtype)
   end)
 end
 
---- Uniform values in [0, 1): `oar.rand(3, 4)`.
+--- Uniform values in [0, 1) from the global generator (`oar.seed(n)` makes them repeatable).
+-- @usage local r = oar.rand(3, 4)
 function M.rand(...)
   local shape, dtype = shape_args("oar.rand", ...)
   return run("uniform_random", {}, { { "Out", 1 } },
     { shape = shape, min = 0, max = 1, seed = 0, dtype = check_dtype(dtype, "oar.rand") })[1]
 end
 
---- Standard normal values: `oar.randn(3, 4)`.
+--- Standard normal values from the global generator.
+-- @usage local r = oar.randn(3, 4, "float64")
 function M.randn(...)
   local shape, dtype = shape_args("oar.randn", ...)
   return run("gaussian_random", {}, { { "Out", 1 } },
     { shape = shape, mean = 0, std = 1, seed = 0, dtype = check_dtype(dtype, "oar.randn") })[1]
 end
 
---- Integers lo <= v < hi (int64 unless a dtype is given): `oar.randint(1, 7, {10})`.
+--- Integers lo <= v < hi (int64 unless a dtype is given after the shape).
+-- @usage local dice = oar.randint(1, 7, {10})
 function M.randint(lo, hi, ...)
   if type(lo) ~= "number" or type(hi) ~= "number" or lo % 1 ~= 0 or hi % 1 ~= 0 or hi <= lo then
     fail("oar.randint: expected integers lo < hi, got " .. tostring(lo) .. ", " .. tostring(hi))
@@ -325,7 +332,8 @@ function M.randint(lo, hi, ...)
   return run1("cast", f, { in_dtype = dtypes.enum("float64"), out_dtype = check_dtype(dtype, "oar.randint") })
 end
 
---- a, a + step, ... below b (above b for a negative step): `oar.arange(1, 5)`.
+--- a, a + step, ... while below b (above b for a negative step); `arange(n)` is 0 .. n-1.
+-- @usage local r = oar.arange(1, 5)   -- 1, 2, 3, 4
 function M.arange(a, b, step, dtype)
   if type(b) ~= "number" then a, b, step, dtype = 0, a, nil, b end
   if type(step) == "string" then step, dtype = nil, step end
@@ -335,7 +343,8 @@ function M.arange(a, b, step, dtype)
   return from_values({ n }, dtype or "float32", function(i) return a + i * step end)
 end
 
---- n values from a to b (both included): `oar.linspace(0, 1, 5)`.
+--- n values from a to b, both included.
+-- @usage local l = oar.linspace(0, 1, 5)
 function M.linspace(a, b, n, dtype)
   if type(n) ~= "number" or n < 1 or n % 1 ~= 0 then fail("oar.linspace: n must be a positive integer") end
   local step = n > 1 and (b - a) / (n - 1) or 0
@@ -345,9 +354,11 @@ function M.linspace(a, b, n, dtype)
   end)
 end
 
+-- `seed` is oar.flags.seed: `oar.seed(n)` makes rand, randn and randint repeatable
 M.seed = require("oar.flags").seed
 
---- A tensor from a Lua table (or a number), like `oar.Tensor`.
+--- A tensor from a Lua table or a number (like `oar.Tensor`).
+-- @usage local t = oar.eager.tensor({1, 2, 3})
 function M.tensor(values, dtype)
   if type(values) == "number" then values = { values } end
   return tensor(values, dtype)
@@ -383,6 +394,8 @@ local function binary(opname)
   end
 end
 
+--- Elementwise a + b, broadcasting as numpy; numbers on either side (also `sub`, `mul`, `div`, `maximum`, `minimum`, the operators `+ - * /`).
+-- @usage local c = oar.add(oar.ones(2, 3), oar.Tensor({1, 2, 3}))   -- or a + b
 M.add = binary("elementwise_add")
 M.sub = binary("elementwise_sub")
 M.mul = binary("elementwise_mul")
@@ -390,9 +403,12 @@ M.div = binary("elementwise_div")
 M.maximum = binary("elementwise_max")
 M.minimum = binary("elementwise_min")
 
+--- -a (the unary minus operator).
+-- @usage local n = -oar.ones(2)
 function M.neg(a) return run1("scale", check_tensor(a, "neg"), { scale = -1, bias = 0 }) end
 
---- x ^ p: a number power runs `pow`, a tensor power `elementwise_pow`.
+--- a ^ p: elementwise power by a number or a tensor (the `^` operator).
+-- @usage local sq = oar.Tensor({1, 2}) ^ 2
 function M.pow(a, p)
   if is_tensor(a) and type(p) == "number" then return run1("pow", a, { factor = p }) end
   return binary("elementwise_pow")(a, p)
@@ -401,6 +417,10 @@ end
 local compare = {
   eq = "equal", ne = "not_equal", lt = "less_than", le = "less_equal", gt = "greater_than", ge = "greater_equal",
 }
+--- Elementwise comparisons to bool tensors: `eq`, `ne`, `lt`, `le`, `gt`, `ge`
+-- (a tensor or a number on either side, broadcasting).
+-- @function eq
+-- @usage local m = oar.Tensor({1, 2, 3}):gt(1)
 for name, opname in pairs(compare) do M[name] = binary(opname) end
 
 Tensor.__add = M.add
@@ -412,17 +432,26 @@ Tensor.__unm = M.neg
 
 -- ---- unary ops ------------------------------------------------------------------
 
+--- Elementwise functions, each its registered op: `exp`, `log`, `sqrt`, `abs`,
+-- `tanh`, `sigmoid`, `relu`, `floor`, `ceil`, `sin`, `cos`, `square`,
+-- `rsqrt`, `reciprocal`, `sign`, `log1p`, `round`.
+-- @function exp
+-- @usage local e = oar.Tensor({0, 1}):exp()
 for _, name in ipairs({ "exp", "log", "sqrt", "abs", "tanh", "sigmoid", "relu", "floor", "ceil", "sin", "cos",
                         "square", "rsqrt", "reciprocal", "sign", "log1p", "round" }) do
   M[name] = function(a) return run1(name, check_tensor(a, name)) end
 end
 
+--- Softmax along dim d (default the last).
+-- @usage local p = oar.Tensor({{1, 2}}):softmax(2)
 function M.softmax(a, d)
   check_tensor(a, "softmax")
   local n = #a:shape()
   return run1("softmax", a, { axis = d and axis(d, n, "softmax") or -1 })
 end
 
+--- Values limited to [lo, hi] (either may be nil).
+-- @usage local c = oar.Tensor({-1, 5}):clamp(0, 1)
 function M.clamp(a, lo, hi)
   check_tensor(a, "clamp")
   return run1("clip", a, { min = lo or -3.4e38, max = hi or 3.4e38 })
@@ -430,6 +459,8 @@ end
 
 -- ---- linear algebra and shapes ---------------------------------------------------
 
+--- The matrix product (batched for more than 2 dims; also `mm`).
+-- @usage local p = oar.ones(2, 3):matmul(oar.ones(3, 4))
 function M.matmul(a, b)
   check_tensor(a, "matmul"); check_tensor(b, "matmul")
   return run("matmul_v2", { { "X", a }, { "Y", b } }, { { "Out", 1 } }, { trans_x = false, trans_y = false })[1]
@@ -440,6 +471,8 @@ local function with_xshape(opname, a, attrs)
   return run(opname, { { "X", a } }, { { "Out", 1 }, { "XShape", 1 } }, attrs)[1]
 end
 
+--- The dims in a new order (1-based).
+-- @usage local p = oar.zeros(2, 3, 4):permute{3, 1, 2}
 function M.permute(a, dims)
   check_tensor(a, "permute")
   local n = #a:shape()
@@ -451,6 +484,8 @@ function M.permute(a, dims)
   return with_xshape("transpose2", a, { axis = ax })
 end
 
+--- Two dims swapped.
+-- @usage local tr = oar.zeros(2, 3):transpose(1, 2)
 function M.transpose(a, d1, d2)
   check_tensor(a, "transpose")
   local n = #a:shape()
@@ -461,6 +496,8 @@ function M.transpose(a, d1, d2)
   return M.permute(a, perm)
 end
 
+--- The transpose of a 2-d tensor.
+-- @usage local tr = oar.zeros(2, 3):t()
 function M.t(a)
   check_tensor(a, "t")
   local n = #a:shape()
@@ -483,20 +520,24 @@ local function signed_shape(...)
   end
   return shape
 end
---- A new shape over the same elements (-1 infers one size); shares a's
--- memory (reshape2's kernel shares its input's buffer).
+--- A new shape over the same elements (-1 infers one size); shares the tensor's memory (also `view`).
+-- @usage local r = oar.arange(1, 7):reshape{2, 3}
 function M.reshape(a, ...)
   check_tensor(a, "reshape")
   return with_xshape("reshape2", a, { shape = signed_shape(...) })
 end
 M.view = M.reshape
 
+--- Drops dim d of size 1 (every dim of size 1 without d).
+-- @usage local s = oar.zeros(1, 3):squeeze(1)
 function M.squeeze(a, d)
   check_tensor(a, "squeeze")
   local n = #a:shape()
   return with_xshape("squeeze2", a, { axes = d and { axis(d, n, "squeeze") } or {} })
 end
 
+--- Inserts a dim of size 1 at d.
+-- @usage local u = oar.zeros(3):unsqueeze(1)
 function M.unsqueeze(a, d)
   check_tensor(a, "unsqueeze")
   local n = #a:shape()
@@ -525,6 +566,8 @@ local function reduce(opname, who)
     return run1(opname, a, { dim = { axis(d, n, who) }, keep_dim = keepdim and true or false, reduce_all = false })
   end
 end
+--- Sum along d (keepdim keeps it as size 1); without d the sum of all, a number (a one-element tensor when autograd records it, so that backward works; also `mean`, `prod`).
+-- @usage local s = oar.Tensor({{1, 2}, {3, 4}}):sum(2)
 M.sum = reduce("reduce_sum", "sum")
 M.mean = reduce("reduce_mean", "mean")
 M.prod = reduce("reduce_prod", "prod")
@@ -540,6 +583,8 @@ local function zero_based(idx, who)
   return run("elementwise_sub", { { "X", idx }, { "Y", scalar_like(1, idx) } }, { { "Out", 1 } }, { axis = -1 })[1]
 end
 
+--- 1-based indices of the largest values along d; the flat 1-based index without d (also `argmin`).
+-- @usage local i = oar.Tensor({{1, 3}, {4, 2}}):argmax(2)
 function M.argmax(a, d, keepdim)
   check_tensor(a, "argmax")
   local n = #a:shape()
@@ -567,9 +612,13 @@ local function extreme(opname, argname, who)
     return red(a, d, keepdim), M[argname](a, d, keepdim)
   end
 end
+--- Largest values along d and their 1-based indices; without d the largest element, a number (also `min`).
+-- @usage local v, i = oar.Tensor({{1, 3}, {4, 2}}):max(2)
 M.max = extreme("reduce_max", "argmax", "max")
 M.min = extreme("reduce_min", "argmin", "min")
 
+--- The p-norm (default 2) of all elements, a number; along d with d.
+-- @usage local n = oar.Tensor({3, 4}):norm()   -- 5
 function M.norm(a, p, d, keepdim)
   check_tensor(a, "norm")
   local n = #a:shape()
@@ -582,12 +631,16 @@ end
 
 -- ---- joining, splitting, selecting --------------------------------------------------
 
+--- Tensors joined along dim d (default 1).
+-- @usage local c = oar.cat({oar.ones(2), oar.zeros(3)}, 1)
 function M.cat(list, d)
   if type(list) ~= "table" or #list == 0 then fail("cat: expected a non-empty list of tensors") end
   for i = 1, #list do check_tensor(list[i], "cat", "item " .. i) end
   return run("concat", { { "X", list } }, { { "Out", 1 } }, { axis = axis(d or 1, #list[1]:shape(), "cat") })[1]
 end
 
+--- Tensors of one shape stacked along a new dim d (default 1).
+-- @usage local s = oar.stack({oar.ones(2), oar.zeros(2)}, 1)
 function M.stack(list, d)
   if type(list) ~= "table" or #list == 0 then fail("stack: expected a non-empty list of tensors") end
   for i = 1, #list do check_tensor(list[i], "stack", "item " .. i) end
@@ -595,7 +648,8 @@ function M.stack(list, d)
   return run("stack", { { "X", list } }, { { "Y", 1 } }, { axis = axis(d or 1, n, "stack") })[1]
 end
 
---- Pieces of `size` along d (the last one smaller when size does not divide).
+--- Pieces of `size` along d (default 1), the last one smaller when size does not divide; a Lua table.
+-- @usage local parts = oar.arange(1, 6):split(2)
 function M.split(a, size, d)
   check_tensor(a, "split")
   local shape = a:shape()
@@ -612,6 +666,8 @@ function M.split(a, size, d)
   return run("split", { { "X", a } }, { { "Out", #sections } }, { sections = sections, axis = ax, num = 0 })
 end
 
+--- The slices at 1-based indices (a table or an int64 tensor) along d.
+-- @usage local r = oar.eye(3):index_select(1, {3, 1})
 function M.index_select(a, d, idx)
   check_tensor(a, "index_select")
   local i0 = zero_based(idx, "index_select")
@@ -619,8 +675,8 @@ function M.index_select(a, d, idx)
     { dim = axis(d, #a:shape(), "index_select") })[1]
 end
 
---- out[p] = a[p with dim d replaced by idx[p]] (Torch's gather): Fluid's
--- gather over the flattened tensor at flat indices worked out here.
+--- out[p] = a[p with dim d replaced by idx[p]] (Torch's gather; idx 1-based, int64).
+-- @usage local g = oar.Tensor({{1, 2}, {3, 4}}):gather(2, oar.Tensor({{2}, {1}}, "int64"))
 function M.gather(a, d, idx)
   check_tensor(a, "gather")
   if type(idx) == "table" and not is_tensor(idx) then idx = tensor(idx, "int64") end
@@ -660,6 +716,8 @@ function M.gather(a, d, idx)
   return M.reshape(g, ishape)
 end
 
+--- Elements of a where cond holds, else of b (numbers allowed for a and b).
+-- @usage local w = oar.where(oar.Tensor({1, -1}):gt(0), oar.Tensor({1, 2}), 0)
 function M.where(cond, a, b)
   check_tensor(cond, "where", "the condition")
   if type(a) == "number" then a = M.full(cond:shape(), a, is_tensor(b) and b:dtype() or "float32") end
@@ -669,7 +727,8 @@ function M.where(cond, a, b)
   return run("where", { { "Condition", cond }, { "X", a }, { "Y", b } }, { { "Out", 1 } })[1]
 end
 
---- Sorted values and their 1-based indices along d (default the last).
+--- Sorted values along d (default the last) and their 1-based indices; descending when asked.
+-- @usage local v, i = oar.Tensor({3, 1, 2}):sort(1, true)
 function M.sort(a, d, descending)
   check_tensor(a, "sort")
   if type(d) == "boolean" then d, descending = nil, d end
@@ -681,7 +740,8 @@ function M.sort(a, d, descending)
   return vals, one_based(r[2])
 end
 
---- The k largest values along d (default the last), sorted, and their 1-based indices.
+--- The k largest values along d (default the last), largest first, and their 1-based indices.
+-- @usage local v, i = oar.Tensor({3, 1, 2}):topk(2)
 function M.topk(a, k, d)
   check_tensor(a, "topk")
   local n = #a:shape()
@@ -699,6 +759,8 @@ end
 
 -- ---- conversion ------------------------------------------------------------------------
 
+--- The dtype name without an argument; else a copy cast to that dtype (the tensor itself when it has it already; also `float`, `double`, `long`, `int`, `bool`).
+-- @usage local d = oar.Tensor({1.5}):type("float64")
 function M.type(a, name)
   check_tensor(a, "type")
   if name == nil then return a:dtype() end
@@ -794,6 +856,8 @@ local function select_region(a, spec, who)
   return v
 end
 
+--- len slices of dim d from start on; a view sharing memory when its elements are contiguous (always along dim 1), else a copy.
+-- @usage local n = oar.eye(4):narrow(1, 2, 2)
 function M.narrow(a, d, start, len)
   check_tensor(a, "narrow")
   local spec = {}
@@ -801,6 +865,8 @@ function M.narrow(a, d, start, len)
   return select_region(a, spec, "narrow")
 end
 
+--- Slice i of dim d, the dim dropped; a view sharing memory when contiguous (always along dim 1), else a copy.
+-- @usage local row = oar.eye(3):select(1, 2)
 function M.select(a, d, i)
   check_tensor(a, "select")
   local spec = {}
@@ -915,6 +981,8 @@ end
 
 -- ---- in place and copies -------------------------------------------------------------------
 
+--- Writes v into every element, in place; returns the tensor (also `zero`).
+-- @usage local f = oar.zeros(2):fill(7)
 function M.fill(a, v)
   check_tensor(a, "fill")
   local p = writable(a, "fill")
@@ -925,6 +993,8 @@ end
 
 function M.zero(a) return M.fill(a, 0) end
 
+--- Writes b's values (cast to this dtype; same number of elements) into the tensor, in place; returns it.
+-- @usage local c = oar.zeros(2):copy(oar.Tensor({1, 2}))
 function M.copy(a, b)
   check_tensor(a, "copy"); check_tensor(b, "copy", "the source")
   if a:numel() ~= b:numel() then
@@ -939,19 +1009,24 @@ end
 
 -- a copy; autograd sees the assign op
 local plain_clone = Tensor.clone
+--- A copy with its own memory.
+-- @usage local c = oar.ones(2):clone()
 function M.clone(a)
   check_tensor(a, "clone")
   if grad_enabled and tracked(a) then return run1("assign", a) end
   return plain_clone(a)
 end
 
+--- The tensor itself: every oar tensor is contiguous (also `dim`, `nDimension`: the number of dims).
+-- @usage local c = oar.ones(2):contiguous()
 function M.contiguous(a) return a end
 function M.dim(a) return #a:shape() end
 function M.nDimension(a) return #a:shape() end
 
 -- ---- autograd ---------------------------------------------------------------------------------
 
---- Marks a tensor as a leaf whose grad `backward` accumulates in `x.grad`.
+--- Marks a floating-point tensor as a leaf whose gradient `backward` accumulates in `t.grad` (false undoes it); returns the tensor.
+-- @usage local w = oar.randn(3, 2):requires_grad()
 function M.requires_grad(a, on)
   check_tensor(a, "requires_grad")
   if on == false then rawset(a, "_rg", nil); return a end
@@ -963,13 +1038,15 @@ function M.requires_grad(a, on)
   return a
 end
 
---- A tensor sharing a's data, outside autograd.
+--- A tensor sharing the data, outside autograd.
+-- @usage local d = oar.ones(2):requires_grad():detach()
 function M.detach(a)
   check_tensor(a, "detach")
   return wrap(C.oar_tensor_retain(a.handle))
 end
 
---- Runs fn() with autograd off; returns what it returns.
+--- Runs fn() with autograd off (nothing recorded); returns what fn returns.
+-- @usage local y = oar.no_grad(function() return oar.ones(2) * 2 end)
 function M.no_grad(fn)
   local was = grad_enabled
   grad_enabled = false
@@ -983,6 +1060,8 @@ function M.no_grad(fn)
   return unpack(r, 2, r.n)
 end
 
+--- Whether calls are being recorded for autograd.
+-- @usage assert(oar.eager.is_grad_enabled())
 function M.is_grad_enabled() return grad_enabled end
 
 local function add_grads(a, b)
@@ -1039,8 +1118,8 @@ local function parse_name(name)
   return nil
 end
 
---- Runs the grad ops of every recorded op y depends on, last op first;
--- leaves' grads accumulate in `x.grad`.
+--- Runs the grad ops of every recorded op y depends on, last first; leaves' grads accumulate in `x.grad`. y one element, or give its gradient g.
+-- @usage local x = oar.Tensor({1, 2}):requires_grad(); (x * x):sum():backward(); print(x.grad)
 function M.backward(y, g)
   check_tensor(y, "backward")
   if g == nil then
@@ -1165,8 +1244,8 @@ local function encode(v, out, depth)
   end
 end
 
---- Saves a tensor or a Lua table of tensors, numbers, strings and booleans
--- (atomically: a reader sees the old file or the new one).
+--- Saves a tensor or a Lua table of tensors, numbers, strings and booleans, atomically.
+-- @usage oar.save({w = oar.ones(2), step = 3}, os.tmpname())
 function M.save(obj, path)
   if type(path) ~= "string" then fail("oar.save: expected a path string") end
   local out = { MAGIC }
@@ -1210,7 +1289,8 @@ local function decode(s, pos, path)
   bad()
 end
 
---- Loads what oar.save wrote.
+--- Loads what `oar.save` wrote.
+-- @usage local p = os.tmpname(); oar.save(oar.ones(2), p); local t = oar.load(p)
 function M.load(path)
   if type(path) ~= "string" then fail("oar.load: expected a path string") end
   local data, n = ffi.new("void *[1]"), ffi.new("size_t[1]")
