@@ -296,6 +296,7 @@ end
 function M.eye(n, m, dtype)
   if type(m) == "string" then m, dtype = nil, m end
   m = m or n
+  if type(n) ~= "number" or type(m) ~= "number" then fail("oar.eye: expected the number of rows (and columns)") end
   return from_values({ n, m }, dtype or "float32", function(i)
     return (i % m == math.floor(i / m)) and 1 or 0
   end)
@@ -338,6 +339,9 @@ function M.arange(a, b, step, dtype)
   if type(b) ~= "number" then a, b, step, dtype = 0, a, nil, b end
   if type(step) == "string" then step, dtype = nil, step end
   step = step or 1
+  if type(a) ~= "number" or type(b) ~= "number" or type(step) ~= "number" then
+    fail("oar.arange: expected numbers: oar.arange(a, b, step) or oar.arange(n)")
+  end
   if step == 0 then fail("oar.arange: step is 0") end
   local n = math.max(0, math.ceil((b - a) / step))
   return from_values({ n }, dtype or "float32", function(i) return a + i * step end)
@@ -347,6 +351,7 @@ end
 -- @usage local l = oar.linspace(0, 1, 5)
 function M.linspace(a, b, n, dtype)
   if type(n) ~= "number" or n < 1 or n % 1 ~= 0 then fail("oar.linspace: n must be a positive integer") end
+  if type(a) ~= "number" or type(b) ~= "number" then fail("oar.linspace: expected numbers a and b") end
   local step = n > 1 and (b - a) / (n - 1) or 0
   return from_values({ n }, dtype or "float32", function(i)
     if i == n - 1 and n > 1 then return b end
@@ -1019,9 +1024,9 @@ end
 
 --- The tensor itself: every oar tensor is contiguous (also `dim`, `nDimension`: the number of dims).
 -- @usage local c = oar.ones(2):contiguous()
-function M.contiguous(a) return a end
-function M.dim(a) return #a:shape() end
-function M.nDimension(a) return #a:shape() end
+function M.contiguous(a) return check_tensor(a, "contiguous") end
+function M.dim(a) return #check_tensor(a, "dim"):shape() end
+function M.nDimension(a) return #check_tensor(a, "nDimension"):shape() end
 
 -- ---- autograd ---------------------------------------------------------------------------------
 
@@ -1045,19 +1050,19 @@ function M.detach(a)
   return wrap(C.oar_tensor_retain(a.handle))
 end
 
+local function restore(was, ok, ...)
+  grad_enabled = was
+  if not ok then error((...), 0) end
+  return ...
+end
+
 --- Runs fn() with autograd off (nothing recorded); returns what fn returns.
 -- @usage local y = oar.no_grad(function() return oar.ones(2) * 2 end)
 function M.no_grad(fn)
+  if type(fn) ~= "function" then fail("oar.no_grad: expected a function, got " .. type(fn)) end
   local was = grad_enabled
   grad_enabled = false
-  local r = table.pack and table.pack(pcall(fn)) or { n = 0 }
-  if not table.pack then
-    r = { pcall(fn) }
-    r.n = table.maxn(r)
-  end
-  grad_enabled = was
-  if not r[1] then error(r[2], 0) end
-  return unpack(r, 2, r.n)
+  return restore(was, pcall(fn))
 end
 
 --- Whether calls are being recorded for autograd.
