@@ -105,7 +105,10 @@ describe("API: no call, whatever its arguments, crashes the process", function()
         table.sort(mod_names)
         for _, mname in ipairs(mod_names) do
           for _, fname in ipairs(public_functions(modules[mname])) do
-            fuzz(mname .. "." .. fname, modules[mname][fname])
+            -- oar.save(42, "str") is a valid call: it would write ./str
+            if not (mname == "oar" and fname == "save") then
+              fuzz(mname .. "." .. fname, modules[mname][fname])
+            end
           end
         end
 

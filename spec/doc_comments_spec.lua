@@ -22,7 +22,10 @@ local CF = "lua/oar/layers/control_flow/"
 local MODULES = {
   -- module name, source file(s), classes: {field of the module or a function giving the metatable}
   { "oar.io", "lua/oar/io.lua" },
-  { "oar.tensor", "lua/oar/tensor.lua", { Tensor = function(m) return m.Tensor end } },
+  -- oar.eager adds the eager methods to Tensor
+  { "oar.tensor", { "lua/oar/tensor.lua", "lua/oar/eager.lua" },
+    { Tensor = function(m) require("oar.eager"); return m.Tensor end } },
+  { "oar.eager", "lua/oar/eager.lua" },
   { "oar.scope", "lua/oar/scope.lua",
     { Scope = function(m) return m.Scope end, ScopeVar = function(m) return m.ScopeVar end } },
   { "oar.place", "lua/oar/place.lua", { Place = function(m) return getmetatable(m.CPUPlace()) end } },
@@ -191,6 +194,8 @@ describe("doc comments", function()
         -- a method may be defined with the class's local name (Tensor:shape),
         -- a module function as a method of the class the module is (LayerHelper:block)
         if d == nil then d = docs[f:gsub("^[%w_]+:", "M.")] end
+        -- oar.eager's functions are Tensor's methods too (Tensor:sum is M.sum)
+        if d == nil and name == "oar.tensor" then d = docs[(f:gsub("^[%w_]+:", ""))] end
         if d == nil and not f:find("[.:]") then
           for k, v in pairs(docs) do
             if v and (k:match(":" .. f .. "$") or k:match("%." .. f .. "$")) then d = v end

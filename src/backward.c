@@ -453,3 +453,49 @@ int oar_backward_gradients(oar_program_t *p, const char *const *targets, int nta
                     .inputs = inputs, .ninputs = ninputs };
     return backward(p, &q, no_grad, nno_grad, NULL, NULL, grads);
 }
+
+/* ---- one op's grad ops (eager mode) ------------------------------------------ */
+
+/* The grad ops the maker of `fwd` emits, as append_backward's generate step
+ * would (before pruning and summing, which eager mode does itself): grads
+ * are named "<var>@GRAD"; the args in no_grad get none (@EMPTY@ outputs).
+ * A scratch program stands in for the forward block: it declares nothing,
+ * so only no_grad decides. Makers that differentiate sub-blocks fail. */
+int oar_bw_op_grad_descs(const oar_op_desc_t *fwd, const char *const *no_grad, int nno_grad,
+                         oar_op_desc_t ***ops, int *nops)
+{
+    if (!fwd || !ops || !nops) return oar_error(OAR_ERR_INVALID, "oar_eager_grad_ops: NULL argument");
+    *ops = NULL;
+    *nops = 0;
+    const oar_op_def_t *def = oar_registry_op(fwd->type);
+    if (!def) return oar_error(OAR_ERR_NOT_FOUND, "unknown op type '%s'", fwd->type);
+    if (!def->grad) return oar_error(OAR_ERR_UNSUPPORTED, "op '%s' has no gradient", fwd->type);
+    oar_program_t *scratch;
+    OAR_TRY(oar_program_new(&scratch));
+    oar_bw_pass_t P;
+    int rc = pass_init(&P, scratch, no_grad, nno_grad);
+    oar_bw_run_t R = { .P = &P, .fwd_block = oar_program_block(scratch, 0),
+                       .target = oar_program_block(scratch, 0), .top = true };
+    if (rc == OAR_OK) {
+        oar_grad_ctx_t g = { &P, &R, fwd, OAR_OK };
+        rc = def->grad(&g);
+        if (rc == OAR_OK) rc = g.status;
+        if (rc > 0) rc = OAR_OK;
+    }
+    if (rc != OAR_OK) {
+        char ctx[256];
+        oar_error_prefix("backward of %s: ", oar_op_context(fwd, ctx, sizeof ctx));
+    }
+    oar_op_desc_t **v = NULL;
+    if (rc == OAR_OK && R.list.n > 0 && !(v = oar_xcalloc((size_t)R.list.n, sizeof *v))) rc = OAR_ERR_NOMEM;
+    if (rc == OAR_OK) {
+        for (int i = 0; i < R.list.n; i++) { v[i] = R.list.v[i].op; R.list.v[i].op = NULL; }
+        *ops = v;
+        *nops = R.list.n;
+    }
+    oar_bw_list_free(&R.list);
+    oar_bw_names_free(&R.written);
+    pass_free(&P);
+    oar_program_free(scratch);
+    return rc;
+}

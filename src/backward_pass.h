@@ -124,6 +124,9 @@ int oar_bw_run_sub_block(oar_bw_run_t *R, int fwd_idx);
 int oar_bw_run_sub_block_linked(oar_bw_run_t *R, int fwd_idx, const oar_bw_names_t *linked);
 /* the name `grad` ended up with in block 0 (after renames) */
 const char *oar_bw_final_name(oar_bw_pass_t *P, const char *grad);
+/* the grad ops one forward op's maker emits (eager mode, oar_eager_grad_ops) */
+int oar_bw_op_grad_descs(const oar_op_desc_t *fwd, const char *const *no_grad, int nno_grad,
+                         oar_op_desc_t ***ops, int *nops);
 /* makes a grad-pass op of `type` with op_role Backward; NULL on failure */
 oar_op_desc_t *oar_bw_new_op(const char *type);
 #endif

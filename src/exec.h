@@ -102,4 +102,7 @@ int oar_prepared_find(const oar_prepared_t *p, const char *name);   /* var table
 int oar_infer_runtime_memo(oar_kernel_ctx_t *k);
 int oar_executor_run_block(oar_executor_t *e, oar_program_t *p, int block_idx, oar_scope_t *scope);
 int oar_executor_place(const oar_executor_t *e);
+/* runs op i of p alone on vars (no memory plan): eager mode (eager.c) */
+int oar_executor_run_prepared_op(oar_executor_t *e, const oar_prepared_t *p, int i, oar_variable_t **vars,
+                                 oar_scope_t *scope);
 #endif

@@ -434,6 +434,20 @@ static int run_ops(oar_executor_t *e, const oar_prepared_t *p, oar_variable_t **
     return OAR_OK;
 }
 
+int oar_executor_run_prepared_op(oar_executor_t *e, const oar_prepared_t *p, int i, oar_variable_t **vars,
+                                 oar_scope_t *scope) {
+    oar_kernel_ctx_t k = {.exe = e, .prep = p, .op = &p->ops[i], .vars = vars, .scope = scope,
+                          .place = OAR_PLACE_CPU, .device = 0};
+    const bool placed = e->place != OAR_PLACE_CPU || oar_device_ever_used;
+    int rc = placed ? run_op_placed(&k, NULL) : run_op(&k, NULL);
+    if (rc != OAR_OK) {
+        if (!oar_error_has_op_context()) oar_error_prefix("%s: ", k.op->context);
+        oar_error_mark_op_context();
+    }
+    if (placed) host_cache_clear(e);
+    return rc;
+}
+
 int oar_executor_run_block(oar_executor_t *e, oar_program_t *prog, int block_idx, oar_scope_t *scope) {
     if (!e || !prog || !scope) return oar_error(OAR_ERR_INVALID, "run_block: NULL argument");
     /* validated programs nest at most 64 blocks deep; a deeper run is a block

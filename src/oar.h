@@ -148,6 +148,11 @@ OAR_API int oar_tensor_device(const oar_tensor_t *t);          /* the CUDA devic
 /* a new tensor (dims, dtype, LoD) with src's data copied to place/device */
 OAR_API int oar_tensor_copy_to(const oar_tensor_t *src, int place, int device, oar_tensor_t **out);
 OAR_API int oar_tensor_copy(const oar_tensor_t *src, oar_tensor_t **out); /* deep copy incl. LoD */
+/* A tensor of `dims` over src's elements from `offset` (in elements) on,
+ * sharing src's memory: writes through either are seen by both (eager
+ * mode's views). A kernel that writes a shared view as an output gets a
+ * buffer of its own, as with any shared buffer. */
+OAR_API int oar_tensor_view(oar_tensor_t *src, int64_t offset, const int64_t *dims, int ndim, oar_tensor_t **out);
 /* LoD: level l has n_l offsets; offsets are 0-based and nondecreasing */
 OAR_API int oar_tensor_lod_levels(const oar_tensor_t *t);
 OAR_API int64_t oar_tensor_lod_size(const oar_tensor_t *t, int level);
@@ -370,6 +375,34 @@ OAR_API int oar_program_prune(const oar_program_t *p, const char *const *targets
                               oar_program_t **out);
 /* drop ops whose op_role is Backward/Optimize/LRSched and set is_test attrs */
 OAR_API int oar_program_inference_optimize(oar_program_t *p);
+
+/* ---- eager mode (src/eager.c) ---------------------------------------------
+ * One registered op run at once on tensors, without a program: the op is
+ * checked and its attrs decoded once (oar_eager_op_new), then each run binds
+ * tensors to its arguments, runs run-time inference (replayed while the
+ * input shapes repeat) and the kernel for the inputs' place and dtype.
+ * Arguments are positional: the desc's input slots in order, each slot's
+ * arguments in order (the same for outputs); "@EMPTY@" arguments take no
+ * tensor. Errors name the op ("op 'elementwise_add': ..."). */
+typedef struct oar_eager_op oar_eager_op_t;
+/* checks op (a copy is kept, with its defaults filled) for `place` */
+OAR_API int oar_eager_op_new(const oar_op_desc_t *op, int place, int device, oar_eager_op_t **out);
+OAR_API void oar_eager_op_free(oar_eager_op_t *e);
+/* the checked desc (defaults filled), valid while e lives */
+OAR_API const oar_op_desc_t *oar_eager_op_desc(const oar_eager_op_t *e);
+OAR_API int oar_eager_op_num_inputs(const oar_eager_op_t *e);   /* positional arguments */
+OAR_API int oar_eager_op_num_outputs(const oar_eager_op_t *e);
+/* Runs once. ins[i] may be NULL for an argument left without a value. An
+ * outs[i] given is written (its buffer replaced when shared); a NULL one
+ * receives a new tensor (a reference for the caller). On failure the new
+ * outputs are dropped (NULL again). */
+OAR_API int oar_eager_op_run(oar_eager_op_t *e, oar_tensor_t *const *ins, int nin, oar_tensor_t **outs, int nout);
+/* The grad op descs the grad maker of `fwd` emits (what append_backward
+ * adds for it, before summing shared grads): the grad of var v is named
+ * "v@GRAD"; vars in no_grad get none. Free with oar_op_descs_free. */
+OAR_API int oar_eager_grad_ops(const oar_op_desc_t *fwd, const char *const *no_grad, int nno_grad,
+                               oar_op_desc_t ***ops, int *nops);
+OAR_API void oar_op_descs_free(oar_op_desc_t **ops, int n);
 
 /* ---- executor ---------------------------------------------------------- */
 typedef struct oar_executor oar_executor_t;

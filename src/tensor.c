@@ -86,6 +86,7 @@ static void buffer_retain(oar_buffer_t *b)
 
 static void buffer_drop_aux(oar_buffer_t *b)
 {
+    if (b && b->parent) buffer_drop_aux(b->parent);   /* a write through a view writes the parent */
     if (!b || !b->aux) return;
     if (b->aux_free) b->aux_free(b->aux);
     free(b->aux_key);
@@ -99,6 +100,14 @@ static void buffer_release(oar_buffer_t *b)
 {
     if (!b) return;
     if (__atomic_sub_fetch(&b->refcount, 1, __ATOMIC_ACQ_REL) == 0) {
+        if (b->parent) {   /* a view: the memory is the parent's */
+            oar_buffer_t *parent = b->parent;
+            b->parent = NULL;
+            buffer_drop_aux(b);
+            free(b);
+            buffer_release(parent);
+            return;
+        }
         buffer_drop_aux(b);
         mem_count(-(int64_t)b->cap);
         if (b->place == OAR_PLACE_CUDA) oar_device_free(b->device, b->data);
@@ -371,6 +380,12 @@ int oar_tensor_attach(oar_tensor_t *t, const void *key, size_t key_len, void *bl
 {
     if (!t || !t->buf || !t->buf->data || (key_len && !key) || !blob)
         return oar_error(OAR_ERR_INVALID, "oar_tensor_attach: no tensor data, key or blob");
+    /* a write through the parent would not reach a view's blob: views keep
+     * none (the kernel derives it again next time) */
+    if (t->buf->parent) {
+        if (free_fn) free_fn(blob);
+        return OAR_OK;
+    }
     unsigned char *k = oar_xmalloc(key_len ? key_len : 1);
     if (!k) return OAR_ERR_NOMEM;
     if (key_len) memcpy(k, key, key_len);
@@ -415,6 +430,40 @@ int oar_tensor_share_data(oar_tensor_t *t, const oar_tensor_t *src)
     t->lod_levels = levels;
     if (rc != OAR_OK) return rc;
     return oar_tensor_resize(t, dims, nd);
+}
+
+int oar_tensor_view(oar_tensor_t *src, int64_t offset, const int64_t *dims, int ndim, oar_tensor_t **out)
+{
+    if (!src || !out) return oar_error(OAR_ERR_INVALID, "oar_tensor_view: NULL %s", src ? "out" : "tensor");
+    *out = NULL;
+    if (!oar_tensor_has_data(src) || src->dtype < 0)
+        return oar_error(OAR_ERR_INVALID, "oar_tensor_view: the tensor has no data");
+    int64_t n, total = oar_tensor_numel_of(src);
+    size_t bytes;
+    OAR_TRY(check_shape(dims, ndim, src->dtype, &n, &bytes));
+    if (offset < 0 || offset > total || n > total - offset) {
+        char b[160];
+        return oar_error(OAR_ERR_RANGE, "oar_tensor_view: %lld elements from offset %lld do not fit in shape %s",
+                         (long long)n, (long long)offset, oar_shape_str(src->dims, src->ndim, b, sizeof b));
+    }
+    oar_buffer_t *root = src->buf;
+    size_t esize = oar_dtype_size(src->dtype);
+    oar_buffer_t *b = oar_xcalloc(1, sizeof *b);
+    oar_tensor_t *t = b ? tensor_alloc() : NULL;
+    if (!t) { free(b); return OAR_ERR_NOMEM; }
+    b->refcount = 1;
+    b->place = root->place;
+    b->device = root->device;
+    b->data = (char *)root->data + (size_t)offset * esize;
+    b->bytes = b->cap = bytes;
+    b->parent = root;
+    buffer_retain(root);
+    t->buf = b;
+    t->dtype = src->dtype;
+    t->ndim = ndim;
+    if (ndim > 0) memcpy(t->dims, dims, sizeof *dims * (size_t)ndim);
+    *out = t;
+    return OAR_OK;
 }
 
 int oar_tensor_adopt_buffer(oar_tensor_t *dst, const oar_tensor_t *src)

@@ -19,6 +19,9 @@ typedef struct oar_buffer {
     void (*aux_free)(void *);
     unsigned char *aux_key;
     size_t aux_key_len;
+    /* a view's buffer (oar_tensor_view): data points into parent's, which
+     * it holds a reference on; writes through it drop parent's aux too */
+    struct oar_buffer *parent;
 } oar_buffer_t;
 
 struct oar_tensor {

@@ -19,7 +19,26 @@
 --   (oar.place), `oar.Executor` (oar.executor), `oar.Tensor`, `oar.LoDTensor`
 --   (oar.tensor), `oar.Scope` (oar.scope's new), `oar.global_scope`,
 --   `oar.scope_guard` (oar.scope);
--- * switches (oar.flags): `oar.set_flags`, `oar.get_flags`, `oar.seed`.
+-- * switches (oar.flags): `oar.set_flags`, `oar.get_flags`, `oar.seed`;
+-- * eager mode (oar.eager, docs/eager.md), tensors that compute when called:
+--   `oar.zeros`, `oar.ones`, `oar.full`, `oar.eye`, `oar.rand`, `oar.randn`,
+--   `oar.randint`, `oar.arange`, `oar.linspace`, `oar.save`, `oar.load`,
+--   `oar.no_grad`, `oar.is_grad_enabled`, and every Tensor method as a
+--   function: `oar.add`, `oar.sub`, `oar.mul`, `oar.div`, `oar.pow`,
+--   `oar.neg`, `oar.maximum`, `oar.minimum`, `oar.eq`, `oar.ne`, `oar.lt`,
+--   `oar.le`, `oar.gt`, `oar.ge`, `oar.matmul`, `oar.mm`, `oar.t`,
+--   `oar.transpose`, `oar.permute`, `oar.reshape`, `oar.view`,
+--   `oar.squeeze`, `oar.unsqueeze`, `oar.sum`, `oar.mean`, `oar.prod`,
+--   `oar.max`, `oar.min`, `oar.argmax`, `oar.argmin`, `oar.norm`,
+--   `oar.exp`, `oar.log`, `oar.sqrt`, `oar.abs`, `oar.tanh`, `oar.sigmoid`,
+--   `oar.relu`, `oar.floor`, `oar.ceil`, `oar.sin`, `oar.cos`,
+--   `oar.square`, `oar.rsqrt`, `oar.reciprocal`, `oar.sign`, `oar.log1p`,
+--   `oar.round`, `oar.softmax`, `oar.clamp`, `oar.cat`, `oar.stack`,
+--   `oar.split`, `oar.narrow`, `oar.select`, `oar.index_select`,
+--   `oar.gather`, `oar.where`, `oar.sort`, `oar.topk`, `oar.fill`,
+--   `oar.zero`, `oar.copy`, `oar.clone`, `oar.float`, `oar.double`,
+--   `oar.long`, `oar.int`, `oar.bool`, `oar.type`, `oar.contiguous`,
+--   `oar.dim`, `oar.nDimension`, `oar.requires_grad`, `oar.detach`.
 --
 -- Modules: `oar.layers`, `oar.optimizer`, `oar.initializer`,
 -- `oar.regularizer`, `oar.clip`, `oar.unique_name`, `oar.dtypes`,
@@ -97,6 +116,15 @@ oar.scope = scope
 oar.set_flags = flags.set_flags
 oar.get_flags = flags.get_flags
 oar.seed = flags.seed
+
+-- eager mode (oar.eager, docs/eager.md): creation, math and autograd on
+-- tensors, every method also a function (oar.matmul(a, b), oar.sum(a, 2));
+-- names the table already gives a meaning (oar.tensor, oar.backward,
+-- oar.seed) keep it
+oar.eager = require("oar.eager")
+for k, v in pairs(oar.eager) do
+  if type(v) == "function" and not k:match("^_") and k ~= "run" and oar[k] == nil then oar[k] = v end
+end
 
 -- Modules written elsewhere join when first read (oar.io, oar.dataset, ...);
 -- any other name is an error with a suggestion ("oar: no field 'layres'
