@@ -116,6 +116,10 @@ local ACTS = {
   { "log2", function(x) return math.log(x) / math.log(2) end, { { 0.2, 0.5, 1.1 }, { 1.7, 2.9, 4.0 } } },
   { "log10", math.log10, { { 0.2, 0.5, 1.1 }, { 1.7, 2.9, 4.0 } } },
   { "logit", function(x) return math.log(x / (1 - x)) end, { { 0.1, 0.25, 0.4 }, { 0.6, 0.75, 0.9 } } },
+  -- declared in one line each of src/ops/activation.ops (docs/CONTRIBUTING.md)
+  { "asinh", function(x) return math.log(x + math.sqrt(x * x + 1)) end, X23 },
+  { "acosh", function(x) return math.log(x + math.sqrt(x * x - 1)) end, { { 1.1, 1.4, 2.0 }, { 2.6, 3.3, 5.0 } } },
+  { "atanh", function(x) return 0.5 * math.log((1 + x) / (1 - x)) end, { { -0.7, -0.2, 0.1 }, { 0.3, 0.5, 0.8 } } },
 }
 
 describe("new activation layers", function()

@@ -157,6 +157,9 @@ ACT(floor, false, "X", floor(x), ((void)v, (void)g, C(0)))
 ACT(ceil, false, "X", ceil(x), ((void)v, (void)g, C(0)))
 ACT(round, false, "X", round(x), ((void)v, (void)g, C(0)))
 ACT(sign, false, "X", (real)((x > C(0)) - (x < C(0))), ((void)v, (void)g, C(0)))
+ACT(asinh, false, "X", asinh(x), g / sqrt(v * v + C(1)))
+ACT(acosh, false, "X", acosh(x), g / sqrt(v * v - C(1)))
+ACT(atanh, false, "X", atanh(x), g / (C(1) - v * v))
 ACT(clip, false, "X", x < p1 ? p1 : (x > p2 ? p2 : x), (v > p1 && v < p2) ? g : C(0))
 
 /* gelu, exact: x Phi(x); d/dx = Phi(x) + x phi(x) */

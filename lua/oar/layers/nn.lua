@@ -357,7 +357,7 @@ local activations = {
   hard_swish = { threshold = 6.0, scale = 6.0, offset = 3.0 }, mish = { threshold = 20.0 },
   -- Paddle 2.x's names for the rest of oar's unary ops
   tan = {}, sinh = {}, cosh = {}, log1p = {}, expm1 = {}, log2 = {}, log10 = {}, silu = {},
-  celu = { alpha = 1.0 }, logit = { eps = 1e-6 },
+  celu = { alpha = 1.0 }, logit = { eps = 1e-6 }, asinh = {}, acosh = {}, atanh = {},
 }
 -- the attribute a positional number stands for: leaky_relu(x, 0.1), pow(x, 2)
 local first_attr = {
@@ -579,6 +579,24 @@ local first_attr = {
 -- @tparam[opt=0.5] number lambda
 -- @treturn Variable
 -- @usage local y = layers.softshrink(x)
+
+--- The inverse hyperbolic sine, asinh(x) = log(x + sqrt(x^2 + 1)).
+-- @function asinh
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local a = layers.asinh(x)
+
+--- The inverse hyperbolic cosine, for x >= 1.
+-- @function acosh
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local a = layers.acosh(x)
+
+--- The inverse hyperbolic tangent, for |x| < 1.
+-- @function atanh
+-- @tparam Variable|table x the input, or `{x=, name=}`
+-- @treturn Variable
+-- @usage local a = layers.atanh(x)
 
 --- arccos(x), for x in [-1, 1].
 -- @function acos
