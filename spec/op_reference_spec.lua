@@ -98,3 +98,45 @@ describe("the op declarations", function()
     assert.are.same({}, missing)
   end)
 end)
+
+describe("layers that map one to one onto an op", function()
+  local oar = require("oar")
+  local layers = oar.layers
+  local D = require("oar.op_decl")
+
+  it("take their arguments and defaults from the op's declaration (the activations)", function()
+    local src = assert(io.open("lua/oar/layers/nn.lua")):read("*a")
+    local acts = assert(loadstring("return " .. src:match("local activations = (%b{})")))()
+    local n = 0
+    for op, documented in pairs(acts) do
+      n = n + 1
+      assert.is_function(layers[op], op)
+      local seen = {}
+      for _, d in ipairs(D.attrs(op)) do
+        seen[d.name] = true
+        assert.is_not_nil(documented[d.name], op .. ": the table does not document declared '" .. d.name .. "'")
+        if type(d.default) == "number" then
+          assert.is_true(math.abs(documented[d.name] - d.default) <= 1e-6 * math.max(1, math.abs(d.default)),
+            ("%s.%s: the table says %s, the declaration %s"):format(op, d.name, documented[d.name], d.default))
+        else
+          assert.are.equal(d.default, documented[d.name], op .. "." .. d.name)
+        end
+      end
+      for k in pairs(documented) do assert.is_true(seen[k], op .. ": '" .. k .. "' is not declared") end
+    end
+    assert.is_true(n > 40)
+  end)
+
+  it("refuse an argument the declaration does not have, naming it", function()
+    oar.program_guard(oar.Program(), oar.Program(), function()
+      local x = layers.data{ name = "x", shape = { 3 } }
+      local ok, err = pcall(layers.leaky_relu, { x = x, alpah = 0.1 })
+      assert.is_false(ok)
+      assert.matches("alpah", tostring(err), 1, true)
+      assert.matches("alpha", tostring(err), 1, true)
+      -- a declared argument the old hand list lacked: gelu's approximate
+      local y = layers.gelu{ x = x, approximate = true }
+      assert.are.equal(true, y.block.program:global_block():ops()[#y.block.program:global_block():ops()]:attr("approximate"))
+    end)
+  end)
+end)

@@ -346,6 +346,23 @@ OAR_API bool oar_op_has_grad(const char *type);
  * Every op also declares op_role (INT), op_role_var (STRINGS), op_callstack
  * (STRINGS) and op_namescope (STRING). */
 OAR_API int oar_op_attr_type(const char *type, const char *name);
+/* An op's declared attributes in declaration order (src/ops/<family>.ops),
+ * for layers that take their arguments from the declaration and for the
+ * generated reference: what attribute i says. The strings belong to the
+ * registry and live as long as the library. */
+typedef struct oar_attr_info {
+    const char *name;
+    int type;             /* OAR_ATTR_* */
+    double def;           /* default of INT/LONG/FLOAT/BOOLEAN */
+    const char *def_str;  /* default of STRING (NULL otherwise) */
+    bool required;
+    double min, max;      /* a range when min < max */
+    const char *choices;  /* "a|b|c" or NULL */
+    const char *doc;
+} oar_attr_info_t;
+OAR_API int oar_op_num_attrs(const char *type);   /* -1: no such op */
+OAR_API int oar_op_attr_info(const char *type, int i, oar_attr_info_t *out);
+OAR_API const char *oar_op_doc(const char *type);  /* NULL: no such op */
 /* slot queries for the Lua side: 1 duplicable, 2 dispensable (bit flags), -1 unknown slot */
 OAR_API int oar_op_input_flags(const char *type, const char *slot);
 OAR_API int oar_op_output_flags(const char *type, const char *slot);

@@ -236,3 +236,28 @@ const oar_slot_def_t *oar_registry_input_slot(const oar_op_def_t *def, const cha
 const oar_slot_def_t *oar_registry_output_slot(const oar_op_def_t *def, const char *name) {
     return find_slot(def->outputs, name);
 }
+
+/* ---- declarations, for the Lua side and the reference ------------------- */
+int oar_op_num_attrs(const char *type) {
+    const oar_op_def_t *d = oar_registry_op(type);
+    if (!d) return -1;
+    int n = 0;
+    for (const oar_attr_def_t *a = d->attrs; a && a->name; a++) n++;
+    return n;
+}
+
+int oar_op_attr_info(const char *type, int i, oar_attr_info_t *out) {
+    const int n = oar_op_num_attrs(type);
+    if (n < 0) return oar_error(OAR_ERR_NOT_FOUND, "no op '%s' is registered", type ? type : "(null)");
+    if (!out || i < 0 || i >= n) return oar_error(OAR_ERR_RANGE, "op '%s' has %d attributes, asked for %d", type, n, i);
+    const oar_attr_def_t *a = &oar_registry_op(type)->attrs[i];
+    *out = (oar_attr_info_t){.name = a->name, .type = a->type, .def = a->def, .def_str = a->def_str,
+                             .required = a->required, .min = a->min, .max = a->max, .choices = a->choices,
+                             .doc = a->doc};
+    return OAR_OK;
+}
+
+const char *oar_op_doc(const char *type) {
+    const oar_op_def_t *d = oar_registry_op(type);
+    return d ? (d->doc ? d->doc : "") : NULL;
+}

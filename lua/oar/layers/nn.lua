@@ -8,6 +8,7 @@ local framework = require("oar.framework")
 local argcheck = require("oar.argcheck")
 
 local check, args = LayerHelper.check, LayerHelper.args
+local op_decl = require("oar.op_decl")
 local raise = framework.raise
 
 local M = {}
@@ -345,11 +346,11 @@ end
 local activations = {
   relu = {}, sigmoid = {}, tanh = {}, exp = {}, log = {}, sqrt = {}, rsqrt = {}, abs = {},
   square = {}, ceil = {}, floor = {}, round = {}, cos = {}, sin = {}, reciprocal = {},
-  softplus = {}, softsign = {}, logsigmoid = {}, tanh_shrink = {}, sign = {},
-  gelu = {}, leaky_relu = { alpha = 0.02 }, elu = { alpha = 1.0 }, relu6 = { threshold = 6.0 },
+  softplus = { beta = 1.0, threshold = 20.0 }, softsign = {}, logsigmoid = {}, tanh_shrink = {}, sign = {},
+  gelu = { approximate = false }, leaky_relu = { alpha = 0.02 }, elu = { alpha = 1.0 }, relu6 = { threshold = 6.0 },
   pow = { factor = 1.0 }, hard_sigmoid = { slope = 0.2, offset = 0.5 }, swish = { beta = 1.0 },
-  brelu = { t_min = 0.0, t_max = 24.0 }, stanh = { scale_a = 2.0 / 3.0, scale_b = 1.7159 },
-  soft_relu = { threshold = 40.0 }, thresholded_relu = { threshold = 1.0 },
+  brelu = { t_min = 0.0, t_max = 24.0 }, stanh = { scale_a = 0.67, scale_b = 1.7159 },
+  soft_relu = { threshold = 40.0 }, thresholded_relu = { threshold = 1.0, value = 0.0 },
   hard_shrink = { threshold = 0.5 }, softshrink = { lambda = 0.5 },
   -- Fluid 1.8's ops.py and nn.py
   acos = {}, asin = {}, atan = {}, erf = {},
@@ -465,7 +466,8 @@ local first_attr = {
 
 --- log(1 + exp(x)).
 -- @function softplus
--- @tparam Variable|table x the input, or `{x=, name=}`
+-- @tparam Variable|table x the input, or `{x=, beta=1, threshold=20, name=}`
+-- (Paddle 2.x: log(1 + exp(beta x)) / beta, x itself where beta x > threshold)
 -- @treturn Variable
 -- @usage local s = layers.softplus(x)
 
@@ -495,7 +497,8 @@ local first_attr = {
 
 --- Gaussian error linear unit, x * Phi(x).
 -- @function gelu
--- @tparam Variable|table x the input, or `{x=, name=}`
+-- @tparam Variable|table x the input, or `{x=, approximate=false, name=}`
+-- (approximate: the tanh approximation)
 -- @treturn Variable
 -- @usage local h = layers.gelu(x)
 
@@ -548,7 +551,7 @@ local first_attr = {
 
 --- scale_b * tanh(scale_a * x).
 -- @function stanh
--- @tparam Variable|table x the input, or `{x=, scale_a=2/3, scale_b=1.7159, name=}`
+-- @tparam Variable|table x the input, or `{x=, scale_a=0.67, scale_b=1.7159, name=}`
 -- @treturn Variable
 -- @usage local y = layers.stanh(x)
 
@@ -561,8 +564,9 @@ local first_attr = {
 
 --- x for x > threshold, 0 otherwise.
 -- @function thresholded_relu
--- @tparam Variable|table x the input, or `{x=, threshold=, name=}`
+-- @tparam Variable|table x the input, or `{x=, threshold=, value=, name=}`
 -- @tparam[opt=1.0] number threshold
+-- @tparam[opt=0.0] number value what x becomes at or below threshold (Paddle 2.x)
 -- @treturn Variable
 -- @usage local y = layers.thresholded_relu(x, 0.5)
 
@@ -706,9 +710,15 @@ local first_attr = {
 
 --- Softmax and reductions.
 -- @section softmax
-for op_type, defaults in pairs(activations) do
+-- Each activation maps one to one onto its op: its keyword arguments, their
+-- defaults and ranges are the op's declared attributes (oar.op_decl), so the
+-- layer checks what the declaration says; `activations` above names the ops
+-- that have a layer (and its values document the defaults: a spec holds
+-- them to the declarations).
+for op_type in pairs(activations) do
+  local declared = op_decl.attrs(op_type)
   local known = { "x", "name" }
-  for k in pairs(defaults) do known[#known + 1] = k end
+  for _, d in ipairs(declared) do known[#known + 1] = d.name end
   M[op_type] = function(a, extra)
     if framework.is_variable(a) and type(extra) == "table" then
       argcheck.keys("layers." .. op_type, extra, known)
@@ -728,7 +738,19 @@ for op_type, defaults in pairs(activations) do
     end
     local x = check.variable(op_type, "x", a.x)
     local attrs = {}
-    for k, def in pairs(defaults) do attrs[k] = check.number(op_type, k, a[k], def) end
+    for _, d in ipairs(declared) do
+      local k = d.name
+      if d.kind == "bool" then
+        attrs[k] = check.boolean(op_type, k, a[k], d.default)
+      elseif d.kind == "int" or d.kind == "long" then
+        attrs[k] = check.int(op_type, k, a[k], not d.required and d.default or nil)
+      else
+        attrs[k] = check.number(op_type, k, a[k], not d.required and d.default or nil)
+      end
+      if d.min and (attrs[k] < d.min or attrs[k] > d.max) then
+        raise(string.format("%s: '%s' must be in [%g, %g], got %g", op_type, k, d.min, d.max, attrs[k]))
+      end
+    end
     local helper = LayerHelper(op_type, a)
     return helper:unary(op_type, x, attrs)
   end
