@@ -159,7 +159,17 @@ void oar_gemm(int dt, int threads, bool ta, bool tb, int64_t M, int64_t N, int64
         return;
     }
     const bool by_n = N >= 2 * FIX_N;
-    const int64_t L = by_n ? N : M, W = by_n ? FIX_N : FIX_M, nb = (L + W - 1) / W;
+    const int64_t L = by_n ? N : M;
+    /* How many blocks: a power of two (whole blocks per thread for 1, 2,
+     * 4, ... threads), at most one per FIX_N columns (FIX_M rows), and no
+     * block under OAR_GEMM_BLOCK_MACS multiply-adds: each block is a library
+     * call that packs the other operand again, which small products (a
+     * LeNet conv's per-image GEMM) feel. The shape alone decides. */
+    const int64_t most = L / (by_n ? FIX_N : FIX_M), by_work = M * N * K / OAR_GEMM_BLOCK_MACS;
+    int64_t nb = 1;
+    while (nb * 2 <= most && nb * 2 <= by_work && nb < 64) nb *= 2;
+    const int64_t align = by_n ? 16 : 8, W = ((L + nb - 1) / nb + align - 1) / align * align;
+    nb = (L + W - 1) / W;
     #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
     for (int64_t b = 0; b < nb; b++) {
         const int64_t o = b * W, len = L - o < W ? L - o : W;

@@ -13,9 +13,10 @@
  *
  * Threads: `threads` OpenMP threads may share one product. A product's
  * result never depends on the thread count, by construction: a product large
- * enough to be split is always cut at the same fixed blocks
- * (OAR_GEMM_BLOCK_N columns, or OAR_GEMM_BLOCK_M rows when there are few
- * columns; GEMVs OAR_GEMM_BLOCK_N wide), on one thread too, and each block
+ * enough to be split is always cut into the same blocks, decided by its
+ * shape alone (a power of two of them, at least OAR_GEMM_BLOCK_N columns
+ * or OAR_GEMM_BLOCK_M rows and OAR_GEMM_BLOCK_MACS multiply-adds each;
+ * GEMVs OAR_GEMM_BLOCK_N wide), on one thread too, and each block
  * is one single-threaded library call: the libraries see the same problems
  * whatever the count, so no kernel choice of theirs can tell the counts
  * apart (spec/thread_determinism_spec.lua runs it under several forced
@@ -34,6 +35,8 @@ void oar_gemm(int dtype, int threads, bool ta, bool tb, int64_t M, int64_t N, in
 /* the fixed blocks products are cut at (fc's oneDNN path uses the same) */
 #define OAR_GEMM_BLOCK_N 128
 #define OAR_GEMM_BLOCK_M 64
+/* the least work (multiply-adds) a block of a split product gets */
+#define OAR_GEMM_BLOCK_MACS ((int64_t)1 << 17)
 /* how many threads a product of `macs` multiply-adds should use: 1 below
  * OAR_GEMM_PAR_MIN or inside a parallel region, else OpenMP's thread count */
 #define OAR_GEMM_PAR_MIN ((int64_t)1 << 16)
