@@ -73,6 +73,9 @@ describe("CUDA kernels #gpu", function()
       log = { lo = 0.1, hi = 3 }, sqrt = { lo = 0.1, hi = 3 }, reciprocal = { lo = 0.5, hi = 2 },
       leaky_relu = { attrs = { alpha = 0.1 } }, elu = { attrs = { alpha = 0.7 } },
       gelu = {}, gelu_tanh = { op = "gelu", attrs = { approximate = true } },
+      -- Paddle 2.x's softplus parameters: its struct is activation_ext's
+      softplus_beta = { op = "softplus", attrs = { beta = 2.0, threshold = 1.5 } },
+      asinh = {}, acosh = { lo = 1.1, hi = 3 }, atanh = { lo = -0.8, hi = 0.8 },
       clip = { attrs = { min = -0.3, max = 0.4 } }, pow = { lo = 0.1, hi = 2, attrs = { factor = 2.5 } },
     }
     for name, c in pairs(cases) do

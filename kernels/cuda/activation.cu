@@ -9,6 +9,7 @@
 #include "cuda_common.h"
 #include "half.h"
 #include "ops/activation.h"
+#include "ops/activation_ext.h"   /* softplus's decoded attributes */
 
 using namespace oarcu;
 
@@ -16,11 +17,21 @@ namespace {
 
 struct Par { double p1, p2; };
 
+/* where an op's parameters come from: activation.ops's struct (pow with its
+ * FactorTensor), or activation_ext.ops's (softplus: beta, threshold) */
+enum ParKind { PAR_PLAIN, PAR_FACTOR, PAR_EXT };
+
 /* The decoded parameters; pow's FactorTensor (slot fslot, -1 for other ops)
  * replaces the factor, read back to the host. clip's Min/Max inputs (slots
  * mslot, mslot + 1) are not supported here. */
-int params(oar_kernel_ctx_t *k, int fslot, int mslot, Par *p)
+int params(oar_kernel_ctx_t *k, int kind, int fslot, int mslot, Par *p)
 {
+    if (kind == PAR_EXT) {
+        const oar_act_ext_attrs_t *e = (const oar_act_ext_attrs_t *)oar_k_attrs(k);
+        p->p1 = e->p[0];
+        p->p2 = e->p[1];
+        return OAR_OK;
+    }
     const oar_act_attrs_t *a = (const oar_act_attrs_t *)oar_k_attrs(k);
     p->p1 = a->p1;
     p->p2 = a->p2;
@@ -110,13 +121,13 @@ __global__ void grad_k(const T *v, const T *g, T *d, int64_t n, acc_t<T> p1, acc
 /* pow has FactorTensor at OAR_UNARY_FACTOR / OAR_UNARY_G_FACTOR; clip has
  * Min/Max at 1, 2 (forward) and 2, 3 (grad) */
 template <class T, class F>
-int act_forward(oar_kernel_ctx_t *k, int dt, bool factor)
+int act_forward(oar_kernel_ctx_t *k, int dt, int kind)
 {
     const oar_tensor_t *x;
     const void *xd;
     OAR_TRY(in_tensor_at(k, OAR_UNARY_X, 0, dt, -1, &x, &xd));
     Par p;
-    OAR_TRY(params(k, factor ? OAR_UNARY_FACTOR : -1, 1, &p));
+    OAR_TRY(params(k, kind, kind == PAR_FACTOR ? OAR_UNARY_FACTOR : -1, 1, &p));
     const int64_t n = oar_tensor_numel_of(x);
     void *o;
     OAR_TRY(out_data_at(k, OAR_UNARY_OUT, 0, dt, n, &o));
@@ -128,7 +139,7 @@ int act_forward(oar_kernel_ctx_t *k, int dt, bool factor)
 }
 
 template <class T, class F>
-int act_backward(oar_kernel_ctx_t *k, int dt, bool factor)
+int act_backward(oar_kernel_ctx_t *k, int dt, int kind)
 {
     if (!oar_k_output(k, OAR_UNARY_G_DX, 0)) return OAR_OK;
     const oar_tensor_t *v, *g;
@@ -137,7 +148,7 @@ int act_backward(oar_kernel_ctx_t *k, int dt, bool factor)
     const int64_t n = oar_tensor_numel_of(v);
     OAR_TRY(in_tensor_at(k, OAR_UNARY_G_DOUT, 0, dt, n, &g, &gd));
     Par p;
-    OAR_TRY(params(k, factor ? OAR_UNARY_G_FACTOR : -1, 2, &p));
+    OAR_TRY(params(k, kind, kind == PAR_FACTOR ? OAR_UNARY_G_FACTOR : -1, 2, &p));
     void *d;
     OAR_TRY(out_data_at(k, OAR_UNARY_G_DX, 0, dt, n, &d));
     if (n == 0) return OAR_OK;
@@ -147,39 +158,39 @@ int act_backward(oar_kernel_ctx_t *k, int dt, bool factor)
     return OAR_OK;
 }
 
-#define ACT_DT(NAME, SFX, T, DT, FACTOR)                                                              \
-    int NAME##_f##SFX(oar_kernel_ctx_t *k) { return act_forward<T, NAME##_f>(k, DT, FACTOR); }         \
-    int NAME##_g##SFX(oar_kernel_ctx_t *k) { return act_backward<T, NAME##_f>(k, DT, FACTOR); }        \
+#define ACT_DT(NAME, SFX, T, DT, KIND)                                                                \
+    int NAME##_f##SFX(oar_kernel_ctx_t *k) { return act_forward<T, NAME##_f>(k, DT, KIND); }           \
+    int NAME##_g##SFX(oar_kernel_ctx_t *k) { return act_backward<T, NAME##_f>(k, DT, KIND); }          \
     OAR_REGISTER_KERNEL(#NAME, OAR_PLACE_CUDA, DT, NAME##_f##SFX)                                      \
     OAR_REGISTER_KERNEL(#NAME "_grad", OAR_PLACE_CUDA, DT, NAME##_g##SFX)
-#define ACT(NAME, FACTOR)                     \
-    ACT_DT(NAME, 16, __half, OAR_FP16, FACTOR) \
-    ACT_DT(NAME, 32, float, OAR_FP32, FACTOR)  \
-    ACT_DT(NAME, 64, double, OAR_FP64, FACTOR)
+#define ACT(NAME, KIND)                     \
+    ACT_DT(NAME, 16, __half, OAR_FP16, KIND) \
+    ACT_DT(NAME, 32, float, OAR_FP32, KIND)  \
+    ACT_DT(NAME, 64, double, OAR_FP64, KIND)
 
-ACT(relu, false)
-ACT(sigmoid, false)
-ACT(tanh, false)
-ACT(exp, false)
-ACT(log, false)
-ACT(sqrt, false)
-ACT(abs, false)
-ACT(square, false)
-ACT(reciprocal, false)
-ACT(leaky_relu, false)
-ACT(elu, false)
-ACT(softplus, false)
-ACT(pow, true)
-ACT(cos, false)
-ACT(sin, false)
-ACT(floor, false)
-ACT(ceil, false)
-ACT(round, false)
-ACT(sign, false)
-ACT(asinh, false)
-ACT(acosh, false)
-ACT(atanh, false)
-ACT(clip, false)
-ACT(gelu, false)
+ACT(relu, PAR_PLAIN)
+ACT(sigmoid, PAR_PLAIN)
+ACT(tanh, PAR_PLAIN)
+ACT(exp, PAR_PLAIN)
+ACT(log, PAR_PLAIN)
+ACT(sqrt, PAR_PLAIN)
+ACT(abs, PAR_PLAIN)
+ACT(square, PAR_PLAIN)
+ACT(reciprocal, PAR_PLAIN)
+ACT(leaky_relu, PAR_PLAIN)
+ACT(elu, PAR_PLAIN)
+ACT(softplus, PAR_EXT)
+ACT(pow, PAR_FACTOR)
+ACT(cos, PAR_PLAIN)
+ACT(sin, PAR_PLAIN)
+ACT(floor, PAR_PLAIN)
+ACT(ceil, PAR_PLAIN)
+ACT(round, PAR_PLAIN)
+ACT(sign, PAR_PLAIN)
+ACT(asinh, PAR_PLAIN)
+ACT(acosh, PAR_PLAIN)
+ACT(atanh, PAR_PLAIN)
+ACT(clip, PAR_PLAIN)
+ACT(gelu, PAR_PLAIN)
 
 }  // namespace
