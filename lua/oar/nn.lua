@@ -678,7 +678,7 @@ local function mean_op(x) return run("mean", { { "X", x } }, { { "Out", 1 } })[1
 function functional.cross_entropy(logits, label)
   label = labels("cross_entropy", logits, label)
   local r = run("softmax_with_cross_entropy", { { "Logits", logits }, { "Label", label } },
-    { { "Softmax", 1 }, { "Loss", 1 } }, { soft_label = false, axis = -1 })
+    { { "Softmax", 1 }, { "Loss", 1 } }, { soft_label = false, ignore_index = -100, numeric_stable_mode = true, axis = -1 })
   return mean_op(r[2])
 end
 
