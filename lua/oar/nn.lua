@@ -335,7 +335,8 @@ end
 local Linear = Module:extend("Linear")
 M.Linear = Linear
 
---- @usage local fc = oar.nn.Linear(784, 256)
+--- Sets it up (the class's constructor arguments: `nn.Linear(...)`).
+-- @usage local fc = oar.nn.Linear(784, 256)
 function Linear:init(nin, nout, opts)
   positive_int("nn.Linear", "in_features", nin)
   positive_int("nn.Linear", "out_features", nout)
@@ -375,7 +376,8 @@ end
 local Conv2D = Module:extend("Conv2D")
 M.Conv2D = Conv2D
 
---- @usage local conv = oar.nn.Conv2D(1, 8, 3, {padding = 1})
+--- Sets it up (the class's constructor arguments: `nn.Conv2D(...)`).
+-- @usage local conv = oar.nn.Conv2D(1, 8, 3, {padding = 1})
 function Conv2D:init(cin, cout, k, opts)
   local who = "nn.Conv2D"
   positive_int(who, "in_channels", cin)
@@ -421,7 +423,8 @@ end
 local Pool2D = Module:extend("Pool2D")
 M.Pool2D = Pool2D
 
---- @usage local pool = oar.nn.Pool2D{pool_size = 2, pool_stride = 2}
+--- Sets it up (the class's constructor arguments: `nn.Pool2D(...)`).
+-- @usage local pool = oar.nn.Pool2D{pool_size = 2, pool_stride = 2}
 function Pool2D:init(opts)
   local who = "nn.Pool2D"
   opts = opts_table(who, opts, "ceil_mode exclusive global_pooling pool_padding pool_size pool_stride pool_type")
@@ -456,7 +459,8 @@ end
 local BatchNorm = Module:extend("BatchNorm")
 M.BatchNorm = BatchNorm
 
---- @usage local bn = oar.nn.BatchNorm(16)
+--- Sets it up (the class's constructor arguments: `nn.BatchNorm(...)`).
+-- @usage local bn = oar.nn.BatchNorm(16)
 function BatchNorm:init(ch, opts)
   positive_int("nn.BatchNorm", "num_channels", ch)
   opts = opts_table("nn.BatchNorm", opts, "epsilon momentum")
@@ -498,7 +502,8 @@ end
 local LayerNorm = Module:extend("LayerNorm")
 M.LayerNorm = LayerNorm
 
---- @usage local ln = oar.nn.LayerNorm(8)
+--- Sets it up (the class's constructor arguments: `nn.LayerNorm(...)`).
+-- @usage local ln = oar.nn.LayerNorm(8)
 function LayerNorm:init(n, opts)
   opts = opts_table("nn.LayerNorm", opts, "epsilon")
   local dims = type(n) == "table" and n or { n }
@@ -530,7 +535,8 @@ end
 local Embedding = Module:extend("Embedding")
 M.Embedding = Embedding
 
---- @usage local emb = oar.nn.Embedding(1000, 32)
+--- Sets it up (the class's constructor arguments: `nn.Embedding(...)`).
+-- @usage local emb = oar.nn.Embedding(1000, 32)
 function Embedding:init(vocab, dim, opts)
   positive_int("nn.Embedding", "num_embeddings", vocab)
   positive_int("nn.Embedding", "embedding_dim", dim)
@@ -558,7 +564,8 @@ end
 local Dropout = Module:extend("Dropout")
 M.Dropout = Dropout
 
---- @usage local drop = oar.nn.Dropout(0.1)
+--- Sets it up (the class's constructor arguments: `nn.Dropout(...)`).
+-- @usage local drop = oar.nn.Dropout(0.1)
 function Dropout:init(p)
   if p == nil then p = 0.5 end
   if type(p) ~= "number" or p < 0 or p > 1 then fail("nn.Dropout: p must be a number in [0, 1], got " .. tostring(p)) end
@@ -601,7 +608,8 @@ M.Softmax = activation("Softmax", function(x, d) return x:softmax(d) end, true)
 local Sequential = Module:extend("Sequential")
 M.Sequential = Sequential
 
---- @usage local s = oar.nn.Sequential(oar.nn.Linear(2, 3), oar.nn.ReLU())
+--- Sets it up (the class's constructor arguments: `nn.Sequential(...)`).
+-- @usage local s = oar.nn.Sequential(oar.nn.Linear(2, 3), oar.nn.ReLU())
 function Sequential:init(...)
   for i = 1, select("#", ...) do self:add((select(i, ...))) end
 end
