@@ -12,12 +12,10 @@
 -- Conv2D: Normal(0, sqrt(2 / fan_in)); Embedding: Xavier), drawn by the
 -- same random ops from the generator `oar.seed` sets.
 -- @module oar.nn
-local lib = require("oar.lib")
 local eager = require("oar.eager")
 local tensor = require("oar.tensor")
 local dtypes = require("oar.dtypes")
 
-local C = lib.C
 local is_tensor = tensor.is_tensor
 local run = eager._run
 local fail = eager._fail
