@@ -592,7 +592,7 @@ local function activation(name, f, doc_arg)
   return cls
 end
 
---- Activation modules: `nn.ReLU()`, `nn.Tanh()`, `nn.Sigmoid()`, `nn.Softmax(d)` (along 1-based dim d, default the last), `nn.LogSoftmax(d)`.
+--- Activation modules: `nn.ReLU()`, `nn.Tanh()`, `nn.Sigmoid()`, `nn.Softmax(d)` (along 1-based dim d, default the last).
 -- @type ReLU
 M.ReLU = activation("ReLU", function(x) return x:relu() end)
 M.Tanh = activation("Tanh", function(x) return x:tanh() end)
