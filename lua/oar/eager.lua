@@ -36,12 +36,16 @@ local grad_enabled = true
 local HERE = debug.getinfo(1, "S").source
 local TENSOR_SRC = debug.getinfo(tensor.wrap, "S").source
 
--- "file:line: " of the first caller outside this module and oar.tensor
+-- sources whose frames an error's call site skips (oar.nn adds its own)
+local INTERNAL = { [HERE] = true, [TENSOR_SRC] = true }
+function M._internal_source(src) INTERNAL[src] = true end
+
+-- "file:line: " of the first caller outside this module, oar.tensor and oar.nn
 local function call_site()
   for level = 3, 40 do
     local info = debug.getinfo(level, "Sl")
     if not info then break end
-    if info.source ~= HERE and info.source ~= TENSOR_SRC and info.currentline > 0 then
+    if not INTERNAL[info.source] and info.currentline > 0 then
       return info.short_src .. ":" .. info.currentline .. ": "
     end
   end

@@ -125,6 +125,8 @@ oar.eager = require("oar.eager")
 for k, v in pairs(oar.eager) do
   if type(v) == "function" and not k:match("^_") and k ~= "run" and oar[k] == nil then oar[k] = v end
 end
+-- eager modules (oar.nn.Linear, ...; docs/eager.md, "Training a model eagerly")
+oar.nn = require("oar.nn")
 
 -- Modules written elsewhere join when first read (oar.io, oar.dataset, ...);
 -- any other name is an error with a suggestion ("oar: no field 'layres'

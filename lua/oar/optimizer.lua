@@ -36,7 +36,7 @@ local function new_optimizer(kind, spec)
   if spec == nil then spec = {} end
   if type(spec) == "number" or is_variable(spec) then spec = { learning_rate = spec } end
   if type(spec) ~= "table" then raise(who .. ": expected a table of options, got " .. describe(spec)) end
-  local known = { "learning_rate", "regularization", "grad_clip", "name" }
+  local known = { "learning_rate", "regularization", "grad_clip", "name", "parameters" }
   for key in pairs(kind.hyper or {}) do known[#known + 1] = key end
   argcheck.keys("oar.optimizer." .. who, spec, known)
   local lr = spec.learning_rate
@@ -58,6 +58,28 @@ local function new_optimizer(kind, spec)
     _accumulators = {},                            -- acc name -> program -> param name -> var
     hyper = {},
   }, Optimizer)
+  if spec.parameters ~= nil then
+    local params = spec.parameters
+    local tensor = require("oar.tensor")
+    if type(params) ~= "table" or tensor.is_tensor(params) then
+      raise(who .. ": 'parameters' must be a list of tensors (model:parameters()), got " .. describe(params))
+    end
+    for i, p in ipairs(params) do
+      if not tensor.is_tensor(p) then
+        raise(string.format("%s: item %d of 'parameters' must be a tensor, got %s", who, i, describe(p)))
+      end
+    end
+    if type(lr) ~= "number" then
+      raise(who .. ": with 'parameters' (eager) 'learning_rate' must be a number, got " .. describe(lr))
+    end
+    -- not yet in eager mode: say so rather than train without them
+    if spec.regularization ~= nil or spec.grad_clip ~= nil then
+      raise(who .. ": 'regularization' and 'grad_clip' are not supported with 'parameters' (eager) yet")
+    end
+    self.parameters = {}
+    for i, p in ipairs(params) do self.parameters[i] = p end
+    self._eager_acc = {}   -- acc name -> param tensor -> tensor
+  end
   for key, default in pairs(kind.hyper or {}) do
     if type(default) == "boolean" then
       local v = spec[key]
@@ -251,6 +273,120 @@ function Optimizer:_create_optimization_pass(params_grads, program, startup)
   end
   return ops
 end
+
+-- ---- eager mode -------------------------------------------------------------------
+-- With `parameters=`, step() runs the static pass's update ops on tensors: the
+-- same kind.build / kind.finish specs, each op run at once by the eager op
+-- runner, then its outputs copied into the tensors the static op updates in
+-- place (param, accumulators). Accumulators are tensors filled as the startup
+-- program fills them, so an eager step and a static step agree bit for bit.
+
+-- runs one op spec {type=, inputs=, outputs=, attrs=} eagerly, in place
+local function run_spec_eagerly(spec)
+  local eager = require("oar.eager")
+  local function sorted(t)
+    local keys = {}
+    for k in pairs(t) do keys[#keys + 1] = k end
+    table.sort(keys)
+    return keys
+  end
+  local ins, outs, targets = {}, {}, {}
+  for _, slot in ipairs(sorted(spec.inputs or {})) do ins[#ins + 1] = { slot, spec.inputs[slot] } end
+  for _, slot in ipairs(sorted(spec.outputs or {})) do
+    outs[#outs + 1] = { slot, #spec.outputs[slot] }
+    targets[#targets + 1] = spec.outputs[slot]
+  end
+  local res = eager._run(spec.type, ins, outs, spec.attrs)
+  local k = 0
+  for i = 1, #outs do
+    for j = 1, outs[i][2] do
+      k = k + 1
+      if res[k] then targets[i][j]:copy(res[k]) end
+    end
+  end
+end
+
+-- kind.finish appends to a block; in eager mode its ops run at once
+local EAGER_BLOCK = { append_op = function(_, spec) run_spec_eagerly(spec) end }
+
+function Optimizer:_eager_accumulator(a, p)
+  local by_param = self._eager_acc[a.name]
+  if not by_param then
+    by_param = setmetatable({}, { __mode = "k" })
+    self._eager_acc[a.name] = by_param
+  end
+  local t = by_param[p]
+  if t then return t end
+  local fill = a.fill
+  if type(fill) == "string" then fill = self.hyper[fill] end
+  t = require("oar.eager").full(a.shape or p:shape(), fill or 0.0, p:dtype())
+  by_param[p] = t
+  return t
+end
+
+function Optimizer:_eager_check(who)
+  if getmetatable(self) ~= Optimizer then raise(who .. ": call it with ':' on an optimizer") end
+  if not self.parameters then
+    raise(string.format("%s:%s: this optimizer has no 'parameters' (make it with {parameters = model:parameters()} "
+      .. "for eager mode; static programs use minimize)", self.kind.name, who))
+  end
+end
+
+--- Eager mode: updates every parameter that has a gradient (`p.grad`) by the optimizer's op (sgd, momentum, adam, ...), as a static program's optimize pass would; accumulators live in the optimizer. Needs `parameters=` at construction.
+-- @raise when the optimizer was made without `parameters`
+-- @usage
+-- local w = oar.ones(2):requires_grad()
+-- local opt = oar.optimizer.SGD{learning_rate = 0.1, parameters = {w}}
+-- (w * w):sum():backward(); opt:step(); opt:zero_grad()
+function Optimizer:step()
+  self:_eager_check("step")
+  local kind = self.kind
+  if not lib.C.oar_op_is_registered(kind.op) then
+    raise(string.format("%s: the '%s' op is not available in this build of liboar", kind.name, kind.op))
+  end
+  local eager = require("oar.eager")
+  eager.no_grad(function()
+    local lr_value = self.learning_rate
+    if type(lr_value) ~= "number" then
+      raise(kind.name .. ":step: 'learning_rate' must be a number in eager mode, got " .. describe(lr_value))
+    end
+    -- the [1] float32 rate the startup program would fill
+    if not self._eager_lr or self._eager_lr_value ~= lr_value then
+      self._eager_lr = eager.full({ 1 }, lr_value, "float32")
+      self._eager_lr_value = lr_value
+    end
+    for _, p in ipairs(self.parameters) do
+      local g = rawget(p, "grad")
+      if g ~= nil then
+        local acc = {}
+        for _, a in ipairs(kind.accumulators or {}) do acc[a.name] = self:_eager_accumulator(a, p) end
+        local spec = kind.build(self, p, g, kind.uses_lr ~= false and self._eager_lr or nil, acc)
+        spec.type = kind.op
+        run_spec_eagerly(spec)
+        if kind.finish then kind.finish(self, p, acc, EAGER_BLOCK) end
+      end
+    end
+  end)
+end
+
+--- Eager mode: forgets the parameters' gradients (`p.grad = nil`), so the next backward starts from zero.
+-- @usage opt:zero_grad()
+function Optimizer:zero_grad()
+  self:_eager_check("zero_grad")
+  for _, p in ipairs(self.parameters) do rawset(p, "grad", nil) end
+end
+
+--- Eager mode: the learning rate used from the next step on (a number).
+-- @tparam number lr
+-- @usage opt:set_lr(opt:get_lr() * 0.5)
+function Optimizer:set_lr(lr)
+  if type(lr) ~= "number" then raise(self.kind.name .. ":set_lr: expected a number, got " .. describe(lr)) end
+  self.learning_rate = lr
+end
+
+--- The learning rate (a number, or the schedule Variable of a static optimizer).
+-- @usage local lr = opt:get_lr()
+function Optimizer:get_lr() return self.learning_rate end
 
 function Optimizer:__tostring() return self.kind.name .. "Optimizer" end
 
