@@ -110,3 +110,38 @@ describe("oar.layers.rearrange", function()
     end) end, "unknown argument 'diag'")
   end)
 end)
+
+describe("oar.layers.rearrange: trace, kron, diag, eye", function()
+  it("trace sums a diagonal", function()
+    local got, main = run({ 2, 3 }, { 1, 2, 3, 4, 5, 6 }, function(x)
+      return { layers.trace(x), layers.trace{ x = x, offset = 1 } }
+    end)
+    assert.same({ { 6 }, { 8 } }, got)
+    assert.equal(1, op_of(main, "trace"):attr("axis2"))
+    refuses(function() in_prog(function()
+      layers.trace{ x = layers.data{ name = "x", shape = { 2, 3 }, append_batch_size = false }, axis1 = -1 }
+    end) end, "trace: 'axis1' and 'axis2' name the same dim 1")
+  end)
+
+  it("kron multiplies every pair", function()
+    local got = run({ 2 }, { 1, 2 }, function(x)
+      return layers.kron(x, layers.fill_constant{ shape = { 2 }, dtype = "float32", value = 3 })
+    end)
+    assert.same({ { 3, 3, 6, 6 } }, got)
+  end)
+
+  it("diag makes a square matrix and eye an identity", function()
+    local got = run({ 2 }, { 4, 5 }, function(x) return { layers.diag(x), layers.eye{ num_rows = 2, num_columns = 3 } } end)
+    assert.same({ { 4, 0, 0, 5 }, { 1, 0, 0, 0, 1, 0 } }, got)
+    got = run({ 2 }, { 4, 5 }, function() return layers.eye{ num_rows = 2, batch_shape = { 2 } } end)
+    assert.same({ { 1, 0, 0, 1, 1, 0, 0, 1 } }, got)
+    local b
+    in_prog(function()
+      b = layers.eye{ num_rows = 2, batch_shape = { 3 }, dtype = "int64" }
+      assert.same({ 3, 2, 2 }, b.shape)
+      assert.equal("int64", b.dtype)
+    end)
+    refuses(function() in_prog(function() layers.eye{ num_rows = 2, dtype = "bool" } end) end,
+      "float32, float64, int32 or int64")
+  end)
+end)

@@ -1,6 +1,6 @@
 /*
- * rearrange.c — CPU kernels of unstack, expand_as, flip, roll and
- * tril_triu (src/ops/rearrange.c) and their grads.
+ * rearrange.c — CPU kernels of unstack, expand_as, flip, roll, tril_triu,
+ * trace, kron, diag and eye (src/ops/rearrange.c) and their grads.
  *
  * Ops that only move elements copy esz bytes per element, so one function
  * serves every dtype; the grads that add (expand_as) have one body per
@@ -287,6 +287,221 @@ static int tril_triu_bwd(oar_kernel_ctx_t *k)
     return tril_triu_run(k, g, OAR_TT_G_DX);
 }
 
+/* ---- trace -------------------------------------------------------------- */
+/* the walk of trace: for each Out element (the other dims, row-major), the
+ * first diagonal element's offset; the diagonal's length and step */
+typedef struct {
+    int nrest;
+    int64_t rest[OAR_MAX_DIMS], rstride[OAR_MAX_DIMS], len, step, start;
+} diag_walk_t;
+
+static int trace_walk(oar_kernel_ctx_t *k, const oar_tensor_t *x, diag_walk_t *w)
+{
+    const oar_trace_attrs_t *a = oar_k_attrs(k);
+    int nd = x->ndim;
+    int a1 = a->axis1 < 0 ? a->axis1 + nd : a->axis1, a2 = a->axis2 < 0 ? a->axis2 + nd : a->axis2;
+    if (nd < 2 || a1 < 0 || a1 >= nd || a2 < 0 || a2 >= nd || a1 == a2)
+        return oar_k_error(k, OAR_ERR_RANGE, "axis1 %d and axis2 %d do not name two dims of Input", a->axis1, a->axis2);
+    int64_t st[OAR_MAX_DIMS];
+    strides_of(x->dims, nd, st);
+    int64_t i0 = a->offset < 0 ? -(int64_t)a->offset : 0, j0 = a->offset > 0 ? a->offset : 0;
+    int64_t l1 = x->dims[a1] - i0, l2 = x->dims[a2] - j0;
+    w->len = l1 < l2 ? l1 : l2;
+    if (w->len < 0) w->len = 0;
+    w->step = st[a1] + st[a2];
+    w->start = i0 * st[a1] + j0 * st[a2];
+    w->nrest = 0;
+    for (int i = 0; i < nd; i++)
+        if (i != a1 && i != a2) { w->rest[w->nrest] = x->dims[i]; w->rstride[w->nrest++] = st[i]; }
+    return OAR_OK;
+}
+
+/* offset of Out element q's first diagonal element */
+static int64_t walk_base(const diag_walk_t *w, int64_t q)
+{
+    int64_t off = w->start;
+    for (int i = w->nrest - 1; i >= 0; i--) { off += (q % w->rest[i]) * w->rstride[i]; q /= w->rest[i]; }
+    return off;
+}
+
+#define TRACE_K(SUF, T, DT)                                                                 \
+    static int trace_fwd_##SUF(oar_kernel_ctx_t *k)                                         \
+    {                                                                                       \
+        oar_tensor_t *x;                                                                    \
+        OAR_TRY(input(k, OAR_TRACE_INPUT, 0, "Input", &x));                                 \
+        diag_walk_t w;                                                                      \
+        OAR_TRY(trace_walk(k, x, &w));                                                      \
+        int64_t n = prod(w.rest, 0, w.nrest);                                               \
+        void *p;                                                                            \
+        OAR_TRY(oar_k_output_sized(k, OAR_TRACE_OUT, "Out", DT, n, false, &p));             \
+        T *out = p;                                                                         \
+        const T *xd = oar_tensor_data(x);                                                   \
+        for (int64_t q = 0; q < n; q++) {                                                   \
+            int64_t b = walk_base(&w, q);                                                   \
+            T s = 0;                                                                        \
+            for (int64_t i = 0; i < w.len; i++) s += xd[b + i * w.step];                    \
+            out[q] = s;                                                                     \
+        }                                                                                   \
+        return OAR_OK;                                                                      \
+    }                                                                                       \
+    static int trace_bwd_##SUF(oar_kernel_ctx_t *k)                                         \
+    {                                                                                       \
+        oar_tensor_t *x, *g;                                                                \
+        OAR_TRY(input(k, OAR_TRACE_G_INPUT, 0, "Input", &x));                               \
+        OAR_TRY(input(k, OAR_TRACE_G_DOUT, 0, "Out@GRAD", &g));                             \
+        void *p;                                                                            \
+        OAR_TRY(oar_k_output_sized(k, OAR_TRACE_G_DINPUT, "Input@GRAD", DT, oar_tensor_numel_of(x), true, &p)); \
+        if (!p) return OAR_OK;                                                              \
+        diag_walk_t w;                                                                      \
+        OAR_TRY(trace_walk(k, x, &w));                                                      \
+        int64_t n = prod(w.rest, 0, w.nrest);                                               \
+        if (oar_tensor_numel_of(g) != n)                                                    \
+            return oar_k_error(k, OAR_ERR_SHAPE, "Out@GRAD has %lld elements, expected %lld", \
+                               (long long)oar_tensor_numel_of(g), (long long)n);            \
+        T *dx = p;                                                                          \
+        const T *gd = oar_tensor_data(g);                                                   \
+        memset(dx, 0, sizeof(T) * (size_t)oar_tensor_numel_of(x));                          \
+        for (int64_t q = 0; q < n; q++) {                                                   \
+            int64_t b = walk_base(&w, q);                                                   \
+            for (int64_t i = 0; i < w.len; i++) dx[b + i * w.step] = gd[q];                 \
+        }                                                                                   \
+        return OAR_OK;                                                                      \
+    }                                                                                       \
+    OAR_REGISTER_KERNEL("trace", OAR_PLACE_CPU, DT, trace_fwd_##SUF)                        \
+    OAR_REGISTER_KERNEL("trace_grad", OAR_PLACE_CPU, DT, trace_bwd_##SUF)
+TRACE_K(f32, float, OAR_FP32)
+TRACE_K(f64, double, OAR_FP64)
+
+/* ---- kron --------------------------------------------------------------- */
+/* X's and Y's dims padded with leading 1s to Out's rank r */
+static int kron_dims(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tensor_t *y, int64_t *xd, int64_t *yd,
+                     int64_t *od, int *r)
+{
+    *r = x->ndim > y->ndim ? x->ndim : y->ndim;
+    for (int i = 0; i < *r; i++) {
+        int xi = i - (*r - x->ndim), yi = i - (*r - y->ndim);
+        xd[i] = xi >= 0 ? x->dims[xi] : 1;
+        yd[i] = yi >= 0 ? y->dims[yi] : 1;
+        od[i] = xd[i] * yd[i];
+    }
+    if (x->dtype != y->dtype) return oar_k_error(k, OAR_ERR_INVALID, "X and Y differ in dtype");
+    return OAR_OK;
+}
+
+/* for Out position idx: X's and Y's flat offsets */
+static void kron_src(const int64_t *idx, const int64_t *xd, const int64_t *yd, int r, int64_t *xo, int64_t *yo)
+{
+    int64_t a = 0, b = 0;
+    for (int i = 0; i < r; i++) {
+        a = a * xd[i] + idx[i] / yd[i];
+        b = b * yd[i] + idx[i] % yd[i];
+    }
+    *xo = a;
+    *yo = b;
+}
+
+#define KRON_F(SUF, T, DT)                                                                  \
+    static int kron_fwd_##SUF(oar_kernel_ctx_t *k)                                          \
+    {                                                                                       \
+        oar_tensor_t *x, *y;                                                                \
+        OAR_TRY(input(k, OAR_KRON_X, 0, "X", &x));                                          \
+        OAR_TRY(input(k, OAR_KRON_Y, 0, "Y", &y));                                          \
+        int64_t xd[OAR_MAX_DIMS], yd[OAR_MAX_DIMS], od[OAR_MAX_DIMS], idx[OAR_MAX_DIMS] = {0}; \
+        int r;                                                                              \
+        OAR_TRY(kron_dims(k, x, y, xd, yd, od, &r));                                        \
+        int64_t n = prod(od, 0, r);                                                         \
+        void *p;                                                                            \
+        OAR_TRY(oar_k_output_sized(k, OAR_KRON_OUT, "Out", DT, n, false, &p));              \
+        if (n == 0) return OAR_OK;                                                          \
+        T *out = p;                                                                         \
+        const T *xv = oar_tensor_data(x), *yv = oar_tensor_data(y);                         \
+        int64_t q = 0;                                                                      \
+        do {                                                                                \
+            int64_t a, b;                                                                   \
+            kron_src(idx, xd, yd, r, &a, &b);                                               \
+            out[q++] = xv[a] * yv[b];                                                       \
+        } while (next_index(idx, od, r));                                                   \
+        return OAR_OK;                                                                      \
+    }                                                                                       \
+    OAR_REGISTER_KERNEL("kron", OAR_PLACE_CPU, DT, kron_fwd_##SUF)
+KRON_F(f32, float, OAR_FP32)
+KRON_F(f64, double, OAR_FP64)
+KRON_F(i32, int32_t, OAR_INT32)
+KRON_F(i64, int64_t, OAR_INT64)
+
+#define KRON_B(SUF, T, DT)                                                                  \
+    static int kron_bwd_##SUF(oar_kernel_ctx_t *k)                                          \
+    {                                                                                       \
+        oar_tensor_t *x, *y, *g;                                                            \
+        OAR_TRY(input(k, OAR_KRON_GRAD_X, 0, "X", &x));                                     \
+        OAR_TRY(input(k, OAR_KRON_GRAD_Y, 0, "Y", &y));                                     \
+        OAR_TRY(input(k, OAR_KRON_GRAD_DOUT, 0, "Out@GRAD", &g));                           \
+        int64_t xd[OAR_MAX_DIMS], yd[OAR_MAX_DIMS], od[OAR_MAX_DIMS], idx[OAR_MAX_DIMS] = {0}; \
+        int r;                                                                              \
+        OAR_TRY(kron_dims(k, x, y, xd, yd, od, &r));                                        \
+        int64_t n = prod(od, 0, r);                                                         \
+        if (oar_tensor_numel_of(g) != n) return oar_k_error(k, OAR_ERR_SHAPE, "Out@GRAD's size is not Out's"); \
+        void *px, *py;                                                                      \
+        OAR_TRY(oar_k_output_sized(k, OAR_KRON_GRAD_DX, "X@GRAD", DT, oar_tensor_numel_of(x), true, &px)); \
+        OAR_TRY(oar_k_output_sized(k, OAR_KRON_GRAD_DY, "Y@GRAD", DT, oar_tensor_numel_of(y), true, &py)); \
+        T *dx = px, *dy = py;                                                               \
+        if (dx) memset(dx, 0, sizeof(T) * (size_t)oar_tensor_numel_of(x));                 \
+        if (dy) memset(dy, 0, sizeof(T) * (size_t)oar_tensor_numel_of(y));                 \
+        if (n == 0) return OAR_OK;                                                          \
+        const T *xv = oar_tensor_data(x), *yv = oar_tensor_data(y), *gd = oar_tensor_data(g); \
+        int64_t q = 0;                                                                      \
+        do {                                                                                \
+            int64_t a, b;                                                                   \
+            kron_src(idx, xd, yd, r, &a, &b);                                               \
+            if (dx) dx[a] += gd[q] * yv[b];                                                 \
+            if (dy) dy[b] += gd[q] * xv[a];                                                 \
+            q++;                                                                            \
+        } while (next_index(idx, od, r));                                                   \
+        return OAR_OK;                                                                      \
+    }                                                                                       \
+    OAR_REGISTER_KERNEL("kron_grad", OAR_PLACE_CPU, DT, kron_bwd_##SUF)
+KRON_B(f32, float, OAR_FP32)
+KRON_B(f64, double, OAR_FP64)
+
+/* ---- diag / eye --------------------------------------------------------- */
+static int diag_fwd(oar_kernel_ctx_t *k)
+{
+    oar_tensor_t *d;
+    OAR_TRY(input(k, OAR_DIAG_DIAGONAL, 0, "Diagonal", &d));
+    int64_t n = oar_tensor_numel_of(d);
+    size_t esz = oar_dtype_size(d->dtype);
+    void *p;
+    OAR_TRY(oar_k_output_sized(k, OAR_DIAG_OUT, "Out", d->dtype, n * n, false, &p));
+    if (n == 0) return OAR_OK;
+    char *out = p;
+    const char *src = oar_tensor_data(d);
+    memset(out, 0, (size_t)(n * n) * esz);
+    for (int64_t i = 0; i < n; i++) memcpy(out + (size_t)(i * n + i) * esz, src + (size_t)i * esz, esz);
+    return OAR_OK;
+}
+
+static int eye_fwd(oar_kernel_ctx_t *k)
+{
+    const oar_eye_attrs_t *a = oar_k_attrs(k);
+    int64_t r = a->num_rows, c = a->num_columns < 0 ? r : a->num_columns;
+    void *p;
+    OAR_TRY(oar_k_output_sized(k, OAR_EYE_OUT, "Out", a->dtype, r * c, false, &p));
+    if (r * c == 0) return OAR_OK;
+    size_t esz = oar_dtype_size(a->dtype);
+    memset(p, 0, (size_t)(r * c) * esz);
+    for (int64_t i = 0; i < r && i < c; i++) {
+        char *e = (char *)p + (size_t)(i * c + i) * esz;
+        switch (a->dtype) {
+        case OAR_FP32: *(float *)e = 1; break;
+        case OAR_FP64: *(double *)e = 1; break;
+        case OAR_INT32: *(int32_t *)e = 1; break;
+        case OAR_INT64: *(int64_t *)e = 1; break;
+        default: return oar_k_error(k, OAR_ERR_UNSUPPORTED, "eye: dtype %d is not float32/64 or int32/64", a->dtype);
+        }
+    }
+    return OAR_OK;
+}
+
 /* ---- registration ------------------------------------------------------- */
 #define REG1(op, fn, sfx, dt)                                                \
     static int fn##_##sfx(oar_kernel_ctx_t *k) { return fn(k); }            \
@@ -305,3 +520,5 @@ REG_FI("roll", roll_fwd)
 REG_FI("roll_grad", roll_bwd)
 REG_FI("tril_triu", tril_triu_fwd)
 REG_FI("tril_triu_grad", tril_triu_bwd)
+REG_FI("diag", diag_fwd)
+REG_FI("eye", eye_fwd)

@@ -1,6 +1,6 @@
 /*
  * rearrange.c — inference and grad makers of unstack, expand_as, flip,
- * roll and tril_triu (declared in rearrange.ops; CPU kernels in
+ * roll, tril_triu, trace, kron, diag and eye (declared in rearrange.ops; CPU kernels in
  * kernels/cpu/rearrange.c).
  */
 #include <stdio.h>
@@ -201,6 +201,75 @@ static int tril_triu_grad_maker(oar_grad_ctx_t *g)
     if (!op) return OAR_ERR_NOMEM;
     OAR_TRY(oar_gc_out_grad(g, op, "Out"));
     return oar_gc_in_grad(g, op, "X");
+}
+
+/* ---- trace -------------------------------------------------------------- */
+static int trace_infer(oar_infer_ctx_t *c)
+{
+    const oar_trace_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
+    int64_t x[OAR_MAX_DIMS], out[OAR_MAX_DIMS];
+    int nx;
+    OAR_TRY(copy_dims(c, "Input", x, &nx));
+    const char *xn = nm(oar_ic_in_name(c, "Input", 0));
+    if (nx < 2) return oar_ic_error(c, OAR_ERR_SHAPE, "Input '%s' has rank %d; it must be at least 2-D", xn, nx);
+    int a1 = a->axis1 < 0 ? a->axis1 + nx : a->axis1, a2 = a->axis2 < 0 ? a->axis2 + nx : a->axis2;
+    if (a1 < 0 || a1 >= nx || a2 < 0 || a2 >= nx)
+        return oar_ic_error(c, OAR_ERR_RANGE, "axis1 %d and axis2 %d must be dims of Input '%s' of rank %d",
+                            a->axis1, a->axis2, xn, nx);
+    if (a1 == a2) return oar_ic_error(c, OAR_ERR_INVALID, "axis1 and axis2 both name dim %d of Input '%s'", a1, xn);
+    int n = 0;
+    for (int i = 0; i < nx; i++)
+        if (i != a1 && i != a2) out[n++] = x[i];
+    if (n == 0) out[n++] = 1;
+    return oar_ic_set_out(c, "Out", 0, out, n, oar_ic_in_dtype(c, "Input", 0));
+}
+
+/* ---- kron --------------------------------------------------------------- */
+static int kron_infer(oar_infer_ctx_t *c)
+{
+    int64_t x[OAR_MAX_DIMS], y[OAR_MAX_DIMS], out[OAR_MAX_DIMS];
+    int nx, ny;
+    OAR_TRY(copy_dims(c, "X", x, &nx));
+    OAR_TRY(copy_dims(c, "Y", y, &ny));
+    int dx = oar_ic_in_dtype(c, "X", 0), dy = oar_ic_in_dtype(c, "Y", 0);
+    if (dx >= 0 && dy >= 0 && dx != dy)
+        return oar_ic_error(c, OAR_ERR_INVALID, "X '%s' is %s but Y '%s' is %s; they must have one dtype",
+                            nm(oar_ic_in_name(c, "X", 0)), oar_dtype_name(dx), nm(oar_ic_in_name(c, "Y", 0)),
+                            oar_dtype_name(dy));
+    int r = nx > ny ? nx : ny;
+    for (int i = 0; i < r; i++) {
+        int64_t a = i - (r - nx) >= 0 ? x[i - (r - nx)] : 1, b = i - (r - ny) >= 0 ? y[i - (r - ny)] : 1;
+        out[i] = (a < 0 || b < 0) ? -1 : a * b;
+    }
+    return oar_ic_set_out(c, "Out", 0, out, r, dx);
+}
+
+/* ---- diag --------------------------------------------------------------- */
+static int diag_infer(oar_infer_ctx_t *c)
+{
+    int nd;
+    const int64_t *d = oar_ic_in_dims(c, "Diagonal", 0, &nd);
+    if (!d) return OAR_ERR_SHAPE;
+    if (nd != 1)
+        return oar_ic_error(c, OAR_ERR_SHAPE, "Diagonal '%s' has rank %d; it must be 1-D",
+                            nm(oar_ic_in_name(c, "Diagonal", 0)), nd);
+    int64_t out[2] = {d[0], d[0]};
+    return oar_ic_set_out(c, "Out", 0, out, 2, oar_ic_in_dtype(c, "Diagonal", 0));
+}
+
+/* ---- eye ---------------------------------------------------------------- */
+static int eye_infer(oar_infer_ctx_t *c)
+{
+    const oar_eye_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
+    if (a->num_columns < -1)
+        return oar_ic_error(c, OAR_ERR_RANGE, "num_columns %lld must be >= 0 (or -1: num_rows)",
+                            (long long)a->num_columns);
+    if (a->dtype != OAR_FP32 && a->dtype != OAR_FP64 && a->dtype != OAR_INT32 && a->dtype != OAR_INT64)
+        return oar_ic_error(c, OAR_ERR_UNSUPPORTED, "dtype %d: eye makes float32, float64, int32 or int64", a->dtype);
+    int64_t out[2] = {a->num_rows, a->num_columns < 0 ? a->num_rows : a->num_columns};
+    return oar_ic_set_out(c, "Out", 0, out, 2, a->dtype);
 }
 
 #define OAR_OPS_DEFINE

@@ -1,6 +1,7 @@
 --- oar.layers.rearrange: layers over the ops that rearrange elements:
--- Fluid 1.8's unstack and expand_as, and Paddle 2.x's flip, roll, tril and
--- triu (Fluid 1.8 has their ops but no fluid.layers function).
+-- Fluid 1.8's unstack, expand_as, diag and eye, and Paddle 2.x's flip, roll,
+-- tril, triu, trace and kron (Fluid 1.8 has their ops but no fluid.layers
+-- function).
 -- Merged into `oar.layers`.
 -- @module oar.layers.rearrange
 local LayerHelper = require("oar.layer_helper")
@@ -160,5 +161,105 @@ function M.tril(a, diagonal) return tri("tril", true, a, diagonal) end
 -- @treturn Variable x's shape and dtype
 -- @usage local u = layers.triu{x = m, diagonal = 1}
 function M.triu(a, diagonal) return tri("triu", false, a, diagonal) end
+
+--- The sum of x's diagonal at `offset` in the planes of dims axis1 and
+-- axis2 (Paddle 2.x's paddle.trace, the trace op). Also `trace(x)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.x at least 2-D
+-- @tparam[opt=0] int a.offset the diagonal (> 0: above the main one)
+-- @tparam[opt=0] int a.axis1 the planes' first dim
+-- @tparam[opt=1] int a.axis2 the planes' second dim
+-- @tparam[opt] string a.name
+-- @treturn Variable x's dims without axis1 and axis2 ([1] when none is left)
+-- @usage local t = layers.trace{x = m, offset = 1}
+function M.trace(a)
+  a = args("trace", a, "x", nil, "axis1 axis2 name offset x")
+  local x = check.variable("trace", "x", a.x)
+  local r = #x.shape
+  if r < 2 then raise(string.format("trace: x has %d dims; it must have at least 2", r)) end
+  local a1 = axis_of("trace", "axis1", a.axis1 == nil and 0 or a.axis1, r)
+  local a2 = axis_of("trace", "axis2", a.axis2 == nil and 1 or a.axis2, r)
+  if a1 == a2 then raise("trace: 'axis1' and 'axis2' name the same dim " .. a1) end
+  local helper = LayerHelper("trace", a)
+  local out = helper:create_variable_for_type_inference(x.dtype)
+  helper:append_op{ type = "trace", inputs = { Input = { x } }, outputs = { Out = { out } },
+                    attrs = { offset = check.int("trace", "offset", a.offset, 0), axis1 = a1, axis2 = a2 } }
+  return out
+end
+
+--- The Kronecker product of x and y (Paddle 2.x's paddle.kron): their dims
+-- padded with leading 1s to one rank. Also `kron(x, y)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.x
+-- @tparam Variable a.y x's dtype
+-- @tparam[opt] string a.name
+-- @param[opt] y with a positional x
+-- @treturn Variable dims x.shape[i] * y.shape[i]
+-- @usage local k = layers.kron(a, b)
+function M.kron(a, y)
+  a = args("kron", a, "x", { y = y }, "name x y")
+  local x = check.variable("kron", "x", a.x)
+  local yv = check.variable("kron", "y", a.y)
+  if x.dtype ~= yv.dtype then
+    raise(string.format("kron: x is %s and y %s; they must have one dtype", tostring(x.dtype), tostring(yv.dtype)))
+  end
+  local helper = LayerHelper("kron", a)
+  local out = helper:create_variable_for_type_inference(x.dtype)
+  helper:append_op{ type = "kron", inputs = { X = { x }, Y = { yv } }, outputs = { Out = { out } } }
+  return out
+end
+
+--- The square matrix with `diagonal` on its main diagonal, zero elsewhere
+-- (Fluid's diag). Also `diag(diagonal)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.diagonal 1-D, n values
+-- @treturn Variable [n, n] of diagonal's dtype
+-- @usage local d = layers.diag(v)
+function M.diag(a)
+  a = args("diag", a, "diagonal", nil, "diagonal")
+  local d = check.variable("diag", "diagonal", a.diagonal)
+  if #d.shape ~= 1 then raise(string.format("diag: 'diagonal' has %d dims; it must be 1-D", #d.shape)) end
+  local helper = LayerHelper("diag", a)
+  local out = helper:create_variable_for_type_inference(d.dtype)
+  helper:append_op{ type = "diag", inputs = { Diagonal = { d } }, outputs = { Out = { out } } }
+  return out
+end
+
+--- The identity matrix [num_rows, num_columns], repeated over `batch_shape`
+-- leading dims when given (Fluid's eye). Also `eye(num_rows)`.
+-- @tparam table a keyword arguments:
+-- @tparam int a.num_rows
+-- @tparam[opt] int a.num_columns (default num_rows)
+-- @tparam[opt] {int,...} a.batch_shape leading dims the matrix is repeated over
+-- @tparam[opt="float32"] string a.dtype float32, float64, int32 or int64
+-- @tparam[opt] string a.name
+-- @treturn Variable [batch_shape..., num_rows, num_columns]
+-- @usage local i3 = layers.eye{num_rows = 3, batch_shape = {2}}   -- [2, 3, 3]
+function M.eye(a)
+  a = args("eye", a, "num_rows", nil, "batch_shape dtype name num_columns num_rows")
+  local rows = check.int("eye", "num_rows", a.num_rows)
+  if rows < 0 then check.fail("eye", "num_rows", "a non-negative integer", rows) end
+  local cols = a.num_columns == nil and rows or check.int("eye", "num_columns", a.num_columns)
+  if cols < 0 then check.fail("eye", "num_columns", "a non-negative integer", cols) end
+  local dtype = check.dtype("eye", "dtype", a.dtype, "float32")
+  if dtype ~= "float32" and dtype ~= "float64" and dtype ~= "int32" and dtype ~= "int64" then
+    check.fail("eye", "dtype", "float32, float64, int32 or int64", dtype)
+  end
+  local code = require("oar.dtypes").enum(dtype)
+  local helper = LayerHelper("eye", a)
+  local out = helper:create_variable_for_type_inference(dtype)
+  helper:append_op{ type = "eye", outputs = { Out = { out } },
+                    attrs = { num_rows = rows, num_columns = cols, dtype = code } }
+  if a.batch_shape == nil then return out end
+  local bs = int_list("eye", "batch_shape", a.batch_shape)
+  local L = require("oar.layers")
+  local shape, times = {}, {}
+  for i, b in ipairs(bs) do
+    if b < 1 then check.fail("eye", "batch_shape[" .. i .. "]", "a positive integer", b) end
+    shape[i], times[i] = 1, b
+  end
+  shape[#bs + 1], shape[#bs + 2], times[#bs + 1], times[#bs + 2] = rows, cols, 1, 1
+  return L.expand(L.reshape(out, shape), times)
+end
 
 return M
