@@ -442,4 +442,71 @@ function M.series(data, x, y)
   return xs, ys
 end
 
+
+--- Chunk evaluation across batches.
+-- @section chunk
+
+local ChunkEvaluator = {}
+ChunkEvaluator.__index = ChunkEvaluator
+
+-- a count from a number or a one-element tensor (what chunk_eval's outputs fetch as)
+local function count_of(v, what)
+  if type(v) == "number" then return v end
+  if type(v) == "table" and type(v.item) == "function" then return tonumber(v:item()) end
+  if type(v) == "cdata" then return tonumber(v) end
+  error(string.format("oar.metrics.ChunkEvaluator:update: %s must be a number or a one-element tensor, got %s",
+                      what, type(v)), 3)
+end
+
+--- Accumulates chunk counts over batches and gives precision, recall and F1
+-- from the totals (Fluid's fluid.metrics.ChunkEvaluator).
+-- @tparam[opt] string name
+-- @treturn ChunkEvaluator
+-- Also `oar.metrics.ChunkEvaluator(name)`.
+-- @usage local ev = oar.metrics.ChunkEvaluator.new()
+-- ev:update(ni, nl, nc)   -- layers.chunk_eval's last three outputs, fetched
+-- local precision, recall, f1 = ev:eval()
+function ChunkEvaluator.new(name)
+  local self = setmetatable({ name = name }, ChunkEvaluator)
+  return self:reset()
+end
+setmetatable(ChunkEvaluator, { __call = function(_, name) return ChunkEvaluator.new(name) end })
+
+--- Sets the counts back to 0.
+-- @treturn ChunkEvaluator self
+-- @usage ev:reset()
+function ChunkEvaluator:reset()
+  self.num_infer_chunks, self.num_label_chunks, self.num_correct_chunks = 0, 0, 0
+  return self
+end
+
+--- Adds one batch's counts (numbers, or chunk_eval's fetched int64 [1] tensors).
+-- @param num_infer_chunks chunks inferred
+-- @param num_label_chunks chunks in the labels
+-- @param num_correct_chunks chunks inferred correctly
+-- @treturn ChunkEvaluator self
+-- @usage ev:update(12, 10, 8)
+function ChunkEvaluator:update(num_infer_chunks, num_label_chunks, num_correct_chunks)
+  if getmetatable(self) ~= ChunkEvaluator then error("oar.metrics: call evaluator:update(...) with ':'", 2) end
+  self.num_infer_chunks = self.num_infer_chunks + count_of(num_infer_chunks, "num_infer_chunks")
+  self.num_label_chunks = self.num_label_chunks + count_of(num_label_chunks, "num_label_chunks")
+  self.num_correct_chunks = self.num_correct_chunks + count_of(num_correct_chunks, "num_correct_chunks")
+  return self
+end
+
+--- Precision, recall and F1 of the counts so far (each 0 when its
+-- denominator, or for F1 the correct count, is 0).
+-- @treturn number precision
+-- @treturn number recall
+-- @treturn number f1
+-- @usage local p, r, f1 = ev:eval()
+function ChunkEvaluator:eval()
+  local p = self.num_infer_chunks ~= 0 and self.num_correct_chunks / self.num_infer_chunks or 0
+  local r = self.num_label_chunks ~= 0 and self.num_correct_chunks / self.num_label_chunks or 0
+  local f1 = self.num_correct_chunks ~= 0 and 2 * p * r / (p + r) or 0
+  return p, r, f1
+end
+
+M.ChunkEvaluator = ChunkEvaluator
+
 return M
