@@ -508,5 +508,74 @@ function ChunkEvaluator:eval()
 end
 
 M.ChunkEvaluator = ChunkEvaluator
+-- ---- EditDistance (fluid.metrics.EditDistance) ------------------------------------
+
+local EditDistance = {}
+EditDistance.__index = EditDistance
+
+-- the values of a Tensor, a nested table or a number, flattened
+local function flat_numbers(v, who, out)
+  out = out or {}
+  if type(v) == "number" then out[#out + 1] = v; return out end
+  if type(v) == "table" and type(v.totable) == "function" then v = v:totable() end
+  if type(v) == "number" then out[#out + 1] = v; return out end
+  if type(v) ~= "table" then error(who .. ": distances must be a Tensor or a table of numbers, got " .. type(v), 3) end
+  for _, x in ipairs(v) do flat_numbers(x, who, out) end
+  return out
+end
+
+--- Accumulates edit distances over batches, as Fluid's metrics.EditDistance:
+-- the average distance and the share of sequences with a nonzero distance.
+-- @tparam[opt] string name
+-- @treturn EditDistance with update, eval, reset
+-- @usage local m = oar.metrics.EditDistance("ed")
+-- m:update(distances, seq_num)   -- the two outputs of layers.edit_distance, fetched
+-- local avg_distance, avg_instance_error = m:eval()
+function M.EditDistance(name)
+  if name ~= nil and type(name) ~= "string" then
+    error("metrics.EditDistance: name must be a string, got " .. type(name), 2)
+  end
+  local self = setmetatable({ name = name }, EditDistance)
+  self:reset()
+  return self
+end
+
+--- Forgets what was accumulated.
+function EditDistance:reset()
+  self.total_distance, self.seq_num, self.instance_error = 0, 0, 0
+end
+
+--- Adds a batch: its distances (a Tensor or table, one per sequence) and
+-- its sequence count (a number, or the fetched SequenceNum).
+-- @param distances the distances
+-- @param seq_num the number of sequences
+function EditDistance:update(distances, seq_num)
+  local d = flat_numbers(distances, "EditDistance:update")
+  local n = seq_num
+  if type(n) ~= "number" then
+    local f = type(n) == "table" and flat_numbers(n, "EditDistance:update") or {}
+    if #f ~= 1 then error("EditDistance:update: seq_num must be a number", 2) end
+    n = f[1]
+  end
+  local right, total = 0, 0
+  for _, v in ipairs(d) do
+    if v == 0 then right = right + 1 end
+    total = total + v
+  end
+  self.seq_num = self.seq_num + n
+  self.instance_error = self.instance_error + n - right
+  self.total_distance = self.total_distance + total
+end
+
+--- The average distance and the average instance error so far.
+-- @treturn number the total distance / the sequences
+-- @treturn number the sequences with a nonzero distance / the sequences
+-- @raise when nothing was added
+function EditDistance:eval()
+  if self.seq_num == 0 then
+    error("EditDistance:eval: there is no data; add layers.edit_distance's outputs with update first", 2)
+  end
+  return self.total_distance / self.seq_num, self.instance_error / self.seq_num
+end
 
 return M
