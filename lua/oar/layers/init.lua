@@ -28,6 +28,7 @@ merge("oar.layers.manip", true)
 merge("oar.layers.rearrange", true)
 merge("oar.layers.beam", true)
 merge("oar.layers.ctc", true)
+merge("oar.layers.losses", true)
 require("oar.layers.math")   -- Variable operators
 merge("oar.layers.control_flow", false)
 merge("oar.layers.sequence", false)
