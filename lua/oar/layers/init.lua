@@ -25,6 +25,7 @@ merge("oar.layers.loss", true)
 merge("oar.layers.learning_rate", true)
 merge("oar.layers.extra", true)
 merge("oar.layers.manip", true)
+merge("oar.layers.linalg", true)
 require("oar.layers.math")   -- Variable operators
 merge("oar.layers.control_flow", false)
 merge("oar.layers.sequence", false)
