@@ -167,3 +167,80 @@ describe("layers.bmm, layers.dot, layers.addmm", function()
     assert.has_error(function() layers.addmm{ input = 1, x = 2, y = 3, gamma = 1 } end)
   end)
 end)
+
+describe("squared_l2_norm and l1_norm (test_squared_l2_norm_op.py, test_l1_norm_op.py)", function()
+  -- X [13, 19] in [-1, 1), values near 0 moved off the kink as Paddle's tests do
+  local x = R.uniform(13 * 19, 41, -1, 1)
+  for i, v in ipairs(x) do if math.abs(v) < 0.03 then x[i] = 0.1 end end
+  local inputs = { X = T.tensor(x, { shape = { 13, 19 } }) }
+  it("squared_l2_norm: Out = sum X^2, with the gradient", function()
+    local s = 0
+    for _, v in ipairs(x) do s = s + v * v end
+    T.check_output{ type = "squared_l2_norm", inputs = inputs, expect = { Out = { shape = { 1 }, data = { s } } },
+                    atol = 1e-10 }
+    T.check_output{ type = "squared_l2_norm", dtype = "float32", inputs = inputs,
+                    expect = { Out = { shape = { 1 }, data = { s } } }, atol = 1e-3 }
+    T.check_grad{ type = "squared_l2_norm", inputs = inputs, wrt = { "X" } }
+  end)
+  it("l1_norm: Out = sum |X|, with the gradient", function()
+    local s = 0
+    for _, v in ipairs(x) do s = s + math.abs(v) end
+    T.check_output{ type = "l1_norm", inputs = inputs, expect = { Out = { shape = { 1 }, data = { s } } }, atol = 1e-10 }
+    T.check_output{ type = "l1_norm", dtype = "float32", inputs = inputs,
+                    expect = { Out = { shape = { 1 }, data = { s } } }, atol = 1e-3 }
+    T.check_grad{ type = "l1_norm", inputs = inputs, wrt = { "X" } }
+  end)
+  it("refuse an int input, naming the op and the variable", function()
+    local ok, err = pcall(T.run, { type = "l1_norm", inputs = { X = T.tensor({ 1, 2 }, { dtype = "int32" }) } })
+    assert.is_false(ok)
+    assert.matches("l1_norm", err)
+    assert.matches("in_X_1", err)
+  end)
+end)
+
+describe("squared_l2_distance (test_squared_l2_distance_op.py)", function()
+  -- TestSquaredL2DistanceOp_f0, _f1, _f2
+  local cases = { { { 2, 3 }, { 2, 3 } }, { { 2, 3 }, { 1, 3 } }, { { 2, 3, 4 }, { 1, 3, 4 } } }
+  for ci, c in ipairs(cases) do
+    it(("X %s, Y %s"):format(table.concat(c[1], "x"), table.concat(c[2], "x")), function()
+      local x, y = R.uniform(numel(c[1]), 50 + ci, 0.1, 0.6), R.uniform(numel(c[2]), 60 + ci, 0.1, 0.6)
+      local N = c[1][1]
+      local D = numel(c[1]) / N
+      local sub, out = {}, {}
+      for i = 0, N - 1 do
+        local s = 0
+        for j = 1, D do
+          local d = x[i * D + j] - y[(c[2][1] == 1 and 0 or i * D) + j]
+          sub[i * D + j] = d
+          s = s + d * d
+        end
+        out[i + 1] = s
+      end
+      local inputs = { X = T.tensor(x, { shape = c[1] }), Y = T.tensor(y, { shape = c[2] }) }
+      T.check_output{ type = "squared_l2_distance", inputs = inputs, atol = 1e-12,
+                      expect = { Out = { shape = { N, 1 }, data = out }, sub_result = { shape = { N, D }, data = sub } } }
+      T.check_grad{ type = "squared_l2_distance", inputs = inputs, wrt = { "X", "Y" } }
+    end)
+  end
+  it("refuses a Y of another row count", function()
+    local ok, err = pcall(T.run, { type = "squared_l2_distance", inputs = {
+      X = T.tensor(R.uniform(6), { shape = { 3, 2 } }), Y = T.tensor(R.uniform(4), { shape = { 2, 2 } }) } })
+    assert.is_false(ok)
+    assert.matches("squared_l2_distance", err)
+  end)
+  it("layers.squared_l2_norm, l1_norm, squared_l2_distance build their ops", function()
+    local oar = require("oar")
+    local A = require("spec.helpers.api")
+    local layers = oar.layers
+    local main, startup, out = A.build(function()
+      local a = layers.data{ name = "a", shape = { 2, 2 }, append_batch_size = false }
+      local b = layers.data{ name = "b", shape = { 1, 2 }, append_batch_size = false }
+      return { layers.squared_l2_norm(a), layers.l1_norm{ x = a }, (layers.squared_l2_distance{ x = a, y = b }) }
+    end)
+    local got = A.run(main, startup, { a = { { 1, -2 }, { 3, 4 } }, b = { { 1, 1 } } }, out)
+    assert.same({ 30 }, got[1]:totable())
+    assert.same({ 10 }, got[2]:totable())
+    assert.same({ { 9 }, { 13 } }, got[3]:totable())
+    assert.has_error(function() layers.l1_norm{ x = 1, axis = 0 } end)
+  end)
+end)

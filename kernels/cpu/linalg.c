@@ -190,3 +190,100 @@ DOT_KERNELS(dot_i64, int64_t, OAR_INT64, 0)
 
 ADDMM_KERNELS(addmm_f32, float, OAR_FP32)
 ADDMM_KERNELS(addmm_f64, double, OAR_FP64)
+
+/* ---- squared_l2_norm, l1_norm, squared_l2_distance ------------------------- */
+#define NORM_KERNELS(NAME, T, DT)                                                                          \
+    static int NAME##_sql2(oar_kernel_ctx_t *k)                                                           \
+    {                                                                                                     \
+        oar_tensor_t *x = oar_k_input(k, OAR_SQL2_X, 0);                                                  \
+        const int64_t n = oar_tensor_numel(x);                                                            \
+        void *out;                                                                                        \
+        OAR_TRY(oar_k_output_sized(k, OAR_SQL2_OUT, "Out", DT, 1, false, &out));                          \
+        const T *xv = oar_tensor_data(x);                                                                 \
+        T s = 0;                                                                                          \
+        for (int64_t i = 0; i < n; i++) s += xv[i] * xv[i];                                               \
+        *(T *)out = s;                                                                                    \
+        return OAR_OK;                                                                                    \
+    }                                                                                                     \
+    static int NAME##_sql2_bwd(oar_kernel_ctx_t *k)                                                       \
+    {                                                                                                     \
+        oar_tensor_t *x = oar_k_input(k, OAR_SQL2_G_X, 0);                                                \
+        const int64_t n = oar_tensor_numel(x);                                                            \
+        void *dx;                                                                                         \
+        OAR_TRY(oar_k_output_sized(k, OAR_SQL2_G_DX, "X@GRAD", DT, n, true, &dx));                        \
+        if (!dx) return OAR_OK;                                                                           \
+        const T *xv = oar_tensor_data(x), g = *(const T *)oar_tensor_data(oar_k_input(k, OAR_SQL2_G_DOUT, 0)); \
+        for (int64_t i = 0; i < n; i++) ((T *)dx)[i] = 2 * g * xv[i];                                     \
+        return OAR_OK;                                                                                    \
+    }                                                                                                     \
+    static int NAME##_l1(oar_kernel_ctx_t *k)                                                             \
+    {                                                                                                     \
+        oar_tensor_t *x = oar_k_input(k, OAR_L1N_X, 0);                                                   \
+        const int64_t n = oar_tensor_numel(x);                                                            \
+        void *out;                                                                                        \
+        OAR_TRY(oar_k_output_sized(k, OAR_L1N_OUT, "Out", DT, 1, false, &out));                           \
+        const T *xv = oar_tensor_data(x);                                                                 \
+        T s = 0;                                                                                          \
+        for (int64_t i = 0; i < n; i++) s += xv[i] < 0 ? -xv[i] : xv[i];                                  \
+        *(T *)out = s;                                                                                    \
+        return OAR_OK;                                                                                    \
+    }                                                                                                     \
+    static int NAME##_l1_bwd(oar_kernel_ctx_t *k)                                                         \
+    {                                                                                                     \
+        oar_tensor_t *x = oar_k_input(k, OAR_L1N_G_X, 0);                                                 \
+        const int64_t n = oar_tensor_numel(x);                                                            \
+        void *dx;                                                                                         \
+        OAR_TRY(oar_k_output_sized(k, OAR_L1N_G_DX, "X@GRAD", DT, n, true, &dx));                         \
+        if (!dx) return OAR_OK;                                                                           \
+        const T *xv = oar_tensor_data(x), g = *(const T *)oar_tensor_data(oar_k_input(k, OAR_L1N_G_DOUT, 0)); \
+        for (int64_t i = 0; i < n; i++) ((T *)dx)[i] = xv[i] > 0 ? g : xv[i] < 0 ? -g : 0;                 \
+        return OAR_OK;                                                                                    \
+    }                                                                                                     \
+    static int NAME##_sql2d(oar_kernel_ctx_t *k)                                                          \
+    {                                                                                                     \
+        oar_tensor_t *x = oar_k_input(k, OAR_SQL2D_X, 0), *y = oar_k_input(k, OAR_SQL2D_Y, 0);            \
+        const int64_t N = x->dims[0], D = N ? oar_tensor_numel(x) / N : 0, yrows = y->dims[0];            \
+        void *sub, *out;                                                                                  \
+        OAR_TRY(oar_k_output_sized(k, OAR_SQL2D_SUB, "sub_result", DT, N * D, false, &sub));              \
+        OAR_TRY(oar_k_output_sized(k, OAR_SQL2D_OUT, "Out", DT, N, false, &out));                         \
+        const T *xv = oar_tensor_data(x), *yv = oar_tensor_data(y);                                       \
+        for (int64_t i = 0; i < N; i++) {                                                                 \
+            const T *yr = yv + (yrows == 1 ? 0 : i * D);                                                  \
+            T s = 0;                                                                                      \
+            for (int64_t j = 0; j < D; j++) {                                                             \
+                T d = xv[i * D + j] - yr[j];                                                              \
+                ((T *)sub)[i * D + j] = d;                                                                \
+                s += d * d;                                                                               \
+            }                                                                                             \
+            ((T *)out)[i] = s;                                                                            \
+        }                                                                                                 \
+        return OAR_OK;                                                                                    \
+    }                                                                                                     \
+    static int NAME##_sql2d_bwd(oar_kernel_ctx_t *k)                                                      \
+    {                                                                                                     \
+        oar_tensor_t *x = oar_k_input(k, OAR_SQL2D_G_X, 0), *y = oar_k_input(k, OAR_SQL2D_G_Y, 0);        \
+        const int64_t N = x->dims[0], D = N ? oar_tensor_numel(x) / N : 0, yrows = y->dims[0];            \
+        void *dx, *dy;                                                                                    \
+        OAR_TRY(oar_k_output_sized(k, OAR_SQL2D_G_DX, "X@GRAD", DT, N * D, true, &dx));                   \
+        OAR_TRY(oar_k_output_sized(k, OAR_SQL2D_G_DY, "Y@GRAD", DT, yrows * D, true, &dy));               \
+        const T *sub = oar_tensor_data(oar_k_input(k, OAR_SQL2D_G_SUB, 0)),                               \
+                *g = oar_tensor_data(oar_k_input(k, OAR_SQL2D_G_DOUT, 0));                                \
+        if (dy && yrows == 1) memset(dy, 0, sizeof(T) * (size_t)D);                                       \
+        for (int64_t i = 0; i < N; i++)                                                                   \
+            for (int64_t j = 0; j < D; j++) {                                                             \
+                T d = 2 * g[i] * sub[i * D + j];                                                          \
+                if (dx) ((T *)dx)[i * D + j] = d;                                                         \
+                if (dy && yrows == 1) ((T *)dy)[j] -= d; /* Y's one row: summed over X's rows */          \
+                else if (dy) ((T *)dy)[i * D + j] = -d;                                                   \
+            }                                                                                             \
+        return OAR_OK;                                                                                    \
+    }                                                                                                     \
+    OAR_REGISTER_KERNEL("squared_l2_norm", OAR_PLACE_CPU, DT, NAME##_sql2)                                \
+    OAR_REGISTER_KERNEL("squared_l2_norm_grad", OAR_PLACE_CPU, DT, NAME##_sql2_bwd)                       \
+    OAR_REGISTER_KERNEL("l1_norm", OAR_PLACE_CPU, DT, NAME##_l1)                                          \
+    OAR_REGISTER_KERNEL("l1_norm_grad", OAR_PLACE_CPU, DT, NAME##_l1_bwd)                                 \
+    OAR_REGISTER_KERNEL("squared_l2_distance", OAR_PLACE_CPU, DT, NAME##_sql2d)                           \
+    OAR_REGISTER_KERNEL("squared_l2_distance_grad", OAR_PLACE_CPU, DT, NAME##_sql2d_bwd)
+
+NORM_KERNELS(norm_f32, float, OAR_FP32)
+NORM_KERNELS(norm_f64, double, OAR_FP64)

@@ -116,5 +116,57 @@ static int addmm_grad(oar_grad_ctx_t *g)
     return oar_gc_in_grad(g, op, "Y");
 }
 
+/* ---- squared_l2_norm, l1_norm ---------------------------------------------- */
+static int whole_norm_infer(oar_infer_ctx_t *c)
+{
+    int n;
+    if (!oar_ic_in_dims(c, "X", 0, &n)) return OAR_ERR_SHAPE;
+    OAR_TRY(oar_ic_check_float(c, "X", -1));
+    const int64_t one = 1;
+    return oar_ic_set_out(c, "Out", 0, &one, 1, oar_ic_in_dtype(c, "X", 0));
+}
+static int whole_norm_grad(oar_grad_ctx_t *g)
+{
+    oar_op_desc_t *op = oar_gc_new_grad_op(g);
+    if (!op) return OAR_ERR_INVALID;
+    OAR_TRY(oar_gc_in(g, op, "X"));
+    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
+    return oar_gc_in_grad(g, op, "X");
+}
+
+/* ---- squared_l2_distance ----------------------------------------------------- */
+static int sql2d_infer(oar_infer_ctx_t *c)
+{
+    int nx, ny;
+    const int64_t *x = oar_ic_in_dims(c, "X", 0, &nx), *y = x ? oar_ic_in_dims(c, "Y", 0, &ny) : NULL;
+    if (!x || !y) return OAR_ERR_SHAPE;
+    OAR_TRY(oar_ic_check_float(c, "X", -1));
+    OAR_TRY(oar_ic_check_float(c, "Y", oar_ic_in_dtype(c, "X", 0)));
+    if (nx < 1 || nx != ny) return shape_mismatch(c, "squared_l2_distance needs X and Y of one rank", "X", "Y");
+    int64_t dx = 1, dy = 1;   /* trailing sizes; -1 while unknown */
+    for (int i = 1; i < nx; i++) {
+        dx = (dx < 0 || x[i] < 0) ? -1 : dx * x[i];
+        dy = (dy < 0 || y[i] < 0) ? -1 : dy * y[i];
+    }
+    if (!oar_dim_eq(dx, dy) || !(y[0] == 1 || oar_dim_eq(y[0], x[0])))
+        return shape_mismatch(c, "Y must have X's row count or one row, and X's trailing size", "Y", "X");
+    int64_t sub[2] = { x[0], dx }, out[2] = { x[0], 1 };
+    int dt = oar_ic_in_dtype(c, "X", 0);
+    OAR_TRY(oar_ic_set_out(c, "sub_result", 0, sub, 2, dt));
+    OAR_TRY(oar_ic_set_out(c, "Out", 0, out, 2, dt));
+    return oar_ic_share_lod(c, "X", 0, "Out", 0);
+}
+static int sql2d_grad(oar_grad_ctx_t *g)
+{
+    oar_op_desc_t *op = oar_gc_new_grad_op(g);
+    if (!op) return OAR_ERR_INVALID;
+    OAR_TRY(oar_gc_out(g, op, "sub_result"));
+    OAR_TRY(oar_gc_in(g, op, "X"));
+    OAR_TRY(oar_gc_in(g, op, "Y"));
+    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
+    OAR_TRY(oar_gc_in_grad(g, op, "X"));
+    return oar_gc_in_grad(g, op, "Y");
+}
+
 #define OAR_OPS_DEFINE
 #include "ops/linalg.h"

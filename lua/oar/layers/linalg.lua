@@ -1,5 +1,6 @@
 --- oar.layers.linalg: linear algebra and norms (issue 22): bmm, dot,
--- addmm (Paddle 2.x names and arguments, table form).
+-- addmm (Paddle 2.x names and arguments, table form); squared_l2_norm,
+-- l1_norm, squared_l2_distance (no Fluid layer: named after their ops).
 -- @module oar.layers.linalg
 local LayerHelper = require("oar.layer_helper")
 
@@ -54,6 +55,49 @@ function M.addmm(a)
                     attrs = { Alpha = check.number("addmm", "alpha", a.alpha, 1.0),
                               Beta = check.number("addmm", "beta", a.beta, 1.0) } }
   return out
+end
+
+-- a one-input op X -> Out of X's dtype
+local function unary(layer, a)
+  a = args(layer, a, "x", nil, "x name")
+  local x = check.variable(layer, "x", a.x)
+  local helper = LayerHelper(layer, a)
+  local out = helper:create_variable_for_type_inference(x.dtype)
+  helper:append_op{ type = layer, inputs = { X = { x } }, outputs = { Out = { out } } }
+  return out
+end
+
+--- squared_l2_norm{x=, name=} (or squared_l2_norm(x)): the sum of the
+-- squares of every element of x (op squared_l2_norm; no Fluid 1.8 layer).
+-- @tparam table a keyword arguments: x, any shape
+-- @treturn Variable Out [1]
+-- @usage local s = layers.squared_l2_norm(w)
+function M.squared_l2_norm(a) return unary("squared_l2_norm", a) end
+
+--- l1_norm{x=, name=} (or l1_norm(x)): the sum of the absolute values of
+-- every element of x (op l1_norm; no Fluid 1.8 layer).
+-- @tparam table a keyword arguments: x, any shape
+-- @treturn Variable Out [1]
+-- @usage local s = layers.l1_norm(w)
+function M.l1_norm(a) return unary("l1_norm", a) end
+
+--- squared_l2_distance{x=, y=, name=}: the squared distance of each row of
+-- x to the same row of y (or to y's one row) (op squared_l2_distance; no
+-- Fluid 1.8 layer).
+-- @tparam table a keyword arguments: x [N, ...], y [N, ...] or [1, ...]
+-- @treturn Variable Out [N, 1]
+-- @treturn Variable sub_result, x - y as [N, D]
+-- @usage local d = layers.squared_l2_distance{x = a, y = b}
+function M.squared_l2_distance(a)
+  a = args("squared_l2_distance", a, nil, nil, "x y name")
+  local x = check.variable("squared_l2_distance", "x", a.x)
+  local y = check.variable("squared_l2_distance", "y", a.y)
+  local helper = LayerHelper("squared_l2_distance", a)
+  local out = helper:create_variable_for_type_inference(x.dtype)
+  local sub = helper:create_variable_for_type_inference(x.dtype)
+  helper:append_op{ type = "squared_l2_distance", inputs = { X = { x }, Y = { y } },
+                    outputs = { Out = { out }, sub_result = { sub } } }
+  return out, sub
 end
 
 return M
