@@ -244,3 +244,75 @@ describe("squared_l2_distance (test_squared_l2_distance_op.py)", function()
     assert.has_error(function() layers.l1_norm{ x = 1, axis = 0 } end)
   end)
 end)
+
+describe("minus (test_minus_op.py)", function()
+  it("Out = X - Y, with the gradients (two scale ops, as Fluid's)", function()
+    local x, y = R.uniform(24, 71, 0.1, 1), R.uniform(24, 72, 0.1, 1)
+    local want = {}
+    for i = 1, 24 do want[i] = x[i] - y[i] end
+    local inputs = { X = T.tensor(x, { shape = { 4, 6 } }), Y = T.tensor(y, { shape = { 4, 6 } }) }
+    T.check_output{ type = "minus", inputs = inputs, expect = { Out = { shape = { 4, 6 }, data = want } }, atol = 1e-12 }
+    T.check_grad{ type = "minus", inputs = inputs, wrt = { "X", "Y" } }
+    T.check_grad{ type = "minus", inputs = inputs, wrt = { "Y" }, no_grad = { "X" } }
+  end)
+  it("refuses X and Y of different shapes", function()
+    local ok, err = pcall(T.run, { type = "minus", inputs = { X = T.tensor(R.uniform(6), { shape = { 2, 3 } }),
+                                                              Y = T.tensor(R.uniform(6), { shape = { 3, 2 } }) } })
+    assert.is_false(ok)
+    assert.matches("minus", err)
+  end)
+end)
+
+describe("isfinite, isinf, isnan (test_isfinite_op.py)", function()
+  local inf, nan = math.huge, 0 / 0
+  -- numpy's np.isinf(x).any(), np.isnan(x).any(), np.isfinite(x).all()
+  local function ref(x)
+    local anyinf, anynan = false, false
+    for _, v in ipairs(x) do
+      if v == inf or v == -inf then anyinf = true end
+      if v ~= v then anynan = true end
+    end
+    return anyinf, anynan, not anyinf and not anynan
+  end
+  local base = R.uniform(11 * 17, 81, 0.1, 1)
+  local variants = {
+    { "finite", function(x) return x end },
+    { "x[0] = inf", function(x) x[1] = inf return x end },
+    { "x[-1] = nan", function(x) x[#x] = nan return x end },
+    { "x[0] = -inf, x[-1] = nan", function(x) x[1] = -inf x[#x] = nan return x end },
+  }
+  for _, v in ipairs(variants) do
+    it(v[1], function()
+      local x = v[2]({ unpack(base) })
+      local hi, hn, fin = ref(x)
+      for _, dt in ipairs({ "float32", "float64" }) do
+        local inputs = { X = T.tensor(x, { shape = { 11, 17 }, dtype = dt }) }
+        T.check_output{ type = "isinf", inputs = inputs, expect = { Out = { shape = { 1 }, data = { hi } } } }
+        T.check_output{ type = "isnan", inputs = inputs, expect = { Out = { shape = { 1 }, data = { hn } } } }
+        T.check_output{ type = "isfinite", inputs = inputs, expect = { Out = { shape = { 1 }, data = { fin } } } }
+      end
+    end)
+  end
+  it("int64 X is finite", function()
+    local inputs = { X = T.tensor({ 1, 2, 3 }, { dtype = "int64" }) }
+    T.check_output{ type = "isfinite", inputs = inputs, expect = { Out = { shape = { 1 }, data = { true } } } }
+    T.check_output{ type = "isinf", inputs = inputs, expect = { Out = { shape = { 1 }, data = { false } } } }
+  end)
+  it("layers.isfinite, has_inf, has_nan, minus", function()
+    local oar = require("oar")
+    local A = require("spec.helpers.api")
+    local layers = oar.layers
+    local main, startup, out = A.build(function()
+      local a = layers.data{ name = "a", shape = { 3 }, append_batch_size = false }
+      local b = layers.data{ name = "b", shape = { 3 }, append_batch_size = false }
+      return { layers.isfinite(a), layers.has_inf{ x = a }, layers.has_nan(a), layers.minus{ x = b, y = a } }
+    end)
+    assert.equal("bool", out[1].dtype)
+    local got = A.run(main, startup, { a = { 1, inf, 3 }, b = { 2, 2, 2 } }, out)
+    assert.same({ false }, got[1]:totable())
+    assert.same({ true }, got[2]:totable())
+    assert.same({ false }, got[3]:totable())
+    assert.same({ 1, -inf, -1 }, got[4]:totable())
+    assert.has_error(function() layers.has_nan{ x = 1, y = 2 } end)
+  end)
+end)

@@ -287,3 +287,63 @@ ADDMM_KERNELS(addmm_f64, double, OAR_FP64)
 
 NORM_KERNELS(norm_f32, float, OAR_FP32)
 NORM_KERNELS(norm_f64, double, OAR_FP64)
+
+/* ---- minus, isfinite/isinf/isnan ---------------------------------------------- */
+#define MINUS_KERNEL(NAME, T, DT)                                                                          \
+    static int NAME(oar_kernel_ctx_t *k)                                                                  \
+    {                                                                                                     \
+        oar_tensor_t *x = oar_k_input(k, OAR_MINUS_X, 0), *y = oar_k_input(k, OAR_MINUS_Y, 0);            \
+        const int64_t n = oar_tensor_numel(x);                                                            \
+        void *out;                                                                                        \
+        OAR_TRY(oar_k_output_sized(k, OAR_MINUS_OUT, "Out", DT, n, false, &out));                         \
+        const T *xv = oar_tensor_data(x), *yv = oar_tensor_data(y);                                       \
+        for (int64_t i = 0; i < n; i++) ((T *)out)[i] = xv[i] - yv[i];                                    \
+        return OAR_OK;                                                                                    \
+    }                                                                                                     \
+    OAR_REGISTER_KERNEL("minus", OAR_PLACE_CPU, DT, NAME)
+MINUS_KERNEL(minus_f32, float, OAR_FP32)
+MINUS_KERNEL(minus_f64, double, OAR_FP64)
+
+enum { ISF_FINITE, ISF_INF, ISF_NAN };
+/* the flag of a float tensor: all finite, or any inf / any nan */
+#define ISF_KERNEL(NAME, T, DT, WHAT, TYPE)                                                                \
+    static int NAME(oar_kernel_ctx_t *k)                                                                  \
+    {                                                                                                     \
+        oar_tensor_t *x = oar_k_input(k, OAR_ISF_X, 0);                                                   \
+        const int64_t n = oar_tensor_numel(x);                                                            \
+        void *out;                                                                                        \
+        OAR_TRY(oar_k_output_sized(k, OAR_ISF_OUT, "Out", OAR_BOOL, 1, false, &out));                     \
+        const T *xv = oar_tensor_data(x);                                                                 \
+        bool r = WHAT == ISF_FINITE;                                                                    \
+        for (int64_t i = 0; i < n; i++) {                                                                 \
+            if (WHAT == ISF_FINITE && !isfinite(xv[i])) { r = false; break; }                             \
+            if (WHAT == ISF_INF && isinf(xv[i])) { r = true; break; }                                     \
+            if (WHAT == ISF_NAN && isnan(xv[i])) { r = true; break; }                                     \
+        }                                                                                                 \
+        *(bool *)out = r;                                                                                 \
+        return OAR_OK;                                                                                    \
+    }                                                                                                     \
+    OAR_REGISTER_KERNEL(TYPE, OAR_PLACE_CPU, DT, NAME)
+ISF_KERNEL(isfinite_f32, float, OAR_FP32, ISF_FINITE, "isfinite")
+ISF_KERNEL(isfinite_f64, double, OAR_FP64, ISF_FINITE, "isfinite")
+ISF_KERNEL(isinf_f32, float, OAR_FP32, ISF_INF, "isinf")
+ISF_KERNEL(isinf_f64, double, OAR_FP64, ISF_INF, "isinf")
+ISF_KERNEL(isnan_f32, float, OAR_FP32, ISF_NAN, "isnan")
+ISF_KERNEL(isnan_f64, double, OAR_FP64, ISF_NAN, "isnan")
+
+/* integer tensors hold no inf or nan */
+#define ISF_INT_KERNEL(NAME, DT, WHAT, TYPE)                                                               \
+    static int NAME(oar_kernel_ctx_t *k)                                                                  \
+    {                                                                                                     \
+        void *out;                                                                                        \
+        OAR_TRY(oar_k_output_sized(k, OAR_ISF_OUT, "Out", OAR_BOOL, 1, false, &out));                     \
+        *(bool *)out = WHAT == ISF_FINITE;\
+        return OAR_OK;                                                                                    \
+    }                                                                                                     \
+    OAR_REGISTER_KERNEL(TYPE, OAR_PLACE_CPU, DT, NAME)
+ISF_INT_KERNEL(isfinite_i32, OAR_INT32, ISF_FINITE, "isfinite")
+ISF_INT_KERNEL(isfinite_i64, OAR_INT64, ISF_FINITE, "isfinite")
+ISF_INT_KERNEL(isinf_i32, OAR_INT32, ISF_INF, "isinf")
+ISF_INT_KERNEL(isinf_i64, OAR_INT64, ISF_INF, "isinf")
+ISF_INT_KERNEL(isnan_i32, OAR_INT32, ISF_NAN, "isnan")
+ISF_INT_KERNEL(isnan_i64, OAR_INT64, ISF_NAN, "isnan")

@@ -168,5 +168,48 @@ static int sql2d_grad(oar_grad_ctx_t *g)
     return oar_gc_in_grad(g, op, "Y");
 }
 
+/* ---- minus ------------------------------------------------------------------ */
+static int minus_infer(oar_infer_ctx_t *c)
+{
+    OAR_TRY(oar_ic_check_float(c, "X", -1));
+    OAR_TRY(oar_ic_check_float(c, "Y", oar_ic_in_dtype(c, "X", 0)));
+    OAR_TRY(oar_ic_check_same_dims(c, "Y", "X"));
+    return oar_infer_same_as(c, "X", "Out");
+}
+/* Fluid's MinusGradDescMaker: X@GRAD = scale(Out@GRAD, 1), Y@GRAD =
+ * scale(Out@GRAD, -1), each only when wanted. The grad names come from the
+ * context's slot helpers on a scratch op. */
+static int minus_grad(oar_grad_ctx_t *g)
+{
+    oar_op_desc_t *scratch;
+    OAR_TRY(oar_op_desc_new("minus_grad", &scratch));
+    int rc = oar_gc_out_grad(g, scratch, "Out");
+    if (rc == OAR_OK) rc = oar_gc_in_grad(g, scratch, "X");
+    if (rc == OAR_OK) rc = oar_gc_in_grad(g, scratch, "Y");
+    static const char *const slots[2] = { "X@GRAD", "Y@GRAD" };
+    for (int i = 0; rc == OAR_OK && i < 2; i++) {
+        if (oar_op_desc_output_count(scratch, slots[i]) < 1) continue;
+        const char *dst = oar_op_desc_output_arg(scratch, slots[i], 0);
+        if (!dst || strcmp(dst, OAR_EMPTY_VAR) == 0) continue;
+        const char *src = oar_op_desc_input_arg(scratch, "Out@GRAD", 0);
+        oar_op_desc_t *op = oar_gc_new_op(g, "scale");
+        if (!op) { rc = OAR_ERR_NOMEM; break; }
+        rc = oar_op_desc_set_input(op, "X", &src, 1);
+        if (rc == OAR_OK) rc = oar_op_desc_set_output(op, "Out", &dst, 1);
+        if (rc == OAR_OK) rc = oar_op_desc_set_attr_float(op, "scale", i == 0 ? 1.0f : -1.0f);
+    }
+    oar_op_desc_free(scratch);
+    return rc;
+}
+
+/* ---- isfinite, isinf, isnan ------------------------------------------------- */
+static int isf_infer(oar_infer_ctx_t *c)
+{
+    int n;
+    if (!oar_ic_in_dims(c, "X", 0, &n)) return OAR_ERR_SHAPE;
+    const int64_t one = 1;
+    return oar_ic_set_out(c, "Out", 0, &one, 1, OAR_BOOL);
+}
+
 #define OAR_OPS_DEFINE
 #include "ops/linalg.h"

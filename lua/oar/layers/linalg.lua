@@ -1,6 +1,7 @@
 --- oar.layers.linalg: linear algebra and norms (issue 22): bmm, dot,
 -- addmm (Paddle 2.x names and arguments, table form); squared_l2_norm,
--- l1_norm, squared_l2_distance (no Fluid layer: named after their ops).
+-- l1_norm, squared_l2_distance, minus (no Fluid layer: named after their
+-- ops); Fluid 1.8's isfinite, has_inf, has_nan.
 -- @module oar.layers.linalg
 local LayerHelper = require("oar.layer_helper")
 
@@ -99,5 +100,46 @@ function M.squared_l2_distance(a)
                     outputs = { Out = { out }, sub_result = { sub } } }
   return out, sub
 end
+
+--- minus{x=, y=, name=}: x - y elementwise, x and y of one shape (op
+-- minus; no Fluid 1.8 layer).
+-- @tparam table a keyword arguments: x, y of x's shape
+-- @treturn Variable Out, x's shape
+-- @usage local d = layers.minus{x = a, y = b}
+function M.minus(a)
+  a = args("minus", a, nil, nil, "x y name")
+  return binary("minus", "minus", a)
+end
+
+-- a whole-tensor flag: X -> Out [1] bool
+local function flag(layer, op, a)
+  a = args(layer, a, "x", nil, "x name")
+  local x = check.variable(layer, "x", a.x)
+  local helper = LayerHelper(layer, a)
+  local out = helper:create_variable_for_type_inference("bool", true)
+  helper:append_op{ type = op, inputs = { X = { x } }, outputs = { Out = { out } } }
+  return out
+end
+
+--- isfinite{x=} (or isfinite(x)): one flag, true when every element of x is
+-- finite (Fluid 1.8's layers.isfinite; op isfinite).
+-- @tparam table a keyword arguments: x, any shape
+-- @treturn Variable Out [1] bool
+-- @usage local ok = layers.isfinite(loss)
+function M.isfinite(a) return flag("isfinite", "isfinite", a) end
+
+--- has_inf{x=} (or has_inf(x)): one flag, true when some element of x is
+-- +inf or -inf (Fluid 1.8's layers.has_inf; op isinf).
+-- @tparam table a keyword arguments: x, any shape
+-- @treturn Variable Out [1] bool
+-- @usage local bad = layers.has_inf(grad)
+function M.has_inf(a) return flag("has_inf", "isinf", a) end
+
+--- has_nan{x=} (or has_nan(x)): one flag, true when some element of x is
+-- nan (Fluid 1.8's layers.has_nan; op isnan).
+-- @tparam table a keyword arguments: x, any shape
+-- @treturn Variable Out [1] bool
+-- @usage local bad = layers.has_nan(grad)
+function M.has_nan(a) return flag("has_nan", "isnan", a) end
 
 return M
