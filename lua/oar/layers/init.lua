@@ -29,6 +29,7 @@ merge("oar.layers.rearrange", true)
 merge("oar.layers.beam", true)
 merge("oar.layers.ctc", true)
 merge("oar.layers.losses", true)
+merge("oar.layers.linalg", true)
 require("oar.layers.math")   -- Variable operators
 merge("oar.layers.control_flow", false)
 merge("oar.layers.sequence", false)
