@@ -131,7 +131,7 @@ end
 
 -- ---- building the program ----------------------------------------------------------------
 
-local function build(r, out_names)
+local function build(r)
   local prog = framework.Program()
   local gb = prog:global_block()
   local scope = scope_mod.new()
@@ -209,7 +209,7 @@ function M.trace(fn, inputs)
     out_names[#out_names + 1] = name
   end
 
-  local prog, scope = build(r, out_names)
+  local prog, scope = build(r)
   local feeds, specs = {}, {}
   for i, t in ipairs(inputs) do
     feeds[i] = "x" .. i
