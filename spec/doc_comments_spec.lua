@@ -26,6 +26,7 @@ local MODULES = {
   { "oar.tensor", { "lua/oar/tensor.lua", "lua/oar/eager.lua" },
     { Tensor = function(m) require("oar.eager"); return m.Tensor end } },
   { "oar.eager", "lua/oar/eager.lua" },
+  { "oar.jit", "lua/oar/jit.lua", { Traced = function(m) return m.Traced end } },
   { "oar.nn", "lua/oar/nn.lua",
     { Module = function(m) return m.Module end, Sequential = function(m) return m.Sequential end,
       functional = function(m) return m.functional end } },

@@ -59,6 +59,14 @@ describe("oar.repl", function()
     assert.are.equal('{1, 2, a = "x"}\n', out)
   end)
 
+  it("prints an eager tensor result as a tensor: values, shape and dtype", function()
+    local out = capture(function() return repl.eval("oar.ones(2, 3) * 2 + 1", env) end)
+    assert.truthy(out:find("^Tensor%(%[%[3, 3, 3%],"), out)
+    assert.truthy(out:find("shape=[2, 3], dtype=float32)", 1, true), out)
+    out = capture(function() return repl.eval("oar.eye(2):matmul(oar.Tensor({{1, 2}, {3, 4}})):t()", env) end)
+    assert.truthy(out:find("[[1, 3],", 1, true), out)
+  end)
+
   it("prints every value of a multiple return, nils included", function()
     local out = capture(function() return repl.eval("1, nil, 3", env) end)
     assert.are.equal("1\tnil\t3\n", out)
@@ -207,6 +215,35 @@ describe("oar.repl_doc", function()
   end)
 end)
 
+describe("?help on eager tensors", function()
+  local env = repl.env()
+
+  it("shows the documentation of a tensor's methods and of the same oar functions", function()
+    env.repl_spec_t = env.oar.ones(2, 2)
+    for _, path in ipairs({ "repl_spec_t.matmul", "repl_spec_t:matmul", "oar.matmul" }) do
+      local text = repl.help(path, env)
+      assert.truthy(text:find(path .. "(a, b)", 1, true), text)
+      assert.truthy(text:find("The matrix product", 1, true), text)
+      assert.truthy(text:find("defined at oar/eager.lua:", 1, true), text)
+    end
+    -- aliases and loop-made methods: the block that names them
+    local text = repl.help("repl_spec_t.mm", env)
+    assert.truthy(text:find("The matrix product", 1, true), text)
+    text = repl.help("repl_spec_t.abs", env)
+    assert.truthy(text:find("Elementwise functions", 1, true), text)
+    text = repl.help("repl_spec_t.mean", env)
+    assert.truthy(text:find("Sum along d", 1, true), text)
+    -- every method the completion offers has its documentation
+    for _, w in ipairs(complete.candidates("repl_spec_t:", "repl_spec_t:", env)) do
+      text = repl.help(w:gsub(":", "."), env)
+      assert.is_nil(text:find("no documentation comment", 1, true), text)
+    end
+    text = repl.help("oar.jit.trace", env)
+    assert.truthy(text:find("Records a module or a function", 1, true), text)
+    _G.repl_spec_t = nil
+  end)
+end)
+
 describe("oar.repl_complete", function()
   local env = repl.env()
 
@@ -249,6 +286,20 @@ describe("oar.repl_complete", function()
     env.repl_spec_b = env.oar.default_main_program():global_block()
     assert.are.same({ "repl_spec_b:create_var" }, complete.candidates("repl_spec_b:create_v", "repl_spec_b:create_v", env))
     _G.repl_spec_b = nil
+  end)
+
+  it("completes an eager tensor's methods, those oar.eager adds included", function()
+    env.repl_spec_t = env.oar.ones(2, 2)
+    assert.are.same({ "repl_spec_t:matmul", "repl_spec_t:max", "repl_spec_t:maximum" },
+      complete.candidates("repl_spec_t:ma", "y = repl_spec_t:ma", env))
+    assert.are.same({ "repl_spec_t:softmax", "repl_spec_t:sort" },
+      complete.candidates("repl_spec_t:so", "repl_spec_t:so", env))
+    -- oar.tensor's own methods too (shape, numel)
+    assert.are.same({ "repl_spec_t:shape" }, complete.candidates("repl_spec_t:sha", "repl_spec_t:sha", env))
+    local all = complete.candidates("repl_spec_t:", "repl_spec_t:", env)
+    for _, w in ipairs(all) do assert.are.equal("function", type(env.repl_spec_t[w:match(":(.*)")]), w) end
+    assert.are.same({ "oar.jit" }, complete.candidates("oar.ji", "oar.ji", env))
+    _G.repl_spec_t = nil
   end)
 
   it("leaves file names inside strings to readline", function()

@@ -30,6 +30,9 @@ local set_attr = core.set_attr
 
 local EMPTY = "@EMPTY@"
 local grad_enabled = true
+-- oar.jit.trace's recorder while a trace runs: op(h, inputs, outputs) sees
+-- every op call, write(t, who) every in-place write (oar.jit)
+local tracer = nil
 
 -- ---- errors: the op's message, prefixed with the user's line ---------------
 
@@ -126,6 +129,12 @@ local function get_handle(opname, ins, outs, attrs)
     if not ok then fail(tostring(err):gsub("^[^:]*:%d+: ", "")) end
   end
   h = handle_from_desc(desc, opname)
+  -- what a tracer needs to append the same op to a program
+  h.in_spec, h.out_spec = ins, outs
+  if attrs then
+    h.attrs = {}
+    for k, v in pairs(attrs) do h.attrs[k] = v end
+  end
   handles[key] = h
   return h
 end
@@ -191,7 +200,16 @@ function M._run(opname, ins, outs, attrs)
   local h = get_handle(opname, spec, outs, attrs)
   local res = exec(h, flat)
   record(h, flat, res)
+  if tracer then tracer.op(h, flat, res) end
   return res
+end
+
+--- Sets the recorder oar.jit.trace uses (nil: none); returns the previous one.
+-- @local
+function M._set_tracer(t)
+  local was = tracer
+  tracer = t
+  return was
 end
 local run = M._run
 
@@ -858,9 +876,11 @@ local function select_region(a, spec, who)
   local out = ffi.new("oar_tensor_t *[1]")
   if C.oar_tensor_view(a.handle, off, cd, #dims, out) ~= 0 then fail(lib.last_error()) end
   local v = wrap(out[0])
-  -- autograd sees the view as the slice op it equals
-  if grad_enabled and tracked(a) then
-    record(get_handle("slice", { { "Input", 1 } }, { { "Out", 1 } }, attrs), { a }, { v })
+  -- autograd and traces see the view as the slice op it equals
+  if (grad_enabled and tracked(a)) or tracer then
+    local h = get_handle("slice", { { "Input", 1 } }, { { "Out", 1 } }, attrs)
+    if grad_enabled and tracked(a) then record(h, { a }, { v }) end
+    if tracer then tracer.op(h, { a }, { v }) end
   end
   return v
 end
@@ -912,6 +932,7 @@ local function writable(a, who)
   if grad_enabled and rawget(a, "_rg") then
     fail(who .. ": the tensor requires grad; write into it inside oar.no_grad(function() ... end)")
   end
+  if tracer then tracer.write(a, who) end
   local p = a:data()
   if p == nil and a:numel() > 0 then fail(who .. ": the tensor has no data on the host") end
   C.oar_tensor_touch(a.handle)
@@ -1022,9 +1043,11 @@ local plain_clone = Tensor.clone
 -- @usage local c = oar.ones(2):clone()
 function M.clone(a)
   check_tensor(a, "clone")
-  if grad_enabled and tracked(a) then return run1("assign", a) end
+  -- a trace must see the copy as an op, or it would freeze it as a constant
+  if (grad_enabled and tracked(a)) or tracer then return run1("assign", a) end
   return plain_clone(a)
 end
+M._plain_clone = plain_clone
 
 --- The tensor itself: every oar tensor is contiguous (also `dim`, `nDimension`: the number of dims).
 -- @usage local c = oar.ones(2):contiguous()

@@ -156,7 +156,7 @@ end
 require("oar.argcheck").strict_module(oar, "oar", lazy, {
   -- modules that load on first use, offered as suggestions before they are loaded
   extra = { "DataFeeder", "nets", "io", "data_feeder", "reader", "dataset", "profiler", "fleet", "progress",
-            "summary", "plot", "metrics", "repl", "argcheck", "cdef", "lib", "place", "unique_name" },
+            "summary", "plot", "metrics", "repl", "jit", "argcheck", "cdef", "lib", "place", "unique_name" },
 })
 
 return oar

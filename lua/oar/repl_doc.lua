@@ -215,6 +215,37 @@ local function find_tagged(path, name)
   return nil
 end
 
+-- An LDoc block that names `name` in backquotes as an alias or a sibling
+-- ("(also `mm`)", "`exp`, `log`, ..."): the line after it, or nil. Blocks
+-- whose summary line names it come first.
+local function find_mentioned(path, name)
+  local lines = M.lines(path)
+  if not lines then return nil end
+  local mention = "`" .. name .. "`"
+  local fallback
+  local i = 1
+  while i <= #lines do
+    if lines[i]:match("^%s*%-%-%-[^%-]") or lines[i]:match("^%s*%-%-%-$") then
+      local j = i
+      while lines[j + 1] and lines[j + 1]:match("^%s*%-%-") and not lines[j + 1]:match("^%s*%-%-%-") do
+        j = j + 1
+      end
+      if lines[i]:find(mention, 1, true) then return j + 1 end
+      if not fallback then
+        for k = i + 1, j do
+          -- the text, not the example
+          if lines[k]:match("^%s*%-%-%s*@") then break end
+          if lines[k]:find(mention, 1, true) then fallback = j + 1; break end
+        end
+      end
+      i = j + 1
+    else
+      i = i + 1
+    end
+  end
+  return fallback
+end
+
 -- Everything known about function `fn` asked for as `name` (the last part of
 -- the path, may be nil), with `module_path` the file of the table it was
 -- found in (may be nil): { doc=, file=, line=, signature= } or nil for C functions.
@@ -237,6 +268,16 @@ function M.for_function(fn, name, module_path)
   if not block and name then
     for _, p in ipairs({ path, module_path }) do
       local after = p and find_tagged(p, name)
+      if after then
+        block = M.comment_above(M.lines(p), after)
+        break
+      end
+    end
+  end
+  if not block and name then
+    -- an alias or a sibling documented with the function it goes with
+    for _, p in ipairs({ path, module_path }) do
+      local after = p and find_mentioned(p, name)
       if after then
         block = M.comment_above(M.lines(p), after)
         break
