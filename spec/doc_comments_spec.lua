@@ -56,6 +56,7 @@ local MODULES = {
   { "oar.layers.math", "lua/oar/layers/math.lua" },
   { "oar.optimizer", "lua/oar/optimizer.lua", { Optimizer = function(m) return m.Optimizer end } },
   { "oar.layers.sequence", "lua/oar/layers/sequence.lua" },
+  { "oar.layers.sequence_ext", "lua/oar/layers/sequence_ext.lua" },
   { "oar.layers.extra", "lua/oar/layers/extra.lua" },
   { "oar.layers.manip", "lua/oar/layers/manip.lua" },
   { "oar.layers.rearrange", "lua/oar/layers/rearrange.lua" },
