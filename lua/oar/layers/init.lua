@@ -26,6 +26,7 @@ merge("oar.layers.learning_rate", true)
 merge("oar.layers.extra", true)
 merge("oar.layers.manip", true)
 merge("oar.layers.rearrange", true)
+merge("oar.layers.rearrange2", true)
 require("oar.layers.math")   -- Variable operators
 merge("oar.layers.control_flow", false)
 merge("oar.layers.sequence", false)
