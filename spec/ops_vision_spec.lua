@@ -249,3 +249,130 @@ describe("oar.layers: lrn, maxout, affine_channel", function()
     end)
   end)
 end)
+
+describe("pool3d (test_pool3d_op.py)", function()
+  -- Fluid's pool3D_forward_naive: window [i*s - p, i*s - p + k) clipped (adaptive:
+  -- [floor(i in/out), ceil((i+1) in/out))); avg divides by the clipped size
+  -- when exclusive or adaptive, else by kd*kh*kw
+  local function pool3d_ref(x, xs, o)
+    local last = o.data_format == "NDHWC"
+    local N, C = xs[1], last and xs[5] or xs[2]
+    local ins = last and { xs[2], xs[3], xs[4] } or { xs[3], xs[4], xs[5] }
+    local ks, st, pd = o.ksize, o.strides, o.paddings
+    if o.global_pooling then ks, pd = ins, { 0, 0, 0 } end
+    local outs = {}
+    for i = 1, 3 do
+      if o.adaptive then outs[i] = ks[i]
+      elseif o.ceil_mode then outs[i] = math.floor((ins[i] - ks[i] + 2 * pd[i] + st[i] - 1) / st[i]) + 1
+      else outs[i] = math.floor((ins[i] - ks[i] + 2 * pd[i]) / st[i]) + 1 end
+    end
+    local function idx(b, c, d, h, w, sp, cc)
+      if last then return (((b * sp[1] + d) * sp[2] + h) * sp[3] + w) * cc + c + 1 end
+      return (((b * cc + c) * sp[1] + d) * sp[2] + h) * sp[3] + w + 1
+    end
+    local out = {}
+    for b = 0, N - 1 do for c = 0, C - 1 do
+      for od = 0, outs[1] - 1 do for oh = 0, outs[2] - 1 do for ow = 0, outs[3] - 1 do
+        local lo, hi, oo = {}, {}, { od, oh, ow }
+        for i = 1, 3 do
+          if o.adaptive then
+            lo[i] = math.floor(oo[i] * ins[i] / outs[i]); hi[i] = math.ceil((oo[i] + 1) * ins[i] / outs[i])
+          else
+            lo[i] = math.max(oo[i] * st[i] - pd[i], 0); hi[i] = math.min(oo[i] * st[i] - pd[i] + ks[i], ins[i])
+          end
+        end
+        local acc, n = o.pooling_type == "max" and -math.huge or 0, 0
+        for d = lo[1], hi[1] - 1 do for h = lo[2], hi[2] - 1 do for w = lo[3], hi[3] - 1 do
+          local v = x[idx(b, c, d, h, w, ins, C)]
+          if o.pooling_type == "max" then acc = math.max(acc, v) else acc = acc + v end
+          n = n + 1
+        end end end
+        if o.pooling_type == "avg" then
+          acc = acc / ((o.exclusive ~= false or o.adaptive) and n or ks[1] * ks[2] * ks[3])
+        end
+        out[idx(b, c, od, oh, ow, outs, C)] = acc
+      end end end
+    end end
+    local os = last and { N, outs[1], outs[2], outs[3], C } or { N, C, outs[1], outs[2], outs[3] }
+    return out, os
+  end
+
+  local base = { 2, 3, 4, 4, 4 }
+  local cases = {
+    { "TestPool3d_Op (avg)", { pooling_type = "avg", ksize = { 2, 2, 2 }, strides = { 1, 1, 1 }, paddings = { 0, 0, 0 } } },
+    { "TestCase1 (avg, global)", { pooling_type = "avg", ksize = { 3, 3, 3 }, strides = { 1, 1, 1 }, paddings = { 0, 0, 0 },
+                                   global_pooling = true } },
+    { "TestCase2 (avg, padding 1)", { pooling_type = "avg", ksize = { 3, 3, 3 }, strides = { 1, 1, 1 }, paddings = { 1, 1, 1 } } },
+    { "TestCase3 (max, stride 2)", { pooling_type = "max", ksize = { 2, 2, 2 }, strides = { 2, 2, 2 }, paddings = { 0, 0, 0 } } },
+    { "TestCase4 (max, padding 1)", { pooling_type = "max", ksize = { 3, 3, 3 }, strides = { 1, 1, 1 }, paddings = { 1, 1, 1 } } },
+    { "TestCeilModeCase (max)", { pooling_type = "max", ksize = { 3, 3, 3 }, strides = { 2, 2, 2 }, paddings = { 0, 0, 0 },
+                                  ceil_mode = true } },
+    { "TestAvgInclude (exclusive false)", { pooling_type = "avg", ksize = { 3, 3, 3 }, strides = { 1, 1, 1 },
+                                            paddings = { 1, 1, 1 }, exclusive = false } },
+    { "TestAvgPoolAdaptive", { pooling_type = "avg", ksize = { 3, 2, 3 }, strides = { 1, 1, 1 }, paddings = { 0, 0, 0 },
+                               adaptive = true } },
+    { "TestCase (NDHWC, avg, padding 1)", { pooling_type = "avg", ksize = { 3, 3, 3 }, strides = { 1, 1, 1 },
+                                            paddings = { 1, 1, 1 }, data_format = "NDHWC" } },
+    { "TestCase (NDHWC, max, stride 2)", { pooling_type = "max", ksize = { 2, 2, 2 }, strides = { 2, 2, 2 },
+                                           paddings = { 0, 0, 0 }, data_format = "NDHWC" } },
+  }
+  for ci, c in ipairs(cases) do
+    it(c[1], function()
+      local o = c[2]
+      local x = {}
+      for i = 1, numel(base) do x[i] = ((i * 53 + ci) % 101) / 25 - 2 end   -- distinct values
+      local want, os = pool3d_ref(x, base, o)
+      T.check_output{ type = "pool3d", attrs = o, inputs = { X = T.tensor(x, { shape = base }) },
+                      expect = { Out = { shape = os, data = want } }, atol = 1e-12 }
+      T.check_grad{ type = "pool3d", attrs = o, inputs = { X = T.tensor(x, { shape = base }) }, wrt = { "X" },
+                    delta = 0.001 }
+    end)
+  end
+
+  it("padding_algorithm SAME and VALID (TestCase1_SAME / VALID)", function()
+    local x = R.uniform(numel(base), 21, -1, 1)
+    local o = { pooling_type = "max", ksize = { 3, 3, 3 }, strides = { 2, 2, 2 }, paddings = { 0, 0, 0 } }
+    -- SAME on 4 with k 3, s 2: out 2, pad 1 in total, all at the end
+    local want = pool3d_ref(x, base, o)
+    o.padding_algorithm = "VALID"
+    T.check_output{ type = "pool3d", attrs = o, inputs = { X = T.tensor(x, { shape = base }) },
+                    expect = { Out = { shape = { 2, 3, 1, 1, 1 }, data = want } }, atol = 0 }
+    o.padding_algorithm = "SAME"
+    local r = T.run{ type = "pool3d", attrs = o, inputs = { X = T.tensor(x, { shape = base }) } }
+    assert.same({ 2, 3, 2, 2, 2 }, r.Out[1].shape)
+    -- out cell (1,1,1) of sample 0 channel 0 covers cells 2..3 of each dim
+    local m = -math.huge
+    for d = 2, 3 do for h = 2, 3 do for w = 2, 3 do m = math.max(m, x[((d * 4) + h) * 4 + w + 1]) end end end
+    assert.equal(m, r.Out[1].data[8])
+  end)
+
+  it("refuses a non-5-D X and an unset ksize", function()
+    expect_error({ type = "pool3d", attrs = { pooling_type = "max", ksize = { 2, 2, 2 } },
+                   inputs = { X = T.tensor(R.uniform(16, 1, 0, 1), { shape = { 1, 1, 4, 4 } }) } }, "must be 5-D NCDHW")
+    expect_error({ type = "pool3d", attrs = { pooling_type = "max", ksize = { 2, 2 } },
+                   inputs = { X = T.tensor(R.uniform(8, 1, 0, 1), { shape = { 1, 1, 2, 2, 2 } }) } },
+                 "ksize must hold 3 values")
+  end)
+end)
+
+describe("oar.layers.pool3d", function()
+  local oar = require("oar")
+  it("builds pool3d with Fluid's arguments and runs", function()
+    local main, startup = oar.Program(), oar.Program()
+    local out
+    oar.program_guard(main, startup, function()
+      local v = oar.layers.data{ name = "v", shape = { 2, 4, 4, 4 }, dtype = "float64" }
+      out = oar.layers.pool3d{ input = v, pool_size = 2, pool_stride = 2, pool_type = "avg" }
+      assert.has_error(function() oar.layers.pool3d{ input = v, pool_size = 2, pool_padding = "FULL" } end)
+    end)
+    local t = oar.Tensor{ shape = { 1, 2, 4, 4, 4 }, dtype = "float64" }
+    local p = t:data()
+    for i = 0, 127 do p[i] = i end
+    local exe = oar.Executor(oar.CPUPlace())
+    exe:run(startup)
+    local r = exe:run(main, { feed = { v = t }, fetch_list = { out } })[1]
+    assert.same({ 1, 2, 2, 2, 2 }, r:shape())
+    -- window (0,0,0) of channel 0: cells d, h, w in {0, 1}
+    assert.near((0 + 1 + 4 + 5 + 16 + 17 + 20 + 21) / 8, r:totable()[1][1][1][1][1], 1e-12)
+  end)
+end)

@@ -1,5 +1,5 @@
 --- oar.layers.vision: Fluid 1.8's image layers beyond conv2d and pool2d
--- (lrn, maxout, affine_channel). Merged into oar.layers.
+-- (lrn, maxout, affine_channel, pool3d). Merged into oar.layers.
 --
 --   local h = layers.lrn{input = conv, n = 5}
 --   local m = layers.maxout{x = conv, groups = 2}
@@ -104,6 +104,54 @@ function M.affine_channel(a)
     outputs = { Out = { out } },
     attrs = { data_layout = check.string("affine_channel", "data_layout", a.data_layout, "NCHW", { "NCHW", "NHWC" }) } }
   return helper:append_activation(out)
+end
+
+--- 3-D max or average pooling over an NCDHW (or NDHWC) volume.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.input [N, C, D, H, W] ([N, D, H, W, C] with data_format "NDHWC")
+-- @tparam int|{int,int,int} a.pool_size window (ignored with global_pooling)
+-- @tparam[opt="max"] string a.pool_type "max" or "avg"
+-- @tparam[opt=1] int|{int,int,int} a.pool_stride
+-- @tparam[opt=0] int|table|string a.pool_padding an int, 3 values {d, h, w}, 6 values
+-- {front, back, top, bottom, left, right}, or "SAME" / "VALID"
+-- @tparam[opt=false] bool a.global_pooling pool each whole channel
+-- @tparam[opt=true] bool a.use_cudnn accepted, as Fluid's
+-- @tparam[opt=false] bool a.ceil_mode round the output size up
+-- @tparam[opt=true] bool a.exclusive average over the real (unpadded) cells only
+-- @tparam[opt="NCDHW"] string a.data_format "NCDHW" or "NDHWC"
+-- @tparam[opt] string a.name
+-- @treturn Variable
+-- @usage local p = layers.pool3d{input = v, pool_size = 2, pool_stride = 2, pool_type = "avg"}
+function M.pool3d(a)
+  a = args("pool3d", a, "input", nil, "ceil_mode data_format exclusive global_pooling input name pool_padding " ..
+    "pool_size pool_stride pool_type use_cudnn")
+  local input = float_input("pool3d", "input", a.input, 5)
+  local pool_type = check.string("pool3d", "pool_type", a.pool_type, "max", { "max", "avg" })
+  local global_pooling = check.boolean("pool3d", "global_pooling", a.global_pooling, false)
+  local pool_size = check.int_list("pool3d", "pool_size", a.pool_size, 3, -1)
+  if not global_pooling and (pool_size[1] <= 0 or pool_size[2] <= 0 or pool_size[3] <= 0) then
+    check.fail("pool3d", "pool_size", "positive (or global_pooling=true)", a.pool_size)
+  end
+  local algo, paddings = "EXPLICIT", nil
+  if type(a.pool_padding) == "string" then
+    algo = check.string("pool3d", "pool_padding", a.pool_padding:upper(), nil, { "SAME", "VALID" })
+    paddings = { 0, 0, 0 }
+  elseif type(a.pool_padding) == "table" and #a.pool_padding == 6 then
+    paddings = check.int_list("pool3d", "pool_padding", a.pool_padding, 6)
+  else
+    paddings = check.int_list("pool3d", "pool_padding", a.pool_padding, 3, 0)
+  end
+  local helper = LayerHelper("pool3d", a)
+  local out = helper:create_variable_for_type_inference(input.dtype)
+  helper:append_op{ type = "pool3d", inputs = { X = { input } }, outputs = { Out = { out } },
+    attrs = { pooling_type = pool_type, ksize = pool_size, global_pooling = global_pooling,
+              strides = check.int_list("pool3d", "pool_stride", a.pool_stride, 3, 1), paddings = paddings,
+              padding_algorithm = algo,
+              use_cudnn = check.boolean("pool3d", "use_cudnn", a.use_cudnn, true),
+              ceil_mode = check.boolean("pool3d", "ceil_mode", a.ceil_mode, false),
+              exclusive = check.boolean("pool3d", "exclusive", a.exclusive, true),
+              data_format = check.string("pool3d", "data_format", a.data_format, "NCDHW", { "NCDHW", "NDHWC" }) } }
+  return out
 end
 
 return M
