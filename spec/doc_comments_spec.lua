@@ -57,6 +57,7 @@ local MODULES = {
   { "oar.optimizer", "lua/oar/optimizer.lua", { Optimizer = function(m) return m.Optimizer end } },
   { "oar.layers.sequence", "lua/oar/layers/sequence.lua" },
   { "oar.layers.sequence_ext", "lua/oar/layers/sequence_ext.lua" },
+  { "oar.layers.vision", "lua/oar/layers/vision.lua" },
   { "oar.layers.extra", "lua/oar/layers/extra.lua" },
   { "oar.layers.manip", "lua/oar/layers/manip.lua" },
   { "oar.layers.rearrange", "lua/oar/layers/rearrange.lua" },

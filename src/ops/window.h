@@ -157,4 +157,77 @@ OAR_API int oar_win_attr_pads(oar_kernel_ctx_t *k, int64_t out[4]);
  * values, each >= 0. Failures go through oar_dec_error. */
 int oar_conv_dec_pair(oar_decode_ctx_t *d, const char *name, int64_t def, int64_t lo, int64_t out[2]);
 int oar_conv_dec_pads(oar_decode_ctx_t *d, int64_t out[4]);
+/* ---- 3-D (NCDHW) windows: pool3d and conv3d, the 2-D rules per dim --------
+ * pd holds {front, back, top, bottom, left, right}. */
+
+/* One dim of Fluid's padding_algorithm (index in the declarations' choices:
+ * EXPLICIT, SAME, VALID): SAME pads (the extra at the end) so that
+ * out = ceil(in / stride) and sets the dilation to 1 (dil may be NULL). */
+static inline void oar_win_resolve_pad_dim(int algo, int64_t in, int64_t k, int64_t st, int64_t *lo, int64_t *hi,
+                                           int64_t *dil) {
+    if (algo != 1 && algo != 2) return;
+    int64_t sum = 0;
+    if (algo == 1) {
+        int64_t out = (in + st - 1) / st;
+        sum = (out - 1) * st + k - in;
+        if (sum < 0) sum = 0;
+        if (dil) *dil = 1;
+    }
+    *lo = sum / 2;
+    *hi = sum - sum / 2;
+}
+
+/* A 3-D pool's resolved window and output size (as oar_pool_win_t). */
+typedef struct oar_pool3d_win {
+    int64_t ks[3], st[3], pd[6];   /* global: the whole input, unpadded */
+    int64_t out[3];                /* -1 while unknown */
+    bool adaptive;                 /* false under global */
+    int bad;                       /* the failing dim: 0 depth, 1 height, 2 width */
+} oar_pool3d_win_t;
+
+/* in[3] may be < 0 at compile time; ks {0, 0, 0} when unset (global only). */
+static inline int oar_win_pool3d_plan(int algo, bool global, bool adaptive, bool ceil_mode, const int64_t in[3],
+                                      const int64_t ks[3], const int64_t st[3], const int64_t pd[6],
+                                      oar_pool3d_win_t *w) {
+    const bool known = in[0] >= 0 && in[1] >= 0 && in[2] >= 0;
+    w->adaptive = adaptive && !global;
+    w->bad = 0;
+    for (int i = 0; i < 3; i++) {
+        w->ks[i] = global ? in[i] : ks[i]; w->st[i] = st[i]; w->out[i] = -1;
+        w->pd[2 * i] = global ? 0 : pd[2 * i]; w->pd[2 * i + 1] = global ? 0 : pd[2 * i + 1];
+        if (!global) oar_win_resolve_pad_dim(algo, in[i] < 0 ? 1 : in[i], w->ks[i], w->st[i], &w->pd[2 * i],
+                                             &w->pd[2 * i + 1], NULL);
+    }
+    for (int i = 0; i < 3; i++) {
+        w->bad = i;
+        if (global) { w->out[i] = 1; continue; }
+        if (w->adaptive) { w->out[i] = w->ks[i]; continue; }
+        if (in[i] < 0 || (algo != 0 && !known)) continue;
+        if (in[i] > INT64_MAX / 4) return OAR_WIN_OVERFLOW;
+        int64_t room = in[i] + w->pd[2 * i] + w->pd[2 * i + 1] - w->ks[i] + (ceil_mode ? w->st[i] - 1 : 0);
+        w->out[i] = room < 0 ? 0 : room / w->st[i] + 1;
+        if (w->out[i] <= 0) return OAR_WIN_EMPTY;
+    }
+    return OAR_WIN_OK;
+}
+
+/* The [lo, hi) input cells of output cell i along one dim, clipped to
+ * [0, in) (adaptive: [floor(i in / out), ceil((i + 1) in / out))). */
+static inline void oar_win_pool_range(int64_t i, int64_t in, int64_t out, int64_t k, int64_t s, int64_t p,
+                                      bool adaptive, int64_t *lo, int64_t *hi) {
+    if (adaptive) {
+        *lo = i * in / out;
+        *hi = ((i + 1) * in + out - 1) / out;
+        return;
+    }
+    int64_t a = i * s - p, b = a + k;
+    *lo = a < 0 ? 0 : a;
+    *hi = b > in ? in : b;
+}
+
+/* The 3-D decoders' steps (src/ops/window.c): an INTS attr of 3 values
+ * (`def` thrice when empty), each >= lo; paddings of 3 {d, h, w} or 6
+ * values, each >= 0, into {front, back, top, bottom, left, right}. */
+int oar_win_dec_triple(oar_decode_ctx_t *d, const char *name, int64_t def, int64_t lo, int64_t out[3]);
+int oar_win_dec_pads3(oar_decode_ctx_t *d, int64_t out[6]);
 #endif
