@@ -30,6 +30,7 @@ merge("oar.layers.beam", true)
 merge("oar.layers.ctc", true)
 merge("oar.layers.losses", true)
 merge("oar.layers.linalg", true)
+merge("oar.layers.linalg2", true)
 require("oar.layers.math")   -- Variable operators
 merge("oar.layers.control_flow", false)
 merge("oar.layers.sequence", false)
