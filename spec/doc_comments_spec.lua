@@ -62,6 +62,7 @@ local MODULES = {
   { "oar.layers.manip", "lua/oar/layers/manip.lua" },
   { "oar.layers.rearrange", "lua/oar/layers/rearrange.lua" },
   { "oar.layers.rearrange2", "lua/oar/layers/rearrange2.lua" },
+  { "oar.layers.linalg2", "lua/oar/layers/linalg2.lua" },
   { "oar.nets", "lua/oar/nets.lua" },
   { "oar.layers.control_flow", { "lua/oar/layers/control_flow.lua", CF .. "arrays.lua", CF .. "while.lua",
       CF .. "switch.lua", CF .. "cond.lua", CF .. "case.lua", CF .. "ifelse.lua", CF .. "static_rnn.lua", CF .. "dynamic_rnn.lua",

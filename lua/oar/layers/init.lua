@@ -31,6 +31,7 @@ merge("oar.layers.ctc", true)
 merge("oar.layers.losses", true)
 merge("oar.layers.linalg", true)
 merge("oar.layers.rearrange2", true)
+merge("oar.layers.linalg2", true)
 require("oar.layers.math")   -- Variable operators
 merge("oar.layers.control_flow", false)
 merge("oar.layers.sequence", false)
