@@ -269,3 +269,131 @@ describe("optimizer_ext shape errors name the op and the variable", function()
     assert.truthy(err:find("Moment 'in_Moment_1'", 1, true), err)
   end)
 end)
+
+-- ---- the optimizer classes -------------------------------------------------
+-- Linear regression, float64: pred = X w (w: [3, 1], all 0.5, no bias),
+-- loss = mean((pred - Y)^2), so d loss / d w_j = 2/4 sum_i (pred_i - Y_i) X_ij.
+local X = { { 1, -2, 0.5 }, { 0.3, 1.5, -1 }, { -0.7, 0.2, 2 }, { 1.1, -0.4, 0.9 } }
+local Y = { { 0.5 }, { -1 }, { 2 }, { 0.25 } }
+
+local function lua_loss_grad(w)
+  local loss, g = 0, { 0, 0, 0 }
+  for i = 1, 4 do
+    local pred = 0
+    for j = 1, 3 do pred = pred + X[i][j] * w[j] end
+    local e = pred - Y[i][1]
+    loss = loss + e * e / 4
+    for j = 1, 3 do g[j] = g[j] + 2 / 4 * e * X[i][j] end
+  end
+  return loss, g
+end
+
+local function static_losses(opt, steps)
+  local main, startup = oar.Program(), oar.Program()
+  local loss
+  oar.unique_name.guard(function()
+    oar.program_guard(main, startup, function()
+      local x = layers.data{ name = "x", shape = { 3 }, dtype = "float64" }
+      local y = layers.data{ name = "y", shape = { 1 }, dtype = "float64" }
+      local pred = layers.fc{ input = x, size = 1, bias_attr = false,
+        param_attr = oar.ParamAttr{ name = "w", initializer = oar.initializer.Constant{ value = 0.5 } } }
+      loss = layers.mean(layers.square(layers.elementwise_sub(pred, y)))
+      opt:minimize(loss)
+    end)
+  end)
+  local exe = oar.Executor(oar.CPUPlace())
+  local scope = oar.Scope()
+  exe:run(startup, { scope = scope })
+  local out = {}
+  for s = 1, steps + 1 do
+    local r = exe:run(main, { feed = { x = X, y = Y }, fetch_list = { loss }, scope = scope })
+    out[s] = r[1]:totable()[1]
+  end
+  return out
+end
+
+-- each: the class's spec and a Lua step(w, g, state) with its formula
+local LR = 0.25   -- exact in float32
+local CLASSES = {
+  Lamb = { spec = { learning_rate = LR, lamb_weight_decay = 0.01 }, step = function(w, g, st)
+    local b1, b2, eps, wd = f32(0.9), f32(0.999), f32(1e-6), f32(0.01)
+    st.m1, st.m2 = st.m1 or { 0, 0, 0 }, st.m2 or { 0, 0, 0 }
+    local r = {}
+    for j = 1, 3 do
+      st.m1[j] = b1 * st.m1[j] + (1 - b1) * g[j]
+      st.m2[j] = b2 * st.m2[j] + (1 - b2) * g[j] ^ 2
+      r[j] = st.m1[j] / (math.sqrt(st.m2[j]) + eps) + wd * w[j]
+    end
+    local trust = norm(w) / norm(r)
+    for j = 1, 3 do w[j] = w[j] - LR * trust * r[j] end
+  end },
+  LarsMomentum = { spec = { learning_rate = LR, momentum = 0.5, lars_coeff = 0.5 }, step = function(w, g, st)
+    local mu, c, wd = 0.5, 0.5, f32(0.0005)
+    st.v = st.v or { 0, 0, 0 }
+    local pn, gn = norm(w), norm(g)
+    local llr = LR * c * pn / (gn + wd * pn)
+    for j = 1, 3 do
+      st.v[j] = mu * st.v[j] + llr * (g[j] + wd * w[j])
+      w[j] = w[j] - st.v[j]
+    end
+  end },
+  Ftrl = { spec = { learning_rate = LR, l1 = 0.01, l2 = 0.02 }, step = function(w, g, st)
+    local l1, l2 = f32(0.01) + 1e-10, f32(0.02) + 1e-10
+    st.sq, st.lin = st.sq or { 0, 0, 0 }, st.lin or { 0, 0, 0 }
+    for j = 1, 3 do
+      local new = st.sq[j] + g[j] ^ 2
+      st.lin[j] = st.lin[j] + g[j] - (math.sqrt(new) - math.sqrt(st.sq[j])) / LR * w[j]
+      if math.abs(st.lin[j]) > l1 then
+        w[j] = ((st.lin[j] >= 0 and l1 or -l1) - st.lin[j]) / (math.sqrt(new) / LR + 2 * l2)
+      else
+        w[j] = 0
+      end
+      st.sq[j] = new
+    end
+  end },
+  ProximalAdagrad = { spec = { learning_rate = LR, l1 = 0.01, l2 = 0.02 }, step = function(w, g, st)
+    st.m = st.m or { f32(0.1), f32(0.1), f32(0.1) }
+    for j = 1, 3 do
+      st.m[j] = st.m[j] + g[j] ^ 2
+      w[j] = prox(w[j] - LR * g[j] / math.sqrt(st.m[j]), LR, f32(0.01), f32(0.02))
+    end
+  end },
+  ProximalGD = { spec = { learning_rate = LR, l1 = 0.01, l2 = 0.02 }, step = function(w, g)
+    for j = 1, 3 do w[j] = prox(w[j] - LR * g[j], LR, f32(0.01), f32(0.02)) end
+  end },
+  Dpsgd = { spec = { learning_rate = LR, clip = 0.5, batch_size = 4, sigma = 0 }, step = function(w, g)
+    local gn = f32(norm(g))
+    local scale = gn > 0.5 and gn / 0.5 or 1
+    for j = 1, 3 do w[j] = w[j] - LR * g[j] / scale end
+  end },
+  AdamW = { spec = { learning_rate = LR, weight_decay = 0.1 }, step = function(w, g, st)
+    local b1, b2, eps = f32(0.9), f32(0.999), f32(1e-8)
+    st.t = (st.t or 0) + 1
+    st.m1, st.m2 = st.m1 or { 0, 0, 0 }, st.m2 or { 0, 0, 0 }
+    local decay = f32(1 - LR * f32(0.1))   -- the scale op's float32 result
+    local lr_t = LR * math.sqrt(1 - b2 ^ st.t) / (1 - b1 ^ st.t)
+    for j = 1, 3 do
+      w[j] = w[j] * decay
+      st.m1[j] = b1 * st.m1[j] + (1 - b1) * g[j]
+      st.m2[j] = b2 * st.m2[j] + (1 - b2) * g[j] ^ 2
+      w[j] = w[j] - lr_t * st.m1[j] / (math.sqrt(st.m2[j]) + eps * math.sqrt(1 - b2 ^ st.t))
+    end
+  end },
+}
+
+describe("optimizer classes train a linear regression like their Lua versions", function()
+  local STEPS = 4
+  for name, c in pairs(CLASSES) do
+    it(name .. " (static)", function()
+      local got = static_losses(oar.optimizer[name](c.spec), STEPS)
+      local w, st = { 0.5, 0.5, 0.5 }, {}
+      for s = 1, STEPS + 1 do
+        local loss, g = lua_loss_grad(w)
+        assert.is_true(math.abs(got[s] - loss) <= 1e-6 * math.abs(loss),
+          ("%s step %d: loss %.12g, expected %.12g"):format(name, s, got[s], loss))
+        c.step(w, g, st)
+      end
+      assert.is_true(got[STEPS + 1] < got[1], name .. " did not reduce the loss")
+    end)
+  end
+end)

@@ -611,7 +611,14 @@ kinds.AdamW = {
     local ops = {}
     ops[1] = block:append_op{ type = "scale", inputs = { X = { lr } }, outputs = { Out = { coeff } },
                               attrs = { scale = -self.hyper.weight_decay, bias = 1.0 } }
-    ops[2] = block:append_op{ type = "elementwise_mul", inputs = { X = { p }, Y = { coeff } },
+    local pdt = is_variable(p) and p.dtype or p:dtype()
+    if pdt ~= "float32" then   -- the rate is float32; elementwise_mul wants p's dtype
+      local c2 = tmp({ 1 }, pdt)
+      ops[#ops + 1] = block:append_op{ type = "cast", inputs = { X = { coeff } }, outputs = { Out = { c2 } },
+                                       attrs = { in_dtype = "float32", out_dtype = pdt } }
+      coeff = c2
+    end
+    ops[#ops + 1] = block:append_op{ type = "elementwise_mul", inputs = { X = { p }, Y = { coeff } },
                               outputs = { Out = { decayed } }, attrs = { axis = -1 } }
     return decayed, ops
   end,
