@@ -262,8 +262,19 @@ function Optimizer:_create_optimization_pass(params_grads, program, startup)
           if type(fill) == "string" then fill = self.hyper[fill] end
           acc[a.name] = self:_add_accumulator(a.name, param, program, startup, fill, a.shape)
         end
-        local spec = kind.build(self, param, grad, lr, acc)
+        local pin = param
+        if kind.prepare then
+          local function tmp(shape, dtype)
+            return block:create_var{ name = unique_name.generate(param.name .. "_tmp"), shape = shape,
+                                     dtype = dtype, stop_gradient = true }
+          end
+          local extra
+          pin, extra = kind.prepare(self, param, lr, block, tmp)
+          for _, op in ipairs(extra) do ops[#ops + 1] = op end
+        end
+        local spec = kind.build(self, pin, grad, lr, acc)
         spec.type = kind.op
+        if pin ~= param then spec.inputs.Param = { pin }; spec.outputs.ParamOut = { param } end
         ops[#ops + 1] = block:append_op(spec)
         if kind.finish then
           for _, extra in ipairs(kind.finish(self, param, acc, block)) do ops[#ops + 1] = extra end
@@ -308,6 +319,10 @@ end
 
 -- kind.finish appends to a block; in eager mode its ops run at once
 local EAGER_BLOCK = { append_op = function(_, spec) run_spec_eagerly(spec) end }
+-- (kind.prepare, when a kind has one, runs before the update op, static or
+-- eager: prepare(self, param, lr, block, tmp) returns the value the op reads
+-- as Param, and, static, the ops it appended; tmp(shape, dtype) makes a
+-- temporary variable (a tensor in eager mode).)
 
 function Optimizer:_eager_accumulator(a, p)
   local by_param = self._eager_acc[a.name]
@@ -360,8 +375,14 @@ function Optimizer:step()
       if g ~= nil then
         local acc = {}
         for _, a in ipairs(kind.accumulators or {}) do acc[a.name] = self:_eager_accumulator(a, p) end
-        local spec = kind.build(self, p, g, kind.uses_lr ~= false and self._eager_lr or nil, acc)
+        local lr_t = kind.uses_lr ~= false and self._eager_lr or nil
+        local pin = p
+        if kind.prepare then
+          pin = kind.prepare(self, p, lr_t, EAGER_BLOCK, function(shape, dtype) return eager.full(shape, 0.0, dtype) end)
+        end
+        local spec = kind.build(self, pin, g, lr_t, acc)
         spec.type = kind.op
+        if pin ~= p then spec.inputs.Param = { pin }; spec.outputs.ParamOut = { p } end
         run_spec_eagerly(spec)
         if kind.finish then kind.finish(self, p, acc, EAGER_BLOCK) end
       end
@@ -508,6 +529,103 @@ kinds.Adadelta = {
   end,
 }
 
+-- LAMB (Fluid 1.8's LambOptimizer): Adam's moments with a layer-wise trust
+-- ratio; the lamb op does not advance (or use) the beta powers, as in 1.8.
+kinds.Lamb = {
+  name = "Lamb", op = "lamb", default_lr = 0.001,
+  hyper = { lamb_weight_decay = 0.01, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-6 },
+  accumulators = { { name = "moment1" }, { name = "moment2" },
+                   { name = "beta1_pow_acc", shape = { 1 }, fill = "beta1" },
+                   { name = "beta2_pow_acc", shape = { 1 }, fill = "beta2" } },
+  build = function(self, p, g, lr, acc)
+    return { inputs = { Param = { p }, Grad = { g }, LearningRate = { lr }, Moment1 = { acc.moment1 },
+                        Moment2 = { acc.moment2 }, Beta1Pow = { acc.beta1_pow_acc }, Beta2Pow = { acc.beta2_pow_acc } },
+             outputs = { ParamOut = { p }, Moment1Out = { acc.moment1 }, Moment2Out = { acc.moment2 } },
+             attrs = { beta1 = self.hyper.beta1, beta2 = self.hyper.beta2, epsilon = self.hyper.epsilon,
+                       weight_decay = self.hyper.lamb_weight_decay } }
+  end,
+}
+
+kinds.LarsMomentum = {
+  name = "LarsMomentum", op = "lars_momentum",
+  hyper = { momentum = 0.9, lars_coeff = 0.001, lars_weight_decay = 0.0005 },
+  accumulators = { { name = "velocity" } },
+  build = function(self, p, g, lr, acc)
+    return { inputs = { Param = { p }, Grad = { g }, Velocity = { acc.velocity }, LearningRate = { lr } },
+             outputs = { ParamOut = { p }, VelocityOut = { acc.velocity } },
+             attrs = { mu = self.hyper.momentum, lars_coeff = self.hyper.lars_coeff,
+                       lars_weight_decay = self.hyper.lars_weight_decay } }
+  end,
+}
+
+kinds.Ftrl = {
+  name = "Ftrl", op = "ftrl", hyper = { l1 = 0.0, l2 = 0.0, lr_power = -0.5 },
+  accumulators = { { name = "squared" }, { name = "linear" } },
+  build = function(self, p, g, lr, acc)
+    return { inputs = { Param = { p }, Grad = { g }, SquaredAccumulator = { acc.squared },
+                        LinearAccumulator = { acc.linear }, LearningRate = { lr } },
+             outputs = { ParamOut = { p }, SquaredAccumOut = { acc.squared }, LinearAccumOut = { acc.linear } },
+             attrs = { l1 = self.hyper.l1, l2 = self.hyper.l2, lr_power = self.hyper.lr_power } }
+  end,
+}
+
+kinds.ProximalAdagrad = {
+  name = "ProximalAdagrad", op = "proximal_adagrad",
+  hyper = { l1 = 0.0, l2 = 0.0, initial_accumulator_value = 0.1 },
+  accumulators = { { name = "moment", fill = "initial_accumulator_value" } },
+  build = function(self, p, g, lr, acc)
+    return { inputs = { Param = { p }, Grad = { g }, Moment = { acc.moment }, LearningRate = { lr } },
+             outputs = { ParamOut = { p }, MomentOut = { acc.moment } },
+             attrs = { l1 = self.hyper.l1, l2 = self.hyper.l2 } }
+  end,
+}
+
+kinds.ProximalGD = {
+  name = "ProximalGD", op = "proximal_gd", hyper = { l1 = 0.0, l2 = 0.0 },
+  build = function(self, p, g, lr)
+    return { inputs = { Param = { p }, Grad = { g }, LearningRate = { lr } }, outputs = { ParamOut = { p } },
+             attrs = { l1 = self.hyper.l1, l2 = self.hyper.l2 } }
+  end,
+}
+
+kinds.Dpsgd = {
+  name = "Dpsgd", op = "dpsgd", default_lr = 0.001,
+  hyper = { clip = 0.9, batch_size = 0.999, sigma = 1e-8, seed = 0 },
+  build = function(self, p, g, lr)
+    return { inputs = { Param = { p }, Grad = { g }, LearningRate = { lr } }, outputs = { ParamOut = { p } },
+             attrs = { clip = self.hyper.clip, batch_size = self.hyper.batch_size, sigma = self.hyper.sigma,
+                       seed = math.floor(self.hyper.seed) } }
+  end,
+}
+
+-- AdamW (Paddle 2's): decoupled weight decay composed from existing ops,
+-- Param * (1 - lr weight_decay) (a scale of the rate, an elementwise_mul)
+-- into a temporary that the adam op reads as Param and writes to the param.
+kinds.AdamW = {
+  name = "AdamW", op = "adam", default_lr = 0.001,
+  hyper = { beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8, lazy_mode = false, weight_decay = 0.01 },
+  accumulators = kinds.Adam.accumulators,
+  prepare = function(self, p, lr, block, tmp)
+    local coeff = tmp({ 1 }, "float32")
+    local decayed = is_variable(p) and tmp(p.shape, p.dtype) or tmp(p:shape(), p:dtype())
+    local ops = {}
+    ops[1] = block:append_op{ type = "scale", inputs = { X = { lr } }, outputs = { Out = { coeff } },
+                              attrs = { scale = -self.hyper.weight_decay, bias = 1.0 } }
+    local pdt = is_variable(p) and p.dtype or p:dtype()
+    if pdt ~= "float32" then   -- the rate is float32; elementwise_mul wants p's dtype
+      local c2 = tmp({ 1 }, pdt)
+      ops[#ops + 1] = block:append_op{ type = "cast", inputs = { X = { coeff } }, outputs = { Out = { c2 } },
+                                       attrs = { in_dtype = "float32", out_dtype = pdt } }
+      coeff = c2
+    end
+    ops[#ops + 1] = block:append_op{ type = "elementwise_mul", inputs = { X = { p }, Y = { coeff } },
+                              outputs = { Out = { decayed } }, attrs = { axis = -1 } }
+    return decayed, ops
+  end,
+  build = kinds.Adam.build,
+  finish = kinds.Adam.finish,
+}
+
 --- The optimizers. Each is `oar.optimizer.NAME{learning_rate=, ...}` (also
 -- `NAMEOptimizer`, and `NAME(lr)` for just the rate) and returns an
 -- Optimizer. Every one takes `learning_rate` (a number or a schedule
@@ -515,7 +633,9 @@ kinds.Adadelta = {
 -- (a GradientClipBy* object) and `name`; an unknown key is an error.
 -- Fluid's names are aliases: `SGDOptimizer`, `MomentumOptimizer`,
 -- `AdamOptimizer`, `AdamaxOptimizer`, `AdagradOptimizer`,
--- `DecayedAdagradOptimizer`, `RMSPropOptimizer`, `AdadeltaOptimizer`.
+-- `DecayedAdagradOptimizer`, `RMSPropOptimizer`, `AdadeltaOptimizer`,
+-- `LambOptimizer`, `LarsMomentumOptimizer`, `FtrlOptimizer`,
+-- `ProximalAdagradOptimizer`, `ProximalGDOptimizer`, `DpsgdOptimizer`, `AdamWOptimizer`.
 -- @section optimizers
 
 --- Plain gradient descent: `p -= lr * g`.
@@ -591,6 +711,88 @@ kinds.Adadelta = {
 -- @tparam[opt=1e-6] number spec.epsilon
 -- @treturn Optimizer
 -- @usage oar.optimizer.Adadelta{learning_rate = 1.0, rho = 0.95}:minimize(loss)
+
+--- LAMB (Fluid 1.8's LambOptimizer): Adam's moments, a weight-decay term, and
+-- a layer-wise trust ratio `||p|| / ||r||` scaling the step (no bias
+-- correction, as Fluid 1.8's lamb op). Fluid's `exclude_from_weight_decay_fn`
+-- is not supported.
+-- @function Lamb
+-- @tparam table spec keyword arguments:
+-- @tparam[opt=0.001] number spec.learning_rate
+-- @tparam[opt=0.01] number spec.lamb_weight_decay
+-- @tparam[opt=0.9] number spec.beta1
+-- @tparam[opt=0.999] number spec.beta2
+-- @tparam[opt=1e-6] number spec.epsilon
+-- @treturn Optimizer
+-- @usage oar.optimizer.Lamb{learning_rate = 1e-3, lamb_weight_decay = 0.01}:minimize(loss)
+
+--- LARS momentum: momentum with a layer-wise rate
+-- `lr * lars_coeff * ||p|| / (||g|| + lars_weight_decay * ||p||)`.
+-- @function LarsMomentum
+-- @tparam table spec keyword arguments:
+-- @tparam number spec.learning_rate
+-- @tparam[opt=0.9] number spec.momentum
+-- @tparam[opt=0.001] number spec.lars_coeff
+-- @tparam[opt=0.0005] number spec.lars_weight_decay
+-- @treturn Optimizer
+-- @usage oar.optimizer.LarsMomentum{learning_rate = 0.2, momentum = 0.9}:minimize(loss)
+
+--- FTRL-proximal (Fluid's FtrlOptimizer), with L1 and L2 strengths.
+-- @function Ftrl
+-- @tparam table spec keyword arguments:
+-- @tparam number spec.learning_rate
+-- @tparam[opt=0.0] number spec.l1
+-- @tparam[opt=0.0] number spec.l2
+-- @tparam[opt=-0.5] number spec.lr_power
+-- @treturn Optimizer
+-- @usage oar.optimizer.Ftrl{learning_rate = 0.1, l1 = 0.01}:minimize(loss)
+
+--- Proximal Adagrad: an Adagrad step, then the L1/L2 proximal operator (the
+-- proximal_adagrad op; Fluid 1.8 has the op but no class).
+-- @function ProximalAdagrad
+-- @tparam table spec keyword arguments:
+-- @tparam number spec.learning_rate
+-- @tparam[opt=0.0] number spec.l1
+-- @tparam[opt=0.0] number spec.l2
+-- @tparam[opt=0.1] number spec.initial_accumulator_value the moment's start (a zero gradient at 0 would divide 0 by 0)
+-- @treturn Optimizer
+-- @usage oar.optimizer.ProximalAdagrad{learning_rate = 0.1, l1 = 1e-3}:minimize(loss)
+
+--- Proximal gradient descent: a gradient step, then the L1/L2 proximal
+-- operator (the proximal_gd op; Fluid 1.8 has the op but no class).
+-- @function ProximalGD
+-- @tparam table spec keyword arguments:
+-- @tparam number spec.learning_rate
+-- @tparam[opt=0.0] number spec.l1
+-- @tparam[opt=0.0] number spec.l2
+-- @treturn Optimizer
+-- @usage oar.optimizer.ProximalGD{learning_rate = 0.1, l1 = 1e-3}:minimize(loss)
+
+--- Differentially private SGD (Fluid's DpsgdOptimizer, its defaults): the
+-- gradient clipped to norm `clip`, plus one Gaussian draw of deviation
+-- `sigma` divided by `batch_size`.
+-- @function Dpsgd
+-- @tparam table spec keyword arguments:
+-- @tparam[opt=0.001] number spec.learning_rate
+-- @tparam[opt=0.9] number spec.clip
+-- @tparam[opt=0.999] number spec.batch_size
+-- @tparam[opt=1e-8] number spec.sigma
+-- @tparam[opt=0] number spec.seed 0: oar's global generator; otherwise the op reseeds with it on every run
+-- @treturn Optimizer
+-- @usage oar.optimizer.Dpsgd{learning_rate = 0.01, clip = 1.0, sigma = 0.5}:minimize(loss)
+
+--- AdamW (Paddle 2's): Adam after a decoupled weight decay,
+-- `p = p * (1 - lr * weight_decay)` then the adam op on the decayed p.
+-- @function AdamW
+-- @tparam table spec keyword arguments:
+-- @tparam[opt=0.001] number spec.learning_rate
+-- @tparam[opt=0.01] number spec.weight_decay
+-- @tparam[opt=0.9] number spec.beta1
+-- @tparam[opt=0.999] number spec.beta2
+-- @tparam[opt=1e-8] number spec.epsilon
+-- @tparam[opt=false] bool spec.lazy_mode
+-- @treturn Optimizer
+-- @usage oar.optimizer.AdamW{learning_rate = 1e-3, weight_decay = 0.01}:minimize(loss)
 for name, kind in pairs(kinds) do
   M[name] = function(spec) return new_optimizer(kind, spec) end
   M[name .. "Optimizer"] = M[name]

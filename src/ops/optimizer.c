@@ -21,12 +21,6 @@
 
 static const char *nm(const char *s) { return s ? s : "?"; }
 
-/* An optimizer's shape contract, checked at compile and run time. */
-typedef struct {
-    const char *const *same;     /* inputs shaped like Param (Grad excepted when sparse) */
-    const char *const *scalars;  /* inputs of exactly one element */
-    const char *const *pairs;    /* in, out, in, out, ...: out gets in's shape */
-} opt_shape_t;
 
 static bool numel_is_one(const int64_t *d, int nd, bool *known)
 {
@@ -39,7 +33,8 @@ static bool numel_is_one(const int64_t *d, int nd, bool *known)
     return one;
 }
 
-static int opt_infer(oar_infer_ctx_t *c, const opt_shape_t *s)
+/* shared with optimizer_ext.c (declared in optimizer_util.h) */
+int oar_opt_infer(oar_infer_ctx_t *c, const oar_opt_shape_t *s)
 {
     int pn;
     const int64_t *pd = oar_ic_in_dims(c, "Param", 0, &pn);
@@ -100,8 +95,8 @@ static int opt_infer(oar_infer_ctx_t *c, const opt_shape_t *s)
 /* name##_same / name##_scalars / name##_pairs are NULL-terminated name lists */
 #define OPT_INFER(name)                                                         \
     static int name##_infer(oar_infer_ctx_t *c) {                               \
-        static const opt_shape_t s = {name##_same, name##_scalars, name##_pairs}; \
-        return opt_infer(c, &s);                                                \
+        static const oar_opt_shape_t s = {name##_same, name##_scalars, name##_pairs}; \
+        return oar_opt_infer(c, &s);                                                \
     }
 
 /* the kernels' shared code addresses Param and ParamOut of every op by
@@ -146,7 +141,7 @@ static const char *const rmsprop_scalars[] = {"LearningRate", NULL};
 static const char *const rmsprop_pairs[] = {"Param", "ParamOut", "Moment", "MomentOut",
                                             "MeanSquare", "MeanSquareOut", "MeanGrad",
                                             "MeanGradOut", NULL, NULL};
-static const opt_shape_t rmsprop_shape = {rmsprop_same, rmsprop_scalars, rmsprop_pairs};
+static const oar_opt_shape_t rmsprop_shape = {rmsprop_same, rmsprop_scalars, rmsprop_pairs};
 static int rmsprop_infer(oar_infer_ctx_t *c)
 {
     const oar_opt_attrs_t *a = oar_ic_attrs(c);
@@ -155,7 +150,7 @@ static int rmsprop_infer(oar_infer_ctx_t *c)
         (oar_ic_in_count(c, "MeanGrad") == 0 || oar_ic_out_count(c, "MeanGradOut") == 0))
         return oar_ic_error(c, OAR_ERR_INVALID, "centered rmsprop needs input MeanGrad and "
                             "output MeanGradOut");
-    return opt_infer(c, &rmsprop_shape);
+    return oar_opt_infer(c, &rmsprop_shape);
 }
 
 /* ---- adamax ------------------------------------------------------------ */
