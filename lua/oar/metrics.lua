@@ -578,4 +578,327 @@ function EditDistance:eval()
   return self.total_distance / self.seq_num, self.instance_error / self.seq_num
 end
 
+
+-- ---- Accuracy, Auc, Precision, Recall, CompositeMetric (fluid.metrics) ------------
+
+-- a Tensor or nested table as a plain table (numbers pass through)
+local function plain(v)
+  if type(v) == "table" and type(v.totable) == "function" then return v:totable() end
+  return v
+end
+
+-- each row's last value: a list of rows ([N, 2] -> column 2, [N, 1]) or of numbers ([N])
+local function last_of_rows(v, who, what)
+  v = plain(v)
+  if type(v) ~= "table" then error(string.format("%s: %s must be a Tensor or a table, got %s", who, what, type(v)), 3) end
+  local out = {}
+  for i, row in ipairs(v) do
+    if type(row) == "table" then row = row[#row] end
+    if type(row) ~= "number" then
+      error(string.format("%s: %s[%d] must be a number or a row of numbers", who, what, i), 3)
+    end
+    out[i] = row
+  end
+  return out
+end
+
+-- preds (their last column) and labels as two lists of one length
+local function pairs_of(preds, labels, who)
+  local p = last_of_rows(preds, who, "preds")
+  local l = flat_numbers(plain(labels), who)
+  if #p ~= #l then
+    error(string.format("%s: %d predictions but %d labels", who, #p, #l), 3)
+  end
+  return p, l
+end
+
+-- a class whose instances are made by Class(...) or Class.new(...)
+local function class()
+  local C = {}
+  C.__index = C
+  return setmetatable(C, { __call = function(C_, ...) return C_.new(...) end })
+end
+
+local function want_self(self, C, who)
+  if getmetatable(self) ~= C then error("oar.metrics." .. who .. ": call it with ':'", 3) end
+end
+
+local Accuracy = class()
+M.Accuracy = Accuracy
+
+--- The weighted mean of batch accuracies (Fluid's metrics.Accuracy).
+-- @tparam[opt] string name
+-- @treturn Accuracy with update, eval, reset
+-- @usage local acc = oar.metrics.Accuracy("acc")
+-- acc:update(0.75, 32)   -- a batch's accuracy and its size
+-- print(acc:eval())
+function Accuracy.new(name)
+  local self = { name = name }
+  return setmetatable(self, Accuracy):reset()
+end
+
+--- Forgets what was accumulated.
+-- @treturn Accuracy self
+-- @usage acc:reset()
+function Accuracy:reset()
+  self.value, self.weight = 0, 0
+  return self
+end
+
+--- Adds a batch's accuracy with its weight (usually its size).
+-- @param value the accuracy (a number or a one-element tensor)
+-- @param weight its weight, >= 0
+-- @treturn Accuracy self
+-- @usage acc:update(0.75, 32)
+function Accuracy:update(value, weight)
+  want_self(self, Accuracy, "Accuracy:update")
+  local v, w = count_of(value, "value"), count_of(weight, "weight")
+  if w < 0 then error("oar.metrics.Accuracy:update: weight must be >= 0, got " .. w, 2) end
+  self.value = self.value + v * w
+  self.weight = self.weight + w
+  return self
+end
+
+--- The weighted mean so far.
+-- @treturn number
+-- @raise when the weights sum to 0
+-- @usage local a = acc:eval()
+function Accuracy:eval()
+  if self.weight == 0 then
+    error("oar.metrics.Accuracy:eval: no weight accumulated; call update(value, weight) first", 2)
+  end
+  return self.value / self.weight
+end
+
+local Auc = class()
+M.Auc = Auc
+
+--- The area under the ROC curve of every prediction so far, from bucketed
+-- counts kept in Lua (Fluid's metrics.Auc): a prediction p of a row falls
+-- in bucket floor(p * num_thresholds).
+-- @tparam[opt] string name
+-- @tparam[opt="ROC"] string curve "ROC" or "PR" (both give the ROC area, as Fluid's)
+-- @tparam[opt=4095] int num_thresholds the buckets less one
+-- @treturn Auc with update, eval, reset
+-- @usage local auc = oar.metrics.Auc("auc")
+-- auc:update(probs, labels)   -- probs [N, 2] (column 2 positive) and labels [N, 1], fetched
+-- print(auc:eval())
+function Auc.new(name, curve, num_thresholds)
+  curve = curve or "ROC"
+  if curve ~= "ROC" and curve ~= "PR" then
+    error('oar.metrics.Auc: curve must be "ROC" or "PR", got ' .. tostring(curve), 2)
+  end
+  num_thresholds = num_thresholds or 4095
+  if type(num_thresholds) ~= "number" or num_thresholds % 1 ~= 0 or num_thresholds < 1 then
+    error("oar.metrics.Auc: num_thresholds must be a positive integer, got " .. tostring(num_thresholds), 2)
+  end
+  local self = { name = name, curve = curve, num_thresholds = num_thresholds }
+  return setmetatable(self, Auc):reset()
+end
+
+--- Zeroes the buckets.
+-- @treturn Auc self
+-- @usage auc:reset()
+function Auc:reset()
+  self.stat_pos, self.stat_neg = {}, {}
+  for i = 0, self.num_thresholds do self.stat_pos[i], self.stat_neg[i] = 0, 0 end
+  return self
+end
+
+--- Adds a batch: predictions ([N, 2] with the positive probability last,
+-- [N, 1] or [N]) and labels (nonzero positive).
+-- @param preds a Tensor or a table
+-- @param labels a Tensor or a table
+-- @treturn Auc self
+-- @usage auc:update({{0.3, 0.7}, {0.9, 0.1}}, {1, 0})
+function Auc:update(preds, labels)
+  want_self(self, Auc, "Auc:update")
+  local p, l = pairs_of(preds, labels, "oar.metrics.Auc:update")
+  for i = 1, #p do
+    if not (p[i] >= 0 and p[i] <= 1) then
+      error(string.format("oar.metrics.Auc:update: preds row %d is %s; probabilities must be in [0, 1]", i,
+                          tostring(p[i])), 2)
+    end
+    local b = math.floor(p[i] * self.num_thresholds)
+    local stat = l[i] ~= 0 and self.stat_pos or self.stat_neg
+    stat[b] = stat[b] + 1
+  end
+  return self
+end
+
+--- The area: trapezoids over the buckets from the top down, divided by
+-- positives x negatives (0 while either is 0).
+-- @treturn number
+-- @usage local area = auc:eval()
+function Auc:eval()
+  local tp, tn, area = 0, 0, 0
+  for i = self.num_thresholds, 0, -1 do
+    local pp, pn = tp, tn
+    tp, tn = tp + self.stat_pos[i], tn + self.stat_neg[i]
+    area = area + math.abs(tn - pn) * (tp + pp) / 2
+  end
+  if tp > 0 and tn > 0 then return area / tp / tn end
+  return 0
+end
+
+-- binary predictions rounded to the nearest integer, as Fluid's np.rint
+local function rint(x)
+  local f = math.floor(x)
+  local d = x - f
+  if d > 0.5 or (d == 0.5 and f % 2 == 1) then return f + 1 end
+  return f
+end
+
+local Precision = class()
+M.Precision = Precision
+
+--- Precision of a binary classifier: true positives / predicted positives
+-- (Fluid's metrics.Precision; predictions are rounded).
+-- @tparam[opt] string name
+-- @treturn Precision with update, eval, reset
+-- @usage local p = oar.metrics.Precision()
+-- p:update({0.2, 0.8, 0.9}, {0, 1, 0})
+-- print(p:eval())   --> 0.5
+function Precision.new(name)
+  local self = { name = name }
+  return setmetatable(self, Precision):reset()
+end
+
+--- Forgets what was accumulated.
+-- @treturn Precision self
+-- @usage p:reset()
+function Precision:reset()
+  self.tp, self.fp = 0, 0
+  return self
+end
+
+--- Adds a batch of predictions ([N, 1] or [N], rounded) and labels (0 or 1).
+-- @param preds a Tensor or a table
+-- @param labels a Tensor or a table
+-- @treturn Precision self
+-- @usage p:update({0.2, 0.8}, {0, 1})
+function Precision:update(preds, labels)
+  want_self(self, Precision, "Precision:update")
+  local p, l = pairs_of(preds, labels, "oar.metrics.Precision:update")
+  for i = 1, #p do
+    if rint(p[i]) == 1 then
+      if l[i] == 1 then self.tp = self.tp + 1 else self.fp = self.fp + 1 end
+    end
+  end
+  return self
+end
+
+--- The precision so far (0 when nothing was predicted positive).
+-- @treturn number
+-- @usage local precision = p:eval()
+function Precision:eval()
+  local n = self.tp + self.fp
+  return n ~= 0 and self.tp / n or 0
+end
+
+local Recall = class()
+M.Recall = Recall
+
+--- Recall of a binary classifier: true positives / labelled positives
+-- (Fluid's metrics.Recall; predictions are rounded).
+-- @tparam[opt] string name
+-- @treturn Recall with update, eval, reset
+-- @usage local r = oar.metrics.Recall()
+-- r:update({0.2, 0.8, 0.9}, {1, 1, 0})
+-- print(r:eval())   --> 0.5
+function Recall.new(name)
+  local self = { name = name }
+  return setmetatable(self, Recall):reset()
+end
+
+--- Forgets what was accumulated.
+-- @treturn Recall self
+-- @usage r:reset()
+function Recall:reset()
+  self.tp, self.fn = 0, 0
+  return self
+end
+
+--- Adds a batch of predictions ([N, 1] or [N], rounded) and labels (0 or 1).
+-- @param preds a Tensor or a table
+-- @param labels a Tensor or a table
+-- @treturn Recall self
+-- @usage r:update({0.2, 0.8}, {1, 1})
+function Recall:update(preds, labels)
+  want_self(self, Recall, "Recall:update")
+  local p, l = pairs_of(preds, labels, "oar.metrics.Recall:update")
+  for i = 1, #p do
+    if l[i] == 1 then
+      if rint(p[i]) == 1 then self.tp = self.tp + 1 else self.fn = self.fn + 1 end
+    end
+  end
+  return self
+end
+
+--- The recall so far (0 when no label was positive).
+-- @treturn number
+-- @usage local recall = r:eval()
+function Recall:eval()
+  local n = self.tp + self.fn
+  return n ~= 0 and self.tp / n or 0
+end
+
+local CompositeMetric = class()
+M.CompositeMetric = CompositeMetric
+
+--- Several metrics updated with the same predictions and labels (Fluid's
+-- metrics.CompositeMetric).
+-- @tparam[opt] string name
+-- @treturn CompositeMetric with add_metric, update, eval, reset
+-- @usage local m = oar.metrics.CompositeMetric()
+-- m:add_metric(oar.metrics.Precision()); m:add_metric(oar.metrics.Recall())
+-- m:update(preds, labels)
+-- local precision, recall = table.unpack(m:eval())
+function CompositeMetric.new(name)
+  local self = { name = name, metrics = {} }
+  return setmetatable(self, CompositeMetric):reset()
+end
+
+--- Resets every metric added.
+-- @treturn CompositeMetric self
+-- @usage m:reset()
+function CompositeMetric:reset()
+  for _, m in ipairs(self.metrics) do m:reset() end
+  return self
+end
+
+--- Adds a metric: anything with update(preds, labels), eval() and reset().
+-- @param metric the metric
+-- @treturn CompositeMetric self
+-- @usage m:add_metric(oar.metrics.Precision())
+function CompositeMetric:add_metric(metric)
+  want_self(self, CompositeMetric, "CompositeMetric:add_metric")
+  if type(metric) ~= "table" or type(metric.update) ~= "function" or type(metric.eval) ~= "function"
+     or type(metric.reset) ~= "function" then
+    error("oar.metrics.CompositeMetric:add_metric: metric must have update, eval and reset, got " .. type(metric), 2)
+  end
+  self.metrics[#self.metrics + 1] = metric
+  return self
+end
+
+--- Updates every metric with the batch.
+-- @param preds predictions
+-- @param labels labels
+-- @treturn CompositeMetric self
+-- @usage m:update(preds, labels)
+function CompositeMetric:update(preds, labels)
+  want_self(self, CompositeMetric, "CompositeMetric:update")
+  for _, m in ipairs(self.metrics) do m:update(preds, labels) end
+  return self
+end
+
+--- Every metric's eval(), in the order they were added.
+-- @treturn table the list of results
+-- @usage local results = m:eval()
+function CompositeMetric:eval()
+  local out = {}
+  for i, m in ipairs(self.metrics) do out[i] = m:eval() end
+  return out
+end
+
 return M
