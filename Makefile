@@ -135,6 +135,31 @@ $(LAUNCHER): bin/oar.c
 	$(call say,CC,$<)$(CC) -std=c11 -O2 -Wall -Wextra $(WARN_ERR) $(DEPFLAGS) $(LUAJIT_CFLAGS) \
 	  -DOAR_VERSION='"$(OAR_VERSION)"' $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LUAJIT_LIBS)
 
+# `oar serve` (src/serve/*.c): an HTTP server of the Open Inference Protocol
+# over the C inference API, its own program build/oar-serve that the launcher
+# execs (docs/DECISIONS.md, "oar serve"). It needs libmicrohttpd (Debian
+# libmicrohttpd-dev) and json-c; built when microhttpd.h is found, unless
+# NO_SERVE=1. RUNPATH: liboar.so beside it (a checkout's build/) or in a
+# luarocks tree's lib/lua/5.1.
+MHD_INC ?= /usr/include/microhttpd.h
+SERVE    = $(BUILD)/oar-serve
+SERVE_SRC = $(wildcard src/serve/*.c)
+SERVE_OBJ = $(patsubst %.c,$(BUILD)/%.o,$(SERVE_SRC))
+MHD_LIBS := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
+ifneq ($(NO_SERVE),1)
+ifneq ($(wildcard $(MHD_INC)),)
+all: $(SERVE)
+endif
+endif
+$(BUILD)/src/serve/%.o: src/serve/%.c
+	@mkdir -p $(dir $@)
+	$(call say,CC,$<)$(CC) -std=c11 -O2 -Wall -Wextra $(WARN_ERR) -D_GNU_SOURCE $(DEPFLAGS) -Isrc $(JSONC_CFLAGS) \
+	  $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+$(SERVE): $(SERVE_OBJ) $(LIB)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $(SERVE_OBJ) -L$(BUILD) -loar $(MHD_LIBS) $(JSONC_LIBS) -lpthread -lm \
+	  -Wl,-rpath,'$$ORIGIN' -Wl,-rpath,'$$ORIGIN/../lib/lua/5.1'
+-include $(SERVE_OBJ:.o=.d)
+
 test: all
 	$(Q)OAR_NO_BUILD=1 ./tools/run_specs
 
@@ -143,6 +168,7 @@ install: all
 	$(Q)cp $(LIB) $(INST_LIBDIR)/liboar.so
 	$(Q)cp -r lua/oar/. $(INST_LUADIR)/oar/
 	$(Q)if [ -n "$(INST_BINDIR)" ]; then mkdir -p $(INST_BINDIR) && cp $(LAUNCHER) $(INST_BINDIR)/oar; fi
+	$(Q)if [ -n "$(INST_BINDIR)" ] && [ -f $(SERVE) ]; then cp $(SERVE) $(INST_BINDIR)/oar-serve; fi
 	$(Q)if [ -n "$(INST_INCDIR)" ]; then mkdir -p $(INST_INCDIR)/oar && cp $(addprefix src/,$(API_HEADERS)) $(INST_INCDIR)/oar/; fi
 
 # API reference from the doc comments in lua/ (config.ld), into build/doc.

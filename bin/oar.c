@@ -247,7 +247,29 @@ static int pmain(lua_State *L) {
   return 1;
 }
 
+/* `oar serve ...` is its own program, oar-serve beside this one (C over
+ * liboar and libmicrohttpd, no Lua: docs/DECISIONS.md, "oar serve"); it
+ * replaces this process so that signals reach the server itself. */
+static int exec_serve(char **argv) {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash && (size_t)(slash - exe) + sizeof "/oar-serve" <= sizeof exe) {
+      strcpy(slash, "/oar-serve");
+      execv(exe, argv);
+      fprintf(stderr, "oar: cannot run %s (%s); it is built when libmicrohttpd-dev is installed "
+              "(tools/bootstrap installs it)\n", exe, strerror(errno));
+      return 1;
+    }
+  }
+  fprintf(stderr, "oar: cannot find oar-serve: /proc/self/exe is unreadable\n");
+  return 1;
+}
+
 int main(int argc, char **argv) {
+  if (argc >= 2 && strcmp(argv[1], "serve") == 0) return exec_serve(argv + 1);
   if (pipe(g_pipe) == 0) {
     for (int i = 0; i < 2; i++) {
       fcntl(g_pipe[i], F_SETFL, fcntl(g_pipe[i], F_GETFL) | O_NONBLOCK);

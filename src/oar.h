@@ -486,6 +486,11 @@ OAR_API int  oar_predictor_num_inputs(const oar_predictor_t *p);
 OAR_API int  oar_predictor_num_outputs(const oar_predictor_t *p);
 OAR_API const char *oar_predictor_input_name(const oar_predictor_t *p, int index);   /* NULL out of range */
 OAR_API const char *oar_predictor_output_name(const oar_predictor_t *p, int index);
+/* what the model declares for an input or output: dtype, shape (-1 for a
+ * free dimension) and LoD level; OAR_ERR_NOT_FOUND when it declares nothing
+ * by that name. The pointers live as long as the predictor. */
+OAR_API int  oar_predictor_var_info(const oar_predictor_t *p, const char *name, int *dtype,
+                                    const int64_t **dims, int *ndims, int *lod_level);
 
 /* ---- data-parallel communication (src/comm.c) ------------------------ */
 /* One job of N workers started by mpirun (OpenMPI) or, without MPI, one

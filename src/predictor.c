@@ -299,6 +299,18 @@ const char *oar_predictor_output_name(const oar_predictor_t *p, int index) {
     return p && index >= 0 && index < p->nfetch ? p->fetch_names[index] : NULL;
 }
 
+int oar_predictor_var_info(const oar_predictor_t *p, const char *name, int *dtype,
+                           const int64_t **dims, int *ndims, int *lod_level) {
+    if (!p || !name) return oar_error(OAR_ERR_INVALID, "oar_predictor_var_info: NULL argument");
+    const oar_var_desc_t *v = oar_block_find_var(oar_program_block(p->program, 0), name);
+    if (!v) return oar_error(OAR_ERR_NOT_FOUND, "the model declares no variable '%s'", name);
+    if (dtype) *dtype = v->dtype;
+    if (dims) *dims = v->dims;
+    if (ndims) *ndims = v->ndim;
+    if (lod_level) *lod_level = v->lod_level;
+    return OAR_OK;
+}
+
 /* float32 view of a fetched tensor (a converted copy for other dtypes) */
 static int to_float(oar_tensor_t *t, oar_tensor_t **out) {
     if (t->dtype == OAR_FP32) { *out = oar_tensor_retain(t); return OAR_OK; }

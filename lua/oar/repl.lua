@@ -482,6 +482,7 @@ end
 -- ---- the command line ------------------------------------------------------------------------
 local USAGE = [==[
 usage: oar [options] [script [args...]]
+       oar serve MODEL [--port P] [...]   (HTTP inference server; oar serve --help)
 
 With no script, an interactive prompt with `oar` and `layers` loaded:
   Tab completes names, fields, methods and (inside a string) file names;
