@@ -3,13 +3,9 @@
 -- batches of word ids, and the command line. Each program loads it with
 -- dofile (see any of them); it is not a module of oar.
 
--- A source checkout runs without installing: find lua/ next to examples/.
-local here = debug.getinfo(1, "S").source:match("^@(.*)examples/book/[^/]*$")
-if here then
-  local root = here == "" and "./" or here
-  package.path = root .. "lua/?.lua;" .. root .. "lua/?/init.lua;" .. package.path
-end
 local dir = debug.getinfo(1, "S").source:match("^@(.*/)[^/]*$") or "./"
+-- A source checkout runs without installing (lua/ and build/ next to examples/).
+dofile(dir .. "../checkout.lua")
 
 local ffi = require("ffi")
 local oar = require("oar")
