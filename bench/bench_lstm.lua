@@ -3,13 +3,8 @@
 -- B sequences of T steps (one LoD batch), last step, fc to 2 classes,
 -- softmax cross entropy, backward, Adam. Prints "RESULT oar lstm <samples/s>".
 --   luajit bench/bench_lstm.lua [T] [H] [B] [steps]
-do
-  local here = debug.getinfo(1, "S").source:match("^@(.*)bench/[^/]*$")
-  if here then
-    local root = here == "" and "./" or here
-    package.path = root .. "lua/?.lua;" .. root .. "lua/?/init.lua;" .. package.path
-  end
-end
+-- A source checkout runs without installing (lua/ and build/ next to bench/).
+dofile((debug.getinfo(1, "S").source:match("^@(.*/)[^/]*$") or "./") .. "../examples/checkout.lua")
 local ffi = require("ffi")
 local oar = require("oar")
 local layers = oar.layers

@@ -16,13 +16,8 @@
 --   luajit bench/bench_mnist.lua [--batches 300] [--warmup 30] [--models mlp,conv]
 -- Output lines: "RESULT oar <model> <samples/s>".
 
-do
-  local here = debug.getinfo(1, "S").source:match("^@(.*)bench/[^/]*$")
-  if here then
-    local root = here == "" and "./" or here
-    package.path = root .. "lua/?.lua;" .. root .. "lua/?/init.lua;" .. package.path
-  end
-end
+-- A source checkout runs without installing (lua/ and build/ next to bench/).
+dofile((debug.getinfo(1, "S").source:match("^@(.*/)[^/]*$") or "./") .. "../examples/checkout.lua")
 
 local ffi = require("ffi")
 local oar = require("oar")

@@ -4,13 +4,8 @@
 -- gradient is not needed: append_backward alone). Prints per-op figures:
 --   RESULT oar op_overhead fwd_us_per_op=<x> fwdbwd_us_per_fwd_op=<y> (N=...)
 --   luajit bench/bench_op_overhead.lua [N] [reps]
-do
-  local here = debug.getinfo(1, "S").source:match("^@(.*)bench/[^/]*$")
-  if here then
-    local root = here == "" and "./" or here
-    package.path = root .. "lua/?.lua;" .. root .. "lua/?/init.lua;" .. package.path
-  end
-end
+-- A source checkout runs without installing (lua/ and build/ next to bench/).
+dofile((debug.getinfo(1, "S").source:match("^@(.*/)[^/]*$") or "./") .. "../examples/checkout.lua")
 local ffi = require("ffi")
 local oar = require("oar")
 local layers = oar.layers

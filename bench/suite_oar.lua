@@ -23,14 +23,8 @@
 --                        (oar_predictor_*), microseconds per batch
 -- Initialization: oar's defaults (Fluid's: Xavier fc weights, Normal conv filters,
 -- zero biases); the peers copy them.
-do
-  local here = debug.getinfo(1, "S").source:match("^@(.*)bench/[^/]*$")
-  if here then
-    local root = here == "" and "./" or here
-    package.path = root .. "lua/?.lua;" .. root .. "lua/?/init.lua;" .. package.path
-    package.cpath = root .. "build/?.so;" .. package.cpath
-  end
-end
+-- A source checkout runs without installing (lua/ and build/ next to bench/).
+dofile((debug.getinfo(1, "S").source:match("^@(.*/)[^/]*$") or "./") .. "../examples/checkout.lua")
 
 local ffi = require("ffi")
 local oar = require("oar")

@@ -12,15 +12,8 @@
 -- Also usable as a library: dofile("examples/fit_a_line.lua").train{...}
 -- returns the per-pass losses.
 
--- A source checkout runs without installing: find lua/ next to examples/.
-do
-  local here = debug.getinfo(1, "S").source:match("^@(.*)examples/[^/]*$")
-  if here then
-    local root = here == "" and "./" or here
-    package.path = root .. "lua/?.lua;" .. root .. "lua/?/init.lua;" .. package.path
-    package.cpath = root .. "build/?.so;" .. package.cpath
-  end
-end
+-- A source checkout runs without installing (lua/ and build/ next to examples/).
+dofile((debug.getinfo(1, "S").source:match("^@(.*/)[^/]*$") or "./") .. "checkout.lua")
 
 local oar = require("oar")
 local layers = oar.layers

@@ -30,14 +30,8 @@
 -- checkpoints/epoch_<n>/ (everything needed to resume training).
 -- Data: pixels scaled to [-1, 1], the training set reshuffled every epoch.
 
--- A source checkout runs without installing: find lua/ next to examples/.
-do
-  local here = debug.getinfo(1, "S").source:match("^@(.*)examples/[^/]*$")
-  if here then
-    local root = here == "" and "./" or here
-    package.path = root .. "lua/?.lua;" .. root .. "lua/?/init.lua;" .. package.path
-  end
-end
+-- A source checkout runs without installing (lua/ and build/ next to examples/).
+dofile((debug.getinfo(1, "S").source:match("^@(.*/)[^/]*$") or "./") .. "checkout.lua")
 
 local oar = require("oar")
 local layers = oar.layers

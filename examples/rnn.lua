@@ -16,14 +16,8 @@
 --
 --   luajit examples/rnn.lua
 
--- A source checkout runs without installing: find lua/ next to examples/.
-do
-  local here = debug.getinfo(1, "S").source:match("^@(.*)examples/[^/]*$")
-  if here then
-    local root = here == "" and "./" or here
-    package.path = root .. "lua/?.lua;" .. root .. "lua/?/init.lua;" .. package.path
-  end
-end
+-- A source checkout runs without installing (lua/ and build/ next to examples/).
+dofile((debug.getinfo(1, "S").source:match("^@(.*/)[^/]*$") or "./") .. "checkout.lua")
 
 local oar = require("oar")
 local layers = oar.layers

@@ -22,15 +22,8 @@
 -- Also usable as a library: dofile("examples/sequence_classifier.lua").train{...}
 -- returns the per-epoch test accuracies.
 
--- A source checkout runs without installing: find lua/ next to examples/.
-do
-  local here = debug.getinfo(1, "S").source:match("^@(.*)examples/[^/]*$")
-  if here then
-    local root = here == "" and "./" or here
-    package.path = root .. "lua/?.lua;" .. root .. "lua/?/init.lua;" .. package.path
-    package.cpath = root .. "build/?.so;" .. package.cpath
-  end
-end
+-- A source checkout runs without installing (lua/ and build/ next to examples/).
+dofile((debug.getinfo(1, "S").source:match("^@(.*/)[^/]*$") or "./") .. "checkout.lua")
 
 local ffi = require("ffi")
 local oar = require("oar")

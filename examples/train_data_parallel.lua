@@ -17,13 +17,8 @@
 -- (the sum of the workers' samples over the slowest worker's time), and the
 -- test accuracy over the whole test set (each worker scores its shard; the
 -- counts are summed with fleet.all_reduce).
-do
-  local here = debug.getinfo(1, "S").source:match("^@(.*)examples/[^/]*$")
-  if here then
-    local root = here == "" and "./" or here
-    package.path = root .. "lua/?.lua;" .. root .. "lua/?/init.lua;" .. package.path
-  end
-end
+-- A source checkout runs without installing (lua/ and build/ next to examples/).
+dofile((debug.getinfo(1, "S").source:match("^@(.*/)[^/]*$") or "./") .. "checkout.lua")
 
 local ffi = require("ffi")
 local oar = require("oar")

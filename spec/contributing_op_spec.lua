@@ -6,12 +6,7 @@
 -- float64 finite-difference check) runs with that library loaded.
 local L = require("spec.helpers.op_lib")
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local read = require("spec.helpers.files").read_bytes
 
 -- file name -> code, from the fenced blocks that name a file
 local function example_files(text)

@@ -33,7 +33,7 @@ local function kept_alive()
   return tonumber(C.oar_debug_conv_cols(1))
 end
 
-local function numel(s) local n = 1 for _, d in ipairs(s) do n = n * d end return n end
+local numel = require("spec.helpers.index").numel
 
 local function check(rc, what)
   if rc ~= 0 then error(what .. ": " .. lib.last_error(), 2) end

@@ -22,11 +22,7 @@ local function seq_rand(lod, rest, dtype)
 end
 
 -- offsets of sequences with the given lengths
-local function offsets(lengths)
-  local o = { 0 }
-  for i, n in ipairs(lengths) do o[i + 1] = o[i] + n end
-  return o
-end
+local offsets = require("spec.helpers.index").offsets
 
 local F64 = { atol = 1e-10, rtol = 1e-10 }
 

@@ -104,12 +104,7 @@ local MODULES = {
   { "oar", "lua/oar/init.lua" },
 }
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local read = require("spec.helpers.files").read_bytes
 
 -- name -> true for every public function of the module and its classes,
 -- as "f" and "Class:f"

@@ -22,12 +22,7 @@ local ROOT = (function()
   return d
 end)()
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local read = require("spec.helpers.files").read_bytes
 
 local function shell_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 

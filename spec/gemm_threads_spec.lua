@@ -4,7 +4,7 @@
 local T = require("spec.helpers.op_test")
 local R = require("spec.helpers.random")
 
-local function numel(s) local n = 1 for _, d in ipairs(s) do n = n * d end return n end
+local numel = require("spec.helpers.index").numel
 
 local at_threads = require("spec.helpers.threads")
 

@@ -6,12 +6,7 @@
 -- it against build/liboar.so and runs it.
 local L = require("spec.helpers.op_lib")
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local read = require("spec.helpers.files").read_bytes
 
 -- name -> {code =, line =} of every tour in a header
 local function tours(path)

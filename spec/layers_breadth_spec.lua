@@ -10,37 +10,11 @@ local expect_error = require("spec.helpers.expect_error")
 
 -- ---- plain-Lua helpers ----------------------------------------------------------------
 
-local function nest(flat, shape)
-  local pos = 0
-  local function build(d)
-    local t = {}
-    for i = 1, shape[d] do
-      if d == #shape then
-        pos = pos + 1
-        t[i] = flat[pos]
-      else
-        t[i] = build(d + 1)
-      end
-    end
-    return t
-  end
-  return build(1)
-end
+local nest = require("spec.helpers.index").nest
 
-local function flat_of(t)
-  local out = {}
-  local function walk(x)
-    if type(x) == "table" then for _, y in ipairs(x) do walk(y) end else out[#out + 1] = x end
-  end
-  walk(t)
-  return out
-end
+local flat_of = require("spec.helpers.index").flatten
 
-local function numel(shape)
-  local n = 1
-  for _, d in ipairs(shape) do n = n * d end
-  return n
-end
+local numel = require("spec.helpers.index").numel
 
 -- loss weights: a fixed pattern of n values, none zero
 local function weights(n)

@@ -9,12 +9,7 @@ local layers = require("oar").layers
 
 local DOC = "docs/layers_coverage.md"
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local read = require("spec.helpers.files").read_bytes
 
 local function registered_forward_ops()
   local C = lib.C

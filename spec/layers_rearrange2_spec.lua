@@ -2,53 +2,10 @@
 -- slots and attributes and runs to the values plain Lua computes; bad
 -- arguments are refused naming the layer and the argument.
 local oar = require("oar")
-local CF = require("spec.helpers.cf_check")
 local layers = oar.layers
 
--- runs build(x) on x fed with `vals` (flat) of `shape` (1-D or 2-D, no batch
--- dim added); returns the fetched values (flat) and the main program
-local function run(shape, vals, build, dtype)
-  local main, startup = oar.Program(), oar.Program()
-  local outs
-  oar.program_guard(main, startup, function()
-    local x = layers.data{ name = "x", shape = shape, dtype = dtype or "float32", append_batch_size = false }
-    outs = build(x)
-    if oar.framework.is_variable(outs) then outs = { outs } end
-  end)
-  local exe = oar.Executor()
-  local nested = {}
-  if #shape == 2 then
-    for r = 1, shape[1] do
-      nested[r] = {}
-      for c = 1, shape[2] do nested[r][c] = vals[(r - 1) * shape[2] + c] end
-    end
-  else
-    nested = vals
-  end
-  local res = exe:run(main, { feed = { x = oar.Tensor(nested, dtype or "float32") },
-                             fetch_list = outs })
-  local flat = {}
-  for i, t in ipairs(res) do flat[i] = CF.flat(t) end
-  return flat, main
-end
-
-local function op_of(main, type)
-  for _, op in ipairs(main:global_block():ops()) do if op.type == type then return op end end
-end
-
-local function refuses(fn, msg)
-  local ok, err = pcall(fn)
-  assert.is_false(ok)
-  assert.matches(msg, tostring(err), 1, true)
-end
-
-local function in_prog(fn)
-  return oar.program_guard(oar.Program(), oar.Program(), fn)
-end
-
-local function data(name, shape, dtype)
-  return layers.data{ name = name, shape = shape, dtype = dtype or "float32", append_batch_size = false }
-end
+local L = require("spec.helpers.layer_run")
+local run, op_of, refuses, in_prog, data = L.run, L.op_of, L.refuses, L.in_prog, L.data
 
 local function near(want, got, tol)
   assert.equal(#want, #got)

@@ -25,17 +25,8 @@ local function at(t, ...)
   end
   return t.data[idx + 1]
 end
-local function nested(t)
-  local pos = 0
-  local function build(d)
-    local out = {}
-    for i = 1, t.shape[d] do
-      if d == #t.shape then pos = pos + 1; out[i] = t.data[pos] else out[i] = build(d + 1) end
-    end
-    return out
-  end
-  return build(1)
-end
+local nest = require("spec.helpers.index").nest
+local function nested(t) return nest(t.data, t.shape) end
 local function sigmoid(x) return 1 / (1 + math.exp(-x)) end
 
 -- NCHW convolution, stride 1, zero padding p, filter [F, C, k, k], bias [F]

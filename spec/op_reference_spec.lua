@@ -5,12 +5,7 @@
 -- registered op has its declaration's doc.
 local files = require("spec.helpers.files")
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local read = files.read_bytes
 
 local function declared_ops()
   local ops = {}

@@ -95,11 +95,7 @@ local function values(name, c, n, grad)
   return xs
 end
 
-local function numel(shape)
-  local n = 1
-  for _, d in ipairs(shape) do n = n * d end
-  return n
-end
+local numel = require("spec.helpers.index").numel
 
 local function map(f, xs, a)
   local out = {}

@@ -16,11 +16,7 @@ local function int_list(vals)
   for i, v in ipairs(vals) do l[i] = one(v, "int32") end
   return l
 end
-local function numel(shape)
-  local n = 1
-  for _, d in ipairs(shape) do n = n * d end
-  return n
-end
+local numel = require("spec.helpers.index").numel
 
 describe("scale.ScaleTensor", function()
   it("replaces attr scale (test_scale_op: scale -2.3 as a tensor)", function()

@@ -6,11 +6,7 @@ local R = require("spec.helpers.random")
 -- deterministic values in [-1, 1)
 local function rand_values(n, seed) return R.symmetric(n, seed or 12345) end
 
-local function numel(shape)
-  local n = 1
-  for _, d in ipairs(shape) do n = n * d end
-  return n
-end
+local numel = require("spec.helpers.index").numel
 
 local function pads4(p)
   p = p or { 0, 0 }

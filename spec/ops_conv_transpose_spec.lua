@@ -69,11 +69,7 @@ local function reference(x, xs, w, ws, a)
   return out, { n, oc, oh, ow }
 end
 
-local function numel(s)
-  local k = 1
-  for _, v in ipairs(s) do k = k * v end
-  return k
-end
+local numel = require("spec.helpers.index").numel
 
 -- name, input shape, filter shape, attrs
 local CASES = {

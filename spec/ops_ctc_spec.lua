@@ -79,11 +79,7 @@ local function forward(probs, T_, W, label, blank)
   return -(S > 1 and lse(a[S], a[S - 1]) or a[1])
 end
 
-local function offsets(lens)
-  local o = { 0 }
-  for i, l in ipairs(lens) do o[i + 1] = o[i] + l end
-  return o
-end
+local offsets = require("spec.helpers.index").offsets
 
 -- a LoD case: logits rows (flat), their lengths, labels (list of lists)
 local function lod_inputs(x, W, tlens, labels, dtype, ldtype)

@@ -6,11 +6,7 @@ local R = require("spec.helpers.random")
 
 local rand_values = R.uniform
 
-local function numel(shape)
-  local n = 1
-  for _, d in ipairs(shape) do n = n * d end
-  return n
-end
+local numel = require("spec.helpers.index").numel
 
 -- flat index into an operand of padded dims `pad` for output multi-index idx (0-based)
 local function operand_index(idx, pad)

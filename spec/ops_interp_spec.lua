@@ -11,11 +11,7 @@ local R = require("spec.helpers.random")
 local function f32(v) return tonumber(ffi.new("float", v)) end
 local function trunc(v) return v >= 0 and math.floor(v) or math.ceil(v) end
 
-local function numel(s)
-  local k = 1
-  for _, v in ipairs(s) do k = k * v end
-  return k
-end
+local numel = require("spec.helpers.index").numel
 
 local function ratio(in_, out, scale, align_corners, v2)
   if out <= 1 then return 0 end

@@ -5,11 +5,7 @@
 local T = require("spec.helpers.op_test")
 local R = require("spec.helpers.random")
 
-local function numel(shape)
-  local n = 1
-  for _, d in ipairs(shape) do n = n * d end
-  return n
-end
+local numel = require("spec.helpers.index").numel
 
 -- C[M, N] = A[M, K] B[K, N], flat row-major from offsets ao, bo
 local function mm(a, ao, b, bo, M, K, N)

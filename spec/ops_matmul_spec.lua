@@ -6,11 +6,7 @@ local R = require("spec.helpers.random")
 
 local function rand_values(n, seed) return R.symmetric(n, seed) end
 
-local function numel(shape)
-  local n = 1
-  for _, d in ipairs(shape) do n = n * d end
-  return n
-end
+local numel = require("spec.helpers.index").numel
 
 -- C[M x N] = A[M x K] B[K x N], flat row-major, 1-based
 local function gemm(a, b, M, K, N)

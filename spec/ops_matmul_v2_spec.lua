@@ -5,11 +5,7 @@
 local T = require("spec.helpers.op_test")
 local R = require("spec.helpers.random")
 
-local function numel(shape)
-  local n = 1
-  for _, d in ipairs(shape) do n = n * d end
-  return n
-end
+local numel = require("spec.helpers.index").numel
 
 local function value(shape, seed)
   return { shape = shape, data = R.uniform(numel(shape), seed, -1, 1) }

@@ -8,11 +8,7 @@ local R = require("spec.helpers.random")
 
 local function f32(v) return tonumber(ffi.new("float", v)) end
 
-local function numel(s)
-  local k = 1
-  for _, v in ipairs(s) do k = k * v end
-  return k
-end
+local numel = require("spec.helpers.index").numel
 
 -- group norm of x [n, c, s...] with g groups; returns y, means, variances
 local function group_norm_ref(x, xs, g, eps, scale, bias)

@@ -12,11 +12,7 @@ local function f32(v) return tonumber(ffi.new("float", v)) end
 
 local function rand_values(n, seed, lo, hi) return R.uniform(n, seed or 12345, lo, hi) end
 
-local function numel(shape)
-  local n = 1
-  for _, d in ipairs(shape) do n = n * d end
-  return n
-end
+local numel = require("spec.helpers.index").numel
 
 local function err_of(fn)
   local ok, err = pcall(fn)

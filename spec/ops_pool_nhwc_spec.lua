@@ -5,7 +5,7 @@
 -- against finite differences in both layouts.
 local T = require("spec.helpers.op_test")
 
-local function numel(s) local n = 1 for _, d in ipairs(s) do n = n * d end return n end
+local numel = require("spec.helpers.index").numel
 
 -- distinct values (a shuffled ramp): no ties, so finite differences never
 -- cross an argmax switch

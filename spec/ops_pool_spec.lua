@@ -3,11 +3,7 @@
 -- and error cases.
 local T = require("spec.helpers.op_test")
 
-local function numel(shape)
-  local n = 1
-  for _, d in ipairs(shape) do n = n * d end
-  return n
-end
+local numel = require("spec.helpers.index").numel
 
 -- distinct values (a shuffled ramp) so max pooling has no ties and finite
 -- differences never cross an argmax switch: neighbours differ by >= 0.05

@@ -10,17 +10,8 @@ local W = require("spec.helpers.sequence_grad")
 local expect_error = require("spec.helpers.expect_error")
 
 local function rand(n, seed) return R.symmetric(n, seed, 2) end
--- Fluid's tests give lengths; oar's tensors take offsets
-local function offsets(lens)
-  local o = { 0 }
-  for i, l in ipairs(lens) do o[i + 1] = o[i] + l end
-  return o
-end
-local function numel(shape)
-  local n = 1
-  for _, d in ipairs(shape) do n = n * d end
-  return n
-end
+local offsets = require("spec.helpers.index").offsets
+local numel = require("spec.helpers.index").numel
 
 -- ---- sequence_mask -------------------------------------------------------------------
 local function mask_ref(x, maxlen)

@@ -14,11 +14,7 @@ local function iota(n, scale, off)
   return t
 end
 
-local function numel(shape)
-  local n = 1
-  for _, d in ipairs(shape) do n = n * d end
-  return n
-end
+local numel = require("spec.helpers.index").numel
 
 -- row-major strides
 local function strides(shape)

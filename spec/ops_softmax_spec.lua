@@ -5,11 +5,7 @@ local R = require("spec.helpers.random")
 
 local function rand_values(n, seed, scale) return R.symmetric(n, seed, scale or 2) end
 
-local function numel(shape)
-  local n = 1
-  for _, d in ipairs(shape) do n = n * d end
-  return n
-end
+local numel = require("spec.helpers.index").numel
 
 -- softmax (or log_softmax) of x of `shape` along axis (0-based, may be negative)
 local function ref(x, shape, axis, log)

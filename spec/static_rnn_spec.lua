@@ -33,14 +33,7 @@ local function zip(a, b, f)
   return out
 end
 
-local function flat(t)
-  local out = {}
-  local function walk(x)
-    if type(x) == "table" then for _, y in ipairs(x) do walk(y) end else out[#out + 1] = x end
-  end
-  walk(t)
-  return out
-end
+local flat = require("spec.helpers.index").flatten
 
 local function rnd(seed, ...)
   local dims = { ... }

@@ -2,8 +2,14 @@
 -- random generator for their synthetic data, the training loop, LoD
 -- batches of word ids, and the command line. Each program loads it with
 -- dofile (see any of them); it is not a module of oar.
+
+local dir = debug.getinfo(1, "S").source:match("^@(.*/)[^/]*$") or "./"
+-- A source checkout runs without installing (lua/ and build/ next to examples/).
+dofile(dir .. "../checkout.lua")
+
 local ffi = require("ffi")
 local oar = require("oar")
+local layers = oar.layers
 
 local M = {}
 
@@ -68,6 +74,81 @@ function M.train_loop(r, next_batch, opts)
     end
   end
   return losses, accs, exe, scope
+end
+
+-- The main and startup programs of a book program, seeded with opts.seed;
+-- build(r) adds the layers inside their program_guard and sets r's fields
+-- (avg_cost and acc for train_loop).
+function M.programs(opts, build)
+  local r = { main = oar.Program(), startup = oar.Program() }
+  r.main.random_seed, r.startup.random_seed = opts.seed, opts.seed
+  oar.program_guard(r.main, r.startup, function() build(r) end)
+  return r
+end
+
+-- A book program's train(opts): opts over prog.DEFAULTS, prog.build(o),
+-- then train_loop over the feeds of batches(o) (a function of the step).
+function M.trainer(prog, batches)
+  return function(opts)
+    local o = {}
+    for k, v in pairs(prog.DEFAULTS) do o[k] = v end
+    for k, v in pairs(opts or {}) do o[k] = v end
+    local r = prog.build(o)
+    return M.train_loop(r, batches(o), o)
+  end
+end
+
+-- Trains prog with the command line's options when `name`.lua is the
+-- script luajit runs (not when it is loaded with dofile).
+function M.main(prog, name)
+  if arg and arg[0] and arg[0]:match(name .. "%.lua$") then
+    prog.train(M.parse_args(name, arg, prog.DEFAULTS))
+  end
+end
+
+-- Fluid's image_classification train program, shared by its two nets as in
+-- the book test: pixel [3, 32, 32] and label fed, net(images), an fc
+-- softmax over `classes`, cross entropy, accuracy, Adam.
+function M.image_classifier(opts, classes, net)
+  return M.programs(opts, function(r)
+    local images = layers.data{ name = "pixel", shape = { 3, 32, 32 }, dtype = "float32" }
+    local label = layers.data{ name = "label", shape = { 1 }, dtype = "int64" }
+    r.predict = layers.fc{ input = net(images), size = classes, act = "softmax" }
+    local cost = layers.cross_entropy{ input = r.predict, label = label }
+    r.avg_cost = layers.mean(cost)
+    r.acc = layers.accuracy{ input = r.predict, label = label }
+    oar.optimizer.Adam{ learning_rate = opts.lr }:minimize(r.avg_cost)
+  end)
+end
+
+-- the image_classification feeds: synthetic CIFAR-shaped batches
+function M.image_batches(o)
+  local next_batch = dofile(dir .. "synthetic_images.lua")(o.seed, o.batch_size)
+  return function()
+    local x, y = next_batch()
+    return { pixel = x, label = y }
+  end
+end
+
+-- Fluid's understand_sentiment train program, shared by its nets as in the
+-- book test: words (LoD level 1) and label fed, net(data, label, dict_dim)
+-- gives avg_cost, accuracy and prediction; Adagrad.
+function M.sentiment_classifier(opts, net)
+  return M.programs(opts, function(r)
+    local data = layers.data{ name = "words", shape = { 1 }, dtype = "int64", lod_level = 1 }
+    local label = layers.data{ name = "label", shape = { 1 }, dtype = "int64" }
+    r.avg_cost, r.acc, r.prediction = net(data, label, opts.dict_dim)
+    oar.optimizer.Adagrad{ learning_rate = opts.lr }:minimize(r.avg_cost)
+  end)
+end
+
+-- the understand_sentiment feeds: synthetic reviews of dict_dim words
+function M.review_batches(o)
+  local next_batch = dofile(dir .. "synthetic_reviews.lua")(o.seed, o.batch_size, o.dict_dim)
+  return function()
+    local words, labels = next_batch()
+    return { words = words, label = labels }
+  end
 end
 
 -- Parses "--key value" options into a copy of defaults (numbers where the

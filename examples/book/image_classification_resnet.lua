@@ -12,14 +12,8 @@
 -- As a library: dofile("examples/book/image_classification_resnet.lua").train{steps = 10, depth = 8}
 -- returns the loss and accuracy of every step.
 
-local here = debug.getinfo(1, "S").source:match("^@(.*)examples/book/[^/]*$")
-if here then
-  local root = here == "" and "./" or here
-  package.path = root .. "lua/?.lua;" .. root .. "lua/?/init.lua;" .. package.path
-end
-local dir = debug.getinfo(1, "S").source:match("^@(.*/)[^/]*$") or "./"
-local book = dofile(dir .. "common.lua")
-local synthetic = dofile(dir .. "synthetic_images.lua")
+-- common.lua also finds lua/ next to examples/ in a source checkout.
+local book = dofile((debug.getinfo(1, "S").source:match("^@(.*/)[^/]*$") or "./") .. "common.lua")
 
 local oar = require("oar")
 local layers = oar.layers
@@ -63,35 +57,11 @@ function M.resnet_cifar10(input, depth)
 end
 
 function M.build(opts)
-  local r = { main = oar.Program(), startup = oar.Program() }
-  r.main.random_seed, r.startup.random_seed = opts.seed, opts.seed
-  oar.program_guard(r.main, r.startup, function()
-    local images = layers.data{ name = "pixel", shape = { 3, 32, 32 }, dtype = "float32" }
-    local label = layers.data{ name = "label", shape = { 1 }, dtype = "int64" }
-    local net = M.resnet_cifar10(images, opts.depth)
-    r.predict = layers.fc{ input = net, size = M.CLASSES, act = "softmax" }
-    local cost = layers.cross_entropy{ input = r.predict, label = label }
-    r.avg_cost = layers.mean(cost)
-    r.acc = layers.accuracy{ input = r.predict, label = label }
-    oar.optimizer.Adam{ learning_rate = opts.lr }:minimize(r.avg_cost)
-  end)
-  return r
+  return book.image_classifier(opts, M.CLASSES, function(images) return M.resnet_cifar10(images, opts.depth) end)
 end
 
-function M.train(opts)
-  local o = {}
-  for k, v in pairs(M.DEFAULTS) do o[k] = v end
-  for k, v in pairs(opts or {}) do o[k] = v end
-  local r = M.build(o)
-  local next_batch = synthetic(o.seed, o.batch_size)
-  return book.train_loop(r, function()
-    local x, y = next_batch()
-    return { pixel = x, label = y }
-  end, o)
-end
+M.train = book.trainer(M, book.image_batches)
 
-if arg and arg[0] and arg[0]:match("image_classification_resnet%.lua$") then
-  M.train(book.parse_args("image_classification_resnet", arg, M.DEFAULTS))
-end
+book.main(M, "image_classification_resnet")
 
 return M

@@ -9,12 +9,7 @@
 -- As a library: dofile("examples/book/recognize_digits_conv.lua").train{steps = 20}
 -- returns the loss and accuracy of every step.
 
--- A source checkout runs without installing: find lua/ next to examples/.
-local here = debug.getinfo(1, "S").source:match("^@(.*)examples/book/[^/]*$")
-if here then
-  local root = here == "" and "./" or here
-  package.path = root .. "lua/?.lua;" .. root .. "lua/?/init.lua;" .. package.path
-end
+-- common.lua also finds lua/ next to examples/ in a source checkout.
 local book = dofile((debug.getinfo(1, "S").source:match("^@(.*/)[^/]*$") or "./") .. "common.lua")
 
 local oar = require("oar")
@@ -45,37 +40,31 @@ function M.conv_net(img, label)
 end
 
 function M.build(opts)
-  local r = { main = oar.Program(), startup = oar.Program() }
-  r.main.random_seed, r.startup.random_seed = opts.seed, opts.seed
-  oar.program_guard(r.main, r.startup, function()
+  return book.programs(opts, function(r)
     local img = layers.data{ name = "img", shape = { 1, 28, 28 }, dtype = "float32" }
     local label = layers.data{ name = "label", shape = { 1 }, dtype = "int64" }
     r.prediction, r.avg_cost, r.acc = M.conv_net(img, label)
     oar.optimizer.Adam{ learning_rate = opts.lr }:minimize(r.avg_cost)
   end)
-  return r
 end
 
-function M.train(opts)
-  local o = {}
-  for k, v in pairs(M.DEFAULTS) do o[k] = v end
-  for k, v in pairs(opts or {}) do o[k] = v end
+-- Fashion-MNIST batches of the training set, reshuffled when it runs out
+local function batches(o)
   local data_dir = o.data_dir ~= "" and o.data_dir or nil
   local data = fashion_mnist.load("train", { data_dir = data_dir, max_items = o.steps * o.batch_size })
-  local r = M.build(o)
   local iter = fashion_mnist.batches(data, o.batch_size, { seed = o.seed, image_shape = { 1, 28, 28 }, drop_last = true })
-  return book.train_loop(r, function()
+  return function()
     local x, y = iter()
     if not x then
       iter = fashion_mnist.batches(data, o.batch_size, { seed = o.seed + 1, image_shape = { 1, 28, 28 }, drop_last = true })
       x, y = iter()
     end
     return { img = x, label = y }
-  end, o)
+  end
 end
 
-if arg and arg[0] and arg[0]:match("recognize_digits_conv%.lua$") then
-  M.train(book.parse_args("recognize_digits_conv", arg, M.DEFAULTS))
-end
+M.train = book.trainer(M, batches)
+
+book.main(M, "recognize_digits_conv")
 
 return M

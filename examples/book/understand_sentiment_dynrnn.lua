@@ -11,14 +11,8 @@
 -- As a library: dofile("examples/book/understand_sentiment_dynrnn.lua").train{steps = 20}
 -- returns the loss and accuracy of every step.
 
-local here = debug.getinfo(1, "S").source:match("^@(.*)examples/book/[^/]*$")
-if here then
-  local root = here == "" and "./" or here
-  package.path = root .. "lua/?.lua;" .. root .. "lua/?/init.lua;" .. package.path
-end
-local dir = debug.getinfo(1, "S").source:match("^@(.*/)[^/]*$") or "./"
-local book = dofile(dir .. "common.lua")
-local synthetic = dofile(dir .. "synthetic_reviews.lua")
+-- common.lua also finds lua/ next to examples/ in a source checkout.
+local book = dofile((debug.getinfo(1, "S").source:match("^@(.*/)[^/]*$") or "./") .. "common.lua")
 
 local oar = require("oar")
 local layers = oar.layers
@@ -61,31 +55,13 @@ function M.dyn_rnn_lstm(data, label, input_dim, class_dim, emb_dim, lstm_size)
 end
 
 function M.build(opts)
-  local r = { main = oar.Program(), startup = oar.Program() }
-  r.main.random_seed, r.startup.random_seed = opts.seed, opts.seed
-  oar.program_guard(r.main, r.startup, function()
-    local data = layers.data{ name = "words", shape = { 1 }, dtype = "int64", lod_level = 1 }
-    local label = layers.data{ name = "label", shape = { 1 }, dtype = "int64" }
-    r.avg_cost, r.acc, r.prediction = M.dyn_rnn_lstm(data, label, opts.dict_dim, 2, 32, opts.lstm_size)
-    oar.optimizer.Adagrad{ learning_rate = opts.lr }:minimize(r.avg_cost)
+  return book.sentiment_classifier(opts, function(data, label, dict_dim)
+    return M.dyn_rnn_lstm(data, label, dict_dim, 2, 32, opts.lstm_size)
   end)
-  return r
 end
 
-function M.train(opts)
-  local o = {}
-  for k, v in pairs(M.DEFAULTS) do o[k] = v end
-  for k, v in pairs(opts or {}) do o[k] = v end
-  local r = M.build(o)
-  local next_batch = synthetic(o.seed, o.batch_size, o.dict_dim)
-  return book.train_loop(r, function()
-    local words, labels = next_batch()
-    return { words = words, label = labels }
-  end, o)
-end
+M.train = book.trainer(M, book.review_batches)
 
-if arg and arg[0] and arg[0]:match("understand_sentiment_dynrnn%.lua$") then
-  M.train(book.parse_args("understand_sentiment_dynrnn", arg, M.DEFAULTS))
-end
+book.main(M, "understand_sentiment_dynrnn")
 
 return M

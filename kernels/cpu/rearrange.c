@@ -8,26 +8,8 @@
  */
 #include <string.h>
 #include "op.h"
+#include "rearrange_common.h"   /* nm, input, prod, strides_of, next_index */
 #include "ops/rearrange.h"
-
-static const char *nm(const char *s) { return s ? s : "?"; }
-
-/* input `slot` (`name` in messages) holding a value */
-static int input(oar_kernel_ctx_t *k, int slot, int i, const char *name, oar_tensor_t **t)
-{
-    *t = oar_k_input(k, slot, i);
-    if (!*t || (*t)->dtype < 0 || (oar_tensor_numel_of(*t) > 0 && !oar_tensor_has_data(*t)))
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", name,
-                           nm(oar_k_input_name(k, slot, i)));
-    return OAR_OK;
-}
-
-static int64_t prod(const int64_t *d, int a, int b)
-{
-    int64_t p = 1;
-    for (int i = a; i < b; i++) p *= d[i];
-    return p;
-}
 
 /* ---- unstack ------------------------------------------------------------ */
 /* X = [pre, n, post]: Y[i] = X[:, i, :] */
@@ -77,23 +59,6 @@ static int unstack_bwd(oar_kernel_ctx_t *k)
         }
     }
     return OAR_OK;
-}
-
-/* ---- index walking ------------------------------------------------------ */
-/* advance a row-major multi-index over dims; false after the last */
-static bool next_index(int64_t *idx, const int64_t *dims, int nd)
-{
-    for (int i = nd - 1; i >= 0; i--) {
-        if (++idx[i] < dims[i]) return true;
-        idx[i] = 0;
-    }
-    return false;
-}
-
-static void strides_of(const int64_t *dims, int nd, int64_t *st)
-{
-    int64_t s = 1;
-    for (int i = nd - 1; i >= 0; i--) { st[i] = s; s *= dims[i]; }
 }
 
 /* ---- expand_as ---------------------------------------------------------- */

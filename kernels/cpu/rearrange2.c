@@ -10,21 +10,10 @@
 #include <math.h>
 #include <string.h>
 #include "op.h"
+#include "rearrange_common.h"   /* nm, input, prod, strides_of, next_index */
 #include "ops/attr_tensor.h"
 #include "ops/rearrange2.h"
 #include "ops/rearrange2_util.h"
-
-static const char *nm(const char *s) { return s ? s : "?"; }
-
-/* input `slot` (`name` in messages) holding a value */
-static int input(oar_kernel_ctx_t *k, int slot, int i, const char *name, oar_tensor_t **t)
-{
-    *t = oar_k_input(k, slot, i);
-    if (!*t || (*t)->dtype < 0 || (oar_tensor_numel_of(*t) > 0 && !oar_tensor_has_data(*t)))
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", name,
-                           nm(oar_k_input_name(k, slot, i)));
-    return OAR_OK;
-}
 
 /* the first tensor of output `slot` as writable data of dtype dt; *p NULL
  * when the output is absent (optional) or empty */
@@ -37,28 +26,6 @@ static int output(oar_kernel_ctx_t *k, int slot, const char *name, int dt, bool 
     OAR_TRY(oar_k_output_sized(k, slot, name, dt, oar_tensor_numel_of(*t), optional, &d));
     *p = d;
     return OAR_OK;
-}
-
-static int64_t prod(const int64_t *d, int a, int b)
-{
-    int64_t p = 1;
-    for (int i = a; i < b; i++) p *= d[i];
-    return p;
-}
-
-static void strides_of(const int64_t *dims, int nd, int64_t *st)
-{
-    int64_t s = 1;
-    for (int i = nd - 1; i >= 0; i--) { st[i] = s; s *= dims[i]; }
-}
-
-static bool next_index(int64_t *idx, const int64_t *dims, int nd)
-{
-    for (int i = nd - 1; i >= 0; i--) {
-        if (++idx[i] < dims[i]) return true;
-        idx[i] = 0;
-    }
-    return false;
 }
 
 /* element j of an int32/int64 index tensor */

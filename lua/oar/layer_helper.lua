@@ -93,6 +93,19 @@ function check.int_list(layer, key, v, n, default)
   return v
 end
 
+--- a list of integers of any length (one integer is a list of one);
+-- `empty_ok` allows {}
+function check.ints(layer, key, v, empty_ok)
+  if type(v) == "number" then v = { v } end
+  if type(v) ~= "table" or is_variable(v) or (#v == 0 and not empty_ok) then
+    fail(layer, key, "an integer or a list of integers", v)
+  end
+  for i = 1, #v do
+    if type(v[i]) ~= "number" or v[i] % 1 ~= 0 then fail(layer, key .. "[" .. i .. "]", "an integer", v[i]) end
+  end
+  return v
+end
+
 function check.dtype(layer, key, v, default)
   if v == nil then v = default end
   local name = dtypes.name(v)

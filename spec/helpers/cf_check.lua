@@ -8,6 +8,7 @@
 --   local out = CF.run(r, feeds, {var, ...})                     -- forward values (tables)
 --   CF.check_grads(r, feeds, {delta=, max_rel=})                 -- asserts
 local oar = require("oar")
+local flatten = require("spec.helpers.index").flatten
 
 local M = {}
 
@@ -56,15 +57,8 @@ function M.run(r, feeds, fetch, program)
   return out
 end
 
-local function flat(t)
-  local tab = t:totable()
-  local out = {}
-  local function walk(x)
-    if type(x) == "table" then for _, y in ipairs(x) do walk(y) end else out[#out + 1] = x end
-  end
-  walk(tab)
-  return out
-end
+-- a tensor's values, row-major
+local function flat(t) return flatten(t:totable()) end
 M.flat = flat
 
 local function loss_of(r, feeds)

@@ -1,5 +1,6 @@
 -- Row-major index arithmetic shared by the op specs that compute expected
--- values in plain Lua: element counts and flat <-> multi-index (0-based).
+-- values in plain Lua: element counts, flat <-> multi-index (0-based),
+-- nesting and flattening, LoD offsets.
 local M = {}
 
 -- element count of a shape (a list of dims)
@@ -24,6 +25,42 @@ function M.ravel(idx, shape)
   local p = 0
   for i = 1, #shape do p = p * shape[i] + idx[i] end
   return p
+end
+
+-- nested tables of the given shape filled row-major from the flat list
+function M.nest(flat, shape)
+  local pos = 0
+  local function build(d)
+    local t = {}
+    for i = 1, shape[d] do
+      if d == #shape then
+        pos = pos + 1
+        t[i] = flat[pos]
+      else
+        t[i] = build(d + 1)
+      end
+    end
+    return t
+  end
+  return build(1)
+end
+
+-- the leaves of nested tables, row-major
+function M.flatten(t)
+  local out = {}
+  local function walk(x)
+    if type(x) == "table" then for _, y in ipairs(x) do walk(y) end else out[#out + 1] = x end
+  end
+  walk(t)
+  return out
+end
+
+-- LoD offsets {0, l1, l1+l2, ...} from sequence lengths (Fluid's tests give
+-- lengths, oar's tensors take offsets)
+function M.offsets(lengths)
+  local o = { 0 }
+  for i, n in ipairs(lengths) do o[i + 1] = o[i] + n end
+  return o
 end
 
 return M

@@ -347,11 +347,7 @@ local function append_loss(prog, outs, of)
   return "loss"
 end
 
-local function numel(shape)
-  local n = 1
-  for _, d in ipairs(shape) do n = n * d end
-  return n
-end
+local numel = require("spec.helpers.index").numel
 
 -- T.check_grad{type=, inputs=, attrs=, outputs=, wrt={...}, of={...}, delta=, max_rel=, no_grad=}
 -- The analytic gradients of the loss (sum of the means of the `of` outputs)

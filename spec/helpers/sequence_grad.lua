@@ -41,11 +41,7 @@ local function declare(block, name, v)
   if v.lod then check(C.oar_var_desc_set_lod_level(out[0], #v.lod)) end
 end
 
-local function numel(shape)
-  local n = 1
-  for _, d in ipairs(shape) do n = n * d end
-  return n
-end
+local numel = require("spec.helpers.index").numel
 
 -- program: the op, then w * output -> mean for each `of` output, summed
 local function build(spec, out_shapes, wvals)

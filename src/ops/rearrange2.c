@@ -9,25 +9,10 @@
 #include <stdio.h>
 #include <string.h>
 #include "op.h"
+#include "infer_util.h"   /* nm, out_wanted, copy_dims, grad_name */
 #include "ops/attr_tensor.h"
 #include "ops/rearrange2.h"   /* generated from rearrange2.ops */
 #include "ops/rearrange2_util.h"
-
-static const char *nm(const char *s) { return s ? s : "?"; }
-
-static bool out_wanted(oar_infer_ctx_t *c, const char *slot, int i)
-{
-    const char *n = oar_ic_out_name(c, slot, i);
-    return n && strcmp(n, OAR_EMPTY_VAR) != 0;
-}
-
-static int copy_dims(oar_infer_ctx_t *c, const char *slot, int64_t *d, int *nd)
-{
-    const int64_t *p = oar_ic_in_dims(c, slot, 0, nd);
-    if (!p) return OAR_ERR_SHAPE;
-    memcpy(d, p, sizeof(int64_t) * (size_t)*nd);
-    return OAR_OK;
-}
 
 static int check_int_index(oar_infer_ctx_t *c, const char *slot)
 {

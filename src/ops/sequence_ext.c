@@ -14,9 +14,9 @@
 #include <stdio.h>
 #include <string.h>
 #include "op.h"
+#include "infer_util.h"   /* nm, out_wanted, copy_dims, grad_name */
 #include "ops/sequence_ext.h"
 
-static const char *nm(const char *s) { return s ? s : "?"; }
 #define IN_NAME(slot) nm(oar_ic_in_name(c, slot, 0))
 
 /* run time: the last LoD level of input `slot` (exactly one level when
@@ -115,25 +115,6 @@ static int reverse_infer(oar_infer_ctx_t *c)
         OAR_TRY(lod_of(c, "X", true, &offs, &n));
     }
     return oar_infer_same_as(c, "X", "Y");
-}
-
-/* the name of the gradient of forward slot `slot` (an output's when fwd_output) */
-static int grad_name(oar_grad_ctx_t *g, const char *slot, bool fwd_output, char *buf, size_t n)
-{
-    char gslot[128];
-    snprintf(gslot, sizeof gslot, "%s%s", slot, OAR_GRAD_SUFFIX);
-    oar_op_desc_t *tmp;
-    OAR_TRY(oar_op_desc_new(oar_op_desc_type(oar_gc_fwd(g)), &tmp));
-    int rc = fwd_output ? oar_gc_out_grad(g, tmp, slot) : oar_gc_in_grad(g, tmp, slot);
-    const char *name = NULL;
-    if (rc == OAR_OK) {
-        name = fwd_output ? oar_op_desc_input_arg(tmp, gslot, 0) : oar_op_desc_output_arg(tmp, gslot, 0);
-        if (!name) rc = oar_error(OAR_ERR_INVALID, "no gradient name for %s", slot);
-    }
-    if (rc == OAR_OK && strlen(name) >= n) rc = oar_error(OAR_ERR_INVALID, "gradient name '%s' is too long", name);
-    if (rc == OAR_OK) memcpy(buf, name, strlen(name) + 1);
-    oar_op_desc_free(tmp);
-    return rc;
 }
 
 /* Fluid's sequence_reverse grad is a sequence_reverse: X <- Y@GRAD (which

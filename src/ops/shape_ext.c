@@ -14,25 +14,10 @@
 #include <stdio.h>
 #include <string.h>
 #include "op.h"
+#include "infer_util.h"   /* nm, out_wanted, copy_dims, grad_name */
 #include "attr_tensor.h"
 #include "ops/shape_ext.h"   /* generated from shape_ext.ops */
 #include "shape_ext_util.h"   /* oar_slice_bounds */
-
-static const char *nm(const char *s) { return s ? s : "?"; }
-
-static bool out_wanted(oar_infer_ctx_t *c, const char *slot)
-{
-    const char *n = oar_ic_out_name(c, slot, 0);
-    return n && strcmp(n, OAR_EMPTY_VAR) != 0;
-}
-
-static int copy_dims(oar_infer_ctx_t *c, const char *slot, int64_t *d, int *nd)
-{
-    const int64_t *p = oar_ic_in_dims(c, slot, 0, nd);
-    if (!p) return OAR_ERR_SHAPE;
-    memcpy(d, p, sizeof(int64_t) * (size_t)*nd);
-    return OAR_OK;
-}
 
 /* oar_ic_int_list over a decoded INTS attr: the tensors (tslot, then lslot)
  * when given, else `attr` (named aname in messages) */
@@ -52,7 +37,7 @@ static int int_list(oar_infer_ctx_t *c, const char *tslot, const char *lslot, co
 /* X@GRAD (or Input@GRAD) gets the dims, dtype and LoD of the forward input */
 static int grad_like(oar_infer_ctx_t *c, const char *in, const char *gout)
 {
-    if (!out_wanted(c, gout)) return OAR_OK;
+    if (!out_wanted(c, gout, 0)) return OAR_OK;
     int64_t d[OAR_MAX_DIMS];
     int nd;
     OAR_TRY(copy_dims(c, in, d, &nd));
@@ -87,7 +72,7 @@ static int fcr_infer(oar_infer_ctx_t *c)
     for (int i = e + 1; i < r; i++) out[n++] = x[i];
     OAR_TRY(oar_ic_set_out(c, "Out", 0, out, n, oar_ic_in_dtype(c, "X", 0)));
     if (s > 0) OAR_TRY(oar_ic_share_lod(c, "X", 0, "Out", 0));
-    if (out_wanted(c, "XShape")) {
+    if (out_wanted(c, "XShape", 0)) {
         int64_t xs[OAR_MAX_DIMS];
         if (nx + 1 > OAR_MAX_DIMS)
             return oar_ic_error(c, OAR_ERR_SHAPE, "X of rank %d: XShape would exceed %d dims", nx, OAR_MAX_DIMS);
@@ -100,7 +85,7 @@ static int fcr_infer(oar_infer_ctx_t *c)
 
 static int fcr_grad_infer(oar_infer_ctx_t *c)
 {
-    if (!out_wanted(c, "X@GRAD")) return OAR_OK;
+    if (!out_wanted(c, "X@GRAD", 0)) return OAR_OK;
     int nd;
     const int64_t *d = oar_ic_in_dims(c, "XShape", 0, &nd);
     if (!d) return OAR_ERR_SHAPE;

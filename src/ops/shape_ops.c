@@ -13,6 +13,7 @@
  * shape_ops.ops; this file holds their inference and grad makers.
  */
 #include "op.h"
+#include "infer_util.h"   /* nm, out_wanted, copy_dims, grad_name */
 #include "attr_tensor.h"
 #include "ops/shape_ops.h"   /* generated from shape_ops.ops */
 
@@ -20,15 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *nm(const char *s) { return s ? s : "?"; }
-
 /* a grad output the pass left out (@EMPTY@) or the op lacks */
-static bool out_wanted(oar_infer_ctx_t *c, const char *slot, int i)
-{
-    const char *n = oar_ic_out_name(c, slot, i);
-    return n && strcmp(n, OAR_EMPTY_VAR) != 0;
-}
-
 /* copy of an input's dims (the pointer may be invalidated by an in-place output) */
 static int in_dims(oar_infer_ctx_t *c, const char *slot, int i, int64_t *dims, int *nd)
 {

@@ -13,17 +13,7 @@ local raise, is_variable = framework.raise, framework.is_variable
 
 local M = {}
 
--- a list of integers (or one integer, made a list of one)
-local function int_list(layer, key, v, allow_empty)
-  if type(v) == "number" then v = { v } end
-  if type(v) ~= "table" or is_variable(v) or (#v == 0 and not allow_empty) then
-    check.fail(layer, key, "an integer or a list of integers", v)
-  end
-  for i = 1, #v do
-    if type(v[i]) ~= "number" or v[i] % 1 ~= 0 then check.fail(layer, key .. "[" .. i .. "]", "an integer", v[i]) end
-  end
-  return v
-end
+local int_list = check.ints   -- a list of integers (or one integer, made a list of one)
 
 -- an axis of a rank-`rank` value (negative: from the end); checked when the rank is known
 local function axis_in(layer, key, v, rank, extra)

@@ -8,21 +8,11 @@ local LayerHelper = require("oar.layer_helper")
 local framework = require("oar.framework")
 
 local check, args = LayerHelper.check, LayerHelper.args
-local raise, is_variable = framework.raise, framework.is_variable
+local raise = framework.raise
 
 local M = {}
 
--- a list of integers (one integer is a list of one); `empty_ok` allows {}
-local function int_list(layer, key, v, empty_ok)
-  if type(v) == "number" then v = { v } end
-  if type(v) ~= "table" or is_variable(v) or (#v == 0 and not empty_ok) then
-    check.fail(layer, key, "an integer or a list of integers", v)
-  end
-  for i = 1, #v do
-    if type(v[i]) ~= "number" or v[i] % 1 ~= 0 then check.fail(layer, key .. "[" .. i .. "]", "an integer", v[i]) end
-  end
-  return v
-end
+local int_list = check.ints   -- a list of integers (or one integer, made a list of one)
 
 -- an axis of a rank-`rank` input (negative: from the end), checked
 local function axis_of(layer, key, v, rank)

@@ -1,0 +1,10 @@
+-- examples/checkout.lua: a source checkout runs without installing. The
+-- programs under examples/ and bench/ load this file with dofile before
+-- their first require; it puts the checkout's lua/ on package.path and its
+-- build/ on package.cpath (the checkout is found from where this file is).
+local here = debug.getinfo(1, "S").source:match("^@(.*)examples/[^/]*$")
+if here then
+  local root = here == "" and "./" or here
+  package.path = root .. "lua/?.lua;" .. root .. "lua/?/init.lua;" .. package.path
+  package.cpath = root .. "build/?.so;" .. package.cpath
+end
