@@ -133,6 +133,24 @@ void *oar_k_output_data(oar_kernel_ctx_t *k, int slot, int i, int dtype) {
     return out_data(k, t, dtype);
 }
 
+int oar_k_input_sized(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel, const void **p) {
+    *p = NULL;
+    const oar_tensor_t *t = oar_k_input(k, slot, 0);
+    const char *vn = oar_k_input_name(k, slot, 0);
+    if (!vn) vn = "?";
+    if (!t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", name, vn);
+    if (dtype >= 0 && t->dtype != dtype)
+        return oar_k_error(k, OAR_ERR_DTYPE, "input %s '%s' has dtype %s, expected %s", name, vn,
+                           oar_dtype_name(t->dtype), oar_dtype_name(dtype));
+    if (numel >= 0 && oar_tensor_numel_of(t) != numel)
+        return oar_k_error(k, OAR_ERR_SHAPE, "input %s '%s' has %lld elements, expected %lld", name, vn,
+                           (long long)oar_tensor_numel_of(t), (long long)numel);
+    *p = oar_tensor_data((oar_tensor_t *)t);
+    if (!*p && oar_tensor_numel_of(t) > 0)
+        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no data", name, vn);
+    return OAR_OK;
+}
+
 int oar_k_output_sized(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel, bool optional,
                        void **p) {
     *p = NULL;

@@ -270,6 +270,11 @@ OAR_API void *oar_k_output_data(oar_kernel_ctx_t *k, int slot, int i, int dtype)
  * output gives *p = NULL and OAR_OK. */
 OAR_API int oar_k_output_sized(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel,
                                bool optional, void **p);
+/* The input twin: the data of input `slot`, checked to be of dtype (-1: any)
+ * and, when numel >= 0, to hold numel elements; errors name the slot
+ * (`name`) and the variable. */
+OAR_API int oar_k_input_sized(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel,
+                              const void **p);
 /* The one sanctioned way for a kernel to set an output's shape, only where
  * the shape depends on the data (rows gathered from other ranks, a sparse
  * grad's row count): sizes the first tensor of output `slot` (a

@@ -3,38 +3,16 @@
 #include "op.h"
 #include "ops/loss_basic.h"
 
-static const char *nm(const char *s) { return s ? s : "?"; }
 
-/* input `slot` (`name` in messages) of dtype `dtype` and, when n >= 0, n elements */
-static int in_data(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t n, const void **p)
-{
-    const oar_tensor_t *t = oar_k_input(k, slot, 0);
-    *p = NULL;
-    if (!t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", name,
-                               nm(oar_k_input_name(k, slot, 0)));
-    if (t->dtype != dtype)
-        return oar_k_error(k, OAR_ERR_DTYPE, "input %s '%s' has dtype %s, expected %s", name,
-                           nm(oar_k_input_name(k, slot, 0)), nm(oar_dtype_name(t->dtype)),
-                           oar_dtype_name(dtype));
-    if (n >= 0 && oar_tensor_numel_of(t) != n)
-        return oar_k_error(k, OAR_ERR_SHAPE, "input %s '%s' has %lld elements, expected %lld like X",
-                           name, nm(oar_k_input_name(k, slot, 0)),
-                           (long long)oar_tensor_numel_of(t), (long long)n);
-    *p = oar_tensor_data((oar_tensor_t *)t);
-    if (!*p && oar_tensor_numel_of(t) > 0)
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no data", name,
-                           nm(oar_k_input_name(k, slot, 0)));
-    return OAR_OK;
-}
 
 #define SEC_KERNELS(sfx, T, DT)                                                             \
     static int sec_##sfx(oar_kernel_ctx_t *k)                                               \
     {                                                                                       \
         const void *xv, *yv;                                                                \
         const oar_tensor_t *xt = oar_k_input(k, OAR_SEC_X, 0);                              \
-        OAR_TRY(in_data(k, OAR_SEC_X, "X", DT, -1, &xv));                                   \
+        OAR_TRY(oar_k_input_sized(k, OAR_SEC_X, "X", DT, -1, &xv));                                   \
         int64_t n = oar_tensor_numel_of(xt);                                                \
-        OAR_TRY(in_data(k, OAR_SEC_Y, "Y", DT, n, &yv));                                    \
+        OAR_TRY(oar_k_input_sized(k, OAR_SEC_Y, "Y", DT, n, &yv));                                    \
         if (!oar_k_output(k, OAR_SEC_OUT, 0))                                               \
             return oar_k_error(k, OAR_ERR_NOT_FOUND, "output Out has no tensor variable");  \
         T *o = oar_k_output_data(k, OAR_SEC_OUT, 0, DT);                                    \
@@ -49,10 +27,10 @@ static int in_data(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, i
     {                                                                                       \
         const void *xv, *yv, *gv;                                                           \
         const oar_tensor_t *xt = oar_k_input(k, OAR_SEC_X, 0);                              \
-        OAR_TRY(in_data(k, OAR_SEC_X, "X", DT, -1, &xv));                                   \
+        OAR_TRY(oar_k_input_sized(k, OAR_SEC_X, "X", DT, -1, &xv));                                   \
         int64_t n = oar_tensor_numel_of(xt);                                                \
-        OAR_TRY(in_data(k, OAR_SEC_Y, "Y", DT, n, &yv));                                    \
-        OAR_TRY(in_data(k, OAR_SECG_DOUT, "Out@GRAD", DT, n, &gv));                         \
+        OAR_TRY(oar_k_input_sized(k, OAR_SEC_Y, "Y", DT, n, &yv));                                    \
+        OAR_TRY(oar_k_input_sized(k, OAR_SECG_DOUT, "Out@GRAD", DT, n, &gv));                         \
         T *dx = NULL, *dy = NULL;                                                           \
         if (oar_k_output(k, OAR_SECG_DX, 0) && !(dx = oar_k_output_data(k, OAR_SECG_DX, 0, DT))) \
             return OAR_ERR_NOMEM;                                                           \

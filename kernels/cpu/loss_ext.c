@@ -10,26 +10,6 @@
 
 static const char *nm(const char *s) { return s ? s : "?"; }
 
-/* input `slot` (`name` in messages) of dtype `dtype` and, when n >= 0, n elements */
-static int in_data(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t n, const void **p)
-{
-    const oar_tensor_t *t = oar_k_input(k, slot, 0);
-    *p = NULL;
-    if (!t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", name,
-                               nm(oar_k_input_name(k, slot, 0)));
-    if (t->dtype != dtype)
-        return oar_k_error(k, OAR_ERR_DTYPE, "input %s '%s' has dtype %s, expected %s", name,
-                           nm(oar_k_input_name(k, slot, 0)), nm(oar_dtype_name(t->dtype)),
-                           nm(oar_dtype_name(dtype)));
-    if (n >= 0 && oar_tensor_numel_of(t) != n)
-        return oar_k_error(k, OAR_ERR_SHAPE, "input %s '%s' has %lld elements, expected %lld", name,
-                           nm(oar_k_input_name(k, slot, 0)), (long long)oar_tensor_numel_of(t), (long long)n);
-    *p = oar_tensor_data((oar_tensor_t *)t);
-    if (!*p && oar_tensor_numel_of(t) > 0)
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no data", name,
-                           nm(oar_k_input_name(k, slot, 0)));
-    return OAR_OK;
-}
 
 /* a class id in [0, C) */
 static int label_ok(oar_kernel_ctx_t *k, int slot, int64_t c, int64_t C, int64_t at)

@@ -11,13 +11,13 @@ static int FN(sl1_fwd)(oar_kernel_ctx_t *k)
     const oar_sl1_attrs_t *a = oar_k_attrs(k);
     const oar_tensor_t *xt = oar_k_input(k, OAR_SL1_X, 0);
     const void *xv, *yv, *iv = NULL, *ov = NULL;
-    OAR_TRY(in_data(k, OAR_SL1_X, "X", DT, -1, &xv));
+    OAR_TRY(oar_k_input_sized(k, OAR_SL1_X, "X", DT, -1, &xv));
     const int64_t n = oar_tensor_numel_of(xt), rows = xt->ndim > 0 ? xt->dims[0] : 1;
-    OAR_TRY(in_data(k, OAR_SL1_Y, "Y", DT, n, &yv));
+    OAR_TRY(oar_k_input_sized(k, OAR_SL1_Y, "Y", DT, n, &yv));
     /* the weights count only when both are given (Fluid's has_weight) */
     if (oar_k_input(k, OAR_SL1_INSIDEWEIGHT, 0) && oar_k_input(k, OAR_SL1_OUTSIDEWEIGHT, 0)) {
-        OAR_TRY(in_data(k, OAR_SL1_INSIDEWEIGHT, "InsideWeight", DT, n, &iv));
-        OAR_TRY(in_data(k, OAR_SL1_OUTSIDEWEIGHT, "OutsideWeight", DT, n, &ov));
+        OAR_TRY(oar_k_input_sized(k, OAR_SL1_INSIDEWEIGHT, "InsideWeight", DT, n, &iv));
+        OAR_TRY(oar_k_input_sized(k, OAR_SL1_OUTSIDEWEIGHT, "OutsideWeight", DT, n, &ov));
     }
     void *dv, *outv;
     OAR_TRY(oar_k_output_sized(k, OAR_SL1_DIFF, "Diff", DT, n, false, &dv));
@@ -46,12 +46,12 @@ static int FN(sl1_bwd)(oar_kernel_ctx_t *k)
     const oar_sl1_attrs_t *a = oar_k_attrs(k);
     const oar_tensor_t *dt = oar_k_input(k, OAR_SL1G_DIFF, 0);
     const void *dv, *gv, *iv = NULL, *ov = NULL;
-    OAR_TRY(in_data(k, OAR_SL1G_DIFF, "Diff", DT, -1, &dv));
+    OAR_TRY(oar_k_input_sized(k, OAR_SL1G_DIFF, "Diff", DT, -1, &dv));
     const int64_t n = oar_tensor_numel_of(dt), rows = dt->ndim > 0 ? dt->dims[0] : 1;
-    OAR_TRY(in_data(k, OAR_SL1G_DOUT, "Out@GRAD", DT, rows, &gv));
+    OAR_TRY(oar_k_input_sized(k, OAR_SL1G_DOUT, "Out@GRAD", DT, rows, &gv));
     if (oar_k_input(k, OAR_SL1G_INSIDEWEIGHT, 0) && oar_k_input(k, OAR_SL1G_OUTSIDEWEIGHT, 0)) {
-        OAR_TRY(in_data(k, OAR_SL1G_INSIDEWEIGHT, "InsideWeight", DT, n, &iv));
-        OAR_TRY(in_data(k, OAR_SL1G_OUTSIDEWEIGHT, "OutsideWeight", DT, n, &ov));
+        OAR_TRY(oar_k_input_sized(k, OAR_SL1G_INSIDEWEIGHT, "InsideWeight", DT, n, &iv));
+        OAR_TRY(oar_k_input_sized(k, OAR_SL1G_OUTSIDEWEIGHT, "OutsideWeight", DT, n, &ov));
     }
     void *dxv, *dyv;
     OAR_TRY(oar_k_output_sized(k, OAR_SL1G_DX, "X@GRAD", DT, n, true, &dxv));
@@ -76,9 +76,9 @@ static int FN(huber_fwd)(oar_kernel_ctx_t *k)
 {
     const oar_huber_attrs_t *a = oar_k_attrs(k);
     const void *xv, *yv;
-    OAR_TRY(in_data(k, OAR_HUBER_X, "X", DT, -1, &xv));
+    OAR_TRY(oar_k_input_sized(k, OAR_HUBER_X, "X", DT, -1, &xv));
     const int64_t n = oar_tensor_numel_of(oar_k_input(k, OAR_HUBER_X, 0));
-    OAR_TRY(in_data(k, OAR_HUBER_Y, "Y", DT, n, &yv));
+    OAR_TRY(oar_k_input_sized(k, OAR_HUBER_Y, "Y", DT, n, &yv));
     void *rv, *ov;
     OAR_TRY(oar_k_output_sized(k, OAR_HUBER_RESIDUAL, "Residual", DT, n, false, &rv));
     OAR_TRY(oar_k_output_sized(k, OAR_HUBER_OUT, "Out", DT, n, false, &ov));
@@ -96,9 +96,9 @@ static int FN(huber_bwd)(oar_kernel_ctx_t *k)
 {
     const oar_huber_attrs_t *a = oar_k_attrs(k);
     const void *rv, *gv;
-    OAR_TRY(in_data(k, OAR_HUBERG_RESIDUAL, "Residual", DT, -1, &rv));
+    OAR_TRY(oar_k_input_sized(k, OAR_HUBERG_RESIDUAL, "Residual", DT, -1, &rv));
     const int64_t n = oar_tensor_numel_of(oar_k_input(k, OAR_HUBERG_RESIDUAL, 0));
-    OAR_TRY(in_data(k, OAR_HUBERG_DOUT, "Out@GRAD", DT, n, &gv));
+    OAR_TRY(oar_k_input_sized(k, OAR_HUBERG_DOUT, "Out@GRAD", DT, n, &gv));
     void *dxv, *dyv;
     OAR_TRY(oar_k_output_sized(k, OAR_HUBERG_DX, "X@GRAD", DT, n, true, &dxv));
     OAR_TRY(oar_k_output_sized(k, OAR_HUBERG_DY, "Y@GRAD", DT, n, true, &dyv));
@@ -117,9 +117,9 @@ static int FN(logl_fwd)(oar_kernel_ctx_t *k)
 {
     const oar_logl_attrs_t *a = oar_k_attrs(k);
     const void *pv, *lv;
-    OAR_TRY(in_data(k, OAR_LOGL_PREDICTED, "Predicted", DT, -1, &pv));
+    OAR_TRY(oar_k_input_sized(k, OAR_LOGL_PREDICTED, "Predicted", DT, -1, &pv));
     const int64_t n = oar_tensor_numel_of(oar_k_input(k, OAR_LOGL_PREDICTED, 0));
-    OAR_TRY(in_data(k, OAR_LOGL_LABELS, "Labels", DT, n, &lv));
+    OAR_TRY(oar_k_input_sized(k, OAR_LOGL_LABELS, "Labels", DT, n, &lv));
     void *ov;
     OAR_TRY(oar_k_output_sized(k, OAR_LOGL_LOSS, "Loss", DT, n, false, &ov));
     const T *p = pv, *l = lv, eps = (T)a->epsilon;
@@ -132,10 +132,10 @@ static int FN(logl_bwd)(oar_kernel_ctx_t *k)
 {
     const oar_logl_attrs_t *a = oar_k_attrs(k);
     const void *pv, *lv, *gv;
-    OAR_TRY(in_data(k, OAR_LOGLG_PREDICTED, "Predicted", DT, -1, &pv));
+    OAR_TRY(oar_k_input_sized(k, OAR_LOGLG_PREDICTED, "Predicted", DT, -1, &pv));
     const int64_t n = oar_tensor_numel_of(oar_k_input(k, OAR_LOGLG_PREDICTED, 0));
-    OAR_TRY(in_data(k, OAR_LOGLG_LABELS, "Labels", DT, n, &lv));
-    OAR_TRY(in_data(k, OAR_LOGLG_DLOSS, "Loss@GRAD", DT, n, &gv));
+    OAR_TRY(oar_k_input_sized(k, OAR_LOGLG_LABELS, "Labels", DT, n, &lv));
+    OAR_TRY(oar_k_input_sized(k, OAR_LOGLG_DLOSS, "Loss@GRAD", DT, n, &gv));
     void *dv;
     OAR_TRY(oar_k_output_sized(k, OAR_LOGLG_DPRED, "Predicted@GRAD", DT, n, true, &dv));
     if (!dv) return OAR_OK;
@@ -149,9 +149,9 @@ static int FN(logl_bwd)(oar_kernel_ctx_t *k)
 static int FN(hinge_fwd)(oar_kernel_ctx_t *k)
 {
     const void *xv, *lv;
-    OAR_TRY(in_data(k, OAR_HINGE_LOGITS, "Logits", DT, -1, &xv));
+    OAR_TRY(oar_k_input_sized(k, OAR_HINGE_LOGITS, "Logits", DT, -1, &xv));
     const int64_t n = oar_tensor_numel_of(oar_k_input(k, OAR_HINGE_LOGITS, 0));
-    OAR_TRY(in_data(k, OAR_HINGE_LABELS, "Labels", DT, n, &lv));
+    OAR_TRY(oar_k_input_sized(k, OAR_HINGE_LABELS, "Labels", DT, n, &lv));
     void *ov;
     OAR_TRY(oar_k_output_sized(k, OAR_HINGE_LOSS, "Loss", DT, n, false, &ov));
     const T *x = xv, *l = lv;
@@ -166,10 +166,10 @@ static int FN(hinge_fwd)(oar_kernel_ctx_t *k)
 static int FN(hinge_bwd)(oar_kernel_ctx_t *k)
 {
     const void *xv, *lv, *gv;
-    OAR_TRY(in_data(k, OAR_HINGEG_LOGITS, "Logits", DT, -1, &xv));
+    OAR_TRY(oar_k_input_sized(k, OAR_HINGEG_LOGITS, "Logits", DT, -1, &xv));
     const int64_t n = oar_tensor_numel_of(oar_k_input(k, OAR_HINGEG_LOGITS, 0));
-    OAR_TRY(in_data(k, OAR_HINGEG_LABELS, "Labels", DT, n, &lv));
-    OAR_TRY(in_data(k, OAR_HINGEG_DLOSS, "Loss@GRAD", DT, n, &gv));
+    OAR_TRY(oar_k_input_sized(k, OAR_HINGEG_LABELS, "Labels", DT, n, &lv));
+    OAR_TRY(oar_k_input_sized(k, OAR_HINGEG_DLOSS, "Loss@GRAD", DT, n, &gv));
     void *dv;
     OAR_TRY(oar_k_output_sized(k, OAR_HINGEG_DLOGITS, "Logits@GRAD", DT, n, true, &dv));
     if (!dv) return OAR_OK;
@@ -188,9 +188,9 @@ static int FN(kldiv_fwd)(oar_kernel_ctx_t *k)
     const oar_kldiv_attrs_t *a = oar_k_attrs(k);
     const oar_tensor_t *xt = oar_k_input(k, OAR_KLDIV_X, 0);
     const void *xv, *tv;
-    OAR_TRY(in_data(k, OAR_KLDIV_X, "X", DT, -1, &xv));
+    OAR_TRY(oar_k_input_sized(k, OAR_KLDIV_X, "X", DT, -1, &xv));
     const int64_t n = oar_tensor_numel_of(xt), rows = xt->ndim > 0 ? xt->dims[0] : 1;
-    OAR_TRY(in_data(k, OAR_KLDIV_TARGET, "Target", DT, n, &tv));
+    OAR_TRY(oar_k_input_sized(k, OAR_KLDIV_TARGET, "Target", DT, n, &tv));
     const bool none = a->reduction == OAR_KLDIV_REDUCTION_NONE;
     void *ov;
     OAR_TRY(oar_k_output_sized(k, OAR_KLDIV_LOSS, "Loss", DT, none ? n : 1, false, &ov));
@@ -213,11 +213,11 @@ static int FN(kldiv_bwd)(oar_kernel_ctx_t *k)
     const oar_kldiv_attrs_t *a = oar_k_attrs(k);
     const oar_tensor_t *xt = oar_k_input(k, OAR_KLDIVG_X, 0), *gt = oar_k_input(k, OAR_KLDIVG_DLOSS, 0);
     const void *xv, *tv, *gv;
-    OAR_TRY(in_data(k, OAR_KLDIVG_X, "X", DT, -1, &xv));
+    OAR_TRY(oar_k_input_sized(k, OAR_KLDIVG_X, "X", DT, -1, &xv));
     const int64_t n = oar_tensor_numel_of(xt), rows = xt->ndim > 0 ? xt->dims[0] : 1;
-    OAR_TRY(in_data(k, OAR_KLDIVG_TARGET, "Target", DT, n, &tv));
+    OAR_TRY(oar_k_input_sized(k, OAR_KLDIVG_TARGET, "Target", DT, n, &tv));
     const bool none = a->reduction == OAR_KLDIV_REDUCTION_NONE;
-    OAR_TRY(in_data(k, OAR_KLDIVG_DLOSS, "Loss@GRAD", DT, none ? n : 1, &gv));
+    OAR_TRY(oar_k_input_sized(k, OAR_KLDIVG_DLOSS, "Loss@GRAD", DT, none ? n : 1, &gv));
     (void)gt;
     void *dv;
     OAR_TRY(oar_k_output_sized(k, OAR_KLDIVG_DX, "X@GRAD", DT, n, true, &dv));
@@ -234,9 +234,9 @@ static int FN(kldiv_bwd)(oar_kernel_ctx_t *k)
 static int FN(bce_fwd)(oar_kernel_ctx_t *k)
 {
     const void *xv, *lv;
-    OAR_TRY(in_data(k, OAR_BCE_X, "X", DT, -1, &xv));
+    OAR_TRY(oar_k_input_sized(k, OAR_BCE_X, "X", DT, -1, &xv));
     const int64_t n = oar_tensor_numel_of(oar_k_input(k, OAR_BCE_X, 0));
-    OAR_TRY(in_data(k, OAR_BCE_LABEL, "Label", DT, n, &lv));
+    OAR_TRY(oar_k_input_sized(k, OAR_BCE_LABEL, "Label", DT, n, &lv));
     void *ov;
     OAR_TRY(oar_k_output_sized(k, OAR_BCE_OUT, "Out", DT, n, false, &ov));
     const T *x = xv, *l = lv;
@@ -254,10 +254,10 @@ static int FN(bce_fwd)(oar_kernel_ctx_t *k)
 static int FN(bce_bwd)(oar_kernel_ctx_t *k)
 {
     const void *xv, *lv, *gv;
-    OAR_TRY(in_data(k, OAR_BCEG_X, "X", DT, -1, &xv));
+    OAR_TRY(oar_k_input_sized(k, OAR_BCEG_X, "X", DT, -1, &xv));
     const int64_t n = oar_tensor_numel_of(oar_k_input(k, OAR_BCEG_X, 0));
-    OAR_TRY(in_data(k, OAR_BCEG_LABEL, "Label", DT, n, &lv));
-    OAR_TRY(in_data(k, OAR_BCEG_DOUT, "Out@GRAD", DT, n, &gv));
+    OAR_TRY(oar_k_input_sized(k, OAR_BCEG_LABEL, "Label", DT, n, &lv));
+    OAR_TRY(oar_k_input_sized(k, OAR_BCEG_DOUT, "Out@GRAD", DT, n, &gv));
     void *dv;
     OAR_TRY(oar_k_output_sized(k, OAR_BCEG_DX, "X@GRAD", DT, n, true, &dv));
     if (!dv) return OAR_OK;
@@ -275,10 +275,10 @@ static int FN(mrl_fwd)(oar_kernel_ctx_t *k)
 {
     const oar_mrl_attrs_t *a = oar_k_attrs(k);
     const void *av, *bv, *lv;
-    OAR_TRY(in_data(k, OAR_MRL_X1, "X1", DT, -1, &av));
+    OAR_TRY(oar_k_input_sized(k, OAR_MRL_X1, "X1", DT, -1, &av));
     const int64_t n = oar_tensor_numel_of(oar_k_input(k, OAR_MRL_X1, 0));
-    OAR_TRY(in_data(k, OAR_MRL_X2, "X2", DT, n, &bv));
-    OAR_TRY(in_data(k, OAR_MRL_LABEL, "Label", DT, n, &lv));
+    OAR_TRY(oar_k_input_sized(k, OAR_MRL_X2, "X2", DT, n, &bv));
+    OAR_TRY(oar_k_input_sized(k, OAR_MRL_LABEL, "Label", DT, n, &lv));
     void *actv, *ov;
     OAR_TRY(oar_k_output_sized(k, OAR_MRL_ACTIVATED, "Activated", DT, n, false, &actv));
     OAR_TRY(oar_k_output_sized(k, OAR_MRL_OUT, "Out", DT, n, false, &ov));
@@ -295,10 +295,10 @@ static int FN(mrl_fwd)(oar_kernel_ctx_t *k)
 static int FN(mrl_bwd)(oar_kernel_ctx_t *k)
 {
     const void *av, *gv, *lv;
-    OAR_TRY(in_data(k, OAR_MRLG_ACTIVATED, "Activated", DT, -1, &av));
+    OAR_TRY(oar_k_input_sized(k, OAR_MRLG_ACTIVATED, "Activated", DT, -1, &av));
     const int64_t n = oar_tensor_numel_of(oar_k_input(k, OAR_MRLG_ACTIVATED, 0));
-    OAR_TRY(in_data(k, OAR_MRLG_DOUT, "Out@GRAD", DT, n, &gv));
-    OAR_TRY(in_data(k, OAR_MRLG_LABEL, "Label", DT, n, &lv));
+    OAR_TRY(oar_k_input_sized(k, OAR_MRLG_DOUT, "Out@GRAD", DT, n, &gv));
+    OAR_TRY(oar_k_input_sized(k, OAR_MRLG_LABEL, "Label", DT, n, &lv));
     void *d1v, *d2v;
     OAR_TRY(oar_k_output_sized(k, OAR_MRLG_DX1, "X1@GRAD", DT, n, true, &d1v));
     OAR_TRY(oar_k_output_sized(k, OAR_MRLG_DX2, "X2@GRAD", DT, n, true, &d2v));
@@ -316,10 +316,10 @@ static int FN(mrl_bwd)(oar_kernel_ctx_t *k)
 static int FN(rankl_fwd)(oar_kernel_ctx_t *k)
 {
     const void *lv, *av, *bv;
-    OAR_TRY(in_data(k, OAR_RANKL_LABEL, "Label", DT, -1, &lv));
+    OAR_TRY(oar_k_input_sized(k, OAR_RANKL_LABEL, "Label", DT, -1, &lv));
     const int64_t n = oar_tensor_numel_of(oar_k_input(k, OAR_RANKL_LABEL, 0));
-    OAR_TRY(in_data(k, OAR_RANKL_LEFT, "Left", DT, n, &av));
-    OAR_TRY(in_data(k, OAR_RANKL_RIGHT, "Right", DT, n, &bv));
+    OAR_TRY(oar_k_input_sized(k, OAR_RANKL_LEFT, "Left", DT, n, &av));
+    OAR_TRY(oar_k_input_sized(k, OAR_RANKL_RIGHT, "Right", DT, n, &bv));
     void *ov;
     OAR_TRY(oar_k_output_sized(k, OAR_RANKL_OUT, "Out", DT, n, false, &ov));
     const T *l = lv, *left = av, *right = bv;
@@ -335,11 +335,11 @@ static int FN(rankl_fwd)(oar_kernel_ctx_t *k)
 static int FN(rankl_bwd)(oar_kernel_ctx_t *k)
 {
     const void *lv, *av, *bv, *gv;
-    OAR_TRY(in_data(k, OAR_RANKLG_LABEL, "Label", DT, -1, &lv));
+    OAR_TRY(oar_k_input_sized(k, OAR_RANKLG_LABEL, "Label", DT, -1, &lv));
     const int64_t n = oar_tensor_numel_of(oar_k_input(k, OAR_RANKLG_LABEL, 0));
-    OAR_TRY(in_data(k, OAR_RANKLG_LEFT, "Left", DT, n, &av));
-    OAR_TRY(in_data(k, OAR_RANKLG_RIGHT, "Right", DT, n, &bv));
-    OAR_TRY(in_data(k, OAR_RANKLG_DOUT, "Out@GRAD", DT, n, &gv));
+    OAR_TRY(oar_k_input_sized(k, OAR_RANKLG_LEFT, "Left", DT, n, &av));
+    OAR_TRY(oar_k_input_sized(k, OAR_RANKLG_RIGHT, "Right", DT, n, &bv));
+    OAR_TRY(oar_k_input_sized(k, OAR_RANKLG_DOUT, "Out@GRAD", DT, n, &gv));
     void *dlv, *drv;
     OAR_TRY(oar_k_output_sized(k, OAR_RANKLG_DLEFT, "Left@GRAD", DT, n, true, &dlv));
     OAR_TRY(oar_k_output_sized(k, OAR_RANKLG_DRIGHT, "Right@GRAD", DT, n, true, &drv));
@@ -357,9 +357,9 @@ static int FN(rankl_bwd)(oar_kernel_ctx_t *k)
 static int FN(mhl_fwd)(oar_kernel_ctx_t *k)
 {
     const void *xv, *yv;
-    OAR_TRY(in_data(k, OAR_MHL_X, "X", DT, -1, &xv));
+    OAR_TRY(oar_k_input_sized(k, OAR_MHL_X, "X", DT, -1, &xv));
     const int64_t n = oar_tensor_numel_of(oar_k_input(k, OAR_MHL_X, 0));
-    OAR_TRY(in_data(k, OAR_MHL_Y, "Y", DT, n, &yv));
+    OAR_TRY(oar_k_input_sized(k, OAR_MHL_Y, "Y", DT, n, &yv));
     void *iv, *ov;
     OAR_TRY(oar_k_output_sized(k, OAR_MHL_INTERMEDIATEVAL, "IntermediateVal", DT, n, false, &iv));
     OAR_TRY(oar_k_output_sized(k, OAR_MHL_OUT, "Out", DT, n, false, &ov));
@@ -379,10 +379,10 @@ static int FN(mhl_fwd)(oar_kernel_ctx_t *k)
 static int FN(mhl_bwd)(oar_kernel_ctx_t *k)
 {
     const void *yv, *iv, *gv;
-    OAR_TRY(in_data(k, OAR_MHLG_INTERMEDIATEVAL, "IntermediateVal", DT, -1, &iv));
+    OAR_TRY(oar_k_input_sized(k, OAR_MHLG_INTERMEDIATEVAL, "IntermediateVal", DT, -1, &iv));
     const int64_t n = oar_tensor_numel_of(oar_k_input(k, OAR_MHLG_INTERMEDIATEVAL, 0));
-    OAR_TRY(in_data(k, OAR_MHLG_Y, "Y", DT, n, &yv));
-    OAR_TRY(in_data(k, OAR_MHLG_DOUT, "Out@GRAD", DT, n, &gv));
+    OAR_TRY(oar_k_input_sized(k, OAR_MHLG_Y, "Y", DT, n, &yv));
+    OAR_TRY(oar_k_input_sized(k, OAR_MHLG_DOUT, "Out@GRAD", DT, n, &gv));
     void *dv;
     OAR_TRY(oar_k_output_sized(k, OAR_MHLG_DX, "X@GRAD", DT, n, true, &dv));
     if (!dv) return OAR_OK;
@@ -401,9 +401,9 @@ static int FN(lsm_fwd)(oar_kernel_ctx_t *k)
     const oar_lsm_attrs_t *a = oar_k_attrs(k);
     const oar_tensor_t *xt = oar_k_input(k, OAR_LSM_X, 0);
     const void *xv, *pv = NULL;
-    OAR_TRY(in_data(k, OAR_LSM_X, "X", DT, -1, &xv));
+    OAR_TRY(oar_k_input_sized(k, OAR_LSM_X, "X", DT, -1, &xv));
     const int64_t n = oar_tensor_numel_of(xt), C = xt->ndim > 0 ? xt->dims[xt->ndim - 1] : 1;
-    if (oar_k_input(k, OAR_LSM_PRIORDIST, 0)) OAR_TRY(in_data(k, OAR_LSM_PRIORDIST, "PriorDist", DT, C, &pv));
+    if (oar_k_input(k, OAR_LSM_PRIORDIST, 0)) OAR_TRY(oar_k_input_sized(k, OAR_LSM_PRIORDIST, "PriorDist", DT, C, &pv));
     void *ov;
     OAR_TRY(oar_k_output_sized(k, OAR_LSM_OUT, "Out", DT, n, false, &ov));
     const T *x = xv, *p = pv, eps = (T)a->epsilon;
@@ -416,7 +416,7 @@ static int FN(lsm_bwd)(oar_kernel_ctx_t *k)
 {
     const oar_lsm_attrs_t *a = oar_k_attrs(k);
     const void *gv;
-    OAR_TRY(in_data(k, OAR_LSMG_DOUT, "Out@GRAD", DT, -1, &gv));
+    OAR_TRY(oar_k_input_sized(k, OAR_LSMG_DOUT, "Out@GRAD", DT, -1, &gv));
     const int64_t n = oar_tensor_numel_of(oar_k_input(k, OAR_LSMG_DOUT, 0));
     void *dv;
     OAR_TRY(oar_k_output_sized(k, OAR_LSMG_DX, "X@GRAD", DT, n, true, &dv));
@@ -433,11 +433,11 @@ static int FN(nll_fwd)(oar_kernel_ctx_t *k)
     const oar_nll_attrs_t *a = oar_k_attrs(k);
     const oar_tensor_t *xt = oar_k_input(k, OAR_NLL_X, 0);
     const void *xv, *lv, *wv = NULL;
-    OAR_TRY(in_data(k, OAR_NLL_X, "X", DT, -1, &xv));
+    OAR_TRY(oar_k_input_sized(k, OAR_NLL_X, "X", DT, -1, &xv));
     int64_t N = 0, C = 0, map = 0;
     OAR_TRY(nll_geom(k, xt, &N, &C, &map));
-    OAR_TRY(in_data(k, OAR_NLL_LABEL, "Label", OAR_INT64, N * map, &lv));
-    if (oar_k_input(k, OAR_NLL_WEIGHT, 0)) OAR_TRY(in_data(k, OAR_NLL_WEIGHT, "Weight", DT, C, &wv));
+    OAR_TRY(oar_k_input_sized(k, OAR_NLL_LABEL, "Label", OAR_INT64, N * map, &lv));
+    if (oar_k_input(k, OAR_NLL_WEIGHT, 0)) OAR_TRY(oar_k_input_sized(k, OAR_NLL_WEIGHT, "Weight", DT, C, &wv));
     const bool none = a->reduction == OAR_NLL_REDUCTION_NONE;
     void *ov, *twv;
     OAR_TRY(oar_k_output_sized(k, OAR_NLL_OUT, "Out", DT, none ? N * map : 1, false, &ov));
@@ -468,14 +468,14 @@ static int FN(nll_bwd)(oar_kernel_ctx_t *k)
     const oar_nll_attrs_t *a = oar_k_attrs(k);
     const oar_tensor_t *xt = oar_k_input(k, OAR_NLLG_X, 0);
     const void *xv, *lv, *wv = NULL, *twv, *gv;
-    OAR_TRY(in_data(k, OAR_NLLG_X, "X", DT, -1, &xv));
+    OAR_TRY(oar_k_input_sized(k, OAR_NLLG_X, "X", DT, -1, &xv));
     int64_t N = 0, C = 0, map = 0;
     OAR_TRY(nll_geom(k, xt, &N, &C, &map));
     const bool none = a->reduction == OAR_NLL_REDUCTION_NONE;
-    OAR_TRY(in_data(k, OAR_NLLG_LABEL, "Label", OAR_INT64, N * map, &lv));
-    if (oar_k_input(k, OAR_NLLG_WEIGHT, 0)) OAR_TRY(in_data(k, OAR_NLLG_WEIGHT, "Weight", DT, C, &wv));
-    OAR_TRY(in_data(k, OAR_NLLG_TOTAL_WEIGHT, "Total_weight", DT, 1, &twv));
-    OAR_TRY(in_data(k, OAR_NLLG_DOUT, "Out@GRAD", DT, none ? N * map : 1, &gv));
+    OAR_TRY(oar_k_input_sized(k, OAR_NLLG_LABEL, "Label", OAR_INT64, N * map, &lv));
+    if (oar_k_input(k, OAR_NLLG_WEIGHT, 0)) OAR_TRY(oar_k_input_sized(k, OAR_NLLG_WEIGHT, "Weight", DT, C, &wv));
+    OAR_TRY(oar_k_input_sized(k, OAR_NLLG_TOTAL_WEIGHT, "Total_weight", DT, 1, &twv));
+    OAR_TRY(oar_k_input_sized(k, OAR_NLLG_DOUT, "Out@GRAD", DT, none ? N * map : 1, &gv));
     void *dv;
     const int64_t n = oar_tensor_numel_of(xt);
     OAR_TRY(oar_k_output_sized(k, OAR_NLLG_DX, "X@GRAD", DT, n, true, &dv));
@@ -503,10 +503,10 @@ static int FN(bpr_fwd)(oar_kernel_ctx_t *k)
 {
     const oar_tensor_t *xt = oar_k_input(k, OAR_BPR_X, 0);
     const void *xv, *lv;
-    OAR_TRY(in_data(k, OAR_BPR_X, "X", DT, -1, &xv));
+    OAR_TRY(oar_k_input_sized(k, OAR_BPR_X, "X", DT, -1, &xv));
     int64_t rows = 0, C = 0;
     OAR_TRY(bpr_geom(k, xt, &rows, &C));
-    OAR_TRY(in_data(k, OAR_BPR_LABEL, "Label", OAR_INT64, rows, &lv));
+    OAR_TRY(oar_k_input_sized(k, OAR_BPR_LABEL, "Label", OAR_INT64, rows, &lv));
     void *yv;
     OAR_TRY(oar_k_output_sized(k, OAR_BPR_Y, "Y", DT, rows, false, &yv));
     const T *x = xv;
@@ -527,11 +527,11 @@ static int FN(bpr_bwd)(oar_kernel_ctx_t *k)
 {
     const oar_tensor_t *xt = oar_k_input(k, OAR_BPRG_X, 0);
     const void *xv, *lv, *gv;
-    OAR_TRY(in_data(k, OAR_BPRG_X, "X", DT, -1, &xv));
+    OAR_TRY(oar_k_input_sized(k, OAR_BPRG_X, "X", DT, -1, &xv));
     int64_t rows = 0, C = 0;
     OAR_TRY(bpr_geom(k, xt, &rows, &C));
-    OAR_TRY(in_data(k, OAR_BPRG_LABEL, "Label", OAR_INT64, rows, &lv));
-    OAR_TRY(in_data(k, OAR_BPRG_DY, "Y@GRAD", DT, rows, &gv));
+    OAR_TRY(oar_k_input_sized(k, OAR_BPRG_LABEL, "Label", OAR_INT64, rows, &lv));
+    OAR_TRY(oar_k_input_sized(k, OAR_BPRG_DY, "Y@GRAD", DT, rows, &gv));
     void *dv;
     OAR_TRY(oar_k_output_sized(k, OAR_BPRG_DX, "X@GRAD", DT, rows * C, true, &dv));
     if (!dv) return OAR_OK;
@@ -559,10 +559,10 @@ static int FN(ce2_fwd)(oar_kernel_ctx_t *k)
     const oar_ce2_attrs_t *a = oar_k_attrs(k);
     const oar_tensor_t *xt = oar_k_input(k, OAR_CE2_X, 0);
     const void *xv, *lv;
-    OAR_TRY(in_data(k, OAR_CE2_X, "X", DT, -1, &xv));
+    OAR_TRY(oar_k_input_sized(k, OAR_CE2_X, "X", DT, -1, &xv));
     const int64_t n = oar_tensor_numel_of(xt), C = xt->ndim > 0 ? xt->dims[xt->ndim - 1] : 1;
     const int64_t rows = C > 0 ? n / C : 0;
-    OAR_TRY(in_data(k, OAR_CE2_LABEL, "Label", OAR_INT64, rows, &lv));
+    OAR_TRY(oar_k_input_sized(k, OAR_CE2_LABEL, "Label", OAR_INT64, rows, &lv));
     void *yv, *mv;
     OAR_TRY(oar_k_output_sized(k, OAR_CE2_Y, "Y", DT, rows, false, &yv));
     OAR_TRY(oar_k_output_sized(k, OAR_CE2_MATCHX, "MatchX", DT, rows, true, &mv));
@@ -597,9 +597,9 @@ static int FN(ce2_bwd)(oar_kernel_ctx_t *k)
     for (int i = 0; i < xs->ndim - 1; i++) n *= xs->dims[i];
     const int64_t C = xs->dims[xs->ndim - 2], rows = C > 0 ? n / C : 0;
     const void *lv, *mv, *gv;
-    OAR_TRY(in_data(k, OAR_CE2G_LABEL, "Label", OAR_INT64, rows, &lv));
-    OAR_TRY(in_data(k, OAR_CE2G_MATCHX, "MatchX", DT, rows, &mv));
-    OAR_TRY(in_data(k, OAR_CE2G_DY, "Y@GRAD", DT, rows, &gv));
+    OAR_TRY(oar_k_input_sized(k, OAR_CE2G_LABEL, "Label", OAR_INT64, rows, &lv));
+    OAR_TRY(oar_k_input_sized(k, OAR_CE2G_MATCHX, "MatchX", DT, rows, &mv));
+    OAR_TRY(oar_k_input_sized(k, OAR_CE2G_DY, "Y@GRAD", DT, rows, &gv));
     void *dv;
     OAR_TRY(oar_k_output_sized(k, OAR_CE2G_DX, "X@GRAD", DT, n, true, &dv));
     if (!dv) return OAR_OK;

@@ -16,6 +16,7 @@
  * adam, rmsprop, adamax, adadelta, decayed_adagrad). */
 #include "op.h"
 #include "ops/optimizer_util.h"
+#include "optimizer_args.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +54,7 @@ static const char *nm(const char *s) { return s ? s : "?"; }
 /* ---- inputs and outputs -------------------------------------------------- */
 /* input `slot` (`name` in messages) of the param dtype and, when numel >= 0,
  * Param's element count */
-static int state_in(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel,
+int oar_opt_state_in(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel,
                     const void **p)
 {
     const oar_tensor_t *t = oar_k_input(k, slot, 0);
@@ -76,7 +77,7 @@ static int state_in(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, 
     return OAR_OK;
 }
 
-static int scalar_in(oar_kernel_ctx_t *k, int slot, const char *name, double *v)
+int oar_opt_scalar_in(oar_kernel_ctx_t *k, int slot, const char *name, double *v)
 {
     oar_tensor_t *t = oar_k_input(k, slot, 0);
     if (!t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", name,
@@ -92,7 +93,7 @@ static int scalar_in(oar_kernel_ctx_t *k, int slot, const char *name, double *v)
     return OAR_OK;
 }
 
-static int state_out(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel, void **p)
+int oar_opt_state_out(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel, void **p)
 {
     oar_tensor_t *t = oar_k_output(k, slot, 0);
     *p = NULL;
@@ -112,7 +113,7 @@ static int scalar_out(oar_kernel_ctx_t *k, int slot, const char *name, double v)
     if (!t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s has no tensor variable", name);
     int dt = t->dtype == OAR_FP64 ? OAR_FP64 : OAR_FP32;
     void *p;
-    OAR_TRY(state_out(k, slot, name, dt, 1, &p));
+    OAR_TRY(oar_opt_state_out(k, slot, name, dt, 1, &p));
     if (dt == OAR_FP64) *(double *)p = v; else *(float *)p = (float)v;
     return OAR_OK;
 }
@@ -199,7 +200,7 @@ static int opt_run(oar_kernel_ctx_t *k, const opt_spec_t *sp, opt_t *o, span_fn 
     int dt = oar_k_dtype(k);
     size_t es = oar_dtype_size(dt);
     const void *pv;
-    OAR_TRY(state_in(k, OAR_OPT_PARAM, "Param", dt, -1, &pv));
+    OAR_TRY(oar_opt_state_in(k, OAR_OPT_PARAM, "Param", dt, -1, &pv));
     const oar_tensor_t *pt = oar_k_input(k, OAR_OPT_PARAM, 0);
     int64_t numel = oar_tensor_numel_of(pt);
     int64_t height = pt->ndim > 0 ? pt->dims[0] : 1;
@@ -209,18 +210,18 @@ static int opt_run(oar_kernel_ctx_t *k, const opt_spec_t *sp, opt_t *o, span_fn 
     for (const state_slot_t *s = sp->states; s->in_name; s++, ns++) {
         o->in[ns] = NULL;
         if (oar_k_nin(k, s->in) == 0) continue;   /* dispensable state (MeanGrad) */
-        OAR_TRY(state_in(k, s->in, s->in_name, dt, numel, &o->in[ns]));
+        OAR_TRY(oar_opt_state_in(k, s->in, s->in_name, dt, numel, &o->in[ns]));
     }
     int nsc = 0;
     for (const scalar_slot_t *s = sp->scalars; s->name; s++, nsc++)
-        OAR_TRY(scalar_in(k, s->slot, s->name, &o->s[nsc]));
+        OAR_TRY(oar_opt_scalar_in(k, s->slot, s->name, &o->s[nsc]));
 
     oar_variable_t *gvar = oar_k_input_var(k, sp->grad, 0);
     bool sparse = gvar && oar_variable_type(gvar) == OAR_VAR_SELECTED_ROWS;
     const void *g = NULL;
     merged_t m = {0};
     if (sparse) OAR_TRY(merge_rows(k, sp->grad, gvar->u.rows, dt, height, width, &m));
-    else OAR_TRY(state_in(k, sp->grad, "Grad", dt, numel, &g));
+    else OAR_TRY(oar_opt_state_in(k, sp->grad, "Grad", dt, numel, &g));
 
     int rc = OAR_OK;
     ns = 0;
@@ -228,7 +229,7 @@ static int opt_run(oar_kernel_ctx_t *k, const opt_spec_t *sp, opt_t *o, span_fn 
         o->out[ns] = NULL;
         /* an absent output is a dispensable one (MeanGradOut of plain rmsprop) */
         if (!o->in[ns] || oar_k_nout(k, s->out) == 0) continue;
-        rc = state_out(k, s->out, s->out_name, dt, numel, &o->out[ns]);
+        rc = oar_opt_state_out(k, s->out, s->out_name, dt, numel, &o->out[ns]);
     }
     if (rc != OAR_OK) goto done;
 
@@ -371,9 +372,9 @@ static int adam_run(oar_kernel_ctx_t *k, span_fn fn)
     o.h[2] = a->epsilon;
     /* Beta1Tensor/Beta2Tensor override the attrs (schedules of beta) */
     if (oar_k_nin(k, OAR_ADAM_BETA1_TENSOR) > 0)
-        OAR_TRY(scalar_in(k, OAR_ADAM_BETA1_TENSOR, "Beta1Tensor", &o.h[0]));
+        OAR_TRY(oar_opt_scalar_in(k, OAR_ADAM_BETA1_TENSOR, "Beta1Tensor", &o.h[0]));
     if (oar_k_nin(k, OAR_ADAM_BETA2_TENSOR) > 0)
-        OAR_TRY(scalar_in(k, OAR_ADAM_BETA2_TENSOR, "Beta2Tensor", &o.h[1]));
+        OAR_TRY(oar_opt_scalar_in(k, OAR_ADAM_BETA2_TENSOR, "Beta2Tensor", &o.h[1]));
     opt_spec_t spec = {adam_states, adam_scalars, OAR_ADAM_GRAD, a->lazy_mode ? SP_ROWS : SP_ALL};
     OAR_TRY(opt_run(k, &spec, &o, fn));
     /* o.s[1], o.s[2] were read before any output: safe when BetaPowOut is BetaPow */

@@ -15,6 +15,7 @@
 #include "op.h"
 #include "ops/optimizer_util.h"
 #include "ops/optimizer_ext.h"
+#include "optimizer_args.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -30,65 +31,13 @@ typedef struct {
     bool *row_in;       /* sparse only: rows the gradient names (owned) */
 } gin_t;
 
-static int state_in(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel,
-                    const void **p)
-{
-    const oar_tensor_t *t = oar_k_input(k, slot, 0);
-    *p = NULL;
-    if (!t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", name,
-                               nm(oar_k_input_name(k, slot, 0)));
-    if (t->dtype != dtype)
-        return oar_k_error(k, OAR_ERR_DTYPE, "input %s '%s' has dtype %s, expected %s like Param",
-                           name, nm(oar_k_input_name(k, slot, 0)), nm(oar_dtype_name(t->dtype)),
-                           nm(oar_dtype_name(dtype)));
-    if (numel >= 0 && oar_tensor_numel_of(t) != numel)
-        return oar_k_error(k, OAR_ERR_SHAPE, "input %s '%s' has %lld elements, expected %lld like "
-                           "Param '%s'", name, nm(oar_k_input_name(k, slot, 0)),
-                           (long long)oar_tensor_numel_of(t), (long long)numel,
-                           nm(oar_k_input_name(k, OAR_OPT_PARAM, 0)));
-    *p = oar_tensor_data((oar_tensor_t *)t);
-    if (!*p && oar_tensor_numel_of(t) > 0)
-        return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no data", name,
-                           nm(oar_k_input_name(k, slot, 0)));
-    return OAR_OK;
-}
-
-static int scalar_in(oar_kernel_ctx_t *k, int slot, const char *name, double *v)
-{
-    oar_tensor_t *t = oar_k_input(k, slot, 0);
-    if (!t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input %s '%s' has no value", name,
-                               nm(oar_k_input_name(k, slot, 0)));
-    const void *p = oar_tensor_data(t);
-    if (oar_tensor_numel_of(t) != 1 || !p)
-        return oar_k_error(k, OAR_ERR_SHAPE, "input %s '%s' has %lld elements, expected 1", name,
-                           nm(oar_k_input_name(k, slot, 0)), (long long)oar_tensor_numel_of(t));
-    if (t->dtype == OAR_FP32) *v = *(const float *)p;
-    else if (t->dtype == OAR_FP64) *v = *(const double *)p;
-    else return oar_k_error(k, OAR_ERR_DTYPE, "input %s '%s' has dtype %s, expected float32 or "
-                            "float64", name, nm(oar_k_input_name(k, slot, 0)), nm(oar_dtype_name(t->dtype)));
-    return OAR_OK;
-}
-
-static int state_out(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, int64_t numel, void **p)
-{
-    oar_tensor_t *t = oar_k_output(k, slot, 0);
-    *p = NULL;
-    if (!t) return oar_k_error(k, OAR_ERR_NOT_FOUND, "output %s has no tensor variable", name);
-    if (oar_tensor_numel_of(t) != numel)
-        return oar_k_error(k, OAR_ERR_SHAPE, "output %s '%s' has %lld elements, expected %lld",
-                           name, nm(oar_k_output_name(k, slot, 0)),
-                           (long long)oar_tensor_numel_of(t), (long long)numel);
-    *p = oar_k_output_data(k, slot, 0, dtype);
-    return *p ? OAR_OK : OAR_ERR_NOMEM;
-}
-
 /* Param's dtype, element count and row layout; then Grad, dense or (when
  * `sparse_ok`) SELECTED_ROWS densified. */
 static int param_grad_in(oar_kernel_ctx_t *k, int grad_slot, bool sparse_ok, gin_t *gi, const void **p)
 {
     memset(gi, 0, sizeof *gi);
     gi->dt = oar_k_dtype(k);
-    OAR_TRY(state_in(k, OAR_OPT_PARAM, "Param", gi->dt, -1, p));
+    OAR_TRY(oar_opt_state_in(k, OAR_OPT_PARAM, "Param", gi->dt, -1, p));
     const oar_tensor_t *pt = oar_k_input(k, OAR_OPT_PARAM, 0);
     gi->numel = oar_tensor_numel_of(pt);
     gi->height = pt->ndim > 0 ? pt->dims[0] : 1;
@@ -96,7 +45,7 @@ static int param_grad_in(oar_kernel_ctx_t *k, int grad_slot, bool sparse_ok, gin
     oar_variable_t *gv = oar_k_input_var(k, grad_slot, 0);
     const char *gname = nm(oar_k_input_name(k, grad_slot, 0));
     if (!gv || oar_variable_type(gv) != OAR_VAR_SELECTED_ROWS)
-        return state_in(k, grad_slot, "Grad", gi->dt, gi->numel, &gi->g);
+        return oar_opt_state_in(k, grad_slot, "Grad", gi->dt, gi->numel, &gi->g);
     if (!sparse_ok)
         return oar_k_error(k, OAR_ERR_INVALID, "Grad '%s' is SELECTED_ROWS; this op takes a dense "
                            "gradient, as in Fluid", gname);
@@ -200,16 +149,16 @@ static int lamb_k(oar_kernel_ctx_t *k)
     const void *p, *m1, *m2;
     double lr, b1p, b2p;
     int rc = param_grad_in(k, OAR_LAMB_GRAD, true, &gi, &p);
-    if (rc == OAR_OK) rc = state_in(k, OAR_LAMB_MOMENT1, "Moment1", gi.dt, gi.numel, &m1);
-    if (rc == OAR_OK) rc = state_in(k, OAR_LAMB_MOMENT2, "Moment2", gi.dt, gi.numel, &m2);
-    if (rc == OAR_OK) rc = scalar_in(k, OAR_LAMB_LR, "LearningRate", &lr);
+    if (rc == OAR_OK) rc = oar_opt_state_in(k, OAR_LAMB_MOMENT1, "Moment1", gi.dt, gi.numel, &m1);
+    if (rc == OAR_OK) rc = oar_opt_state_in(k, OAR_LAMB_MOMENT2, "Moment2", gi.dt, gi.numel, &m2);
+    if (rc == OAR_OK) rc = oar_opt_scalar_in(k, OAR_LAMB_LR, "LearningRate", &lr);
     /* read for their checks; Fluid 1.8's update does not use them */
-    if (rc == OAR_OK) rc = scalar_in(k, OAR_LAMB_BETA1_POW, "Beta1Pow", &b1p);
-    if (rc == OAR_OK) rc = scalar_in(k, OAR_LAMB_BETA2_POW, "Beta2Pow", &b2p);
+    if (rc == OAR_OK) rc = oar_opt_scalar_in(k, OAR_LAMB_BETA1_POW, "Beta1Pow", &b1p);
+    if (rc == OAR_OK) rc = oar_opt_scalar_in(k, OAR_LAMB_BETA2_POW, "Beta2Pow", &b2p);
     void *po = NULL, *m1o = NULL, *m2o = NULL;
-    if (rc == OAR_OK) rc = state_out(k, OAR_OPT_PARAM_OUT, "ParamOut", gi.dt, gi.numel, &po);
-    if (rc == OAR_OK) rc = state_out(k, OAR_LAMB_MOMENT1_OUT, "Moment1Out", gi.dt, gi.numel, &m1o);
-    if (rc == OAR_OK) rc = state_out(k, OAR_LAMB_MOMENT2_OUT, "Moment2Out", gi.dt, gi.numel, &m2o);
+    if (rc == OAR_OK) rc = oar_opt_state_out(k, OAR_OPT_PARAM_OUT, "ParamOut", gi.dt, gi.numel, &po);
+    if (rc == OAR_OK) rc = oar_opt_state_out(k, OAR_LAMB_MOMENT1_OUT, "Moment1Out", gi.dt, gi.numel, &m1o);
+    if (rc == OAR_OK) rc = oar_opt_state_out(k, OAR_LAMB_MOMENT2_OUT, "Moment2Out", gi.dt, gi.numel, &m2o);
     if (rc == OAR_OK)
         (gi.dt == OAR_FP32 ? lamb_math_float : lamb_math_double)(
             gi.numel, p, gi.g, m1, m2, po, m1o, m2o, lr, a->weight_decay, a->beta1, a->beta2, a->epsilon);
@@ -250,11 +199,11 @@ static int lars_momentum_k(oar_kernel_ctx_t *k)
     const void *p, *v;
     double lr;
     int rc = param_grad_in(k, OAR_LARS_MOMENTUM_GRAD, false, &gi, &p);
-    if (rc == OAR_OK) rc = state_in(k, OAR_LARS_MOMENTUM_VELOCITY, "Velocity", gi.dt, gi.numel, &v);
-    if (rc == OAR_OK) rc = scalar_in(k, OAR_LARS_MOMENTUM_LR, "LearningRate", &lr);
+    if (rc == OAR_OK) rc = oar_opt_state_in(k, OAR_LARS_MOMENTUM_VELOCITY, "Velocity", gi.dt, gi.numel, &v);
+    if (rc == OAR_OK) rc = oar_opt_scalar_in(k, OAR_LARS_MOMENTUM_LR, "LearningRate", &lr);
     void *po = NULL, *vo = NULL;
-    if (rc == OAR_OK) rc = state_out(k, OAR_OPT_PARAM_OUT, "ParamOut", gi.dt, gi.numel, &po);
-    if (rc == OAR_OK) rc = state_out(k, OAR_LARS_MOMENTUM_VELOCITY_OUT, "VelocityOut", gi.dt, gi.numel, &vo);
+    if (rc == OAR_OK) rc = oar_opt_state_out(k, OAR_OPT_PARAM_OUT, "ParamOut", gi.dt, gi.numel, &po);
+    if (rc == OAR_OK) rc = oar_opt_state_out(k, OAR_LARS_MOMENTUM_VELOCITY_OUT, "VelocityOut", gi.dt, gi.numel, &vo);
     if (rc == OAR_OK)
         (gi.dt == OAR_FP32 ? lars_math_float : lars_math_double)(
             gi.numel, p, gi.g, v, po, vo, lr, a->mu, a->lars_coeff, a->lars_weight_decay);
@@ -304,13 +253,13 @@ static int ftrl_k(oar_kernel_ctx_t *k)
     const void *p, *sq, *lin;
     double lr;
     int rc = param_grad_in(k, OAR_FTRL_GRAD, true, &gi, &p);
-    if (rc == OAR_OK) rc = state_in(k, OAR_FTRL_SQ_ACC, "SquaredAccumulator", gi.dt, gi.numel, &sq);
-    if (rc == OAR_OK) rc = state_in(k, OAR_FTRL_LIN_ACC, "LinearAccumulator", gi.dt, gi.numel, &lin);
-    if (rc == OAR_OK) rc = scalar_in(k, OAR_FTRL_LR, "LearningRate", &lr);
+    if (rc == OAR_OK) rc = oar_opt_state_in(k, OAR_FTRL_SQ_ACC, "SquaredAccumulator", gi.dt, gi.numel, &sq);
+    if (rc == OAR_OK) rc = oar_opt_state_in(k, OAR_FTRL_LIN_ACC, "LinearAccumulator", gi.dt, gi.numel, &lin);
+    if (rc == OAR_OK) rc = oar_opt_scalar_in(k, OAR_FTRL_LR, "LearningRate", &lr);
     void *po = NULL, *sqo = NULL, *lino = NULL;
-    if (rc == OAR_OK) rc = state_out(k, OAR_OPT_PARAM_OUT, "ParamOut", gi.dt, gi.numel, &po);
-    if (rc == OAR_OK) rc = state_out(k, OAR_FTRL_SQ_ACC_OUT, "SquaredAccumOut", gi.dt, gi.numel, &sqo);
-    if (rc == OAR_OK) rc = state_out(k, OAR_FTRL_LIN_ACC_OUT, "LinearAccumOut", gi.dt, gi.numel, &lino);
+    if (rc == OAR_OK) rc = oar_opt_state_out(k, OAR_OPT_PARAM_OUT, "ParamOut", gi.dt, gi.numel, &po);
+    if (rc == OAR_OK) rc = oar_opt_state_out(k, OAR_FTRL_SQ_ACC_OUT, "SquaredAccumOut", gi.dt, gi.numel, &sqo);
+    if (rc == OAR_OK) rc = oar_opt_state_out(k, OAR_FTRL_LIN_ACC_OUT, "LinearAccumOut", gi.dt, gi.numel, &lino);
     if (rc == OAR_OK)
         (gi.dt == OAR_FP32 ? ftrl_math_float : ftrl_math_double)(
             gi.numel, gi.width ? gi.width : 1, gi.row_in, p, gi.g, sq, lin, po, sqo, lino, lr, a->l1,
@@ -356,11 +305,11 @@ static int prox_run(oar_kernel_ctx_t *k, int grad, int lr_slot, int moment, int 
     const void *p, *m = NULL;
     double lr;
     int rc = param_grad_in(k, grad, false, &gi, &p);
-    if (rc == OAR_OK && moment >= 0) rc = state_in(k, moment, "Moment", gi.dt, gi.numel, &m);
-    if (rc == OAR_OK) rc = scalar_in(k, lr_slot, "LearningRate", &lr);
+    if (rc == OAR_OK && moment >= 0) rc = oar_opt_state_in(k, moment, "Moment", gi.dt, gi.numel, &m);
+    if (rc == OAR_OK) rc = oar_opt_scalar_in(k, lr_slot, "LearningRate", &lr);
     void *po = NULL, *mo = NULL;
-    if (rc == OAR_OK) rc = state_out(k, OAR_OPT_PARAM_OUT, "ParamOut", gi.dt, gi.numel, &po);
-    if (rc == OAR_OK && moment >= 0) rc = state_out(k, moment_out, "MomentOut", gi.dt, gi.numel, &mo);
+    if (rc == OAR_OK) rc = oar_opt_state_out(k, OAR_OPT_PARAM_OUT, "ParamOut", gi.dt, gi.numel, &po);
+    if (rc == OAR_OK && moment >= 0) rc = oar_opt_state_out(k, moment_out, "MomentOut", gi.dt, gi.numel, &mo);
     if (rc == OAR_OK)
         (gi.dt == OAR_FP32 ? prox_math_float : prox_math_double)(gi.numel, p, gi.g, m, po, mo, lr,
                                                                  a->l1, a->l2);
@@ -404,9 +353,9 @@ static int dpsgd_k(oar_kernel_ctx_t *k)
     const void *p;
     double lr;
     int rc = param_grad_in(k, OAR_DPSGD_GRAD, false, &gi, &p);
-    if (rc == OAR_OK) rc = scalar_in(k, OAR_DPSGD_LR, "LearningRate", &lr);
+    if (rc == OAR_OK) rc = oar_opt_scalar_in(k, OAR_DPSGD_LR, "LearningRate", &lr);
     void *po = NULL;
-    if (rc == OAR_OK) rc = state_out(k, OAR_OPT_PARAM_OUT, "ParamOut", gi.dt, gi.numel, &po);
+    if (rc == OAR_OK) rc = oar_opt_state_out(k, OAR_OPT_PARAM_OUT, "ParamOut", gi.dt, gi.numel, &po);
     if (rc == OAR_OK) {
         double z;
         if (a->seed != 0) {
