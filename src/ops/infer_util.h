@@ -1,7 +1,7 @@
 /*
  * infer_util.h — small helpers that the inference functions and grad
  * makers of several op families (src/ops/rearrange.c, rearrange2.c,
- * shape_ext.c, shape_ops.c, sequence_ext.c) share.
+ * shape_ext.c, shape_ops.c, sequence_ext.c, linalg.c, linalg2.c) share.
  */
 #ifndef OAR_OPS_INFER_UTIL_H
 #define OAR_OPS_INFER_UTIL_H
@@ -18,6 +18,18 @@ static inline bool out_wanted(oar_infer_ctx_t *c, const char *slot, int i)
 {
     const char *n = oar_ic_out_name(c, slot, i);
     return n && strcmp(n, OAR_EMPTY_VAR) != 0;
+}
+
+/* an error saying inputs `a` and `b` do not fit together: both names,
+ * both shapes, and `what` the op needs */
+static inline int shape_mismatch(oar_infer_ctx_t *c, const char *a, const char *b, const char *what)
+{
+    int na = 0, nb = 0;
+    const int64_t *da = oar_ic_in_dims(c, a, 0, &na), *db = oar_ic_in_dims(c, b, 0, &nb);
+    char ba[160], bb[160];
+    return oar_ic_error(c, OAR_ERR_SHAPE, "input %s '%s' has shape %s and %s '%s' has shape %s; %s", a,
+                        nm(oar_ic_in_name(c, a, 0)), oar_shape_str(da, na, ba, sizeof ba), b,
+                        nm(oar_ic_in_name(c, b, 0)), oar_shape_str(db, nb, bb, sizeof bb), what);
 }
 
 /* d (OAR_MAX_DIMS long) and *nd get the dims of input `slot`[0] */

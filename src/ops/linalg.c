@@ -4,10 +4,10 @@
  */
 #include "op.h"
 #include "ops/linalg.h"   /* generated from linalg.ops */
+#include "ops/infer_util.h"
 
 #include <string.h>
 
-static const char *nm(const char *s) { return s ? s : "?"; }
 
 /* dims of input `slot`, which must have rank lo..hi */
 static const int64_t *ranked(oar_infer_ctx_t *c, const char *slot, int lo, int hi, int *n)
@@ -27,15 +27,6 @@ static const int64_t *ranked(oar_infer_ctx_t *c, const char *slot, int lo, int h
     return d;
 }
 
-static int shape_mismatch(oar_infer_ctx_t *c, const char *what, const char *a, const char *b)
-{
-    int na, nb;
-    const int64_t *da = oar_ic_in_dims(c, a, 0, &na), *db = oar_ic_in_dims(c, b, 0, &nb);
-    char ba[160], bb[160];
-    return oar_ic_error(c, OAR_ERR_SHAPE, "input %s '%s' has shape %s and %s '%s' has shape %s; %s", a,
-                        nm(oar_ic_in_name(c, a, 0)), oar_shape_str(da, na, ba, sizeof ba), b,
-                        nm(oar_ic_in_name(c, b, 0)), oar_shape_str(db, nb, bb, sizeof bb), what);
-}
 
 /* ---- bmm ------------------------------------------------------------------ */
 static int bmm_infer(oar_infer_ctx_t *c)
@@ -46,7 +37,7 @@ static int bmm_infer(oar_infer_ctx_t *c)
     OAR_TRY(oar_ic_check_float(c, "X", -1));
     OAR_TRY(oar_ic_check_float(c, "Y", oar_ic_in_dtype(c, "X", 0)));
     if (!oar_dim_eq(x[0], y[0]) || !oar_dim_eq(x[2], y[1]))
-        return shape_mismatch(c, "bmm needs X [B, M, K] and Y [B, K, N]", "X", "Y");
+        return shape_mismatch(c, "X", "Y", "bmm needs X [B, M, K] and Y [B, K, N]");
     int64_t o[3] = { x[0] >= 0 ? x[0] : y[0], x[1], y[2] };
     return oar_ic_set_out(c, "Out", 0, o, 3, oar_ic_in_dtype(c, "X", 0));
 }
@@ -95,12 +86,12 @@ static int addmm_infer(oar_infer_ctx_t *c)
     OAR_TRY(oar_ic_check_float(c, "X", -1));
     OAR_TRY(oar_ic_check_float(c, "Y", dt));
     OAR_TRY(oar_ic_check_float(c, "Input", dt));
-    if (!oar_dim_eq(x[1], y[0])) return shape_mismatch(c, "addmm needs X [M, K] and Y [K, N]", "X", "Y");
+    if (!oar_dim_eq(x[1], y[0])) return shape_mismatch(c, "X", "Y", "addmm needs X [M, K] and Y [K, N]");
     int64_t o[2] = { x[0], y[1] };
     for (int i = 0; i < 2; i++)
         if (!(in[i] == 1 || oar_dim_eq(in[i], o[i])))
-            return shape_mismatch(c, "Input must be [M, N] with X [M, K], Y [K, N], or 1 on an axis", "Input",
-                                  i == 0 ? "X" : "Y");
+            return shape_mismatch(c, "Input", i == 0 ? "X" : "Y",
+                                  "Input must be [M, N] with X [M, K], Y [K, N], or 1 on an axis");
     return oar_ic_set_out(c, "Out", 0, o, 2, dt);
 }
 static int addmm_grad(oar_grad_ctx_t *g)
@@ -142,14 +133,14 @@ static int sql2d_infer(oar_infer_ctx_t *c)
     if (!x || !y) return OAR_ERR_SHAPE;
     OAR_TRY(oar_ic_check_float(c, "X", -1));
     OAR_TRY(oar_ic_check_float(c, "Y", oar_ic_in_dtype(c, "X", 0)));
-    if (nx < 1 || nx != ny) return shape_mismatch(c, "squared_l2_distance needs X and Y of one rank", "X", "Y");
+    if (nx < 1 || nx != ny) return shape_mismatch(c, "X", "Y", "squared_l2_distance needs X and Y of one rank");
     int64_t dx = 1, dy = 1;   /* trailing sizes; -1 while unknown */
     for (int i = 1; i < nx; i++) {
         dx = (dx < 0 || x[i] < 0) ? -1 : dx * x[i];
         dy = (dy < 0 || y[i] < 0) ? -1 : dy * y[i];
     }
     if (!oar_dim_eq(dx, dy) || !(y[0] == 1 || oar_dim_eq(y[0], x[0])))
-        return shape_mismatch(c, "Y must have X's row count or one row, and X's trailing size", "Y", "X");
+        return shape_mismatch(c, "Y", "X", "Y must have X's row count or one row, and X's trailing size");
     int64_t sub[2] = { x[0], dx }, out[2] = { x[0], 1 };
     int dt = oar_ic_in_dtype(c, "X", 0);
     OAR_TRY(oar_ic_set_out(c, "sub_result", 0, sub, 2, dt));

@@ -7,10 +7,10 @@
 #include "op.h"
 #include "ops/broadcast.h"
 #include "ops/linalg2.h"   /* generated from linalg2.ops */
+#include "ops/infer_util.h"
 
 #include <string.h>
 
-static const char *nm(const char *s) { return s ? s : "?"; }
 
 static int bad_rank(oar_infer_ctx_t *c, const char *slot, const int64_t *d, int n, const char *what)
 {
@@ -19,15 +19,6 @@ static int bad_rank(oar_infer_ctx_t *c, const char *slot, const int64_t *d, int 
                         oar_shape_str(d, n, b, sizeof b), what);
 }
 
-static int mismatch(oar_infer_ctx_t *c, const char *a, const char *b, const char *what)
-{
-    int na, nb;
-    const int64_t *da = oar_ic_in_dims(c, a, 0, &na), *db = oar_ic_in_dims(c, b, 0, &nb);
-    char ba[160], bb[160];
-    return oar_ic_error(c, OAR_ERR_SHAPE, "input %s '%s' has shape %s and %s '%s' has shape %s; %s", a,
-                        nm(oar_ic_in_name(c, a, 0)), oar_shape_str(da, na, ba, sizeof ba), b,
-                        nm(oar_ic_in_name(c, b, 0)), oar_shape_str(db, nb, bb, sizeof bb), what);
-}
 
 /* ---- cos_sim ---------------------------------------------------------------- */
 static int cos_sim_infer(oar_infer_ctx_t *c)
@@ -41,7 +32,7 @@ static int cos_sim_infer(oar_infer_ctx_t *c)
     bool ok = nx == ny && (y[0] == 1 || oar_dim_eq(x[0], y[0]));
     for (int i = 1; ok && i < nx; i++) ok = oar_dim_eq(x[i], y[i]);
     if (!ok)
-        return mismatch(c, "X", "Y", "cos_sim needs Y of X's rank and trailing dims, with X's row count or one row");
+        return shape_mismatch(c, "X", "Y", "cos_sim needs Y of X's rank and trailing dims, with X's row count or one row");
     const int dt = oar_ic_in_dtype(c, "X", 0);
     int64_t o[2] = { x[0], 1 }, yo[2] = { y[0], 1 };
     OAR_TRY(oar_ic_set_out(c, "Out", 0, o, 2, dt));
@@ -60,7 +51,7 @@ static int dist_infer(oar_infer_ctx_t *c)
     OAR_TRY(oar_ic_check_float(c, "Y", oar_ic_in_dtype(c, "X", 0)));
     int64_t o[OAR_MAX_DIMS];
     if (oar_bcast_shape(x, nx, y, ny, -1, o, NULL, NULL, &nd) != OAR_BCAST_OK)
-        return mismatch(c, "X", "Y", "dist needs X and Y broadcastable against each other");
+        return shape_mismatch(c, "X", "Y", "dist needs X and Y broadcastable against each other");
     const int64_t one = 1;
     return oar_ic_set_out(c, "Out", 0, &one, 1, oar_ic_in_dtype(c, "X", 0));
 }
@@ -150,16 +141,16 @@ static int btp_infer(oar_infer_ctx_t *c)
     if (nx != 2) return bad_rank(c, "X", x, nx, "it must be 2-D [B, M]");
     if (ny != 2) return bad_rank(c, "Y", y, ny, "it must be 2-D [B, N]");
     if (nw != 3) return bad_rank(c, "Weight", w, nw, "it must be 3-D [K, M, N]");
-    if (!oar_dim_eq(x[0], y[0])) return mismatch(c, "X", "Y", "they need one batch size");
-    if (!oar_dim_eq(w[1], x[1])) return mismatch(c, "Weight", "X", "Weight [K, M, N] needs X [B, M]");
-    if (!oar_dim_eq(w[2], y[1])) return mismatch(c, "Weight", "Y", "Weight [K, M, N] needs Y [B, N]");
+    if (!oar_dim_eq(x[0], y[0])) return shape_mismatch(c, "X", "Y", "they need one batch size");
+    if (!oar_dim_eq(w[1], x[1])) return shape_mismatch(c, "Weight", "X", "Weight [K, M, N] needs X [B, M]");
+    if (!oar_dim_eq(w[2], y[1])) return shape_mismatch(c, "Weight", "Y", "Weight [K, M, N] needs Y [B, N]");
     if (oar_ic_in_present(c, "Bias")) {
         int nb;
         const int64_t *b = oar_ic_in_dims(c, "Bias", 0, &nb);
         if (!b) return OAR_ERR_SHAPE;
         OAR_TRY(oar_ic_check_float(c, "Bias", dt));
         if (nb != 2 || b[0] != 1 || !oar_dim_eq(b[1], w[0]))
-            return mismatch(c, "Bias", "Weight", "Bias must be [1, K] with Weight [K, M, N]");
+            return shape_mismatch(c, "Bias", "Weight", "Bias must be [1, K] with Weight [K, M, N]");
     }
     int64_t o[2] = { x[0] >= 0 ? x[0] : y[0], w[0] };
     OAR_TRY(oar_ic_set_out(c, "Out", 0, o, 2, dt));
