@@ -176,6 +176,14 @@ function M.label_smooth(a)
     { "Out" }, { epsilon = eps }, check.dtype(who, "dtype", a.dtype, "float32"))
 end
 
+-- a loss of (input, label) with no attributes: `op` reads them as slots
+-- `xslot` and `yslot` and writes `outs` (the first is returned first)
+local function pair_loss(who, a, label, xslot, yslot, outs)
+  a = kw(who, a, { "input", "label" }, { label }, "input label name")
+  local x = check.variable(who, "input", a.input)
+  return loss_op(who, a, who, { [xslot] = x, [yslot] = check.variable(who, "label", a.label) }, outs, nil, x.dtype)
+end
+
 --- Bayesian personalized ranking loss per row: the mean over the negative
 -- classes of `-log sigmoid(input[label] - input[j])`. Also `bpr_loss(input, label)`.
 -- @tparam table a keyword arguments:
@@ -185,12 +193,7 @@ end
 -- @tparam[opt] Variable label with a positional input
 -- @treturn Variable [N, 1]
 -- @usage local loss = layers.mean(layers.bpr_loss{input = scores, label = pos})
-function M.bpr_loss(a, label)
-  local who = "bpr_loss"
-  a = kw(who, a, { "input", "label" }, { label }, "input label name")
-  local x = check.variable(who, "input", a.input)
-  return loss_op(who, a, "bpr_loss", { X = x, Label = check.variable(who, "label", a.label) }, { "Y" }, nil, x.dtype)
-end
+function M.bpr_loss(a, label) return pair_loss("bpr_loss", a, label, "X", "Label", { "Y" }) end
 
 --- Hinge loss `max(0, 1 - input (2 label - 1))` of labels 0/1 (op
 -- hinge_loss; no Fluid 1.8 layer). Also `hinge_loss(input, label)`.
@@ -201,13 +204,7 @@ end
 -- @tparam[opt] Variable label with a positional input
 -- @treturn Variable [N, 1]
 -- @usage local loss = layers.mean(layers.hinge_loss{input = s, label = y})
-function M.hinge_loss(a, label)
-  local who = "hinge_loss"
-  a = kw(who, a, { "input", "label" }, { label }, "input label name")
-  local x = check.variable(who, "input", a.input)
-  return loss_op(who, a, "hinge_loss", { Logits = x, Labels = check.variable(who, "label", a.label) },
-    { "Loss" }, nil, x.dtype)
-end
+function M.hinge_loss(a, label) return pair_loss("hinge_loss", a, label, "Logits", "Labels", { "Loss" }) end
 
 --- Modified Huber loss of labels 0/1 (op modified_huber_loss; no Fluid 1.8
 -- layer): v = input (2 label - 1); `-4 v` for v < -1, `(1 - v)^2` for v < 1,
@@ -220,11 +217,7 @@ end
 -- @treturn Variable [N, 1]
 -- @usage local loss = layers.mean(layers.modified_huber_loss{input = s, label = y})
 function M.modified_huber_loss(a, label)
-  local who = "modified_huber_loss"
-  a = kw(who, a, { "input", "label" }, { label }, "input label name")
-  local x = check.variable(who, "input", a.input)
-  return loss_op(who, a, "modified_huber_loss", { X = x, Y = check.variable(who, "label", a.label) },
-    { "Out", "IntermediateVal" }, nil, x.dtype)
+  return pair_loss("modified_huber_loss", a, label, "X", "Y", { "Out", "IntermediateVal" })
 end
 
 --- Binary cross entropy of probabilities, elementwise (op bce_loss; Paddle
@@ -236,12 +229,7 @@ end
 -- @tparam[opt] Variable label with a positional input
 -- @treturn Variable input's shape
 -- @usage local loss = layers.mean(layers.bce_loss{input = layers.sigmoid(z), label = y})
-function M.bce_loss(a, label)
-  local who = "bce_loss"
-  a = kw(who, a, { "input", "label" }, { label }, "input label name")
-  local x = check.variable(who, "input", a.input)
-  return loss_op(who, a, "bce_loss", { X = x, Label = check.variable(who, "label", a.label) }, { "Out" }, nil, x.dtype)
-end
+function M.bce_loss(a, label) return pair_loss("bce_loss", a, label, "X", "Label", { "Out" }) end
 
 --- Negative log likelihood of log-probabilities against class ids (Paddle
 -- 2.x's nll_loss). Also `nll_loss(input, label)`.
