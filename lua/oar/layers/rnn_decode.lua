@@ -459,6 +459,12 @@ function M.dynamic_decode(a, ...)
       layers.assign(going, cond)
     end
   end)
+  -- the step count is known at run time only
+  for _, acc in ipairs(struct.flatten(accs)) do
+    local shape = acc.shape
+    shape[1], shape[2] = -1, -1
+    acc.shape = shape
+  end
   local final_outputs = struct.pack_as(out_struct, struct.flatten(accs))
   local final_states = g_states
   if not is_test then
