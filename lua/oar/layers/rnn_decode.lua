@@ -225,8 +225,9 @@ function BSD:initialize(initial_cell_states)
   local row = { 0 }
   for i = 2, K do row[i] = -KINF end
   local zeros = layers.fill_constant_batch_size_like{ input = state, shape = { -1, K }, dtype = dtype, value = 0 }
-  local log_probs = layers.elementwise_add{ x = zeros, y = layers.assign(row) }
-  if dtype == "float64" then log_probs = layers.cast(log_probs, "float64") end
+  local first = layers.assign(row)
+  if dtype == "float64" then first = layers.cast(first, "float64") end
+  local log_probs = layers.elementwise_add{ x = zeros, y = first }
   local finished = layers.fill_constant_batch_size_like{ input = state, shape = { -1, K }, dtype = "bool", value = 0 }
   local lengths = layers.fill_constant_batch_size_like{ input = state, shape = { -1, K }, dtype = "int64", value = 0 }
   local inputs = self.embedding_fn and self.embedding_fn(init_ids) or init_ids
@@ -667,7 +668,9 @@ function M.SampleEmbeddingHelper(a, start_tokens, end_token, softmax_temperature
 end
 
 --- A draw from softmax(outputs / temperature): the first id whose
--- cumulative probability passes a uniform draw (the sampling_id op's rule).
+-- cumulative probability passes a uniform draw (the sampling_id op's rule;
+-- the sampling_id op itself when the build has it). With a seed, every step
+-- and run draws the same uniform values, as Fluid's sampling_id does.
 -- @tparam Variable time
 -- @tparam Variable outputs [batch, vocab]
 -- @param states
@@ -682,10 +685,15 @@ function SampleEmbeddingHelper:sample(time, outputs, states)
     local ids = layers.sampling_id{ x = probs, seed = self.seed, dtype = "int64" }
     return layers.reshape(ids, { -1 })
   end
+  -- without sampling_id: u uniform in [0, 1) per row from 24 fair bits (dropout of ones)
   local V = probs.shape[#probs.shape]
-  local u = layers.uniform_random{ shape = layers.slice{ input = layers.shape(probs), axes = { 0 }, starts = { 0 },
-                                                            ends = { 1 } },
-                                   dtype = probs.dtype, min = 0.0, max = 1.0, seed = self.seed }
+  local ones = layers.fill_constant_batch_size_like{ input = probs, shape = { -1, 24 }, dtype = probs.dtype, value = 1 }
+  local bits = layers.dropout{ x = ones, dropout_prob = 0.5, seed = self.seed ~= 0 and self.seed or nil }
+  local w = {}
+  for i = 1, 24 do w[i] = { 2 ^ -i } end
+  local wv = layers.assign(w)
+  if probs.dtype ~= wv.dtype then wv = layers.cast(wv, probs.dtype) end
+  local u = layers.reshape(layers.matmul(bits, wv), { -1 })
   local below = layers.less_than{ x = layers.cumsum{ x = probs, axis = -1 }, y = layers.unsqueeze(u, { 1 }) }
   local ids = layers.reduce_sum(layers.cast(below, "int64"), -1)
   return layers.elementwise_min{ x = ids, y = layers.fill_constant{ shape = { 1 }, dtype = "int64", value = V - 1 } }
