@@ -515,6 +515,8 @@ TrainingHelper.__index = TrainingHelper
 -- @tparam Variable a.inputs [batch, time, ...] ([time, batch, ...] when time_major)
 -- @tparam Variable a.sequence_length int32/int64 [batch]
 -- @tparam[opt=false] bool a.time_major
+-- @param[opt] sequence_length with a positional inputs
+-- @param[opt] time_major with a positional inputs
 -- @treturn TrainingHelper
 -- @usage local helper = layers.TrainingHelper{inputs = trg_emb, sequence_length = trg_len}
 function M.TrainingHelper(a, sequence_length, time_major)
@@ -596,6 +598,8 @@ end
 -- @tparam function a.embedding_fn ids [batch] -> the cell's inputs
 -- @tparam Variable a.start_tokens int64 [batch]: the first ids
 -- @tparam int a.end_token
+-- @param[opt] start_tokens with a positional embedding_fn
+-- @param[opt] end_token with a positional embedding_fn
 -- @treturn GreedyEmbeddingHelper
 -- @usage local helper = layers.GreedyEmbeddingHelper{embedding_fn = emb, start_tokens = starts, end_token = 1}
 function M.GreedyEmbeddingHelper(a, start_tokens, end_token)
@@ -651,6 +655,10 @@ SampleEmbeddingHelper.__index = SampleEmbeddingHelper
 -- @tparam int a.end_token
 -- @tparam[opt] number a.softmax_temperature
 -- @tparam[opt] int a.seed 0 or nil: a different draw every run
+-- @param[opt] start_tokens with a positional embedding_fn
+-- @param[opt] end_token with a positional embedding_fn
+-- @param[opt] softmax_temperature with a positional embedding_fn
+-- @param[opt] seed with a positional embedding_fn
 -- @treturn SampleEmbeddingHelper
 -- @usage local helper = layers.SampleEmbeddingHelper{embedding_fn = emb, start_tokens = starts, end_token = 1, seed = 7}
 function M.SampleEmbeddingHelper(a, start_tokens, end_token, softmax_temperature, seed)
@@ -709,6 +717,8 @@ BasicDecoder.__index = BasicDecoder
 -- @param a.cell the cell
 -- @param a.helper a DecodeHelper (TrainingHelper, GreedyEmbeddingHelper, ...)
 -- @tparam[opt] function a.output_fn the cell's outputs -> logits
+-- @param[opt] helper with a positional cell
+-- @param[opt] output_fn with a positional cell
 -- @treturn BasicDecoder
 -- @usage local dec = layers.BasicDecoder{cell = cell, helper = helper, output_fn = project}
 function M.BasicDecoder(a, helper, output_fn)

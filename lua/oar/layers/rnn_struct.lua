@@ -34,22 +34,23 @@ end
 -- @usage if rnn_struct.is_leaf(s) then ... end
 function M.is_leaf(x) return is_variable(x) end
 
---- The leaves of a structure, in order.
--- @param s a Variable or a table of structures
--- @treturn {Variable,...}
--- @raise when a leaf is not a Variable
--- @usage local flat = rnn_struct.flatten({h, c})
-function M.flatten(s, out)
-  out = out or {}
+local function flatten_into(s, out)
   if is_variable(s) then
     out[#out + 1] = s
   elseif type(s) == "table" then
-    for _, k in ipairs(keys_of(s)) do M.flatten(s[k], out) end
+    for _, k in ipairs(keys_of(s)) do flatten_into(s[k], out) end
   else
     raise("rnn: a structure holds Variables and tables of them, got " .. framework.describe(s))
   end
   return out
 end
+
+--- The leaves of a structure, in order.
+-- @param s a Variable or a table of structures
+-- @treturn {Variable,...}
+-- @raise when a leaf is not a Variable
+-- @usage local flat = rnn_struct.flatten({h, c})
+function M.flatten(s) return flatten_into(s, {}) end
 
 --- A structure like `s` whose leaves are `flat`, in order.
 -- @param s the structure to follow
