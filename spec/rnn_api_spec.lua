@@ -360,6 +360,113 @@ describe("rnn and birnn", function()
     assert(last < 0.3 * first, string.format("loss %.4f -> %.4f", first, last))
   end)
 
+  -- the cuDNN LSTM of layers.lstm in plain Lua: x[t][n], h0/c0[layer * dirs][n], w the flat weight
+  local function cudnn_lstm_ref(xt, h0, c0, w, L, H, dirs, lens)
+    local Tt, Nn = #xt, #xt[1]
+    local size = 0
+    for l = 1, L do size = size + dirs * 4 * H * ((l == 1 and #xt[1][1] or H * dirs) + H) end
+    local off, boff = 0, size
+    local input, lh, lc = xt, {}, {}
+    local function mat(rows, cols)
+      local m = {}
+      for r = 1, rows do
+        m[r] = {}
+        for q = 1, cols do m[r][q] = w[off + (r - 1) * cols + q] end
+      end
+      off = off + rows * cols
+      return m
+    end
+    for l = 1, L do
+      local Dl = #input[1][1]
+      local outs = {}
+      for d = 1, dirs do
+        local Wih, Whh = mat(4 * H, Dl), mat(4 * H, H)
+        local bih, bhh = {}, {}
+        for k = 1, 4 * H do bih[k], bhh[k] = w[boff + k], w[boff + 4 * H + k] end
+        boff = boff + 8 * H
+        local idx = (l - 1) * dirs + d
+        local out = {}
+        for t = 1, Tt do
+          out[t] = {}
+          for n = 1, Nn do
+            out[t][n] = {}
+            for k = 1, H do out[t][n][k] = 0 end
+          end
+        end
+        for n = 1, Nn do
+          local h, c = h0[idx][n], c0[idx][n]
+          local len = lens and lens[n] or Tt
+          local a, b, st = 1, len, 1
+          if d == 2 then a, b, st = len, 1, -1 end
+          for t = a, b, st do
+            local g = {}
+            for k = 1, 4 * H do
+              local v = bih[k] + bhh[k]
+              for j = 1, Dl do v = v + Wih[k][j] * input[t][n][j] end
+              for j = 1, H do v = v + Whh[k][j] * h[j] end
+              g[k] = v
+            end
+            local nh, nc = {}, {}
+            for k = 1, H do
+              nc[k] = R.sig(g[H + k]) * c[k] + R.sig(g[k]) * math.tanh(g[2 * H + k])
+              nh[k] = R.sig(g[3 * H + k]) * math.tanh(nc[k])
+            end
+            h, c = nh, nc
+            out[t][n] = h
+          end
+          lh[idx] = lh[idx] or {}
+          lc[idx] = lc[idx] or {}
+          lh[idx][n], lc[idx][n] = h, c
+        end
+        outs[d] = out
+      end
+      local nxt = {}
+      for t = 1, Tt do
+        nxt[t] = {}
+        for n = 1, Nn do nxt[t][n] = dirs == 2 and cat(outs[1][t][n], outs[2][t][n]) or outs[1][t][n] end
+      end
+      input = nxt
+    end
+    return input, lh, lc, boff   -- boff: the flat weight's size
+  end
+
+  for _, case in ipairs({ { 2, true, true }, { 1, false, false } }) do
+    local L, bidi, with_len = case[1], case[2], case[3]
+    it(("layers.lstm (cuDNN LSTM, %d layers, bidirectional %s, sequence_length %s) equals plain Lua"):format(
+      L, tostring(bidi), tostring(with_len)), function()
+      local Hh, dirs = 2, bidi and 2 or 1
+      local main, startup, out = program(function()
+        local xv = layers.data{ name = "x", shape = { Tn, N, D }, dtype = "float64", append_batch_size = false }
+        local hv = layers.data{ name = "h0", shape = { L * dirs, N, Hh }, dtype = "float64", append_batch_size = false }
+        local cv = layers.data{ name = "c0", shape = { L * dirs, N, Hh }, dtype = "float64", append_batch_size = false }
+        local lv
+        if with_len then lv = layers.data{ name = "len", shape = { N }, dtype = "int64", append_batch_size = false } end
+        local o, h, c = layers.lstm{ input = xv, init_h = hv, init_c = cv, max_len = Tn, hidden_size = Hh,
+                                     num_layers = L, is_bidirec = bidi, param_attr = "lstm_w", sequence_length = lv }
+        assert.are.same({ Tn, N, Hh * dirs }, o.shape)
+        return { o, h, c }
+      end)
+      local xt = {}
+      for t = 1, Tn do
+        xt[t] = {}
+        for n = 1, N do xt[t][n] = x[n][t] end
+      end
+      local h0s, c0s = {}, {}
+      for i = 1, L * dirs do h0s[i], c0s[i] = randm(N, Hh, rnd, 1), randm(N, Hh, rnd, 1) end
+      local _, _, _, size = cudnn_lstm_ref(xt, h0s, c0s, setmetatable({}, { __index = function() return 0 end }),
+                                           L, Hh, dirs, nil)
+      local w = randv(size, rnd, 0.8)
+      local run = session(startup, { lstm_w = w })
+      local feed = { x = oar.Tensor(xt, "float64"), h0 = oar.Tensor(h0s, "float64"), c0 = oar.Tensor(c0s, "float64") }
+      if with_len then feed.len = oar.Tensor(lens, "int64") end
+      local got = run(main, feed, out)
+      local wo, wh, wc = cudnn_lstm_ref(xt, h0s, c0s, w, L, Hh, dirs, with_len and lens or nil)
+      near(wo, got[1]:totable(), 1e-12, "rnn_out")
+      near(wh, got[2]:totable(), 1e-12, "last_h")
+      near(wc, got[3]:totable(), 1e-12, "last_c")
+    end)
+  end
+
   it("checks its arguments", function()
     program(function()
       local xv = layers.data{ name = "x", shape = { Tn, D }, dtype = "float32" }

@@ -3,8 +3,8 @@
 -- of Fluid's BasicLSTMUnit and BasicGRUUnit), `rnn` and `birnn` over
 -- padded [N, T, ...] batches with a sequence-length mask, and, from
 -- oar.layers.rnn_decode, the decoders (`Decoder`, `BeamSearchDecoder`,
--- `BasicDecoder`, the helpers) and `dynamic_decode`. Merged into
--- `oar.layers`.
+-- `BasicDecoder`, the helpers) and `dynamic_decode`, and from
+-- oar.layers.rnn_lstm the cuDNN-style `lstm`. Merged into `oar.layers`.
 --
 -- A cell is an `RNNCell` (or any table with `call(self, inputs, states,
 -- kwargs)` and `state_shape`), or a plain function `(inputs, states,
@@ -447,9 +447,11 @@ function M.birnn(a, ...)
   return outputs, { st_fw, st_bw }
 end
 
-for k, v in pairs(require("oar.layers.rnn_decode")) do
-  assert(M[k] == nil, "rnn_api: two modules define " .. k)
-  M[k] = v
+for _, part in ipairs({ "oar.layers.rnn_decode", "oar.layers.rnn_lstm" }) do
+  for k, v in pairs(require(part)) do
+    assert(M[k] == nil, "rnn_api: two modules define " .. k)
+    M[k] = v
+  end
 end
 
 return M
