@@ -21,7 +21,7 @@
 --
 -- As a library: local m = dofile("examples/book/machine_translation.lua")
 --   local losses, scope = m.train{steps = 60}
---   local ids, scores, rate = m.decode(m.DEFAULTS, scope, batch)   -- after training
+--   local ids, scores, speed = m.decode(o, scope, (m.batch(rng, 8, o)), 20)   -- 20 timed runs
 
 -- common.lua also finds lua/ next to examples/ in a source checkout.
 local book = dofile((debug.getinfo(1, "S").source:match("^@(.*/)[^/]*$") or "./") .. "common.lua")
@@ -226,15 +226,22 @@ end
 
 --- Beam-search decodes a feed with the trained parameters in `scope`.
 -- Returns ids [N, steps, beam] (each beam's sequence, best beam first), the
--- final log-probabilities [N, beam], the tokens per second of the best
--- hypotheses (up to eos), and the decoding program.
-function M.decode(o, scope, feed)
+-- final log-probabilities [N, beam], the speed (a first run prepares the
+-- program; the next `reps` runs are timed on the wall clock): tokens of the
+-- best hypotheses up to eos per second, and tokens of all beams (steps *
+-- N * beam) per second; and the decoding program.
+function M.decode(o, scope, feed, reps)
   local r = M.build_infer(o)
   local exe = oar.Executor(oar.CPUPlace())
-  local t0 = os.clock()
-  local got = exe:run(r.main, { feed = { src = feed.src, src_sequence_length = feed.src_sequence_length },
-                                fetch_list = { r.ids, r.states.log_probs }, scope = scope })
-  local dt = os.clock() - t0
+  local run_feed = { src = feed.src, src_sequence_length = feed.src_sequence_length }
+  local function run()
+    return exe:run(r.main, { feed = run_feed, fetch_list = { r.ids, r.states.log_probs }, scope = scope })
+  end
+  local got = run()
+  reps = reps or 0
+  local t0 = oar.progress.clock()
+  for _ = 1, reps do run() end
+  local dt = oar.progress.clock() - t0
   local ids = got[1]:totable()
   local tokens = 0
   for _, seq in ipairs(ids) do
@@ -243,7 +250,12 @@ function M.decode(o, scope, feed)
       if seq[t][1] == M.EOS then break end
     end
   end
-  return ids, got[2]:totable(), tokens / math.max(dt, 1e-9), r
+  local speed = { best_tokens = tokens, beam_tokens = #ids * #ids[1] * o.beam_size, seconds = dt / math.max(reps, 1) }
+  if reps > 0 then
+    speed.tokens_per_s = tokens * reps / dt
+    speed.beam_tokens_per_s = speed.beam_tokens * reps / dt
+  end
+  return ids, got[2]:totable(), speed, r
 end
 
 if arg and arg[0] and arg[0]:match("machine_translation%.lua$") then
@@ -251,7 +263,7 @@ if arg and arg[0] and arg[0]:match("machine_translation%.lua$") then
   local losses, scope = M.train(o)
   print(string.format("loss: first step %.4f, last step %.4f", losses[1], losses[#losses]))
   local feed, words = M.batch(book.rng(o.seed + 1000), 8, o)
-  local ids, scores, rate = M.decode(o, scope, feed)
+  local ids, scores = M.decode(o, scope, feed)
   for i = 1, #words do
     local best = {}
     for t = 1, #ids[i] do
@@ -261,7 +273,12 @@ if arg and arg[0] and arg[0]:match("machine_translation%.lua$") then
     print(string.format("%-20s -> %-20s  score %.3f", table.concat(words[i], " "), table.concat(best, " "),
       scores[i][1]))
   end
-  print(string.format("beam search decoding: %.0f tokens/s (batch %d, beam %d)", rate, #words, o.beam_size))
+  for _, n in ipairs({ 8, 64 }) do
+    local _, _, speed = M.decode(o, scope, (M.batch(book.rng(o.seed + 2000), n, o)), 20)
+    print(string.format("beam search decoding, batch %d, beam %d: %.0f tokens/s of the best hypotheses, "
+      .. "%.0f beam tokens/s (%.2f ms a batch)", n, o.beam_size, speed.tokens_per_s, speed.beam_tokens_per_s,
+      speed.seconds * 1000))
+  end
 end
 
 return M
