@@ -467,6 +467,44 @@ describe("rnn and birnn", function()
     end)
   end
 
+  it("gradients through layers.lstm's flat weight match finite differences (float64)", function()
+    local Hh, L = 2, 2
+    local wv, loss, dw
+    local main, startup = program(function()
+      local xv = layers.data{ name = "x", shape = { Tn, N, D }, dtype = "float64", append_batch_size = false }
+      local z = layers.fill_constant{ shape = { L * 2, N, Hh }, dtype = "float64", value = 0 }
+      local o, h = layers.lstm{ input = xv, init_h = z, init_c = z, max_len = Tn, hidden_size = Hh, num_layers = L,
+                                is_bidirec = true, param_attr = "lstm_g" }
+      local Rm = layers.cast(layers.assign(randm(Tn * N, 2 * Hh, lcg(77), 1)), "float64")
+      loss = layers.reduce_sum(layers.elementwise_mul{ x = layers.reshape(o, { -1, 2 * Hh }), y = Rm })
+             + layers.reduce_sum(h)
+      wv = oar.default_main_program():global_block():var("lstm_g")
+      dw = oar.gradients({ loss }, { wv })[1]
+    end)
+    local xt = {}
+    for t = 1, Tn do
+      xt[t] = {}
+      for n = 1, N do xt[t][n] = x[n][t] end
+    end
+    local w = randv(wv.shape[1], rnd, 0.8)
+    local run, scope = session(startup, { lstm_g = w })
+    local feed = { x = oar.Tensor(xt, "float64") }
+    local got = run(main, feed, { dw })[1]:totable()
+    local eps = 1e-6
+    for _, i in ipairs({ 1, 7, 40, #w - 20, #w - 3, #w }) do
+      local v = w[i]
+      w[i] = v + eps
+      scope:var("lstm_g"):set_tensor(oar.Tensor(w, "float64"))
+      local lp = run(main, feed, { loss })[1]:totable()[1]
+      w[i] = v - eps
+      scope:var("lstm_g"):set_tensor(oar.Tensor(w, "float64"))
+      local lm = run(main, feed, { loss })[1]:totable()[1]
+      w[i] = v
+      scope:var("lstm_g"):set_tensor(oar.Tensor(w, "float64"))
+      near({ (lp - lm) / (2 * eps) }, { got[i] }, 1e-6, "d loss / d w[" .. i .. "]")
+    end
+  end)
+
   it("checks its arguments", function()
     program(function()
       local xv = layers.data{ name = "x", shape = { Tn, D }, dtype = "float32" }
@@ -484,6 +522,15 @@ describe("rnn and birnn", function()
       expect_error(function() layers.rnn{ cell = bad, inputs = xv } end, "rnn", "structures differ")
       local nostate = function(x2, h) return x2, h end
       expect_error(function() layers.rnn{ cell = nostate, inputs = xv } end, "initial_states")
+      local tm = layers.data{ name = "tm", shape = { Tn, 2, D }, dtype = "float32", append_batch_size = false }
+      local s3 = layers.data{ name = "s3", shape = { 3, 2, 4 }, dtype = "float32", append_batch_size = false }
+      expect_error(function()
+        layers.lstm{ input = tm, init_h = s3, init_c = s3, max_len = Tn, hidden_size = 4, num_layers = 2 }
+      end, "layers.lstm", "init_h", "[2, N, 4]")
+      expect_error(function()
+        layers.lstm{ input = tm, init_h = s3, init_c = s3, max_len = Tn, hidden_size = 4, num_layers = 3,
+                     dropout_prob = 1.5 }
+      end, "lstm", "dropout_prob")
     end)
   end)
 end)
