@@ -323,6 +323,47 @@ describe("rnn and birnn", function()
     near(want_dw, got[2]:totable(), 1e-6, "d loss / d gate weight")
   end)
 
+  it("gradients reach the initial states (LSTMCell, is_reverse), as finite differences say", function()
+    local Ng, Tg, Dg, Hg = 2, 3, 2, 2
+    local g = lcg(8)
+    local xg, h0v, c0v = {}, randm(Ng, Hg, g, 1), randm(Ng, Hg, g, 1)
+    for n = 1, Ng do xg[n] = randm(Tg, Dg, g, 1) end
+    local hv, cv, loss, grads
+    local main, startup = program(function()
+      local xv = layers.data{ name = "x", shape = { Tg, Dg }, dtype = "float64" }
+      hv = layers.data{ name = "h0", shape = { Hg }, dtype = "float64" }
+      cv = layers.data{ name = "c0", shape = { Hg }, dtype = "float64" }
+      hv.stop_gradient, cv.stop_gradient = false, false
+      local lv = layers.data{ name = "len", shape = { -1 }, dtype = "int64", append_batch_size = false }
+      local o, st = layers.rnn{ cell = layers.LSTMCell{ hidden_size = Hg, dtype = "float64" }, inputs = xv,
+                                initial_states = { hv, cv }, sequence_length = lv, is_reverse = true }
+      loss = layers.reduce_sum(layers.elementwise_mul{ x = o, y = o }) + layers.reduce_sum(st[2])
+      grads = oar.gradients({ loss }, { hv, cv })
+    end)
+    local run = session(startup)
+    local lens_t = oar.Tensor({ 3, 1 }, "int64")
+    local function feed() return { x = oar.Tensor(xg, "float64"), h0 = oar.Tensor(h0v, "float64"),
+                                   c0 = oar.Tensor(c0v, "float64"), len = lens_t } end
+    local got = run(main, feed(), grads)
+    local eps = 1e-6
+    for which, m in ipairs({ h0v, c0v }) do
+      local want = {}
+      for n = 1, Ng do
+        want[n] = {}
+        for k = 1, Hg do
+          local v = m[n][k]
+          m[n][k] = v + eps
+          local lp = run(main, feed(), { loss })[1]:totable()[1]
+          m[n][k] = v - eps
+          local lm = run(main, feed(), { loss })[1]:totable()[1]
+          m[n][k] = v
+          want[n][k] = (lp - lm) / (2 * eps)
+        end
+      end
+      near(want, got[which]:totable(), 1e-6, which == 1 and "d loss / d h0" or "d loss / d c0")
+    end
+  end)
+
   it("a sequence model built on rnn learns (its loss falls)", function()
     local V, E, Hs, Ts, Ns = 8, 8, 16, 5, 8
     local loss
