@@ -244,7 +244,6 @@ end
 -- @treturn table the next state
 -- @usage local out, st = dec:_beam_search_step(t, logits, cell_states, state)
 function BSD:_beam_search_step(time, logits, next_cell_states, beam_state)
-  local _ = time
   if #logits.shape ~= 3 or logits.shape[3] <= 0 then
     raise(string.format("BeamSearchDecoder: the logits '%s' must be [batch, beam, vocab] with vocab known, got %s",
       logits.name, framework.shape_text(logits.shape)))
@@ -316,7 +315,6 @@ end
 -- @treturn table final_states
 -- @usage local ids, st = dec:finalize(outs, st, lens)
 function BSD:finalize(outputs, final_states, sequence_lengths)
-  local _ = sequence_lengths
   return M.gather_tree(outputs.predicted_ids, outputs.parent_ids), final_states
 end
 
@@ -555,7 +553,6 @@ end
 -- @treturn Variable int64 [batch]
 -- @usage local ids = helper:sample(t, logits, states)
 function TrainingHelper:sample(time, outputs, states)
-  local _ = { time, states }
   return argmax_ids(outputs)
 end
 
@@ -569,7 +566,6 @@ end
 -- @return states
 -- @usage local fin, x, st = helper:next_inputs(t, logits, states, ids)
 function TrainingHelper:next_inputs(time, outputs, states, sample_ids)
-  local _ = { outputs, sample_ids }
   local next_time = layers.increment{ x = time, value = 1, in_place = false }
   local nt = next_time.dtype == self.sequence_length.dtype and next_time or layers.cast(next_time, self.sequence_length.dtype)
   local finished = layers.less_equal(self.sequence_length, nt)
@@ -625,7 +621,6 @@ end
 -- @treturn Variable int64 [batch]
 -- @usage local ids = helper:sample(t, logits, states)
 function GreedyEmbeddingHelper:sample(time, outputs, states)
-  local _ = { time, states }
   return argmax_ids(outputs)
 end
 
@@ -639,7 +634,6 @@ end
 -- @return states
 -- @usage local fin, x, st = helper:next_inputs(t, logits, states, ids)
 function GreedyEmbeddingHelper:next_inputs(time, outputs, states, sample_ids)
-  local _ = { time, outputs }
   local et = layers.fill_constant{ shape = { 1 }, dtype = sample_ids.dtype, value = self.end_token }
   return layers.equal(sample_ids, et), self.embedding_fn(sample_ids), states
 end
@@ -685,7 +679,6 @@ end
 -- @treturn Variable int64 [batch]
 -- @usage local ids = helper:sample(t, logits, states)
 function SampleEmbeddingHelper:sample(time, outputs, states)
-  local _ = { time, states }
   local logits = outputs
   if self.softmax_temperature then logits = layers.scale{ x = outputs, scale = 1.0 / self.softmax_temperature } end
   local probs = layers.softmax(logits)
