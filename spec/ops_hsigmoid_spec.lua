@@ -141,8 +141,9 @@ describe("hierarchical_sigmoid forward", function()
     local c = default_case(2, 1, 3, { 1, 2 }, 5)
     c.x, c.w, c.b = { 30, -30 }, { 2, 3 }, nil
     local out = ref(c)
-    -- logits of +-60 and +-90 clipped to 40 on the branch not taken: ~40 each
-    assert.is_true(math.abs(out[1] - 40) < 1e-6 and math.abs(out[2] - 40) < 1e-6)
+    -- logits of 90 and 60 (row 0), -90 and -60 (row 1) clipped to +-40:
+    -- 40 + 40 and 40 + 0 (unclipped: 150 and 90)
+    assert.is_true(math.abs(out[1] - 80) < 1e-6 and math.abs(out[2] - 40) < 1e-6)
     T.check_output{ type = "hierarchical_sigmoid", inputs = inputs(c, "float64"), attrs = { num_classes = 3 },
       expect = { Out = { shape = { 2, 1 }, data = out } } }
   end)
