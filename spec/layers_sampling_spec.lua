@@ -215,6 +215,57 @@ describe("layers.sampled_softmax_with_cross_entropy", function()
   end)
 end)
 
+describe("layers.center_loss", function()
+  it("moves the centers in place toward their rows; the loss falls without any optimizer", function()
+    local main, startup = oar.Program(), oar.Program()
+    local loss
+    oar.program_guard(main, startup, function()
+      local x = layers.data{ name = "x", shape = { D }, dtype = "float32" }
+      local y = layers.data{ name = "y", shape = { 1 }, dtype = "int64" }
+      loss = layers.mean(layers.center_loss{ input = x, label = y, num_classes = K, alpha = 0.5,
+                                             param_attr = "centers" })
+    end)
+    local scope, exe = oar.Scope(), oar.Executor(oar.CPUPlace())
+    exe:run(startup, { scope = scope })
+    local xs, ys, y = dataset(5)
+    local before = scope:find_var("centers"):get_tensor():totable()
+    local first = exe:run(main, { feed = { x = xs, y = ys }, fetch_list = { loss }, scope = scope })[1]:item()
+    -- one update by hand: center += 0.5 / (1 + n_c) * sum of (x - center)
+    local after = scope:find_var("centers"):get_tensor():totable()
+    local x = R.symmetric(N * D, 5)
+    for c = 0, K - 1 do
+      local n, acc = 0, {}
+      for e = 1, D do acc[e] = 0 end
+      for i = 0, N - 1 do
+        if y[i + 1] == c then
+          n = n + 1
+          for e = 1, D do acc[e] = acc[e] + x[i * D + e] - before[c + 1][e] end
+        end
+      end
+      for e = 1, D do assert.near(before[c + 1][e] + 0.5 / (1 + n) * acc[e], after[c + 1][e], 1e-5) end
+    end
+    local last
+    for _ = 1, 30 do
+      last = exe:run(main, { feed = { x = xs, y = ys }, fetch_list = { loss }, scope = scope })[1]:item()
+    end
+    assert.is_true(last < 0.7 * first, ("loss %g -> %g"):format(first, last))
+  end)
+end)
+
+describe("layers.teacher_student_sigmoid_loss", function()
+  it("trains a logistic regression on clicks and teacher scores", function()
+    local first, last = train(function(x, y)
+      -- label: click (class >= K / 2) plus a teacher's score from the class
+      local click = layers.cast(layers.greater_equal(layers.cast(y, "float32"),
+        layers.fill_constant{ shape = { 1 }, dtype = "float32", value = K / 2 }), "float32")
+      local q = layers.scale{ x = layers.cast(y, "float32"), scale = 0.1 }
+      local logit = layers.fc{ input = x, size = 1 }
+      return layers.teacher_student_sigmoid_loss{ input = logit, label = click + q }
+    end, 200, 0.5)
+    assert.is_true(last < 0.9 * first, ("loss %g -> %g"):format(first, last))
+  end)
+end)
+
 describe("layers.sampling errors", function()
   local function build(f)
     oar.program_guard(oar.Program(), oar.Program(), function()

@@ -1,6 +1,7 @@
 --- oar.layers.sampling: losses for large output vocabularies (Fluid 1.8's
--- nce, hsigmoid and sampled_softmax_with_cross_entropy). Merged into
--- oar.layers.
+-- nce, hsigmoid and sampled_softmax_with_cross_entropy), and two more of
+-- Fluid 1.8's losses.py: center_loss and teacher_student_sigmoid_loss.
+-- Merged into oar.layers.
 --
 --   local cost = layers.nce{input = h, label = next_word, num_total_classes = vocab,
 --                           num_neg_samples = 5, sampler = "log_uniform"}
@@ -234,6 +235,69 @@ function M.sampled_softmax_with_cross_entropy(a)
   if dtype ~= "float32" then soft = L.cast(soft, dtype) end
   local loss = L.softmax_with_cross_entropy{ logits = sampled_logits, label = soft, soft_label = true }
   return L.scale{ x = loss, scale = 1 / nt }
+end
+
+--- Center loss (a center_loss op, as Fluid builds it): half the squared
+-- distance of each row to its class's center. The centers are a parameter
+-- [num_classes, D] the op moves itself (update_center) toward their rows,
+-- at rate alpha; they take no gradient.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.input [N, D]
+-- @tparam Variable a.label int64 (or int32) [N, 1]
+-- @tparam int a.num_classes the number of classes
+-- @tparam number|Variable a.alpha the centers' update rate (a float32 [1] Variable, or a number)
+-- @tparam[opt] ParamAttr|string a.param_attr the centers' attributes
+-- @tparam[opt=true] bool a.update_center move the centers at each run
+-- @treturn Variable [N, 1]: each row's loss
+-- @usage local loss = layers.mean(layers.center_loss{input = feat, label = y, num_classes = 10, alpha = 0.1})
+function M.center_loss(a)
+  a = args("center_loss", a, nil, nil, "alpha input label num_classes param_attr update_center")
+  local input = check.variable("center_loss", "input", a.input)
+  local label = check.variable("center_loss", "label", a.label)
+  local k = check.positive_int("center_loss", "num_classes", a.num_classes)
+  local d = width("center_loss", "input", input)
+  local helper = LayerHelper("center_loss", a)
+  local dtype = input.dtype
+  local centers = helper:create_parameter(helper:param_attr(), { k, d }, dtype, false)
+  centers.stop_gradient = true
+  local alpha = a.alpha
+  if not framework.is_variable(alpha) then
+    local v = check.number("center_loss", "alpha", alpha)
+    alpha = helper:create_global_variable{ shape = { 1 }, dtype = dtype, persistable = true, stop_gradient = true }
+    helper:set_variable_initializer(alpha, require("oar.initializer").Constant{ value = v })
+  end
+  local diff = helper:create_variable_for_type_inference(dtype)
+  local loss = helper:create_variable_for_type_inference(dtype)
+  helper:append_op{ type = "center_loss",
+    inputs = { X = { input }, Label = { label }, Centers = { centers }, CenterUpdateRate = { alpha } },
+    outputs = { SampleCenterDiff = { diff }, Loss = { loss }, CentersOut = { centers } },
+    attrs = { cluster_num = k,
+              need_update = check.boolean("center_loss", "update_center", a.update_center, true) } }
+  return loss
+end
+
+--- Teacher-student sigmoid loss (a teacher_student_sigmoid_loss op): a
+-- logistic loss against a click and, when given, against a teacher's score
+-- q, both coded in label: -2 (no click, no q), -1 (click, no q), q (no
+-- click) or 1 + q (click), q in [0, 1).
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.input [N, 1]: the logits
+-- @tparam Variable a.label [N, 1], input's dtype
+-- @tparam[opt=15.0] number a.soft_max_up_bound no gradient at or above it
+-- @tparam[opt=-15.0] number a.soft_max_lower_bound no gradient at or below it
+-- @treturn Variable [N, 1]
+-- @usage local cost = layers.mean(layers.teacher_student_sigmoid_loss{input = z, label = y})
+function M.teacher_student_sigmoid_loss(a)
+  local who = "teacher_student_sigmoid_loss"
+  a = args(who, a, nil, nil, "input label soft_max_lower_bound soft_max_up_bound")
+  local input = check.variable(who, "input", a.input)
+  local label = check.variable(who, "label", a.label)
+  local helper = LayerHelper(who, a)
+  local out = helper:create_variable_for_type_inference(input.dtype)
+  helper:append_op{ type = who, inputs = { X = { input }, Label = { label } }, outputs = { Y = { out } },
+    attrs = { soft_max_up_bound = check.number(who, "soft_max_up_bound", a.soft_max_up_bound, 15.0),
+              soft_max_lower_bound = check.number(who, "soft_max_lower_bound", a.soft_max_lower_bound, -15.0) } }
+  return out
 end
 
 return M
