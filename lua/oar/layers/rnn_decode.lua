@@ -19,7 +19,6 @@
 local framework = require("oar.framework")
 local LayerHelper = require("oar.layer_helper")
 local unique_name = require("oar.unique_name")
-local lib = require("oar.lib")
 local struct = require("oar.layers.rnn_struct")
 local layers = require("oar.layers")
 
@@ -682,8 +681,9 @@ function SampleEmbeddingHelper:sample(time, outputs, states)
   local logits = outputs
   if self.softmax_temperature then logits = layers.scale{ x = outputs, scale = 1.0 / self.softmax_temperature } end
   local probs = layers.softmax(logits)
-  if lib.C.oar_op_is_registered("sampling_id") then
-    local ids = layers.sampling_id{ x = probs, seed = self.seed, dtype = "int64" }
+  local sampling_id = rawget(layers, "sampling_id")   -- Fluid's layer, when oar has it
+  if sampling_id then
+    local ids = sampling_id{ x = probs, seed = self.seed, dtype = "int64" }
     return layers.reshape(ids, { -1 })
   end
   -- without sampling_id: u uniform in [0, 1) per row from 24 fair bits (dropout of ones)
