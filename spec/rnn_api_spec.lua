@@ -140,6 +140,31 @@ describe("LSTMCell and GRUCell", function()
     near(want, got[2]:totable(), 1e-12, "h'")
   end)
 
+  it("a cell used in a second program declares the same parameters there (shared in a scope)", function()
+    local cell = layers.GRUCell{ hidden_size = H, dtype = "float64", name = "shared" }
+    local function build()
+      return program(function()
+        local xv = layers.data{ name = "x", shape = { D }, dtype = "float64" }
+        local hv = layers.data{ name = "h", shape = { H }, dtype = "float64" }
+        return (cell:call(xv, hv))
+      end)
+    end
+    local main1, startup1, out1 = build()
+    local name1 = cell.gate_weight.name
+    local main2, _, out2 = build()
+    assert.are.equal(name1, cell.gate_weight.name)
+    assert.are.equal(main2:global_block():var(name1).name, name1)
+    local p = gru_params(rnd, D, H)
+    local run, scope = session(startup1, gru_param_feed(cell, p))
+    local feed = { x = oar.Tensor(x, "float64"), h = oar.Tensor(h, "float64") }
+    local a = run(main1, feed, { out1 })[1]
+    local b = oar.Executor():run(main2, { feed = feed, fetch_list = { out2 }, scope = scope })[1]
+    local want = {}
+    for n = 1, N do want[n] = gru_step(x[n], h[n], p) end
+    near(want, a:totable(), 1e-12, "first program")
+    near(want, b:totable(), 1e-12, "second program")
+  end)
+
   it("get_initial_states fills the state shapes with the batch of batch_ref", function()
     local main, startup, out = program(function()
       local xv = layers.data{ name = "x", shape = { 5, D }, dtype = "float32" }

@@ -144,6 +144,39 @@ local function cell_input(who, inputs)
   return x
 end
 
+-- a cell's parameters, made at its first call (the input size is known
+-- then); a call in another program declares the same parameters there, by
+-- name, so that programs built from one cell share its weights in a scope.
+-- specs: {field, shape(D), is_bias}; the first is a weight, always made.
+local function cell_params(self, who, x, specs)
+  local D = x.shape[2]
+  if self.input_size and D ~= self.input_size then
+    raise(string.format("%s: the input '%s' has %d features, the cell was built for %d", who, x.name, D,
+      self.input_size))
+  end
+  local prog = framework.default_main_program()
+  local first = self[specs[1][1]]
+  if first and first.block.program.handle == prog.handle then return end
+  local helper = LayerHelper(self.name, { name = self.name, param_attr = self.param_attr, bias_attr = self.bias_attr })
+  self.input_size = D
+  for _, sp in ipairs(specs) do
+    local field, is_bias = sp[1], sp[3]
+    local attr = is_bias and helper:bias_attr() or helper:param_attr()
+    if first then   -- another program: the same name, the user's other attributes
+      local old = self[field]
+      if not old then
+        attr = false
+      else
+        local copy = {}
+        for k, v in pairs(attr) do copy[k] = v end
+        attr = setmetatable(copy, getmetatable(attr))
+        attr.name = old.name
+      end
+    end
+    self[field] = helper:create_parameter(attr, sp[2](D), self.dtype, is_bias)
+  end
+end
+
 local LSTMCell = setmetatable({}, { __index = RNNCell })
 LSTMCell.__index = LSTMCell
 
@@ -192,15 +225,9 @@ function LSTMCell:call(inputs, states)
   end
   local pre_h, pre_c = states[1], states[2]
   local H = self.hidden_size
-  if not self.weight then
-    local helper = LayerHelper(self.name, { name = self.name, param_attr = self.param_attr, bias_attr = self.bias_attr })
-    self.input_size = x.shape[2]
-    self.weight = helper:create_parameter(helper:param_attr(), { self.input_size + H, 4 * H }, self.dtype, false)
-    self.bias = helper:create_parameter(helper:bias_attr(), { 4 * H }, self.dtype, true)
-  elseif x.shape[2] ~= self.input_size then
-    raise(string.format("LSTMCell: the input '%s' has %d features, the cell was built for %d", x.name, x.shape[2],
-      self.input_size))
-  end
+  cell_params(self, "LSTMCell", x, {
+    { "weight", function(D) return { D + H, 4 * H } end, false },
+    { "bias", function() return { 4 * H } end, true } })
   local gates = layers.matmul{ x = layers.concat({ x, pre_h }, 1), y = self.weight }
   if self.bias then gates = layers.elementwise_add{ x = gates, y = self.bias } end
   local parts = layers.split{ input = gates, num_or_sections = 4, dim = -1 }
@@ -257,18 +284,11 @@ function GRUCell:call(inputs, states)
   if type(states) == "table" and not is_variable(states) and #states == 1 then pre_h = states[1] end
   check.variable("GRUCell:call", "states", pre_h)
   local H = self.hidden_size
-  if not self.gate_weight then
-    local helper = LayerHelper(self.name, { name = self.name, param_attr = self.param_attr, bias_attr = self.bias_attr })
-    self.input_size = x.shape[2]
-    local D = self.input_size
-    self.gate_weight = helper:create_parameter(helper:param_attr(), { D + H, 2 * H }, self.dtype, false)
-    self.candidate_weight = helper:create_parameter(helper:param_attr(), { D + H, H }, self.dtype, false)
-    self.gate_bias = helper:create_parameter(helper:bias_attr(), { 2 * H }, self.dtype, true)
-    self.candidate_bias = helper:create_parameter(helper:bias_attr(), { H }, self.dtype, true)
-  elseif x.shape[2] ~= self.input_size then
-    raise(string.format("GRUCell: the input '%s' has %d features, the cell was built for %d", x.name, x.shape[2],
-      self.input_size))
-  end
+  cell_params(self, "GRUCell", x, {
+    { "gate_weight", function(D) return { D + H, 2 * H } end, false },
+    { "candidate_weight", function(D) return { D + H, H } end, false },
+    { "gate_bias", function() return { 2 * H } end, true },
+    { "candidate_bias", function() return { H } end, true } })
   local g = layers.matmul{ x = layers.concat({ x, pre_h }, 1), y = self.gate_weight }
   if self.gate_bias then g = layers.elementwise_add{ x = g, y = self.gate_bias } end
   local parts = layers.split{ input = self.gate_activation(g), num_or_sections = 2, dim = 1 }
