@@ -306,6 +306,8 @@ describe("BasicDecoder and its helpers", function()
       local h0 = layers.fill_constant_batch_size_like{ input = ids, shape = { -1, 3 }, dtype = "float32", value = 0 }
       expect_error(function() layers.dynamic_decode{ decoder = dec, inits = h0, max_step_num = 2 } end,
         "end_token 9 is outside the vocabulary")
+      expect_error(function() layers.dynamic_decode{ decoder = dec, max_step_num = 2 } end,
+        "BeamSearchDecoder:initialize", "inits")
     end)
   end)
 end)

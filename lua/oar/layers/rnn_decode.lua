@@ -213,6 +213,9 @@ end
 -- @treturn Variable finished, bool [batch, beam]
 -- @usage local inputs, states, finished = dec:initialize(h0)
 function BSD:initialize(initial_cell_states)
+  if initial_cell_states == nil then
+    raise("BeamSearchDecoder:initialize: give the cell's initial states (dynamic_decode's 'inits')")
+  end
   local state = struct.flatten(initial_cell_states)[1]
   if state == nil then raise("BeamSearchDecoder:initialize: no initial cell states") end
   local dtype = (state.dtype == "float64") and "float64" or "float32"
