@@ -587,7 +587,7 @@ describe("rnn and birnn", function()
       local bad = layers.RNNCell{ state_shape = { 3 }, call = function(_, x, h) return x, { h, h } end }
       expect_error(function() layers.rnn{ cell = bad, inputs = xv } end, "rnn", "structures differ")
       local nostate = function(x2, h) return x2, h end
-      expect_error(function() layers.rnn{ cell = nostate, inputs = xv } end, "initial_states")
+      expect_error(function() layers.rnn{ cell = nostate, inputs = xv } end, "layers.rnn: give 'initial_states'")
       local tm = layers.data{ name = "tm", shape = { Tn, 2, D }, dtype = "float32", append_batch_size = false }
       local s3 = layers.data{ name = "s3", shape = { 3, 2, 4 }, dtype = "float32", append_batch_size = false }
       expect_error(function()

@@ -112,7 +112,8 @@ end
 
 local function initial_states(who, cell, ref, batch_dim_idx)
   local get = cell.get_initial_states or RNNCell.get_initial_states
-  if cell.state_shape == nil and cell.get_initial_states == nil then
+  local base = cell.get_initial_states == nil or cell.get_initial_states == RNNCell.get_initial_states
+  if cell.state_shape == nil and base then
     raise(who .. ": give 'initial_states', or a cell with state_shape")
   end
   return get(cell, { batch_ref = ref, batch_dim_idx = batch_dim_idx })
