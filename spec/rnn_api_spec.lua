@@ -215,6 +215,12 @@ describe("rnn and birnn", function()
         assert.are.same({ N, Tn, H }, got[1]:shape())
         near(wo, got[1]:totable(), 1e-12, "outputs (zeros past each length)")
         near(wf, got[2]:totable(), 1e-12, "final states (at each length)")
+        local o = got[1]:totable()
+        for n = 1, N do
+          for t = lens[n] + 1, Tn do
+            for k = 1, H do assert(1 / o[n][t][k] == math.huge, "a padded output is not +0") end
+          end
+        end
       end)
   end
 

@@ -400,7 +400,8 @@ function M.rnn(a, ...)
       outputs = struct.map(function(o)
         if not FLOATS[o.dtype] then return o end
         local m = o.dtype == step_mask.dtype and step_mask or layers.cast(step_mask, o.dtype)
-        return layers.elementwise_mul{ x = o, y = m, axis = 0 }
+        -- + 0 turns the -0 of a negative output times 0 into 0
+        return layers.scale{ x = layers.elementwise_mul{ x = o, y = m, axis = 0 }, scale = 1.0, bias = 0.0 }
       end, outputs)
     end
     local flat_new = struct.flatten(new_states)
