@@ -158,6 +158,23 @@ for _, e in ipairs({ "add", "sub", "mul", "div" }) do
     inputs = { x = { { 2, 3, 2 }, -1, 1 }, y = { { 3 }, lo, 2 } }, order = { "x", "y" }, wrt = { "x", "y" },
     forward = function(v) return layers["elementwise_" .. e]{ x = v.x, y = v.y, axis = 1 } end }
 end
+-- conv2d with the filter as an input (not a parameter) so it is differentiated too
+local function conv_case(name, xs, ws, attrs, out_shape)
+  return { name = name, inputs = { x = { xs, -1, 1 }, w = { ws, -1, 1 } }, order = { "x", "w" }, wrt = { "x", "w" },
+    forward = function(v)
+      local b = v.x.block
+      local out = b:create_var{ name = "conv_out", dtype = "float64", shape = out_shape }
+      b:append_op{ type = "conv2d", inputs = { Input = { v.x }, Filter = { v.w } }, outputs = { Output = { out } },
+                   attrs = attrs }
+      return out
+    end }
+end
+CASES[#CASES + 1] = conv_case("conv2d", { 1, 2, 3, 3 }, { 2, 2, 2, 2 },
+  { strides = { 2, 2 }, paddings = { 1, 1 }, dilations = { 1, 1 }, groups = 1 }, { 1, 2, 2, 2 })
+CASES[#CASES + 1] = conv_case("conv2d (groups 2, dilation 2)", { 1, 4, 4, 4 }, { 2, 2, 2, 2 },
+  { strides = { 1, 1 }, paddings = { 0, 0 }, dilations = { 2, 2 }, groups = 2 }, { 1, 2, 2, 2 })
+CASES[#CASES + 1] = conv_case("conv2d (NHWC)", { 1, 3, 3, 2 }, { 2, 2, 2, 2 },
+  { strides = { 1, 1 }, paddings = { 1, 1 }, dilations = { 1, 1 }, groups = 1, data_format = "NHWC" }, { 1, 4, 4, 2 })
 -- the linear grads: their double grad is the forward op again (Fluid's)
 CASES[#CASES + 1] = { name = "reshape2", inputs = { x = { { 2, 3 }, -1, 1 }, w = { { 3, 2 }, -1, 1 } },
   order = { "x", "w" }, wrt = { "x" }, forward = function(v)
