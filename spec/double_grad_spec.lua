@@ -175,6 +175,17 @@ CASES[#CASES + 1] = conv_case("conv2d (groups 2, dilation 2)", { 1, 4, 4, 4 }, {
   { strides = { 1, 1 }, paddings = { 0, 0 }, dilations = { 2, 2 }, groups = 2 }, { 1, 2, 2, 2 })
 CASES[#CASES + 1] = conv_case("conv2d (NHWC)", { 1, 3, 3, 2 }, { 2, 2, 2, 2 },
   { strides = { 1, 1 }, paddings = { 1, 1 }, dilations = { 1, 1 }, groups = 1, data_format = "NHWC" }, { 1, 4, 4, 2 })
+CASES[#CASES + 1] = { name = "instance_norm",
+  inputs = { x = { { 2, 2, 2, 2 }, -1, 1 }, scale = { { 2 }, 0.5, 1.5 }, bias = { { 2 }, -1, 1 } },
+  order = { "x", "scale", "bias" }, wrt = { "x", "scale", "bias" }, forward = function(v)
+    local b = v.x.block
+    local y = b:create_var{ name = "in_y", dtype = "float64", shape = { 2, 2, 2, 2 } }
+    local m = b:create_var{ name = "in_mean", dtype = "float64", shape = { 4 } }
+    local s = b:create_var{ name = "in_var", dtype = "float64", shape = { 4 } }
+    b:append_op{ type = "instance_norm", inputs = { X = { v.x }, Scale = { v.scale }, Bias = { v.bias } },
+                 outputs = { Y = { y }, SavedMean = { m }, SavedVariance = { s } }, attrs = { epsilon = 1e-5 } }
+    return y
+  end }
 -- the linear grads: their double grad is the forward op again (Fluid's)
 CASES[#CASES + 1] = { name = "reshape2", inputs = { x = { { 2, 3 }, -1, 1 }, w = { { 3, 2 }, -1, 1 } },
   order = { "x", "w" }, wrt = { "x" }, forward = function(v)

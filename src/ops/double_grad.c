@@ -13,6 +13,8 @@ static const char *like_of(oar_infer_ctx_t *c, const char *out)
     if (strcmp(out, "DX") == 0) return "X";
     if (strcmp(out, "DY") == 0 || strcmp(out, "Y@GRAD") == 0) return "Y";
     if (strcmp(out, "DOut") == 0) return "Out";
+    if (strcmp(out, "DDY") == 0) return "DY";
+    if (strcmp(out, "DScale") == 0) return "Scale";
     return NULL;
 }
 

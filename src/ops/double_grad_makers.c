@@ -123,8 +123,6 @@ int oar_dg_instance_norm_maker(oar_grad_ctx_t *g)
     if (!op) return OAR_ERR_NOMEM;
     OAR_TRY(oar_gc_in(g, op, "X"));
     OAR_TRY(oar_gc_in(g, op, "Scale"));
-    OAR_TRY(oar_gc_in(g, op, "SavedMean"));
-    OAR_TRY(oar_gc_in(g, op, "SavedVariance"));
     OAR_TRY(oar_gc_in_as(g, op, "Y@GRAD", "DY"));
     OAR_TRY(oar_gc_out_grad_as(g, op, "X@GRAD", "DDX"));
     OAR_TRY(oar_gc_out_grad_as(g, op, "Scale@GRAD", "DDScale"));
