@@ -216,3 +216,105 @@ describe("second-order gradients", function()
     end)
   end
 end)
+
+-- loss(W) = mean((x W)^2) + lam * mean((d loss0 / dx)^2): a gradient penalty
+local X = { { 0.5, -1 }, { 1.5, 0.25 }, { -0.75, 2 } }
+local W0 = { { 0.3, -0.6 }, { 0.9, 0.2 } }
+local LAM = 0.5
+local function penalized(x, w)
+  local h = layers.mul(x, w)
+  local loss0 = layers.mean(layers.elementwise_mul{ x = h, y = h })
+  local dx = oar.gradients({ loss0 }, { x })[1]
+  local penalty = layers.mean(layers.square(dx))
+  return layers.elementwise_add{ x = loss0, y = layers.scale{ x = penalty, scale = LAM } }
+end
+
+describe("a gradient penalty", function()
+  it("has the gradient finite differences give, and one SGD step moves W by it", function()
+    -- program A: W fed, its gradient by oar.gradients and by finite differences
+    local main, startup = oar.Program(), oar.Program()
+    local total, gw
+    oar.program_guard(main, startup, function()
+      local x = data("x", { 3, 2 })
+      local w = data("w", { 2, 2 })
+      total = penalized(x, w)
+      gw = oar.gradients({ total }, { w })[1]
+    end)
+    assert.is_truthy(gw)
+    local exe, scope = oar.Executor(oar.CPUPlace()), oar.Scope()
+    exe:run(startup, { scope = scope })
+    local function run(wv, fetch) return exe:run(main, { feed = { x = X, w = wv }, fetch_list = fetch, scope = scope }) end
+    local g = run(W0, { gw })[1]:totable()
+    for i = 1, 2 do
+      for j = 1, 2 do
+        local wp, wm = { { W0[1][1], W0[1][2] }, { W0[2][1], W0[2][2] } }, { { W0[1][1], W0[1][2] }, { W0[2][1], W0[2][2] } }
+        wp[i][j], wm[i][j] = W0[i][j] + EPS, W0[i][j] - EPS
+        local fd = (run(wp, { total })[1]:totable()[1] - run(wm, { total })[1]:totable()[1]) / (2 * EPS)
+        assert(math.abs(fd - g[i][j]) < TOL, string.format("dW[%d][%d]: %.10g vs finite difference %.10g", i, j,
+          g[i][j], fd))
+      end
+    end
+    -- the penalty's own contribution is not zero (else the test proves little)
+    local plain = 0
+    for _ = 1, 1 do
+      local m2, s2 = oar.Program(), oar.Program()
+      local gp
+      oar.program_guard(m2, s2, function()
+        local x, w = data("x", { 3, 2 }), data("w", { 2, 2 })
+        local h = layers.mul(x, w)
+        gp = oar.gradients({ layers.mean(layers.elementwise_mul{ x = h, y = h }) }, { w })[1]
+      end)
+      plain = exe:run(m2, { feed = { x = X, w = W0 }, fetch_list = { gp }, scope = oar.Scope() })[1]:totable()
+    end
+    assert.is_true(math.abs(plain[1][1] - g[1][1]) > 1e-3)
+
+    -- program B: W a parameter trained by SGD on the same loss
+    local m3, s3 = oar.Program(), oar.Program()
+    local wparam
+    oar.program_guard(m3, s3, function()
+      local x = data("x", { 3, 2 })
+      x.stop_gradient = true
+      wparam = layers.create_parameter{ shape = { 2, 2 }, dtype = "float64", name = "W" }
+      oar.optimizer.SGD{ learning_rate = 0.1 }:minimize(penalized(x, wparam))
+    end)
+    local types = {}
+    for _, op in ipairs(m3:global_block():ops()) do types[op.type] = true end
+    assert.is_true(types.mul_grad_grad and types.elementwise_mul_grad_grad and true or false)
+    local sc = oar.Scope()
+    exe:run(s3, { scope = sc })
+    sc:var("W"):set_tensor(oar.Tensor(W0, "float64"))
+    exe:run(m3, { feed = { x = X }, scope = sc })
+    local w1 = sc:var("W"):get_tensor():totable()
+    for i = 1, 2 do
+      for j = 1, 2 do
+        assert(math.abs(w1[i][j] - (W0[i][j] - 0.1 * g[i][j])) < 1e-7, "W after one step")   -- lr is float32
+      end
+    end
+  end)
+end)
+
+describe("a gradient that cannot be taken", function()
+  it("is an error naming the op without a grad maker, not a nil", function()
+    local main, startup = oar.Program(), oar.Program()
+    oar.program_guard(main, startup, function()
+      local x = data("x", { 2, 3 })
+      local y = layers.tanh(x)   -- tanh_grad has no double-grad op
+      local dx = oar.gradients({ layers.mean(y) }, { x })[1]
+      local ok, err = pcall(oar.gradients, { dx }, { x })
+      assert.is_false(ok)
+      assert.matches("tanh_grad", tostring(err), 1, true)
+      -- the program is left as it was: a later gradient still works
+      assert.is_truthy(oar.gradients({ layers.mean(y) }, { x })[1])
+    end)
+  end)
+
+  it("still gives nil where no path leads from the target", function()
+    local main, startup = oar.Program(), oar.Program()
+    oar.program_guard(main, startup, function()
+      local x, z = data("x", { 2, 3 }), data("z", { 2, 3 })
+      local g = oar.gradients({ layers.mean(layers.square(x)) }, { x, z })
+      assert.is_truthy(g[1])
+      assert.is_nil(g[2])
+    end)
+  end)
+end)
