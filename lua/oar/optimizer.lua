@@ -237,7 +237,7 @@ function Optimizer:apply_gradients(params_grads, program, startup)
   end
   table.sort(params_grads, function(a, b) return a[1].name < b[1].name end)
   local pg = params_grads
-  if self.grad_clip then pg = self.grad_clip:apply(pg) end
+  pg = self.grad_clip and self.grad_clip:apply(pg) or clip.append_gradient_clip_ops(pg)
   pg = regularizer.append_regularization_ops(pg, self.regularization)
   return self:_create_optimization_pass(pg, program, startup)
 end
