@@ -247,7 +247,7 @@ function Optimizer:_create_optimization_pass(params_grads, program, startup)
   if not lib.C.oar_op_is_registered(kind.op) then
     raise(string.format("%s: the '%s' op is not available in this build of liboar", kind.name, kind.op))
   end
-  local block = program:global_block()
+  local block = program:current_block()   -- a conditional block's under GradientMerge
   local ops = {}
   local updated = {}
   for _, pg in ipairs(params_grads) do
@@ -798,6 +798,7 @@ for name, kind in pairs(kinds) do
   M[name .. "Optimizer"] = M[name]
 end
 M.kinds = kinds
+require("oar.optimizer_wrappers").install(M)   -- ModelAverage, EMA, Lookahead, GradientMerge, Recompute
 
 require("oar.framework")._guard_methods(Optimizer, function(x) return getmetatable(x) == Optimizer end, "Optimizer", {})
 
