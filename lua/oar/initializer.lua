@@ -128,13 +128,11 @@ function M.MSRA(spec)
                         seed = opt_number(spec, "seed", 0, "MSRA") })
 end
 
--- Fluid's long names: `ConstantInitializer`, `UniformInitializer`,
--- `NormalInitializer`, `TruncatedNormalInitializer`, `XavierInitializer`,
--- `MSRAInitializer` are the functions above.
 --- The weights of a bilinear upsampling (Fluid's BilinearInitializer), for a
 -- 4-D filter [C_out, C_in, k, k] of a transposed convolution: every [k, k]
--- map is the same tent, (1 - |x / f - c|) (1 - |y / f - c|) with
--- f = ceil(k / 2) and c = (2 f - 1 - f % 2) / (2 f). Also `BilinearInitializer`.
+-- map is the same tent, (1 - abs(x / f - c)) (1 - abs(y / f - c)) with
+-- f = ceil(k / 2) and c = (2 f - 1 - f % 2) / (2 f). Also
+-- `BilinearInitializer`.
 -- @treturn Initializer
 -- @raise (when applied) unless the variable is 4-D with equal last two dims
 -- @usage local attr = oar.ParamAttr{initializer = oar.initializer.Bilinear(), learning_rate = 0}
@@ -145,7 +143,7 @@ end
 
 --- A given value (Fluid's NumpyArrayInitializer): a nested or flat Lua
 -- table of numbers, or an oar Tensor, holding exactly as many values as the
--- variable (its shape is the variable's). Also `NumpyArray(value)`.
+-- variable (its shape is the variable's). Also `NumpyArray`.
 -- @tparam table|Tensor value the values, row-major (or `{value = ...}`)
 -- @treturn Initializer
 -- @raise when value is neither a table of numbers nor a Tensor
@@ -178,6 +176,9 @@ end
 M.NumpyArray = M.NumpyArrayInitializer
 M.BilinearInitializer = M.Bilinear
 
+-- Fluid's long names: `ConstantInitializer`, `UniformInitializer`,
+-- `NormalInitializer`, `TruncatedNormalInitializer`, `XavierInitializer`,
+-- `MSRAInitializer` are the functions above.
 M.ConstantInitializer, M.UniformInitializer, M.NormalInitializer = M.Constant, M.Uniform, M.Normal
 M.TruncatedNormalInitializer, M.XavierInitializer, M.MSRAInitializer = M.TruncatedNormal, M.Xavier, M.MSRA
 

@@ -8,13 +8,10 @@
 -- Ops that own sub-blocks, write persistable variables or draw random
 -- numbers (dropout, ...) are not recomputed: their outputs stay alive.
 -- @module oar.recompute
-local ffi = require("ffi")
-local lib = require("oar.lib")
 local framework = require("oar.framework")
 local argcheck = require("oar.argcheck")
 
 local raise, describe = framework.raise, framework.describe
-local C = lib.C
 
 local M = {}
 
@@ -118,20 +115,20 @@ local function rewrite(gb, nfwd, checkpoints)
       end
       local at = first - 1   -- 0-based: right before the first reader
       for k, op in ipairs(copies) do
-        local out = ffi.new("oar_op_desc_t *[1]")
-        lib.load_op_api()
-        if C.oar_op_desc_copy(op.handle, out) ~= 0 then raise("RecomputeOptimizer: " .. lib.last_error()) end
-        local copy = out[0]
-        for from, to in pairs(rename) do
-          C.oar_op_desc_rename_input(copy, from, to)
-          C.oar_op_desc_rename_output(copy, from, to)
+        local function slots(names, get)
+          local t = {}
+          for _, slot in ipairs(names) do
+            local args = {}
+            for i, n in ipairs(get(op, slot)) do args[i] = rename[n] or n end
+            t[slot] = args
+          end
+          return t
         end
-        C.oar_op_desc_set_attr_int(copy, "op_role", framework.OpRole.Backward)
-        if C.oar_block_insert_op(gb:_ptr(), at + k - 1, copy) ~= 0 then
-          local msg = lib.last_error()
-          C.oar_op_desc_free(copy)
-          raise("RecomputeOptimizer: " .. msg)
-        end
+        local attrs = {}
+        for _, n in ipairs(op:attr_names()) do attrs[n] = op:attr(n) end
+        attrs.op_role = framework.OpRole.Backward
+        gb:_insert_op(at + k - 1, { type = op.type, inputs = slots(op:input_names(), op.input),
+          outputs = slots(op:output_names(), op.output), attrs = attrs }, "RecomputeOptimizer")
       end
       ops = gb:ops()
       for i = first + #copies, #ops do
