@@ -293,6 +293,24 @@ describe("a gradient penalty", function()
   end)
 end)
 
+describe("oar.gradients(oar.gradients(y, x), x)", function()
+  it("gives the second derivative of a sum of cubes: 6 x", function()
+    local main, startup = oar.Program(), oar.Program()
+    local g2
+    oar.program_guard(main, startup, function()
+      local x = data("x", { 2, 3 })
+      local y = layers.reduce_sum{ input = layers.elementwise_mul{ x = layers.square(x), y = x } }
+      g2 = oar.gradients(oar.gradients(y, x), x)[1]
+    end)
+    local xv = { { 0.5, -1, 2 }, { 1.5, -0.25, 3 } }
+    local exe = oar.Executor(oar.CPUPlace())
+    local got = exe:run(main, { feed = { x = xv }, fetch_list = { g2 }, scope = oar.Scope() })[1]:totable()
+    for i = 1, 2 do
+      for j = 1, 3 do assert(math.abs(got[i][j] - 6 * xv[i][j]) < 1e-9, "d2y/dx2 = 6x") end
+    end
+  end)
+end)
+
 describe("a gradient that cannot be taken", function()
   it("is an error naming the op without a grad maker, not a nil", function()
     local main, startup = oar.Program(), oar.Program()

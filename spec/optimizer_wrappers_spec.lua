@@ -130,6 +130,33 @@ describe("ExponentialMovingAverage", function()
   end)
 end)
 
+describe("ExponentialMovingAverage with thres_steps", function()
+  it("uses decay = min(decay, (t + 1) / (t + 10)) and corrects with the last decay", function()
+    local decay, lr = 0.9, 0.1
+    local ema
+    local r = build(function(r)
+      oar.optimizer.SGD{ learning_rate = lr }:minimize(r.loss)
+      ema = oar.optimizer.ExponentialMovingAverage{ decay = decay, thres_steps = layers.autoincreased_step_counter() }
+      ema:update()
+    end)
+    local w, e, d = { W0[1], W0[2] }, { 0, 0 }, nil
+    for s = 1, 3 do
+      r.step(s)
+      local g = grad(w, feed(s))
+      d = math.min(decay, s / (s + 9))   -- the counter reads 0 at the first run
+      for j = 1, 2 do
+        w[j] = w[j] - lr * g[j]
+        e[j] = d * e[j] + (1 - d) * w[j]
+      end
+    end
+    local seen
+    ema:apply(r.exe, true, function() seen = r.w() end, r.scope)
+    local corr = 1 - d ^ 3
+    near({ e[1] / corr, e[2] / corr }, seen, 1e-5, "averaged w")
+    near(w, r.w(), 1e-6, "restored w")
+  end)
+end)
+
 describe("ModelAverage", function()
   it("apply sets (sum_1 + sum_2 + sum_3) / (num + old_num), restore puts the weights back exactly", function()
     local lr, rate, minw, maxw = 0.1, 0.5, 2, 3
