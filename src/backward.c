@@ -110,6 +110,16 @@ static bool has_grad_maker(const oar_op_desc_t *op)
     return def && def->grad;
 }
 
+/* A grad op ("<type>_grad", "<type>_grad_grad"): without a grad maker, the
+ * gradients it computes cannot be differentiated again. A forward op
+ * without one is, as Fluid's EmptyGradOpMaker, constant in its inputs'
+ * values (fill_zeros_like, fill_constant_batch_size_like, shape, ...). */
+static bool is_grad_op(const oar_op_desc_t *op)
+{
+    size_t n = strlen(op->type);
+    return n > 5 && strcmp(op->type + n - 5, "_grad") == 0;
+}
+
 /* `var`, written by an op of type `type` without a grad maker from vars that
  * vary with what is differentiated, would have a gradient if the op had one */
 static int add_blocked(oar_bw_pass_t *P, oar_block_t *b, const char *var, const char *type)
@@ -158,7 +168,7 @@ static int find_reach(oar_bw_pass_t *P, oar_block_t *b, int end, const char *con
         if (live && has_grad_maker(op))
             for (int k = 0; k < w.n && rc == OAR_OK; k++)
                 if (!oar_bw_no_grad(P, b, w.v[k])) rc = oar_bw_names_add(&P->reach, w.v[k]);
-        if (live && !has_grad_maker(op))
+        if (live && !has_grad_maker(op) && is_grad_op(op))
             for (int k = 0; k < w.n && rc == OAR_OK; k++) rc = add_blocked(P, b, w.v[k], op->type);
         for (int k = 0; k < w.n && rc == OAR_OK; k++) rc = oar_bw_names_add(&written, w.v[k]);
         oar_bw_names_free(&r);
