@@ -49,4 +49,22 @@ describe("book programs (examples/book)", function()
     local m = dofile("examples/book/understand_sentiment_dynrnn.lua")
     assert_learns("dyn_rnn_lstm", m.train{ steps = 30, dict_dim = 200, lstm_size = 16, lr = 0.02 })
   end)
+
+  it("label_semantic_roles db_lstm (dynamic_lstm stack, linear_chain_crf) learns synthetic SRL; chunk F1 rises", function()
+    local m = dofile("examples/book/label_semantic_roles.lua")
+    local losses, f1 = m.train{ steps = 200, depth = 2, lr = 0.2 }
+    assert_learns("label_semantic_roles", losses)
+    local n = #f1
+    local first, last = book.mean(f1, 1, 20), book.mean(f1, n - 19, n)
+    assert(last > first + 0.3, string.format("label_semantic_roles: chunk F1 %.3f -> %.3f", first, last))
+  end)
+
+  it("ctc_synthetic (warpctc, ctc_greedy_decoder, edit_distance) reaches a low error rate", function()
+    local m = dofile("examples/book/ctc_synthetic.lua")
+    local losses, err = m.train{ steps = 200 }
+    assert_learns("ctc_synthetic", losses)
+    local n = #err
+    local first, last = book.mean(err, 1, 10), book.mean(err, n - 19, n)
+    assert(first > 0.5 and last < 0.15, string.format("ctc_synthetic: error rate %.3f -> %.3f", first, last))
+  end)
 end)
