@@ -97,6 +97,30 @@ describe("GradientMergeOptimizer", function()
   end
 end)
 
+describe("GradientMergeOptimizer around Momentum", function()
+  it("moves the velocity only on merge steps (the update runs in a conditional block)", function()
+    local k, lr, mu = 3, 0.1, 0.9
+    local r = build(function(r)
+      oar.optimizer.GradientMergeOptimizer(oar.optimizer.Momentum{ learning_rate = lr, momentum = mu },
+        { k_steps = k }):minimize(r.loss)
+    end)
+    local w, acc, v = { W0[1], W0[2] }, { 0, 0 }, { 0, 0 }
+    for s = 1, 7 do
+      r.step(s)
+      local g = grad(w, feed(s))
+      acc[1], acc[2] = acc[1] + g[1], acc[2] + g[2]
+      if s % k == 0 then
+        for j = 1, 2 do
+          v[j] = mu * v[j] + acc[j] / k
+          w[j] = w[j] - lr * v[j]
+        end
+        acc = { 0, 0 }
+      end
+      near(w, r.w(), 1e-5, "step " .. s .. " w")
+    end
+  end)
+end)
+
 describe("ExponentialMovingAverage", function()
   it("apply swaps in the bias-corrected average and restore puts the weights back exactly", function()
     local decay, lr = 0.9, 0.1

@@ -71,7 +71,7 @@ describe("RecomputeOptimizer", function()
     for i = 1, DEPTH do
       for r = 1, #plain[i] do
         for c = 1, #plain[i][r] do
-          assert(math.abs(plain[i][r][c] - rec[i][r][c]) <= 1e-6,
+          assert(plain[i][r][c] == rec[i][r][c],   -- the same ops on the same values: the same bits
             string.format("w%d[%d][%d]: %.9g vs %.9g", i, r, c, plain[i][r][c], rec[i][r][c]))
         end
       end
