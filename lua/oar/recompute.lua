@@ -142,6 +142,33 @@ local function rewrite(gb, nfwd, checkpoints)
   return recomputed
 end
 
+--- Appends the backward pass with the checkpointed segments recomputed
+-- (the first half of minimize).
+-- @tparam Variable loss
+-- @tparam[opt] table opts `{startup_program=, parameter_list=, no_grad_set=}`
+-- @treturn {{Variable,Variable},...} `{param, grad}` pairs
+-- @usage local pg = opt:backward(loss); opt:apply_gradients(pg)
+function Recompute:backward(loss, opts)
+  if not framework.is_variable(loss) then raise("RecomputeOptimizer:backward: 'loss' must be a Variable") end
+  local gb = loss.block.program:global_block()
+  local nfwd = gb:num_ops()
+  local pg = self.inner:backward(loss, opts or {})
+  if self.checkpoints and #self.checkpoints >= 2 then
+    self.recomputed_ops = rewrite(gb, nfwd, self.checkpoints)
+  end
+  return pg
+end
+
+--- The inner optimizer's update ops (the second half of minimize).
+-- @tparam {{Variable,Variable},...} params_grads
+-- @tparam[opt] Program program
+-- @tparam[opt] Program startup
+-- @treturn {Operator,...}
+-- @usage opt:apply_gradients(opt:backward(loss))
+function Recompute:apply_gradients(params_grads, program, startup)
+  return self.inner:apply_gradients(params_grads, program, startup)
+end
+
 --- Appends backward, rewrites it to recompute the forward segments between
 -- checkpoints, then the inner optimizer's update ops.
 -- @tparam Variable loss
@@ -152,14 +179,9 @@ end
 function Recompute:minimize(loss, startup_program)
   if not framework.is_variable(loss) then raise("RecomputeOptimizer:minimize: 'loss' must be a Variable") end
   local program = loss.block.program
-  local gb = program:global_block()
   local opts = type(startup_program) == "table" and not framework.is_program(startup_program) and startup_program
     or { startup_program = startup_program }
-  local nfwd = gb:num_ops()
-  local pg = self.inner:backward(loss, opts)
-  if self.checkpoints and #self.checkpoints >= 2 then
-    self.recomputed_ops = rewrite(gb, nfwd, self.checkpoints)
-  end
+  local pg = self:backward(loss, opts)
   local ops = self.inner:apply_gradients(pg, program, opts.startup_program)
   return ops, pg
 end
