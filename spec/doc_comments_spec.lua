@@ -54,7 +54,11 @@ local MODULES = {
   { "oar.layers.loss", "lua/oar/layers/loss.lua" },
   { "oar.layers.learning_rate", "lua/oar/layers/learning_rate.lua" },
   { "oar.layers.math", "lua/oar/layers/math.lua" },
-  { "oar.optimizer", "lua/oar/optimizer.lua", { Optimizer = function(m) return m.Optimizer end } },
+  -- ModelAverage, ExponentialMovingAverage, Lookahead/GradientMerge/RecomputeOptimizer live in their own files
+  { "oar.optimizer", { "lua/oar/optimizer.lua", "lua/oar/optimizer_wrappers.lua", "lua/oar/recompute.lua" },
+    { Optimizer = function(m) return m.Optimizer end } },
+  { "oar.optimizer_wrappers", "lua/oar/optimizer_wrappers.lua" },
+  { "oar.recompute", "lua/oar/recompute.lua" },
   { "oar.layers.sequence", "lua/oar/layers/sequence.lua" },
   { "oar.layers.sequence_ext", "lua/oar/layers/sequence_ext.lua" },
   { "oar.layers.vision", "lua/oar/layers/vision.lua" },

@@ -237,7 +237,7 @@ function Optimizer:apply_gradients(params_grads, program, startup)
   end
   table.sort(params_grads, function(a, b) return a[1].name < b[1].name end)
   local pg = params_grads
-  if self.grad_clip then pg = self.grad_clip:apply(pg) end
+  pg = self.grad_clip and self.grad_clip:apply(pg) or clip.append_gradient_clip_ops(pg)
   pg = regularizer.append_regularization_ops(pg, self.regularization)
   return self:_create_optimization_pass(pg, program, startup)
 end
@@ -247,7 +247,7 @@ function Optimizer:_create_optimization_pass(params_grads, program, startup)
   if not lib.C.oar_op_is_registered(kind.op) then
     raise(string.format("%s: the '%s' op is not available in this build of liboar", kind.name, kind.op))
   end
-  local block = program:global_block()
+  local block = program:current_block()   -- a conditional block's under GradientMerge
   local ops = {}
   local updated = {}
   for _, pg in ipairs(params_grads) do
@@ -798,6 +798,7 @@ for name, kind in pairs(kinds) do
   M[name .. "Optimizer"] = M[name]
 end
 M.kinds = kinds
+require("oar.optimizer_wrappers").install(M)   -- ModelAverage, EMA, Lookahead, GradientMerge, Recompute
 
 require("oar.framework")._guard_methods(Optimizer, function(x) return getmetatable(x) == Optimizer end, "Optimizer", {})
 
