@@ -263,3 +263,83 @@ describe("conv3d_transpose (test_conv3d_transpose_op.py)", function()
       { paddings = { 3, 3, 0 } }, "would be")
   end)
 end)
+
+describe("layers.conv3d / layers.conv3d_transpose", function()
+  local oar = require("oar")
+  local layers = oar.layers
+
+  -- builds one layer over a fed [2, ...] float64 x; returns the fetched
+  -- value (flat) and its shape, and the layer's op
+  local function run(xshape, build)
+    local main, startup = oar.Program(), oar.Program()
+    local out
+    oar.program_guard(main, startup, function()
+      local v = layers.data{ name = "x", shape = xshape, dtype = "float64", append_batch_size = false }
+      out = build(v)
+    end)
+    local x = R.symmetric(numel(xshape), 13)
+    local t = oar.Tensor{ shape = xshape, dtype = "float64" }
+    local p = t:data()
+    for i = 1, #x do p[i - 1] = x[i] end
+    local exe = oar.Executor(oar.CPUPlace())
+    exe:run(startup)
+    local got = exe:run(main, { feed = { x = t }, fetch_list = { out } })[1]
+    local flat, d = {}, got:data()
+    for i = 1, numel(got:shape()) do flat[i] = d[i - 1] end
+    local op
+    for _, o in ipairs(main:global_block():ops()) do
+      if o.type == "conv3d" or o.type == "conv3d_transpose" then op = o end
+    end
+    return flat, got:shape(), x, op
+  end
+
+  local function const(v) return oar.ParamAttr{ initializer = oar.initializer.Constant{ value = v } } end
+
+  it("conv3d: NDHWC, SAME padding, stride, bias and act as Fluid's layer", function()
+    local got, shape, x, op = run({ 2, 4, 3, 5, 2 }, function(v)
+      return layers.conv3d{ input = v, num_filters = 3, filter_size = { 2, 3, 2 }, stride = { 2, 1, 2 },
+                            padding = "SAME", data_format = "NDHWC", param_attr = const(0.25),
+                            bias_attr = const(-0.125), act = "relu" }
+    end)
+    assert.equal("SAME", op:attr("padding_algorithm"))
+    assert.equal("NDHWC", op:attr("data_format"))
+    local w = {}
+    for i = 1, 3 * 2 * 2 * 3 * 2 do w[i] = 0.25 end
+    local want, ws = conv3d_ref(x, { 2, 2, 4, 3, 5 }, w, { 3, 2, 2, 3, 2 },
+      { strides = { 2, 1, 2 }, algo = "SAME", cl = true })
+    assert.same(ws, shape)
+    for i = 1, #want do want[i] = math.max(want[i] - 0.125, 0) end
+    T.assert_close({ data = got, shape = shape }, { data = want, shape = ws }, 1e-12)
+  end)
+
+  it("conv3d_transpose: filter_size from output_size, groups, explicit paddings", function()
+    local got, shape, x, op = run({ 1, 4, 2, 3, 2 }, function(v)
+      return layers.conv3d_transpose{ input = v, num_filters = 2, output_size = { 4, 6, 4 }, stride = 2,
+                                      padding = { 1, 0, 1, 1, 0, 1 }, groups = 2, param_attr = const(0.5),
+                                      bias_attr = false }
+    end)
+    assert.same({ 4, 6, 4 }, op:attr("output_size"))
+    local w = {}
+    -- filter_size = (out - (in - 1) stride + pad_before + pad_after - 1) / dilation + 1 = {3, 4, 3}
+    for i = 1, 4 * 1 * 3 * 4 * 3 do w[i] = 0.5 end
+    local want, ws = conv3d_t_ref(x, { 1, 4, 2, 3, 2 }, w, { 4, 1, 3, 4, 3 },
+      { strides = { 2, 2, 2 }, paddings = { 1, 0, 1, 1, 0, 1 }, groups = 2, output_size = { 4, 6, 4 } })
+    assert.same(ws, shape)
+    T.assert_close({ data = got, shape = shape }, { data = want, shape = ws }, 1e-12)
+  end)
+
+  it("reject bad arguments with the layer's name", function()
+    oar.program_guard(oar.Program(), oar.Program(), function()
+      local v = layers.data{ name = "x", shape = { 3, 4, 4, 4 }, dtype = "float32" }
+      local flat = layers.data{ name = "y", shape = { 3, 4 }, dtype = "float32" }
+      assert.has_error(function() layers.conv3d{ input = flat, num_filters = 2, filter_size = 3 } end,
+        "conv3d: 'input' must be 5-D NCDHW, got shape [-1, 3, 4]")
+      assert.has_error(function() layers.conv3d{ input = v, num_filters = 2, filter_size = 3, groups = 2 } end,
+        "conv3d: input channels 3 must be known and divisible by groups 2")
+      assert.has_error(function() layers.conv3d{ input = v, num_filters = 2, filter_size = 3, padding = "FULL" } end,
+        "conv3d: 'padding' must be one of SAME, VALID, got string 'FULL'")
+      assert.has_error(function() layers.conv3d_transpose{ input = v, num_filters = 2 } end,
+        "conv3d_transpose: 'filter_size' must be an integer or a list of 3 (or give output_size), got nil")
+    end)
+  end)
+end)
