@@ -1,0 +1,265 @@
+-- max_pool2d_with_index, max_pool3d_with_index, unpool, spp (and the
+-- layers adaptive_pool2d / adaptive_pool3d): the cases of Fluid 1.8's
+-- test_pool_max_op.py, test_unpool_op.py and test_spp_op.py (shapes
+-- reduced), expected values from direct loops in plain Lua, gradients
+-- against float64 finite differences.
+local T = require("spec.helpers.op_test")
+local R = require("spec.helpers.random")
+
+local function numel(s)
+  local k = 1
+  for _, v in ipairs(s) do k = k * v end
+  return k
+end
+
+local function fails(spec, want)
+  local ok, err = pcall(T.run, spec)
+  assert.is_false(ok)
+  assert.matches(want, tostring(err), 1, true)
+end
+
+-- max pooling with the flat index of each maximum; shape [N, C, sp...]
+-- (nd = #shape - 2); o: ksize, strides, paddings, global, adaptive
+local function pool_index_ref(x, shape, o)
+  local nd = #shape - 2
+  local sp, ks, st, pd, out = {}, {}, {}, {}, {}
+  for i = 1, nd do
+    sp[i] = shape[i + 2]
+    ks[i] = o.global and sp[i] or o.ksize[i]
+    st[i] = o.global and 1 or (o.strides and o.strides[i] or 1)
+    pd[i] = o.global and 0 or (o.paddings and o.paddings[i] or 0)
+    if o.global then out[i] = 1
+    elseif o.adaptive then out[i] = ks[i]
+    else out[i] = math.floor((sp[i] + 2 * pd[i] - ks[i]) / st[i]) + 1 end
+  end
+  local function range(i, d)
+    if o.adaptive and not o.global then
+      return math.floor(i * sp[d] / out[d]), math.ceil((i + 1) * sp[d] / out[d])
+    end
+    local a = i * st[d] - pd[d]
+    return math.max(a, 0), math.min(a + ks[d], sp[d])
+  end
+  local is, os = numel(sp), numel(out)
+  local vals, mask = {}, {}
+  local oc = {}
+  for m = 0, shape[1] * shape[2] - 1 do
+    for oi = 0, os - 1 do
+      local r = oi
+      for d = nd, 1, -1 do oc[d] = r % out[d]; r = math.floor(r / out[d]) end
+      local lo, hi = {}, {}
+      for d = 1, nd do lo[d], hi[d] = range(oc[d], d) end
+      local best, at = nil, -1
+      -- every cell of the window, in row-major order
+      local cell = {}
+      for d = 1, nd do cell[d] = lo[d] end
+      while true do
+        local j = 0
+        for d = 1, nd do j = j * sp[d] + cell[d] end
+        local v = x[m * is + j + 1]
+        if best == nil or v > best then best, at = v, j end
+        local d = nd
+        while d >= 1 do
+          cell[d] = cell[d] + 1
+          if cell[d] < hi[d] then break end
+          cell[d] = lo[d]
+          d = d - 1
+        end
+        if d < 1 then break end
+      end
+      vals[m * os + oi + 1], mask[m * os + oi + 1] = best, at
+    end
+  end
+  local oshape = { shape[1], shape[2] }
+  for d = 1, nd do oshape[d + 2] = out[d] end
+  return vals, mask, oshape
+end
+
+local function pwi_attrs(o)
+  return { ksize = o.ksize, strides = o.strides, paddings = o.paddings, global_pooling = o.global,
+           adaptive = o.adaptive }
+end
+
+-- test_pool_max_op.py's TestMaxPoolWithIndex_Op and its cases
+local PWI_CASES = {
+  { name = "3-D ksize 3, stride 1, padding 1", shape = { 2, 3, 4, 4, 4 }, ksize = { 3, 3, 3 }, strides = { 1, 1, 1 },
+    paddings = { 1, 1, 1 } },
+  { name = "3-D global_pooling (Case1)", shape = { 2, 3, 4, 4, 4 }, ksize = { 3, 3, 3 }, paddings = { 1, 1, 1 },
+    global = true },
+  { name = "3-D stride 2 (Case2)", shape = { 2, 3, 5, 5, 5 }, ksize = { 3, 3, 3 }, strides = { 2, 2, 2 },
+    paddings = { 0, 0, 0 } },
+  { name = "3-D uneven window", shape = { 1, 2, 3, 5, 4 }, ksize = { 2, 3, 2 }, strides = { 1, 2, 2 },
+    paddings = { 1, 1, 0 } },
+  { name = "3-D adaptive (TestCastAdaptive3d)", shape = { 2, 3, 5, 7, 7 }, ksize = { 3, 3, 3 }, adaptive = true },
+  { name = "2-D ksize 3, stride 1, padding 1 (Case4)", shape = { 2, 3, 7, 7 }, ksize = { 3, 3 }, strides = { 1, 1 },
+    paddings = { 1, 1 } },
+  { name = "2-D global_pooling (Case5)", shape = { 2, 3, 7, 7 }, ksize = { 3, 3 }, paddings = { 1, 1 }, global = true },
+  { name = "2-D stride 2, padding 0 (Case6)", shape = { 2, 3, 7, 7 }, ksize = { 3, 3 }, strides = { 2, 2 },
+    paddings = { 0, 0 } },
+  { name = "2-D adaptive (TestCastAdaptive2d)", shape = { 2, 3, 7, 7 }, ksize = { 3, 3 }, adaptive = true },
+}
+
+describe("max_pool2d_with_index / max_pool3d_with_index (test_pool_max_op.py)", function()
+  for _, o in ipairs(PWI_CASES) do
+    it(o.name .. ": Out and Mask against direct loops, float64 and float32", function()
+      local optype = #o.shape == 5 and "max_pool3d_with_index" or "max_pool2d_with_index"
+      local x = R.symmetric(numel(o.shape), 17)
+      local vals, mask, os = pool_index_ref(x, o.shape, o)
+      for _, dt in ipairs({ "float64", "float32" }) do
+        T.check_output{ type = optype, dtype = dt, atol = 1e-6,
+          inputs = { X = T.tensor(x, { shape = o.shape, dtype = dt }) }, attrs = pwi_attrs(o),
+          outputs = { Out = 1, Mask = 1 },
+          expect = { Out = { shape = os, data = vals }, Mask = { shape = os, data = mask } } }
+      end
+    end)
+  end
+
+  it("gradients against finite differences", function()
+    for _, o in ipairs({ PWI_CASES[1], PWI_CASES[4], PWI_CASES[5], PWI_CASES[6], PWI_CASES[9] }) do
+      local small = {}
+      for k, v in pairs(o) do small[k] = v end
+      T.check_grad{ type = #o.shape == 5 and "max_pool3d_with_index" or "max_pool2d_with_index", dtype = "float64",
+        inputs = { X = T.tensor(R.symmetric(numel(o.shape), 23), { shape = o.shape, dtype = "float64" }) },
+        attrs = pwi_attrs(small), outputs = { Out = 1, Mask = 1 }, wrt = { "X" }, of = { "Out" },
+        delta = 1e-5, max_rel = 1e-6 }
+    end
+  end)
+
+  it("bad inputs are errors naming the variable", function()
+    local x4 = T.tensor(R.symmetric(2 * 3 * 9), { shape = { 2, 3, 3, 3 } })
+    fails({ type = "max_pool3d_with_index", inputs = { X = x4 }, attrs = { ksize = { 2, 2, 2 } },
+            outputs = { Out = 1, Mask = 1 } }, "must be 5-D [N, C, D, H, W], got shape [2, 3, 3, 3]")
+    fails({ type = "max_pool2d_with_index", inputs = { X = x4 }, attrs = { ksize = { 2, 2, 2 } },
+            outputs = { Out = 1, Mask = 1 } }, "attr ksize must hold 2 values, got 3")
+    fails({ type = "max_pool2d_with_index", inputs = { X = x4 }, attrs = { ksize = { 5, 2 } },
+            outputs = { Out = 1, Mask = 1 } }, "output would be empty")
+  end)
+end)
+
+-- Out from X and Indices, by the rule itself
+local function unpool_ref(x, idx, shape, ks, st, pd)
+  local oh = (shape[3] - 1) * st[1] - 2 * pd[1] + ks[1]
+  local ow = (shape[4] - 1) * st[2] - 2 * pd[2] + ks[2]
+  local out = {}
+  local nc, is, os = shape[1] * shape[2], shape[3] * shape[4], oh * ow
+  for i = 1, nc * os do out[i] = 0 end
+  for m = 0, nc - 1 do
+    for i = 0, is - 1 do out[m * os + idx[m * is + i + 1] + 1] = x[m * is + i + 1] end
+  end
+  return out, { shape[1], shape[2], oh, ow }
+end
+
+describe("unpool (test_unpool_op.py)", function()
+  -- the indices of a 2 x 2 / stride 2 max pooling of a [N, C, 4, 6] input
+  local function case(n, c, h, w, ks, st, pd)
+    local pre = R.symmetric(n * c * h * w, 29)
+    local o = { ksize = ks, strides = st, paddings = pd }
+    local x, mask, xs = pool_index_ref(pre, { n, c, h, w }, o)
+    return x, mask, xs
+  end
+
+  it("TestUnpoolOp: ksize 2, stride 2 back onto the pooled input's grid, int32 and int64 Indices", function()
+    local x, mask, xs = case(2, 3, 4, 6, { 2, 2 }, { 2, 2 }, { 0, 0 })
+    local want, os = unpool_ref(x, mask, xs, { 2, 2 }, { 2, 2 }, { 0, 0 })
+    for _, it_dt in ipairs({ "int32", "int64" }) do
+      T.check_output{ type = "unpool", dtype = "float64",
+        inputs = { X = T.tensor(x, { shape = xs, dtype = "float64" }), Indices = T.tensor(mask, { shape = xs, dtype = it_dt }) },
+        attrs = { ksize = { 2, 2 }, strides = { 2, 2 }, paddings = { 0, 0 }, unpooling_type = "max" },
+        expect = { Out = { shape = os, data = want } } }
+    end
+    assert.same({ 2, 3, 4, 6 }, os)
+  end)
+
+  it("ksize 3, stride 2, padding 1 (output (in - 1) stride - 2 padding + ksize)", function()
+    local x, mask, xs = case(1, 2, 5, 5, { 3, 3 }, { 2, 2 }, { 1, 1 })
+    local want, os = unpool_ref(x, mask, xs, { 3, 3 }, { 2, 2 }, { 1, 1 })
+    assert.same({ 1, 2, 5, 5 }, os)
+    T.check_output{ type = "unpool", dtype = "float32",
+      inputs = { X = T.tensor(x, { shape = xs, dtype = "float32" }), Indices = T.tensor(mask, { shape = xs, dtype = "int32" }) },
+      attrs = { ksize = { 3, 3 }, strides = { 2, 2 }, paddings = { 1, 1 } },
+      expect = { Out = { shape = os, data = want } }, atol = 1e-6 }
+  end)
+
+  it("gradient against finite differences", function()
+    local x, mask, xs = case(2, 2, 4, 4, { 2, 2 }, { 2, 2 }, { 0, 0 })
+    T.check_grad{ type = "unpool", dtype = "float64",
+      inputs = { X = T.tensor(x, { shape = xs, dtype = "float64" }), Indices = T.tensor(mask, { shape = xs, dtype = "int32" }) },
+      attrs = { ksize = { 2, 2 }, strides = { 2, 2 } }, wrt = { "X" }, of = { "Out" }, delta = 1e-5, max_rel = 1e-6 }
+  end)
+
+  it("an index outside the output map is an error naming Indices", function()
+    local x = T.tensor({ 1, 2, 3, 4 }, { shape = { 1, 1, 2, 2 }, dtype = "float32" })
+    fails({ type = "unpool", inputs = { X = x, Indices = T.tensor({ 0, 1, 16, 2 }, { shape = { 1, 1, 2, 2 }, dtype = "int32" }) },
+            attrs = { ksize = { 2, 2 }, strides = { 2, 2 } } }, "value 16 at 2 is outside the output map of 16 cells")
+    fails({ type = "unpool", inputs = { X = x, Indices = T.tensor({ 0, 1, 2, 3 }, { shape = { 1, 1, 2, 2 }, dtype = "float32" }) },
+            attrs = { ksize = { 2, 2 }, strides = { 2, 2 } } }, "must be int32 or int64, it is float32")
+  end)
+end)
+
+-- spp by its definition: level p pools 2^p x 2^p bins of size ceil(H / 2^p)
+local function spp_ref(x, shape, height, ptype)
+  local N, C, H, W = shape[1], shape[2], shape[3], shape[4]
+  local rows = {}
+  for b = 0, N - 1 do rows[b] = {} end
+  for p = 0, height - 1 do
+    local bins = 2 ^ p
+    local kh, kw = math.ceil(H / bins), math.ceil(W / bins)
+    local ph, pw = math.floor((kh * bins - H + 1) / 2), math.floor((kw * bins - W + 1) / 2)
+    for b = 0, N - 1 do
+      for c = 0, C - 1 do
+        for by = 0, bins - 1 do
+          for bx = 0, bins - 1 do
+            local h0, h1 = math.max(by * kh - ph, 0), math.min(by * kh - ph + kh, H)
+            local w0, w1 = math.max(bx * kw - pw, 0), math.min(bx * kw - pw + kw, W)
+            local best, s = nil, 0
+            for h = h0, h1 - 1 do
+              for w = w0, w1 - 1 do
+                local v = x[((b * C + c) * H + h) * W + w + 1]
+                s = s + v
+                if best == nil or v > best then best = v end
+              end
+            end
+            local r = rows[b]
+            -- a bin wholly in the padding (H = 5, 4 bins: the first) is 0
+            if best == nil then r[#r + 1] = 0
+            else r[#r + 1] = ptype == "max" and best or s / ((h1 - h0) * (w1 - w0)) end
+          end
+        end
+      end
+    end
+  end
+  local out = {}
+  for b = 0, N - 1 do for _, v in ipairs(rows[b]) do out[#out + 1] = v end end
+  return out, { N, #rows[0] }
+end
+
+describe("spp (test_spp_op.py)", function()
+  local CASES = {
+    { name = "TestSppOp: [3, 2, 4, 4], height 3, max", shape = { 3, 2, 4, 4 }, height = 3, type = "max" },
+    { name = "TestCase2: avg", shape = { 3, 2, 4, 4 }, height = 3, type = "avg" },
+    { name = "odd sizes with padding: [2, 3, 5, 7], height 3, max", shape = { 2, 3, 5, 7 }, height = 3, type = "max" },
+    { name = "odd sizes with padding: avg", shape = { 2, 3, 5, 7 }, height = 2, type = "avg" },
+  }
+  for _, o in ipairs(CASES) do
+    it(o.name, function()
+      local x = R.symmetric(numel(o.shape), 31)
+      local want, os = spp_ref(x, o.shape, o.height, o.type)
+      assert.equal(o.shape[2] * (4 ^ o.height - 1) / 3, os[2])
+      for _, dt in ipairs({ "float64", "float32" }) do
+        T.check_output{ type = "spp", dtype = dt, atol = 1e-6,
+          inputs = { X = T.tensor(x, { shape = o.shape, dtype = dt }) },
+          attrs = { pyramid_height = o.height, pooling_type = o.type },
+          expect = { Out = { shape = os, data = want } } }
+      end
+      T.check_grad{ type = "spp", dtype = "float64",
+        inputs = { X = T.tensor(x, { shape = o.shape, dtype = "float64" }) },
+        attrs = { pyramid_height = o.height, pooling_type = o.type }, wrt = { "X" }, delta = 1e-5, max_rel = 1e-6 }
+    end)
+  end
+
+  it("pooling_type is required and checked", function()
+    local x = T.tensor(R.symmetric(16), { shape = { 1, 1, 4, 4 } })
+    fails({ type = "spp", inputs = { X = x }, attrs = { pyramid_height = 2, pooling_type = "sum" } }, "pooling_type")
+    fails({ type = "spp", inputs = { X = T.tensor(R.symmetric(4), { shape = { 4 } }) },
+            attrs = { pyramid_height = 2, pooling_type = "max" } }, "must be 4-D [N, C, H, W], it has rank 1")
+  end)
+end)
