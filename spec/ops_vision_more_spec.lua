@@ -263,3 +263,74 @@ describe("spp (test_spp_op.py)", function()
             attrs = { pyramid_height = 2, pooling_type = "max" } }, "must be 4-D [N, C, H, W], it has rank 1")
   end)
 end)
+
+describe("layers.adaptive_pool2d / layers.adaptive_pool3d", function()
+  local oar = require("oar")
+  local layers = oar.layers
+
+  local function run(xshape, build)
+    local main, startup = oar.Program(), oar.Program()
+    local outs
+    oar.program_guard(main, startup, function()
+      local v = layers.data{ name = "x", shape = xshape, dtype = "float64", append_batch_size = false }
+      outs = { build(v) }
+    end)
+    local x = R.symmetric(numel(xshape), 37)
+    local t = oar.Tensor{ shape = xshape, dtype = "float64" }
+    local p = t:data()
+    for i = 1, #x do p[i - 1] = x[i] end
+    local exe = oar.Executor(oar.CPUPlace())
+    exe:run(startup)
+    local got = exe:run(main, { feed = { x = t }, fetch_list = outs })
+    local res = {}
+    for i, g in ipairs(got) do
+      local flat, d = {}, g:data()
+      for j = 1, numel(g:shape()) do flat[j] = tonumber(d[j - 1]) end
+      res[i] = { data = flat, shape = g:shape() }
+    end
+    return res, x, main
+  end
+
+  it("adaptive_pool2d with require_index: max_pool2d_with_index's Out and Mask", function()
+    local res, x, main = run({ 2, 3, 7, 5 }, function(v)
+      return layers.adaptive_pool2d{ input = v, pool_size = { 3, 2 }, require_index = true }
+    end)
+    local vals, mask, os = pool_index_ref(x, { 2, 3, 7, 5 }, { ksize = { 3, 2 }, adaptive = true })
+    T.assert_close(res[1], { data = vals, shape = os }, 1e-12)
+    T.assert_close(res[2], { data = mask, shape = os }, 0)
+    assert.equal("max_pool2d_with_index", main:global_block():ops()[1].type)
+  end)
+
+  it("adaptive_pool3d avg: pool3d with adaptive windows", function()
+    local res, x = run({ 1, 2, 5, 4, 3 }, function(v)
+      return layers.adaptive_pool3d{ input = v, pool_size = { 2, 3, 2 }, pool_type = "avg" }
+    end)
+    -- the adaptive window's mean, computed here
+    local want, sp, out = {}, { 5, 4, 3 }, { 2, 3, 2 }
+    for m = 0, 1 do
+      for a = 0, 1 do for b = 0, 2 do for c = 0, 1 do
+        local lo, hi = {}, {}
+        for d, i in ipairs({ a, b, c }) do
+          lo[d], hi[d] = math.floor(i * sp[d] / out[d]), math.ceil((i + 1) * sp[d] / out[d])
+        end
+        local s, n = 0, 0
+        for z = lo[1], hi[1] - 1 do for y = lo[2], hi[2] - 1 do for w = lo[3], hi[3] - 1 do
+          s, n = s + x[m * 60 + (z * 4 + y) * 3 + w + 1], n + 1
+        end end end
+        want[#want + 1] = s / n
+      end end end
+    end
+    T.assert_close(res[1], { data = want, shape = { 1, 2, 2, 3, 2 } }, 1e-12)
+  end)
+
+  it("reject bad arguments with the layer's name", function()
+    oar.program_guard(oar.Program(), oar.Program(), function()
+      local v = layers.data{ name = "x", shape = { 3, 4, 4 }, dtype = "float32" }
+      assert.has_error(function() layers.adaptive_pool2d{ input = v, pool_size = 2, pool_type = "avg",
+                                                          require_index = true } end,
+        "adaptive_pool2d: require_index is only for pool_type \"max\", got \"avg\"")
+      assert.has_error(function() layers.adaptive_pool3d{ input = v, pool_size = 2 } end,
+        "adaptive_pool3d: 'input' must be 5-D, got shape [-1, 3, 4, 4]")
+    end)
+  end)
+end)

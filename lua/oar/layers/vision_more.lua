@@ -1,0 +1,84 @@
+--- oar.layers.vision_more: more of Fluid 1.8's image layers:
+-- adaptive_pool2d and adaptive_pool3d (with max_pool{2,3}d_with_index's
+-- Mask when require_index is set). Merged into oar.layers.
+--
+--   local p, mask = layers.adaptive_pool2d{input = img, pool_size = 3, require_index = true}
+--
+-- @module oar.layers.vision_more
+local LayerHelper = require("oar.layer_helper")
+local framework = require("oar.framework")
+
+local check, args = LayerHelper.check, LayerHelper.args
+local raise = framework.raise
+
+local M = {}
+
+-- the layer's input, float32 or float64 of the given rank
+local function float_input(layer, key, v, rank)
+  local x = check.variable(layer, key, v)
+  if x.dtype ~= "float32" and x.dtype ~= "float64" then
+    check.fail(layer, key, "a float32 or float64 Variable", x)
+  end
+  if #x.shape ~= rank then
+    raise(string.format("%s: '%s' must be %d-D, got shape %s", layer, key, rank, framework.shape_text(x.shape)))
+  end
+  return x
+end
+
+local function adaptive_pool(L, a, nd)
+  a = args(L, a, "input", nil, "input name pool_size pool_type require_index")
+  local input = float_input(L, "input", a.input, nd + 2)
+  local pool_type = check.string(L, "pool_type", a.pool_type, "max", { "max", "avg" })
+  local require_index = check.boolean(L, "require_index", a.require_index, false)
+  if require_index and pool_type ~= "max" then
+    raise(L .. ": require_index is only for pool_type \"max\", got \"" .. pool_type .. "\"")
+  end
+  if a.pool_size == nil then check.fail(L, "pool_size", "an integer or a list of " .. nd, nil) end
+  local pool_size = check.int_list(L, "pool_size", a.pool_size, nd)
+  for i = 1, nd do
+    if pool_size[i] <= 0 then check.fail(L, "pool_size", "positive", a.pool_size) end
+  end
+  local helper = LayerHelper(L, a)
+  local out = helper:create_variable_for_type_inference(input.dtype)
+  local outputs = { Out = { out } }
+  local mask
+  if require_index then
+    mask = helper:create_variable_for_type_inference("int32")
+    outputs.Mask = { mask }
+  end
+  local op_type = require_index and ("max_pool" .. nd .. "d_with_index") or ("pool" .. nd .. "d")
+  helper:append_op{ type = op_type, inputs = { X = { input } }, outputs = outputs,
+                    attrs = { pooling_type = pool_type, ksize = pool_size, adaptive = true } }
+  if require_index then return out, mask end
+  return out
+end
+
+--- Adaptive 2-D pooling (Fluid 1.8's adaptive_pool2d): the output is
+-- pool_size; output cell i pools input rows [floor(i H / out), ceil((i + 1) H / out)).
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.input [N, C, H, W], float32 or float64
+-- @tparam int|{int,int} a.pool_size the output's {height, width}
+-- @tparam[opt="max"] string a.pool_type "max" or "avg"
+-- @tparam[opt=false] bool a.require_index also return the int32 Mask of each
+-- maximum's flat index h W + w (max only; max_pool2d_with_index)
+-- @tparam[opt] string a.name
+-- @treturn Variable [N, C, pool_size...]
+-- @treturn[opt] Variable the Mask, with require_index
+-- @usage local p = layers.adaptive_pool2d{input = img, pool_size = {3, 3}, pool_type = "avg"}
+function M.adaptive_pool2d(a) return adaptive_pool("adaptive_pool2d", a, 2) end
+
+--- Adaptive 3-D pooling (Fluid 1.8's adaptive_pool3d), as adaptive_pool2d
+-- over [N, C, D, H, W].
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.input [N, C, D, H, W], float32 or float64
+-- @tparam int|{int,int,int} a.pool_size the output's {depth, height, width}
+-- @tparam[opt="max"] string a.pool_type "max" or "avg"
+-- @tparam[opt=false] bool a.require_index also return the int32 Mask, the flat
+-- index (d H + h) W + w of each maximum (max only; max_pool3d_with_index)
+-- @tparam[opt] string a.name
+-- @treturn Variable [N, C, pool_size...]
+-- @treturn[opt] Variable the Mask, with require_index
+-- @usage local p, m = layers.adaptive_pool3d{input = v, pool_size = 2, require_index = true}
+function M.adaptive_pool3d(a) return adaptive_pool("adaptive_pool3d", a, 3) end
+
+return M
