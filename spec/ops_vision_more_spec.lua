@@ -334,3 +334,145 @@ describe("layers.adaptive_pool2d / layers.adaptive_pool3d", function()
     end)
   end)
 end)
+
+-- ---- affine_grid, grid_sampler -------------------------------------------------------
+local function lin(i, n, align)
+  if n == 1 then return 0 end
+  local v = -1 + 2 * i / (n - 1)
+  if align then return v end
+  return v * (n - 1) / n
+end
+
+local function affine_grid_ref(theta, N, H, W, align)
+  local out = {}
+  for n = 0, N - 1 do
+    local t = {}
+    for j = 1, 6 do t[j] = theta[n * 6 + j] end
+    for h = 0, H - 1 do
+      for w = 0, W - 1 do
+        local x, y = lin(w, W, align), lin(h, H, align)
+        out[#out + 1] = t[1] * x + t[2] * y + t[3]
+        out[#out + 1] = t[4] * x + t[5] * y + t[6]
+      end
+    end
+  end
+  return out
+end
+
+-- bilinear (or nearest) sampling with zeros (or border) outside
+local function grid_sample_ref(x, xs, grid, OH, OW, o)
+  local N, C, H, W = xs[1], xs[2], xs[3], xs[4]
+  local align = o.align_corners ~= false
+  local out = {}
+  local function px_of(g, n)
+    if align then return (g + 1) * (n - 1) / 2 end
+    return ((g + 1) * n - 1) / 2
+  end
+  local function at(n, c, yy, xx)
+    if xx < 0 or xx >= W or yy < 0 or yy >= H then return 0 end
+    return x[((n * C + c) * H + yy) * W + xx + 1]
+  end
+  for n = 0, N - 1 do
+    for c = 0, C - 1 do
+      for i = 0, OH * OW - 1 do
+        local gx, gy = grid[(n * OH * OW + i) * 2 + 1], grid[(n * OH * OW + i) * 2 + 2]
+        local px, py = px_of(gx, W), px_of(gy, H)
+        if o.padding_mode == "border" then
+          px, py = math.min(math.max(px, 0), W - 1), math.min(math.max(py, 0), H - 1)
+        end
+        local v
+        if o.mode == "nearest" then
+          local function rne(z)
+            local f = math.floor(z)
+            local d = z - f
+            if d > 0.5 or (d == 0.5 and f % 2 == 1) then return f + 1 end
+            return f
+          end
+          v = at(n, c, rne(py), rne(px))
+        else
+          local fx, fy = math.floor(px), math.floor(py)
+          local ex, ey = px - fx, py - fy
+          v = at(n, c, fy, fx) * (1 - ex) * (1 - ey) + at(n, c, fy, fx + 1) * ex * (1 - ey) +
+              at(n, c, fy + 1, fx) * (1 - ex) * ey + at(n, c, fy + 1, fx + 1) * ex * ey
+        end
+        out[(n * C + c) * OH * OW + i + 1] = v
+      end
+    end
+  end
+  return out
+end
+
+describe("affine_grid (test_affine_grid_op.py)", function()
+  it("TestAffineGridOp: theta [3, 2, 3], output_shape {3, 2, 5, 7} by attr and by OutputShape", function()
+    local theta = R.symmetric(18, 41)
+    local want = affine_grid_ref(theta, 3, 5, 7, true)
+    for _, dt in ipairs({ "float64", "float32" }) do
+      T.check_output{ type = "affine_grid", dtype = dt, atol = 1e-6,
+        inputs = { Theta = T.tensor(theta, { shape = { 3, 2, 3 }, dtype = dt }) },
+        attrs = { output_shape = { 3, 2, 5, 7 } }, outputs = { Output = 1 },
+        expect = { Output = { shape = { 3, 5, 7, 2 }, data = want } } }
+    end
+    T.check_output{ type = "affine_grid", dtype = "float64",
+      inputs = { Theta = T.tensor(theta, { shape = { 3, 2, 3 }, dtype = "float64" }),
+                 OutputShape = T.tensor({ 3, 2, 5, 7 }, { dtype = "int32" }) },
+      outputs = { Output = 1 }, expect = { Output = { shape = { 3, 5, 7, 2 }, data = want } } }
+  end)
+
+  it("align_corners = false samples the pixel centres", function()
+    local theta = R.symmetric(12, 43)
+    T.check_output{ type = "affine_grid", dtype = "float64",
+      inputs = { Theta = T.tensor(theta, { shape = { 2, 2, 3 }, dtype = "float64" }) },
+      attrs = { output_shape = { 2, 3, 4, 3 }, align_corners = false }, outputs = { Output = 1 },
+      expect = { Output = { shape = { 2, 4, 3, 2 }, data = affine_grid_ref(theta, 2, 4, 3, false) } } }
+  end)
+
+  it("gradient against finite differences", function()
+    T.check_grad{ type = "affine_grid", dtype = "float64",
+      inputs = { Theta = T.tensor(R.symmetric(12, 47), { shape = { 2, 2, 3 }, dtype = "float64" }) },
+      attrs = { output_shape = { 2, 1, 3, 4 } }, outputs = { Output = 1 }, wrt = { "Theta" }, of = { "Output" },
+      delta = 1e-5, max_rel = 1e-7 }
+  end)
+
+  it("bad inputs name the variable", function()
+    fails({ type = "affine_grid", inputs = { Theta = T.tensor(R.symmetric(8), { shape = { 2, 2, 2 } }) },
+            attrs = { output_shape = { 2, 1, 3, 3 } }, outputs = { Output = 1 } }, "must be [N, 2, 3], got shape [2, 2, 2]")
+    fails({ type = "affine_grid", inputs = { Theta = T.tensor(R.symmetric(6), { shape = { 1, 2, 3 } }) },
+            outputs = { Output = 1 } }, "attr output_shape must hold 4 values")
+  end)
+end)
+
+describe("grid_sampler (test_grid_sampler_op.py)", function()
+  -- x [2, 3, 5, 6], the grid of an affine map of [2, 4, 7] points (some outside)
+  local xs = { 2, 3, 5, 6 }
+  local x = R.symmetric(numel(xs), 53)
+  local grid = affine_grid_ref(R.symmetric(12, 59, 1.2), 2, 4, 7, true)
+
+  for _, o in ipairs({ { name = "bilinear, zeros, align_corners (Fluid 1.8)" },
+                       { name = "align_corners = false", align_corners = false },
+                       { name = "border padding", padding_mode = "border" },
+                       { name = "nearest", mode = "nearest" } }) do
+    it(o.name .. ": against direct sampling", function()
+      local want = grid_sample_ref(x, xs, grid, 4, 7, o)
+      for _, dt in ipairs({ "float64", "float32" }) do
+        T.check_output{ type = "grid_sampler", dtype = dt, atol = 1e-5,
+          inputs = { X = T.tensor(x, { shape = xs, dtype = dt }), Grid = T.tensor(grid, { shape = { 2, 4, 7, 2 }, dtype = dt }) },
+          attrs = { align_corners = o.align_corners, padding_mode = o.padding_mode, mode = o.mode },
+          outputs = { Output = 1 }, expect = { Output = { shape = { 2, 3, 4, 7 }, data = want } } }
+      end
+    end)
+  end
+
+  it("gradients of X and Grid against finite differences", function()
+    for _, o in ipairs({ {}, { align_corners = false }, { padding_mode = "border" } }) do
+      T.check_grad{ type = "grid_sampler", dtype = "float64",
+        inputs = { X = T.tensor(x, { shape = xs, dtype = "float64" }), Grid = T.tensor(grid, { shape = { 2, 4, 7, 2 }, dtype = "float64" }) },
+        attrs = o, outputs = { Output = 1 }, wrt = { "X", "Grid" }, of = { "Output" }, delta = 1e-6, max_rel = 1e-5 }
+    end
+  end)
+
+  it("a grid of another batch size is an error naming Grid", function()
+    fails({ type = "grid_sampler", inputs = { X = T.tensor(x, { shape = xs }),
+            Grid = T.tensor(R.symmetric(2 * 2 * 2), { shape = { 1, 2, 2, 2 } }) }, outputs = { Output = 1 } },
+      "must be [N, OH, OW, 2] with X's N, got shape [1, 2, 2, 2]")
+  end)
+end)
