@@ -476,3 +476,46 @@ describe("grid_sampler (test_grid_sampler_op.py)", function()
       "must be [N, OH, OW, 2] with X's N, got shape [1, 2, 2, 2]")
   end)
 end)
+
+describe("layers.affine_grid / layers.grid_sampler", function()
+  local oar = require("oar")
+  local layers = oar.layers
+
+  it("an affine grid sampled from an image: values as the ops' references", function()
+    local main, startup = oar.Program(), oar.Program()
+    local out, grid
+    oar.program_guard(main, startup, function()
+      local img = layers.data{ name = "img", shape = { 2, 2, 4, 5 }, dtype = "float64", append_batch_size = false }
+      local th = layers.data{ name = "th", shape = { 2, 2, 3 }, dtype = "float64", append_batch_size = false }
+      grid = layers.affine_grid(th, { 2, 2, 3, 4 })
+      out = layers.grid_sampler{ x = img, grid = grid }
+    end)
+    local xv, tv = R.symmetric(80, 61), R.symmetric(12, 67)
+    local function tensor(v, shape)
+      local t = oar.Tensor{ shape = shape, dtype = "float64" }
+      local p = t:data()
+      for i = 1, #v do p[i - 1] = v[i] end
+      return t
+    end
+    local exe = oar.Executor(oar.CPUPlace())
+    exe:run(startup)
+    local got = exe:run(main, { feed = { img = tensor(xv, { 2, 2, 4, 5 }), th = tensor(tv, { 2, 2, 3 }) },
+                                fetch_list = { grid, out } })
+    local g = affine_grid_ref(tv, 2, 3, 4, true)
+    local want = grid_sample_ref(xv, { 2, 2, 4, 5 }, g, 3, 4, {})
+    local flat = {}
+    for i = 1, 48 do flat[i] = got[2]:data()[i - 1] end
+    T.assert_close({ data = flat, shape = got[2]:shape() }, { data = want, shape = { 2, 2, 3, 4 } }, 1e-12)
+    assert.same({ 2, 3, 4, 2 }, got[1]:shape())
+  end)
+
+  it("reject bad arguments with the layer's name", function()
+    oar.program_guard(oar.Program(), oar.Program(), function()
+      local th = layers.data{ name = "th", shape = { 2, 3 }, dtype = "float32" }
+      assert.has_error(function() layers.affine_grid{ theta = th, out_shape = { 1, 2, 3 } } end,
+        "affine_grid: 'out_shape' must be an integer or a list of 4 integers, got {1, 2, 3}")
+      assert.has_error(function() layers.grid_sampler{ x = th, grid = th } end,
+        "grid_sampler: 'x' must be 4-D, got shape [-1, 2, 3]")
+    end)
+  end)
+end)

@@ -81,4 +81,53 @@ function M.adaptive_pool2d(a) return adaptive_pool("adaptive_pool2d", a, 2) end
 -- @usage local p, m = layers.adaptive_pool3d{input = v, pool_size = 2, require_index = true}
 function M.adaptive_pool3d(a) return adaptive_pool("adaptive_pool3d", a, 3) end
 
+--- The sampling grid of 2-D affine maps (Fluid 1.8's affine_grid):
+-- Output[n, h, w] = theta[n] (x_w, y_h, 1), x_w from -1 to 1 over the width.
+-- Also positional: `affine_grid(theta, out_shape)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.theta [N, 2, 3], float32 or float64
+-- @tparam {int,int,int,int}|Variable a.out_shape {N, C, H, W} of the image to sample
+-- (or an int32 [4] Variable)
+-- @tparam[opt] string a.name
+-- @param[opt] out_shape the key `out_shape`, given positionally
+-- @treturn Variable the grid, [N, H, W, 2]
+-- @usage local grid = layers.affine_grid{theta = theta, out_shape = {8, 3, 32, 32}}
+function M.affine_grid(a, out_shape)
+  local L = "affine_grid"
+  a = args(L, a, "theta", { out_shape = out_shape }, "name out_shape theta")
+  local theta = float_input(L, "theta", a.theta, 3)
+  local inputs, attrs = { Theta = { theta } }, {}
+  if framework.is_variable(a.out_shape) then
+    if a.out_shape.dtype ~= "int32" then check.fail(L, "out_shape", "a list of 4 ints or an int32 Variable", a.out_shape) end
+    inputs.OutputShape = { a.out_shape }
+  else
+    if a.out_shape == nil then check.fail(L, "out_shape", "a list of 4 ints or an int32 Variable", nil) end
+    attrs.output_shape = check.int_list(L, "out_shape", a.out_shape, 4)
+  end
+  local helper = LayerHelper(L, a)
+  local out = helper:create_variable_for_type_inference(theta.dtype)
+  helper:append_op{ type = L, inputs = inputs, outputs = { Output = { out } }, attrs = attrs }
+  return out
+end
+
+--- Samples an image at a grid's points, bilinearly, zeros outside (Fluid
+-- 1.8's grid_sampler). Also positional: `grid_sampler(x, grid)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.x [N, C, H, W], float32 or float64
+-- @tparam Variable a.grid [N, OH, OW, 2]: (x, y) in [-1, 1] over the width and height
+-- @tparam[opt] string a.name
+-- @param[opt] grid the key `grid`, given positionally
+-- @treturn Variable [N, C, OH, OW]
+-- @usage local out = layers.grid_sampler{x = img, grid = layers.affine_grid{theta = theta, out_shape = {8, 3, 32, 32}}}
+function M.grid_sampler(a, grid)
+  local L = "grid_sampler"
+  a = args(L, a, "x", { grid = grid }, "grid name x")
+  local x = float_input(L, "x", a.x, 4)
+  local g = float_input(L, "grid", a.grid, 4)
+  local helper = LayerHelper(L, a)
+  local out = helper:create_variable_for_type_inference(x.dtype)
+  helper:append_op{ type = L, inputs = { X = { x }, Grid = { g } }, outputs = { Output = { out } } }
+  return out
+end
+
 return M
