@@ -684,3 +684,64 @@ describe("bicubic_interp (test_bicubic_interp_op.py)", function()
     end
   end)
 end)
+
+describe("layers.resize_trilinear / image_resize TRILINEAR and BICUBIC", function()
+  local oar = require("oar")
+  local layers = oar.layers
+
+  local function run(xshape, build)
+    local main, startup = oar.Program(), oar.Program()
+    local out
+    oar.program_guard(main, startup, function()
+      local v = layers.data{ name = "x", shape = xshape, dtype = "float64", append_batch_size = false }
+      out = build(v)
+    end)
+    local x = R.symmetric(numel(xshape), 97)
+    local t = oar.Tensor{ shape = xshape, dtype = "float64" }
+    local p = t:data()
+    for i = 1, #x do p[i - 1] = x[i] end
+    local exe = oar.Executor(oar.CPUPlace())
+    exe:run(startup)
+    local got = exe:run(main, { feed = { x = t }, fetch_list = { out } })[1]
+    local flat, d = {}, got:data()
+    for i = 1, numel(got:shape()) do flat[i] = d[i - 1] end
+    return { data = flat, shape = got:shape() }, x, main
+  end
+
+  it("resize_trilinear with out_shape, align_corners false, align_mode 0", function()
+    local got, x, main = run({ 1, 2, 3, 2, 4 }, function(v)
+      return layers.resize_trilinear{ input = v, out_shape = { 5, 3, 2 }, align_corners = false, align_mode = 0 }
+    end)
+    T.assert_close(got, { data = trilinear_ref(x, { 1, 2, 3, 2, 4 }, { 1, 2, 5, 3, 2 }, false, 0),
+                          shape = { 1, 2, 5, 3, 2 } }, 1e-12)
+    local op = main:global_block():ops()[1]
+    assert.equal("trilinear_interp", op.type)
+    assert.equal("trilinear", op:attr("interp_method"))
+  end)
+
+  it("resize_trilinear positional scale; image_resize TRILINEAR and BICUBIC", function()
+    local got, x = run({ 1, 1, 2, 3, 2 }, function(v) return layers.resize_trilinear(v, nil, 2) end)
+    T.assert_close(got, { data = trilinear_ref(x, { 1, 1, 2, 3, 2 }, { 1, 1, 4, 6, 4 }, true, 1),
+                          shape = { 1, 1, 4, 6, 4 } }, 1e-12)
+    got, x = run({ 1, 1, 2, 3, 2 }, function(v)
+      return layers.image_resize{ input = v, out_shape = { 3, 3, 3 }, resample = "TRILINEAR" }
+    end)
+    T.assert_close(got, { data = trilinear_ref(x, { 1, 1, 2, 3, 2 }, { 1, 1, 3, 3, 3 }, true, 1),
+                          shape = { 1, 1, 3, 3, 3 } }, 1e-12)
+    got, x = run({ 2, 1, 4, 3 }, function(v)
+      return layers.image_resize{ input = v, out_shape = { 5, 7 }, resample = "BICUBIC", align_corners = false }
+    end)
+    T.assert_close(got, { data = bicubic_ref(x, { 2, 1, 4, 3 }, { 2, 1, 5, 7 }, false), shape = { 2, 1, 5, 7 } },
+      1e-12)
+  end)
+
+  it("reject bad arguments with the layer's name", function()
+    oar.program_guard(oar.Program(), oar.Program(), function()
+      local v = layers.data{ name = "x", shape = { 3, 4, 4 }, dtype = "float32" }
+      assert.has_error(function() layers.resize_trilinear{ input = v, out_shape = { 2, 2, 2 } } end,
+        "resize_trilinear: 'input' must be 5-D, got shape [-1, 3, 4, 4]")
+      assert.has_error(function() layers.image_resize{ input = v, out_shape = { 2, 2 }, resample = "LANCZOS" } end,
+        "image_resize: 'resample' must be one of BILINEAR, NEAREST, BICUBIC, TRILINEAR, got string 'LANCZOS'")
+    end)
+  end)
+end)
