@@ -1,0 +1,119 @@
+-- im2sequence and conv_shift: the cases of Fluid 1.8's
+-- test_im2sequence_op.py and test_conv_shift_op.py (shapes reduced),
+-- expected values from direct loops in plain Lua, gradients against float64
+-- finite differences; and layers.im2sequence.
+local T = require("spec.helpers.op_test")
+local R = require("spec.helpers.random")
+
+local function numel(s)
+  local k = 1
+  for _, v in ipairs(s) do k = k * v end
+  return k
+end
+
+local function fails(spec, want)
+  local ok, err = pcall(T.run, spec)
+  assert.is_false(ok)
+  assert.matches(want, tostring(err), 1, true)
+end
+
+-- rows (image, oy, ox), columns (c, i, j); pd {up, left, down, right}
+local function im2seq_ref(x, s, ks, st, pd)
+  local N, C, H, W = s[1], s[2], s[3], s[4]
+  local oh = math.floor((H + pd[1] + pd[3] - ks[1]) / st[1]) + 1
+  local ow = math.floor((W + pd[2] + pd[4] - ks[2]) / st[2]) + 1
+  local out = {}
+  for b = 0, N - 1 do
+    for y = 0, oh - 1 do
+      for xx = 0, ow - 1 do
+        for c = 0, C - 1 do
+          for i = 0, ks[1] - 1 do
+            for j = 0, ks[2] - 1 do
+              local yy, xc = y * st[1] - pd[1] + i, xx * st[2] - pd[2] + j
+              local v = 0
+              if yy >= 0 and yy < H and xc >= 0 and xc < W then v = x[((b * C + c) * H + yy) * W + xc + 1] end
+              out[#out + 1] = v
+            end
+          end
+        end
+      end
+    end
+  end
+  local lod = {}
+  for b = 0, N do lod[b + 1] = b * oh * ow end
+  return out, { N * oh * ow, C * ks[1] * ks[2] }, lod
+end
+
+describe("im2sequence (test_im2sequence_op.py)", function()
+  local CASES = {
+    { name = "TestBlockExpandOp: kernels 2 x 2, stride 1, padding 1", x = { 2, 3, 4, 4 }, ks = { 2, 2 }, st = { 1, 1 },
+      pd = { 1, 1, 1, 1 } },
+    { name = "TestBlockExpandOpCase2: 3 x 2 windows, strides {2, 1}, uneven paddings", x = { 2, 2, 5, 4 },
+      ks = { 3, 2 }, st = { 2, 1 }, pd = { 2, 1, 2, 1 } },
+    { name = "TestBlockExpandOpCase3: no padding, strides 2", x = { 1, 2, 6, 5 }, ks = { 2, 3 }, st = { 2, 2 },
+      pd = { 0, 0, 0, 0 } },
+    { name = "asymmetric paddings {up 0, left 1, down 2, right 0}", x = { 2, 1, 3, 4 }, ks = { 2, 2 }, st = { 1, 2 },
+      pd = { 0, 1, 2, 0 } },
+  }
+  for _, o in ipairs(CASES) do
+    it(o.name, function()
+      local x = R.symmetric(numel(o.x), 101)
+      local want, os, lod = im2seq_ref(x, o.x, o.ks, o.st, o.pd)
+      for _, dt in ipairs({ "float64", "float32" }) do
+        T.check_output{ type = "im2sequence", dtype = dt, atol = 1e-6,
+          inputs = { X = T.tensor(x, { shape = o.x, dtype = dt }) },
+          attrs = { kernels = o.ks, strides = o.st, paddings = o.pd },
+          expect = { Out = { shape = os, data = want, lod = { lod } } } }
+      end
+      T.check_grad{ type = "im2sequence", dtype = "float64",
+        inputs = { X = T.tensor(x, { shape = o.x, dtype = "float64" }) },
+        attrs = { kernels = o.ks, strides = o.st, paddings = o.pd }, wrt = { "X" }, delta = 1e-5, max_rel = 1e-7 }
+    end)
+  end
+
+  it("bad inputs name the variable and the expectation", function()
+    fails({ type = "im2sequence", inputs = { X = T.tensor(R.symmetric(12), { shape = { 1, 3, 4 } }) },
+            attrs = { kernels = { 2, 2 } } }, "must be 4-D [N, C, H, W], got shape [1, 3, 4]")
+    fails({ type = "im2sequence", inputs = { X = T.tensor(R.symmetric(16), { shape = { 1, 1, 4, 4 } }) },
+            attrs = { kernels = { 5, 2 } } }, "the height window 5 is larger than the padded input 4")
+    fails({ type = "im2sequence", inputs = { X = T.tensor(R.symmetric(16), { shape = { 1, 1, 4, 4 } }) },
+            attrs = { kernels = { 2, 2 }, paddings = { 1, 1, 1 } } }, "paddings must hold 4 values")
+  end)
+end)
+
+local function conv_shift_ref(x, y, B, M, N)
+  local out, h = {}, (N - 1) / 2
+  for b = 0, B - 1 do
+    for i = 0, M - 1 do
+      local s = 0
+      for j = 0, N - 1 do s = s + x[b * M + (i + j - h) % M + 1] * y[b * N + j + 1] end
+      out[b * M + i + 1] = s
+    end
+  end
+  return out
+end
+
+describe("conv_shift (test_conv_shift_op.py)", function()
+  for _, o in ipairs({ { B = 4, M = 7, N = 3 }, { B = 2, M = 5, N = 5 }, { B = 3, M = 6, N = 1 } }) do
+    it(("X [%d, %d], Y [%d, %d]"):format(o.B, o.M, o.B, o.N), function()
+      local x, y = R.symmetric(o.B * o.M, 103), R.symmetric(o.B * o.N, 107)
+      local want = conv_shift_ref(x, y, o.B, o.M, o.N)
+      for _, dt in ipairs({ "float64", "float32" }) do
+        T.check_output{ type = "conv_shift", dtype = dt, atol = 1e-6,
+          inputs = { X = T.tensor(x, { shape = { o.B, o.M }, dtype = dt }), Y = T.tensor(y, { shape = { o.B, o.N }, dtype = dt }) },
+          expect = { Out = { shape = { o.B, o.M }, data = want } } }
+      end
+      T.check_grad{ type = "conv_shift", dtype = "float64",
+        inputs = { X = T.tensor(x, { shape = { o.B, o.M }, dtype = "float64" }),
+                   Y = T.tensor(y, { shape = { o.B, o.N }, dtype = "float64" }) },
+        wrt = { "X", "Y" }, delta = 1e-5, max_rel = 1e-7 }
+    end)
+  end
+
+  it("an even or too wide Y is an error naming Y", function()
+    fails({ type = "conv_shift", inputs = { X = T.tensor(R.symmetric(10), { shape = { 2, 5 } }),
+            Y = T.tensor(R.symmetric(4), { shape = { 2, 2 } }) } }, "its width must be odd and at most X's width")
+    fails({ type = "conv_shift", inputs = { X = T.tensor(R.symmetric(10), { shape = { 2, 5 } }),
+            Y = T.tensor(R.symmetric(7), { shape = { 1, 7 } }) } }, "must have the same batch size")
+  end)
+end)
