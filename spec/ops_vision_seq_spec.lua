@@ -117,3 +117,39 @@ describe("conv_shift (test_conv_shift_op.py)", function()
             Y = T.tensor(R.symmetric(7), { shape = { 1, 7 } }) } }, "must have the same batch size")
   end)
 end)
+
+describe("layers.im2sequence", function()
+  local oar = require("oar")
+  local layers = oar.layers
+
+  it("builds im2sequence with Fluid's argument forms; the output is one sequence per image", function()
+    local main, startup = oar.Program(), oar.Program()
+    local out
+    oar.program_guard(main, startup, function()
+      local v = layers.data{ name = "x", shape = { 2, 2, 4, 5 }, dtype = "float64", append_batch_size = false }
+      out = layers.im2sequence{ input = v, filter_size = { 2, 3 }, stride = 2, padding = { 1, 0 } }
+    end)
+    local x = R.symmetric(80, 109)
+    local t = oar.Tensor{ shape = { 2, 2, 4, 5 }, dtype = "float64" }
+    local p = t:data()
+    for i = 1, #x do p[i - 1] = x[i] end
+    local exe = oar.Executor(oar.CPUPlace())
+    exe:run(startup)
+    local got = exe:run(main, { feed = { x = t }, fetch_list = { out } })[1]
+    local want, os, lod = im2seq_ref(x, { 2, 2, 4, 5 }, { 2, 3 }, { 2, 2 }, { 1, 0, 1, 0 })
+    local flat = {}
+    for i = 1, numel(os) do flat[i] = got:data()[i - 1] end
+    T.assert_close({ data = flat, shape = got:shape() }, { data = want, shape = os }, 1e-12)
+    assert.same({ lod }, got:lod())
+    assert.same({ 1, 0, 1, 0 }, main:global_block():ops()[1]:attr("paddings"))
+  end)
+
+  it("rejects input_image_size (not supported) with the layer's name", function()
+    oar.program_guard(oar.Program(), oar.Program(), function()
+      local v = layers.data{ name = "x", shape = { 1, 4, 4 }, dtype = "float32" }
+      local sz = layers.data{ name = "s", shape = { 2 }, dtype = "int32" }
+      assert.has_error(function() layers.im2sequence{ input = v, input_image_size = sz } end,
+        "im2sequence: input_image_size (the real image sizes, input Y) is not supported by oar")
+    end)
+  end)
+end)

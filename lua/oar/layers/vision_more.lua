@@ -155,4 +155,39 @@ function M.resize_trilinear(a, out_shape, scale)
   return resize_nd(L, a, "trilinear", 3)
 end
 
+--- Turns each image into a sequence of its window positions (Fluid 1.8's
+-- im2sequence): one row of C * kh * kw values per position, one sequence
+-- per image.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.input [N, C, H, W], float32 or float64
+-- @tparam[opt=1] int|{int,int} a.filter_size the window {height, width}
+-- @tparam[opt=1] int|{int,int} a.stride
+-- @tparam[opt=0] int|{int,int}|{int,int,int,int} a.padding an int, {h, w}, or {up, left, down, right}
+-- @tparam[opt] Variable a.input_image_size Fluid's real image sizes: not supported (an error)
+-- @tparam[opt=1] int|{int,int} a.out_stride used with input_image_size only
+-- @tparam[opt] string a.name
+-- @treturn Variable a LoD tensor [N * oh * ow, C * kh * kw]
+-- @usage local seq = layers.im2sequence{input = img, filter_size = {3, 3}, stride = {1, 1}}
+function M.im2sequence(a)
+  local L = "im2sequence"
+  a = args(L, a, "input", nil, "filter_size input input_image_size name out_stride padding stride")
+  local input = float_input(L, "input", a.input, 4)
+  if a.input_image_size ~= nil then
+    raise(L .. ": input_image_size (the real image sizes, input Y) is not supported by oar")
+  end
+  local padding = a.padding
+  if type(padding) == "table" and #padding == 4 then
+    padding = check.int_list(L, "padding", padding, 4)
+  else
+    local p = check.int_list(L, "padding", padding, 2, 0)
+    padding = { p[1], p[2], p[1], p[2] }
+  end
+  local helper = LayerHelper(L, a)
+  local out = helper:create_variable_for_type_inference(input.dtype)
+  helper:append_op{ type = L, inputs = { X = { input } }, outputs = { Out = { out } },
+                    attrs = { kernels = check.int_list(L, "filter_size", a.filter_size, 2, 1),
+                              strides = check.int_list(L, "stride", a.stride, 2, 1), paddings = padding } }
+  return out
+end
+
 return M
