@@ -1,0 +1,148 @@
+-- spectral_norm and data_norm: the cases of Fluid 1.8's
+-- test_spectral_norm_op.py and test_data_norm_op.py (shapes reduced),
+-- expected values computed here in plain Lua, gradients against float64
+-- finite differences (spectral_norm with power_iters 0, as Fluid's test:
+-- its gradient holds u and v constant); and the two layers.
+local T = require("spec.helpers.op_test")
+local R = require("spec.helpers.random")
+
+local function numel(s)
+  local k = 1
+  for _, v in ipairs(s) do k = k * v end
+  return k
+end
+
+local function fails(spec, want)
+  local ok, err = pcall(T.run, spec)
+  assert.is_false(ok)
+  assert.matches(want, tostring(err), 1, true)
+end
+
+-- Weight / sigma after power_iters iterations from u, v
+local function spectral_ref(w, shape, u, v, dim, iters, eps)
+  -- the matrix [h, rest]: dim moved first
+  local nd, h = #shape, shape[dim + 1]
+  local rows, cols = {}, {}
+  local c = {}
+  for j = 1, nd do c[j] = 0 end
+  for f = 1, #w do
+    local r = 0
+    for j = 1, nd do if j ~= dim + 1 then r = r * shape[j] + c[j] end end
+    rows[f], cols[f] = c[dim + 1], r
+    for j = nd, 1, -1 do
+      c[j] = c[j] + 1
+      if c[j] < shape[j] then break end
+      c[j] = 0
+    end
+  end
+  local wd = #w / h
+  u, v = { unpack(u) }, { unpack(v) }
+  for _ = 1, iters do
+    local nv = {}
+    for r = 1, wd do nv[r] = 0 end
+    for f = 1, #w do nv[cols[f] + 1] = nv[cols[f] + 1] + w[f] * u[rows[f] + 1] end
+    local s = 0
+    for r = 1, wd do s = s + nv[r] ^ 2 end
+    for r = 1, wd do v[r] = nv[r] / (math.sqrt(s) + eps) end
+    local nu = {}
+    for i = 1, h do nu[i] = 0 end
+    for f = 1, #w do nu[rows[f] + 1] = nu[rows[f] + 1] + w[f] * v[cols[f] + 1] end
+    s = 0
+    for i = 1, h do s = s + nu[i] ^ 2 end
+    for i = 1, h do u[i] = nu[i] / (math.sqrt(s) + eps) end
+  end
+  local sigma = 0
+  for f = 1, #w do sigma = sigma + u[rows[f] + 1] * w[f] * v[cols[f] + 1] end
+  local out = {}
+  for f = 1, #w do out[f] = w[f] / sigma end
+  return out
+end
+
+describe("spectral_norm (test_spectral_norm_op.py)", function()
+  local CASES = {
+    { name = "TestSpectralNormOpNoGrad: [10, 12], dim 0, 5 iterations", w = { 10, 12 }, dim = 0, iters = 5 },
+    { name = "TestSpectralNormOpNoGrad2: [2, 6, 3, 3], dim 1, 5 iterations", w = { 2, 6, 3, 3 }, dim = 1, iters = 5 },
+    { name = "TestSpectralNormOp: [10, 12], dim 0, no iteration", w = { 10, 12 }, dim = 0, iters = 0, grad = true },
+    { name = "TestSpectralNormOp2: [2, 6, 3, 3], dim 1, no iteration", w = { 2, 6, 3, 3 }, dim = 1, iters = 0, grad = true },
+    { name = "dim 2 of a 3-D weight, 2 iterations", w = { 2, 3, 4 }, dim = 2, iters = 2 },
+  }
+  for _, o in ipairs(CASES) do
+    it(o.name, function()
+      local h = o.w[o.dim + 1]
+      local wd = numel(o.w) / h
+      local w, u, v = R.symmetric(numel(o.w), 113), R.symmetric(h, 127), R.symmetric(wd, 131)
+      local want = spectral_ref(w, o.w, u, v, o.dim, o.iters, 1e-12)
+      local function inputs(dt)
+        return { Weight = T.tensor(w, { shape = o.w, dtype = dt }), U = T.tensor(u, { shape = { h }, dtype = dt }),
+                 V = T.tensor(v, { shape = { wd }, dtype = dt }) }
+      end
+      for _, dt in ipairs({ "float64", "float32" }) do
+        T.check_output{ type = "spectral_norm", dtype = dt, atol = dt == "float32" and 1e-4 or 1e-10,
+          inputs = inputs(dt), attrs = { dim = o.dim, power_iters = o.iters, eps = 1e-12 },
+          expect = { Out = { shape = o.w, data = want } } }
+      end
+      if o.grad then
+        T.check_grad{ type = "spectral_norm", dtype = "float64", inputs = inputs("float64"),
+          attrs = { dim = o.dim, power_iters = 0 }, wrt = { "Weight" }, delta = 1e-6, max_rel = 1e-6 }
+      end
+    end)
+  end
+
+  it("bad inputs name the variable", function()
+    fails({ type = "spectral_norm", inputs = { Weight = T.tensor(R.symmetric(6), { shape = { 2, 3 } }),
+            U = T.tensor(R.symmetric(3), { shape = { 3 } }), V = T.tensor(R.symmetric(3), { shape = { 3 } }) } },
+      "U ('")
+    fails({ type = "spectral_norm", inputs = { Weight = T.tensor(R.symmetric(6), { shape = { 2, 3 } }),
+            U = T.tensor(R.symmetric(2), { shape = { 2 } }), V = T.tensor(R.symmetric(3), { shape = { 3 } }) },
+            attrs = { dim = 2 } }, "attr dim = 2 must be less than Weight's rank 2")
+  end)
+end)
+
+describe("data_norm (test_data_norm_op.py)", function()
+  local N, C = 5, 3
+  local x = R.symmetric(N * C, 137, 3)
+  local size, sum, sq = R.uniform(C, 139, 50, 100), R.symmetric(C, 149, 20), R.uniform(C, 151, 30, 90)
+  local function inputs(dt)
+    return { X = T.tensor(x, { shape = { N, C }, dtype = dt }), BatchSize = T.tensor(size, { dtype = dt }),
+             BatchSum = T.tensor(sum, { dtype = dt }), BatchSquareSum = T.tensor(sq, { dtype = dt }) }
+  end
+  local means, scales, y = {}, {}, {}
+  for c = 1, C do means[c], scales[c] = sum[c] / size[c], math.sqrt(size[c] / sq[c]) end
+  for n = 0, N - 1 do for c = 1, C do y[n * C + c] = (x[n * C + c] - means[c]) * scales[c] end end
+
+  it("Y, Means and Scales from the summaries, float64 and float32", function()
+    for _, dt in ipairs({ "float64", "float32" }) do
+      T.check_output{ type = "data_norm", dtype = dt, atol = 1e-5, inputs = inputs(dt),
+        outputs = { Y = 1, Means = 1, Scales = 1 },
+        expect = { Y = { shape = { N, C }, data = y }, Means = { shape = { C }, data = means },
+                   Scales = { shape = { C }, data = scales } } }
+    end
+  end)
+
+  it("X@GRAD against finite differences; the summaries' gradients are the batch statistics", function()
+    T.check_grad{ type = "data_norm", dtype = "float64", inputs = inputs("float64"),
+      outputs = { Y = 1, Means = 1, Scales = 1 }, wrt = { "X" }, of = { "Y" }, delta = 1e-5, max_rel = 1e-7 }
+    local g = T.analytic_grads{ type = "data_norm", dtype = "float64", inputs = inputs("float64"),
+      outputs = { Y = 1, Means = 1, Scales = 1 }, wrt = { "BatchSize", "BatchSum", "BatchSquareSum" }, of = { "Y" } }
+    local s, q = {}, {}
+    for c = 1, C do
+      s[c], q[c] = 0, 0
+      for n = 0, N - 1 do
+        s[c] = s[c] + x[n * C + c]
+        q[c] = q[c] + (x[n * C + c] - means[c]) ^ 2
+      end
+      q[c] = q[c] + N * tonumber(require("ffi").new("float", 1e-4))
+    end
+    T.assert_close(g[1], { shape = { C }, data = { N, N, N } }, 1e-12)
+    T.assert_close(g[2], { shape = { C }, data = s }, 1e-12)
+    T.assert_close(g[3], { shape = { C }, data = q }, 1e-12)
+  end)
+
+  it("slot_dim other than -1 is refused, and X must be 2-D", function()
+    fails({ type = "data_norm", inputs = inputs("float32"), attrs = { slot_dim = 2 },
+            outputs = { Y = 1, Means = 1, Scales = 1 } }, "slot_dim = 2")
+    local bad = inputs("float32")
+    bad.X = T.tensor(R.symmetric(2 * C * 2), { shape = { 2, C, 2 } })
+    fails({ type = "data_norm", inputs = bad, outputs = { Y = 1, Means = 1, Scales = 1 } }, "must be 2-D [N, C], it has rank 3")
+  end)
+end)
