@@ -146,3 +146,70 @@ describe("data_norm (test_data_norm_op.py)", function()
     fails({ type = "data_norm", inputs = bad, outputs = { Y = 1, Means = 1, Scales = 1 } }, "must be 2-D [N, C], it has rank 3")
   end)
 end)
+
+describe("layers.spectral_norm / layers.data_norm", function()
+  local oar = require("oar")
+  local layers = oar.layers
+
+  it("spectral_norm: U and V are non-trainable parameters; Out = W / sigma from them", function()
+    local main, startup = oar.Program(), oar.Program()
+    local out, op
+    oar.program_guard(main, startup, function()
+      local w = layers.data{ name = "w", shape = { 3, 4, 2 }, dtype = "float64", append_batch_size = false }
+      out = layers.spectral_norm{ weight = w, dim = 1, power_iters = 3 }
+    end)
+    op = main:global_block():ops()[1]
+    assert.equal(3, op:attr("power_iters"))
+    local scope = oar.Scope()
+    local exe = oar.Executor(oar.CPUPlace())
+    local wv = R.symmetric(24, 157)
+    local t = oar.Tensor{ shape = { 3, 4, 2 }, dtype = "float64" }
+    for i = 1, 24 do t:data()[i - 1] = wv[i] end
+    local got
+    oar.scope_guard(scope, function()
+      exe:run(startup)
+      got = exe:run(main, { feed = { w = t }, fetch_list = { out } })[1]
+    end)
+    local function vals(name, n)
+      local tt = scope:find_var(name):get_tensor()
+      local r = {}
+      for i = 1, n do r[i] = tt:data()[i - 1] end
+      return r
+    end
+    local u, v = vals(op:input("U")[1], 4), vals(op:input("V")[1], 6)
+    local want = spectral_ref(wv, { 3, 4, 2 }, u, v, 1, 3, 1e-12)
+    local flat = {}
+    for i = 1, 24 do flat[i] = got:data()[i - 1] end
+    T.assert_close({ data = flat, shape = got:shape() }, { data = want, shape = { 3, 4, 2 } }, 1e-10)
+    assert.is_false(main:global_block():var(op:input("U")[1]).trainable)
+  end)
+
+  it("data_norm: named summaries with their start values, act applied", function()
+    local main, startup = oar.Program(), oar.Program()
+    local out
+    oar.program_guard(main, startup, function()
+      local x = layers.data{ name = "x", shape = { 3 }, dtype = "float64" }
+      out = layers.data_norm{ input = x, name = "dn", act = "relu",
+                              param_attr = { batch_size = 4, batch_sum = 2, batch_square = 16 } }
+    end)
+    local xv = R.symmetric(6, 163, 2)
+    local t = oar.Tensor{ shape = { 2, 3 }, dtype = "float64" }
+    for i = 1, 6 do t:data()[i - 1] = xv[i] end
+    local exe = oar.Executor(oar.CPUPlace())
+    exe:run(startup)
+    local got = exe:run(main, { feed = { x = t }, fetch_list = { out } })[1]
+    -- mean 2 / 4, scale sqrt(4 / 16)
+    for i = 1, 6 do assert.near(math.max((xv[i] - 0.5) * 0.5, 0), got:data()[i - 1], 1e-12) end
+    assert.is_not_nil(main:global_block():var("dn.batch_square_sum"))
+  end)
+
+  it("reject bad arguments with the layer's name", function()
+    oar.program_guard(oar.Program(), oar.Program(), function()
+      local x = layers.data{ name = "x", shape = { 3, 4 }, dtype = "float32" }
+      assert.has_error(function() layers.data_norm{ input = x } end,
+        "data_norm: 'input' must be 2-D [N, C], got shape [-1, 3, 4]")
+      assert.has_error(function() layers.spectral_norm{ weight = x, dim = 3 } end,
+        "spectral_norm: 'dim' must be a dim of weight (0 to 2), got number 3")
+    end)
+  end)
+end)
