@@ -134,3 +134,55 @@ for _, v in ipairs({ { "deformable_conv", true }, { "deformable_conv_v1", false 
     end)
   end)
 end
+
+describe("layers.deformable_conv", function()
+  local oar = require("oar")
+  local layers = oar.layers
+
+  for _, modulated in ipairs({ true, false }) do
+    it(("modulated = %s: the %s op with Fluid's attributes, bias added"):format(tostring(modulated),
+        modulated and "deformable_conv" or "deformable_conv_v1"), function()
+      local o = { x = { 1, 2, 4, 4 }, w = { 3, 2, 3, 3 }, paddings = { 1, 1 } }
+      local _, vals = case_inputs(o, true, "float64")
+      local main, startup = oar.Program(), oar.Program()
+      local out
+      oar.program_guard(main, startup, function()
+        local x = layers.data{ name = "x", shape = { 1, 2, 4, 4 }, dtype = "float64", append_batch_size = false }
+        local off = layers.data{ name = "off", shape = { 1, 18, 4, 4 }, dtype = "float64", append_batch_size = false }
+        local m = layers.data{ name = "m", shape = { 1, 9, 4, 4 }, dtype = "float64", append_batch_size = false }
+        out = layers.deformable_conv{ input = x, offset = off, mask = m, num_filters = 3, filter_size = 3, padding = 1,
+                                      modulated = modulated,
+                                      param_attr = oar.ParamAttr{ initializer = oar.initializer.Constant{ value = 0.5 } },
+                                      bias_attr = oar.ParamAttr{ initializer = oar.initializer.Constant{ value = 0.25 } } }
+      end)
+      local function tensor(v, shape)
+        local t = oar.Tensor{ shape = shape, dtype = "float64" }
+        for i = 1, #v do t:data()[i - 1] = v[i] end
+        return t
+      end
+      local exe = oar.Executor(oar.CPUPlace())
+      exe:run(startup)
+      local got = exe:run(main, { feed = { x = tensor(vals.x, { 1, 2, 4, 4 }), off = tensor(vals.off, { 1, 18, 4, 4 }),
+                                           m = tensor(vals.mask, { 1, 9, 4, 4 }) }, fetch_list = { out } })[1]
+      local w = {}
+      for i = 1, 54 do w[i] = 0.5 end
+      local want, os = deform_ref(vals.x, o.x, vals.off, modulated and vals.mask or nil, w, o.w, o)
+      local flat = {}
+      for i = 1, #want do
+        want[i] = want[i] + 0.25
+        flat[i] = got:data()[i - 1]
+      end
+      T.assert_close({ data = flat, shape = got:shape() }, { data = want, shape = os }, 1e-10)
+      assert.equal(modulated and "deformable_conv" or "deformable_conv_v1", main:global_block():ops()[1].type)
+    end)
+  end
+
+  it("rejects a missing mask when modulated, with the layer's name", function()
+    oar.program_guard(oar.Program(), oar.Program(), function()
+      local x = layers.data{ name = "x", shape = { 2, 4, 4 }, dtype = "float32" }
+      local off = layers.data{ name = "off", shape = { 18, 4, 4 }, dtype = "float32" }
+      assert.has_error(function() layers.deformable_conv{ input = x, offset = off, num_filters = 2, filter_size = 3 } end,
+        "deformable_conv: 'mask' must be a Variable, got nil")
+    end)
+  end)
+end)

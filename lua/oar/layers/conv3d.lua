@@ -1,5 +1,6 @@
 --- oar.layers.conv3d: Fluid 1.8's 3-D convolution layers, conv3d and
--- conv3d_transpose (NCDHW or NDHWC). Merged into oar.layers.
+-- conv3d_transpose (NCDHW or NDHWC), and deformable_conv. Merged into
+-- oar.layers.
 --
 --   local v = layers.data{name = "v", shape = {3, 8, 8, 8}}
 --   local c = layers.conv3d{input = v, num_filters = 4, filter_size = 3, padding = 1, act = "relu"}
@@ -165,6 +166,65 @@ function M.conv3d_transpose(a)
   helper:append_op{ type = L, inputs = { Input = { input }, Filter = { w } }, outputs = { Output = { pre_bias } },
                     attrs = attrs }
   return finish(helper, pre_bias, data_format)
+end
+
+--- Deformable convolution (Fluid 1.8's deformable_conv): each filter tap
+-- samples the input bilinearly at its regular place shifted by `offset`,
+-- weighted by `mask` when modulated (v2, the deformable_conv op; else
+-- deformable_conv_v1), plus bias. The filter starts from
+-- Normal(0, sqrt(2 / (C * kh * kw))) unless param_attr says otherwise.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.input [N, C, H, W], float32 or float64
+-- @tparam Variable a.offset [N, 2 * deformable_groups * kh * kw, H', W']
+-- @tparam[opt] Variable a.mask [N, deformable_groups * kh * kw, H', W'] (required when modulated)
+-- @tparam int a.num_filters output channels
+-- @tparam int|{int,int} a.filter_size
+-- @tparam[opt=1] int|{int,int} a.stride
+-- @tparam[opt=0] int|{int,int} a.padding
+-- @tparam[opt=1] int|{int,int} a.dilation
+-- @tparam[opt=1] int a.groups
+-- @tparam[opt=1] int a.deformable_groups
+-- @tparam[opt=64] int a.im2col_step
+-- @tparam[opt] ParamAttr|string a.param_attr the filter's attributes
+-- @tparam[opt] ParamAttr|string|false a.bias_attr false: no bias
+-- @tparam[opt=true] bool a.modulated v2 with mask, or v1 without
+-- @tparam[opt] string a.name
+-- @treturn Variable [N, num_filters, H', W']
+-- @usage local y = layers.deformable_conv{input = x, offset = off, mask = m, num_filters = 8, filter_size = 3, padding = 1}
+function M.deformable_conv(a)
+  local L = "deformable_conv"
+  a = args(L, a, "input", nil, "bias_attr deformable_groups dilation filter_size groups im2col_step input mask " ..
+    "modulated name num_filters offset padding param_attr stride")
+  local input = check.variable(L, "input", a.input)
+  if input.dtype ~= "float32" and input.dtype ~= "float64" then check.fail(L, "input", "a float32 or float64 Variable", input) end
+  if #input.shape ~= 4 then
+    raise(string.format("%s: 'input' must be 4-D NCHW, got shape %s", L, framework.shape_text(input.shape)))
+  end
+  local offset = check.variable(L, "offset", a.offset)
+  local modulated = check.boolean(L, "modulated", a.modulated, true)
+  local mask = modulated and check.variable(L, "mask", a.mask) or nil
+  local num_filters = check.positive_int(L, "num_filters", a.num_filters)
+  if a.filter_size == nil then check.fail(L, "filter_size", "an integer or a list of 2", nil) end
+  local filter_size = check.int_list(L, "filter_size", a.filter_size, 2)
+  local groups = a.groups == nil and 1 or check.positive_int(L, "groups", a.groups)
+  local channels = input.shape[2]
+  if channels <= 0 or channels % groups ~= 0 then
+    raise(string.format("%s: input channels %d must be known and divisible by groups %d", L, channels, groups))
+  end
+  local helper = LayerHelper(L, a)
+  local fan = filter_size[1] * filter_size[2] * channels
+  local w = helper:create_parameter(helper:param_attr(), { num_filters, channels / groups, filter_size[1], filter_size[2] },
+    input.dtype, false, initializer.Normal{ loc = 0.0, scale = math.sqrt(2.0 / fan) })
+  local inputs = { Input = { input }, Offset = { offset }, Filter = { w } }
+  if modulated then inputs.Mask = { mask } end
+  local pre_bias = helper:create_variable_for_type_inference(input.dtype)
+  helper:append_op{ type = modulated and "deformable_conv" or "deformable_conv_v1", inputs = inputs,
+    outputs = { Output = { pre_bias } },
+    attrs = { strides = check.int_list(L, "stride", a.stride, 2, 1), paddings = check.int_list(L, "padding", a.padding, 2, 0),
+              dilations = check.int_list(L, "dilation", a.dilation, 2, 1), groups = groups,
+              deformable_groups = a.deformable_groups == nil and 1 or check.positive_int(L, "deformable_groups", a.deformable_groups),
+              im2col_step = a.im2col_step == nil and 64 or check.positive_int(L, "im2col_step", a.im2col_step) } }
+  return helper:append_bias_op(pre_bias, 1, 2)
 end
 
 return M
