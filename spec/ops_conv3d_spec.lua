@@ -343,3 +343,39 @@ describe("layers.conv3d / layers.conv3d_transpose", function()
     end)
   end)
 end)
+
+describe("conv3d / conv3d_transpose thread determinism", function()
+  local ffi = require("ffi")
+  pcall(ffi.cdef, "int memcmp(const void *a, const void *b, size_t n);")
+  local oar = require("oar")
+  local layers = oar.layers
+  local at_threads = require("spec.helpers.threads")
+
+  it("forward and gradients have the same bits with 1 thread and 2 (products split in shape-fixed blocks)", function()
+    local main, startup = oar.Program(), oar.Program()
+    local fetch
+    oar.program_guard(main, startup, function()
+      local v = layers.data{ name = "v", shape = { 2, 6, 6, 12, 12 }, dtype = "float32", append_batch_size = false }
+      local c = layers.conv3d{ input = v, num_filters = 16, filter_size = 3, padding = 1, groups = 2 }
+      local t = layers.conv3d_transpose{ input = c, num_filters = 4, filter_size = 2, stride = 2 }
+      local loss = layers.mean(t)
+      local pg = oar.append_backward(loss)
+      fetch = { c, t }
+      for _, p in ipairs(pg) do fetch[#fetch + 1] = p[2] end
+    end)
+    local n = 2 * 6 * 6 * 12 * 12
+    local x = oar.Tensor{ shape = { 2, 6, 6, 12, 12 }, dtype = "float32" }
+    local vals = R.symmetric(n, 191)
+    for i = 1, n do x:data()[i - 1] = vals[i] end
+    local scope = oar.Scope()
+    local exe = oar.Executor(oar.CPUPlace())
+    exe:run(startup, { scope = scope })
+    local function run() return exe:run(main, { feed = { v = x }, fetch_list = fetch, scope = scope }) end
+    local one, two = at_threads(1, run), at_threads(2, run)
+    assert.equal(#fetch, #one)
+    for i = 1, #one do
+      assert.same(one[i]:shape(), two[i]:shape())
+      assert.equal(0, ffi.C.memcmp(one[i]:data(), two[i]:data(), one[i]:numel() * 4), "fetch " .. i)
+    end
+  end)
+end)
