@@ -186,3 +186,16 @@ describe("layers.deformable_conv", function()
     end)
   end)
 end)
+
+describe("deformable_conv with non-finite offsets", function()
+  it("a NaN or huge offset samples nothing, without crashing", function()
+    local off = {}
+    for i = 1, 2 * 4 do off[i] = (i % 3 == 0) and 0 / 0 or 1e300 end
+    local res = T.run{ type = "deformable_conv_v1", dtype = "float64",
+      inputs = { Input = T.tensor(R.symmetric(4), { shape = { 1, 1, 2, 2 }, dtype = "float64" }),
+                 Offset = T.tensor(off, { shape = { 1, 2, 2, 2 }, dtype = "float64" }),
+                 Filter = T.tensor({ 1 }, { shape = { 1, 1, 1, 1 }, dtype = "float64" }) },
+      outputs = { Output = 1 } }
+    assert.same({ 0, 0, 0, 0 }, res.Output[1].data)
+  end)
+end)

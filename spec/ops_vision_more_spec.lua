@@ -745,3 +745,16 @@ describe("layers.resize_trilinear / image_resize TRILINEAR and BICUBIC", functio
     end)
   end)
 end)
+
+describe("grid_sampler with non-finite points", function()
+  it("a NaN or huge grid point samples nothing (0), without crashing", function()
+    local res = T.run{ type = "grid_sampler", dtype = "float64",
+      inputs = { X = T.tensor(R.symmetric(8), { shape = { 1, 2, 2, 2 }, dtype = "float64" }),
+                 Grid = T.tensor({ 0 / 0, 0.5, 1e300, -1e300, 0, 0 }, { shape = { 1, 1, 3, 2 }, dtype = "float64" }) },
+      outputs = { Output = 1 } }
+    local d = res.Output[1].data
+    assert.equal(0, d[1])
+    assert.equal(0, d[2])
+    assert.is_true(d[3] ~= 0)
+  end)
+end)

@@ -57,7 +57,8 @@ static int dc_setup(oar_kernel_ctx_t *k, dc_geom_t *g, oar_tensor_t **x, oar_ten
 static double dc_sample(int64_t h, int64_t w, double y, double x, double *dy, double *dx,
                         double (*at)(const void *, int64_t), const void *im) {
     *dy = *dx = 0;
-    if (y <= -1 || x <= -1 || y >= (double)h || x >= (double)w) return 0;
+    /* written positively so that a NaN point reads nothing too */
+    if (!(y > -1 && x > -1 && y < (double)h && x < (double)w)) return 0;
     const int64_t y0 = (int64_t)floor(y), x0 = (int64_t)floor(x), y1 = y0 + 1, x1 = x0 + 1;
     const double ly = y - (double)y0, lx = x - (double)x0, hy = 1 - ly, hx = 1 - lx;
     const double v1 = (y0 >= 0 && x0 >= 0) ? at(im, y0 * w + x0) : 0;
@@ -176,7 +177,7 @@ static double at_f64(const void *p, int64_t i) { return ((const double *)p)[i]; 
                                     doff[obase_ + y * g.ow + xo] += (T)(gcol * mv * sy);                \
                                     doff[obase_ + P + y * g.ow + xo] += (T)(gcol * mv * sx);            \
                                 }                                                                       \
-                                if (dx && !(py <= -1 || px <= -1 || py >= (double)g.h || px >= (double)g.w)) { \
+                                if (dx && py > -1 && px > -1 && py < (double)g.h && px < (double)g.w) { \
                                     const int64_t y0 = (int64_t)floor(py), x0 = (int64_t)floor(px);     \
                                     const double ly = py - (double)y0, lx = px - (double)x0;            \
                                     T *dxi = dx + (n * g.c + c) * g.h * g.w;                            \

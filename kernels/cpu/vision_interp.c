@@ -67,6 +67,8 @@ static int vip_plan(oar_kernel_ctx_t *k, const oar_tensor_t *x, const int64_t *o
     g->in_sz = g->out_sz = 1;
     for (int i = 0; i < nd; i++) { g->in_sz *= x->dims[2 + i]; g->out_sz *= od[2 + i]; }
     g->nt = nd == 3 ? 8 : 16;
+    if (g->out_sz > ((int64_t)1 << 40) / g->nt)
+        return oar_k_error(k, OAR_ERR_NOMEM, "the output of %lld cells per map is too large", (long long)g->out_sz);
     *idx = malloc(sizeof(int64_t) * (size_t)(g->out_sz * g->nt + 1));
     *wt = malloc(sizeof(double) * (size_t)(g->out_sz * g->nt + 1));
     if (!*idx || !*wt) {
@@ -113,10 +115,12 @@ static int vip_plan(oar_kernel_ctx_t *k, const oar_tensor_t *x, const int64_t *o
         vip_geom_t g;                                                                                   \
         int64_t *idx;                                                                                   \
         double *wt;                                                                                     \
-        OAR_TRY(vip_plan(k, xt, ot->dims, ot->ndim, &g, &idx, &wt));                                    \
         void *ov;                                                                                       \
-        int rc = oar_k_output_sized(k, OAR_TRI_OUT, "Out", DT, g.nc * g.out_sz, false, &ov);            \
-        if (rc == OAR_OK) {                                                                             \
+        /* the output first: its allocation bounds the taps' */                                         \
+        OAR_TRY(oar_k_output_sized(k, OAR_TRI_OUT, "Out", DT, oar_tensor_numel(ot), false, &ov));       \
+        OAR_TRY(vip_plan(k, xt, ot->dims, ot->ndim, &g, &idx, &wt));                                    \
+        int rc = OAR_OK;                                                                                \
+        {                                                                                               \
             const T *x = oar_tensor_data(xt);                                                           \
             T *o = ov;                                                                                  \
             for (int64_t m = 0; m < g.nc; m++)                                                          \

@@ -112,11 +112,15 @@ static double gs_unnorm(double g, int64_t n, bool align, double *slope) {
                     if (px <= 0) { px = 0; sx = 0; } else if (px >= (double)(W - 1)) { px = (double)(W - 1); sx = 0; } \
                     if (py <= 0) { py = 0; sy = 0; } else if (py >= (double)(H - 1)) { py = (double)(H - 1); sy = 0; } \
                 }                                                                                       \
+                /* a NaN or far-away point samples nothing (no cast of it to an integer) */              \
+                const bool far = !(fabs(px) < 1e15 && fabs(py) < 1e15);                                 \
                 /* the corners (nearest: one) with their weights and the weights' x and y slopes */     \
                 int64_t cx[4], cy[4];                                                                   \
                 double cw[4], cdx[4], cdy[4];                                                           \
                 int nc;                                                                                 \
-                if (nearest) {                                                                          \
+                if (far) {                                                                              \
+                    nc = 0;                                                                             \
+                } else if (nearest) {                                                                          \
                     cx[0] = (int64_t)nearbyint(px); cy[0] = (int64_t)nearbyint(py);                     \
                     cw[0] = 1; cdx[0] = cdy[0] = 0; nc = 1;                                             \
                 } else {                                                                                \
