@@ -138,9 +138,52 @@ describe("data_norm (test_data_norm_op.py)", function()
     T.assert_close(g[3], { shape = { C }, data = q }, 1e-12)
   end)
 
-  it("slot_dim other than -1 is refused, and X must be 2-D", function()
+  it("slot_dim (TestDataNormOpWithSlotDim): a slot whose show is 0 gives 0 and counts nowhere", function()
+    -- 4 samples, 2 slots of 2 columns; sample 1 hides slot 0, samples 2 and 3 hide slot 1
+    local sx = { 1.5, -0.5, 2, 0.25,
+                 0, 0.75, -1, 0.5,
+                 0.5, 1, 0, -2,
+                 2.5, 0.125, 0, 3 }
+    local sz, ss, sq2 = { 10, 20, 30, 40 }, { 5, -4, 6, 8 }, { 40, 50, 60, 70 }
+    local function ins(dt)
+      return { X = T.tensor(sx, { shape = { 4, 4 }, dtype = dt }), BatchSize = T.tensor(sz, { dtype = dt }),
+               BatchSum = T.tensor(ss, { dtype = dt }), BatchSquareSum = T.tensor(sq2, { dtype = dt }) }
+    end
+    local m, sc, want = {}, {}, {}
+    for c = 1, 4 do m[c], sc[c] = ss[c] / sz[c], math.sqrt(sz[c] / sq2[c]) end
+    local function hidden(n, c) return sx[n * 4 + (c - 1) - (c - 1) % 2 + 1] == 0 end
+    for n = 0, 3 do
+      for c = 1, 4 do want[n * 4 + c] = hidden(n, c) and 0 or (sx[n * 4 + c] - m[c]) * sc[c] end
+    end
+    T.check_output{ type = "data_norm", dtype = "float64", inputs = ins("float64"), attrs = { slot_dim = 2 },
+      outputs = { Y = 1, Means = 1, Scales = 1 }, expect = { Y = { shape = { 4, 4 }, data = want } } }
+    local g = T.analytic_grads{ type = "data_norm", dtype = "float64", inputs = ins("float64"), attrs = { slot_dim = 2 },
+      outputs = { Y = 1, Means = 1, Scales = 1 }, wrt = { "X", "BatchSize", "BatchSum", "BatchSquareSum" }, of = { "Y" } }
+    local eps = tonumber(require("ffi").new("float", 1e-4))
+    local gs, gsum, gsq = {}, {}, {}
+    for c = 1, 4 do
+      local cnt, s, q = 0, 0, 0
+      for n = 0, 3 do
+        if not hidden(n, c) then
+          cnt, s, q = cnt + 1, s + sx[n * 4 + c], q + (sx[n * 4 + c] - m[c]) ^ 2
+        end
+      end
+      gs[c], gsum[c], gsq[c] = 1, s / cnt, q / cnt + cnt * eps
+    end
+    T.assert_close(g[2], { data = gs }, 1e-12)
+    T.assert_close(g[3], { data = gsum }, 1e-12)
+    T.assert_close(g[4], { data = gsq }, 1e-12)
+    -- X@GRAD = Y@GRAD Scales everywhere (Fluid's rule, hidden slots too): the loss is mean(Y)
+    local dx = {}
+    for n = 0, 3 do for c = 1, 4 do dx[n * 4 + c] = sc[c] / 16 end end
+    T.assert_close(g[1], { data = dx }, 1e-12)
+  end)
+
+  it("slot_dim must divide C, epsilon is bounded, and X must be 2-D", function()
     fails({ type = "data_norm", inputs = inputs("float32"), attrs = { slot_dim = 2 },
-            outputs = { Y = 1, Means = 1, Scales = 1 } }, "slot_dim = 2")
+            outputs = { Y = 1, Means = 1, Scales = 1 } }, "not a whole number of slots of slot_dim = 2")
+    fails({ type = "data_norm", inputs = inputs("float32"), attrs = { epsilon = 0.5 },
+            outputs = { Y = 1, Means = 1, Scales = 1 } }, "epsilon")
     local bad = inputs("float32")
     bad.X = T.tensor(R.symmetric(2 * C * 2), { shape = { 2, C, 2 } })
     fails({ type = "data_norm", inputs = bad, outputs = { Y = 1, Means = 1, Scales = 1 } }, "must be 2-D [N, C], it has rank 3")

@@ -76,6 +76,9 @@ static void sn_iterate(const oar_sn_attrs_t *a, sn_t *s, const double *W) {
     s->sigma = sg;
 }
 
+/* data_norm's slot mode: a show value within 1e-7 of 0 hides its slot */
+static inline bool dn_no_show(double v) { return v > -1e-7 && v < 1e-7; }
+
 #define VN_KERNELS(T, SUF, DT)                                                                          \
     /* grad = false: Out = W / sigma; grad = true: Weight@GRAD */                                       \
     static int sn_run_##SUF(oar_kernel_ctx_t *k, bool grad)                                             \
@@ -139,8 +142,13 @@ static void sn_iterate(const oar_sn_attrs_t *a, sn_t *s, const double *W) {
             m[c] = sum[c] / size[c];                                                                    \
             sc[c] = (T)sqrt((double)(size[c] / sq[c]));                                                 \
         }                                                                                               \
+        const int64_t sd = ((const oar_dn_attrs_t *)oar_k_attrs(k))->slot_dim;                          \
         for (int64_t n = 0; n < N; n++)                                                                 \
-            for (int64_t c = 0; c < C; c++) y[n * C + c] = (x[n * C + c] - m[c]) * sc[c];               \
+            for (int64_t c = 0; c < C; c++) {                                                           \
+                /* slot mode: a slot whose show (its first value) is 0 gives 0 */                       \
+                const bool hidden = sd > 0 && dn_no_show(x[n * C + c - c % sd]);                        \
+                y[n * C + c] = hidden ? (T)0 : (x[n * C + c] - m[c]) * sc[c];                           \
+            }                                                                                           \
         return OAR_OK;                                                                                  \
     }                                                                                                   \
     static int dn_bwd_##SUF(oar_kernel_ctx_t *k)                                                        \
@@ -162,16 +170,26 @@ static void sn_iterate(const oar_sn_attrs_t *a, sn_t *s, const double *W) {
         if (dxv)                                                                                        \
             for (int64_t n = 0; n < N; n++)                                                             \
                 for (int64_t c = 0; c < C; c++) ((T *)dxv)[n * C + c] = dy[n * C + c] * sc[c];          \
+        const int64_t sd = a->slot_dim;                                                                 \
         for (int64_t c = 0; c < C; c++) {                                                               \
-            T s = 0, q = 0;                                                                             \
+            T s = 0, q = 0, cnt = 0;                                                                    \
             for (int64_t n = 0; n < N; n++) {                                                           \
+                if (sd > 0 && dn_no_show(x[n * C + c - c % sd])) continue;                              \
                 const T d = x[n * C + c] - m[c];                                                        \
                 s += x[n * C + c];                                                                      \
                 q += d * d;                                                                             \
+                cnt += 1;                                                                               \
             }                                                                                           \
-            if (dsize) ((T *)dsize)[c] = (T)N;                                                          \
-            if (dsum) ((T *)dsum)[c] = s;                                                               \
-            if (dsq) ((T *)dsq)[c] = q + (T)N * (T)a->epsilon;                                          \
+            T osize = (T)N, osum = s, osq = q + (T)N * (T)a->epsilon;                                   \
+            if (sd > 0) {                                                                               \
+                /* Fluid's slot rule: means over the showing samples, size 1; 0 when none shows */      \
+                osize = cnt >= 1 ? (T)1 : (T)0;                                                         \
+                osum = cnt >= 1 ? s / cnt : (T)0;                                                       \
+                osq = cnt >= 1 ? q / cnt + cnt * (T)a->epsilon : (T)0;                                  \
+            }                                                                                           \
+            if (dsize) ((T *)dsize)[c] = osize;                                                         \
+            if (dsum) ((T *)dsum)[c] = osum;                                                            \
+            if (dsq) ((T *)dsq)[c] = osq;                                                               \
         }                                                                                               \
         return OAR_OK;                                                                                  \
     }                                                                                                   \

@@ -43,9 +43,6 @@ static int sn_infer(oar_infer_ctx_t *c) {
 static int dn_infer(oar_infer_ctx_t *c) {
     const oar_dn_attrs_t *a = oar_ic_attrs(c);
     if (!a) return OAR_ERR_INVALID;
-    if (a->slot_dim != -1)
-        return oar_ic_error(c, OAR_ERR_UNSUPPORTED, "attr slot_dim = %d: Fluid's per-slot data_norm is not supported "
-                            "by oar (only -1)", (int)a->slot_dim);
     OAR_TRY(oar_ic_check_float(c, "X", -1));
     const int dt = oar_ic_in_dtype(c, "X", 0);
     int xn;
@@ -54,6 +51,9 @@ static int dn_infer(oar_infer_ctx_t *c) {
     if (xn != 2)
         return oar_ic_error(c, OAR_ERR_SHAPE, "X ('%s') must be 2-D [N, C], it has rank %d", oar_ic_in_name(c, "X", 0),
                             xn);
+    if (a->slot_dim > 0 && x[1] >= 0 && x[1] % a->slot_dim != 0)
+        return oar_ic_error(c, OAR_ERR_SHAPE, "X ('%s') has %lld columns, not a whole number of slots of slot_dim = %d",
+                            oar_ic_in_name(c, "X", 0), (long long)x[1], (int)a->slot_dim);
     static const char *const stats[] = {"BatchSize", "BatchSum", "BatchSquareSum"};
     for (int i = 0; i < 3; i++) {
         OAR_TRY(oar_ic_check_float(c, stats[i], dt));

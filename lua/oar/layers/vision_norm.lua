@@ -78,7 +78,8 @@ end
 -- @tparam[opt] string a.moving_mean_name accepted, not used (as Fluid's)
 -- @tparam[opt] string a.moving_variance_name accepted, not used (as Fluid's)
 -- @tparam[opt=true] bool a.do_model_average_for_mean_and_var accepted, not used (as Fluid's)
--- @tparam[opt=-1] int a.slot_dim Fluid's per-slot mode: only -1 (the op refuses others)
+-- @tparam[opt=-1] int a.slot_dim when > 0, the columns are slots of slot_dim values, the first a show
+-- count; a slot that does not show gives 0
 -- @tparam[opt=false] bool a.sync_stats
 -- @tparam[opt=0.9999999] number a.summary_decay_rate
 -- @treturn Variable [N, C]
