@@ -758,3 +758,61 @@ describe("grid_sampler with non-finite points", function()
     assert.is_true(d[3] ~= 0)
   end)
 end)
+
+describe("trilinear_interp / bicubic_interp channels last (data_layout NHWC / NDHWC)", function()
+  -- [N, C, sp...] (flat) -> [N, sp..., C]
+  local function to_last(v, shape)
+    local N, C = shape[1], shape[2]
+    local S = numel(shape) / (N * C)
+    local out = {}
+    for b = 0, N - 1 do
+      for c = 0, C - 1 do
+        for p = 0, S - 1 do out[(b * S + p) * C + c + 1] = v[(b * C + c) * S + p + 1] end
+      end
+    end
+    return out
+  end
+  local function last_shape(s)
+    local r = { s[1] }
+    for i = 3, #s do r[#r + 1] = s[i] end
+    r[#r + 1] = s[2]
+    return r
+  end
+
+  for _, o in ipairs({ { op = "trilinear_interp", x = { 2, 3, 2, 3, 4 }, out = { 4, 2, 3 }, layout = "NDHWC" },
+                       { op = "trilinear_interp", x = { 1, 2, 3, 2, 2 }, out = { 2, 4, 3 }, layout = "NHWC" },
+                       { op = "bicubic_interp", x = { 2, 3, 4, 5 }, out = { 6, 3 }, layout = "NHWC" } }) do
+    it(o.op .. " " .. o.layout .. ": the channels-first result, transposed", function()
+      local x = R.symmetric(numel(o.x), 193)
+      local os = { o.x[1], o.x[2] }
+      for _, v in ipairs(o.out) do os[#os + 1] = v end
+      local want = o.op == "trilinear_interp" and trilinear_ref(x, o.x, os, false, 0) or bicubic_ref(x, o.x, os, false)
+      local attrs = { data_layout = o.layout, align_corners = false, align_mode = 0 }
+      if #o.out == 3 then attrs.out_d = o.out[1] end
+      attrs.out_h, attrs.out_w = o.out[#o.out - 1], o.out[#o.out]
+      T.check_output{ type = o.op, dtype = "float64",
+        inputs = { X = T.tensor(to_last(x, o.x), { shape = last_shape(o.x), dtype = "float64" }) }, attrs = attrs,
+        expect = { Out = { shape = last_shape(os), data = to_last(want, os) } } }
+      T.check_grad{ type = o.op, dtype = "float64",
+        inputs = { X = T.tensor(to_last(x, o.x), { shape = last_shape(o.x), dtype = "float64" }) }, attrs = attrs,
+        wrt = { "X" }, delta = 1e-5, max_rel = 1e-7 }
+    end)
+  end
+end)
+
+describe("layers.resize_trilinear NDHWC", function()
+  local oar = require("oar")
+  local layers = oar.layers
+  it("writes data_layout NHWC and resizes the spatial dims", function()
+    local main = oar.Program()
+    oar.program_guard(main, oar.Program(), function()
+      local v = layers.data{ name = "x", shape = { 2, 3, 4, 5 }, dtype = "float32" }
+      local y = layers.resize_trilinear{ input = v, out_shape = { 4, 6, 8 }, data_format = "NDHWC" }
+      assert.same({ -1, 4, 6, 8, 5 }, y.shape)
+      local z = layers.image_resize{ input = layers.data{ name = "i", shape = { 4, 5, 3 }, dtype = "float32" },
+                                     scale = 2, resample = "BICUBIC", data_format = "NHWC" }
+      assert.same({ -1, 8, 10, 3 }, z.shape)
+    end)
+    assert.equal("NHWC", main:global_block():ops()[1]:attr("data_layout"))
+  end)
+end)

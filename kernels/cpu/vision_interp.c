@@ -1,5 +1,5 @@
 /* vision_interp.c — CPU kernels of trilinear_interp, bicubic_interp and
- * their grads (float32, float64; channels first). Each output cell is a
+ * their grads (float32, float64; channels first or last). Each output cell is a
  * weighted sum of input taps (8 for trilinear, 16 for bicubic) computed as
  * Paddle 1.8 does: a float sampling ratio, (in - 1) / (out - 1) with
  * align_corners, else in / out. The grads add each cell's Out@GRAD back
@@ -53,19 +53,29 @@ static void cubic_src(const oar_vip_attrs_t *a, float r, int64_t in, int64_t k, 
 /* the taps of every output cell of one map: tap t of cell o is input cell
  * idx[o * nt + t] with weight wt[o * nt + t] */
 typedef struct {
-    int64_t nc, in_sz, out_sz, nt;
+    int64_t n, c, in_sz, out_sz, nt;
+    bool cl;   /* channels last: cell i of channel ch of image b at (b * sz + i) * c + ch */
 } vip_geom_t;
 
 static int vip_plan(oar_kernel_ctx_t *k, const oar_tensor_t *x, const int64_t *od, int ond, vip_geom_t *g,
                     int64_t **idx, double **wt) {
     const oar_vip_attrs_t *a = oar_k_attrs(k);
     const int nd = a->nd;
-    if (x->ndim != nd + 2 || ond != nd + 2 || od[0] != x->dims[0] || od[1] != x->dims[1])
+    g->cl = a->layout == OAR_TRI_LAYOUT_NHWC || a->layout == OAR_TRI_LAYOUT_NDHWC;
+    const int cax = g->cl ? nd + 1 : 1, sp0 = g->cl ? 1 : 2;   /* the channel dim, the first spatial dim */
+    if (x->ndim != nd + 2 || ond != nd + 2 || od[0] != x->dims[0] || od[cax] != x->dims[cax])
         return oar_k_error(k, OAR_ERR_SHAPE, "X ('%s') and the output must be %d-D with the same N and C",
                            oar_k_input_name(k, 0, 0), nd + 2);
-    g->nc = x->dims[0] * x->dims[1];
+    g->n = x->dims[0];
+    g->c = x->dims[cax];
     g->in_sz = g->out_sz = 1;
-    for (int i = 0; i < nd; i++) { g->in_sz *= x->dims[2 + i]; g->out_sz *= od[2 + i]; }
+    int64_t insp[3], outsp[3];
+    for (int i = 0; i < nd; i++) {
+        insp[i] = x->dims[sp0 + i];
+        outsp[i] = od[sp0 + i];
+        g->in_sz *= insp[i];
+        g->out_sz *= outsp[i];
+    }
     g->nt = nd == 3 ? 8 : 16;
     if (g->out_sz > ((int64_t)1 << 40) / g->nt)
         return oar_k_error(k, OAR_ERR_NOMEM, "the output of %lld cells per map is too large", (long long)g->out_sz);
@@ -76,7 +86,7 @@ static int vip_plan(oar_kernel_ctx_t *k, const oar_tensor_t *x, const int64_t *o
         return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate the interpolation taps");
     }
     if (nd == 3) {
-        const int64_t *in = x->dims + 2, *out = od + 2;
+        const int64_t *in = insp, *out = outsp;
         float r[3];
         for (int i = 0; i < 3; i++) r[i] = ratio_of(a->align_corners, in[i], out[i]);
         for (int64_t o = 0; o < g->out_sz; o++) {
@@ -91,7 +101,7 @@ static int vip_plan(oar_kernel_ctx_t *k, const oar_tensor_t *x, const int64_t *o
             }
         }
     } else {
-        const int64_t *in = x->dims + 2, *out = od + 2;
+        const int64_t *in = insp, *out = outsp;
         const float rh = ratio_of(a->align_corners, in[0], out[0]), rw = ratio_of(a->align_corners, in[1], out[1]);
         for (int64_t o = 0; o < g->out_sz; o++) {
             int64_t sy[4], sx[4];
@@ -105,6 +115,11 @@ static int vip_plan(oar_kernel_ctx_t *k, const oar_tensor_t *x, const int64_t *o
         }
     }
     return OAR_OK;
+}
+
+/* the flat index of cell i (of sz per map) of channel ch of image b */
+static inline int64_t vip_at(const vip_geom_t *g, int64_t b, int64_t ch, int64_t i, int64_t sz) {
+    return g->cl ? (b * sz + i) * g->c + ch : (b * g->c + ch) * sz + i;
 }
 
 #define VIP_KERNELS(T, SUF, DT)                                                                         \
@@ -123,13 +138,14 @@ static int vip_plan(oar_kernel_ctx_t *k, const oar_tensor_t *x, const int64_t *o
         {                                                                                               \
             const T *x = oar_tensor_data(xt);                                                           \
             T *o = ov;                                                                                  \
-            for (int64_t m = 0; m < g.nc; m++)                                                          \
-                for (int64_t c = 0; c < g.out_sz; c++) {                                                \
-                    double s = 0;                                                                       \
-                    for (int64_t t = 0; t < g.nt; t++)                                                  \
-                        s += wt[c * g.nt + t] * (double)x[m * g.in_sz + idx[c * g.nt + t]];             \
-                    o[m * g.out_sz + c] = (T)s;                                                         \
-                }                                                                                       \
+            for (int64_t b = 0; b < g.n; b++)                                                           \
+                for (int64_t ch = 0; ch < g.c; ch++)                                                    \
+                    for (int64_t c = 0; c < g.out_sz; c++) {                                            \
+                        double s = 0;                                                                   \
+                        for (int64_t t = 0; t < g.nt; t++)                                              \
+                            s += wt[c * g.nt + t] * (double)x[vip_at(&g, b, ch, idx[c * g.nt + t], g.in_sz)]; \
+                        o[vip_at(&g, b, ch, c, g.out_sz)] = (T)s;                                       \
+                    }                                                                                   \
         }                                                                                               \
         free(idx); free(wt);                                                                            \
         return rc;                                                                                      \
@@ -146,15 +162,17 @@ static int vip_plan(oar_kernel_ctx_t *k, const oar_tensor_t *x, const int64_t *o
         double *wt;                                                                                     \
         OAR_TRY(vip_plan(k, xt, dt->dims, dt->ndim, &g, &idx, &wt));                                    \
         const void *dv;                                                                                 \
-        int rc = oar_k_input_sized(k, OAR_TRIG_DOUT, "Out@GRAD", DT, g.nc * g.out_sz, &dv);            \
+        int rc = oar_k_input_sized(k, OAR_TRIG_DOUT, "Out@GRAD", DT, g.n * g.c * g.out_sz, &dv);            \
         if (rc == OAR_OK) {                                                                             \
             const T *dy = dv;                                                                           \
             T *dx = dxv;                                                                                \
-            memset(dx, 0, sizeof(T) * (size_t)(g.nc * g.in_sz));                                        \
-            for (int64_t m = 0; m < g.nc; m++)                                                          \
-                for (int64_t c = 0; c < g.out_sz; c++)                                                  \
-                    for (int64_t t = 0; t < g.nt; t++)                                                  \
-                        dx[m * g.in_sz + idx[c * g.nt + t]] += (T)(wt[c * g.nt + t] * (double)dy[m * g.out_sz + c]); \
+            memset(dx, 0, sizeof(T) * (size_t)(g.n * g.c * g.in_sz));                                   \
+            for (int64_t b = 0; b < g.n; b++)                                                           \
+                for (int64_t ch = 0; ch < g.c; ch++)                                                    \
+                    for (int64_t c = 0; c < g.out_sz; c++)                                              \
+                        for (int64_t t = 0; t < g.nt; t++)                                              \
+                            dx[vip_at(&g, b, ch, idx[c * g.nt + t], g.in_sz)] +=                        \
+                                (T)(wt[c * g.nt + t] * (double)dy[vip_at(&g, b, ch, c, g.out_sz)]);    \
         }                                                                                               \
         free(idx); free(wt);                                                                            \
         return rc;                                                                                      \

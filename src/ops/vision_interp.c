@@ -20,9 +20,6 @@ static bool value_at(const oar_tensor_t *t, int64_t i, double *v) {
 static int vip_infer(oar_infer_ctx_t *c) {
     const oar_vip_attrs_t *a = oar_ic_attrs(c);
     if (!a) return OAR_ERR_INVALID;
-    if (a->layout == OAR_TRI_LAYOUT_NHWC || a->layout == OAR_TRI_LAYOUT_NDHWC)
-        return oar_ic_error(c, OAR_ERR_UNSUPPORTED, "data_layout: channels last is not supported by oar's %s "
-                            "(channels first only)", a->nd == 3 ? "trilinear_interp" : "bicubic_interp");
     OAR_TRY(oar_ic_check_float(c, "X", -1));
     const int nd = a->nd;
     int xn;
@@ -33,6 +30,15 @@ static int vip_infer(oar_infer_ctx_t *c) {
         return oar_ic_error(c, OAR_ERR_SHAPE, "X ('%s') must be %d-D %s, got shape %s", oar_ic_in_name(c, "X", 0),
                             nd + 2, nd == 3 ? "[N, C, D, H, W]" : "[N, C, H, W]", oar_shape_str(x, xn, b, sizeof b));
     }
+    /* od: [N, C, sizes...] in channels-first order; written out in X's layout at the end */
+    const bool cl = a->layout == OAR_TRI_LAYOUT_NHWC || a->layout == OAR_TRI_LAYOUT_NDHWC;
+    int64_t xl[5];
+    for (int i = 0; i < nd + 2; i++) xl[i] = x[i];
+    if (cl) {
+        xl[1] = x[nd + 1];
+        for (int i = 0; i < nd; i++) xl[2 + i] = x[1 + i];
+    }
+    x = xl;
     const int32_t attr_sz[3] = {a->out_d, a->out_h, a->out_w};
     int64_t od[5] = {x[0], x[1], 0, 0, 0};
     for (int i = 0; i < nd; i++) od[2 + i] = attr_sz[3 - nd + i];
@@ -81,6 +87,11 @@ static int vip_infer(oar_infer_ctx_t *c) {
                                 "SizeTensor", oar_shape_str(od + 2, nd, b, sizeof b),
                                 nd == 3 ? "out_d/out_h/out_w" : "out_h/out_w");
         }
+    if (cl) {
+        const int64_t ch = od[1];
+        for (int i = 0; i < nd; i++) od[1 + i] = od[2 + i];
+        od[nd + 1] = ch;
+    }
     return oar_ic_set_out(c, "Out", 0, od, nd + 2, oar_ic_in_dtype(c, "X", 0));
 }
 

@@ -158,7 +158,8 @@ function M.image_resize(a, out_shape, scale)
     { "BILINEAR", "NEAREST", "BICUBIC", "TRILINEAR" })
   if r == "TRILINEAR" or r == "BICUBIC" then
     local tri = r == "TRILINEAR"
-    check.string("image_resize", "data_format", a.data_format, tri and "NCDHW" or "NCHW", { tri and "NCDHW" or "NCHW" })
+    a.data_format = check.string("image_resize", "data_format", a.data_format, tri and "NCDHW" or "NCHW",
+      tri and { "NCDHW", "NDHWC" } or { "NCHW", "NHWC" })
     return require("oar.layers.resize_nd")("image_resize", a, tri and "trilinear" or "bicubic",
       tri and 3 or 2)
   end

@@ -21,13 +21,15 @@ end
 --- Appends trilinear_interp (nd 3) or bicubic_interp (nd 2) for layer L.
 -- @tparam string L the layer's name, for errors
 -- @tparam table a the layer's keyword arguments (input, out_shape, scale,
--- actual_shape, align_corners, align_mode, name)
+-- actual_shape, align_corners, align_mode, data_format (checked by the caller), name)
 -- @tparam string method "trilinear" or "bicubic"
 -- @tparam int nd the spatial dims (3 or 2)
 -- @treturn Variable the resized input
 local function resize_nd(L, a, method, nd)
   local input = float_input(L, "input", a.input, nd + 2)
-  local attrs = { interp_method = method, data_layout = "NCHW",
+  -- Fluid writes NHWC for channels last at either rank
+  local last = a.data_format == "NHWC" or a.data_format == "NDHWC"
+  local attrs = { interp_method = method, data_layout = last and "NHWC" or "NCHW",
                   align_corners = check.boolean(L, "align_corners", a.align_corners, true) }
   if method == "trilinear" then
     attrs.align_mode = check.int(L, "align_mode", a.align_mode, 1)

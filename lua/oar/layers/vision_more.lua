@@ -135,13 +135,13 @@ local resize_nd = require("oar.layers.resize_nd")
 --- Resizes NCDHW volumes by trilinear interpolation (Fluid 1.8's
 -- resize_trilinear). Also positional: `resize_trilinear(input, out_shape, scale)`.
 -- @tparam table a keyword arguments:
--- @tparam Variable a.input [N, C, D, H, W], float32 or float64
+-- @tparam Variable a.input [N, C, D, H, W] ([N, D, H, W, C] with NDHWC), float32 or float64
 -- @tparam[opt] {int,int,int}|Variable a.out_shape the output's {D, H, W} (or an int32 [3] Variable)
 -- @tparam[opt] number|Variable a.scale output = input * scale (when out_shape is not given)
 -- @tparam[opt] Variable a.actual_shape an int32 [3] Variable that overrides out_shape
 -- @tparam[opt=true] bool a.align_corners align the corner cells of input and output
 -- @tparam[opt=1] int a.align_mode without align_corners: 0 samples at half-cell centres, 1 at in * ratio
--- @tparam[opt="NCDHW"] string a.data_format "NCDHW" only
+-- @tparam[opt="NCDHW"] string a.data_format "NCDHW" or "NDHWC"
 -- @tparam[opt] string a.name
 -- @param[opt] out_shape the key `out_shape`, given positionally
 -- @param[opt] scale the key `scale`, given positionally
@@ -151,7 +151,7 @@ function M.resize_trilinear(a, out_shape, scale)
   local L = "resize_trilinear"
   a = args(L, a, "input", { out_shape = out_shape, scale = scale },
     "actual_shape align_corners align_mode data_format input name out_shape scale")
-  check.string(L, "data_format", a.data_format, "NCDHW", { "NCDHW" })
+  a.data_format = check.string(L, "data_format", a.data_format, "NCDHW", { "NCDHW", "NDHWC" })
   return resize_nd(L, a, "trilinear", 3)
 end
 
