@@ -71,6 +71,45 @@ describe("im2sequence (test_im2sequence_op.py)", function()
     end)
   end
 
+  it("Y (real image sizes, Fluid's inference path): each image's grid from ceil(Y / out_stride)", function()
+    local xs = { 3, 2, 5, 6 }
+    local x = R.symmetric(numel(xs), 199)
+    local real = { 5, 6, 3, 4, 4, 1 }            -- per image {h, w}
+    local ks, st, pd, os = { 2, 2 }, { 1, 2 }, { 0, 1, 1, 0 }, { 1, 2 }
+    local want, lod = {}, { 0 }
+    for b = 0, 2 do
+      local rh, rw = math.ceil(real[2 * b + 1] / os[1]), math.ceil(real[2 * b + 2] / os[2])
+      local oh = math.floor((rh + pd[1] + pd[3] - ks[1]) / st[1]) + 1
+      local ow = math.floor((rw + pd[2] + pd[4] - ks[2]) / st[2]) + 1
+      for y = 0, oh - 1 do
+        for xx = 0, ow - 1 do
+          for c = 0, 1 do
+            for i = 0, 1 do
+              for j = 0, 1 do
+                local yy, xc = y * st[1] - pd[1] + i, xx * st[2] - pd[2] + j
+                local v = 0
+                if yy >= 0 and yy < 5 and xc >= 0 and xc < 6 then v = x[((b * 2 + c) * 5 + yy) * 6 + xc + 1] end
+                want[#want + 1] = v
+              end
+            end
+          end
+        end
+      end
+      lod[#lod + 1] = lod[#lod] + oh * ow
+    end
+    T.check_output{ type = "im2sequence", dtype = "float64",
+      inputs = { X = T.tensor(x, { shape = xs, dtype = "float64" }), Y = T.tensor(real, { shape = { 3, 2 }, dtype = "float64" }) },
+      attrs = { kernels = ks, strides = st, paddings = pd, out_stride = os },
+      expect = { Out = { shape = { #want / 8, 8 }, data = want, lod = { lod } } } }
+    -- one image: Fluid ignores Y
+    local x1 = R.symmetric(2 * 16, 211)
+    local w1, s1, l1 = im2seq_ref(x1, { 1, 2, 4, 4 }, ks, st, pd)
+    T.check_output{ type = "im2sequence", dtype = "float64",
+      inputs = { X = T.tensor(x1, { shape = { 1, 2, 4, 4 }, dtype = "float64" }), Y = T.tensor({ 1, 1 }, { shape = { 1, 2 }, dtype = "int32" }) },
+      attrs = { kernels = ks, strides = st, paddings = pd, out_stride = os },
+      expect = { Out = { shape = s1, data = w1, lod = { l1 } } } }
+  end)
+
   it("bad inputs name the variable and the expectation", function()
     fails({ type = "im2sequence", inputs = { X = T.tensor(R.symmetric(12), { shape = { 1, 3, 4 } }) },
             attrs = { kernels = { 2, 2 } } }, "must be 4-D [N, C, H, W], got shape [1, 3, 4]")
@@ -144,12 +183,15 @@ describe("layers.im2sequence", function()
     assert.same({ 1, 0, 1, 0 }, main:global_block():ops()[1]:attr("paddings"))
   end)
 
-  it("rejects input_image_size (not supported) with the layer's name", function()
-    oar.program_guard(oar.Program(), oar.Program(), function()
+  it("input_image_size becomes input Y and out_stride", function()
+    local main = oar.Program()
+    oar.program_guard(main, oar.Program(), function()
       local v = layers.data{ name = "x", shape = { 1, 4, 4 }, dtype = "float32" }
-      local sz = layers.data{ name = "s", shape = { 2 }, dtype = "int32" }
-      assert.has_error(function() layers.im2sequence{ input = v, input_image_size = sz } end,
-        "im2sequence: input_image_size (the real image sizes, input Y) is not supported by oar")
+      local sz = layers.data{ name = "s", shape = { 2 }, dtype = "float32" }
+      layers.im2sequence{ input = v, filter_size = 2, input_image_size = sz, out_stride = { 2, 1 } }
     end)
+    local op = main:global_block():ops()[1]
+    assert.same({ "s" }, op:input("Y"))
+    assert.same({ 2, 1 }, op:attr("out_stride"))
   end)
 end)

@@ -7,27 +7,73 @@
 #include "ops/vision_seq.h"
 
 typedef struct {
-    int64_t n, c, h, w, oh, ow;
+    int64_t n, c, h, w;
+    int64_t *oh, *ow, *row0;   /* per image: its grid and its first row; row0[n] is the row count */
 } i2s_geom_t;
 
-static int i2s_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, i2s_geom_t *g) {
+static void i2s_free(i2s_geom_t *g) {
+    free(g->oh); free(g->ow); free(g->row0);
+}
+
+/* value i of a numeric tensor as a double; false if not numeric */
+static bool num_at(oar_tensor_t *t, int64_t i, double *v) {
+    if (!t || i >= oar_tensor_numel(t)) return false;
+    const void *p = oar_tensor_data(t);
+    switch (t->dtype) {
+    case OAR_INT32: *v = ((const int32_t *)p)[i]; return true;
+    case OAR_INT64: *v = (double)((const int64_t *)p)[i]; return true;
+    case OAR_FP32: *v = ((const float *)p)[i]; return true;
+    case OAR_FP64: *v = ((const double *)p)[i]; return true;
+    default: return false;
+    }
+}
+
+/* y: the real sizes (NULL, or ignored with one image: Fluid's rule) */
+static int i2s_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, oar_tensor_t *y, i2s_geom_t *g) {
     const oar_i2s_attrs_t *a = oar_k_attrs(k);
+    memset(g, 0, sizeof *g);
     if (x->ndim != 4) return oar_k_error(k, OAR_ERR_SHAPE, "X ('%s') must be 4-D", oar_k_input_name(k, 0, 0));
     g->n = x->dims[0]; g->c = x->dims[1]; g->h = x->dims[2]; g->w = x->dims[3];
-    const int64_t rh = g->h + a->pd[0] + a->pd[2] - a->ks[0], rw = g->w + a->pd[1] + a->pd[3] - a->ks[1];
-    if (rh < 0 || rw < 0) return oar_k_error(k, OAR_ERR_SHAPE, "X ('%s'): the window is larger than the padded input",
-                                             oar_k_input_name(k, 0, 0));
-    g->oh = rh / a->st[0] + 1;
-    g->ow = rw / a->st[1] + 1;
+    g->oh = malloc(sizeof(int64_t) * (size_t)(g->n + 1));
+    g->ow = malloc(sizeof(int64_t) * (size_t)(g->n + 1));
+    g->row0 = malloc(sizeof(int64_t) * (size_t)(g->n + 1));
+    if (!g->oh || !g->ow || !g->row0) {
+        i2s_free(g);
+        return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate im2sequence's geometry");
+    }
+    const bool real = y && g->n > 1;
+    g->row0[0] = 0;
+    for (int64_t b = 0; b < g->n; b++) {
+        int64_t sz[2] = {g->h, g->w};
+        if (real) {
+            double hv, wv;
+            if (!num_at(y, 2 * b, &hv) || !num_at(y, 2 * b + 1, &wv) || !(hv >= 1 && wv >= 1 && hv < 1e9 && wv < 1e9)) {
+                i2s_free(g);
+                return oar_k_error(k, OAR_ERR_INVALID, "Y ('%s') row %lld must hold two sizes >= 1",
+                                   oar_k_input_name(k, 1, 0), (long long)b);
+            }
+            sz[0] = ((int64_t)hv + a->os[0] - 1) / a->os[0];
+            sz[1] = ((int64_t)wv + a->os[1] - 1) / a->os[1];
+        }
+        const int64_t rh = sz[0] + a->pd[0] + a->pd[2] - a->ks[0], rw = sz[1] + a->pd[1] + a->pd[3] - a->ks[1];
+        if (rh < 0 || rw < 0) {
+            i2s_free(g);
+            return oar_k_error(k, OAR_ERR_SHAPE, "X ('%s') image %lld: the window is larger than the padded input",
+                               oar_k_input_name(k, 0, 0), (long long)b);
+        }
+        g->oh[b] = rh / a->st[0] + 1;
+        g->ow[b] = rw / a->st[1] + 1;
+        g->row0[b + 1] = g->row0[b] + g->oh[b] * g->ow[b];
+    }
     return OAR_OK;
 }
 
 /* calls BODY for every (out row r, out column q, image offset xi or -1) */
 #define I2S_EACH(g, a, BODY)                                                                            \
     for (int64_t b = 0; b < (g).n; b++)                                                                 \
-        for (int64_t y = 0; y < (g).oh; y++)                                                            \
-            for (int64_t x0 = 0; x0 < (g).ow; x0++) {                                                   \
-                const int64_t r = (b * (g).oh + y) * (g).ow + x0;                                       \
+        for (int64_t y = 0; y < (g).oh[b]; y++)                                                         \
+            for (int64_t x0 = 0; x0 < (g).ow[b]; x0++) {                                                \
+                const int64_t r = (g).row0[b] + y * (g).ow[b] + x0;                                     \
                 for (int64_t ch = 0; ch < (g).c; ch++)                                                  \
                     for (int64_t i = 0; i < (a)->ks[0]; i++)                                            \
                         for (int64_t j = 0; j < (a)->ks[1]; j++) {                                      \
@@ -46,41 +92,42 @@ static int i2s_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, i2s_geom_t *g) 
         const oar_i2s_attrs_t *a = oar_k_attrs(k);                                                      \
         oar_tensor_t *xt = oar_k_input(k, OAR_I2S_X, 0);                                                \
         i2s_geom_t g;                                                                                   \
-        OAR_TRY(i2s_setup(k, xt, &g));                                                                  \
+        OAR_TRY(i2s_setup(k, xt, oar_k_input(k, OAR_I2S_Y, 0), &g));                                    \
         const int64_t cols = g.c * a->ks[0] * a->ks[1];                                                 \
         void *ov;                                                                                       \
-        OAR_TRY(oar_k_output_sized(k, OAR_I2S_OUT, "Out", DT, g.n * g.oh * g.ow * cols, false, &ov));   \
-        const T *xv = oar_tensor_data(xt);                                                              \
-        T *o = ov;                                                                                      \
-        I2S_EACH(g, a, { o[r * cols + q] = xi < 0 ? (T)0 : xv[xi]; })                                   \
-        /* one sequence of oh ow rows per image */                                                      \
-        int64_t *offs = malloc(sizeof(int64_t) * (size_t)(g.n + 1));                                    \
-        if (!offs) return oar_k_error(k, OAR_ERR_NOMEM, "cannot allocate Out's LoD");                   \
-        for (int64_t b = 0; b <= g.n; b++) offs[b] = b * g.oh * g.ow;                                   \
-        const int64_t *lv[1] = {offs};                                                                  \
-        const int64_t sz[1] = {g.n + 1};                                                                \
-        int rc = oar_tensor_set_lod(oar_k_output(k, OAR_I2S_OUT, 0), 1, lv, sz);                        \
-        free(offs);                                                                                     \
-        if (rc != OAR_OK) return oar_k_error(k, rc, "cannot set Out's LoD: %s", oar_last_error());      \
-        return OAR_OK;                                                                                  \
+        int rc = oar_k_output_sized(k, OAR_I2S_OUT, "Out", DT, g.row0[g.n] * cols, false, &ov);         \
+        if (rc == OAR_OK) {                                                                             \
+            const T *xv = oar_tensor_data(xt);                                                          \
+            T *o = ov;                                                                                  \
+            I2S_EACH(g, a, { o[r * cols + q] = xi < 0 ? (T)0 : xv[xi]; })                               \
+            /* one sequence per image */                                                                \
+            const int64_t *lv[1] = {g.row0};                                                            \
+            const int64_t sz[1] = {g.n + 1};                                                            \
+            rc = oar_tensor_set_lod(oar_k_output(k, OAR_I2S_OUT, 0), 1, lv, sz);                        \
+            if (rc != OAR_OK) rc = oar_k_error(k, rc, "cannot set Out's LoD: %s", oar_last_error());    \
+        }                                                                                               \
+        i2s_free(&g);                                                                                   \
+        return rc;                                                                                      \
     }                                                                                                   \
     static int i2s_bwd_##SUF(oar_kernel_ctx_t *k)                                                       \
     {                                                                                                   \
         const oar_i2s_attrs_t *a = oar_k_attrs(k);                                                      \
         oar_tensor_t *xt = oar_k_input(k, OAR_I2SG_X, 0);                                               \
         i2s_geom_t g;                                                                                   \
-        OAR_TRY(i2s_setup(k, xt, &g));                                                                  \
+        OAR_TRY(i2s_setup(k, xt, NULL, &g));                                                            \
         const int64_t cols = g.c * a->ks[0] * a->ks[1];                                                 \
         const void *dv;                                                                                 \
-        OAR_TRY(oar_k_input_sized(k, OAR_I2SG_DOUT, "Out@GRAD", DT, g.n * g.oh * g.ow * cols, &dv));    \
-        void *dxv;                                                                                      \
-        OAR_TRY(oar_k_output_sized(k, OAR_I2SG_DX, "X@GRAD", DT, oar_tensor_numel(xt), true, &dxv));    \
-        if (!dxv) return OAR_OK;                                                                        \
-        const T *d = dv;                                                                                \
-        T *dx = dxv;                                                                                    \
-        memset(dx, 0, sizeof(T) * (size_t)oar_tensor_numel(xt));                                        \
-        I2S_EACH(g, a, { if (xi >= 0) dx[xi] += d[r * cols + q]; })                                     \
-        return OAR_OK;                                                                                  \
+        void *dxv = NULL;                                                                               \
+        int rc = oar_k_input_sized(k, OAR_I2SG_DOUT, "Out@GRAD", DT, g.row0[g.n] * cols, &dv);          \
+        if (rc == OAR_OK) rc = oar_k_output_sized(k, OAR_I2SG_DX, "X@GRAD", DT, oar_tensor_numel(xt), true, &dxv); \
+        if (rc == OAR_OK && dxv) {                                                                      \
+            const T *d = dv;                                                                            \
+            T *dx = dxv;                                                                                \
+            memset(dx, 0, sizeof(T) * (size_t)oar_tensor_numel(xt));                                    \
+            I2S_EACH(g, a, { if (xi >= 0) dx[xi] += d[r * cols + q]; })                                 \
+        }                                                                                               \
+        i2s_free(&g);                                                                                   \
+        return rc;                                                                                      \
     }                                                                                                   \
     OAR_REGISTER_KERNEL("im2sequence", OAR_PLACE_CPU, DT, i2s_fwd_##SUF)                                \
     OAR_REGISTER_KERNEL("im2sequence_grad", OAR_PLACE_CPU, DT, i2s_bwd_##SUF)                           \

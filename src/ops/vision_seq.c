@@ -27,14 +27,39 @@ static void i2s_finish(oar_decode_ctx_t *d, oar_i2s_attrs_t *a) {
     }
     for (int i = 0; i < 4; i++)
         if (a->pd[i] < 0) oar_dec_error(d, OAR_ERR_INVALID, "attr paddings must be >= 0");
+    oar_ints_t o = oar_dec_ints(d, "out_stride");
+    a->os[0] = a->os[1] = 1;
+    if (o.n != 0 && (o.n != 2 || o.v[0] < 1 || o.v[1] < 1)) {
+        oar_dec_error(d, OAR_ERR_INVALID, "attr out_stride must hold 2 values {height, width}, each >= 1");
+        return;
+    }
+    if (o.n == 2) { a->os[0] = o.v[0]; a->os[1] = o.v[1]; }
+}
+
+/* value i of a numeric tensor as a double; false if not numeric */
+static bool num_at(const oar_tensor_t *t, int64_t i, double *v) {
+    if (!t || i >= oar_tensor_numel_of(t) || !oar_tensor_has_data(t)) return false;
+    const void *p = oar_tensor_data((oar_tensor_t *)t);
+    switch (t->dtype) {
+    case OAR_INT32: *v = ((const int32_t *)p)[i]; return true;
+    case OAR_INT64: *v = (double)((const int64_t *)p)[i]; return true;
+    case OAR_FP32: *v = ((const float *)p)[i]; return true;
+    case OAR_FP64: *v = ((const double *)p)[i]; return true;
+    default: return false;
+    }
+}
+
+/* the rows of image sizes (h, w) real: ceil(real / out_stride), then the window count */
+static int64_t i2s_rows_of(const oar_i2s_attrs_t *a, int64_t h, int64_t w) {
+    const int64_t rh = (h + a->os[0] - 1) / a->os[0], rw = (w + a->os[1] - 1) / a->os[1];
+    const int64_t gh = rh + a->pd[0] + a->pd[2] - a->ks[0], gw = rw + a->pd[1] + a->pd[3] - a->ks[1];
+    if (gh < 0 || gw < 0) return -1;
+    return (gh / a->st[0] + 1) * (gw / a->st[1] + 1);
 }
 
 static int i2s_infer(oar_infer_ctx_t *c) {
     const oar_i2s_attrs_t *a = oar_ic_attrs(c);
     if (!a) return OAR_ERR_INVALID;
-    if (oar_ic_in_present(c, "Y"))
-        return oar_ic_error(c, OAR_ERR_UNSUPPORTED, "input Y ('%s', the real image sizes) is not supported by oar's "
-                            "im2sequence", oar_ic_in_name(c, "Y", 0));
     OAR_TRY(oar_ic_check_float(c, "X", -1));
     int xn;
     const int64_t *x = oar_ic_in_dims(c, "X", 0, &xn);
@@ -54,7 +79,35 @@ static int i2s_infer(oar_infer_ctx_t *c) {
                                 (long long)(room + a->ks[i]));
         o[i] = room / a->st[i] + 1;
     }
-    const int64_t rows = (x[0] < 0 || o[0] < 0 || o[1] < 0) ? -1 : x[0] * o[0] * o[1];
+    int64_t rows = (x[0] < 0 || o[0] < 0 || o[1] < 0) ? -1 : x[0] * o[0] * o[1];
+    if (oar_ic_in_present(c, "Y") && x[0] != 1) {
+        /* Fluid's inference path: each image's grid from its real size (read at run time) */
+        int yn;
+        const int64_t *yd = oar_ic_in_dims(c, "Y", 0, &yn);
+        if (!yd) return OAR_ERR_SHAPE;
+        if (yn != 2 || !oar_dim_eq(yd[0], x[0]) || !oar_dim_eq(yd[1], 2)) {
+            char ys[96];
+            return oar_ic_error(c, OAR_ERR_SHAPE, "Y ('%s') must be [N, 2] = [%lld, 2] (each image's real height and "
+                                "width), got shape %s", oar_ic_in_name(c, "Y", 0), (long long)x[0],
+                                oar_shape_str(yd, yn, ys, sizeof ys));
+        }
+        const oar_tensor_t *yt = oar_ic_in_tensor(c, "Y", 0);
+        rows = -1;
+        if (yt) {
+            rows = 0;
+            for (int64_t b = 0; b < x[0]; b++) {
+                double h, w;
+                if (!num_at(yt, 2 * b, &h) || !num_at(yt, 2 * b + 1, &w) || !(h >= 1 && w >= 1 && h < 1e9 && w < 1e9))
+                    return oar_ic_error(c, OAR_ERR_INVALID, "Y ('%s') row %lld must hold two sizes >= 1",
+                                        oar_ic_in_name(c, "Y", 0), (long long)b);
+                const int64_t r = i2s_rows_of(a, (int64_t)h, (int64_t)w);
+                if (r <= 0)
+                    return oar_ic_error(c, OAR_ERR_SHAPE, "Y ('%s') row %lld: the real size %g x %g holds no window",
+                                        oar_ic_in_name(c, "Y", 0), (long long)b, h, w);
+                rows += r;
+            }
+        }
+    }
     const int64_t cols = x[1] < 0 ? -1 : x[1] * a->ks[0] * a->ks[1];
     const int64_t od[2] = {rows, cols};
     OAR_TRY(oar_ic_set_out(c, "Out", 0, od, 2, oar_ic_in_dtype(c, "X", 0)));

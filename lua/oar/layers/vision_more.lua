@@ -163,7 +163,9 @@ end
 -- @tparam[opt=1] int|{int,int} a.filter_size the window {height, width}
 -- @tparam[opt=1] int|{int,int} a.stride
 -- @tparam[opt=0] int|{int,int}|{int,int,int,int} a.padding an int, {h, w}, or {up, left, down, right}
--- @tparam[opt] Variable a.input_image_size Fluid's real image sizes: not supported (an error)
+-- @tparam[opt] Variable a.input_image_size [N, 2]: each image's real {height, width}; with
+-- more than one image, image i's grid comes from ceil(size / out_stride) (Fluid's inference path;
+-- the gradient does not support it)
 -- @tparam[opt=1] int|{int,int} a.out_stride used with input_image_size only
 -- @tparam[opt] string a.name
 -- @treturn Variable a LoD tensor [N * oh * ow, C * kh * kw]
@@ -172,9 +174,6 @@ function M.im2sequence(a)
   local L = "im2sequence"
   a = args(L, a, "input", nil, "filter_size input input_image_size name out_stride padding stride")
   local input = float_input(L, "input", a.input, 4)
-  if a.input_image_size ~= nil then
-    raise(L .. ": input_image_size (the real image sizes, input Y) is not supported by oar")
-  end
   local padding = a.padding
   if type(padding) == "table" and #padding == 4 then
     padding = check.int_list(L, "padding", padding, 4)
@@ -182,11 +181,16 @@ function M.im2sequence(a)
     local p = check.int_list(L, "padding", padding, 2, 0)
     padding = { p[1], p[2], p[1], p[2] }
   end
+  local inputs = { X = { input } }
+  local attrs = { kernels = check.int_list(L, "filter_size", a.filter_size, 2, 1),
+                  strides = check.int_list(L, "stride", a.stride, 2, 1), paddings = padding }
+  if a.input_image_size ~= nil then
+    inputs.Y = { check.variable(L, "input_image_size", a.input_image_size) }
+    attrs.out_stride = check.int_list(L, "out_stride", a.out_stride, 2, 1)
+  end
   local helper = LayerHelper(L, a)
   local out = helper:create_variable_for_type_inference(input.dtype)
-  helper:append_op{ type = L, inputs = { X = { input } }, outputs = { Out = { out } },
-                    attrs = { kernels = check.int_list(L, "filter_size", a.filter_size, 2, 1),
-                              strides = check.int_list(L, "stride", a.stride, 2, 1), paddings = padding } }
+  helper:append_op{ type = L, inputs = inputs, outputs = { Out = { out } }, attrs = attrs }
   return out
 end
 
