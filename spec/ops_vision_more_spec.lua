@@ -180,6 +180,20 @@ describe("unpool (test_unpool_op.py)", function()
       expect = { Out = { shape = os, data = want } }, atol = 1e-6 }
   end)
 
+  it("Paddle 2.x's output_size replaces the computed size", function()
+    -- a 2 x 2 / stride 2 pooling of a [1, 2, 5, 5] input: unpooled back onto 5 x 5
+    local x, mask, xs = case(1, 2, 5, 5, { 2, 2 }, { 2, 2 }, { 0, 0 })
+    local want = {}
+    for i = 1, 50 do want[i] = 0 end
+    for m = 0, 1 do
+      for i = 0, 3 do want[m * 25 + mask[m * 4 + i + 1] + 1] = x[m * 4 + i + 1] end
+    end
+    T.check_output{ type = "unpool", dtype = "float64",
+      inputs = { X = T.tensor(x, { shape = xs, dtype = "float64" }), Indices = T.tensor(mask, { shape = xs, dtype = "int32" }) },
+      attrs = { ksize = { 2, 2 }, strides = { 2, 2 }, output_size = { 5, 5 } },
+      expect = { Out = { shape = { 1, 2, 5, 5 }, data = want } } }
+  end)
+
   it("gradient against finite differences", function()
     local x, mask, xs = case(2, 2, 4, 4, { 2, 2 }, { 2, 2 }, { 0, 0 })
     T.check_grad{ type = "unpool", dtype = "float64",

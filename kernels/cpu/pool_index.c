@@ -105,8 +105,9 @@ static inline int64_t index_at(oar_tensor_t *t, int64_t i) {
             return oar_k_error(k, OAR_ERR_DTYPE, "Indices ('%s') must be int32 or int64, it is %s",     \
                                oar_k_input_name(k, 1, 0), oar_dtype_name(it->dtype));                   \
         const int64_t nc = xt->dims[0] * xt->dims[1], is = xt->dims[2] * xt->dims[3];                   \
-        const int64_t os = oar_unpool_out(xt->dims[2], a->ks[0], a->st[0], a->pd[0]) *                  \
-                           oar_unpool_out(xt->dims[3], a->ks[1], a->st[1], a->pd[1]);                   \
+        const int64_t os = a->osz[0] > 0 ? a->osz[0] * a->osz[1]                                         \
+                                         : oar_unpool_out(xt->dims[2], a->ks[0], a->st[0], a->pd[0]) *    \
+                                           oar_unpool_out(xt->dims[3], a->ks[1], a->st[1], a->pd[1]);     \
         void *pv;                                                                                       \
         const void *src = NULL;                                                                         \
         if (grad) {                                                                                     \

@@ -68,6 +68,11 @@ static void unpool_finish(oar_decode_ctx_t *d, oar_unpool_attrs_t *a) {
     a->st[0] = t[1]; a->st[1] = t[2];
     dec_list(d, "paddings", 2, 0, 0, t);
     a->pd[0] = t[1]; a->pd[1] = t[2];
+    oar_ints_t o = oar_dec_ints(d, "output_size");
+    a->osz[0] = a->osz[1] = 0;
+    if (o.n == 2 && o.v[0] > 0 && o.v[1] > 0) { a->osz[0] = o.v[0]; a->osz[1] = o.v[1]; }
+    else if (o.n != 0 && !(o.n == 2 && o.v[0] == 0 && o.v[1] == 0))
+        oar_dec_error(d, OAR_ERR_INVALID, "attr output_size must be empty, {0, 0} or 2 positive values {height, width}");
 }
 
 static int unpool_infer(oar_infer_ctx_t *c) {
@@ -89,6 +94,7 @@ static int unpool_infer(oar_infer_ctx_t *c) {
     if (!id) return OAR_ERR_SHAPE;
     int64_t out[4] = {x[0], x[1], oar_unpool_out(x[2], a->ks[0], a->st[0], a->pd[0]),
                       oar_unpool_out(x[3], a->ks[1], a->st[1], a->pd[1])};
+    if (a->osz[0] > 0) { out[2] = a->osz[0]; out[3] = a->osz[1]; }
     if ((x[2] >= 0 && out[2] <= 0) || (x[3] >= 0 && out[3] <= 0))
         return oar_ic_error(c, OAR_ERR_SHAPE, "the output would be empty: (in - 1) stride - 2 padding + ksize <= 0 "
                             "for X ('%s')", oar_ic_in_name(c, "X", 0));
