@@ -392,7 +392,20 @@ local function grid_sample_ref(x, xs, grid, OH, OW, o)
       for i = 0, OH * OW - 1 do
         local gx, gy = grid[(n * OH * OW + i) * 2 + 1], grid[(n * OH * OW + i) * 2 + 2]
         local px, py = px_of(gx, W), px_of(gy, H)
-        if o.padding_mode == "border" then
+        -- Paddle's reflection: mirror at lo and hi (given doubled), then clamp
+        local function reflect(v, lo2, hi2)
+          if lo2 == hi2 then return 0 end
+          local mn, span = lo2 / 2, (hi2 - lo2) / 2
+          v = math.abs(v - mn)
+          local extra, flips = math.fmod(v, span), math.floor(v / span)
+          if flips % 2 == 0 then return extra + mn end
+          return span - extra + mn
+        end
+        if o.padding_mode == "reflection" then
+          if align then px, py = reflect(px, 0, 2 * (W - 1)), reflect(py, 0, 2 * (H - 1))
+          else px, py = reflect(px, -1, 2 * W - 1), reflect(py, -1, 2 * H - 1) end
+        end
+        if o.padding_mode == "border" or o.padding_mode == "reflection" then
           px, py = math.min(math.max(px, 0), W - 1), math.min(math.max(py, 0), H - 1)
         end
         local v
@@ -465,6 +478,8 @@ describe("grid_sampler (test_grid_sampler_op.py)", function()
   for _, o in ipairs({ { name = "bilinear, zeros, align_corners (Fluid 1.8)" },
                        { name = "align_corners = false", align_corners = false },
                        { name = "border padding", padding_mode = "border" },
+                       { name = "reflection padding, align_corners", padding_mode = "reflection" },
+                       { name = "reflection padding, no align_corners", padding_mode = "reflection", align_corners = false },
                        { name = "nearest", mode = "nearest" } }) do
     it(o.name .. ": against direct sampling", function()
       local want = grid_sample_ref(x, xs, grid, 4, 7, o)
@@ -478,7 +493,8 @@ describe("grid_sampler (test_grid_sampler_op.py)", function()
   end
 
   it("gradients of X and Grid against finite differences", function()
-    for _, o in ipairs({ {}, { align_corners = false }, { padding_mode = "border" } }) do
+    for _, o in ipairs({ {}, { align_corners = false }, { padding_mode = "border" },
+                         { padding_mode = "reflection" }, { padding_mode = "reflection", align_corners = false } }) do
       T.check_grad{ type = "grid_sampler", dtype = "float64",
         inputs = { X = T.tensor(x, { shape = xs, dtype = "float64" }), Grid = T.tensor(grid, { shape = { 2, 4, 7, 2 }, dtype = "float64" }) },
         attrs = o, outputs = { Output = 1 }, wrt = { "X", "Grid" }, of = { "Output" }, delta = 1e-6, max_rel = 1e-5 }

@@ -21,6 +21,35 @@ static double gs_unnorm(double g, int64_t n, bool align, double *slope) {
     return ((g + 1) * (double)n - 1) / 2;
 }
 
+/* Paddle's reflection of a pixel coordinate into [lo2 / 2, hi2 / 2] (the
+ * bounds given doubled); *d gets the derivative, 1 or -1 */
+static double gs_reflect(double v, double lo2, double hi2, double *d) {
+    *d = 1;
+    if (lo2 == hi2) { *d = 0; return 0; }
+    const double mn = lo2 / 2, span = (hi2 - lo2) / 2;
+    double sgn = 1;
+    v -= mn;
+    if (v < 0) { v = -v; sgn = -1; }
+    const double extra = fmod(v, span);
+    const double flips = floor(v / span);
+    if (fmod(flips, 2) == 0) { *d = sgn; return extra + mn; }
+    *d = -sgn;
+    return span - extra + mn;
+}
+
+/* border / reflection: the point moved inside [0, n - 1]; *slope scaled by
+ * the move's derivative (0 where clamped) */
+static double gs_fold(double p, int64_t n, int pad, bool align, double *slope) {
+    if (pad == OAR_GS_PAD_REFLECTION) {
+        double d;
+        p = align ? gs_reflect(p, 0, 2.0 * (double)(n - 1), &d) : gs_reflect(p, -1, 2.0 * (double)n - 1, &d);
+        *slope *= d;
+    }
+    if (p <= 0) { *slope = 0; return 0; }
+    if (p >= (double)(n - 1)) { *slope = 0; return (double)(n - 1); }
+    return p;
+}
+
 #define VS_KERNELS(T, SUF, DT)                                                                          \
     static int ag_fwd_##SUF(oar_kernel_ctx_t *k)                                                        \
     {                                                                                                   \
@@ -101,19 +130,19 @@ static double gs_unnorm(double g, int64_t n, bool align, double *slope) {
         }                                                                                               \
         T *out = ov, *dx = dxv, *dg = dgv;                                                              \
         const T *dy = dyv;                                                                              \
-        const bool border = a->pad == OAR_GS_PAD_BORDER, nearest = a->mode == OAR_GS_MODE_NEAREST;      \
+        const bool border = a->pad != OAR_GS_PAD_ZEROS, nearest = a->mode == OAR_GS_MODE_NEAREST;      \
         for (int64_t n = 0; n < N; n++)                                                                 \
             for (int64_t i = 0; i < OH * OW; i++) {                                                     \
                 const T *gp = grid + (n * OH * OW + i) * 2;                                             \
                 double sx, sy;                                                                          \
                 double px = gs_unnorm((double)gp[0], W, a->align_corners, &sx);                         \
                 double py = gs_unnorm((double)gp[1], H, a->align_corners, &sy);                         \
-                if (border) {                                                                           \
-                    if (px <= 0) { px = 0; sx = 0; } else if (px >= (double)(W - 1)) { px = (double)(W - 1); sx = 0; } \
-                    if (py <= 0) { py = 0; sy = 0; } else if (py >= (double)(H - 1)) { py = (double)(H - 1); sy = 0; } \
-                }                                                                                       \
                 /* a NaN or far-away point samples nothing (no cast of it to an integer) */              \
                 const bool far = !(fabs(px) < 1e15 && fabs(py) < 1e15);                                 \
+                if (border && !far) {                                                                   \
+                    px = gs_fold(px, W, a->pad, a->align_corners, &sx);                                 \
+                    py = gs_fold(py, H, a->pad, a->align_corners, &sy);                                 \
+                }                                                                                       \
                 /* the corners (nearest: one) with their weights and the weights' x and y slopes */     \
                 int64_t cx[4], cy[4];                                                                   \
                 double cw[4], cdx[4], cdy[4];                                                           \
