@@ -42,6 +42,8 @@ merge("oar.layers.metric_ext", true)
 merge("oar.layers.conv3d", true)
 merge("oar.layers.vision_more", true)
 merge("oar.layers.vision_norm", true)
+merge("oar.layers.sampling", true)
+merge("oar.layers.rnn_api", true)
 
 -- a name oar.layers does not have is an error with a suggestion
 -- ("oar.layers: no field 'fcc' (did you mean 'fc'?)"); probe with rawget
