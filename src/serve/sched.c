@@ -14,6 +14,10 @@
 #include <time.h>
 #include "serve.h"
 
+/* a bound on the requests one run serves (each brings at least one row), so
+ * that a huge --max-batch does not size the workers' arrays */
+#define SERVE_MAX_BATCH_JOBS 1024
+
 enum { QUEUED, TAKEN, RUNNING, DONE };   /* TAKEN: in a batch being gathered */
 
 typedef struct job {
@@ -32,6 +36,7 @@ typedef struct job {
 struct serve_sched {
     serve_model_t *model;
     int nworkers, max_batch;
+    int max_jobs;                /* requests in one run: at most max_batch, and SERVE_MAX_BATCH_JOBS */
     double batch_timeout;
     bool batching, stopping, gathering;
     job_t *head, *tail;
@@ -88,7 +93,7 @@ static int take(serve_sched_t *s, job_t **batch) {
     int64_t rows = first->rows;
     double until = first->arrived + s->batch_timeout;
     for (;;) {
-        for (job_t *j = s->head, *next; j && rows < s->max_batch && n < s->max_batch; j = next) {
+        for (job_t *j = s->head, *next; j && rows < s->max_batch && n < s->max_jobs; j = next) {
             next = j->next;
             if (j->rows < 0 || rows + j->rows > s->max_batch ||
                 !serve_batch_compatible(s->model, &first->req, &j->req)) continue;
@@ -97,7 +102,7 @@ static int take(serve_sched_t *s, job_t **batch) {
             batch[n++] = j;
             rows += j->rows;
         }
-        if (rows >= s->max_batch || n >= s->max_batch || s->stopping || serve_now() >= until) break;
+        if (rows >= s->max_batch || n >= s->max_jobs || s->stopping || serve_now() >= until) break;
         struct timespec ts = abs_time(until);
         pthread_cond_timedwait(&s->queued, &s->mu, &ts);
     }
@@ -112,7 +117,7 @@ static void *worker(void *arg) {
     serve_sched_t *s = ((worker_arg_t *)arg)->s;
     int w = ((worker_arg_t *)arg)->w;
     free(arg);
-    int cap = s->max_batch > 1 ? s->max_batch : 1;
+    int cap = s->max_jobs;
     job_t **batch = calloc((size_t)cap, sizeof *batch), **run = calloc((size_t)cap, sizeof *run);
     serve_request_t **reqs = calloc((size_t)cap, sizeof *reqs);
     int *status = calloc((size_t)cap, sizeof *status);
@@ -183,6 +188,7 @@ int serve_sched_start(serve_model_t *m, int workers, int max_batch, int batch_ti
     s->max_batch = max_batch > 1 ? max_batch : 1;
     s->batch_timeout = batch_timeout_ms / 1000.0;
     s->batching = s->max_batch > 1;
+    s->max_jobs = s->max_batch < SERVE_MAX_BATCH_JOBS ? s->max_batch : SERVE_MAX_BATCH_JOBS;
     pthread_mutex_init(&s->mu, NULL);
     pthread_condattr_init(&s->monotonic);
     pthread_condattr_setclock(&s->monotonic, CLOCK_MONOTONIC);
