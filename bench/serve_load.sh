@@ -36,6 +36,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 command -v hey > /dev/null || { echo "hey is not installed (apt-get install -y hey)"; exit 2; }
+command -v bc > /dev/null || { echo "bc is not installed (apt-get install -y bc)"; exit 2; }
 [[ -x build/oar-serve && -x build/oar ]] || { echo "build/oar-serve is not built (make)"; exit 2; }
 
 WORK=$(mktemp -d)
@@ -85,8 +86,9 @@ load() {
   p99=$(awk '/ 99% in / {print $3 * 1000}' "$out")
   codes=$(awk '/^[ \t]*\[[0-9]+\]/ {printf "%s%s x%s", sep, $1, $2; sep=" "}' "$out")
   [[ -z "$codes" ]] && codes="no responses ($(grep -m1 -i error "$out"))"
-  printf "%-40s rows %2d  %9.1f req/s  %9.0f rows/s  p50 %8.2f ms  p99 %8.2f ms  %s\n" \
-    "$name" "$rows" "${rps:-0}" "$(echo "${rps:-0} * $rows" | bc -l)" "${p50:-0}" "${p99:-0}" "$codes"
+  # hey leaves out a percentile it has too few responses for
+  printf "%-40s rows %2d  %9.1f req/s  %9.0f rows/s  p50 %8s ms  p99 %8s ms  %s\n" \
+    "$name" "$rows" "${rps:-0}" "$(echo "${rps:-0} * $rows" | bc -l)" "${p50:--}" "${p99:--}" "$codes"
   [[ "$codes" =~ ^\[200\]\ x[0-9]+$ ]] || FAILED=1
 }
 
