@@ -126,6 +126,10 @@ static enum MHD_Result infer(struct serve_http *h, struct MHD_Connection *c, req
         json_len = (size_t)v;
     }
     int status = serve_parse_request(ctx->body ? ctx->body : "", ctx->len, json_len, &req, err, sizeof err);
+    /* the tensors are copies: the body need not wait in the queue with them */
+    free(ctx->body);
+    ctx->body = NULL;
+    ctx->len = ctx->cap = 0;
     if (status) return send_error(c, ctx, status, err, "infer");
     /* the deadline: the server's, or the request's own when that is sooner */
     double deadline = h->cfg.request_timeout_s > 0 ? ctx->t0 + h->cfg.request_timeout_s : 0;
