@@ -1,7 +1,8 @@
 /* metrics.c — Prometheus text exposition: requests by endpoint and status,
  * successful inferences, a histogram of inference latency, and one of the
- * requests each model run served (dynamic batching). One mutex: a handful
- * of additions per request. */
+ * requests each model run served (dynamic batching), and gauges of the
+ * requests queued and running. One mutex: a handful of additions per
+ * request. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,15 @@ static double g_infer_sum;
 static const double BATCH_BUCKETS[] = { 1, 2, 4, 8, 16, 32, 64, 128, 256 };
 #define NBATCH (sizeof BATCH_BUCKETS / sizeof BATCH_BUCKETS[0])
 static uint64_t g_batch_bucket[NBATCH + 1], g_batch_count, g_batch_requests, g_batch_rows;
+
+static int g_queued, g_running;
+
+void serve_metrics_gauges(int queued, int running) {
+    pthread_mutex_lock(&g_mu);
+    g_queued = queued;
+    g_running = running;
+    pthread_mutex_unlock(&g_mu);
+}
 
 void serve_metrics_batch(int requests, int64_t rows) {
     pthread_mutex_lock(&g_mu);
@@ -93,6 +103,10 @@ char *serve_metrics_render(void) {
     EMIT("oar_serve_batch_requests_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
     EMIT("oar_serve_batch_requests_sum %llu\noar_serve_batch_requests_count %llu\n",
          (unsigned long long)g_batch_requests, (unsigned long long)g_batch_count);
+    EMIT("# HELP oar_serve_queued_requests Requests waiting for a worker.\n"
+         "# TYPE oar_serve_queued_requests gauge\noar_serve_queued_requests %d\n"
+         "# HELP oar_serve_running_requests Requests in model runs now.\n"
+         "# TYPE oar_serve_running_requests gauge\noar_serve_running_requests %d\n", g_queued, g_running);
     EMIT("# HELP oar_serve_batch_rows_total Rows (first-dimension entries) the model runs took.\n"
          "# TYPE oar_serve_batch_rows_total counter\noar_serve_batch_rows_total %llu\n", (unsigned long long)g_batch_rows);
     pthread_mutex_unlock(&g_mu);

@@ -41,6 +41,7 @@ struct serve_sched {
     bool batching, stopping, gathering;
     job_t *head, *tail;
     int *live;                   /* per worker: jobs in its run not given up */
+    int nqueued, nrunning;       /* for the metrics' gauges */
     pthread_mutex_t mu;
     pthread_cond_t queued;       /* a job came, a gatherer is done, or stop */
     pthread_condattr_t monotonic;
@@ -76,6 +77,7 @@ static void unlink_job(serve_sched_t *s, job_t *j) {
     *p = j->next;
     if (s->tail == j) s->tail = prev;
     j->next = NULL;
+    serve_metrics_gauges(--s->nqueued, s->nrunning);
 }
 
 /* the jobs of the next run, taken out of the queue (under s->mu; returns
@@ -151,12 +153,16 @@ static void *worker(void *arg) {
         }
         if (k == 0) continue;
         s->live[w] = k;
+        s->nrunning += k;
+        serve_metrics_gauges(s->nqueued, s->nrunning);
         pthread_mutex_unlock(&s->mu);
 
         int fell_back = serve_batch_run(s->model, w, reqs, k, status, res, err);
 
         pthread_mutex_lock(&s->mu);
         s->live[w] = 0;
+        s->nrunning -= k;
+        serve_metrics_gauges(s->nqueued, s->nrunning);
         if (fell_back && s->batching) {
             s->batching = false;
             fprintf(stderr, "oar serve: note: an output's first dimension is not the batch's rows: dynamic batching "
@@ -233,6 +239,7 @@ int serve_sched_infer(serve_sched_t *s, serve_request_t *req, double deadline, s
     pthread_mutex_lock(&s->mu);
     if (s->tail) s->tail->next = j; else s->head = j;
     s->tail = j;
+    serve_metrics_gauges(++s->nqueued, s->nrunning);
     pthread_cond_broadcast(&s->queued);
     struct timespec ts = abs_time(deadline);
     while (j->state != DONE) {

@@ -142,6 +142,8 @@ void serve_metrics_request(const char *endpoint, int status);
 void serve_metrics_inference(double seconds);
 /* one model run of `requests` requests (`rows` rows stacked) */
 void serve_metrics_batch(int requests, int64_t rows);
+/* requests waiting for a worker, and in model runs now (sched.c) */
+void serve_metrics_gauges(int queued, int running);
 /* the exposition text (malloc'ed) */
 char *serve_metrics_render(void);
 
