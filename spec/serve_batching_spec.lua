@@ -163,7 +163,7 @@ describe("oar serve: batching, deadlines, access log, binary data", function()
 
   it("runs alone what does not stack, and stops batching when an output does not split by rows", function()
     save_mean(dir .. "/mean")
-    local srv = start(dir .. "/mean", "--max-batch 8 --batch-timeout-ms 300")
+    local srv = start(dir .. "/mean", "--max-batch 8 --batch-timeout-ms 1000")
     local bodies, want = {}, {}
     for r = 1, 4 do
       bodies[r] = infer_body("x", 1, 4, { r, r + 1, r + 2, r + 3 })
