@@ -241,6 +241,10 @@ describe("oar serve: batching, deadlines, access log, binary data", function()
     assert.equal(200, status, text)
     local want = S.decode(text).outputs[1]
 
+    status, text = S.http(srv.port, "GET", "/v2")
+    assert.equal(200, status, text)
+    assert.same({ "binary_tensor_data" }, S.decode(text).extensions)
+
     local ffi = require("ffi")
     local raw = ffi.string(ffi.new("float[8]", rows), 32)
     local head = json.encode({ inputs = { { name = "x", shape = { 2, 4 }, datatype = "FP32",

@@ -200,7 +200,9 @@ static enum MHD_Result route(struct serve_http *h, struct MHD_Connection *c, con
     if ((strcmp(url, "/v2") == 0 || strcmp(url, "/v2/") == 0) && get) {
         json_object *o = json_object_new_object();
         json_object_object_add(o, "name", json_object_new_string("oar"));
-        json_object_object_add(o, "extensions", json_object_new_array());
+        json_object *ext = json_object_new_array();
+        json_object_array_add(ext, json_object_new_string("binary_tensor_data"));
+        json_object_object_add(o, "extensions", ext);
         return send_json(c, ctx, 200, o, "server_metadata");
     }
     if (strcmp(url, "/metrics") == 0 && get) {
