@@ -52,7 +52,7 @@ static void round_trip(const serve_request_t *req, bool binary) {
     serve_result_t res = { req->inputs, req->ninputs };   /* borrowed: not freed here */
     char *body;
     size_t len, jl;
-    if (serve_encode_response("m", NULL, 0, binary, &res, &body, &len, &jl) != 0) finding("encoding failed");
+    if (serve_encode_response("m", req->id, NULL, 0, binary, &res, &body, &len, &jl) != 0) finding("encoding failed");
     if (jl > len || (!binary && jl != len)) finding("the JSON length is past the body");
     json_tokener *tok = json_tokener_new();
     json_object *root = json_tokener_parse_ex(tok, body, (int)jl), *outs;
@@ -60,6 +60,9 @@ static void round_trip(const serve_request_t *req, bool binary) {
     json_tokener_free(tok);
     if (!json_object_object_get_ex(root, "outputs", &outs) || json_object_array_length(outs) != (size_t)req->ninputs)
         finding("the response does not list every tensor");
+    json_object *id;
+    if (req->id && (!json_object_object_get_ex(root, "id", &id) || strcmp(json_object_get_string(id), req->id) != 0))
+        finding("the request's id did not come back");
     size_t off = jl;
     for (int i = 0; i < req->ninputs; i++) {
         const serve_tensor_t *t = &req->inputs[i];

@@ -247,7 +247,7 @@ describe("oar serve: batching, deadlines, access log, binary data", function()
 
     local ffi = require("ffi")
     local raw = ffi.string(ffi.new("float[8]", rows), 32)
-    local head = json.encode({ inputs = { { name = "x", shape = { 2, 4 }, datatype = "FP32",
+    local head = json.encode({ id = "req-7", inputs = { { name = "x", shape = { 2, 4 }, datatype = "FP32",
       parameters = { binary_data_size = 32 } } }, parameters = { binary_data_output = true } })
     local headers
     status, text, headers = S.http(srv.port, "POST", "/v2/models/mlp/infer", head .. raw,
@@ -255,6 +255,7 @@ describe("oar serve: batching, deadlines, access log, binary data", function()
     assert.equal(200, status, text)
     assert.equal("application/octet-stream", headers["content-type"])
     local jl = tonumber(headers["inference-header-content-length"])
+    assert.equal("req-7", S.decode(text:sub(1, jl)).id)   -- the request's id comes back
     local out = S.decode(text:sub(1, jl)).outputs[1]
     assert.same(want.shape, out.shape)
     assert.is_nil(out.data)

@@ -2,7 +2,7 @@
  * Requests: {"inputs":[{"name","shape","datatype","data"|"parameters":
  * {"binary_data_size":N}[,"parameters":{"lod":[..]}]}], "outputs":[{"name"
  * [,"parameters":{"binary_data":B}]}], "parameters":{"binary_data_output":B,
- * "timeout_ms":MS | "timeout":US}} into typed, flat, row-major buffers; with
+ * "timeout_ms":MS | "timeout":US}, "id":S} into typed, flat, row-major buffers; with
  * the binary tensor data extension the JSON is the body's first json_len
  * bytes (the Inference-Header-Content-Length header) and the inputs' raw
  * bytes follow it in input order. Responses: the outputs as JSON numbers,
@@ -276,6 +276,12 @@ int serve_parse_request(const char *body, size_t len, size_t json_len, serve_req
     }
     rc = parse_params(root, req, err, errlen);
     if (rc) goto done;
+    json_object *id;
+    if (json_object_object_get_ex(root, "id", &id)) {
+        if (!json_object_is_type(id, json_type_string)) { rc = fail(err, errlen, "\"id\" is not a string"); goto done; }
+        req->id = strdup(json_object_get_string(id));
+        if (!req->id) { rc = fail(err, errlen, "out of memory"); goto done; }
+    }
     size_t n = json_object_array_length(inputs);
     req->inputs = calloc(n ? n : 1, sizeof *req->inputs);
     if (!req->inputs) { rc = fail(err, errlen, "out of memory"); goto done; }
@@ -305,6 +311,7 @@ void serve_request_free(serve_request_t *req) {
     free(req->inputs);
     for (int i = 0; i < req->noutputs; i++) free(req->outputs[i].name);
     free(req->outputs);
+    free(req->id);
     memset(req, 0, sizeof *req);
     req->timeout_us = -1;
 }
@@ -345,8 +352,8 @@ static json_object *json_data(const serve_tensor_t *t) {
     return arr;
 }
 
-int serve_encode_response(const char *model_name, const int *binary_asked, int nasked, bool binary_output,
-                          const serve_result_t *res, char **body, size_t *len, size_t *json_len) {
+int serve_encode_response(const char *model_name, const char *id, const int *binary_asked, int nasked,
+                          bool binary_output, const serve_result_t *res, char **body, size_t *len, size_t *json_len) {
     *body = NULL;
     *len = *json_len = 0;
     json_object *o = json_object_new_object(), *outs = json_object_new_array();
@@ -354,6 +361,7 @@ int serve_encode_response(const char *model_name, const int *binary_asked, int n
     /* model_name first, as the protocol's examples show */
     json_object_object_add(o, "model_name", json_object_new_string(model_name));
     json_object_object_add(o, "model_version", json_object_new_string("1"));
+    if (id) json_object_object_add(o, "id", json_object_new_string(id));
     size_t nbin = 0;
     bool *binary = calloc((size_t)res->noutputs + 1, sizeof *binary);
     if (!binary) { json_object_put(o); json_object_put(outs); return -1; }

@@ -138,6 +138,8 @@ static enum MHD_Result infer(struct serve_http *h, struct MHD_Connection *c, req
     /* what the response needs of the request, which goes to the queue */
     int nflags = req.noutputs;
     bool binary_output = req.binary_output;
+    char *id = req.id;
+    req.id = NULL;
     int *flags = calloc((size_t)nflags + 1, sizeof *flags);
     for (int i = 0; flags && i < nflags; i++) flags[i] = req.outputs[i].binary;
     serve_result_t res;
@@ -151,11 +153,12 @@ static enum MHD_Result infer(struct serve_http *h, struct MHD_Connection *c, req
         status = serve_sched_infer(h->cfg.sched, &req, deadline, &res, err, sizeof err);
     }
     serve_request_free(&req);
-    if (status != 200) { free(flags); return send_error(c, ctx, status, err, "infer"); }
+    if (status != 200) { free(flags); free(id); return send_error(c, ctx, status, err, "infer"); }
     char *body;
     size_t len, jl;
-    int rc = serve_encode_response(h->cfg.model_name, flags, nflags, binary_output, &res, &body, &len, &jl);
+    int rc = serve_encode_response(h->cfg.model_name, id, flags, nflags, binary_output, &res, &body, &len, &jl);
     free(flags);
+    free(id);
     serve_result_free(&res);
     if (rc != 0) return send_error(c, ctx, 500, "out of memory", "infer");
     serve_metrics_inference(serve_now() - t0);

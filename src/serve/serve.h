@@ -44,6 +44,7 @@ typedef struct {
     serve_output_req_t *outputs; int noutputs;   /* the requested outputs; 0: all of them */
     bool binary_output;          /* parameters.binary_data_output */
     int64_t timeout_us;          /* parameters.timeout_ms or Triton's timeout (us); -1: none */
+    char *id;                    /* the request's "id", echoed in the response; NULL: none */
 } serve_request_t;
 
 /* Parses a v2 infer request body: its first json_len bytes are the JSON
@@ -60,13 +61,14 @@ typedef struct {
 } serve_result_t;
 void serve_result_free(serve_result_t *r);
 /* The v2 response body (malloc'ed into *body, *len bytes): JSON, then the
- * raw bytes of the outputs asked for in binary (binary_asked[i]: the
+ * raw bytes of the outputs asked for in binary; id: the request's, or NULL
+ * (binary_asked[i]: the
  * request's outputs[i].binary, nasked of them; binary_output: its
  * parameters.binary_data_output, for the others); *json_len: the JSON's
  * bytes (the Inference-Header-Content-Length when less than *len).
  * Returns 0, or -1 out of memory. */
-int serve_encode_response(const char *model_name, const int *binary_asked, int nasked, bool binary_output,
-                          const serve_result_t *res, char **body, size_t *len, size_t *json_len);
+int serve_encode_response(const char *model_name, const char *id, const int *binary_asked, int nasked,
+                          bool binary_output, const serve_result_t *res, char **body, size_t *len, size_t *json_len);
 
 /* ---- model.c: the model and its predictors ----------------------------- */
 typedef struct {
