@@ -6,7 +6,8 @@
 -- binary tensor data extension, the client's default) and with JSON ones.
 -- Every output's bits equal those of the C predictor (oar_predictor_*) on
 -- the same inputs; the MLP and LeNet also row by row, each row its own
--- request, all sent at once to a server that batches them.
+-- request, all sent at once to a server that batches them. The request's
+-- id comes back, and Triton's per-request timeout (1 us) gets a 504.
 local ffi = require("ffi")
 local json = require("dkjson")
 local C = require("oar.lib").C
@@ -123,6 +124,10 @@ describe("oar serve with tritonclient[http]", function()
         assert.equal(inp.name, r.metadata.inputs[k].name)
         assert.equal(inp.datatype, r.metadata.inputs[k].datatype)
       end
+
+      assert.equal("triton-1", r.id)
+      assert.equal("504", tostring(r.timeout.status), json.encode(r.timeout))
+      assert.matches("deadline passed", r.timeout.message, 1, true)
 
       local want = c_predict(layout, fx.inputs)
       same_outputs(r.runs.binary, want, "binary run")

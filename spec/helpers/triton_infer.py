@@ -9,7 +9,9 @@ shape, a raw file of the values as_numpy gave). Runs: "binary" (binary
 inputs, outputs=None: the client asks for binary_data_output), "json" (JSON
 inputs, every output asked for with binary_data=False) and, with
 split_rows, "rows" (each row of the inputs its own request, all sent at
-once through async_infer). Exits 3 printing {"missing": ...} when
+once through async_infer); also the response's id (request_id
+"triton-1" on the binary run) and what a request with Triton's timeout of
+1 microsecond got. Exits 3 printing {"missing": ...} when
 tritonclient or numpy is not installed.
 """
 import json
@@ -18,6 +20,7 @@ import sys
 try:
     import numpy as np
     import tritonclient.http as httpclient
+    from tritonclient.utils import InferenceServerException
 except ImportError as e:
     print(json.dumps({"missing": str(e)}))
     sys.exit(3)
@@ -58,7 +61,9 @@ def main():
                           "binary": "binary_data_size" in o.get("parameters", {})})
         return saved
 
-    runs = {"binary": save(client.infer(model, inputs(arrays, True)), "binary")}
+    first = client.infer(model, inputs(arrays, True), request_id="triton-1")
+    out["id"] = first.get_response().get("id")
+    runs = {"binary": save(first, "binary")}
     asked = [httpclient.InferRequestedOutput(o["name"], binary_data=False) for o in out["metadata"]["outputs"]]
     runs["json"] = save(client.infer(model, inputs(arrays, False), outputs=asked), "json")
     if job.get("split_rows"):
@@ -66,6 +71,12 @@ def main():
                    for r in range(arrays[0].shape[0])]
         runs["rows"] = [save(p.get_result(), "row%d" % r) for r, p in enumerate(pending)]
     out["runs"] = runs
+    # Triton's per-request timeout (microseconds): 1 us is gone before the queue
+    try:
+        client.infer(model, inputs(arrays, True), timeout=1)
+        out["timeout"] = {"status": "200"}
+    except InferenceServerException as e:
+        out["timeout"] = {"status": e.status(), "message": e.message()}
     client.close()
     print(json.dumps(out))
 
