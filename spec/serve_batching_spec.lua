@@ -1,6 +1,7 @@
 -- `oar serve` beyond one request at a time (src/serve/sched.c, batch.c):
 -- dynamic batching stacks concurrent requests into one run and gives each
--- the bits it gets alone; requests that do not stack, or a model whose
+-- the bits it gets alone (and, without batching, the values to float
+-- rounding: a lone row takes oar's one-row kernels there); requests that do not stack, or a model whose
 -- outputs do not split by rows, run alone; a request past its deadline
 -- (--request-timeout-ms, parameters.timeout_ms) gets a 504 whether it
 -- waits for a worker or runs, a running one is cancelled, and the server
@@ -97,44 +98,57 @@ describe("oar serve: batching, deadlines, access log, binary data", function()
   end)
 
   it("stacks concurrent requests into one run, each getting the bits it gets alone", function()
-    S.save_mlp(dir .. "/mlp", 16, { 32 }, 5)
+    -- 512 -> 256: wide enough that oar's kernels take another path for one
+    -- row (a GEMV) than for several, with other rounding
+    local W = 512
+    S.save_mlp(dir .. "/mlp", W, { 256 }, 5)
     local bodies, nrows = {}, 0
     for r = 1, 24 do
       local rows = r % 5 == 0 and 3 or 1
       local data = {}
-      for k = 1, rows * 16 do data[k] = math.sin(r * 1.37 + k * 0.71) * 2 end
-      bodies[r] = infer_body("x", rows, 16, data)
+      for k = 1, rows * W do data[k] = math.sin(r * 1.37 + k * 0.71) * 2 end
+      bodies[r] = infer_body("x", rows, W, data)
       nrows = nrows + rows
     end
-    -- alone: one worker, no batching, one request after the other
-    local alone = start(dir .. "/mlp", "--threads 1")
-    local want = {}
-    for r, b in ipairs(bodies) do
-      local status, body = S.http(alone.port, "POST", "/v2/models/mlp/infer", b)
-      assert.equal(200, status, body)
-      want[r] = S.decode(body).outputs[1]
+    local function one_by_one(port)
+      local outs = {}
+      for r, b in ipairs(bodies) do
+        local status, body = S.http(port, "POST", "/v2/models/mlp/infer", b)
+        assert.equal(200, status, body)
+        outs[r] = S.decode(body).outputs[1]
+      end
+      return outs
     end
-    S.stop(alone)
+    -- without batching, one request after the other
+    local plain_srv = start(dir .. "/mlp", "--threads 1")
+    local plain = one_by_one(plain_srv.port)
+    S.stop(plain_srv)
 
     local log = dir .. "/access.log"
     local srv = start(dir .. "/mlp", "--threads 2 --max-batch 16 --batch-timeout-ms 300 --access-log " .. q(log))
     assert.matches("dynamic batching up to 16 rows, 300 ms", S.read_file(srv.log), 1, true)
+    -- alone: each request on its own (one after the other), then all at once
+    local alone = one_by_one(srv.port)
     local statuses, resps = concurrently(dir, srv.port, "/v2/models/mlp/infer", bodies)
     for r = 1, #bodies do
       assert.equal(200, statuses[r], resps[r])
       local got = S.decode(resps[r]).outputs[1]
-      assert.same(want[r].shape, got.shape)
+      assert.same(alone[r].shape, got.shape)
       -- FP32 as %.9g: equal text means equal bits
-      for k = 1, #want[r].data do
-        assert.is_true(got.data[k] == want[r].data[k],
-          ("request %d value %d: batched %.9g, alone %.9g"):format(r, k, got.data[k], want[r].data[k]))
+      for k = 1, #alone[r].data do
+        assert.is_true(got.data[k] == alone[r].data[k],
+          ("request %d value %d: batched %.9g, alone %.9g"):format(r, k, got.data[k], alone[r].data[k]))
+        -- the server without batching runs a lone row through the one-row
+        -- kernels: the same values to float rounding
+        assert.is_true(math.abs(got.data[k] - plain[r].data[k]) <= 1e-6,
+          ("request %d value %d: batched %.9g, without batching %.9g"):format(r, k, got.data[k], plain[r].data[k]))
       end
     end
     local _, metrics = S.http(srv.port, "GET", "/metrics")
     local runs = S.metric(metrics, "oar_serve_batch_requests_count")
-    assert.equal(#bodies, S.metric(metrics, "oar_serve_batch_requests_sum"))
-    assert.equal(nrows, S.metric(metrics, "oar_serve_batch_rows_total"))
-    assert.is_true(runs < #bodies, "no two requests shared a run: " .. runs .. " runs")
+    assert.equal(2 * #bodies, S.metric(metrics, "oar_serve_batch_requests_sum"))
+    assert.equal(2 * nrows, S.metric(metrics, "oar_serve_batch_rows_total"))
+    assert.is_true(runs < 2 * #bodies, "no two requests shared a run: " .. runs .. " runs")
     assert.is_true(S.metric(metrics, 'oar_serve_batch_requests_bucket{le="1"}') < runs, metrics)
 
     -- one access log line per request: time, peer, method, path, status, bytes, latency
@@ -157,7 +171,7 @@ describe("oar serve: batching, deadlines, access log, binary data", function()
         assert.is_true(tonumber(bytes) > 50, l)
       end
     end
-    assert.equal(#bodies, posts)
+    assert.equal(2 * #bodies, posts)
     assert.matches(" GET /metrics 200 ", lines[#lines], 1, true)
   end)
 

@@ -3,8 +3,12 @@
  * output is split back by the rows each request brought. Only for inputs
  * without LoD, of a model that declares a free first dimension on every
  * input; the outputs must come back with the batch's rows first, or the
- * requests run one by one (docs/DECISIONS.md, "oar serve: dynamic
- * batching"). */
+ * requests run one by one (docs/DECISIONS.md, "oar serve: workers,
+ * dynamic batching, deadlines, binary data"). With batching on, a one-row
+ * request that runs on its own runs as two rows (itself twice): oar's
+ * kernels take another path for a single row (a GEMV; oneDNN primitives
+ * for one row) whose rounding differs from the many-row path a batch takes,
+ * and a request's answer must not depend on what else was queued. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,9 +91,10 @@ static void run_each(serve_model_t *m, int w, serve_request_t *const *reqs, int 
     for (int i = 0; i < n; i++) run_alone(m, w, reqs[i], &status[i], &res[i], err[i]);
 }
 
-int serve_batch_run(serve_model_t *m, int w, serve_request_t *const *reqs, int n, int *status, serve_result_t *res,
-                    char (*err)[SERVE_ERRLEN]) {
-    if (n == 1) { run_alone(m, w, reqs[0], &status[0], &res[0], err[0]); return 0; }
+/* n >= 2 requests stacked into one run; `padded`: reqs[1] is reqs[0] again,
+ * counted as one request in the metrics */
+static int run_stacked(serve_model_t *m, int w, serve_request_t *const *reqs, int n, bool padded, int *status,
+                       serve_result_t *res, char (*err)[SERVE_ERRLEN]) {
     const serve_request_t *r0 = reqs[0];
     int ni = r0->ninputs, no = serve_model_num_outputs(m);
     int64_t *rows = calloc((size_t)n, sizeof *rows), total = 0;
@@ -127,7 +132,8 @@ int serve_batch_run(serve_model_t *m, int w, serve_request_t *const *reqs, int n
         /* a request's bad values (its error is its own), or outputs that do not split: one by one */
         run_each(m, w, reqs, n, status, res, err);
     } else {
-        serve_metrics_batch(n, total);
+        if (padded) serve_metrics_batch(1, total / 2);
+        else serve_metrics_batch(n, total);
         int64_t row0 = 0;
         for (int i = 0; i < n; i++) {
             serve_tensor_t *mine = calloc((size_t)no + 1, sizeof *mine);
@@ -143,5 +149,23 @@ int serve_batch_run(serve_model_t *m, int w, serve_request_t *const *reqs, int n
     int fell_back = st == 200 && !split;
     free_tensors(all, all ? no : 0);
     free(rows);
+    return fell_back;
+}
+
+int serve_batch_run(serve_model_t *m, int w, serve_request_t *const *reqs, int n, bool pad, int *status,
+                    serve_result_t *res, char (*err)[SERVE_ERRLEN]) {
+    if (n > 1) return run_stacked(m, w, reqs, n, false, status, res, err);
+    if (!pad || serve_batch_rows(m, reqs[0]) != 1) { run_alone(m, w, reqs[0], &status[0], &res[0], err[0]); return 0; }
+    /* one row on its own: run as two (the row twice), so that it takes the
+     * kernels' many-row path as it would in any batch (docs/DECISIONS.md) */
+    serve_request_t *two[2] = { reqs[0], reqs[0] };
+    int st[2];
+    serve_result_t r[2];
+    char e[2][SERVE_ERRLEN];
+    int fell_back = run_stacked(m, w, two, 2, true, st, r, e);
+    status[0] = st[0];
+    res[0] = r[0];
+    memcpy(err[0], e[0], SERVE_ERRLEN);
+    if (st[1] == 200) serve_result_free(&r[1]);
     return fell_back;
 }

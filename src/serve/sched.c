@@ -157,7 +157,7 @@ static void *worker(void *arg) {
         serve_metrics_gauges(s->nqueued, s->nrunning);
         pthread_mutex_unlock(&s->mu);
 
-        int fell_back = serve_batch_run(s->model, w, reqs, k, status, res, err);
+        int fell_back = serve_batch_run(s->model, w, reqs, k, s->batching, status, res, err);
 
         pthread_mutex_lock(&s->mu);
         s->live[w] = 0;

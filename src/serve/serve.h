@@ -117,10 +117,12 @@ bool serve_batch_compatible(const serve_model_t *m, const serve_request_t *a, co
 /* Runs n compatible requests as one on worker w: their inputs stacked, the
  * outputs split back by rows. status[i] and res[i] per request (err[i]
  * ERRLEN bytes). Falls back to one run per request when an output's first
- * dimension is not the batch's rows, and returns 1 then (0 otherwise). */
+ * dimension is not the batch's rows, and returns 1 then (0 otherwise).
+ * pad (batching is on): a lone one-row request runs as two rows, the way
+ * it would in a batch, so that its bits do not depend on batching. */
 #define SERVE_ERRLEN 512
-int serve_batch_run(serve_model_t *m, int w, serve_request_t *const *reqs, int n, int *status, serve_result_t *res,
-                     char (*err)[SERVE_ERRLEN]);
+int serve_batch_run(serve_model_t *m, int w, serve_request_t *const *reqs, int n, bool pad, int *status,
+                    serve_result_t *res, char (*err)[SERVE_ERRLEN]);
 
 /* ---- sched.c: the request queue and the workers -------------------------- */
 typedef struct serve_sched serve_sched_t;
