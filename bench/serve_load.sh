@@ -151,9 +151,10 @@ disable_token_authorization=true
 enable_model_api=true
 default_workers_per_model=$THREADS
 EOF
-    # one PyTorch thread per worker, as oar serve's workers (OMP) run here
-    OMP_NUM_THREADS=1 torchserve --start --ncs --foreground --model-store "$WORK/store" \
-      --ts-config "$WORK/config.properties" > "$WORK/ts.log" 2>&1 &
+    # one PyTorch thread per worker, as oar serve's workers (OMP) run here;
+    # from $WORK, where TorchServe writes its logs/
+    (cd "$WORK" && exec env OMP_NUM_THREADS=1 torchserve --start --ncs --foreground --model-store "$WORK/store" \
+      --ts-config "$WORK/config.properties" > "$WORK/ts.log" 2>&1) &
     PIDS+=($!)
     echo $! > "$WORK/ts.pid"
     for _ in $(seq 600); do curl -sf "http://127.0.0.1:$IP/ping" > /dev/null && break; sleep 0.1; done
