@@ -199,6 +199,15 @@ describe("docs/deploy.md's deployment examples", function()
       local status, body = S.http(srv.port, "POST", "/v2/models/mlp/infer",
         '{"inputs":[{"name":"x","shape":[1,4],"datatype":"FP32","data":[1,2,3,4]}]}')
       assert.equal(200, status, body)
+      -- --access-log -: the lines go to stdout (the pod's log)
+      local logged
+      for _ = 1, 20 do
+        logged = S.read_file(srv.log):find(" POST /v2/models/mlp/infer 200 ", 1, true)
+        if logged then break end
+        S.sleep(0.1)
+      end
+      assert.is_truthy(logged, S.read_file(srv.log))
+      assert.matches(" GET " .. p .. " 200 ", S.read_file(srv.log), 1, true)
     end)
     S.stop(srv)
     F.rmtree(dir)
