@@ -145,6 +145,15 @@ local node_count = 0
 
 local function tracked(t) return rawget(t, "_rg") or rawget(t, "_node") end
 
+-- the version of the memory under t (oar_tensor_version): a recorded op
+-- saves its inputs' and outputs' versions, backward checks them
+local tensor_version = C.oar_tensor_version
+local function version(t) return tonumber(tensor_version(t.handle)) end
+
+-- where in-place writes happened, by the version they made (the latest
+-- few hundred, for backward's message)
+local write_sites, write_count = {}, 0
+
 -- records outputs = op(inputs) when grad mode is on and an input is tracked
 local function record(h, inputs, outputs)
   if not grad_enabled or not C.oar_op_has_grad(h.type) then return end
@@ -155,7 +164,10 @@ local function record(h, inputs, outputs)
   end
   if not any then return end
   node_count = node_count + 1
-  local node = { h = h, inputs = inputs, outputs = outputs, id = node_count }
+  local vin, vout = {}, {}
+  for i = 1, #inputs do vin[i] = inputs[i] and version(inputs[i]) or 0 end
+  for i = 1, #outputs do vout[i] = outputs[i] and version(outputs[i]) or 0 end
+  local node = { h = h, inputs = inputs, outputs = outputs, id = node_count, vin = vin, vout = vout }
   for i = 1, #outputs do
     if outputs[i] then rawset(outputs[i], "_node", node) end
   end
@@ -876,6 +888,7 @@ local function select_region(a, spec, who)
   local out = ffi.new("oar_tensor_t *[1]")
   if C.oar_tensor_view(a.handle, off, cd, #dims, out) ~= 0 then fail(lib.last_error()) end
   local v = wrap(out[0])
+  rawset(v, "_base", rawget(a, "_base") or a)
   -- autograd and traces see the view as the slice op it equals
   if (grad_enabled and tracked(a)) or tracer then
     local h = get_handle("slice", { { "Input", 1 } }, { { "Out", 1 } }, attrs)
@@ -929,14 +942,31 @@ local function each_offset(starts, ends, shape, f)
 end
 
 local function writable(a, who)
-  if grad_enabled and rawget(a, "_rg") then
-    fail(who .. ": the tensor requires grad; write into it inside oar.no_grad(function() ... end)")
+  local base = rawget(a, "_base")
+  if grad_enabled and (rawget(a, "_rg") or (base and rawget(base, "_rg"))) then
+    fail(who .. ": the tensor " .. (base and "is a view of one that " or "") ..
+      "requires grad; write into it inside oar.no_grad(function() ... end)")
   end
   if tracer then tracer.write(a, who) end
   local p = a:data()
   if p == nil and a:numel() > 0 then fail(who .. ": the tensor has no data on the host") end
   C.oar_tensor_touch(a.handle)
+  if grad_enabled then
+    -- the call site of this write, for backward's message should the write
+    -- spoil a recorded op (kept for the latest 256 writes)
+    if write_count >= 256 then write_sites, write_count = {}, 0 end
+    write_sites[version(a)] = call_site()
+    write_count = write_count + 1
+  end
   return p
+end
+
+-- autograd cannot follow values written in place: a source it tracks is refused
+local function untracked_source(v, who)
+  if grad_enabled and tracked(v) then
+    fail(who .. ": the value depends on a tensor that requires grad, and autograd does not follow in-place " ..
+      "writes; build the tensor with oar.cat, oar.stack or oar.where instead, or write v:detach()")
+  end
 end
 
 local function to_elem(a, v)
@@ -956,6 +986,7 @@ local function assign_region(a, spec, v, who)
     return
   end
   check_tensor(v, who, "the value")
+  untracked_source(v, who)
   local count = 1
   for k = 1, #shape do count = count * (ends[k] - starts[k]) end
   if v:numel() ~= count then
@@ -1031,6 +1062,7 @@ function M.copy(a, b)
     fail(string.format("copy: %d elements (shape [%s]) from %d (shape [%s])", a:numel(),
       table.concat(a:shape(), ", "), b:numel(), table.concat(b:shape(), ", ")))
   end
+  untracked_source(b, "copy")
   local p = writable(a, "copy")
   local src = M.type(b, a:dtype())
   if a:numel() > 0 then ffi.copy(p, src:data(), a:numel() * tonumber(C.oar_dtype_size(C.oar_tensor_dtype(a.handle)))) end
@@ -1150,6 +1182,27 @@ local function parse_name(name)
   return nil
 end
 
+-- a tensor a recorded op saved (input or output pos) must be as it was
+local function check_saved(node, kind, pos)
+  local t = kind == "x" and node.inputs[pos] or node.outputs[pos]
+  local saved = kind == "x" and node.vin[pos] or node.vout[pos]
+  if not t or version(t) == saved then return t end
+  local h = node.h
+  local names = kind == "x" and h.in_spec or h.out_spec
+  -- the slot the position falls in
+  local slot, n = "?", 0
+  for _, sp in ipairs(names or {}) do
+    n = n + sp[2]
+    if pos <= n then slot = sp[1]; break end
+  end
+  local site = write_sites[version(t)]
+  local what = rawget(t, "name") and ("'" .. tostring(rawget(t, "name")) .. "' ") or ""
+  fail(string.format("backward: the tensor %s(%s [%s]) that op '%s' %s as %s was written in place%s after the op " ..
+    "ran, so its recorded gradient would be wrong; write into a clone(), or before the op uses it",
+    what, t:dtype(), table.concat(t:shape(), ", "), h.type, kind == "x" and "read" or "made", slot,
+    site and (" at " .. site:gsub(": $", "")) or " (inside oar.no_grad, an optimizer step or by an op)"))
+end
+
 --- Runs the grad ops of every recorded op y depends on, last first; leaves' grads accumulate in `x.grad`. y one element, or give its gradient g.
 -- @usage local x = oar.Tensor({1, 2}):requires_grad(); (x * x):sum():backward(); print(x.grad)
 function M.backward(y, g)
@@ -1200,10 +1253,11 @@ function M.backward(y, g)
             return nil
           end
           local kind, pos = parse_name(name)
-          if kind == "x" then return node.inputs[pos] end
-          if kind == "y" then return node.outputs[pos] end
+          if kind then return check_saved(node, kind, pos) end
           return nil
         end
+        -- an output written since: its recorded history no longer computes it
+        for pos = 1, node.h.nout do check_saved(node, "y", pos) end
         for _, gh in ipairs(grad_ops(node)) do
           local ins = {}
           for i = 1, gh.nin do ins[i] = lookup(gh.in_names[i]) end

@@ -726,4 +726,7 @@ function functional.linear(x, w, b)
   return Linear.forward(m, x)
 end
 
+-- nn.LSTM and nn.GRU (lua/oar/nn_rnn.lua)
+require("oar.nn_rnn").install(M)
+
 return M
