@@ -389,6 +389,11 @@ static void *mutable_on(oar_tensor_t *t, int dtype, int place, int device, bool 
 
 void oar_tensor_touch(oar_tensor_t *t)
 {
+    if (t) buffer_drop_aux(t->buf);
+}
+
+void oar_tensor_mark_written(oar_tensor_t *t)
+{
     if (t) buffer_wrote(t->buf);
 }
 

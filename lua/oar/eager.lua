@@ -79,16 +79,20 @@ local function handle_from_desc(desc, opname)
   if C.oar_eager_op_new(desc, C.OAR_PLACE_CPU, 0, out) ~= 0 then fail(lib.last_error()) end
   local h = { ptr = ffi.gc(out[0], C.oar_eager_op_free), type = opname, grads = {} }
   h.desc = C.oar_eager_op_desc(h.ptr)
-  local function names(n, count, slot_at, arg_at)
+  local function names(n, count, slot_at, arg_at, slots)
     local list = {}
     for s = 0, n - 1 do
       local slot = slot_at(desc, s)
-      for a = 0, count(desc, slot) - 1 do list[#list + 1] = ffi.string(arg_at(desc, slot, a)) end
+      for a = 0, count(desc, slot) - 1 do
+        list[#list + 1] = ffi.string(arg_at(desc, slot, a))
+        if slots then slots[#list] = ffi.string(slot) end
+      end
     end
     return list
   end
+  h.in_slots = {}
   h.in_names = names(C.oar_op_desc_num_inputs(desc), C.oar_op_desc_input_count,
-    C.oar_op_desc_input_slot, C.oar_op_desc_input_arg)
+    C.oar_op_desc_input_slot, C.oar_op_desc_input_arg, h.in_slots)
   h.out_names = names(C.oar_op_desc_num_outputs(desc), C.oar_op_desc_output_count,
     C.oar_op_desc_output_slot, C.oar_op_desc_output_arg)
   h.nin, h.nout = #h.in_names, #h.out_names
@@ -950,7 +954,7 @@ local function writable(a, who)
   if tracer then tracer.write(a, who) end
   local p = a:data()
   if p == nil and a:numel() > 0 then fail(who .. ": the tensor has no data on the host") end
-  C.oar_tensor_touch(a.handle)
+  C.oar_tensor_mark_written(a.handle)
   if grad_enabled then
     -- the call site of this write, for backward's message should the write
     -- spoil a recorded op (kept for the latest 256 writes)
@@ -1182,11 +1186,20 @@ local function parse_name(name)
   return nil
 end
 
+-- grad op inputs whose shape alone is read, not their data (Fluid's
+-- NoNeedBufferVars): a write into them since the forward op does not matter
+local SHAPE_ONLY = {
+  elementwise_add_grad = { X = true, Y = true }, elementwise_sub_grad = { X = true, Y = true },
+  slice_grad = { Input = true }, concat_grad = { X = true }, mean_grad = { X = true },
+  reduce_sum_grad = { X = true }, reduce_mean_grad = { X = true }, lookup_table_v2_grad = { W = true },
+  gather_grad = { X = true }, index_select_grad = { X = true },
+}
+
 -- a tensor a recorded op saved (input or output pos) must be as it was
-local function check_saved(node, kind, pos)
+local function check_saved(node, kind, pos, shape_only)
   local t = kind == "x" and node.inputs[pos] or node.outputs[pos]
   local saved = kind == "x" and node.vin[pos] or node.vout[pos]
-  if not t or version(t) == saved then return t end
+  if not t or shape_only or version(t) == saved then return t end
   local h = node.h
   local names = kind == "x" and h.in_spec or h.out_spec
   -- the slot the position falls in
@@ -1240,7 +1253,7 @@ function M.backward(y, g)
       for _, o in ipairs(node.outputs) do if grads[o] then any = true end end
       if any then
         local temps = {}
-        local function lookup(name)
+        local function lookup(name, shape_only)
           if name == EMPTY then return nil end
           if temps[name] then return temps[name] end
           local base = name:match("^(.-)@GRAD$")
@@ -1253,14 +1266,15 @@ function M.backward(y, g)
             return nil
           end
           local kind, pos = parse_name(name)
-          if kind then return check_saved(node, kind, pos) end
+          if kind then return check_saved(node, kind, pos, shape_only) end
           return nil
         end
         -- an output written since: its recorded history no longer computes it
         for pos = 1, node.h.nout do check_saved(node, "y", pos) end
         for _, gh in ipairs(grad_ops(node)) do
           local ins = {}
-          for i = 1, gh.nin do ins[i] = lookup(gh.in_names[i]) end
+          local no_buf = SHAPE_ONLY[gh.type]
+          for i = 1, gh.nin do ins[i] = lookup(gh.in_names[i], no_buf and no_buf[gh.in_slots[i]]) end
           local res = exec(gh, ins)
           for i = 1, gh.nout do
             local name = gh.out_names[i]
