@@ -135,6 +135,7 @@ local function get_handle(opname, ins, outs, attrs)
   h = handle_from_desc(desc, opname)
   -- what a tracer needs to append the same op to a program
   h.in_spec, h.out_spec = ins, outs
+  h.has_grad = C.oar_op_has_grad(opname)
   if attrs then
     h.attrs = {}
     for k, v in pairs(attrs) do h.attrs[k] = v end
@@ -160,7 +161,7 @@ local write_sites, write_count = {}, 0
 
 -- records outputs = op(inputs) when grad mode is on and an input is tracked
 local function record(h, inputs, outputs)
-  if not grad_enabled or not C.oar_op_has_grad(h.type) then return end
+  if not grad_enabled or not h.has_grad then return end
   local any = false
   for i = 1, #inputs do
     local t = inputs[i]
@@ -218,6 +219,45 @@ function M._run(opname, ins, outs, attrs)
   record(h, flat, res)
   if tracer then tracer.op(h, flat, res) end
   return res
+end
+
+-- The hot path: prepared op h (one output) on tensors a and b (b nil for
+-- an op of one input); records and traces as M._run does, building the
+-- argument tables only when something records.
+local function call(h, a, b)
+  local ins, outs = h.ins, h.outs
+  ins[0] = a.handle
+  if b then ins[1] = b.handle end
+  outs[0] = nil
+  local rc = C.oar_eager_op_run(h.ptr, ins, h.nin, outs, 1)
+  ins[0] = nil
+  if b then ins[1] = nil end
+  if rc ~= 0 then fail(lib.last_error()) end
+  local y = wrap(outs[0])
+  outs[0] = nil
+  if (grad_enabled and h.has_grad and (tracked(a) or (b and tracked(b)))) or tracer then
+    local inputs, outputs = { a, b }, { y }
+    record(h, inputs, outputs)
+    if tracer then tracer.op(h, inputs, outputs) end
+  end
+  return y
+end
+
+-- A function running op `opname` with fixed slots and attrs on its tensor
+-- arguments (one output): the prepared op is looked up once, on first use.
+local SPEC_X, SPEC_XY, SPEC_OUT = { { "X", 1 } }, { { "X", 1 }, { "Y", 1 } }, { { "Out", 1 } }
+local function prepared(opname, nin, attrs)
+  local h
+  if nin == 1 then
+    return function(a)
+      h = h or get_handle(opname, SPEC_X, SPEC_OUT, attrs)
+      return call(h, a)
+    end
+  end
+  return function(a, b)
+    h = h or get_handle(opname, SPEC_XY, SPEC_OUT, attrs)
+    return call(h, a, b)
+  end
 end
 
 --- Sets the recorder oar.jit.trace uses (nil: none); returns the previous one.
@@ -431,9 +471,10 @@ local function operands(a, b, who)
 end
 
 local function binary(opname)
+  local op = prepared(opname, 2, { axis = -1 })
   return function(a, b)
     local x, y = operands(a, b, opname)
-    return run(opname, { { "X", x }, { "Y", y } }, { { "Out", 1 } }, { axis = -1 })[1]
+    return op(x, y)
   end
 end
 
@@ -452,9 +493,10 @@ function M.neg(a) return run1("scale", check_tensor(a, "neg"), { scale = -1, bia
 
 --- a ^ p: elementwise power by a number or a tensor (the `^` operator).
 -- @usage local sq = oar.Tensor({1, 2}) ^ 2
+local elementwise_pow = binary("elementwise_pow")
 function M.pow(a, p)
   if is_tensor(a) and type(p) == "number" then return run1("pow", a, { factor = p }) end
-  return binary("elementwise_pow")(a, p)
+  return elementwise_pow(a, p)
 end
 
 local compare = {
@@ -482,7 +524,8 @@ Tensor.__unm = M.neg
 -- @usage local e = oar.Tensor({0, 1}):exp()
 for _, name in ipairs({ "exp", "log", "sqrt", "abs", "tanh", "sigmoid", "relu", "floor", "ceil", "sin", "cos",
                         "square", "rsqrt", "reciprocal", "sign", "log1p", "round" }) do
-  M[name] = function(a) return run1(name, check_tensor(a, name)) end
+  local op = prepared(name, 1, nil)
+  M[name] = function(a) return op(check_tensor(a, name)) end
 end
 
 --- Softmax along dim d (default the last).
@@ -504,9 +547,10 @@ end
 
 --- The matrix product (batched for more than 2 dims; also `mm`).
 -- @usage local p = oar.ones(2, 3):matmul(oar.ones(3, 4))
+local matmul_v2 = prepared("matmul_v2", 2, { trans_x = false, trans_y = false })
 function M.matmul(a, b)
   check_tensor(a, "matmul"); check_tensor(b, "matmul")
-  return run("matmul_v2", { { "X", a }, { "Y", b } }, { { "Out", 1 } }, { trans_x = false, trans_y = false })[1]
+  return matmul_v2(a, b)
 end
 M.mm = M.matmul
 
@@ -1132,8 +1176,10 @@ end
 -- @usage assert(oar.eager.is_grad_enabled())
 function M.is_grad_enabled() return grad_enabled end
 
+local add_handle
 local function add_grads(a, b)
-  return exec(get_handle("elementwise_add", { { "X", 1 }, { "Y", 1 } }, { { "Out", 1 } }, { axis = -1 }), { a, b })[1]
+  add_handle = add_handle or get_handle("elementwise_add", SPEC_XY, SPEC_OUT, { axis = -1 })
+  return exec(add_handle, { a, b })[1]
 end
 
 local function zeros_like(t)
@@ -1152,16 +1198,21 @@ end
 -- the grad ops of node's op for the inputs that want grads (cached per mask)
 local function grad_ops(node)
   local h = node.h
-  local mask, no_grad = {}, {}
+  local inputs = node.inputs
+  -- the mask of inputs that want grads: a number while it fits, else a string
+  local key = h.nin <= 48 and 0 or ""
   for i = 1, h.nin do
-    local t = node.inputs[i]
+    local t = inputs[i]
     local want = t and tracked(t) and differentiable(t)
-    mask[i] = want and "1" or "0"
-    if not want then no_grad[#no_grad + 1] = h.in_names[i] end
+    if h.nin <= 48 then key = key * 2 + (want and 1 or 0) else key = key .. (want and "1" or "0") end
   end
-  local key = table.concat(mask)
   local list = h.grads[key]
   if list then return list end
+  local no_grad = {}
+  for i = 1, h.nin do
+    local t = inputs[i]
+    if not (t and tracked(t) and differentiable(t)) then no_grad[#no_grad + 1] = h.in_names[i] end
+  end
   local pp = ffi.new("oar_op_desc_t **[1]")
   local pn = ffi.new("int[1]")
   local arr = lib.cstrings(no_grad)
@@ -1184,6 +1235,20 @@ local function parse_name(name)
   local kind, pos = name:match("^([xy])(%d+)$")
   if kind then return kind, tonumber(pos) end
   return nil
+end
+
+-- a grad op's argument name, decoded once: {kind, pos, grad}: "x"/"y" and
+-- the forward position for x3, y1 (grad false) and x3@GRAD, y1@GRAD (grad
+-- true); {} for anything else (a temporary of the grad ops)
+local NAMES = {}
+local function name_info(name)
+  local d = NAMES[name]
+  if d then return d end
+  local base = name:match("^(.-)@GRAD$")
+  local kind, pos = parse_name(base or name)
+  d = kind and { kind, pos, base ~= nil } or {}
+  NAMES[name] = d
+  return d
 end
 
 -- grad op inputs whose shape alone is read, not their data (Fluid's
@@ -1253,28 +1318,30 @@ function M.backward(y, g)
       for _, o in ipairs(node.outputs) do if grads[o] then any = true end end
       if any then
         local temps = {}
-        local function lookup(name, shape_only)
-          if name == EMPTY then return nil end
-          if temps[name] then return temps[name] end
-          local base = name:match("^(.-)@GRAD$")
-          if base then
-            local kind, pos = parse_name(base)
-            if kind == "y" then
-              local o = node.outputs[pos]
-              return grads[o] or zeros_like(o)
-            end
-            return nil
-          end
-          local kind, pos = parse_name(name)
-          if kind then return check_saved(node, kind, pos, shape_only) end
-          return nil
-        end
         -- an output written since: its recorded history no longer computes it
         for pos = 1, node.h.nout do check_saved(node, "y", pos) end
         for _, gh in ipairs(grad_ops(node)) do
           local ins = {}
           local no_buf = SHAPE_ONLY[gh.type]
-          for i = 1, gh.nin do ins[i] = lookup(gh.in_names[i], no_buf and no_buf[gh.in_slots[i]]) end
+          for i = 1, gh.nin do
+            local name = gh.in_names[i]
+            if name ~= EMPTY then
+              local v = temps[name]
+              if v == nil then
+                local d = name_info(name)
+                local kind, pos = d[1], d[2]
+                if kind and d[3] then
+                  if kind == "y" then
+                    local o = node.outputs[pos]
+                    v = grads[o] or zeros_like(o)
+                  end
+                elseif kind then
+                  v = check_saved(node, kind, pos, no_buf and no_buf[gh.in_slots[i]])
+                end
+              end
+              ins[i] = v
+            end
+          end
           local res = exec(gh, ins)
           for i = 1, gh.nout do
             local name = gh.out_names[i]
@@ -1285,9 +1352,9 @@ function M.backward(y, g)
         end
         -- the grads of this op's inputs join those from other uses
         for name, t in pairs(temps) do
-          local base = name:match("^(.-)@GRAD$")
-          local kind, pos = parse_name(base or "")
-          if kind == "x" then
+          local d = name_info(name)
+          local kind, pos = d[1], d[2]
+          if kind == "x" and d[3] then
             local x = node.inputs[pos]
             grads[x] = grads[x] and add_grads(grads[x], t) or t
           end
