@@ -1196,6 +1196,7 @@ local function differentiable(t)
 end
 
 -- the grad ops of node's op for the inputs that want grads (cached per mask)
+local make_grad_ops
 local function grad_ops(node)
   local h = node.h
   local inputs = node.inputs
@@ -1206,8 +1207,13 @@ local function grad_ops(node)
     local want = t and tracked(t) and differentiable(t)
     if h.nin <= 48 then key = key * 2 + (want and 1 or 0) else key = key .. (want and "1" or "0") end
   end
-  local list = h.grads[key]
-  if list then return list end
+  return h.grads[key] or make_grad_ops(node, key)
+end
+
+-- the miss of grad_ops: asks the op's grad maker (kept apart: a function
+-- with closures does not compile, and grad_ops runs once per node)
+function make_grad_ops(node, key)
+  local h, inputs = node.h, node.inputs
   local no_grad = {}
   for i = 1, h.nin do
     local t = inputs[i]
@@ -1217,7 +1223,7 @@ local function grad_ops(node)
   local pn = ffi.new("int[1]")
   local arr = lib.cstrings(no_grad)
   if C.oar_eager_grad_ops(h.desc, arr, #no_grad, pp, pn) ~= 0 then fail(lib.last_error()) end
-  list = {}
+  local list = {}
   local ok, err = pcall(function()
     for i = 0, pn[0] - 1 do
       local d = pp[0][i]
@@ -1260,6 +1266,16 @@ local SHAPE_ONLY = {
   gather_grad = { X = true }, index_select_grad = { X = true },
 }
 
+-- drops a tensor backward made and no one else holds, now
+local function release(t)
+  local hnd = rawget(t, "handle")
+  if hnd then
+    ffi.gc(hnd, nil)
+    C.oar_tensor_free(hnd)
+    rawset(t, "handle", nil)
+  end
+end
+
 -- a tensor a recorded op saved (input or output pos) must be as it was
 local function check_saved(node, kind, pos, shape_only)
   local t = kind == "x" and node.inputs[pos] or node.outputs[pos]
@@ -1285,12 +1301,14 @@ end
 -- @usage local x = oar.Tensor({1, 2}):requires_grad(); (x * x):sum():backward(); print(x.grad)
 function M.backward(y, g)
   check_tensor(y, "backward")
+  local made_here = false
   if g == nil then
     if y:numel() ~= 1 then
       fail(string.format("backward: y has %d elements (shape [%s]); give its gradient: y:backward(g)",
         y:numel(), table.concat(y:shape(), ", ")))
     end
     g = M.full(y:shape(), 1, y:dtype())
+    made_here = true
   else
     check_tensor(g, "backward", "the gradient")
   end
@@ -1310,6 +1328,10 @@ function M.backward(y, g)
   table.sort(nodes, function(a, b) return a.id > b.id end)
   local grads = setmetatable({}, { __mode = "k" })
   grads[y] = g
+  -- the grads backward makes: each is released as soon as the op that made
+  -- the tensor it is the grad of has used it (not left to the collector)
+  local made = setmetatable({}, { __mode = "k" })
+  if made_here then made[g] = true end
   local was = grad_enabled
   grad_enabled = false
   local ok, err = pcall(function()
@@ -1345,8 +1367,11 @@ function M.backward(y, g)
           local res = exec(gh, ins)
           for i = 1, gh.nout do
             local name = gh.out_names[i]
-            if name ~= EMPTY and res[i] then
-              temps[name] = temps[name] and add_grads(temps[name], res[i]) or res[i]
+            local r = res[i]
+            if name ~= EMPTY and r then
+              made[r] = true
+              if temps[name] then r = add_grads(temps[name], r); made[r] = true end
+              temps[name] = r
             end
           end
         end
@@ -1356,7 +1381,17 @@ function M.backward(y, g)
           local kind, pos = d[1], d[2]
           if kind == "x" and d[3] then
             local x = node.inputs[pos]
-            grads[x] = grads[x] and add_grads(grads[x], t) or t
+            if grads[x] then t = add_grads(grads[x], t); made[t] = true end
+            grads[x] = t
+          end
+        end
+        -- the grads of this op's outputs are used up
+        for pos = 1, node.h.nout do
+          local o = node.outputs[pos]
+          local gt = o and grads[o]
+          if gt then
+            grads[o] = nil
+            if made[gt] then release(gt) end
           end
         end
       end
