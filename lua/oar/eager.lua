@@ -221,6 +221,32 @@ function M._run(opname, ins, outs, attrs)
   return res
 end
 
+--- Runs op `opname` writing its outputs into given tensors, in place
+-- (`outs` lists `{slot, {tensor, ...}}`; the kernel writes them as a
+-- program's in-place ops write their variables); records nothing.
+-- @local
+function M._run_into(opname, ins, outs, attrs)
+  local spec, flat, ospec, targets = {}, {}, {}, {}
+  for i = 1, #ins do
+    local v = ins[i][2]
+    if is_tensor(v) then v = { v } end
+    spec[i] = { ins[i][1], #v }
+    for j = 1, #v do flat[#flat + 1] = v[j] end
+  end
+  for i = 1, #outs do
+    ospec[i] = { outs[i][1], #outs[i][2] }
+    for j = 1, #outs[i][2] do targets[#targets + 1] = outs[i][2][j] end
+  end
+  local h = get_handle(opname, spec, ospec, attrs)
+  local cin, cout = h.ins, h.outs
+  for i = 1, h.nin do cin[i - 1] = flat[i] and flat[i].handle or nil end
+  for i = 1, h.nout do cout[i - 1] = targets[i].handle end
+  local rc = C.oar_eager_op_run(h.ptr, cin, h.nin, cout, h.nout)
+  for i = 0, h.nin - 1 do cin[i] = nil end
+  for i = 0, h.nout - 1 do cout[i] = nil end
+  if rc ~= 0 then fail(lib.last_error()) end
+end
+
 -- The hot path: prepared op h (one output) on tensors a and b (b nil for
 -- an op of one input); records and traces as M._run does, building the
 -- argument tables only when something records.

@@ -18,29 +18,21 @@ local raise, describe = framework.raise, framework.describe
 
 local M = {}
 
--- runs one op spec {type=, inputs=, outputs=, attrs=} eagerly, in place
+local function sorted(t)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys)
+  return keys
+end
+
+-- runs one op spec {type=, inputs=, outputs=, attrs=} eagerly, in place:
+-- the kernel writes the output tensors (param, accumulators) as it writes
+-- a program's variables
 local function run_spec_eagerly(spec)
-  local eager = require("oar.eager")
-  local function sorted(t)
-    local keys = {}
-    for k in pairs(t) do keys[#keys + 1] = k end
-    table.sort(keys)
-    return keys
-  end
-  local ins, outs, targets = {}, {}, {}
+  local ins, outs = {}, {}
   for _, slot in ipairs(sorted(spec.inputs or {})) do ins[#ins + 1] = { slot, spec.inputs[slot] } end
-  for _, slot in ipairs(sorted(spec.outputs or {})) do
-    outs[#outs + 1] = { slot, #spec.outputs[slot] }
-    targets[#targets + 1] = spec.outputs[slot]
-  end
-  local res = eager._run(spec.type, ins, outs, spec.attrs)
-  local k = 0
-  for i = 1, #outs do
-    for j = 1, outs[i][2] do
-      k = k + 1
-      if res[k] then targets[i][j]:copy(res[k]) end
-    end
-  end
+  for _, slot in ipairs(sorted(spec.outputs or {})) do outs[#outs + 1] = { slot, spec.outputs[slot] } end
+  require("oar.eager")._run_into(spec.type, ins, outs, spec.attrs)
 end
 
 -- kind.finish appends to a block; in eager mode its ops run at once
