@@ -286,6 +286,10 @@ local function prepared(opname, nin, attrs)
   end
 end
 
+--- A function running op `opname` (slots X, Y or X alone, by nin; one output Out) with fixed attrs on its tensors; the prepared op is looked up once (oar.nn's hot calls).
+-- @local
+M._prepared = prepared
+
 --- Sets the recorder oar.jit.trace uses (nil: none); returns the previous one.
 -- @local
 function M._set_tracer(t)
