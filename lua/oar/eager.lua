@@ -521,9 +521,9 @@ M.minimum = binary("elementwise_min")
 -- @usage local n = -oar.ones(2)
 function M.neg(a) return run1("scale", check_tensor(a, "neg"), { scale = -1, bias = 0 }) end
 
+local elementwise_pow = binary("elementwise_pow")
 --- a ^ p: elementwise power by a number or a tensor (the `^` operator).
 -- @usage local sq = oar.Tensor({1, 2}) ^ 2
-local elementwise_pow = binary("elementwise_pow")
 function M.pow(a, p)
   if is_tensor(a) and type(p) == "number" then return run1("pow", a, { factor = p }) end
   return elementwise_pow(a, p)
@@ -575,9 +575,9 @@ end
 
 -- ---- linear algebra and shapes ---------------------------------------------------
 
+local matmul_v2 = prepared("matmul_v2", 2, { trans_x = false, trans_y = false })
 --- The matrix product (batched for more than 2 dims; also `mm`).
 -- @usage local p = oar.ones(2, 3):matmul(oar.ones(3, 4))
-local matmul_v2 = prepared("matmul_v2", 2, { trans_x = false, trans_y = false })
 function M.matmul(a, b)
   check_tensor(a, "matmul"); check_tensor(b, "matmul")
   return matmul_v2(a, b)

@@ -224,42 +224,48 @@ local function extra_repr(self)
   return string.format("%d -> %d, num_layers=%d, %s", self.input_size, self.hidden_size, self.num_layers, self.direction)
 end
 
---- Installs LSTM and GRU into oar.nn (nn.lua calls it).
+--- A multi-layer LSTM: `nn.LSTM(input_size, hidden_size, {num_layers = 1, direction = "forward"|"bidirect", batch_first = true, dropout = 0, forget_bias = 0, dtype = "float32"})`. Per layer and direction one weight [in + hidden, 4 hidden] (Xavier uniform, as layers.lstm_unit's fc) and a bias [4 hidden] (zeros), named `weight_l0`, `bias_l0`, `weight_l0_reverse`...; gates [i, f, o, g] (the lstm_unit op). dropout applies between layers in training.
+-- @type LSTM
+local LSTM = {}
+
+--- Sets it up (the class's constructor arguments: `nn.LSTM(...)`).
+-- @usage local lstm = oar.nn.LSTM(16, 32, {num_layers = 2, direction = "bidirect"})
+function LSTM:init(nin, hidden, opts) setup(self, "nn.LSTM", nin, hidden, opts, 4) end
+--- Sizes, layers and direction, for printing.
+-- @usage print(oar.nn.LSTM(3, 4))
+function LSTM:extra_repr() return extra_repr(self) end
+
+--- x [N, T, in] ([T, N, in] with batch_first = false), optional states {h0, c0} (each [layers * directions, N, hidden]; zeros when nil) and sequence lengths (a list or an int64 tensor of N; steps past a length output zeros and keep the state) -> output [N, T, directions * hidden], {h, c} the last states.
+-- @usage local out, hc = oar.nn.LSTM(3, 4)(oar.randn(2, 5, 3))
+function LSTM:forward(x, states, sequence_length)
+  return forward(self, self:name(), x, states, sequence_length, true)
+end
+
+--- A multi-layer GRU: `nn.GRU(input_size, hidden_size, {num_layers, direction, batch_first, dropout, dtype, origin_mode = true})`. Per layer and direction the input projection `weight_ih_l0` [in, 3 hidden] (Xavier, as layers.fc's) with `bias_ih_l0` [3 hidden] (zeros), and the gru_unit op's `weight_hh_l0` [hidden, 3 hidden] (Xavier) and `bias_hh_l0` [1, 3 hidden] (zeros); gates [u, r, c]: u, r = sigmoid(x_{u,r} + h W_{u,r}), c = tanh(x_c + (r h) W_c), h' = u h + (1 - u) c (origin_mode, Paddle 2's update; false: u c + (1 - u) h).
+-- @type GRU
+local GRU = {}
+
+--- Sets it up (the class's constructor arguments: `nn.GRU(...)`).
+-- @usage local gru = oar.nn.GRU(16, 32)
+function GRU:init(nin, hidden, opts) setup(self, "nn.GRU", nin, hidden, opts, 3) end
+--- Sizes, layers and direction, for printing.
+-- @usage print(oar.nn.GRU(3, 4))
+function GRU:extra_repr() return extra_repr(self) end
+
+--- x [N, T, in], optional h0 [layers * directions, N, hidden] and sequence lengths -> output [N, T, directions * hidden], h the last states.
+-- @usage local out, h = oar.nn.GRU(3, 4)(oar.randn(2, 5, 3))
+function GRU:forward(x, h0, sequence_length)
+  return forward(self, self:name(), x, h0, sequence_length, false)
+end
+
+--- Installs LSTM and GRU into oar.nn (nn.lua calls it): classes extending nn.Module with the methods above.
 -- @tparam table nn the oar.nn module table
 -- @local
 function M.install(nn)
-  local Module = nn.Module
-
-  --- A multi-layer LSTM: `nn.LSTM(input_size, hidden_size, {num_layers = 1, direction = "forward"|"bidirect", batch_first = true, dropout = 0, forget_bias = 0, dtype = "float32"})`. Per layer and direction one weight [in + hidden, 4 hidden] (Xavier uniform, as layers.lstm_unit's fc) and a bias [4 hidden] (zeros), named `weight_l0`, `bias_l0`, `weight_l0_reverse`...; gates [i, f, o, g] (the lstm_unit op). dropout applies between layers in training.
-  -- @type LSTM
-  local LSTM = Module:extend("LSTM")
-  nn.LSTM = LSTM
-
-  --- Sets it up (the class's constructor arguments: `nn.LSTM(...)`).
-  -- @usage local lstm = oar.nn.LSTM(16, 32, {num_layers = 2, direction = "bidirect"})
-  function LSTM:init(nin, hidden, opts) setup(self, "nn.LSTM", nin, hidden, opts, 4) end
-  LSTM.extra_repr = extra_repr
-
-  --- x [N, T, in] ([T, N, in] with batch_first = false), optional states {h0, c0} (each [layers * directions, N, hidden]; zeros when nil) and sequence lengths (a list or an int64 tensor of N; steps past a length output zeros and keep the state) -> output [N, T, directions * hidden], {h, c} the last states.
-  -- @usage local out, hc = oar.nn.LSTM(3, 4)(oar.randn(2, 5, 3))
-  function LSTM:forward(x, states, sequence_length)
-    return forward(self, self:name(), x, states, sequence_length, true)
-  end
-
-  --- A multi-layer GRU: `nn.GRU(input_size, hidden_size, {num_layers, direction, batch_first, dropout, dtype, origin_mode = true})`. Per layer and direction the input projection `weight_ih_l0` [in, 3 hidden] (Xavier, as layers.fc's) with `bias_ih_l0` [3 hidden] (zeros), and the gru_unit op's `weight_hh_l0` [hidden, 3 hidden] (Xavier) and `bias_hh_l0` [1, 3 hidden] (zeros); gates [u, r, c]: u, r = sigmoid(x_{u,r} + h W_{u,r}), c = tanh(x_c + (r h) W_c), h' = u h + (1 - u) c (origin_mode, Paddle 2's update; false: u c + (1 - u) h).
-  -- @type GRU
-  local GRU = Module:extend("GRU")
-  nn.GRU = GRU
-
-  --- Sets it up (the class's constructor arguments: `nn.GRU(...)`).
-  -- @usage local gru = oar.nn.GRU(16, 32)
-  function GRU:init(nin, hidden, opts) setup(self, "nn.GRU", nin, hidden, opts, 3) end
-  GRU.extra_repr = extra_repr
-
-  --- x [N, T, in], optional h0 [layers * directions, N, hidden] and sequence lengths -> output [N, T, directions * hidden], h the last states.
-  -- @usage local out, h = oar.nn.GRU(3, 4)(oar.randn(2, 5, 3))
-  function GRU:forward(x, h0, sequence_length)
-    return forward(self, self:name(), x, h0, sequence_length, false)
+  for name, methods in pairs({ LSTM = LSTM, GRU = GRU }) do
+    local cls = nn.Module:extend(name)
+    for k, v in pairs(methods) do rawset(cls, k, v) end
+    nn[name] = cls
   end
 end
 
