@@ -171,3 +171,32 @@ describe("in-place writes and backward", function()
     assert.are.same({ 0, 0, 0 }, w[1]:totable())
   end)
 end)
+
+describe("buffer versions (oar_tensor_version)", function()
+  local C = require("oar.lib").C
+  local function v(t) return tonumber(C.oar_tensor_version(t.handle)) end
+
+  it("differ between buffers, change on writes through any view, not on reads", function()
+    local a, b = oar.zeros(4, 3), oar.zeros(4, 3)
+    assert.are_not.equal(v(a), v(b))
+    local row = a[2]                 -- a view: a's memory
+    assert.are.equal(v(a), v(row))
+    local before = v(a)
+    local _ = a:totable(), a[{ 1, 1 }], a:data()   -- reads (data() hands out a pointer, uncounted)
+    assert.are.equal(before, v(a))
+    row:fill(1)
+    assert.are_not.equal(before, v(a))
+    assert.are.equal(v(a), v(row))
+    local mid = v(a)
+    a[{ 3, 2 }] = 5
+    assert.are_not.equal(mid, v(row))
+    -- an op writing in place (an optimizer's update) counts too
+    local w = oar.ones(3):requires_grad()
+    local opt = oar.optimizer.SGD{ learning_rate = 0.5, parameters = { w } }
+    ;(w * w):sum():backward()
+    local vw = v(w)
+    opt:step()
+    assert.are_not.equal(vw, v(w))
+    assert.are.same({ 0, 0, 0 }, w:totable())
+  end)
+end)
