@@ -25,7 +25,7 @@ local MODULES = {
   -- oar.eager adds the eager methods to Tensor
   { "oar.tensor", { "lua/oar/tensor.lua", "lua/oar/eager.lua", "lua/oar/autograd.lua" },
     { Tensor = function(m) require("oar.eager"); return m.Tensor end } },
-  { "oar.eager", { "lua/oar/eager.lua", "lua/oar/autograd.lua", "lua/oar/eager_io.lua" } },
+  { "oar.eager", { "lua/oar/eager.lua", "lua/oar/autograd.lua", "lua/oar/eager_io.lua", "lua/oar/eager_create.lua" } },
   { "oar.jit", "lua/oar/jit.lua", { Traced = function(m) return m.Traced end } },
   { "oar.nn", { "lua/oar/nn.lua", "lua/oar/nn_rnn.lua" },
     { Module = function(m) return m.Module end, Sequential = function(m) return m.Sequential end,
