@@ -23,10 +23,11 @@ local MODULES = {
   -- module name, source file(s), classes: {field of the module or a function giving the metatable}
   { "oar.io", "lua/oar/io.lua" },
   -- oar.eager adds the eager methods to Tensor
-  { "oar.tensor", { "lua/oar/tensor.lua", "lua/oar/eager.lua", "lua/oar/autograd.lua", "lua/oar/eager_select.lua" },
+  { "oar.tensor", { "lua/oar/tensor.lua", "lua/oar/eager.lua", "lua/oar/autograd.lua", "lua/oar/eager_select.lua",
+                    "lua/oar/eager_index.lua" },
     { Tensor = function(m) require("oar.eager"); return m.Tensor end } },
   { "oar.eager", { "lua/oar/eager.lua", "lua/oar/autograd.lua", "lua/oar/eager_io.lua", "lua/oar/eager_create.lua",
-                  "lua/oar/eager_select.lua" } },
+                  "lua/oar/eager_select.lua", "lua/oar/eager_index.lua" } },
   { "oar.jit", "lua/oar/jit.lua", { Traced = function(m) return m.Traced end } },
   { "oar.nn", { "lua/oar/nn.lua", "lua/oar/nn_rnn.lua" },
     { Module = function(m) return m.Module end, Sequential = function(m) return m.Sequential end,
