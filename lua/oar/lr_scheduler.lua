@@ -33,7 +33,10 @@ local function make(name, ...)
   local main, startup = framework.Program(), framework.Program()
   local args = { n = select("#", ...), ... }
   local lr
-  framework.program_guard(main, startup, function() lr = layers[name](unpack(args, 1, args.n)) end)
+  -- names of its own: the user's programs see no names taken
+  require("oar.unique_name").guard(function()
+    framework.program_guard(main, startup, function() lr = layers[name](unpack(args, 1, args.n)) end)
+  end)
   local oar = require("oar")
   local exe, scope = oar.Executor(oar.CPUPlace()), oar.Scope()
   exe:run(startup, { scope = scope })
