@@ -73,7 +73,7 @@ end
 
 -- reference forward: xs[t][n] input rows (time-major, Lua tables); returns
 -- out[t][n] (directions concatenated), hs[k][n], cs[k][n]
-local function reference(kind, p, xs, N, H, L, D, lengths)
+local function reference(kind, p, xs, N, H, L, D, lengths, fb)
   local T = #xs
   local seq = xs
   local hs, cs = {}, {}
@@ -94,7 +94,7 @@ local function reference(kind, p, xs, N, H, L, D, lengths)
           local o = {}
           if t <= len then
             if kind == "lstm" then
-              h, c = lstm_cell(seq[t][n], h, c, p["weight" .. sfx].v, p["bias" .. sfx].v, H, 0)
+              h, c = lstm_cell(seq[t][n], h, c, p["weight" .. sfx].v, p["bias" .. sfx].v, H, fb or 0)
             else
               h = gru_cell(seq[t][n], h, p["weight_ih" .. sfx].v, p["bias_ih" .. sfx].v, p["weight_hh" .. sfx].v,
                 p["bias_hh" .. sfx].v, H)
@@ -146,7 +146,7 @@ local function compare_forward(kind, opts, lengths)
   local c = kind == "lstm" and st[2] or nil
   assert.are.same({ N, T, D * H }, out:shape())
   assert.are.same({ L * D, N, H }, h:shape())
-  local want, hs, cs = reference(kind, params_of(m), rows_time_major(x), N, H, L, D, lengths)
+  local want, hs, cs = reference(kind, params_of(m), rows_time_major(x), N, H, L, D, lengths, opts.forget_bias)
   local ov, hv = out:totable(), h:totable()
   for t = 1, T do
     for n = 1, N do
@@ -228,6 +228,7 @@ describe("nn.LSTM", function()
   it("matches it for two bidirectional layers and sequence lengths", function()
     compare_forward("lstm", { num_layers = 2, direction = "bidirect" })
     compare_forward("lstm", { num_layers = 2, direction = "bidirect" }, { 4, 2, 1 })
+    compare_forward("lstm", { forget_bias = 1.0, batch_first = true }, { 2, 4, 3 })
   end)
 
   it("gradients equal central differences (params and input, bidirect, lengths)", function()
