@@ -109,11 +109,12 @@ local function step_masks(self, who, lengths, n, T)
       fail(string.format("%s: sequence_length[%d] is %s, expected an integer in 0..%d", who, i, tostring(len), T))
     end
   end
+  -- tensors from Lua values (no op, no write: a trace keeps them as constants)
   local masks = {}
   for t = 1, T do
-    local m = eager.zeros({ n, 1 }, self.dtype)
-    for i = 1, n do if t <= list[i] then m[{ i, 1 }] = 1 end end
-    masks[t] = m
+    local rows = {}
+    for i = 1, n do rows[i] = { t <= list[i] and 1 or 0 } end
+    masks[t] = tensor(rows, self.dtype)
   end
   return masks
 end
