@@ -23,13 +23,18 @@ local MODULES = {
   -- module name, source file(s), classes: {field of the module or a function giving the metatable}
   { "oar.io", "lua/oar/io.lua" },
   -- oar.eager adds the eager methods to Tensor
-  { "oar.tensor", { "lua/oar/tensor.lua", "lua/oar/eager.lua" },
+  { "oar.tensor", { "lua/oar/tensor.lua", "lua/oar/eager.lua", "lua/oar/autograd.lua", "lua/oar/eager_select.lua",
+                    "lua/oar/eager_index.lua" },
     { Tensor = function(m) require("oar.eager"); return m.Tensor end } },
-  { "oar.eager", "lua/oar/eager.lua" },
+  { "oar.eager", { "lua/oar/eager.lua", "lua/oar/autograd.lua", "lua/oar/eager_io.lua", "lua/oar/eager_create.lua",
+                  "lua/oar/eager_select.lua", "lua/oar/eager_index.lua" } },
   { "oar.jit", "lua/oar/jit.lua", { Traced = function(m) return m.Traced end } },
-  { "oar.nn", "lua/oar/nn.lua",
+  { "oar.nn", { "lua/oar/nn.lua", "lua/oar/nn_rnn.lua" },
     { Module = function(m) return m.Module end, Sequential = function(m) return m.Sequential end,
-      functional = function(m) return m.functional end } },
+      functional = function(m) return m.functional end, LSTM = function(m) return m.LSTM end,
+      GRU = function(m) return m.GRU end } },
+  { "oar.lr_scheduler", "lua/oar/lr_scheduler.lua",
+    { Schedule = function(m) return getmetatable(m.cosine_decay(0.1, 2, 3)) end } },
   { "oar.scope", "lua/oar/scope.lua",
     { Scope = function(m) return m.Scope end, ScopeVar = function(m) return m.ScopeVar end } },
   { "oar.place", "lua/oar/place.lua", { Place = function(m) return getmetatable(m.CPUPlace()) end } },
@@ -54,8 +59,8 @@ local MODULES = {
   { "oar.layers.loss", "lua/oar/layers/loss.lua" },
   { "oar.layers.learning_rate", "lua/oar/layers/learning_rate.lua" },
   { "oar.layers.math", "lua/oar/layers/math.lua" },
-  -- ModelAverage, ExponentialMovingAverage, Lookahead/GradientMerge/RecomputeOptimizer live in their own files
-  { "oar.optimizer", { "lua/oar/optimizer.lua", "lua/oar/optimizer_wrappers.lua", "lua/oar/recompute.lua" },
+  -- ModelAverage, ExponentialMovingAverage, Lookahead/GradientMerge/RecomputeOptimizer and the eager step live in their own files
+  { "oar.optimizer", { "lua/oar/optimizer.lua", "lua/oar/optimizer_wrappers.lua", "lua/oar/recompute.lua", "lua/oar/optimizer_eager.lua" },
     { Optimizer = function(m) return m.Optimizer end } },
   { "oar.optimizer_wrappers", "lua/oar/optimizer_wrappers.lua" },
   { "oar.recompute", "lua/oar/recompute.lua" },
