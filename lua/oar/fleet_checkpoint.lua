@@ -341,7 +341,7 @@ local function decide(self, specs)
   for _, s in ipairs(sets) do
     local why, m = verify(self, s[1], specs)
     if not why then
-      local pieces = files.decode(assert(files.read_all(join(self.dir, s[1], WORKERS))))
+      local pieces = files.decode(assert(files.read_all(join(join(self.dir, s[1]), WORKERS))))
       return { kind = "ok", set = s[1], step = m.step, workers = m.workers, position = m.position,
                pieces = pieces, skipped = problems }
     end

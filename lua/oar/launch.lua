@@ -245,7 +245,7 @@ function M.worker(o, launcher)
   _G.arg = new_arg
   local fn, err = loadfile(o.script)
   if not fn then
-    io.stderr:write("oar launch: worker ", rank, ": script error: ", tostring(err), "\n")
+    io.stderr:write("oar launch: worker " .. rank .. ": script error: " .. tostring(err) .. "\n")
     return 1
   end
   if launcher and launcher.set_running then launcher.set_running(true, true) end
@@ -258,10 +258,13 @@ function M.worker(o, launcher)
   local lok, lib = pcall(require, "oar.lib")
   if lok then broken = ffi.string(lib.C.oar_comm_broken()) end
   local first = e:match("^[^\n]*")
+  -- one write each: the workers' lines reach mpirun's output whole
   if broken ~= "" and not broken:find("runs a different program", 1, true) then
-    io.stderr:write("oar launch: worker ", rank, ": lost the job: ", first, "\n")
+    io.stderr:write("oar launch: worker " .. rank .. ": lost the job: " .. first .. "\n")
   else
-    io.stderr:write("oar launch: worker ", rank, ": script error: ", first, "\n", e, "\n")
+    io.stderr:write(e .. "\n")
+    io.stderr:flush()
+    io.stderr:write("oar launch: worker " .. rank .. ": script error: " .. first .. "\n")
   end
   io.stderr:flush()
   return 1

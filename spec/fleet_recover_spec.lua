@@ -1,0 +1,401 @@
+-- run_specs: timeout=900
+-- Training that survives a lost worker (docs/distributed.md, "Recovering
+-- from failures"): oar.fleet.Checkpointer's sets (complete or absent,
+-- verified, fallback, refusal naming the file) in one process, and
+-- `oar launch` restarting 2-worker jobs (spec/helpers/recover_worker.lua)
+-- killed with SIGKILL at chosen and random moments: the parameters and
+-- optimizer state at the end equal, bit for bit, an uninterrupted run's.
+-- The times to recover are printed on stderr ("fleet_recover_spec: ...").
+local ffi = require("ffi")
+local oar = require("oar")
+local C = require("oar.lib").C
+local J = require("spec.helpers.mpi_jobs")
+local files = require("oar.fleet_ckpt_files")
+
+local layers = oar.layers
+
+-- ---- the sets, in one process -------------------------------------------------------
+
+local function build(width, seed)
+  oar.seed(seed or 1)
+  local m = { main = oar.Program(), startup = oar.Program(), scope = oar.Scope() }
+  oar.program_guard(m.main, m.startup, function()
+    local x = layers.data{ name = "x", shape = { 6 }, dtype = "float32" }
+    local y = layers.data{ name = "y", shape = { 1 }, dtype = "int64" }
+    local h = layers.fc{ input = x, size = width, act = "tanh", param_attr = oar.ParamAttr{ name = "h.w" } }
+    local p = layers.fc{ input = h, size = 3, act = "softmax", param_attr = oar.ParamAttr{ name = "p.w" } }
+    oar.optimizer.Adam{ learning_rate = 0.05 }:minimize(layers.mean(layers.cross_entropy{ input = p, label = y }))
+  end)
+  m.exe = oar.Executor(oar.CPUPlace())
+  m.exe:run(m.startup, { scope = m.scope })
+  return m
+end
+
+local function feed(step)
+  local xs, ys = {}, {}
+  for b = 1, 4 do
+    local x = {}
+    for j = 1, 6 do x[j] = math.sin(step * 0.7 + b * 1.3 + j * 0.11) end
+    xs[b], ys[b] = x, { (step + b) % 3 }
+  end
+  return { x = xs, y = ys }
+end
+
+local function values(m, name)
+  local t = m.scope:find_var(name):get_tensor()
+  local d, out = t:data(), {}
+  for i = 0, t:numel() - 1 do out[i + 1] = d[i] end
+  return out
+end
+
+local function train(m, ckpt, from, to, snapshots)
+  for step = from, to do
+    m.exe:run(m.main, { feed = feed(step), scope = m.scope })
+    ckpt:step(m.exe, m.main, step)
+    if snapshots then snapshots[step] = { w = values(m, "h.w"), m1 = values(m, "h.w_moment1_0") } end
+  end
+end
+
+local function ckpt_for(m, dir, extra)
+  local o = { dir = dir, every_steps = 2, keep = 2, scope = m.scope }
+  for k, v in pairs(extra or {}) do o[k] = v end
+  return oar.fleet.Checkpointer(o)
+end
+
+local function truncate(path)
+  local s = assert(files.read_all(path))
+  local f = assert(io.open(path, "wb"))
+  f:write(s:sub(1, math.floor(#s / 2)))
+  f:close()
+end
+
+local function exists(p)
+  local f = io.open(p, "rb")
+  if f then f:close() return true end
+  return false
+end
+
+describe("oar.fleet.Checkpointer sets", function()
+  local dir, m, snaps
+  before_each(function()
+    dir = J.tmpbase() .. ".ckpt"
+    m = build(8)
+    snaps = {}
+    train(m, ckpt_for(m, dir), 1, 8, snaps)
+  end)
+  after_each(function() files.remove_tree(dir) end)
+
+  it("writes a complete set every every_steps and keeps the newest `keep`", function()
+    assert.same({ "step-000000006", "step-000000008" }, files.list(dir))
+    for _, set in ipairs({ "step-000000006", "step-000000008" }) do
+      for _, f in ipairs({ "MANIFEST", "persistables", "workers" }) do
+        assert.is_true(exists(dir .. "/" .. set .. "/" .. f), set .. "/" .. f)
+      end
+    end
+    local man = files.parse_manifest(files.read_all(dir .. "/step-000000008/MANIFEST"))
+    assert.equal(8, man.step)
+    assert.equal(1, man.workers)
+  end)
+
+  it("restore resumes bit for bit: persistables and the random state", function()
+    local m2 = build(8, 99)
+    local ck = ckpt_for(m2, dir)
+    assert.equal(9, ck:restore(m2.exe, m2.main))
+    assert.same(values(m, "h.w"), values(m2, "h.w"))
+    assert.same(values(m, "h.w_moment1_0"), values(m2, "h.w_moment1_0"))
+    local st1, st2 = ffi.new("uint64_t[4]"), ffi.new("uint64_t[4]")
+    C.oar_rng_get_state(st2)
+    -- the state saved at step 8 is the one m's process had then
+    local pieces = files.decode(files.read_all(dir .. "/step-000000008/workers"))
+    assert.equal(8, #pieces[1].rng)
+    -- training on from both gives the same parameters
+    train(m, ckpt_for(m, dir .. "-a"), 9, 10)
+    train(m2, ckpt_for(m2, dir .. "-b"), 9, 10)
+    assert.same(values(m, "h.w"), values(m2, "h.w"))
+    files.remove_tree(dir .. "-a")
+    files.remove_tree(dir .. "-b")
+    local _ = st1
+  end)
+
+  it("a truncated file in the newest set: falls back to the previous complete one", function()
+    truncate(dir .. "/step-000000008/persistables")
+    local m2 = build(8, 5)
+    assert.equal(7, ckpt_for(m2, dir):restore(m2.exe, m2.main))
+    assert.same(snaps[6].w, values(m2, "h.w"))
+    assert.same(snaps[6].m1, values(m2, "h.w_moment1_0"))
+  end)
+
+  local function refused(pattern, damage)
+    damage()
+    local m2 = build(8, 5)
+    local before = values(m2, "h.w")
+    local ok, err = pcall(function() return ckpt_for(m2, dir):restore(m2.exe, m2.main) end)
+    assert.is_false(ok)
+    assert.matches(pattern, tostring(err))
+    assert.matches("no complete checkpoint", tostring(err))
+    assert.same(before, values(m2, "h.w"))   -- never half-loaded
+  end
+
+  it("no complete set left (truncated files): refused, naming the file", function()
+    refused("step%-000000008/persistables' is %d+ bytes, its manifest says %d+: it is truncated", function()
+      truncate(dir .. "/step-000000008/persistables")
+      truncate(dir .. "/step-000000006/persistables")
+    end)
+  end)
+
+  it("a missing file or manifest: refused, naming it", function()
+    refused("step%-000000008/workers' is missing", function()
+      os.remove(dir .. "/step-000000008/workers")
+      os.remove(dir .. "/step-000000006/MANIFEST")
+    end)
+    refused("step%-000000006/MANIFEST' is missing", function() end)
+  end)
+
+  it("a file from another job's checkpoint: refused, naming it", function()
+    local other = J.tmpbase() .. ".other"
+    local m3 = build(8, 42)
+    train(m3, ckpt_for(m3, other), 1, 8)
+    refused("step%-000000008/persistables' does not match its manifest", function()
+      for _, set in ipairs({ "step-000000006", "step-000000008" }) do
+        local s = files.read_all(other .. "/" .. set .. "/persistables")
+        local f = assert(io.open(dir .. "/" .. set .. "/persistables", "wb"))
+        f:write(s)
+        f:close()
+      end
+    end)
+    files.remove_tree(other)
+  end)
+
+  it("a set of another program or another job name: refused, naming the variable or the job", function()
+    local m2 = build(7, 5)
+    local ok, err = pcall(function() return ckpt_for(m2, dir):restore(m2.exe, m2.main) end)
+    assert.is_false(ok)
+    assert.matches("comes from another program: variable 'h.w' is float32 %[6,8%] there, float32 %[6,7%] here",
+      tostring(err))
+    local m3 = build(8, 5)
+    ok, err = pcall(function() return ckpt_for(m3, dir, { job = "other" }):restore(m3.exe, m3.main) end)
+    assert.is_false(ok)
+    assert.matches("was written by job '', not by this job %('other'%)", tostring(err))
+  end)
+
+  it("an interrupted write (only a .tmp- directory) counts as no set", function()
+    local fresh = J.tmpbase() .. ".fresh"
+    assert.is_true(files.mkdir_p(fresh .. "/.tmp-step-4-123"))
+    local f = assert(io.open(fresh .. "/.tmp-step-4-123/persistables", "wb"))
+    f:write("half")
+    f:close()
+    local m2 = build(8, 5)
+    local before = values(m2, "h.w")
+    assert.equal(1, ckpt_for(m2, fresh):restore(m2.exe, m2.main))
+    assert.same(before, values(m2, "h.w"))
+    -- the next write removes it
+    train(m2, ckpt_for(m2, fresh), 1, 2)
+    assert.same({ "step-000000002" }, files.list(fresh))
+    files.remove_tree(fresh)
+  end)
+
+  it("refuses bad options, naming them", function()
+    local function bad(o, pat)
+      local ok, err = pcall(oar.fleet.Checkpointer, o)
+      assert.is_false(ok)
+      assert.matches(pat, tostring(err))
+    end
+    bad({ every_steps = 2 }, "'dir' must be a directory name")
+    bad({ dir = "x", every_steps = 0 }, "'every_steps' must be a whole number >= 1")
+    bad({ dir = "x", keep = 1.5 }, "'keep' must be a whole number >= 1")
+    bad({ dir = "x", resize = "both" }, "'resize' must be 'global_batch' or 'worker_batch'")
+    bad({ dir = "x", worker_state = function() end }, "give both 'worker_state' and 'set_worker_state'")
+    bad({ dir = "x", every = 3 }, "unknown option 'every'")
+  end)
+end)
+
+-- ---- oar launch with 2 workers ------------------------------------------------------
+
+local have_mpirun = J.sh_ok("command -v mpirun >/dev/null 2>&1")
+local skip_reason = not have_mpirun and "mpirun is not installed (openmpi-bin)"
+  or (not C.oar_comm_compiled_with_mpi() and "liboar was built without MPI (libopenmpi-dev)")
+  or (not exists("build/oar") and "build/oar is missing (make)") or nil
+
+local ENV = "OAR_LAUNCH_MPIRUN_ARGS=--oversubscribe "
+local HELPER = " spec/helpers/recover_worker.lua "
+
+local function launch(opts, args)
+  return J.run(ENV .. "build/oar launch --np 2 " .. opts .. HELPER .. args)
+end
+
+pcall(ffi.cdef, "typedef struct { long s; long ns; } recover_spec_ts; int recover_spec_clock(int, recover_spec_ts *) __asm__(\"clock_gettime\");")
+local function wall()
+  local ts = ffi.new("recover_spec_ts")
+  ffi.C.recover_spec_clock(0, ts)
+  return tonumber(ts.s) + tonumber(ts.ns) * 1e-9
+end
+
+local function count(s, pat)
+  local n = 0
+  for _ in s:gmatch(pat) do n = n + 1 end
+  return n
+end
+
+-- seconds from the worker's death to the restarted job's first step done
+local function recovery_time(out, died_at)
+  died_at = died_at or tonumber(out:match("recover: dying %d+ ([%d.]+)"))
+  local t
+  for s, at in out:gmatch("recover: start 0 (%d+) ([%d.]+)") do if tonumber(s) > 1 then t = tonumber(at) end end
+  return died_at and t and t - died_at
+end
+
+local function describe_mpi(name, fn)
+  if skip_reason then
+    describe(name, function() it("needs mpirun, an MPI build and build/oar", function() error(skip_reason) end) end)
+  else
+    describe(name, fn)
+  end
+end
+
+describe_mpi("oar launch: a job that loses a worker ends as an uninterrupted one", function()
+  local base = J.tmpbase()
+  local refs = {}
+  local n = 0
+  local function common(o) return string.format("opt=%s steps=12 every=3 batch=4", o) end
+
+  -- the uninterrupted run's files: worker 0's and worker 1's persistables
+  local function reference(o)
+    if refs[o] then return refs[o] end
+    local out_prefix = base .. ".ref." .. o
+    local ok, out = launch("", common(o) .. " dir=" .. out_prefix .. ".ckpt out=" .. out_prefix)
+    assert(ok, out)
+    refs[o] = { files.read_all(out_prefix .. ".0"), files.read_all(out_prefix .. ".1") }
+    assert.is_truthy(refs[o][1]:find("fc1.w_moment1_0", 1, true) or o == "sgd")
+    assert.equal(refs[o][1], refs[o][2])   -- both workers hold the same values
+    return refs[o]
+  end
+
+  local function check_same(o, prefix)
+    local ref = reference(o)
+    assert.equal(ref[1], files.read_all(prefix .. ".0"), "worker 0's persistables differ from the uninterrupted run's")
+    assert.equal(ref[2], files.read_all(prefix .. ".1"), "worker 1's persistables differ from the uninterrupted run's")
+  end
+
+  local function check_same_files(ref, prefix)
+    for r = 0, 1 do
+      assert.equal(files.read_all(ref .. "." .. r), files.read_all(prefix .. "." .. r),
+        "worker " .. r .. "'s persistables differ from the uninterrupted run's")
+    end
+  end
+
+  local function killed_run(o, die, extra_opts)
+    n = n + 1
+    local prefix = string.format("%s.%s.%d", base, o, n)
+    local ok, out, secs = launch(extra_opts or "", common(o) .. " dir=" .. prefix .. ".ckpt out=" .. prefix .. " " .. die)
+    assert(ok, out)
+    assert.equal(1, count(out, "restarting the job %(restart"), out)
+    assert.equal(2, count(out, "recover: pid 0"), out)
+    check_same(o, prefix)
+    local rt = recovery_time(out)
+    io.stderr:write(string.format("fleet_recover_spec: %s, %s: job %.1f s, time to recover %.2f s\n", o, die, secs,
+      rt or -1))
+    files.remove_tree(prefix .. ".ckpt")
+    return out, rt
+  end
+
+  for _, o in ipairs({ "sgd", "adam" }) do
+    it(o .. ": worker 1 killed (SIGKILL) before step 7, worker 0 waiting in its all-reduce", function()
+      local out = killed_run(o, "die=step die_rank=1 die_step=7")
+      assert.matches("worker 1 was killed %(signal 9%)", out)
+      assert.matches("resuming at step 7", out)
+    end)
+
+    it(o .. ": worker 0 killed while writing the set of step 6 (no manifest yet)", function()
+      local out = killed_run(o, "die=ckpt die_step=6")
+      assert.matches("resuming at step 4", out)   -- the set of step 6 never became one
+    end)
+  end
+
+  it("adam: worker 0 killed right after the set of step 9 was committed", function()
+    local out = killed_run("adam", "die=commit die_step=9")
+    assert.matches("resuming at step 10", out)
+  end)
+
+  it("adam: worker 1 hangs; worker 0's timeout (--timeout 3) ends the job, which restarts", function()
+    local out = killed_run("adam", "die=hang die_rank=1 die_step=5", "--timeout 3")
+    assert.matches("worker 0 lost the job", out)
+  end)
+
+  -- SIGKILL from outside at a random moment of a longer run (many steps and sets)
+  for _, o in ipairs({ "sgd", "adam" }) do
+    it(o .. ": a worker killed from outside at a random moment", function()
+      n = n + 1
+      local prefix = string.format("%s.%s.%d", base, o, n)
+      local args = string.format("opt=%s steps=600 every=25 batch=4 dir=%s.ckpt out=%s", o, prefix, prefix)
+      -- the uninterrupted run
+      local ok, out = launch("", args:gsub("out=(%S+)", "out=%1.ref"):gsub("%.ckpt", ".refckpt"))
+      assert(ok, out)
+      local log = prefix .. ".log"
+      os.execute(string.format("(%sbuild/oar launch --np 2%s%s > %s 2>&1; echo $? > %s.status) &", ENV, HELPER, args,
+        log, log))
+      local pids, t_start = {}, wall()
+      while not (pids[0] and pids[1]) and wall() - t_start < 60 do
+        os.execute("sleep 0.05")
+        for r, pid in (files.read_all(log) or ""):gmatch("recover: pid (%d) (%d+) attempt 1") do pids[tonumber(r)] = pid end
+      end
+      assert(pids[0] and pids[1], files.read_all(log))
+      math.randomseed(os.time())
+      local delay, victim = 0.3 + math.random() * 1.5, math.random(0, 1)
+      os.execute(string.format("sleep %.3f", delay))
+      local killed_at = wall()
+      local killed = J.sh_ok("kill -9 " .. pids[victim] .. " 2>/dev/null")
+      local t0 = wall()
+      while not exists(log .. ".status") and wall() - t0 < 240 do os.execute("sleep 0.2") end
+      local status = files.read_all(log .. ".status")
+      out = files.read_all(log)
+      assert.equal("0", status and status:match("%d+"), out)
+      check_same_files(prefix .. ".ref", prefix)
+      local restarted = count(out, "restarting the job") > 0
+      local rt = restarted and recovery_time(out, killed_at)
+      io.stderr:write(string.format("fleet_recover_spec: %s, SIGKILL to worker %d after %.2f s (%s): %s\n", o, victim,
+        delay, killed and "killed" or "already gone", restarted and string.format("time to recover %.2f s", rt)
+        or "the job had ended"))
+      if killed and not restarted then
+        assert.is_truthy(out:find("recover: start", 1, true), out)
+      end
+      files.remove_tree(prefix .. ".ckpt")
+      files.remove_tree(prefix .. ".refckpt")
+    end)
+  end
+
+  it("a Lua error on every worker: one attempt, the script's error shown, not restarted", function()
+    local ok, out = launch("--restarts 3", "dir=" .. base .. ".lua.ckpt die=lua die_step=2 when=all")
+    assert.is_false(ok)
+    assert.equal(1, count(out, "recover: pid 0"), out)
+    assert.matches("a deliberate error in the script at step 2", out)
+    assert.matches("not restarting %(a script error would happen again%)", out)
+    files.remove_tree(base .. ".lua.ckpt")
+  end)
+
+  it("gives up after --restarts K, naming the last cause", function()
+    local ok, out = launch("--restarts 1", "dir=" .. base .. ".up.ckpt die=step die_rank=1 die_step=2 when=all")
+    assert.is_false(ok)
+    assert.equal(2, count(out, "recover: pid 0"), out)
+    assert.matches("giving up: the job failed 2 times %(%-%-restarts 1%); last cause: worker 1 was killed", out)
+    files.remove_tree(base .. ".up.ckpt")
+  end)
+
+  it("elastic: a set of 2 workers resumes on 1 with the same global batch", function()
+    local prefix = base .. ".elastic"
+    -- no dropout: one worker's batch of 8 then computes what two workers' batches of 4 do
+    local args = "opt=adam steps=12 every=3 batch=4 dropout=0 dir=" .. prefix .. ".ckpt"
+    local ok, out = launch("", args .. " out=" .. prefix .. ".ref")
+    assert(ok, out)
+    files.remove_tree(prefix .. ".ckpt")
+    ok, out = launch("--restarts 0", args .. " die=step die_rank=1 die_step=8")
+    assert.is_false(ok)
+    ok, out = J.run(ENV .. "build/oar launch --np 1" .. HELPER .. args .. " out=" .. prefix)
+    assert(ok, out)
+    assert.matches("resuming at step 7 from '[^']+' %(written by 2 workers%)", out)
+    local ref, got = J.load_params(prefix .. ".ref.0"), J.load_params(prefix .. ".0")
+    for name, v in pairs(ref) do
+      assert.is_true(J.rel_diff(got[name], v) <= 1e-5, name .. " differs from the 2-worker run's")
+    end
+    files.remove_tree(prefix .. ".ckpt")
+  end)
+end)
