@@ -259,7 +259,7 @@ function M.worker(o, launcher)
   if lok then broken = ffi.string(lib.C.oar_comm_broken()) end
   local first = e:match("^[^\n]*")
   -- one write each: the workers' lines reach mpirun's output whole
-  if broken ~= "" and not broken:find("runs a different program", 1, true) then
+  if broken ~= "" and not broken:find("runs a different program than worker", 1, true) then
     io.stderr:write("oar launch: worker " .. rank .. ": lost the job: " .. first .. "\n")
   else
     io.stderr:write(e .. "\n")
