@@ -255,6 +255,7 @@ end
 
 describe_mpi("oar launch: a job that loses a worker ends as an uninterrupted one", function()
   local base = J.tmpbase()
+  teardown(function() os.execute("rm -rf '" .. base .. "'.*") end)
   local refs = {}
   local n = 0
   local function common(o) return string.format("opt=%s steps=12 every=3 batch=4", o) end
@@ -263,8 +264,12 @@ describe_mpi("oar launch: a job that loses a worker ends as an uninterrupted one
   local function reference(o)
     if refs[o] then return refs[o] end
     local out_prefix = base .. ".ref." .. o
+    local t0 = wall()
     local ok, out = launch("", common(o) .. " dir=" .. out_prefix .. ".ckpt out=" .. out_prefix)
     assert(ok, out)
+    io.stderr:write(string.format("fleet_recover_spec: %s: a job's start (oar launch to the first step done) %.2f s\n",
+      o, tonumber(out:match("recover: start 0 1 ([%d.]+)")) - t0))
+    files.remove_tree(out_prefix .. ".ckpt")
     refs[o] = { files.read_all(out_prefix .. ".0"), files.read_all(out_prefix .. ".1") }
     assert.is_truthy(refs[o][1]:find("fc1.w_moment1_0", 1, true) or o == "sgd")
     assert.equal(refs[o][1], refs[o][2])   -- both workers hold the same values

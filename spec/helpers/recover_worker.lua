@@ -113,7 +113,7 @@ for step = start, opt.steps do
   if armed and step == opt.die_step and rank == opt.die_rank then
     if opt.die == "step" then die("before a step") end
     if opt.die == "hang" then
-      io.stdout:write("recover: hanging ", rank, "\n")
+      io.stdout:write(string.format("recover: dying %d %.6f by hanging\n", rank, wall()))
       io.stdout:flush()
       ffi.C.sleep(3600)
     end
