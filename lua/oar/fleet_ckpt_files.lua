@@ -21,10 +21,14 @@ int oar_fckpt_fsync(int fd) __asm__("fsync");
 int oar_fckpt_close(int fd) __asm__("close");
 int oar_fckpt_getpid(void) __asm__("getpid");
 ]])
-local C = ffi.C
 
-local function join(dir, name) return (dir:gsub("/+$", "")) .. "/" .. name end
-M.join = join
+--- `dir/name` (without doubling a trailing slash of dir).
+-- @tparam string dir
+-- @tparam string name
+-- @treturn string
+-- @usage print(oar.fleet_ckpt_files.join("ckpt/", "MANIFEST"))   --> ckpt/MANIFEST
+function M.join(dir, name) return (dir:gsub("/+$", "")) .. "/" .. name end
+local join = M.join
 
 --- The names in directory `dir` (without "." and ".."), sorted; nil when
 -- it cannot be opened.
@@ -32,16 +36,16 @@ M.join = join
 -- @treturn ?{string,...}
 -- @usage for _, n in ipairs(oar.fleet_ckpt_files.list("ckpt") or {}) do print(n) end
 function M.list(dir)
-  local d = C.oar_fckpt_opendir(dir)
+  local d = ffi.C.oar_fckpt_opendir(dir)
   if d == nil then return nil end
   local out = {}
   while true do
-    local e = C.oar_fckpt_readdir(d)
+    local e = ffi.C.oar_fckpt_readdir(d)
     if e == nil then break end
     local n = ffi.string(e.d_name)
     if n ~= "." and n ~= ".." then out[#out + 1] = n end
   end
-  C.oar_fckpt_closedir(d)
+  ffi.C.oar_fckpt_closedir(d)
   table.sort(out)
   return out
 end
@@ -51,9 +55,9 @@ end
 -- @treturn bool
 -- @usage if oar.fleet_ckpt_files.is_dir("ckpt") then print("there") end
 function M.is_dir(path)
-  local d = C.oar_fckpt_opendir(path)
+  local d = ffi.C.oar_fckpt_opendir(path)
   if d == nil then return false end
-  C.oar_fckpt_closedir(d)
+  ffi.C.oar_fckpt_closedir(d)
   return true
 end
 
@@ -65,7 +69,7 @@ function M.mkdir_p(path)
   local prefix = path:sub(1, 1) == "/" and "/" or ""
   for part in path:gmatch("[^/]+") do
     prefix = prefix .. part
-    C.oar_fckpt_mkdir(prefix, tonumber("755", 8))
+    ffi.C.oar_fckpt_mkdir(prefix, tonumber("755", 8))
     prefix = prefix .. "/"
   end
   return M.is_dir(path)
@@ -87,17 +91,17 @@ end
 -- @treturn bool
 -- @usage oar.fleet_ckpt_files.fsync("ckpt")
 function M.fsync(path)
-  local fd = C.oar_fckpt_open(path, 0)   -- O_RDONLY: enough for fsync, directories too
+  local fd = ffi.C.oar_fckpt_open(path, 0)   -- O_RDONLY: enough for fsync, directories too
   if fd < 0 then return false end
-  local ok = C.oar_fckpt_fsync(fd) == 0
-  C.oar_fckpt_close(fd)
+  local ok = ffi.C.oar_fckpt_fsync(fd) == 0
+  ffi.C.oar_fckpt_close(fd)
   return ok
 end
 
 --- This process's id.
 -- @treturn int
 -- @usage print(oar.fleet_ckpt_files.pid())
-function M.pid() return C.oar_fckpt_getpid() end
+function M.pid() return ffi.C.oar_fckpt_getpid() end
 
 local crc_table = {}
 for i = 0, 255 do

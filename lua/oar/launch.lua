@@ -231,9 +231,9 @@ function M.run(o, launcher)
   return 1
 end
 
---- Runs the script as one worker of the job (`oar launch --worker`):
--- when it fails, writes on stderr "oar launch: worker R: lost the job: ..."
--- (the fleet's communication broke) or "oar launch: worker R: script error: ...".
+--- Runs the script as one worker of the job (what mpirun starts). When
+-- the script fails, one line on stderr says how: the worker lost the job
+-- (the fleet's communication broke) or the script failed (a script error).
 -- @tparam table o what `parse` returned
 -- @tparam[opt] table launcher the oar program's launcher table (Ctrl-C)
 -- @treturn int the exit status
