@@ -210,6 +210,69 @@ describe("oar.fleet.Checkpointer sets", function()
   end)
 end)
 
+-- ---- oar launch's arguments and its reading of a job's end --------------------------
+
+describe("oar launch's parts", function()
+  local L = require("oar.launch")
+
+  it("parses its options, passes the script's arguments on and refuses bad ones", function()
+    local o = assert(L.parse({ "launch", "--np", "4", "--restarts", "2", "--timeout", "30", "--hostfile", "h",
+      "--mca", "btl", "self,tcp", "train.lua", "--np", "9" }, 2))
+    assert.equal(4, o.np)
+    assert.equal(2, o.restarts)
+    assert.equal(30, o.timeout)
+    assert.equal("h", o.hostfile)
+    assert.same({ { "btl", "self,tcp" } }, o.mca)
+    assert.equal("train.lua", o.script)
+    assert.same({ "--np", "9" }, o.args)
+    assert.equal(3, assert(L.parse({ "x.lua" }, 1)).restarts)
+    local function bad(argv, pat)
+      local r, err = L.parse(argv, 1)
+      assert.is_nil(r)
+      assert.matches(pat, err)
+    end
+    bad({ "--np", "0", "x.lua" }, "%-%-np needs a number of workers >= 1, got 0")
+    bad({ "--restarts", "-1", "x.lua" }, "%-%-restarts needs a whole number >= 0")
+    bad({ "--timeout", "0", "x.lua" }, "%-%-timeout needs seconds in %(0, 1e7%]")
+    bad({ "--mca", "k" }, "%-%-mca needs a key and a value")
+    bad({ "--frobnicate", "x.lua" }, "unknown option '%-%-frobnicate'")
+    bad({ "--np", "2" }, "no script given")
+  end)
+
+  it("builds the mpirun command: hostfile, MCA, the timeout and the attempt for the workers", function()
+    local o = assert(L.parse({ "--np", "2", "--hostfile", "my hosts", "--mca", "btl", "self", "--timeout", "7",
+      "t.lua", "a b" }, 1))
+    local cmd = L.command(o, 3, "/opt/oar/bin/oar")
+    assert.matches("^mpirun ", cmd)
+    for _, part in ipairs({ "'-np' '2'", "'--hostfile' 'my hosts'", "'--mca' 'btl' 'self'",
+      "'-x' 'OAR_LAUNCH_ATTEMPT=3'", "'-x' 'OAR_COMM_TIMEOUT=7'",
+      "'/opt/oar/bin/oar' 'launch' '--worker' 't.lua' 'a b'" }) do
+      assert.is_truthy(cmd:find(part, 1, true), part .. " not in " .. cmd)
+    end
+    assert.is_falsy(L.command(assert(L.parse({ "t.lua" }, 1)), 1, "oar"):find("OAR_COMM_TIMEOUT", 1, true))
+    -- mpirun does not wait 1 s before ending a failed job, unless the user says otherwise
+    assert.is_truthy(cmd:find("'--mca' 'odls_base_sigkill_timeout' '0'", 1, true), cmd)
+    local mine = L.command(assert(L.parse({ "--mca", "odls_base_sigkill_timeout", "2", "t.lua" }, 1)), 1, "oar")
+    assert.is_falsy(mine:find("'odls_base_sigkill_timeout' '0'", 1, true), mine)
+    assert.is_truthy(mine:find("'odls_base_sigkill_timeout' '2'", 1, true), mine)
+  end)
+
+  it("tells a lost worker from a script error", function()
+    local function kind(out, status) return (L.classify(out, status)) end
+    assert.equal("ok", kind("", 0))
+    assert.equal("script", kind("x\noar launch: worker 1: script error: t.lua:3: boom\n", 1))
+    -- a script error wins over the others' being stopped
+    assert.equal("script", kind("oar launch: worker 0: script error: e\noar worker 1: stopped by the launcher (signal 15)\n", 1))
+    assert.equal("lost", kind("mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9 (Killed).\n", 137))
+    assert.equal("lost", kind("oar launch: worker 0: lost the job: c_allreduce_sum: ... did not answer\n", 1))
+    assert.equal("lost", kind("oar worker 0: c_allreduce_sum did not finish within 3 s although every worker had entered it\n", 1))
+    assert.equal("unknown", kind("There are not enough slots available in the system\n", 1))
+    assert.equal("unknown", kind("", 127))
+    local _, cause = L.classify("mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9 (Killed).\n", 137)
+    assert.equal("worker 1 was killed (signal 9)", cause)
+  end)
+end)
+
 -- ---- oar launch with 2 workers ------------------------------------------------------
 
 local have_mpirun = J.sh_ok("command -v mpirun >/dev/null 2>&1")
@@ -327,43 +390,48 @@ describe_mpi("oar launch: a job that loses a worker ends as an uninterrupted one
     assert.matches("worker 0 lost the job", out)
   end)
 
-  -- SIGKILL from outside at a random moment of a longer run (many steps and sets)
+  -- SIGKILL from outside at a random moment of the training (steps, all-reduces, set writes)
   for _, o in ipairs({ "sgd", "adam" }) do
     it(o .. ": a worker killed from outside at a random moment", function()
       n = n + 1
       local prefix = string.format("%s.%s.%d", base, o, n)
-      local args = string.format("opt=%s steps=600 every=25 batch=4 dir=%s.ckpt out=%s", o, prefix, prefix)
-      -- the uninterrupted run
+      local args = string.format("opt=%s steps=1500 every=50 batch=4 dir=%s.ckpt out=%s", o, prefix, prefix)
+      -- the uninterrupted run, which also gives the training's duration
       local ok, out = launch("", args:gsub("out=(%S+)", "out=%1.ref"):gsub("%.ckpt", ".refckpt"))
       assert(ok, out)
+      local train_s = tonumber(out:match("recover: end 0 ([%d.]+)")) - tonumber(out:match("recover: start 0 1 ([%d.]+)"))
       local log = prefix .. ".log"
       os.execute(string.format("(%sbuild/oar launch --np 2%s%s > %s 2>&1; echo $? > %s.status) &", ENV, HELPER, args,
         log, log))
-      local pids, t_start = {}, wall()
-      while not (pids[0] and pids[1]) and wall() - t_start < 60 do
-        os.execute("sleep 0.05")
-        for r, pid in (files.read_all(log) or ""):gmatch("recover: pid (%d) (%d+) attempt 1") do pids[tonumber(r)] = pid end
+      local pids, t_start, text = {}, wall(), ""
+      while not (pids[0] and pids[1] and text:find("recover: start 0 1 ", 1, true)) and wall() - t_start < 60 do
+        os.execute("sleep 0.02")
+        text = files.read_all(log) or ""
+        for r, pid in text:gmatch("recover: pid (%d) (%d+) attempt 1") do pids[tonumber(r)] = pid end
       end
-      assert(pids[0] and pids[1], files.read_all(log))
-      math.randomseed(os.time())
-      local delay, victim = 0.3 + math.random() * 1.5, math.random(0, 1)
+      assert(pids[0] and pids[1], text)
+      math.randomseed(os.time() + n)
+      local delay, victim = math.random() * 0.9 * train_s, math.random(0, 1)
       os.execute(string.format("sleep %.3f", delay))
       local killed_at = wall()
       local killed = J.sh_ok("kill -9 " .. pids[victim] .. " 2>/dev/null")
-      local t0 = wall()
-      while not exists(log .. ".status") and wall() - t0 < 240 do os.execute("sleep 0.2") end
+      local t0, seen_restart = wall(), nil
+      while not exists(log .. ".status") and wall() - t0 < 240 do
+        os.execute("sleep 0.02")
+        if not seen_restart and (files.read_all(log) or ""):find("restarting the job", 1, true) then seen_restart = wall() end
+      end
       local status = files.read_all(log .. ".status")
       out = files.read_all(log)
       assert.equal("0", status and status:match("%d+"), out)
       check_same_files(prefix .. ".ref", prefix)
       local restarted = count(out, "restarting the job") > 0
       local rt = restarted and recovery_time(out, killed_at)
-      io.stderr:write(string.format("fleet_recover_spec: %s, SIGKILL to worker %d after %.2f s (%s): %s\n", o, victim,
-        delay, killed and "killed" or "already gone", restarted and string.format("time to recover %.2f s", rt or -1)
-        or "the job had ended"))
-      if killed and not restarted then
-        assert.is_truthy(out:find("recover: start", 1, true), out)
-      end
+      local resumed = out:match("resuming at step (%d+)") or "1"
+      io.stderr:write(string.format("fleet_recover_spec: %s, SIGKILL to worker %d %.2f s into %.2f s of training (%s): " ..
+        "%s\n", o, victim, delay, train_s, killed and "killed" or "already gone", restarted and string.format(
+        "restart seen after %.2f s, training again (from step %s) after %.2f s", (seen_restart or killed_at) - killed_at,
+        resumed, rt or -1) or "the job had ended"))
+      if killed then assert.is_true(restarted, out) end
       files.remove_tree(prefix .. ".ckpt")
       files.remove_tree(prefix .. ".refckpt")
     end)
@@ -376,6 +444,13 @@ describe_mpi("oar launch: a job that loses a worker ends as an uninterrupted one
     assert.matches("a deliberate error in the script at step 2", out)
     assert.matches("not restarting %(a script error would happen again%)", out)
     files.remove_tree(base .. ".lua.ckpt")
+  end)
+
+  it("a job that fails with no sign of a lost worker (a bad hostfile) is not restarted", function()
+    local ok, out = launch("--restarts 3 --hostfile /nonexistent/hosts", "dir=" .. base .. ".hf.ckpt")
+    assert.is_false(ok)
+    assert.equal(0, count(out, "restarting the job"), out)
+    assert.matches("no worker reported a lost job; not restarting", out)
   end)
 
   it("gives up after --restarts K, naming the last cause", function()

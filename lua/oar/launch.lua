@@ -129,8 +129,17 @@ function M.command(o, attempt, exe)
   if ffi.C.oar_launch_geteuid() == 0 then add("--allow-run-as-root") end
   if o.np then add("-np", o.np) end
   if o.hostfile then add("--hostfile", o.hostfile) end
-  for _, kv in ipairs(o.mca) do add("--mca", kv[1], kv[2]) end
-  for w in (os.getenv("OAR_LAUNCH_MPIRUN_ARGS") or ""):gmatch("%S+") do add(w) end
+  local extra = os.getenv("OAR_LAUNCH_MPIRUN_ARGS") or ""
+  -- After a worker dies mpirun sends the others SIGTERM and waits this long
+  -- before it exits (default 1 s: two thirds of the time to recover). oar's
+  -- writes are atomic, so the launcher does not wait, unless told otherwise.
+  local told = os.getenv("OMPI_MCA_odls_base_sigkill_timeout") or extra:find("odls_base_sigkill_timeout", 1, true)
+  for _, kv in ipairs(o.mca) do
+    add("--mca", kv[1], kv[2])
+    if kv[1] == "odls_base_sigkill_timeout" then told = true end
+  end
+  if not told then add("--mca", "odls_base_sigkill_timeout", "0") end
+  for w in extra:gmatch("%S+") do add(w) end
   add("-x", "OAR_LAUNCH_ATTEMPT=" .. attempt)
   if o.timeout then add("-x", "OAR_COMM_TIMEOUT=" .. string.format("%.17g", o.timeout)) end
   add(exe, "launch", "--worker", o.script)

@@ -13,7 +13,7 @@
 -- Writes PREFIX.<worker> (every float persistable, "name v1 v2 ..." with
 -- %.17g) at the end; prints "recover: pid R PID", "recover: start R STEP T"
 -- (T: the wall clock after the first step run, CLOCK_REALTIME) and
--- "recover: dying R T".
+-- "recover: dying R T" and "recover: end R T".
 local ffi = require("ffi")
 local oar = require("oar")
 local layers, fleet = oar.layers, oar.fleet
@@ -131,6 +131,7 @@ for step = start, opt.steps do
   ckpt:step(exe, main, step)
 end
 
+io.stdout:write(string.format("recover: end %d %.6f\n", rank, wall()))
 if opt.out then
   local f = assert(io.open(opt.out .. "." .. rank, "w"))
   local names = {}
