@@ -207,10 +207,8 @@ local function say(fmt, ...) io.stderr:write("oar launch: ", string.format(fmt, 
 function M.run(o, launcher)
   local exe = self_exe()
   if not exe then say("cannot find the oar program (/proc/self/exe)") return 1 end
-  local t_fail
   for attempt = 1, o.restarts + 1 do
     local t0 = now()
-    if t_fail then say("attempt %d starting %.2f s after the failure", attempt, t0 - t_fail) end
     local status, out = run_job(M.command(o, attempt, exe))
     if launcher and launcher.take_interrupt and launcher.take_interrupt() then
       say("interrupted")
@@ -221,7 +219,7 @@ function M.run(o, launcher)
       if attempt > 1 then say("the job finished after %d restart%s", attempt - 1, attempt == 2 and "" or "s") end
       return 0
     end
-    t_fail = now()
+    local t_fail = now()
     if kind == "script" then
       say("%s; not restarting (a script error would happen again)", cause)
       return status ~= 0 and status or 1
