@@ -416,10 +416,16 @@ function Checkpointer:restore(exe, main)
     self.anchor_step, self.anchor_sample = 1, 0
     return 1
   end
+  -- worker 0 loads; the others hear whether it could (and then raise with it, not wait)
+  local failed
   if rank == 0 then
     for _, why in ipairs(d.skipped) do io.stderr:write("oar.fleet.Checkpointer: skipping a damaged set: ", why, "\n") end
-    require("oar.io").load_persistables(exe, join(self.dir, d.set), main, PERSISTABLES, { scope = scope_of(self) })
+    local ok, err = pcall(require("oar.io").load_persistables, exe, join(self.dir, d.set), main, PERSISTABLES,
+      { scope = scope_of(self) })
+    failed = not ok and tostring(err) or ""
   end
+  if fleet then failed = broadcast_string(failed, who) end
+  if failed ~= "" then raise(string.format("%s: loading '%s' failed: %s", who, join(self.dir, d.set), failed)) end
   if fleet then broadcast_vars(self, specs, who) end
   local piece = d.pieces[rank + 1]
   if piece then set_rng_words(piece.rng, who) end
