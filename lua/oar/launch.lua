@@ -178,23 +178,32 @@ function M.classify(out, status)
   return "unknown", "mpirun exited with status " .. status .. " and no worker reported a lost job"
 end
 
--- Runs one attempt, passing the job's output on; returns status, output.
+-- Runs one attempt, passing the job's output on; returns status, output,
+-- and whether a signal (Ctrl-C) interrupted the reading.
 local function run_job(cmd)
   local p = io.popen("exec 2>&1; " .. cmd .. "; echo \"::oar-launch-status=$?\"")
-  local kept, status = {}, 1
-  for line in p:lines() do
-    local s = line:match("^::oar%-launch%-status=(%d+)$")
-    if s then
-      status = tonumber(s)
+  local kept, status, interrupted, errors = {}, 1, false, 0
+  while true do
+    local line, err = p:read("*l")
+    if line == nil then
+      -- a signal interrupted the read (EINTR): mpirun, in the same process
+      -- group, got the Ctrl-C too and ends the job; read on to its end
+      if not err or errors > 1000 then break end
+      interrupted, errors = true, errors + 1
     else
-      io.stdout:write(line, "\n")
-      io.stdout:flush()
-      kept[#kept + 1] = line
-      if #kept > 4000 then table.remove(kept, 1) end   -- the causes are in the last lines
+      local s = line:match("^::oar%-launch%-status=(%d+)$")
+      if s then
+        status = tonumber(s)
+      else
+        io.stdout:write(line, "\n")
+        io.stdout:flush()
+        kept[#kept + 1] = line
+        if #kept > 4000 then table.remove(kept, 1) end   -- the causes are in the last lines
+      end
     end
   end
   p:close()
-  return status, table.concat(kept, "\n") .. "\n"
+  return status, table.concat(kept, "\n") .. "\n", interrupted
 end
 
 local function say(fmt, ...) io.stderr:write("oar launch: ", string.format(fmt, ...), "\n") end
@@ -209,8 +218,9 @@ function M.run(o, launcher)
   if not exe then say("cannot find the oar program (/proc/self/exe)") return 1 end
   for attempt = 1, o.restarts + 1 do
     local t0 = now()
-    local status, out = run_job(M.command(o, attempt, exe))
-    if launcher and launcher.take_interrupt and launcher.take_interrupt() then
+    local status, out, interrupted = run_job(M.command(o, attempt, exe))
+    local took = launcher and launcher.take_interrupt and launcher.take_interrupt()
+    if interrupted or took then
       say("interrupted")
       return 130
     end
