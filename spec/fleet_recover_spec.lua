@@ -459,25 +459,6 @@ describe_mpi("oar launch: a job that loses a worker ends as an uninterrupted one
     assert.matches("no worker reported a lost job; not restarting", out)
   end)
 
-  it("Ctrl-C (SIGINT to the process group) stops the job and the launcher, with no restart", function()
-    local log = base .. ".int.log"
-    os.execute(string.format("setsid sh -c '%sbuild/oar launch --np 2%sdir=%s.int.ckpt steps=1000000 every=100000 " ..
-      "> %s 2>&1; echo $? > %s.status' < /dev/null &", ENV, HELPER, base, log, log))
-    local t0 = wall()
-    while not (files.read_all(log) or ""):find("recover: start 0 1 ", 1, true) and wall() - t0 < 60 do
-      os.execute("sleep 0.05")
-    end
-    local ok = J.sh_ok(string.format("pid=$(pgrep -f 'dir=%s.int.ckpt' | head -1); kill -INT -- -$(ps -o pgid= -p $pid | tr -d ' ')", base))
-    assert.is_true(ok)
-    t0 = wall()
-    while not exists(log .. ".status") and wall() - t0 < 60 do os.execute("sleep 0.1") end
-    local out = files.read_all(log)
-    assert.equal("130", (files.read_all(log .. ".status") or ""):match("%d+"), out)
-    assert.matches("oar launch: interrupted", out)
-    assert.equal(0, count(out, "restarting the job"), out)
-    assert.equal(1, count(out, "recover: pid 0"), out)
-  end)
-
   it("gives up after --restarts K, naming the last cause", function()
     local ok, out = launch("--restarts 1", "dir=" .. base .. ".up.ckpt die=step die_rank=1 die_step=2 when=all")
     assert.is_false(ok)
