@@ -200,6 +200,27 @@ describe("oar.fleet.Checkpointer sets", function()
     files.remove_tree(fresh)
   end)
 
+  it("gives each worker its samples, and re-splits them for another number of workers", function()
+    local ck = oar.fleet.Checkpointer{ dir = dir, batch_size = 4 }
+    assert.same({ 0, 4 }, { ck:batch(1) })
+    assert.same({ 8, 4 }, { ck:batch(3) })
+    local saved = { global_batch = 8, next_sample = 48, worker_batch = 4 }   -- 2 workers x 4, 6 steps
+    ck:_plan(saved, 2, 1)                          -- on 1 worker, keeping the global batch
+    assert.equal(8, ck.worker_batch)
+    assert.equal(8, ck.global_batch)
+    ck.resize = "worker_batch"
+    ck:_plan(saved, 2, 1)                          -- on 1 worker, keeping each worker's batch
+    assert.equal(4, ck.worker_batch)
+    assert.equal(4, ck.global_batch)
+    ck.resize = "global_batch"
+    local ok, err = pcall(ck._plan, ck, saved, 2, 3)
+    assert.is_false(ok)
+    assert.matches("global batch 8 cannot be split over 3 workers", tostring(err))
+    local ok2, err2 = pcall(oar.fleet.Checkpointer{ dir = dir }.batch, oar.fleet.Checkpointer{ dir = dir }, 1)
+    assert.is_false(ok2)
+    assert.matches("give the Checkpointer a 'batch_size'", tostring(err2))
+  end)
+
   it("refuses bad options, naming them", function()
     local function bad(o, pat)
       local ok, err = pcall(oar.fleet.Checkpointer, o)
@@ -482,6 +503,28 @@ describe_mpi("oar launch: a job that loses a worker ends as an uninterrupted one
     local ref, got = J.load_params(prefix .. ".ref.0"), J.load_params(prefix .. ".0")
     for name, v in pairs(ref) do
       assert.is_true(J.rel_diff(got[name], v) <= 1e-5, name .. " differs from the 2-worker run's")
+    end
+    files.remove_tree(prefix .. ".ckpt")
+  end)
+
+  it("elastic: a set of 1 worker resumes on 2, each with half the batch", function()
+    local prefix = base .. ".grow"
+    local args = "opt=adam steps=12 every=3 batch=8 dropout=0 dir=" .. prefix .. ".ckpt"
+    local one = ENV .. "build/oar launch --np 1 --restarts 0" .. HELPER .. args
+    local ok, out = J.run(one .. " out=" .. prefix .. ".ref")
+    assert(ok, out)
+    files.remove_tree(prefix .. ".ckpt")
+    ok, out = J.run(one .. " die=step die_rank=0 die_step=8")
+    assert.is_false(ok)
+    ok, out = launch("", args .. " out=" .. prefix)
+    assert(ok, out)
+    assert.matches("resuming at step 7 from '[^']+' %(written by 1 worker%)", out)
+    local ref = J.load_params(prefix .. ".ref.0")
+    for r = 0, 1 do
+      local got = J.load_params(prefix .. "." .. r)
+      for name, v in pairs(ref) do
+        assert.is_true(J.rel_diff(got[name], v) <= 1e-5, name .. " of worker " .. r .. " differs from the 1-worker run's")
+      end
     end
     files.remove_tree(prefix .. ".ckpt")
   end)
