@@ -39,6 +39,8 @@ merge("oar.layers.crf", true)
 merge("oar.layers.sequence_ext", true)
 merge("oar.layers.vision", true)
 merge("oar.layers.metric_ext", true)
+merge("oar.layers.sampling", true)
+merge("oar.layers.rnn_api", true)
 
 -- a name oar.layers does not have is an error with a suggestion
 -- ("oar.layers: no field 'fcc' (did you mean 'fc'?)"); probe with rawget
