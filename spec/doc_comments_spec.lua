@@ -103,6 +103,9 @@ local MODULES = {
     { DistributedOptimizer = function(m)
         return getmetatable(m.distributed_optimizer(require("oar.optimizer").SGD{ learning_rate = 0.1 }))
       end } },
+  { "oar.fleet_checkpoint", "lua/oar/fleet_checkpoint.lua", { Checkpointer = function(m) return m.Checkpointer end } },
+  { "oar.fleet_ckpt_files", "lua/oar/fleet_ckpt_files.lua" },
+  { "oar.launch", "lua/oar/launch.lua" },
   { "oar.amp", "lua/oar/amp.lua" },
   { "oar.progress", "lua/oar/progress.lua", { Bar = function(m) return m.Bar end } },
   { "oar.summary", "lua/oar/summary.lua" },

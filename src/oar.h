@@ -528,6 +528,10 @@ OAR_API int oar_comm_barrier(void);
 /* Ends the whole job now (MPI_Abort) after printing why to stderr. */
 OAR_API void oar_comm_abort(int code, const char *why);
 OAR_API int oar_comm_finalize(void);
+/* The message of the failure that broke the job's communication (a worker
+ * lost, a timeout); "" while none. oar launch tells a lost worker from a
+ * script error by it. */
+OAR_API const char *oar_comm_broken(void);
 /* The hash the workers compare before a program's first collective: the
  * serialized program without the op_callstack and seed attrs. */
 OAR_API int oar_program_hash(const oar_program_t *p, uint64_t *hash);
