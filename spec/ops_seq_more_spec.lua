@@ -1,0 +1,335 @@
+-- add_position_encoding, row_conv, sequence_topk_avg_pooling,
+-- match_matrix_tensor (issue 22): ports of Fluid 1.8's
+-- test_add_position_encoding_op.py, test_row_conv_op.py,
+-- sequence/test_sequence_topk_avg_pooling.py and
+-- test_match_matrix_tensor_op.py with references re-computed in plain Lua,
+-- float64 finite-difference gradients, and errors naming the op and variable.
+local T = require("spec.helpers.op_test")
+local R = require("spec.helpers.random")
+local W = require("spec.helpers.sequence_grad")
+local expect_error = require("spec.helpers.expect_error")
+local offsets = require("spec.helpers.index").offsets
+local ffi = require("ffi")
+
+-- a float attribute as the op reads it (float32)
+local function f32(v) return tonumber(ffi.new("float", v)) end
+
+-- ---- add_position_encoding ------------------------------------------------------------
+-- out[row j of a sequence] from the formula of Fluid's docs, over the sequences' offsets
+local function ape_ref(x, D, offs, alpha, beta)
+  local out, half = {}, D / 2
+  alpha, beta = f32(alpha), f32(beta)
+  for s = 1, #offs - 1 do
+    for r = offs[s], offs[s + 1] - 1 do
+      local j = r - offs[s]
+      for k = 0, half - 1 do
+        local v = half > 1 and j / 10000 ^ (k / (half - 1)) or j / 10000
+        out[r * D + k + 1] = x[r * D + k + 1] * alpha + math.sin(v) * beta
+        out[r * D + half + k + 1] = x[r * D + half + k + 1] * alpha + math.cos(v) * beta
+      end
+    end
+  end
+  return out
+end
+
+describe("add_position_encoding", function()
+  it("a [2, 15, 4] tensor, alpha 0.6, beta 0.5 (float64 and float32)", function()
+    local x = R.uniform(2 * 15 * 4, 3, 0.1, 1)
+    for _, dt in ipairs({ "float64", "float32" }) do
+      T.check_output{
+        type = "add_position_encoding", attrs = { alpha = 0.6, beta = 0.5 }, dtype = dt,
+        inputs = { X = T.tensor(x, { shape = { 2, 15, 4 }, dtype = dt }) },
+        expect = { Out = { shape = { 2, 15, 4 }, data = ape_ref(x, 4, { 0, 15, 30 }, 0.6, 0.5) } },
+        atol = dt == "float32" and 1e-5 or 1e-12,
+      }
+    end
+  end)
+
+  it("a LoD tensor [20, 6] with lengths 13, 7", function()
+    local x = R.uniform(20 * 6, 5, 0.1, 1)
+    T.check_output{
+      type = "add_position_encoding", attrs = { alpha = 0.6, beta = 0.5 },
+      inputs = { X = T.tensor(x, { shape = { 20, 6 }, lod = { { 0, 13, 20 } } }) },
+      expect = { Out = { shape = { 20, 6 }, data = ape_ref(x, 6, { 0, 13, 20 }, 0.6, 0.5), lod = { { 0, 13, 20 } } } },
+      atol = 1e-12,
+    }
+  end)
+
+  it("an encoding of size 2 (half 1: j / 10000)", function()
+    local x = R.uniform(6, 9, 0.1, 1)
+    T.check_output{
+      type = "add_position_encoding", inputs = { X = T.tensor(x, { shape = { 1, 3, 2 } }) },
+      expect = { Out = { shape = { 1, 3, 2 }, data = ape_ref(x, 2, { 0, 3 }, 1, 1) } }, atol = 1e-12,
+    }
+  end)
+
+  it("grad (tensor and LoD)", function()
+    T.check_grad{ type = "add_position_encoding", attrs = { alpha = 0.6, beta = 0.5 },
+                  inputs = { X = T.tensor(R.uniform(2 * 5 * 4, 3, 0.1, 1), { shape = { 2, 5, 4 } }) },
+                  wrt = { "X" }, of = { "Out" } }
+    W.check{ type = "add_position_encoding", attrs = { alpha = 0.6, beta = 0.5 },
+             inputs = { X = T.tensor(R.uniform(9 * 6, 4, 0.1, 1), { shape = { 9, 6 }, lod = { { 0, 6, 9 } } }) },
+             wrt = { "X" }, of = { "Out" } }
+  end)
+
+  it("refuses an odd encoding size and a 2-D input without LoD", function()
+    expect_error(function()
+      T.run{ type = "add_position_encoding", inputs = { X = T.tensor(R.uniform(6, 1), { shape = { 1, 2, 3 } }) } }
+    end, "add_position_encoding", "in_X", "even")
+    expect_error(function()
+      T.run{ type = "add_position_encoding", inputs = { X = T.tensor(R.uniform(8, 1), { shape = { 2, 4 } }) } }
+    end, "add_position_encoding", "in_X", "[batch, max_len, D]")
+  end)
+end)
+
+-- ---- row_conv -------------------------------------------------------------------------
+local function row_conv_ref(x, w, D, ctx, offs)
+  local out = {}
+  for s = 1, #offs - 1 do
+    for r = offs[s], offs[s + 1] - 1 do
+      for d = 1, D do
+        local acc = 0
+        for q = 0, ctx - 1 do
+          if r + q < offs[s + 1] then acc = acc + w[q * D + d] * x[(r + q) * D + d] end
+        end
+        out[r * D + d] = acc
+      end
+    end
+  end
+  return out
+end
+
+describe("row_conv", function()
+  -- test_row_conv_op.py: x (T=22, D=16) with lod [[2, 3, 17]], filter (context 3, D)
+  local lens, D, ctx = { 2, 3, 17 }, 16, 3
+  local offs = offsets(lens)
+  local x, w = R.symmetric(22 * D, 3), R.symmetric(ctx * D, 5)
+  for _, dt in ipairs({ "float64", "float32" }) do
+    it("lengths 2, 3, 17, D 16, context 3 (" .. dt .. ")", function()
+      T.check_output{
+        type = "row_conv", dtype = dt,
+        inputs = { X = T.tensor(x, { shape = { 22, D }, lod = { offs }, dtype = dt }),
+                   Filter = T.tensor(w, { shape = { ctx, D }, dtype = dt }) },
+        expect = { Out = { shape = { 22, D }, data = row_conv_ref(x, w, D, ctx, offs), lod = { offs } } },
+        atol = dt == "float32" and 1e-5 or 1e-12,
+      }
+    end)
+  end
+
+  -- test_row_conv_op.py TestRowOpCase2: lod [[20, 30, 50]], D 35, context 8; and a 3-D input
+  it("lengths 20, 30, 50, D 35, context 8", function()
+    local o2 = offsets({ 20, 30, 50 })
+    local x2, w2 = R.symmetric(100 * 35, 7), R.symmetric(8 * 35, 9)
+    T.check_output{
+      type = "row_conv",
+      inputs = { X = T.tensor(x2, { shape = { 100, 35 }, lod = { o2 } }), Filter = T.tensor(w2, { shape = { 8, 35 } }) },
+      expect = { Out = { shape = { 100, 35 }, data = row_conv_ref(x2, w2, 35, 8, o2) } }, atol = 1e-12,
+    }
+  end)
+
+  it("a [2, 5, 3] input without LoD: each batch entry is a sequence", function()
+    local x3, w3 = R.symmetric(30, 11), R.symmetric(6, 13)
+    T.check_output{
+      type = "row_conv",
+      inputs = { X = T.tensor(x3, { shape = { 2, 5, 3 } }), Filter = T.tensor(w3, { shape = { 2, 3 } }) },
+      expect = { Out = { shape = { 2, 5, 3 }, data = row_conv_ref(x3, w3, 3, 2, { 0, 5, 10 }) } }, atol = 1e-12,
+    }
+  end)
+
+  it("grad of X and Filter (LoD and 3-D)", function()
+    local o = offsets({ 2, 3, 4 })
+    W.check{ type = "row_conv", wrt = { "X", "Filter" }, of = { "Out" },
+             inputs = { X = T.tensor(R.symmetric(9 * 4, 3), { shape = { 9, 4 }, lod = { o } }),
+                        Filter = T.tensor(R.symmetric(3 * 4, 5), { shape = { 3, 4 } }) } }
+    W.check{ type = "row_conv", wrt = { "X", "Filter" }, of = { "Out" },
+             inputs = { X = T.tensor(R.symmetric(2 * 4 * 3, 7), { shape = { 2, 4, 3 } }),
+                        Filter = T.tensor(R.symmetric(2 * 3, 9), { shape = { 2, 3 } }) } }
+  end)
+
+  it("refuses a Filter of another width", function()
+    expect_error(function()
+      T.run{ type = "row_conv", inputs = { X = T.tensor(R.symmetric(8, 1), { shape = { 2, 4 }, lod = { { 0, 2 } } }),
+                                           Filter = T.tensor(R.symmetric(6, 1), { shape = { 2, 3 } }) } }
+    end, "row_conv", "Filter", "in_Filter", "last dim")
+  end)
+end)
+
+-- ---- sequence_topk_avg_pooling ------------------------------------------------------------
+-- the reference of the Python test: per sequence, channel and row, the
+-- positions of the max_k largest (descending; -1 past the row), averages of
+-- the first topks[m]; Out row-major [row, channel, m]
+local function topk_ref(x, topks, C, rows, cols)
+  local maxk, nk = topks[#topks], #topks
+  local out, pos, grad = {}, {}, {}
+  local xoff, roff = 0, 0
+  for i = 1, #x do grad[i] = 0 end
+  for b = 1, #rows do
+    local nr, nc = rows[b], cols[b]
+    for ch = 0, C - 1 do
+      for r = 0, nr - 1 do
+        local base = xoff + (ch * nr + r) * nc
+        local idx = {}
+        for q = 0, nc - 1 do idx[#idx + 1] = q end
+        table.sort(idx, function(p, q)
+          local a, c = x[base + p + 1], x[base + q + 1]
+          if a ~= c then return a > c end
+          return p < q
+        end)
+        local prow = ((roff + r) * C + ch) * maxk
+        local sums, acc = {}, 0
+        for q = 1, maxk do
+          local p = idx[q]
+          pos[prow + q] = p or -1
+          if p then acc = acc + x[base + p + 1] end
+          sums[q] = acc
+        end
+        local orow = ((roff + r) * C + ch) * nk
+        for m = 1, nk do out[orow + m] = sums[topks[m]] / topks[m] end
+      end
+    end
+    xoff = xoff + C * nr * nc
+    roff = roff + nr
+  end
+  return out, pos
+end
+
+local function topk_inputs(topks, C, rows, cols, x)
+  local feature, xl = 0, {}
+  for b = 1, #rows do
+    xl[b] = rows[b] * cols[b] * C
+    feature = feature + xl[b]
+  end
+  if not x then
+    x = {}
+    for i = 1, feature do x[i] = i - 1 end   -- np.arange, as the test
+  end
+  local nr, nc = 0, 0
+  for b = 1, #rows do nr, nc = nr + rows[b], nc + cols[b] end
+  return {
+    X = T.tensor(x, { shape = { feature, 1 }, lod = { offsets(xl) } }),
+    ROW = T.tensor(R.uniform(nr * 10, 3, 0, 1), { shape = { nr, 10 }, lod = { offsets(rows) } }),
+    COLUMN = T.tensor(R.uniform(nc * 10, 5, 0, 1), { shape = { nc, 10 }, lod = { offsets(cols) } }),
+  }, x, nr
+end
+
+describe("sequence_topk_avg_pooling", function()
+  for _, c in ipairs({ { topks = { 1, 3, 5 }, C = 3, rows = { 30, 45 }, cols = { 25, 36 } },
+                       { topks = { 2, 3 }, C = 5, rows = { 36 }, cols = { 48 } },
+                       { topks = { 1, 3, 5 }, C = 2, rows = { 2, 3 }, cols = { 3, 1 } } }) do
+    it(("topks {%s}, channel_num %d, rows {%s}, cols {%s}"):format(table.concat(c.topks, ","), c.C,
+        table.concat(c.rows, ","), table.concat(c.cols, ",")), function()
+      local inputs, x, nr = topk_inputs(c.topks, c.C, c.rows, c.cols)
+      local out, pos = topk_ref(x, c.topks, c.C, c.rows, c.cols)
+      T.check_output{
+        type = "sequence_topk_avg_pooling", attrs = { topks = c.topks, channel_num = c.C }, inputs = inputs,
+        expect = { Out = { shape = { nr, c.C * #c.topks }, data = out, lod = { offsets(c.rows) } },
+                   pos = { shape = { nr * c.C * c.topks[#c.topks] }, data = pos } },
+      }
+    end)
+  end
+
+  it("the gradient the test defines (1 / k at each chosen position), and a finite-difference check", function()
+    local topks, C, rows, cols = { 1, 3, 5 }, 3, { 3, 4 }, { 5, 6 }
+    local inputs, x = topk_inputs(topks, C, rows, cols)
+    local _, pos = topk_ref(x, topks, C, rows, cols)
+    local nout = (3 + 4) * C * #topks
+    local want, xoff, roff = {}, 0, 0
+    for i = 1, #x do want[i] = 0 end
+    for b = 1, #rows do
+      for ch = 0, C - 1 do
+        for r = 0, rows[b] - 1 do
+          local prow = ((roff + r) * C + ch) * 5
+          for _, k in ipairs(topks) do
+            for q = 1, k do
+              local p = pos[prow + q]
+              if p >= 0 then
+                local i = xoff + (ch * rows[b] + r) * cols[b] + p + 1
+                want[i] = want[i] + 1 / nout / k
+              end
+            end
+          end
+        end
+      end
+      xoff, roff = xoff + C * rows[b] * cols[b], roff + rows[b]
+    end
+    local g = T.analytic_grads{ type = "sequence_topk_avg_pooling", attrs = { topks = topks, channel_num = C },
+                                inputs = inputs, wrt = { "X" }, of = { "Out" } }
+    T.assert_close(g[1], { data = want }, 1e-12)
+    -- distinct, shuffled values keep the top-k choice stable under the finite-difference step
+    local xs = {}
+    for i = 1, #x do xs[i] = ((i * 37) % #x) * 0.1 end
+    T.check_grad{ type = "sequence_topk_avg_pooling", attrs = { topks = topks, channel_num = C },
+                  inputs = (topk_inputs(topks, C, rows, cols, xs)), wrt = { "X" }, of = { "Out" } }
+  end)
+
+  it("refuses X whose sequence does not hold channel_num x rows x cols values", function()
+    local inputs = topk_inputs({ 1 }, 2, { 2 }, { 3 })
+    expect_error(function()
+      T.run{ type = "sequence_topk_avg_pooling", attrs = { topks = { 1 }, channel_num = 3 }, inputs = inputs }
+    end, "sequence_topk_avg_pooling", "in_X", "channel_num 3")
+  end)
+end)
+
+-- ---- match_matrix_tensor --------------------------------------------------------------
+local function mmt_ref(x, y, w, xo, yo, dx, dy, dim_t)
+  local out, lod = {}, { 0 }
+  for b = 1, #xo - 1 do
+    local lx, ly = xo[b + 1] - xo[b], yo[b + 1] - yo[b]
+    for t = 0, dim_t - 1 do
+      for i = 0, lx - 1 do
+        for j = 0, ly - 1 do
+          local acc = 0
+          for p = 0, dx - 1 do
+            for q = 0, dy - 1 do
+              acc = acc + x[(xo[b] + i) * dx + p + 1] * w[(p * dim_t + t) * dy + q + 1] * y[(yo[b] + j) * dy + q + 1]
+            end
+          end
+          out[#out + 1] = acc
+        end
+      end
+    end
+    lod[#lod + 1] = #out
+  end
+  return out, lod
+end
+
+describe("match_matrix_tensor", function()
+  -- test_match_matrix_tensor_op.py: x_lod [[1, 2, 3]], y_lod [[3, 1, 2]], h 2, dim_t 2;
+  -- Case1: x_lod [[5]], y_lod [[4]], h 4, dim_t 2; Case2: x_lod [[5, 6]], y_lod [[4, 3]], h 7, dim_t 3
+  for n, c in ipairs({ { xl = { 1, 2, 3 }, yl = { 3, 1, 2 }, h = 2, t = 2 }, { xl = { 5 }, yl = { 4 }, h = 4, t = 2 },
+                       { xl = { 5, 6 }, yl = { 4, 3 }, h = 7, t = 3 }, { xl = { 2, 3 }, yl = { 3, 2 }, h = 3, dy = 2, t = 2 } }) do
+    local dx, dy = c.h, c.dy or c.h
+    local xo, yo = offsets(c.xl), offsets(c.yl)
+    local nx, ny = xo[#xo], yo[#yo]
+    local x, y, w = R.symmetric(nx * dx, 3 + n), R.symmetric(ny * dy, 5 + n), R.symmetric(dx * c.t * dy, 7 + n)
+    local inputs = { X = T.tensor(x, { shape = { nx, dx }, lod = { xo } }),
+                     Y = T.tensor(y, { shape = { ny, dy }, lod = { yo } }),
+                     W = T.tensor(w, { shape = { dx, c.t, dy } }) }
+    it(("x lengths {%s}, y lengths {%s}, dx %d, dy %d, dim_t %d"):format(table.concat(c.xl, ","),
+        table.concat(c.yl, ","), dx, dy, c.t), function()
+      local out, lod = mmt_ref(x, y, w, xo, yo, dx, dy, c.t)
+      for _, dt in ipairs({ "float64", "float32" }) do
+        local ins = {}
+        for k, v in pairs(inputs) do ins[k] = T.tensor(v.data, { shape = v.shape, lod = v.lod, dtype = dt }) end
+        T.check_output{ type = "match_matrix_tensor", attrs = { dim_t = c.t }, inputs = ins, dtype = dt,
+                        expect = { Out = { shape = { #out, 1 }, data = out, lod = { lod } } },
+                        atol = dt == "float32" and 1e-5 or 1e-12 }
+      end
+    end)
+    if n ~= 3 then
+      it(("grad of X, Y and W (case %d)"):format(n), function()
+        W.check{ type = "match_matrix_tensor", attrs = { dim_t = c.t }, inputs = inputs,
+                 wrt = { "X", "Y", "W" }, of = { "Out" } }
+      end)
+    end
+  end
+
+  it("refuses a W that does not fit X, dim_t and Y", function()
+    expect_error(function()
+      T.run{ type = "match_matrix_tensor", attrs = { dim_t = 2 },
+             inputs = { X = T.tensor(R.symmetric(6, 1), { shape = { 3, 2 }, lod = { { 0, 3 } } }),
+                        Y = T.tensor(R.symmetric(6, 1), { shape = { 3, 2 }, lod = { { 0, 3 } } }),
+                        W = T.tensor(R.symmetric(8, 1), { shape = { 2, 1, 4 } }) } }
+    end, "match_matrix_tensor", "in_W", "dim_t 2")
+  end)
+end)
