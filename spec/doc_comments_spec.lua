@@ -57,6 +57,7 @@ local MODULES = {
   { "oar.optimizer", "lua/oar/optimizer.lua", { Optimizer = function(m) return m.Optimizer end } },
   { "oar.layers.sequence", "lua/oar/layers/sequence.lua" },
   { "oar.layers.sequence_ext", "lua/oar/layers/sequence_ext.lua" },
+  { "oar.layers.seq_ctr", "lua/oar/layers/seq_ctr.lua" },
   { "oar.layers.vision", "lua/oar/layers/vision.lua" },
   { "oar.layers.metric_ext", "lua/oar/layers/metric_ext.lua" },
   { "oar.layers.extra", "lua/oar/layers/extra.lua" },

@@ -333,3 +333,93 @@ describe("match_matrix_tensor", function()
     end, "match_matrix_tensor", "in_W", "dim_t 2")
   end)
 end)
+
+-- ---- the layers ---------------------------------------------------------------------------
+describe("oar.layers add_position_encoding, row_conv, npair_loss", function()
+  local oar = require("oar")
+  local A = require("spec.helpers.api")
+  local layers = oar.layers
+
+  local function flat(t)
+    local out = {}
+    local function walk(v)
+      if type(v) == "table" then for _, x in ipairs(v) do walk(x) end else out[#out + 1] = v end
+    end
+    walk(t:totable())
+    return out
+  end
+
+  it("add_position_encoding and row_conv build Fluid's ops and match the references", function()
+    local main, startup, x, pe, rc = A.build(function()
+      local x = layers.data{ name = "x", shape = { 4 }, lod_level = 1 }
+      return x, layers.add_position_encoding{ input = x, alpha = 0.5, beta = 2 },
+             layers.row_conv{ input = x, future_context_size = 1 }
+    end)
+    assert.are.equal("x", x.name)
+    local xs = R.symmetric(5 * 4, 3)
+    local xt = oar.Tensor(xs, "float32"):reshape({ 5, 4 })
+    xt:set_lod({ { 0, 3, 5 } })
+    local got, scope = A.run(main, startup, { x = xt }, { pe, rc })
+    assert.are.same({ 5, 4 }, got[1]:shape())
+    T.assert_close({ data = flat(got[1]) }, { data = ape_ref(xs, 4, { 0, 3, 5 }, 0.5, 2) }, 1e-5)
+    local filt
+    for _, p in ipairs(main:global_block():all_parameters()) do filt = p end
+    assert.are.same({ 2, 4 }, filt.shape)
+    local w = flat(scope:find_var(filt.name):get_tensor())
+    T.assert_close({ data = flat(got[2]) }, { data = row_conv_ref(xs, w, 4, 2, { 0, 3, 5 }) }, 1e-5)
+  end)
+
+  -- test_npair_loss_op.py: 18 x 6 embeddings, 3 classes, l2_reg 0.002, the numpy reference re-done in Lua
+  it("npair_loss matches the reference of Fluid's test", function()
+    local n, d = 18, 6
+    local anc, pos = R.uniform(n * d, 3, 0, 1), R.uniform(n * d, 5, 0, 1)
+    local lab = {}
+    for i = 1, n do lab[i] = (i * 7) % 3 end
+    local main, startup, loss = A.build(function()
+      local a = layers.data{ name = "anc", shape = { n, d }, append_batch_size = false }
+      local p = layers.data{ name = "pos", shape = { n, d }, append_batch_size = false }
+      local l = layers.data{ name = "lab", shape = { n }, append_batch_size = false }
+      return layers.npair_loss{ anchor = a, positive = p, labels = l, l2_reg = 0.002 }
+    end)
+    local got = A.run(main, startup, { anc = oar.Tensor(anc, "float32"):reshape({ n, d }),
+      pos = oar.Tensor(pos, "float32"):reshape({ n, d }), lab = oar.Tensor(lab, "float32") }, { loss })
+    -- reference
+    local l2a, l2p = 0, 0
+    for i = 0, n - 1 do
+      for j = 1, d do l2a, l2p = l2a + anc[i * d + j] ^ 2, l2p + pos[i * d + j] ^ 2 end
+    end
+    local l2 = (l2a / n + l2p / n) * 0.25 * 0.002
+    local ce = 0
+    for i = 0, n - 1 do
+      local sims, mx = {}, -math.huge
+      for j = 0, n - 1 do
+        local s = 0
+        for k = 1, d do s = s + anc[i * d + k] * pos[j * d + k] end
+        sims[j] = s
+        mx = math.max(mx, s)
+      end
+      local z, same = 0, 0
+      for j = 0, n - 1 do
+        z = z + math.exp(sims[j] - mx)
+        if lab[j + 1] == lab[i + 1] then same = same + 1 end
+      end
+      for j = 0, n - 1 do
+        if lab[j + 1] == lab[i + 1] then ce = ce - (1 / same) * (sims[j] - mx - math.log(z)) end
+      end
+    end
+    local want = l2 + ce / n
+    local v = flat(got[1])
+    assert.are.equal(1, #v)
+    assert.is_true(math.abs(v[1] - want) < 1e-4 * math.max(1, math.abs(want)), ("%g vs %g"):format(v[1], want))
+  end)
+
+  it("refuse bad arguments, naming the layer", function()
+    A.build(function()
+      local x = layers.data{ name = "x", shape = { 4 }, lod_level = 1 }
+      local e = A.errmsg(layers.row_conv, { input = x, future_context_size = -1 })
+      assert.is_truthy(e:find("row_conv", 1, true) and e:find("future_context_size", 1, true), e)
+      e = A.errmsg(layers.add_position_encoding, { input = x, alpha = 1, beta = 1, gamma = 2 })
+      assert.is_truthy(e:find("add_position_encoding", 1, true) and e:find("gamma", 1, true), e)
+    end)
+  end)
+end)
