@@ -27,7 +27,7 @@ static int seqs_of(oar_kernel_ctx_t *k, int slot, const oar_tensor_t *x, const i
     }
     if (x->ndim != 3)
         return oar_k_error(k, OAR_ERR_SHAPE, "input '%s' has no LoD and is not 3-D", nm(oar_k_input_name(k, slot, 0)));
-    *own = malloc(sizeof(int64_t) * (size_t)(x->dims[0] + 1));
+    *own = oar_xmalloc(sizeof(int64_t) * (size_t)(x->dims[0] + 1));
     if (!*own) return oar_k_error(k, OAR_ERR_NOMEM, "out of memory");
     for (int64_t i = 0; i <= x->dims[0]; i++) (*own)[i] = i * x->dims[1];
     *offs = *own;
@@ -74,7 +74,7 @@ static int mmt_offsets(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_ten
     int64_t n = x->lod_size[0];
     if (y->lod_levels < 1 || y->lod_size[0] != n)
         return oar_k_error(k, OAR_ERR_SHAPE, "X and Y must have the same number of sequences");
-    *top = malloc(sizeof(int64_t) * (size_t)n);
+    *top = oar_xmalloc(sizeof(int64_t) * (size_t)n);
     if (!*top) return oar_k_error(k, OAR_ERR_NOMEM, "out of memory");
     (*top)[0] = 0;
     for (int64_t b = 0; b + 1 < n; b++)
@@ -196,8 +196,8 @@ static int mmt_offsets(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_ten
         OAR_TRY(oar_k_output_sized(k, OAR_TOPKAVG_POS, "pos", OAR_INT32, rows * C * maxk, false, &pp));               \
         int64_t maxcol = 1;                                                                                           \
         for (int64_t b = 0; b < nb; b++) maxcol = co[b + 1] - co[b] > maxcol ? co[b + 1] - co[b] : maxcol;            \
-        unsigned char *taken = malloc((size_t)maxcol);                                                                \
-        T *sum = malloc(sizeof(T) * (size_t)maxk);                                                                    \
+        unsigned char *taken = oar_xmalloc((size_t)maxcol);                                                                \
+        T *sum = oar_xmalloc(sizeof(T) * (size_t)maxk);                                                                    \
         if (!taken || !sum) { free(taken); free(sum); return oar_k_error(k, OAR_ERR_NOMEM, "out of memory"); }        \
         const T *xv = xp;                                                                                             \
         T *out = op;                                                                                                  \
@@ -324,7 +324,7 @@ static int mmt_offsets(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_ten
         if (rc == OAR_OK) rc = oar_k_output_sized(k, OAR_MMTG_DX, "X@GRAD", DT, nx * dx, true, &dxp);                 \
         if (rc == OAR_OK) rc = oar_k_output_sized(k, OAR_MMTG_DY, "Y@GRAD", DT, oar_tensor_numel_of(y), true, &dyp);  \
         if (rc == OAR_OK) rc = oar_k_output_sized(k, OAR_MMTG_DW, "W@GRAD", DT, oar_tensor_numel_of(w), true, &dwp);  \
-        T *dtmp = rc == OAR_OK ? calloc((size_t)(nx * nt * dy > 0 ? nx * nt * dy : 1), sizeof(T)) : NULL;             \
+        T *dtmp = rc == OAR_OK ? oar_xcalloc((size_t)(nx * nt * dy > 0 ? nx * nt * dy : 1), sizeof(T)) : NULL;             \
         if (rc == OAR_OK && !dtmp) rc = oar_k_error(k, OAR_ERR_NOMEM, "out of memory");                               \
         if (rc != OAR_OK) { free(top); return rc; }                                                                   \
         const T *xv = xp, *yv = yp, *wv = wp, *tmp = tpp, *g = gp;                                                    \
