@@ -159,3 +159,78 @@ describe("lstmp", function()
       "lstmp", "H0", "in_H0", "[2, 3]", "[N, P]")
   end)
 end)
+
+describe("oar.layers.dynamic_lstmp", function()
+  local oar = require("oar")
+  local A = require("spec.helpers.api")
+  local layers = oar.layers
+
+  local function flat(t)
+    local out = {}
+    local function walk(v)
+      if type(v) == "table" then for _, x in ipairs(v) do walk(x) end else out[#out + 1] = v end
+    end
+    walk(t:totable())
+    return out
+  end
+
+  it("builds lstmp with Fluid's arguments and matches the reference", function()
+    local main, startup, r, c = A.build(function()
+      local x = layers.data{ name = "x", shape = { 8 }, lod_level = 1 }
+      return layers.dynamic_lstmp{ input = x, size = 8, proj_size = 3, cell_clip = 0.5, proj_clip = 0.4,
+                                   proj_activation = "identity" }
+    end)
+    local op
+    for _, o in ipairs(main:global_block():ops()) do if o.type == "lstmp" then op = o end end
+    assert.are.equal(0.5, op:attr("cell_clip"))
+    assert.are.equal("identity", op:attr("proj_activation"))
+    assert.are.same({ -1, 3 }, r.shape)
+    local xs = R.symmetric(5 * 8, 3)
+    local xt = oar.Tensor(xs, "float32"):reshape({ 5, 8 })
+    xt:set_lod({ { 0, 2, 5 } })
+    local got, scope = A.run(main, startup, { x = xt }, { r, c })
+    local o = { D = 2, P = 3, offs = { 0, 2, 5 }, x = xs, cell_clip = 0.5, proj_clip = 0.4, proj = "identity" }
+    for _, p in ipairs(main:global_block():all_parameters()) do
+      local v = flat(scope:find_var(p.name):get_tensor())
+      local sh = table.concat(p.shape, "x")
+      if sh == "3x8" then o.w = v elseif sh == "2x3" then o.pw = v elseif sh == "1x14" then o.b = v end
+    end
+    assert.is_truthy(o.w and o.pw and o.b, "the layer's three parameters")
+    local wr, wc = lstmp_ref(o)
+    T.assert_close({ shape = got[1]:shape(), data = flat(got[1]) }, { shape = { 5, 3 }, data = wr }, 1e-5)
+    T.assert_close({ shape = got[2]:shape(), data = flat(got[2]) }, { shape = { 5, 2 }, data = wc }, 1e-5)
+  end)
+
+  it("trains: SGD on the mean projection changes all three parameters", function()
+    local main, startup, loss = A.build(function()
+      local x = layers.data{ name = "x", shape = { 8 }, lod_level = 1 }
+      local r = layers.dynamic_lstmp{ input = x, size = 8, proj_size = 3 }
+      local l = layers.mean(r)
+      oar.optimizer.SGD{ learning_rate = 0.5 }:minimize(l)
+      return l
+    end)
+    local xt = oar.Tensor(R.symmetric(5 * 8, 5), "float32"):reshape({ 5, 8 })
+    xt:set_lod({ { 0, 2, 5 } })
+    local exe, scope = oar.Executor(oar.CPUPlace()), oar.Scope()
+    exe:run(startup, { scope = scope })
+    local before = {}
+    for _, p in ipairs(main:global_block():all_parameters()) do before[p.name] = flat(scope:find_var(p.name):get_tensor()) end
+    exe:run(main, { scope = scope, feed = { x = xt }, fetch_list = { loss } })
+    for name, v in pairs(before) do
+      local now, moved = flat(scope:find_var(name):get_tensor()), false
+      for i = 1, #v do if math.abs(now[i] - v[i]) > 1e-7 then moved = true end end
+      assert.is_true(moved, name .. " did not change")
+    end
+  end)
+
+  it("refuses a size that is not 4 x the input's width and an h_0 of the wrong width", function()
+    A.build(function()
+      local x = layers.data{ name = "x", shape = { 8 }, lod_level = 1 }
+      local e = A.errmsg(layers.dynamic_lstmp, { input = x, size = 12, proj_size = 2 })
+      assert.is_truthy(e:find("dynamic_lstmp", 1, true) and e:find("fc{size = 12}", 1, true), e)
+      local h = layers.data{ name = "h", shape = { 5 } }
+      e = A.errmsg(layers.dynamic_lstmp, { input = x, size = 8, proj_size = 2, h_0 = h })
+      assert.is_truthy(e:find("h_0", 1, true) and e:find("[N, 2]", 1, true), e)
+    end)
+  end)
+end)

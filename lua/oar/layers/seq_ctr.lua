@@ -8,7 +8,10 @@
 -- @module oar.layers.seq_ctr
 local LayerHelper = require("oar.layer_helper")
 
+local framework = require("oar.framework")
+
 local check, args = LayerHelper.check, LayerHelper.args
+local raise = framework.raise
 
 local M = {}
 
@@ -93,6 +96,98 @@ function M.npair_loss(a)
   local ce = layers.softmax_with_cross_entropy{ logits = sim, label = lab, soft_label = true }
   local ce_sum = layers.reduce_sum{ input = layers.elementwise_mul(lab, ce), dim = 0 }
   return layers.elementwise_add(l2, layers.reduce_mean{ input = ce_sum })
+end
+
+local ACTS = { "sigmoid", "tanh", "relu", "identity" }
+
+-- an optional initial state: a Variable of shape [N, width]
+local function init_state(key, v, width)
+  if v == nil then return nil end
+  check.variable("dynamic_lstmp", key, v)
+  local shape = v.shape
+  if #shape ~= 2 or (shape[2] > 0 and shape[2] ~= width) then
+    raise(string.format("dynamic_lstmp: '%s' ('%s') must be [N, %d] (one row per sequence), got shape %s",
+      key, v.name, width, framework.shape_text(shape)))
+  end
+  return v
+end
+
+--- An LSTM with a recurrent projection layer over each sequence of a LoD
+-- batch (Fluid's dynamic_lstmp): the recurrence reads the projection
+-- `r_t = act_proj(h_t proj_weight)` (width proj_size) instead of h_t.
+-- `input` is x already projected (an fc of width `size`); `size` is 4 times
+-- the hidden size, as in Fluid. The weight is [proj_size, 4 * hidden], the
+-- projection weight [hidden, proj_size] (both take param_attr), the bias
+-- [1, 4 * hidden], or [1, 7 * hidden] with peepholes.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.input a LoD tensor [T, size]
+-- @tparam int a.size 4 * hidden size (a multiple of 4, equal to input's width)
+-- @tparam int a.proj_size the projection's width P
+-- @tparam[opt] ParamAttr|string a.param_attr the weights' attributes
+-- @tparam[opt] ParamAttr|string|false a.bias_attr the bias's attributes; `false`: no bias (and no peepholes)
+-- @tparam[opt=true] bool a.use_peepholes
+-- @tparam[opt=false] bool a.is_reverse run each sequence from its end
+-- @tparam[opt="sigmoid"] string a.gate_activation
+-- @tparam[opt="tanh"] string a.cell_activation
+-- @tparam[opt="tanh"] string a.candidate_activation
+-- @tparam[opt="tanh"] string a.proj_activation
+-- @tparam[opt="float32"] string a.dtype
+-- @tparam[opt] string a.name
+-- @tparam[opt] Variable a.h_0 initial projection [number of sequences, proj_size]
+-- @tparam[opt] Variable a.c_0 initial cell [number of sequences, hidden]
+-- @tparam[opt] number a.cell_clip clip the cell to [-cell_clip, cell_clip] (nil: no clip)
+-- @tparam[opt] number a.proj_clip clip the projection to [-proj_clip, proj_clip] (nil: no clip)
+-- @treturn Variable projection, [T, proj_size] with the input's LoD
+-- @treturn Variable cell, [T, hidden]
+-- @raise when size is not a multiple of 4 or differs from input's width
+-- @usage
+-- local proj = layers.fc{input = emb, size = 4 * 512}
+-- local r, c = layers.dynamic_lstmp{input = proj, size = 4 * 512, proj_size = 256}
+function M.dynamic_lstmp(a)
+  a = args("dynamic_lstmp", a, nil, nil, "bias_attr c_0 candidate_activation cell_activation cell_clip dtype " ..
+    "gate_activation h_0 input is_reverse name param_attr proj_activation proj_clip proj_size size use_peepholes")
+  local input = check.variable("dynamic_lstmp", "input", a.input)
+  local size = check.positive_int("dynamic_lstmp", "size", a.size)
+  if size % 4 ~= 0 then check.fail("dynamic_lstmp", "size", "a multiple of 4 (4 * hidden size)", size) end
+  local proj_size = check.positive_int("dynamic_lstmp", "proj_size", a.proj_size)
+  local shape = input.shape
+  if #shape ~= 2 or shape[2] ~= size then
+    raise(string.format("dynamic_lstmp: 'input' ('%s') has shape %s but size is %d; project it with fc{size = %d} first",
+      input.name, framework.shape_text(shape), size, size))
+  end
+  local hidden = size / 4
+  local peep = check.boolean("dynamic_lstmp", "use_peepholes", a.use_peepholes, true)
+  local dtype = check.dtype("dynamic_lstmp", "dtype", a.dtype, "float32")
+  local helper = LayerHelper("lstmp", a)
+  local weight = helper:create_parameter(helper:param_attr(), { proj_size, 4 * hidden }, dtype, false)
+  local proj_weight = helper:create_parameter(helper:param_attr(), { hidden, proj_size }, dtype, false)
+  local inputs = { Input = { input }, Weight = { weight }, ProjWeight = { proj_weight } }
+  local battr = helper:bias_attr()
+  if battr ~= false then
+    inputs.Bias = { helper:create_parameter(battr, { 1, (peep and 7 or 4) * hidden }, dtype, true) }
+  end
+  local h0 = init_state("h_0", a.h_0, proj_size)
+  local c0 = init_state("c_0", a.c_0, hidden)
+  if h0 then inputs.H0 = { h0 } end
+  if c0 then inputs.C0 = { c0 } end
+  local proj = helper:create_variable_for_type_inference(dtype)
+  local cell = helper:create_variable_for_type_inference(dtype)
+  local outs = { Projection = { proj }, Cell = { cell } }
+  for _, slot in ipairs({ "BatchGate", "BatchCellPreAct", "BatchHidden" }) do
+    outs[slot] = { helper:create_variable_for_type_inference(dtype) }
+  end
+  local attrs = {
+    use_peepholes = peep and battr ~= false,
+    is_reverse = check.boolean("dynamic_lstmp", "is_reverse", a.is_reverse, false),
+    gate_activation = check.string("dynamic_lstmp", "gate_activation", a.gate_activation, "sigmoid", ACTS),
+    cell_activation = check.string("dynamic_lstmp", "cell_activation", a.cell_activation, "tanh", ACTS),
+    candidate_activation = check.string("dynamic_lstmp", "candidate_activation", a.candidate_activation, "tanh", ACTS),
+    proj_activation = check.string("dynamic_lstmp", "proj_activation", a.proj_activation, "tanh", ACTS),
+    cell_clip = a.cell_clip == nil and 0 or check.number("dynamic_lstmp", "cell_clip", a.cell_clip),
+    proj_clip = a.proj_clip == nil and 0 or check.number("dynamic_lstmp", "proj_clip", a.proj_clip),
+  }
+  helper:append_op{ type = "lstmp", inputs = inputs, outputs = outs, attrs = attrs }
+  return proj, cell
 end
 
 return M
