@@ -98,6 +98,44 @@ function M.npair_loss(a)
   return layers.elementwise_add(l2, layers.reduce_mean{ input = ce_sum })
 end
 
+-- a SelectedRows variable, or an error naming the layer
+local function selected_rows(layer, v)
+  check.variable(layer, "x", v)
+  if v.type ~= "selected_rows" then
+    raise(string.format("%s: 'x' ('%s') must be a SelectedRows variable, got a %s", layer, v.name, tostring(v.type)))
+  end
+  return v
+end
+
+--- Merges the rows of a SelectedRows that share an index (summing their
+-- values); the result's rows are the distinct indices, ascending.
+-- @tparam table|Variable a `{x =, name =}` or the SelectedRows itself
+-- @treturn Variable a SelectedRows of x's height
+-- @raise when x is not a SelectedRows
+-- @usage local merged = layers.merge_selected_rows(grad)
+function M.merge_selected_rows(a)
+  a = args("merge_selected_rows", a, "x", nil, "name x")
+  local x = selected_rows("merge_selected_rows", a.x)
+  local helper = LayerHelper("merge_selected_rows", a)
+  local out = helper:create_variable_for_type_inference(x.dtype)   -- typed SELECTED_ROWS by the op
+  helper:append_op{ type = "merge_selected_rows", inputs = { X = { x } }, outputs = { Out = { out } } }
+  return out
+end
+
+--- The value tensor of a SelectedRows, [its row count, ...], as a LoD tensor.
+-- @tparam table|Variable a `{x =, name =}` or the SelectedRows itself
+-- @treturn Variable a LoD tensor
+-- @raise when x is not a SelectedRows
+-- @usage local dense_rows = layers.get_tensor_from_selected_rows(grad)
+function M.get_tensor_from_selected_rows(a)
+  a = args("get_tensor_from_selected_rows", a, "x", nil, "name x")
+  local x = selected_rows("get_tensor_from_selected_rows", a.x)
+  local helper = LayerHelper("get_tensor_from_selected_rows", a)
+  local out = helper:create_variable_for_type_inference(x.dtype)
+  helper:append_op{ type = "get_tensor_from_selected_rows", inputs = { X = { x } }, outputs = { Out = { out } } }
+  return out
+end
+
 local ACTS = { "sigmoid", "tanh", "relu", "identity" }
 
 -- an optional initial state: a Variable of shape [N, width]
