@@ -136,6 +136,26 @@ function M.get_tensor_from_selected_rows(a)
   return out
 end
 
+--- The continuous value model of CTR embeddings: each row of `input`
+-- starts with show and click; with use_cvm they become log(show + 1) and
+-- log(click + 1) - log(show + 1), without it they are dropped.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.input [N, D] (D >= 2), a LoD tensor or not
+-- @tparam Variable a.cvm [batch, 2]: show and click (what the gradient feeds back)
+-- @tparam[opt=true] bool a.use_cvm keep the two columns (transformed)
+-- @treturn Variable [N, D] with use_cvm, else [N, D - 2]
+-- @usage local y = layers.continuous_value_model{input = emb, cvm = show_click}
+function M.continuous_value_model(a)
+  a = args("continuous_value_model", a, nil, nil, "cvm input use_cvm")
+  local input = check.variable("continuous_value_model", "input", a.input)
+  local cvm = check.variable("continuous_value_model", "cvm", a.cvm)
+  local helper = LayerHelper("cvm", a)
+  local out = helper:create_variable_for_type_inference(input.dtype)
+  helper:append_op{ type = "cvm", inputs = { X = { input }, CVM = { cvm } }, outputs = { Y = { out } },
+    attrs = { use_cvm = check.boolean("continuous_value_model", "use_cvm", a.use_cvm, true) } }
+  return out
+end
+
 local ACTS = { "sigmoid", "tanh", "relu", "identity" }
 
 -- an optional initial state: a Variable of shape [N, width]

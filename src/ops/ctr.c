@@ -1,0 +1,45 @@
+/*
+ * ctr.c — inference of cvm and cvm_grad (declared in ctr.ops, kernels in
+ * kernels/cpu/ctr.c).
+ */
+#include "op.h"
+#include "infer_util.h"   /* nm */
+#include "ops/ctr.h"
+
+/* checks X and CVM; *yd gets Y's dims */
+static int cvm_check(oar_infer_ctx_t *c, int64_t yd[2])
+{
+    const oar_cvm_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
+    const int64_t *x;
+    OAR_TRY(oar_ic_check_2d(c, "X", -1, -1, "[N, D] with D >= 2", &x));
+    OAR_TRY(oar_ic_check_2d(c, "CVM", -1, 2, "[batch, 2] (show, click)", NULL));
+    OAR_TRY(oar_ic_check_float(c, "X", -1));
+    OAR_TRY(oar_ic_check_float(c, "CVM", oar_ic_in_dtype(c, "X", 0)));
+    if (x[1] >= 0 && x[1] < 2)
+        return oar_ic_error(c, OAR_ERR_SHAPE, "input X '%s' has %lld columns; show and click need 2",
+                            nm(oar_ic_in_name(c, "X", 0)), (long long)x[1]);
+    yd[0] = x[0];
+    yd[1] = a->use_cvm || x[1] < 0 ? x[1] : x[1] - 2;
+    return OAR_OK;
+}
+
+static int cvm_infer(oar_infer_ctx_t *c)
+{
+    int64_t yd[2];
+    OAR_TRY(cvm_check(c, yd));
+    OAR_TRY(oar_ic_set_out(c, "Y", 0, yd, 2, oar_ic_in_dtype(c, "X", 0)));
+    return oar_ic_share_lod(c, "X", 0, "Y", 0);
+}
+
+static int cvm_grad_infer(oar_infer_ctx_t *c)
+{
+    int64_t yd[2];
+    OAR_TRY(cvm_check(c, yd));
+    if (!oar_ic_out_present(c, "X@GRAD")) return OAR_OK;
+    OAR_TRY(oar_infer_grad_like_inputs(c));
+    return oar_ic_share_lod(c, "X", 0, "X@GRAD", 0);
+}
+
+#define OAR_OPS_DEFINE
+#include "ops/ctr.h"
