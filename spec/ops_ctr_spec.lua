@@ -5,6 +5,7 @@
 local T = require("spec.helpers.op_test")
 local R = require("spec.helpers.random")
 local expect_error = require("spec.helpers.expect_error")
+local offsets = require("spec.helpers.index").offsets
 
 local function cvm_ref(x, n, D, use_cvm)
   local y = {}
@@ -121,5 +122,119 @@ describe("oar.layers.continuous_value_model", function()
       local e = A.errmsg(layers.continuous_value_model, { input = x })
       assert.is_truthy(e:find("continuous_value_model", 1, true) and e:find("cvm", 1, true), e)
     end)
+  end)
+end)
+
+-- ---- filter_by_instag ---------------------------------------------------------------
+-- the reference: instances (sequences of ins_lod, or rows) whose tags meet the filter
+local function instag_ref(x, D, ins_lod, tags, tag_lod, filter, empty_val)
+  local keep = {}
+  for _, f in ipairs(filter) do keep[f] = true end
+  local out, out_lod, map, map_lod, lw = {}, { 0 }, {}, { 0 }, {}
+  for i = 1, #tag_lod - 1 do
+    local pass = false
+    for j = tag_lod[i] + 1, tag_lod[i + 1] do pass = pass or keep[tags[j]] == true end
+    if pass then
+      local r0, r1 = ins_lod and ins_lod[i] or i - 1, ins_lod and ins_lod[i + 1] or i
+      map[#map + 1] = out_lod[#out_lod]; map[#map + 1] = r0; map[#map + 1] = r1 - r0
+      for r = r0, r1 - 1 do for k = 1, D do out[#out + 1] = x[r * D + k] end end
+      out_lod[#out_lod + 1] = out_lod[#out_lod] + r1 - r0
+      map_lod[#map_lod + 1] = #map_lod
+      lw[#lw + 1] = 1
+    end
+  end
+  if #lw == 0 then
+    for k = 1, D do out[k] = empty_val or 0 end
+    return out, { 0, 1 }, { 0, 1, 1 }, { 0, 1 }, { 0 }
+  end
+  return out, out_lod, map, map_lod, lw
+end
+
+describe("filter_by_instag", function()
+  local function case1()
+    local x = {}
+    for i = 0, 35 do for _ = 1, 4 do x[#x + 1] = i end end
+    return x
+  end
+  local CASES = {
+    -- Test Case 1: 36 x 4 rows i, lod lengths 1..8, tags 1, 2, ..., filter {2}
+    { name = "Case 1", x = case1(), D = 4, ins = offsets({ 1, 2, 3, 4, 5, 6, 7, 8 }), tags = { 1, 2, 1, 2, 1, 2, 1, 2 },
+      filter = { 2 }, is_lod = true, want_map = { 0, 1, 2, 2, 6, 4, 6, 15, 6, 12, 28, 8 } },
+    -- Case 2: 4 x 36 random, one row per instance, tags 2, 1, 2, 1, filter {1}
+    { name = "Case 2", x = R.uniform(4 * 36, 3, 0, 1), D = 36, ins = offsets({ 1, 1, 1, 1 }), tags = { 2, 1, 2, 1 },
+      filter = { 1 }, is_lod = true, want_map = { 0, 1, 1, 1, 3, 1 } },
+    -- Case 3: filter {3} keeps nothing
+    { name = "Case 3", x = R.uniform(4 * 36, 5, 0, 1), D = 36, ins = offsets({ 1, 1, 1, 1 }), tags = { 2, 1, 2, 1 },
+      filter = { 3 }, is_lod = true, want_map = { 0, 1, 1 } },
+    -- Case 4: Ins without LoD (is_lod false), nothing kept
+    { name = "Case 4", x = R.uniform(4 * 36, 7, 0, 1), D = 36, tags = { 2, 1, 2, 1 }, filter = { 3 }, is_lod = false,
+      want_map = { 0, 1, 1 } },
+    -- more: two tags per instance, several filter tags, is_lod false, out_val_if_empty
+    { name = "two tags each, filter {5, 7}, is_lod false", x = R.uniform(3 * 2, 9, 0, 1), D = 2, tags = { 1, 5, 2, 3, 7, 7 },
+      tag_lod = { 0, 2, 4, 6 }, filter = { 5, 7 }, is_lod = false, want_map = { 0, 0, 1, 1, 2, 1 } },
+  }
+  for _, c in ipairs(CASES) do
+    local n = #c.x / c.D
+    local tag_lod = c.tag_lod or offsets((function() local t = {} for i = 1, #c.tags do t[i] = 1 end return t end)())
+    local function inputs(dt)
+      return { Ins = T.tensor(c.x, { shape = { n, c.D }, lod = c.ins and { c.ins } or nil, dtype = dt }),
+               Ins_tag = T.tensor(c.tags, { shape = { #c.tags, 1 }, lod = { tag_lod }, dtype = "int64" }),
+               Filter_tag = T.tensor(c.filter, { shape = { #c.filter }, dtype = "int64" }) }
+    end
+    it(c.name, function()
+      local out, out_lod, map, map_lod, lw = instag_ref(c.x, c.D, c.is_lod and c.ins, c.tags, tag_lod, c.filter)
+      assert.are.same(c.want_map, map)   -- the test's IndexMap
+      for _, dt in ipairs({ "float64", "float32" }) do
+        T.check_output{ type = "filter_by_instag", dtype = dt, attrs = { is_lod = c.is_lod }, inputs = inputs(dt),
+                        expect = { Out = { shape = { #out / c.D, c.D }, data = out, lod = { out_lod } },
+                                   IndexMap = { shape = { #map / 3, 3 }, data = map, lod = { map_lod } },
+                                   LossWeight = { shape = { #lw, 1 }, data = lw, lod = { map_lod } } },
+                        atol = 1e-6 }
+      end
+    end)
+    it(c.name .. ": grad", function()
+      T.check_grad{ type = "filter_by_instag", attrs = { is_lod = c.is_lod }, inputs = inputs("float64"),
+                    wrt = { "Ins" }, of = { "Out" }, no_grad = { "Ins_tag", "Filter_tag" } }
+    end)
+  end
+
+  it("out_val_if_empty fills the one row (int64 Ins too)", function()
+    T.check_output{ type = "filter_by_instag", dtype = "int64", attrs = { is_lod = false, out_val_if_empty = -7 },
+                    inputs = { Ins = T.tensor({ 1, 2, 3, 4 }, { shape = { 2, 2 }, dtype = "int64" }),
+                               Ins_tag = T.tensor({ 1, 2 }, { shape = { 2, 1 }, lod = { { 0, 1, 2 } }, dtype = "int64" }),
+                               Filter_tag = T.tensor({ 9 }, { shape = { 1 }, dtype = "int64" }) },
+                    expect = { Out = { shape = { 1, 2 }, data = { -7, -7 } } } }
+  end)
+
+  it("refuses Ins rows that do not match the instances", function()
+    expect_error(function()
+      T.run{ type = "filter_by_instag", attrs = { is_lod = false },
+             inputs = { Ins = T.tensor({ 1, 2, 3, 4, 5, 6 }, { shape = { 3, 2 } }),
+                        Ins_tag = T.tensor({ 1, 2 }, { shape = { 2, 1 }, lod = { { 0, 1, 2 } }, dtype = "int64" }),
+                        Filter_tag = T.tensor({ 1 }, { shape = { 1 }, dtype = "int64" }) } }
+    end, "filter_by_instag", "in_Ins", "3 rows", "2 instances")
+  end)
+end)
+
+describe("oar.layers.filter_by_instag", function()
+  local oar = require("oar")
+  local A = require("spec.helpers.api")
+  local layers = oar.layers
+
+  it("returns Out and LossWeight and runs", function()
+    local main, startup, out, lw = A.build(function()
+      local ins = layers.data{ name = "ins", shape = { 2 }, lod_level = 1 }
+      local tag = layers.data{ name = "tag", shape = { 1 }, dtype = "int64", lod_level = 1 }
+      local filt = layers.data{ name = "filt", shape = { 1 }, dtype = "int64", append_batch_size = false }
+      return layers.filter_by_instag{ ins = ins, ins_tag = tag, filter_tag = filt, is_lod = true }
+    end)
+    assert.are.equal("float32", lw.dtype)
+    local it_ = oar.Tensor({ { 1, 2 }, { 3, 4 }, { 5, 6 } }, "float32")
+    it_:set_lod({ { 0, 1, 3 } })
+    local tg = oar.Tensor({ { 4 }, { 8 } }, "int64")
+    tg:set_lod({ { 0, 1, 2 } })
+    local got = A.run(main, startup, { ins = it_, tag = tg, filt = oar.Tensor({ 8 }, "int64") }, { out, lw })
+    assert.are.same({ { 3, 4 }, { 5, 6 } }, got[1]:totable())
+    assert.are.same({ { 1 } }, got[2]:totable())
   end)
 end)

@@ -3,6 +3,7 @@
  * float64.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "op.h"
 #include "sequence_batch.h"
@@ -77,3 +78,139 @@
 
 CVM_KERNELS(f32, float, OAR_FP32)
 CVM_KERNELS(f64, double, OAR_FP64)
+
+/* ---- filter_by_instag --------------------------------------------------------- */
+static const char *nm(const char *s) { return s ? s : "?"; }
+
+static int instag_set_lod(oar_kernel_ctx_t *k, int slot, const int64_t *offs, int64_t n)
+{
+    oar_tensor_t *o = oar_k_output(k, slot, 0);
+    if (!o) return OAR_OK;
+    const int64_t *lv[1] = {offs};
+    int64_t sz[1] = {n};
+    int rc = oar_tensor_set_lod(o, 1, lv, sz);
+    return rc == OAR_OK ? OAR_OK : oar_k_error(k, rc, "cannot set an output's LoD: %s", oar_last_error());
+}
+
+static int instag_fwd(oar_kernel_ctx_t *k)
+{
+    const oar_instag_attrs_t *a = oar_k_attrs(k);
+    const int dt = oar_k_dtype(k);
+    const oar_tensor_t *ins, *it, *ft;
+    const void *xp, *tp, *fp;
+    OAR_TRY(oar_sk_input(k, OAR_INSTAG_INS, "Ins", dt, &ins, &xp));
+    OAR_TRY(oar_sk_input(k, OAR_INSTAG_INS_TAG, "Ins_tag", OAR_INT64, &it, &tp));
+    OAR_TRY(oar_sk_input(k, OAR_INSTAG_FILTER_TAG, "Filter_tag", OAR_INT64, &ft, &fp));
+    if (it->lod_levels < 1)
+        return oar_k_error(k, OAR_ERR_INVALID, "Ins_tag '%s' has no LoD; each instance's tags are one sequence",
+                           nm(oar_k_input_name(k, OAR_INSTAG_INS_TAG, 0)));
+    const int64_t *toffs = it->lod[0], ninst = it->lod_size[0] - 1, N = ins->dims[0], D = ins->dims[1];
+    const int64_t *iofs = NULL;
+    if (a->is_lod) {
+        if (ins->lod_levels < 1 || ins->lod_size[0] - 1 != ninst || ins->lod[0][ins->lod_size[0] - 1] != N)
+            return oar_k_error(k, OAR_ERR_SHAPE, "Ins '%s' (is_lod) must have one sequence per instance of Ins_tag "
+                               "(%lld) ending at its %lld rows", nm(oar_k_input_name(k, OAR_INSTAG_INS, 0)),
+                               (long long)ninst, (long long)N);
+        iofs = ins->lod[0];
+    } else if (ninst != N) {
+        return oar_k_error(k, OAR_ERR_SHAPE, "Ins '%s' has %lld rows but Ins_tag '%s' has %lld instances",
+                           nm(oar_k_input_name(k, OAR_INSTAG_INS, 0)), (long long)N,
+                           nm(oar_k_input_name(k, OAR_INSTAG_INS_TAG, 0)), (long long)ninst);
+    }
+    const int64_t *tags = tp, *filt = fp, nf = oar_tensor_numel_of(ft);
+    int64_t *outl = oar_xmalloc(sizeof(int64_t) * (size_t)(ninst + 2));
+    int64_t *src = oar_xmalloc(sizeof(int64_t) * (size_t)(ninst + 1));
+    if (!outl || !src) { free(outl); free(src); return OAR_ERR_NOMEM; }
+    int64_t kept = 0;
+    outl[0] = 0;
+    for (int64_t i = 0; i < ninst; i++) {
+        bool pass = false;
+        for (int64_t j = toffs[i]; j < toffs[i + 1] && !pass; j++)
+            for (int64_t f = 0; f < nf && !pass; f++) pass = tags[j] == filt[f];
+        if (!pass) continue;
+        const int64_t r0 = iofs ? iofs[i] : i, r1 = iofs ? iofs[i + 1] : i + 1;
+        src[kept] = r0;
+        outl[kept + 1] = outl[kept] + (r1 - r0);
+        kept++;
+    }
+    const size_t es = oar_dtype_size(dt), rb = es * (size_t)D;
+    const bool empty = kept == 0;
+    int64_t od[2] = {empty ? 1 : outl[kept], D}, wd[2] = {empty ? 1 : kept, 1}, md[2] = {empty ? 1 : kept, 3};
+    int rc = OAR_OK;
+    char *out = oar_k_output_resized(k, OAR_INSTAG_OUT, od, 2, dt);
+    float *lw = oar_k_output_resized(k, OAR_INSTAG_LOSS_WEIGHT, wd, 2, OAR_FP32);
+    int64_t *map = oar_k_output_resized(k, OAR_INSTAG_INDEX_MAP, md, 2, OAR_INT64);
+    if ((!out && od[0] * D > 0) || !lw || !map) rc = OAR_ERR_NOMEM;
+    int64_t mapl[2] = {0, 1}, *ml = NULL;
+    if (rc == OAR_OK && empty) {
+        outl[1] = 1;
+        for (int64_t j = 0; j < D; j++) {
+            switch (dt) {
+            case OAR_FP32: ((float *)out)[j] = (float)a->out_val_if_empty; break;
+            case OAR_FP64: ((double *)out)[j] = (double)a->out_val_if_empty; break;
+            case OAR_INT32: ((int32_t *)out)[j] = (int32_t)a->out_val_if_empty; break;
+            default: ((int64_t *)out)[j] = a->out_val_if_empty; break;
+            }
+        }
+        map[0] = 0, map[1] = 1, map[2] = 1;
+        lw[0] = 0;
+        ml = mapl;
+    } else if (rc == OAR_OK) {
+        ml = oar_xmalloc(sizeof(int64_t) * (size_t)(kept + 1));
+        if (!ml) rc = OAR_ERR_NOMEM;
+        for (int64_t q = 0; rc == OAR_OK && q < kept; q++) {
+            const int64_t len = outl[q + 1] - outl[q];
+            memcpy(out + (size_t)outl[q] * rb, (const char *)xp + (size_t)src[q] * rb, rb * (size_t)len);
+            map[q * 3] = outl[q], map[q * 3 + 1] = src[q], map[q * 3 + 2] = len;
+            lw[q] = 1;
+            ml[q] = q;
+        }
+        if (ml) ml[kept] = kept;
+    }
+    if (rc == OAR_OK) rc = instag_set_lod(k, OAR_INSTAG_OUT, outl, (empty ? 1 : kept) + 1);
+    if (rc == OAR_OK) rc = instag_set_lod(k, OAR_INSTAG_LOSS_WEIGHT, ml, (empty ? 1 : kept) + 1);
+    if (rc == OAR_OK) rc = instag_set_lod(k, OAR_INSTAG_INDEX_MAP, ml, (empty ? 1 : kept) + 1);
+    if (ml != mapl) free(ml);
+    free(outl);
+    free(src);
+    return rc;
+}
+
+static int instag_bwd(oar_kernel_ctx_t *k)
+{
+    const int dt = oar_k_dtype(k);
+    const oar_tensor_t *ins = oar_k_input(k, OAR_INSTAGG_INS, 0), *lwt, *mt, *gt;
+    const void *lp, *mp, *gp;
+    if (!ins) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input Ins has no value");
+    OAR_TRY(oar_sk_input(k, OAR_INSTAGG_LOSS_WEIGHT, "LossWeight", OAR_FP32, &lwt, &lp));
+    OAR_TRY(oar_sk_input(k, OAR_INSTAGG_INDEX_MAP, "IndexMap", OAR_INT64, &mt, &mp));
+    OAR_TRY(oar_sk_input(k, OAR_INSTAGG_DOUT, "Out@GRAD", dt, &gt, &gp));
+    const int64_t N = ins->dims[0], D = ins->ndim > 1 ? ins->dims[1] : 1, G = gt->ndim > 0 ? gt->dims[0] : 0;
+    void *dxp;
+    OAR_TRY(oar_k_output_sized(k, OAR_INSTAGG_DINS, "Ins@GRAD", dt, N * D, true, &dxp));
+    if (!dxp) return OAR_OK;
+    const size_t rb = oar_dtype_size(dt) * (size_t)D;
+    memset(dxp, 0, rb * (size_t)N);
+    const float *lw = lp;
+    if (oar_tensor_numel_of(lwt) == 1 && lw[0] == 0) return OAR_OK;   /* nothing was kept */
+    const int64_t *map = mp, nm_ = oar_tensor_numel_of(mt) / 3;
+    for (int64_t q = 0; q < nm_; q++) {
+        const int64_t so = map[q * 3], si = map[q * 3 + 1], len = map[q * 3 + 2];
+        if (so < 0 || si < 0 || len < 0 || so + len > G || si + len > N)
+            return oar_k_error(k, OAR_ERR_RANGE, "IndexMap row %lld [%lld, %lld, %lld] is outside Out@GRAD (%lld rows) "
+                               "or Ins (%lld rows)", (long long)q, (long long)so, (long long)si, (long long)len,
+                               (long long)G, (long long)N);
+        memcpy((char *)dxp + (size_t)si * rb, (const char *)gp + (size_t)so * rb, rb * (size_t)len);
+    }
+    return OAR_OK;
+}
+
+#define INSTAG_REG(SFX, DT)                                                                  \
+    static int instag_fwd_##SFX(oar_kernel_ctx_t *k) { return instag_fwd(k); }              \
+    static int instag_bwd_##SFX(oar_kernel_ctx_t *k) { return instag_bwd(k); }              \
+    OAR_REGISTER_KERNEL("filter_by_instag", OAR_PLACE_CPU, DT, instag_fwd_##SFX)           \
+    OAR_REGISTER_KERNEL("filter_by_instag_grad", OAR_PLACE_CPU, DT, instag_bwd_##SFX)
+INSTAG_REG(f32, OAR_FP32)
+INSTAG_REG(f64, OAR_FP64)
+INSTAG_REG(i32, OAR_INT32)
+INSTAG_REG(i64, OAR_INT64)

@@ -41,5 +41,38 @@ static int cvm_grad_infer(oar_infer_ctx_t *c)
     return oar_ic_share_lod(c, "X", 0, "X@GRAD", 0);
 }
 
+/* ---- filter_by_instag ------------------------------------------------------ */
+static int instag_infer(oar_infer_ctx_t *c)
+{
+    const int64_t *x;
+    OAR_TRY(oar_ic_check_2d(c, "Ins", -1, -1, "[N, D]", &x));
+    static const char *const tags[] = {"Ins_tag", "Filter_tag"};
+    for (int i = 0; i < 2; i++) {
+        int dt = oar_ic_in_dtype(c, tags[i], 0);
+        if (dt >= 0 && dt != OAR_INT64)
+            return oar_ic_error(c, OAR_ERR_DTYPE, "input %s '%s' has dtype %s; int64 expected", tags[i],
+                                nm(oar_ic_in_name(c, tags[i], 0)), nm(oar_dtype_name(dt)));
+    }
+    if (oar_ic_runtime(c)) {   /* the rows kept depend on the tags: the kernel sizes the outputs */
+        int64_t n;
+        return oar_ic_seq_count(c, "Ins_tag", &n);
+    }
+    int64_t od[2] = {-1, x[1]}, wd[2] = {-1, 1}, md[2] = {-1, 3};
+    OAR_TRY(oar_ic_set_out(c, "Out", 0, od, 2, oar_ic_in_dtype(c, "Ins", 0)));
+    OAR_TRY(oar_ic_set_out_lod_level(c, "Out", 0, 1));
+    OAR_TRY(oar_ic_set_out(c, "LossWeight", 0, wd, 2, OAR_FP32));
+    return oar_ic_set_out(c, "IndexMap", 0, md, 2, OAR_INT64);
+}
+
+static int instag_grad_infer(oar_infer_ctx_t *c)
+{
+    if (!oar_ic_out_present(c, "Ins@GRAD")) return OAR_OK;
+    int nd;
+    const int64_t *d = oar_ic_in_dims(c, "Ins", 0, &nd);
+    if (!d) return OAR_ERR_SHAPE;
+    OAR_TRY(oar_ic_set_out(c, "Ins@GRAD", 0, d, nd, oar_ic_in_dtype(c, "Out@GRAD", 0)));
+    return oar_ic_share_lod(c, "Ins", 0, "Ins@GRAD", 0);
+}
+
 #define OAR_OPS_DEFINE
 #include "ops/ctr.h"

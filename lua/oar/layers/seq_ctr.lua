@@ -156,6 +156,35 @@ function M.continuous_value_model(a)
   return out
 end
 
+--- Keeps the instances of `ins` that carry one of the tags in `filter_tag`
+-- (Fluid's filter_by_instag): instance i is sequence i of ins (is_lod) or
+-- row i, and its tags are sequence i of ins_tag.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.ins [N, D], a LoD tensor when is_lod
+-- @tparam Variable a.ins_tag int64 [T, 1] with one LoD level: each instance's tags
+-- @tparam Variable a.filter_tag int64 [F]: the tags kept
+-- @tparam bool a.is_lod whether ins has a LoD
+-- @tparam[opt=0] int a.out_val_if_empty the value of the one row returned when nothing is kept
+-- @treturn Variable Out, the kept rows (one sequence per instance)
+-- @treturn Variable LossWeight, float32 [kept, 1]: ones (a zero when nothing is kept)
+-- @usage local out, w = layers.filter_by_instag{ins = emb, ins_tag = tags, filter_tag = keep, is_lod = true}
+function M.filter_by_instag(a)
+  a = args("filter_by_instag", a, nil, nil, "filter_tag ins ins_tag is_lod out_val_if_empty")
+  local ins = check.variable("filter_by_instag", "ins", a.ins)
+  local tag = check.variable("filter_by_instag", "ins_tag", a.ins_tag)
+  local filt = check.variable("filter_by_instag", "filter_tag", a.filter_tag)
+  local helper = LayerHelper("filter_by_instag", a)
+  local out = helper:create_variable_for_type_inference(ins.dtype)
+  local lw = helper:create_variable_for_type_inference("float32")
+  local map = helper:create_variable_for_type_inference("int64")
+  helper:append_op{ type = "filter_by_instag", inputs = { Ins = { ins }, Ins_tag = { tag }, Filter_tag = { filt } },
+    outputs = { Out = { out }, LossWeight = { lw }, IndexMap = { map } },
+    attrs = { is_lod = check.boolean("filter_by_instag", "is_lod", a.is_lod),
+              out_val_if_empty = check.int("filter_by_instag", "out_val_if_empty", a.out_val_if_empty, 0) } }
+  lw.stop_gradient = true
+  return out, lw
+end
+
 local ACTS = { "sigmoid", "tanh", "relu", "identity" }
 
 -- an optional initial state: a Variable of shape [N, width]
