@@ -4,6 +4,7 @@
 -- continuous_value_model, and errors naming the op and variable.
 local T = require("spec.helpers.op_test")
 local R = require("spec.helpers.random")
+local W = require("spec.helpers.sequence_grad")
 local expect_error = require("spec.helpers.expect_error")
 local offsets = require("spec.helpers.index").offsets
 
@@ -236,5 +237,67 @@ describe("oar.layers.filter_by_instag", function()
     local got = A.run(main, startup, { ins = it_, tag = tg, filt = oar.Tensor({ 8 }, "int64") }, { out, lw })
     assert.are.same({ { 3, 4 }, { 5, 6 } }, got[1]:totable())
     assert.are.same({ { 1 } }, got[2]:totable())
+  end)
+end)
+
+-- ---- shuffle_batch ------------------------------------------------------------------------
+describe("shuffle_batch", function()
+  -- test_shuffle_batch_op.py: x [2, 3, 4] (6 rows of 4): Out's rows are X's rows in ShuffleIdx's order
+  local x = R.uniform(24, 3, 0, 1)
+  local function run(attrs, seed, dt)
+    local inputs = { X = T.tensor(x, { shape = { 2, 3, 4 }, dtype = dt }) }
+    if seed then inputs.Seed = T.tensor({ seed }, { shape = { 1 }, dtype = "int64" }) end
+    return T.run{ type = "shuffle_batch", attrs = attrs, inputs = inputs, dtype = dt }
+  end
+  local function perm_of(res)
+    local idx, seen = res.ShuffleIdx[1].data, {}
+    assert.are.equal(6, #idx)
+    for _, v in ipairs(idx) do
+      assert.is_true(v >= 0 and v < 6 and not seen[v], "ShuffleIdx is a permutation of 0..5")
+      seen[v] = true
+    end
+    return idx
+  end
+
+  for _, dt in ipairs({ "float64", "float32", "int64" }) do
+    it("Out[i] = X[ShuffleIdx[i]] (" .. dt .. ")", function()
+      local res = run({ startup_seed = 7 }, nil, dt)
+      local idx = perm_of(res)
+      local want = {}
+      for i = 1, 6 do for j = 1, 4 do want[#want + 1] = x[idx[i] * 4 + j] end end
+      if dt == "int64" then for i, v in ipairs(want) do want[i] = math.floor(v) end end
+      T.assert_close(res.Out[1], { shape = { 2, 3, 4 }, data = want }, 1e-6)
+    end)
+  end
+
+  it("is deterministic under a seed; Seed overrides startup_seed; SeedOut moves on", function()
+    local a, b = run({ startup_seed = 11 }), run({ startup_seed = 11 })
+    assert.are.same(perm_of(a), perm_of(b))
+    local c = run({ startup_seed = 11 }, 11)
+    assert.are.same(perm_of(a), perm_of(c))
+    local distinct = false
+    for s = 12, 20 do
+      if table.concat(perm_of(run({ startup_seed = s })), ",") ~= table.concat(perm_of(a), ",") then distinct = true end
+    end
+    assert.is_true(distinct, "other seeds give other permutations")
+    assert.are_not.equal(11, a.SeedOut[1].data[1])
+    assert.are.equal(a.SeedOut[1].data[1], b.SeedOut[1].data[1])
+  end)
+
+  -- weighted (spec/helpers/sequence_grad.lua): the gradient of a plain mean would not see the permutation
+  it("grad puts Out@GRAD's rows back (finite differences under a fixed seed)", function()
+    W.check{ type = "shuffle_batch", attrs = { startup_seed = 3 },
+                  inputs = { X = T.tensor(R.uniform(12, 5, 0, 1), { shape = { 4, 3 } }) },
+                  wrt = { "X" }, of = { "Out" } }
+    W.check{ type = "shuffle_batch", attrs = { startup_seed = 3 }, of = { "Out" }, wrt = { "X" },
+             inputs = { X = T.tensor(R.uniform(12, 5, 0, 1), { shape = { 4, 3 } }),
+                        Seed = T.tensor({ 9 }, { shape = { 1 }, dtype = "int64" }) } }
+  end)
+
+  it("refuses a Seed that is not int64", function()
+    expect_error(function()
+      T.run{ type = "shuffle_batch", inputs = { X = T.tensor(x, { shape = { 6, 4 } }),
+                                                Seed = T.tensor({ 1 }, { shape = { 1 }, dtype = "float32" }) } }
+    end, "shuffle_batch", "in_Seed", "int64 expected")
   end)
 end)

@@ -214,3 +214,74 @@ INSTAG_REG(f32, OAR_FP32)
 INSTAG_REG(f64, OAR_FP64)
 INSTAG_REG(i32, OAR_INT32)
 INSTAG_REG(i64, OAR_INT64)
+
+/* ---- shuffle_batch -------------------------------------------------------------- */
+static int shuffle_fwd(oar_kernel_ctx_t *k)
+{
+    const oar_shuf_attrs_t *a = oar_k_attrs(k);
+    oar_tensor_t *x = oar_k_input(k, OAR_SHUF_X, 0), *st = oar_k_input(k, OAR_SHUF_SEED, 0);
+    if (!x || !oar_tensor_has_data(x)) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input X has no value");
+    uint64_t seed;
+    if (st && oar_tensor_has_data(st)) {
+        if (st->dtype != OAR_INT64 || oar_tensor_numel_of(st) != 1)
+            return oar_k_error(k, OAR_ERR_SHAPE, "Seed '%s' must hold one int64",
+                               nm(oar_k_input_name(k, OAR_SHUF_SEED, 0)));
+        seed = (uint64_t)*(const int64_t *)oar_tensor_data(st);
+    } else {
+        seed = a->startup_seed != 0 ? (uint64_t)a->startup_seed : oar_rng_next();
+    }
+    const int64_t n = oar_tensor_numel_of(x), D = x->ndim > 0 ? x->dims[x->ndim - 1] : 1, rows = D > 0 ? n / D : 0;
+    const size_t rb = oar_dtype_size(x->dtype) * (size_t)D;
+    void *op, *ip, *sp;
+    OAR_TRY(oar_k_output_sized(k, OAR_SHUF_OUT, "Out", x->dtype, n, false, &op));
+    OAR_TRY(oar_k_output_sized(k, OAR_SHUF_SHUFFLE_IDX, "ShuffleIdx", OAR_INT64, rows, false, &ip));
+    OAR_TRY(oar_k_output_sized(k, OAR_SHUF_SEED_OUT, "SeedOut", OAR_INT64, 1, false, &sp));
+    oar_rng_t r;
+    oar_rng_seed(&r, seed);
+    int64_t *idx = ip;
+    for (int64_t i = 0; i < rows; i++) idx[i] = i;
+    for (int64_t i = rows - 1; i > 0; i--) {   /* Fisher-Yates */
+        int64_t j = (int64_t)(oar_rng_next_r(&r) % (uint64_t)(i + 1)), t = idx[i];
+        idx[i] = idx[j];
+        idx[j] = t;
+    }
+    for (int64_t i = 0; i < rows; i++)
+        memcpy((char *)op + (size_t)i * rb, (const char *)oar_tensor_data(x) + (size_t)idx[i] * rb, rb);
+    *(int64_t *)sp = (int64_t)(oar_rng_next_r(&r) >> 1);
+    return OAR_OK;
+}
+
+static int shuffle_bwd(oar_kernel_ctx_t *k)
+{
+    const int dt = oar_k_dtype(k);
+    const oar_tensor_t *x = oar_k_input(k, OAR_SHUFG_X, 0), *it, *gt;
+    const void *ip, *gp;
+    if (!x) return oar_k_error(k, OAR_ERR_NOT_FOUND, "input X has no value");
+    OAR_TRY(oar_sk_input(k, OAR_SHUFG_SHUFFLE_IDX, "ShuffleIdx", OAR_INT64, &it, &ip));
+    OAR_TRY(oar_sk_input(k, OAR_SHUFG_DOUT, "Out@GRAD", dt, &gt, &gp));
+    const int64_t n = oar_tensor_numel_of(x), D = x->ndim > 0 ? x->dims[x->ndim - 1] : 1, rows = D > 0 ? n / D : 0;
+    if (oar_tensor_numel_of(it) != rows || oar_tensor_numel_of(gt) != n)
+        return oar_k_error(k, OAR_ERR_SHAPE, "ShuffleIdx or Out@GRAD does not fit X's %lld rows", (long long)rows);
+    void *dx;
+    OAR_TRY(oar_k_output_sized(k, OAR_SHUFG_DX, "X@GRAD", dt, n, true, &dx));
+    if (!dx) return OAR_OK;
+    const size_t rb = oar_dtype_size(dt) * (size_t)D;
+    const int64_t *idx = ip;
+    for (int64_t i = 0; i < rows; i++) {
+        if (idx[i] < 0 || idx[i] >= rows)
+            return oar_k_error(k, OAR_ERR_RANGE, "ShuffleIdx holds %lld; rows are 0..%lld", (long long)idx[i],
+                               (long long)(rows - 1));
+        memcpy((char *)dx + (size_t)idx[i] * rb, (const char *)gp + (size_t)i * rb, rb);
+    }
+    return OAR_OK;
+}
+
+#define SHUF_REG(SFX, DT)                                                                  \
+    static int shuffle_fwd_##SFX(oar_kernel_ctx_t *k) { return shuffle_fwd(k); }          \
+    static int shuffle_bwd_##SFX(oar_kernel_ctx_t *k) { return shuffle_bwd(k); }          \
+    OAR_REGISTER_KERNEL("shuffle_batch", OAR_PLACE_CPU, DT, shuffle_fwd_##SFX)           \
+    OAR_REGISTER_KERNEL("shuffle_batch_grad", OAR_PLACE_CPU, DT, shuffle_bwd_##SFX)
+SHUF_REG(f32, OAR_FP32)
+SHUF_REG(f64, OAR_FP64)
+SHUF_REG(i32, OAR_INT32)
+SHUF_REG(i64, OAR_INT64)

@@ -74,5 +74,27 @@ static int instag_grad_infer(oar_infer_ctx_t *c)
     return oar_ic_share_lod(c, "Ins", 0, "Ins@GRAD", 0);
 }
 
+/* ---- shuffle_batch --------------------------------------------------------- */
+static int shuffle_infer(oar_infer_ctx_t *c)
+{
+    int nd;
+    const int64_t *d = oar_ic_in_dims(c, "X", 0, &nd);
+    if (!d) return OAR_ERR_SHAPE;
+    if (nd < 1) return oar_ic_error(c, OAR_ERR_SHAPE, "input X '%s' is a scalar; rows to shuffle are needed",
+                                    nm(oar_ic_in_name(c, "X", 0)));
+    if (oar_ic_in_present(c, "Seed")) {
+        int dt = oar_ic_in_dtype(c, "Seed", 0);
+        if (dt >= 0 && dt != OAR_INT64)
+            return oar_ic_error(c, OAR_ERR_DTYPE, "input Seed '%s' has dtype %s; int64 expected",
+                                nm(oar_ic_in_name(c, "Seed", 0)), nm(oar_dtype_name(dt)));
+    }
+    int64_t rows = 1;
+    for (int i = 0; i + 1 < nd; i++) rows = d[i] < 0 || rows < 0 ? -1 : rows * d[i];
+    int64_t id[1] = {rows}, sd[1] = {1};
+    OAR_TRY(oar_infer_same_as(c, "X", "Out"));
+    OAR_TRY(oar_ic_set_out(c, "ShuffleIdx", 0, id, 1, OAR_INT64));
+    return oar_ic_set_out(c, "SeedOut", 0, sd, 1, OAR_INT64);
+}
+
 #define OAR_OPS_DEFINE
 #include "ops/ctr.h"
