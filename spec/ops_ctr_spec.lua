@@ -301,3 +301,101 @@ describe("shuffle_batch", function()
     end, "shuffle_batch", "in_Seed", "int64 expected")
   end)
 end)
+
+-- ---- rank_attention -------------------------------------------------------------------
+-- test_rank_attention_op.py's gen_rank_offset and np_rank_attention, with a fixed LCG in
+-- place of numpy's generator
+local function gen_rank_offset(pv_nums, max_rank, seed)
+  local s = seed
+  local function rnd(n) s = (s * 1103515245 + 12345) % 2147483648; return s % n end
+  local msgs, total = {}, 0
+  for _ = 1, pv_nums do
+    local ins_pv = 1 + rnd(max_rank + 1)
+    local ranks = {}
+    for r = 1, ins_pv do ranks[r] = r end
+    for r = ins_pv, 2, -1 do local j = 1 + rnd(r); ranks[r], ranks[j] = ranks[j], ranks[r] end
+    msgs[#msgs + 1] = ranks
+    total = total + ins_pv
+  end
+  local cols = 2 * max_rank + 1
+  local ro = {}
+  for i = 1, total * cols do ro[i] = -1 end
+  local index = 0
+  for _, pv in ipairs(msgs) do
+    local start = index
+    for j = 1, #pv do
+      local rank = pv[j] <= max_rank and pv[j] or -1
+      ro[index * cols + 1] = rank
+      if rank > 0 then
+        for kk = 1, #pv do
+          if pv[kk] <= max_rank then
+            local m = pv[kk] - 1
+            ro[index * cols + 2 * m + 2] = pv[kk]
+            ro[index * cols + 2 * m + 3] = start + kk - 1
+          end
+        end
+      end
+      index = index + 1
+    end
+  end
+  return total, ro
+end
+
+local function rank_att_ref(x, ro, param, N, xf, yf, mr)
+  local cols = 2 * mr + 1
+  local help, out, rank = {}, {}, {}
+  for i = 0, N - 1 do
+    rank[i + 1] = ro[i * cols + 1]
+    for q = 0, mr * xf - 1 do help[i * mr * xf + q + 1] = 0 end
+    for j = 1, yf do out[i * yf + j] = 0 end
+    local lower = ro[i * cols + 1] - 1
+    for q = 0, mr - 1 do
+      local faster = ro[i * cols + 2 * q + 2] - 1
+      if lower >= 0 and faster >= 0 then
+        local idx = ro[i * cols + 2 * q + 3]
+        for c = 0, xf - 1 do
+          local v = x[idx * xf + c + 1]
+          help[i * mr * xf + q * xf + c + 1] = v
+          local prow = (lower * mr + faster) * xf + c
+          for j = 1, yf do out[i * yf + j] = out[i * yf + j] + v * param[prow * yf + j] end
+        end
+      end
+    end
+  end
+  return out, help, rank
+end
+
+describe("rank_attention", function()
+  local function case(pv, xf, yf, mr, seed, dt)
+    local N, ro = gen_rank_offset(pv, mr, seed)
+    local x, param = R.uniform(N * xf, seed + 1, 0, 1), R.uniform(mr * mr * xf * yf, seed + 2, 0, 1)
+    return N, ro, x, param, { X = T.tensor(x, { shape = { N, xf }, dtype = dt }),
+                              RankOffset = T.tensor(ro, { shape = { N, 2 * mr + 1 }, dtype = "int32" }),
+                              RankParam = T.tensor(param, { shape = { mr * mr * xf, yf }, dtype = dt }) }
+  end
+
+  -- TestRankAttentionOpCpu: pv_num 100, x_feat 10, y_feat 15, max_rank 3
+  for _, dt in ipairs({ "float64", "float32" }) do
+    it("pv_num 100, x_feat 10, y_feat 15, MaxRank 3 (" .. dt .. ")", function()
+      local N, ro, x, param, inputs = case(100, 10, 15, 3, 5, dt)
+      local out, help, rank = rank_att_ref(x, ro, param, N, 10, 15, 3)
+      T.check_output{ type = "rank_attention", dtype = dt, attrs = { MaxRank = 3 }, inputs = inputs,
+                      expect = { Out = { shape = { N, 15 }, data = out }, InputHelp = { shape = { N, 30 }, data = help },
+                                 InsRank = { shape = { N, 1 }, data = rank } },
+                      atol = dt == "float32" and 1e-4 or 1e-10 }
+    end)
+  end
+
+  it("grad of RankParam (weighted finite differences), MaxRank 2", function()
+    local _, _, _, _, inputs = case(4, 3, 2, 2, 9, "float64")
+    W.check{ type = "rank_attention", attrs = { MaxRank = 2 }, inputs = inputs, wrt = { "RankParam" }, of = { "Out" } }
+  end)
+
+  it("refuses a rank past MaxRank", function()
+    local N, ro, _, _, inputs = case(3, 2, 2, 2, 13, "float64")
+    ro[1] = 3
+    inputs.RankOffset = T.tensor(ro, { shape = { N, 5 }, dtype = "int32" })
+    expect_error(function() T.run{ type = "rank_attention", attrs = { MaxRank = 2 }, inputs = inputs } end,
+      "rank_attention", "RankOffset[0, 0] is 3", "MaxRank 2")
+  end)
+end)

@@ -2,6 +2,7 @@
  * ctr.c — inference of cvm and cvm_grad (declared in ctr.ops, kernels in
  * kernels/cpu/ctr.c).
  */
+#include <stdio.h>
 #include "op.h"
 #include "infer_util.h"   /* nm */
 #include "ops/ctr.h"
@@ -94,6 +95,32 @@ static int shuffle_infer(oar_infer_ctx_t *c)
     OAR_TRY(oar_infer_same_as(c, "X", "Out"));
     OAR_TRY(oar_ic_set_out(c, "ShuffleIdx", 0, id, 1, OAR_INT64));
     return oar_ic_set_out(c, "SeedOut", 0, sd, 1, OAR_INT64);
+}
+
+/* ---- rank_attention --------------------------------------------------------- */
+static int rank_att_infer(oar_infer_ctx_t *c)
+{
+    const oar_rankatt_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
+    const int64_t *x, *p;
+    OAR_TRY(oar_ic_check_2d(c, "X", -1, -1, "[N, xf]", &x));
+    OAR_TRY(oar_ic_check_float(c, "X", -1));
+    OAR_TRY(oar_ic_check_float(c, "RankParam", oar_ic_in_dtype(c, "X", 0)));
+    char b[128];
+    snprintf(b, sizeof b, "[N, 2 MaxRank + 1] = [%lld, %d]", (long long)x[0], 2 * a->MaxRank + 1);
+    OAR_TRY(oar_ic_check_2d(c, "RankOffset", x[0], 2 * a->MaxRank + 1, b, NULL));
+    int dt = oar_ic_in_dtype(c, "RankOffset", 0);
+    if (dt >= 0 && dt != OAR_INT32)
+        return oar_ic_error(c, OAR_ERR_DTYPE, "input RankOffset '%s' has dtype %s; int32 expected",
+                            nm(oar_ic_in_name(c, "RankOffset", 0)), nm(oar_dtype_name(dt)));
+    int64_t rows = x[1] >= 0 ? (int64_t)a->MaxRank * a->MaxRank * x[1] : -1;
+    snprintf(b, sizeof b, "[MaxRank MaxRank xf, yf] = [%lld, yf]", (long long)rows);
+    OAR_TRY(oar_ic_check_2d(c, "RankParam", rows, -1, b, &p));
+    int xdt = oar_ic_in_dtype(c, "X", 0);
+    int64_t hd[2] = {x[0], x[1] >= 0 ? a->MaxRank * x[1] : -1}, od[2] = {x[0], p[1]}, rd[2] = {x[0], 1};
+    OAR_TRY(oar_ic_set_out(c, "InputHelp", 0, hd, 2, xdt));
+    OAR_TRY(oar_ic_set_out(c, "Out", 0, od, 2, xdt));
+    return oar_ic_set_out(c, "InsRank", 0, rd, 2, xdt);
 }
 
 #define OAR_OPS_DEFINE
