@@ -423,3 +423,114 @@ describe("oar.layers add_position_encoding, row_conv, npair_loss", function()
     end)
   end)
 end)
+
+-- ---- attention_lstm (test_attention_lstm_op.py) ------------------------------------------
+local ACT = {
+  identity = function(v) return v end,
+  sigmoid = function(v) return 1 / (1 + math.exp(-v)) end,
+  tanh = math.tanh,
+  relu = function(v) return v > 0 and v or 0 end,
+}
+
+-- the test's reference: per sequence and step, relu fcs over [x, prev_cell], a softmax over
+-- the sequence, the weighted sum of its rows, then an LSTM cell on [prev_hidden, sum]
+local function attention_lstm_ref(o)
+  local M, D = o.M, o.D
+  local hidden, cell = {}, {}
+  for s = 1, #o.offs - 1 do
+    local b0, len = o.offs[s], o.offs[s + 1] - o.offs[s]
+    local pc, ph = {}, {}
+    for j = 1, D do pc[j] = o.c0[(s - 1) * D + j]; ph[j] = o.h0 and o.h0[(s - 1) * D + j] or 0 end
+    for step = 0, len - 1 do
+      local a, mx = {}, -math.huge
+      for q = 0, len - 1 do
+        local v = o.fcb1
+        for j = 1, M do v = v + o.x[(b0 + q) * M + j] * o.fcw1[j] end
+        for j = 1, D do v = v + pc[j] * o.fcw1[M + j] end
+        v = ACT.relu(v)
+        v = ACT.relu(v * o.fcw2 + o.fcb2)
+        a[q] = v
+        mx = math.max(mx, v)
+      end
+      local z = 0
+      for q = 0, len - 1 do a[q] = math.exp(a[q] - mx); z = z + a[q] end
+      local lin = {}
+      for j = 1, D do lin[j] = ph[j] end
+      for j = 1, M do
+        local acc = 0
+        for q = 0, len - 1 do acc = acc + a[q] / z * o.x[(b0 + q) * M + j] end
+        lin[D + j] = acc
+      end
+      local g = {}
+      for c = 1, 4 * D do
+        local acc = o.b[c]
+        for j = 1, D + M do acc = acc + lin[j] * o.w[(j - 1) * 4 * D + c] end
+        g[c] = acc
+      end
+      local nc, nh = {}, {}
+      local ag, ac, an = ACT[o.gate], ACT[o.cell], ACT[o.cand]
+      for j = 1, D do
+        nc[j] = pc[j] * ag(g[j]) + ag(g[D + j]) * an(g[3 * D + j])
+        nh[j] = ag(g[2 * D + j]) * ac(nc[j])
+      end
+      for j = 1, D do hidden[(b0 + step) * D + j] = nh[j]; cell[(b0 + step) * D + j] = nc[j] end
+      pc, ph = nc, nh
+    end
+  end
+  return hidden, cell
+end
+
+describe("attention_lstm", function()
+  local CASES = {
+    { name = "TestAttentionLSTMOp", lens = { 3 }, M = 30, D = 15 },
+    { name = "NonInit", lens = { 3 }, M = 30, D = 15, no_h0 = true },
+    { name = "Act", lens = { 3 }, M = 3, D = 2, gate = "relu", cand = "sigmoid" },
+    { name = "MD1", lens = { 3 }, M = 36, D = 8 },
+    { name = "MD2", lens = { 3 }, M = 8, D = 8 },
+    { name = "MD3", lens = { 3 }, M = 15, D = 30 },
+    { name = "BS1", lens = { 5 }, M = 16, D = 32 },
+    { name = "BS2", lens = { 3, 6 }, M = 30, D = 15 },
+    { name = "BS5", lens = { 3, 2, 4, 7, 5 }, M = 30, D = 15 },
+  }
+  for n, c in ipairs(CASES) do
+    it(("%s (lod {%s}, M %d, D %d)"):format(c.name, table.concat(c.lens, ","), c.M, c.D), function()
+      local offs = offsets(c.lens)
+      local Tn, N = offs[#offs], #c.lens
+      local o = { M = c.M, D = c.D, offs = offs, gate = c.gate or "sigmoid", cell = "tanh", cand = c.cand or "tanh",
+                  x = R.symmetric(Tn * c.M, n), c0 = R.symmetric(N * c.D, n + 1),
+                  h0 = not c.no_h0 and R.symmetric(N * c.D, n + 2) or nil,
+                  fcw1 = R.symmetric(c.M + c.D, n + 3, 0.3), fcb1 = 0.1, fcw2 = 0.8, fcb2 = -0.05,
+                  w = R.symmetric((c.M + c.D) * 4 * c.D, n + 4, 0.3), b = R.symmetric(4 * c.D, n + 5, 0.3) }
+      local hid, cell = attention_lstm_ref(o)
+      for _, dt in ipairs({ "float64", "float32" }) do
+        local inputs = {
+          X = T.tensor(o.x, { shape = { Tn, c.M }, lod = { offs }, dtype = dt }),
+          C0 = T.tensor(o.c0, { shape = { N, c.D }, dtype = dt }),
+          AttentionWeight = T.tensor(o.fcw1, { shape = { c.M + c.D, 1 }, dtype = dt }),
+          AttentionBias = T.tensor({ o.fcb1 }, { shape = { 1, 1 }, dtype = dt }),
+          AttentionScalar = T.tensor({ o.fcw2 }, { shape = { 1, 1 }, dtype = dt }),
+          AttentionScalarBias = T.tensor({ o.fcb2 }, { shape = { 1, 1 }, dtype = dt }),
+          LSTMWeight = T.tensor(o.w, { shape = { c.M + c.D, 4 * c.D }, dtype = dt }),
+          LSTMBias = T.tensor(o.b, { shape = { 1, 4 * c.D }, dtype = dt }),
+        }
+        if o.h0 then inputs.H0 = T.tensor(o.h0, { shape = { N, c.D }, dtype = dt }) end
+        T.check_output{ type = "attention_lstm", dtype = dt, inputs = inputs,
+                        attrs = { gate_activation = o.gate, cell_activation = o.cell, candidate_activation = o.cand },
+                        expect = { Hidden = { shape = { Tn, c.D }, data = hid, lod = { offs } },
+                                   Cell = { shape = { Tn, c.D }, data = cell, lod = { offs } } },
+                        atol = dt == "float32" and 1e-4 or 1e-10 }
+      end
+    end)
+  end
+
+  it("refuses an LSTMWeight without D + M rows", function()
+    expect_error(function()
+      T.run{ type = "attention_lstm", inputs = {
+        X = T.tensor(R.symmetric(6, 1), { shape = { 2, 3 }, lod = { { 0, 2 } } }),
+        C0 = T.tensor(R.symmetric(2, 1), { shape = { 1, 2 } }),
+        AttentionWeight = T.tensor(R.symmetric(5, 1), { shape = { 5, 1 } }),
+        LSTMWeight = T.tensor(R.symmetric(32, 1), { shape = { 4, 8 } }),
+        LSTMBias = T.tensor(R.symmetric(8, 1), { shape = { 1, 8 } }) } }
+    end, "attention_lstm", "in_LSTMWeight", "D + M = 5")
+  end)
+end)
