@@ -9,71 +9,71 @@
 #include "sequence_batch.h"
 #include "ops/ctr.h"
 
-#define CVM_KERNELS(SFX, T, DT)                                                                          \
-    static int cvm_fwd_##SFX(oar_kernel_ctx_t *k)                                                        \
-    {                                                                                                    \
-        const oar_cvm_attrs_t *a = oar_k_attrs(k);                                                       \
-        const oar_tensor_t *x;                                                                           \
-        const void *xp;                                                                                  \
-        OAR_TRY(oar_sk_input(k, OAR_CVM_X, "X", DT, &x, &xp));                                           \
-        const int64_t n = x->dims[0], D = x->dims[1], W = a->use_cvm ? D : D - 2;                        \
-        void *yp;                                                                                        \
-        OAR_TRY(oar_k_output_sized(k, OAR_CVM_Y, "Y", DT, n * W, false, &yp));                           \
-        const T *xv = xp;                                                                                \
-        T *y = yp;                                                                                       \
-        for (int64_t r = 0; r < n; r++) {                                                                \
-            const T *xr = xv + r * D;                                                                    \
-            T *yr = y + r * W;                                                                           \
-            if (a->use_cvm) {                                                                            \
-                memcpy(yr, xr, sizeof(T) * (size_t)D);                                                   \
-                yr[0] = (T)log(xr[0] + 1);                                                               \
-                yr[1] = (T)log(xr[1] + 1) - yr[0];                                                       \
-            } else {                                                                                     \
-                memcpy(yr, xr + 2, sizeof(T) * (size_t)W);                                               \
-            }                                                                                            \
-        }                                                                                                \
-        return OAR_OK;                                                                                   \
-    }                                                                                                    \
-    static int cvm_bwd_##SFX(oar_kernel_ctx_t *k)                                                        \
-    {                                                                                                    \
-        const oar_cvm_attrs_t *a = oar_k_attrs(k);                                                       \
-        const oar_tensor_t *x, *cvm, *dy;                                                                \
-        const void *xp, *cp, *gp;                                                                        \
-        OAR_TRY(oar_sk_input(k, OAR_CVMG_X, "X", DT, &x, &xp));                                          \
-        OAR_TRY(oar_sk_input(k, OAR_CVMG_CVM, "CVM", DT, &cvm, &cp));                                    \
-        OAR_TRY(oar_sk_input(k, OAR_CVMG_DY, "Y@GRAD", DT, &dy, &gp));                                   \
-        const int64_t n = x->dims[0], D = x->dims[1], W = a->use_cvm ? D : D - 2;                        \
-        if (oar_tensor_numel_of(dy) != n * W)                                                            \
-            return oar_k_error(k, OAR_ERR_SHAPE, "Y@GRAD has %lld values; %lld expected",                \
-                               (long long)oar_tensor_numel_of(dy), (long long)(n * W));                  \
-        /* one CVM row per row of X, or per sequence of its LoD (Fluid's cvm_grad) */                    \
-        const int64_t *offs = x->lod_levels > 0 ? x->lod[0] : NULL;                                      \
-        const int64_t groups = offs ? x->lod_size[0] - 1 : n;                                            \
-        if (offs && offs[groups] != n)                                                                   \
+#define CVM_KERNELS(SFX, T, DT)                                                                            \
+    static int cvm_fwd_##SFX(oar_kernel_ctx_t *k)                                                          \
+    {                                                                                                      \
+        const oar_cvm_attrs_t *a = oar_k_attrs(k);                                                         \
+        const oar_tensor_t *x;                                                                             \
+        const void *xp;                                                                                    \
+        OAR_TRY(oar_sk_input(k, OAR_CVM_X, "X", DT, &x, &xp));                                             \
+        const int64_t n = x->dims[0], D = x->dims[1], W = a->use_cvm ? D : D - 2;                          \
+        void *yp;                                                                                          \
+        OAR_TRY(oar_k_output_sized(k, OAR_CVM_Y, "Y", DT, n * W, false, &yp));                             \
+        const T *xv = xp;                                                                                  \
+        T *y = yp;                                                                                         \
+        for (int64_t r = 0; r < n; r++) {                                                                  \
+            const T *xr = xv + r * D;                                                                      \
+            T *yr = y + r * W;                                                                             \
+            if (a->use_cvm) {                                                                              \
+                memcpy(yr, xr, sizeof(T) * (size_t)D);                                                     \
+                yr[0] = (T)log(xr[0] + 1);                                                                 \
+                yr[1] = (T)log(xr[1] + 1) - yr[0];                                                         \
+            } else {                                                                                       \
+                memcpy(yr, xr + 2, sizeof(T) * (size_t)W);                                                 \
+            }                                                                                              \
+        }                                                                                                  \
+        return OAR_OK;                                                                                     \
+    }                                                                                                      \
+    static int cvm_bwd_##SFX(oar_kernel_ctx_t *k)                                                          \
+    {                                                                                                      \
+        const oar_cvm_attrs_t *a = oar_k_attrs(k);                                                         \
+        const oar_tensor_t *x, *cvm, *dy;                                                                  \
+        const void *xp, *cp, *gp;                                                                          \
+        OAR_TRY(oar_sk_input(k, OAR_CVMG_X, "X", DT, &x, &xp));                                            \
+        OAR_TRY(oar_sk_input(k, OAR_CVMG_CVM, "CVM", DT, &cvm, &cp));                                      \
+        OAR_TRY(oar_sk_input(k, OAR_CVMG_DY, "Y@GRAD", DT, &dy, &gp));                                     \
+        const int64_t n = x->dims[0], D = x->dims[1], W = a->use_cvm ? D : D - 2;                          \
+        if (oar_tensor_numel_of(dy) != n * W)                                                              \
+            return oar_k_error(k, OAR_ERR_SHAPE, "Y@GRAD has %lld values; %lld expected",                  \
+                               (long long)oar_tensor_numel_of(dy), (long long)(n * W));                    \
+        /* one CVM row per row of X, or per sequence of its LoD (Fluid's cvm_grad) */                      \
+        const int64_t *offs = x->lod_levels > 0 ? x->lod[0] : NULL;                                        \
+        const int64_t groups = offs ? x->lod_size[0] - 1 : n;                                              \
+        if (offs && offs[groups] != n)                                                                     \
             return oar_k_error(k, OAR_ERR_SHAPE, "X's first LoD level ends at %lld, not at its %lld rows", \
-                               (long long)offs[groups], (long long)n);                                   \
-        if (cvm->dims[0] != groups)                                                                      \
-            return oar_k_error(k, OAR_ERR_SHAPE, "CVM has %lld rows; one per %s of X (%lld) expected",   \
-                               (long long)cvm->dims[0], offs ? "sequence" : "row", (long long)groups);   \
-        void *dxp;                                                                                       \
-        OAR_TRY(oar_k_output_sized(k, OAR_CVMG_DX, "X@GRAD", DT, n * D, true, &dxp));                    \
-        if (!dxp) return OAR_OK;                                                                         \
-        const T *g = gp, *cv = cp;                                                                       \
-        T *dx = dxp;                                                                                     \
-        for (int64_t s = 0; s < groups; s++) {                                                           \
-            const int64_t r0 = offs ? offs[s] : s, r1 = offs ? offs[s + 1] : s + 1;                      \
-            for (int64_t r = r0; r < r1; r++) {                                                          \
-                T *dr = dx + r * D;                                                                      \
-                const T *gr = g + r * W;                                                                 \
-                if (a->use_cvm) memcpy(dr + 2, gr + 2, sizeof(T) * (size_t)(D - 2));                     \
-                else memcpy(dr + 2, gr, sizeof(T) * (size_t)(D - 2));                                    \
-                dr[0] = cv[s * 2];                                                                       \
-                dr[1] = cv[s * 2 + 1];                                                                   \
-            }                                                                                            \
-        }                                                                                                \
-        return OAR_OK;                                                                                   \
-    }                                                                                                    \
-    OAR_REGISTER_KERNEL("cvm", OAR_PLACE_CPU, DT, cvm_fwd_##SFX)                                         \
+                               (long long)offs[groups], (long long)n);                                     \
+        if (cvm->dims[0] != groups)                                                                        \
+            return oar_k_error(k, OAR_ERR_SHAPE, "CVM has %lld rows; one per %s of X (%lld) expected",     \
+                               (long long)cvm->dims[0], offs ? "sequence" : "row", (long long)groups);     \
+        void *dxp;                                                                                         \
+        OAR_TRY(oar_k_output_sized(k, OAR_CVMG_DX, "X@GRAD", DT, n * D, true, &dxp));                      \
+        if (!dxp) return OAR_OK;                                                                           \
+        const T *g = gp, *cv = cp;                                                                         \
+        T *dx = dxp;                                                                                       \
+        for (int64_t s = 0; s < groups; s++) {                                                             \
+            const int64_t r0 = offs ? offs[s] : s, r1 = offs ? offs[s + 1] : s + 1;                        \
+            for (int64_t r = r0; r < r1; r++) {                                                            \
+                T *dr = dx + r * D;                                                                        \
+                const T *gr = g + r * W;                                                                   \
+                if (a->use_cvm) memcpy(dr + 2, gr + 2, sizeof(T) * (size_t)(D - 2));                       \
+                else memcpy(dr + 2, gr, sizeof(T) * (size_t)(D - 2));                                      \
+                dr[0] = cv[s * 2];                                                                         \
+                dr[1] = cv[s * 2 + 1];                                                                     \
+            }                                                                                              \
+        }                                                                                                  \
+        return OAR_OK;                                                                                     \
+    }                                                                                                      \
+    OAR_REGISTER_KERNEL("cvm", OAR_PLACE_CPU, DT, cvm_fwd_##SFX)                                           \
     OAR_REGISTER_KERNEL("cvm_grad", OAR_PLACE_CPU, DT, cvm_bwd_##SFX)
 
 CVM_KERNELS(f32, float, OAR_FP32)
@@ -205,10 +205,10 @@ static int instag_bwd(oar_kernel_ctx_t *k)
     return OAR_OK;
 }
 
-#define INSTAG_REG(SFX, DT)                                                                  \
-    static int instag_fwd_##SFX(oar_kernel_ctx_t *k) { return instag_fwd(k); }              \
-    static int instag_bwd_##SFX(oar_kernel_ctx_t *k) { return instag_bwd(k); }              \
-    OAR_REGISTER_KERNEL("filter_by_instag", OAR_PLACE_CPU, DT, instag_fwd_##SFX)           \
+#define INSTAG_REG(SFX, DT)                                                      \
+    static int instag_fwd_##SFX(oar_kernel_ctx_t *k) { return instag_fwd(k); }   \
+    static int instag_bwd_##SFX(oar_kernel_ctx_t *k) { return instag_bwd(k); }   \
+    OAR_REGISTER_KERNEL("filter_by_instag", OAR_PLACE_CPU, DT, instag_fwd_##SFX) \
     OAR_REGISTER_KERNEL("filter_by_instag_grad", OAR_PLACE_CPU, DT, instag_bwd_##SFX)
 INSTAG_REG(f32, OAR_FP32)
 INSTAG_REG(f64, OAR_FP64)
@@ -276,10 +276,10 @@ static int shuffle_bwd(oar_kernel_ctx_t *k)
     return OAR_OK;
 }
 
-#define SHUF_REG(SFX, DT)                                                                  \
-    static int shuffle_fwd_##SFX(oar_kernel_ctx_t *k) { return shuffle_fwd(k); }          \
-    static int shuffle_bwd_##SFX(oar_kernel_ctx_t *k) { return shuffle_bwd(k); }          \
-    OAR_REGISTER_KERNEL("shuffle_batch", OAR_PLACE_CPU, DT, shuffle_fwd_##SFX)           \
+#define SHUF_REG(SFX, DT)                                                        \
+    static int shuffle_fwd_##SFX(oar_kernel_ctx_t *k) { return shuffle_fwd(k); } \
+    static int shuffle_bwd_##SFX(oar_kernel_ctx_t *k) { return shuffle_bwd(k); } \
+    OAR_REGISTER_KERNEL("shuffle_batch", OAR_PLACE_CPU, DT, shuffle_fwd_##SFX)   \
     OAR_REGISTER_KERNEL("shuffle_batch_grad", OAR_PLACE_CPU, DT, shuffle_bwd_##SFX)
 SHUF_REG(f32, OAR_FP32)
 SHUF_REG(f64, OAR_FP64)
@@ -291,7 +291,9 @@ SHUF_REG(i64, OAR_INT64)
 static int rank_row(oar_kernel_ctx_t *k, const int32_t *ro, int64_t i, int mr, int64_t N)
 {
     const int32_t *r = ro + i * (2 * mr + 1);
-    if (r[0] > mr) return oar_k_error(k, OAR_ERR_RANGE, "RankOffset[%lld, 0] is %d; ranks are <= MaxRank %d", (long long)i, r[0], mr);
+    if (r[0] > mr)
+        return oar_k_error(k, OAR_ERR_RANGE, "RankOffset[%lld, 0] is %d; ranks are <= MaxRank %d", (long long)i, r[0],
+                           mr);
     for (int q = 0; q < mr && r[0] > 0; q++) {
         if (r[2 * q + 1] <= 0) continue;
         if (r[2 * q + 1] > mr || r[2 * q + 2] < 0 || r[2 * q + 2] >= N)
@@ -301,79 +303,79 @@ static int rank_row(oar_kernel_ctx_t *k, const int32_t *ro, int64_t i, int mr, i
     return OAR_OK;
 }
 
-#define RANK_ATT_KERNELS(SFX, T, DT)                                                                        \
-    static int rank_att_fwd_##SFX(oar_kernel_ctx_t *k)                                                      \
-    {                                                                                                       \
-        const oar_rankatt_attrs_t *a = oar_k_attrs(k);                                                      \
-        const oar_tensor_t *x, *rt, *pt;                                                                    \
-        const void *xp, *rp, *pp;                                                                           \
-        OAR_TRY(oar_sk_input(k, OAR_RANKATT_X, "X", DT, &x, &xp));                                          \
-        OAR_TRY(oar_sk_input(k, OAR_RANKATT_RANK_OFFSET, "RankOffset", OAR_INT32, &rt, &rp));               \
-        OAR_TRY(oar_sk_input(k, OAR_RANKATT_RANK_PARAM, "RankParam", DT, &pt, &pp));                        \
-        const int mr = a->MaxRank;                                                                          \
-        const int64_t N = x->dims[0], xf = x->dims[1], yf = pt->dims[1];                                    \
-        void *hp, *op, *ip;                                                                                 \
-        OAR_TRY(oar_k_output_sized(k, OAR_RANKATT_INPUT_HELP, "InputHelp", DT, N * mr * xf, false, &hp));   \
-        OAR_TRY(oar_k_output_sized(k, OAR_RANKATT_OUT, "Out", DT, N * yf, false, &op));                     \
-        OAR_TRY(oar_k_output_sized(k, OAR_RANKATT_INS_RANK, "InsRank", DT, N, false, &ip));                 \
-        const T *xv = xp, *pv = pp;                                                                         \
-        const int32_t *ro = rp;                                                                             \
-        T *help = hp, *out = op, *rank = ip;                                                                \
-        memset(help, 0, sizeof(T) * (size_t)(N * mr * xf));                                                 \
-        memset(out, 0, sizeof(T) * (size_t)(N * yf));                                                       \
-        for (int64_t i = 0; i < N; i++) {                                                                   \
-            OAR_TRY(rank_row(k, ro, i, mr, N));                                                             \
-            const int32_t *r = ro + i * (2 * mr + 1);                                                       \
-            rank[i] = (T)r[0];                                                                              \
-            if (r[0] <= 0) continue;                                                                        \
-            for (int q = 0; q < mr; q++) {                                                                  \
-                const int f = r[2 * q + 1] - 1;                                                             \
-                if (f < 0) continue;                                                                        \
-                const T *xr = xv + (int64_t)r[2 * q + 2] * xf;                                              \
-                const T *blk = pv + ((int64_t)(r[0] - 1) * mr + f) * xf * yf;                               \
-                memcpy(help + (i * mr + q) * xf, xr, sizeof(T) * (size_t)xf);                               \
-                for (int64_t c = 0; c < xf; c++)                                                            \
-                    for (int64_t j = 0; j < yf; j++) out[i * yf + j] += xr[c] * blk[c * yf + j];            \
-            }                                                                                               \
-        }                                                                                                   \
-        return OAR_OK;                                                                                      \
-    }                                                                                                       \
-    static int rank_att_bwd_##SFX(oar_kernel_ctx_t *k)                                                      \
-    {                                                                                                       \
-        const oar_rankatt_attrs_t *a = oar_k_attrs(k);                                                      \
-        const oar_tensor_t *rt, *pt, *ht, *gt;                                                              \
-        const void *rp, *pp, *hp, *gp;                                                                      \
-        OAR_TRY(oar_sk_input(k, OAR_RANKATTG_RANK_OFFSET, "RankOffset", OAR_INT32, &rt, &rp));              \
-        OAR_TRY(oar_sk_input(k, OAR_RANKATTG_RANK_PARAM, "RankParam", DT, &pt, &pp));                       \
-        OAR_TRY(oar_sk_input(k, OAR_RANKATTG_INPUT_HELP, "InputHelp", DT, &ht, &hp));                       \
-        OAR_TRY(oar_sk_input(k, OAR_RANKATTG_DOUT, "Out@GRAD", DT, &gt, &gp));                              \
-        const int mr = a->MaxRank;                                                                          \
-        const int64_t N = rt->dims[0], yf = pt->dims[1], xf = pt->dims[0] / ((int64_t)mr * mr);             \
-        if (oar_tensor_numel_of(ht) != N * mr * xf || oar_tensor_numel_of(gt) != N * yf)                    \
-            return oar_k_error(k, OAR_ERR_SHAPE, "InputHelp or Out@GRAD does not fit RankOffset and RankParam"); \
-        void *dp;                                                                                           \
+#define RANK_ATT_KERNELS(SFX, T, DT)                                                                                  \
+    static int rank_att_fwd_##SFX(oar_kernel_ctx_t *k)                                                                \
+    {                                                                                                                 \
+        const oar_rankatt_attrs_t *a = oar_k_attrs(k);                                                                \
+        const oar_tensor_t *x, *rt, *pt;                                                                              \
+        const void *xp, *rp, *pp;                                                                                     \
+        OAR_TRY(oar_sk_input(k, OAR_RANKATT_X, "X", DT, &x, &xp));                                                    \
+        OAR_TRY(oar_sk_input(k, OAR_RANKATT_RANK_OFFSET, "RankOffset", OAR_INT32, &rt, &rp));                         \
+        OAR_TRY(oar_sk_input(k, OAR_RANKATT_RANK_PARAM, "RankParam", DT, &pt, &pp));                                  \
+        const int mr = a->MaxRank;                                                                                    \
+        const int64_t N = x->dims[0], xf = x->dims[1], yf = pt->dims[1];                                              \
+        void *hp, *op, *ip;                                                                                           \
+        OAR_TRY(oar_k_output_sized(k, OAR_RANKATT_INPUT_HELP, "InputHelp", DT, N * mr * xf, false, &hp));             \
+        OAR_TRY(oar_k_output_sized(k, OAR_RANKATT_OUT, "Out", DT, N * yf, false, &op));                               \
+        OAR_TRY(oar_k_output_sized(k, OAR_RANKATT_INS_RANK, "InsRank", DT, N, false, &ip));                           \
+        const T *xv = xp, *pv = pp;                                                                                   \
+        const int32_t *ro = rp;                                                                                       \
+        T *help = hp, *out = op, *rank = ip;                                                                          \
+        memset(help, 0, sizeof(T) * (size_t)(N * mr * xf));                                                           \
+        memset(out, 0, sizeof(T) * (size_t)(N * yf));                                                                 \
+        for (int64_t i = 0; i < N; i++) {                                                                             \
+            OAR_TRY(rank_row(k, ro, i, mr, N));                                                                       \
+            const int32_t *r = ro + i * (2 * mr + 1);                                                                 \
+            rank[i] = (T)r[0];                                                                                        \
+            if (r[0] <= 0) continue;                                                                                  \
+            for (int q = 0; q < mr; q++) {                                                                            \
+                const int f = r[2 * q + 1] - 1;                                                                       \
+                if (f < 0) continue;                                                                                  \
+                const T *xr = xv + (int64_t)r[2 * q + 2] * xf;                                                        \
+                const T *blk = pv + ((int64_t)(r[0] - 1) * mr + f) * xf * yf;                                         \
+                memcpy(help + (i * mr + q) * xf, xr, sizeof(T) * (size_t)xf);                                         \
+                for (int64_t c = 0; c < xf; c++)                                                                      \
+                    for (int64_t j = 0; j < yf; j++) out[i * yf + j] += xr[c] * blk[c * yf + j];                      \
+            }                                                                                                         \
+        }                                                                                                             \
+        return OAR_OK;                                                                                                \
+    }                                                                                                                 \
+    static int rank_att_bwd_##SFX(oar_kernel_ctx_t *k)                                                                \
+    {                                                                                                                 \
+        const oar_rankatt_attrs_t *a = oar_k_attrs(k);                                                                \
+        const oar_tensor_t *rt, *pt, *ht, *gt;                                                                        \
+        const void *rp, *pp, *hp, *gp;                                                                                \
+        OAR_TRY(oar_sk_input(k, OAR_RANKATTG_RANK_OFFSET, "RankOffset", OAR_INT32, &rt, &rp));                        \
+        OAR_TRY(oar_sk_input(k, OAR_RANKATTG_RANK_PARAM, "RankParam", DT, &pt, &pp));                                 \
+        OAR_TRY(oar_sk_input(k, OAR_RANKATTG_INPUT_HELP, "InputHelp", DT, &ht, &hp));                                 \
+        OAR_TRY(oar_sk_input(k, OAR_RANKATTG_DOUT, "Out@GRAD", DT, &gt, &gp));                                        \
+        const int mr = a->MaxRank;                                                                                    \
+        const int64_t N = rt->dims[0], yf = pt->dims[1], xf = pt->dims[0] / ((int64_t)mr * mr);                       \
+        if (oar_tensor_numel_of(ht) != N * mr * xf || oar_tensor_numel_of(gt) != N * yf)                              \
+            return oar_k_error(k, OAR_ERR_SHAPE, "InputHelp or Out@GRAD does not fit RankOffset and RankParam");      \
+        void *dp;                                                                                                     \
         OAR_TRY(oar_k_output_sized(k, OAR_RANKATTG_DPARAM, "RankParam@GRAD", DT, oar_tensor_numel_of(pt), true, &dp)); \
-        if (!dp) return OAR_OK;                                                                             \
-        const int32_t *ro = rp;                                                                             \
-        const T *help = hp, *g = gp;                                                                        \
-        T *dparam = dp;                                                                                     \
-        memset(dparam, 0, sizeof(T) * (size_t)oar_tensor_numel_of(pt));                                    \
-        for (int64_t i = 0; i < N; i++) {                                                                   \
-            OAR_TRY(rank_row(k, ro, i, mr, N));                                                             \
-            const int32_t *r = ro + i * (2 * mr + 1);                                                       \
-            if (r[0] <= 0) continue;                                                                        \
-            for (int q = 0; q < mr; q++) {                                                                  \
-                const int f = r[2 * q + 1] - 1;                                                             \
-                if (f < 0) continue;                                                                        \
-                const T *hr = help + (i * mr + q) * xf;                                                     \
-                T *blk = dparam + ((int64_t)(r[0] - 1) * mr + f) * xf * yf;                                 \
-                for (int64_t c = 0; c < xf; c++)                                                            \
-                    for (int64_t j = 0; j < yf; j++) blk[c * yf + j] += hr[c] * g[i * yf + j];              \
-            }                                                                                               \
-        }                                                                                                   \
-        return OAR_OK;                                                                                      \
-    }                                                                                                       \
-    OAR_REGISTER_KERNEL("rank_attention", OAR_PLACE_CPU, DT, rank_att_fwd_##SFX)                            \
+        if (!dp) return OAR_OK;                                                                                       \
+        const int32_t *ro = rp;                                                                                       \
+        const T *help = hp, *g = gp;                                                                                  \
+        T *dparam = dp;                                                                                               \
+        memset(dparam, 0, sizeof(T) * (size_t)oar_tensor_numel_of(pt));                                               \
+        for (int64_t i = 0; i < N; i++) {                                                                             \
+            OAR_TRY(rank_row(k, ro, i, mr, N));                                                                       \
+            const int32_t *r = ro + i * (2 * mr + 1);                                                                 \
+            if (r[0] <= 0) continue;                                                                                  \
+            for (int q = 0; q < mr; q++) {                                                                            \
+                const int f = r[2 * q + 1] - 1;                                                                       \
+                if (f < 0) continue;                                                                                  \
+                const T *hr = help + (i * mr + q) * xf;                                                               \
+                T *blk = dparam + ((int64_t)(r[0] - 1) * mr + f) * xf * yf;                                           \
+                for (int64_t c = 0; c < xf; c++)                                                                      \
+                    for (int64_t j = 0; j < yf; j++) blk[c * yf + j] += hr[c] * g[i * yf + j];                        \
+            }                                                                                                         \
+        }                                                                                                             \
+        return OAR_OK;                                                                                                \
+    }                                                                                                                 \
+    OAR_REGISTER_KERNEL("rank_attention", OAR_PLACE_CPU, DT, rank_att_fwd_##SFX)                                      \
     OAR_REGISTER_KERNEL("rank_attention_grad", OAR_PLACE_CPU, DT, rank_att_bwd_##SFX)
 
 RANK_ATT_KERNELS(f32, float, OAR_FP32)

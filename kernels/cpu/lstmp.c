@@ -73,86 +73,86 @@ static int out_or_scratch(oar_kernel_ctx_t *k, int slot, const char *name, int d
     return *p ? OAR_OK : rc;
 }
 
-#define LSTMP_STEPS(SFX, T)                                                                                   \
-    /* one step of n rows: g [n, 4D] pre-activations in, activated gates out; cp [n, D] or NULL */           \
-    static void cell_fwd_##SFX(int64_t n, int64_t D, T *g, const T *cp, T *c, T *h, const T *pe,            \
-                               const oar_lstmp_attrs_t *at)                                                  \
-    {                                                                                                        \
-        const T *ci = pe, *cf = pe ? pe + D : NULL, *co = pe ? pe + 2 * D : NULL;                            \
-        const T clip = (T)at->cell_clip;                                                                     \
-        for (int64_t r = 0; r < n; r++) {                                                                    \
+#define LSTMP_STEPS(SFX, T)                                                                                     \
+    /* one step of n rows: g [n, 4D] pre-activations in, activated gates out; cp [n, D] or NULL */              \
+    static void cell_fwd_##SFX(int64_t n, int64_t D, T *g, const T *cp, T *c, T *h, const T *pe,                \
+                               const oar_lstmp_attrs_t *at)                                                     \
+    {                                                                                                           \
+        const T *ci = pe, *cf = pe ? pe + D : NULL, *co = pe ? pe + 2 * D : NULL;                               \
+        const T clip = (T)at->cell_clip;                                                                        \
+        for (int64_t r = 0; r < n; r++) {                                                                       \
             T *a = g + r * 4 * D, *i = a + D, *f = a + 2 * D, *o = a + 3 * D, *cr = c + r * D, *hr = h + r * D; \
-            const T *cpr = cp ? cp + r * D : NULL;                                                           \
-            oar_act_fwd_##SFX(at->cand, a, D);                                                               \
-            if (cpr && ci)                                                                                   \
-                for (int64_t j = 0; j < D; j++) { i[j] += cpr[j] * ci[j]; f[j] += cpr[j] * cf[j]; }          \
-            oar_act_fwd_##SFX(at->gate, i, 2 * D);                                                           \
-            for (int64_t j = 0; j < D; j++) {                                                                \
-                T v = a[j] * i[j] + (cpr ? cpr[j] * f[j] : 0);                                               \
-                if (clip > 0) v = v > clip ? clip : v < -clip ? -clip : v;                                   \
-                cr[j] = v;                                                                                   \
-            }                                                                                                \
-            if (co) for (int64_t j = 0; j < D; j++) o[j] += cr[j] * co[j];                                   \
-            oar_act_fwd_##SFX(at->gate, o, D);                                                               \
-            memcpy(hr, cr, sizeof(T) * (size_t)D);                                                           \
-            oar_act_fwd_##SFX(at->cell, hr, D);                                                              \
-            for (int64_t j = 0; j < D; j++) hr[j] *= o[j];                                                   \
-        }                                                                                                    \
-    }                                                                                                        \
-    /* r [n, P]: h ProjWeight in, act_proj and the clip applied */                                           \
-    static void proj_fwd_##SFX(int64_t n, int64_t P, T *r, const oar_lstmp_attrs_t *at)                    \
-    {                                                                                                        \
-        oar_act_fwd_##SFX(at->proj, r, n * P);                                                               \
-        const T clip = (T)at->proj_clip;                                                                     \
-        if (clip > 0)                                                                                        \
-            for (int64_t j = 0; j < n * P; j++) r[j] = r[j] > clip ? clip : r[j] < -clip ? -clip : r[j];     \
-    }                                                                                                        \
-    /* dr [n, P] becomes the grad before act_proj, from the outputs r */                                    \
-    static void proj_bwd_##SFX(int64_t n, int64_t P, const T *r, T *dr, const oar_lstmp_attrs_t *at)       \
-    {                                                                                                        \
-        const T clip = (T)at->proj_clip;                                                                     \
-        if (clip > 0)                                                                                        \
-            for (int64_t j = 0; j < n * P; j++) if (r[j] >= clip || r[j] <= -clip) dr[j] = 0;                 \
-        oar_act_bwd_##SFX(at->proj, r, dr, n * P);                                                           \
-    }                                                                                                        \
-    /* From the gates g, cells c, previous cells cp (or NULL), hidden grads dh and the cells' grads dc      \
-     * (from the next step, or NULL): dg [n, 4D] the pre-activation grads, dcp += , dpe += (peepholes);    \
-     * tmp holds 2D values */                                                                                \
-    static void cell_bwd_##SFX(int64_t n, int64_t D, const T *g, const T *c, const T *cp, const T *dh,      \
-                               const T *dc, T *dg, T *dcp, const T *pe, T *dpe, const oar_lstmp_attrs_t *at,  \
-                               T *tmp)                                                                       \
-    {                                                                                                        \
-        const T *ci = pe, *cf = pe ? pe + D : NULL, *co = pe ? pe + 2 * D : NULL;                            \
-        T *dci = dpe, *dcf = dpe ? dpe + D : NULL, *dco = dpe ? dpe + 2 * D : NULL;                          \
-        const T clip = (T)at->cell_clip;                                                                     \
-        T *tc = tmp, *s = tmp + D;                                                                           \
-        for (int64_t r = 0; r < n; r++) {                                                                    \
-            const T *a = g + r * 4 * D, *i = a + D, *f = a + 2 * D, *o = a + 3 * D;                          \
-            const T *cr = c + r * D, *cpr = cp ? cp + r * D : NULL, *dhr = dh + r * D;                       \
-            const T *dcr = dc ? dc + r * D : NULL;                                                           \
-            T *da = dg + r * 4 * D, *di = da + D, *df = da + 2 * D, *dout = da + 3 * D;                      \
-            memcpy(tc, cr, sizeof(T) * (size_t)D);                                                           \
-            oar_act_fwd_##SFX(at->cell, tc, D);                                                              \
-            for (int64_t j = 0; j < D; j++) { dout[j] = dhr[j] * tc[j]; s[j] = dhr[j] * o[j]; }              \
-            oar_act_bwd_##SFX(at->gate, o, dout, D);                                                         \
-            oar_act_bwd_##SFX(at->cell, tc, s, D);                                                           \
-            for (int64_t j = 0; j < D; j++) {                                                                \
-                T v = s[j] + (dcr ? dcr[j] : 0) + (co ? dout[j] * co[j] : 0);                                \
-                if (clip > 0 && (cr[j] >= clip || cr[j] <= -clip)) v = 0;                                    \
-                s[j] = v;                                                                                    \
-                da[j] = v * i[j];                                                                            \
-                di[j] = v * a[j];                                                                            \
-                df[j] = cpr ? v * cpr[j] : 0;                                                                \
-            }                                                                                                \
-            oar_act_bwd_##SFX(at->cand, a, da, D);                                                           \
-            oar_act_bwd_##SFX(at->gate, i, di, 2 * D);                                                       \
-            if (dcp)                                                                                         \
-                for (int64_t j = 0; j < D; j++)                                                              \
-                    dcp[r * D + j] += s[j] * f[j] + (ci ? di[j] * ci[j] + df[j] * cf[j] : 0);                \
-            if (dco) for (int64_t j = 0; j < D; j++) dco[j] += dout[j] * cr[j];                              \
-            if (dci && cpr)                                                                                  \
-                for (int64_t j = 0; j < D; j++) { dci[j] += di[j] * cpr[j]; dcf[j] += df[j] * cpr[j]; }      \
-        }                                                                                                    \
+            const T *cpr = cp ? cp + r * D : NULL;                                                              \
+            oar_act_fwd_##SFX(at->cand, a, D);                                                                  \
+            if (cpr && ci)                                                                                      \
+                for (int64_t j = 0; j < D; j++) { i[j] += cpr[j] * ci[j]; f[j] += cpr[j] * cf[j]; }             \
+            oar_act_fwd_##SFX(at->gate, i, 2 * D);                                                              \
+            for (int64_t j = 0; j < D; j++) {                                                                   \
+                T v = a[j] * i[j] + (cpr ? cpr[j] * f[j] : 0);                                                  \
+                if (clip > 0) v = v > clip ? clip : v < -clip ? -clip : v;                                      \
+                cr[j] = v;                                                                                      \
+            }                                                                                                   \
+            if (co) for (int64_t j = 0; j < D; j++) o[j] += cr[j] * co[j];                                      \
+            oar_act_fwd_##SFX(at->gate, o, D);                                                                  \
+            memcpy(hr, cr, sizeof(T) * (size_t)D);                                                              \
+            oar_act_fwd_##SFX(at->cell, hr, D);                                                                 \
+            for (int64_t j = 0; j < D; j++) hr[j] *= o[j];                                                      \
+        }                                                                                                       \
+    }                                                                                                           \
+    /* r [n, P]: h ProjWeight in, act_proj and the clip applied */                                              \
+    static void proj_fwd_##SFX(int64_t n, int64_t P, T *r, const oar_lstmp_attrs_t *at)                         \
+    {                                                                                                           \
+        oar_act_fwd_##SFX(at->proj, r, n * P);                                                                  \
+        const T clip = (T)at->proj_clip;                                                                        \
+        if (clip > 0)                                                                                           \
+            for (int64_t j = 0; j < n * P; j++) r[j] = r[j] > clip ? clip : r[j] < -clip ? -clip : r[j];        \
+    }                                                                                                           \
+    /* dr [n, P] becomes the grad before act_proj, from the outputs r */                                        \
+    static void proj_bwd_##SFX(int64_t n, int64_t P, const T *r, T *dr, const oar_lstmp_attrs_t *at)            \
+    {                                                                                                           \
+        const T clip = (T)at->proj_clip;                                                                        \
+        if (clip > 0)                                                                                           \
+            for (int64_t j = 0; j < n * P; j++) if (r[j] >= clip || r[j] <= -clip) dr[j] = 0;                   \
+        oar_act_bwd_##SFX(at->proj, r, dr, n * P);                                                              \
+    }                                                                                                           \
+    /* From the gates g, cells c, previous cells cp (or NULL), hidden grads dh and the cells' grads dc          \
+     * (from the next step, or NULL): dg [n, 4D] the pre-activation grads, dcp += , dpe += (peepholes);         \
+     * tmp holds 2D values */                                                                                   \
+    static void cell_bwd_##SFX(int64_t n, int64_t D, const T *g, const T *c, const T *cp, const T *dh,          \
+                               const T *dc, T *dg, T *dcp, const T *pe, T *dpe, const oar_lstmp_attrs_t *at,    \
+                               T *tmp)                                                                          \
+    {                                                                                                           \
+        const T *ci = pe, *cf = pe ? pe + D : NULL, *co = pe ? pe + 2 * D : NULL;                               \
+        T *dci = dpe, *dcf = dpe ? dpe + D : NULL, *dco = dpe ? dpe + 2 * D : NULL;                             \
+        const T clip = (T)at->cell_clip;                                                                        \
+        T *tc = tmp, *s = tmp + D;                                                                              \
+        for (int64_t r = 0; r < n; r++) {                                                                       \
+            const T *a = g + r * 4 * D, *i = a + D, *f = a + 2 * D, *o = a + 3 * D;                             \
+            const T *cr = c + r * D, *cpr = cp ? cp + r * D : NULL, *dhr = dh + r * D;                          \
+            const T *dcr = dc ? dc + r * D : NULL;                                                              \
+            T *da = dg + r * 4 * D, *di = da + D, *df = da + 2 * D, *dout = da + 3 * D;                         \
+            memcpy(tc, cr, sizeof(T) * (size_t)D);                                                              \
+            oar_act_fwd_##SFX(at->cell, tc, D);                                                                 \
+            for (int64_t j = 0; j < D; j++) { dout[j] = dhr[j] * tc[j]; s[j] = dhr[j] * o[j]; }                 \
+            oar_act_bwd_##SFX(at->gate, o, dout, D);                                                            \
+            oar_act_bwd_##SFX(at->cell, tc, s, D);                                                              \
+            for (int64_t j = 0; j < D; j++) {                                                                   \
+                T v = s[j] + (dcr ? dcr[j] : 0) + (co ? dout[j] * co[j] : 0);                                   \
+                if (clip > 0 && (cr[j] >= clip || cr[j] <= -clip)) v = 0;                                       \
+                s[j] = v;                                                                                       \
+                da[j] = v * i[j];                                                                               \
+                di[j] = v * a[j];                                                                               \
+                df[j] = cpr ? v * cpr[j] : 0;                                                                   \
+            }                                                                                                   \
+            oar_act_bwd_##SFX(at->cand, a, da, D);                                                              \
+            oar_act_bwd_##SFX(at->gate, i, di, 2 * D);                                                          \
+            if (dcp)                                                                                            \
+                for (int64_t j = 0; j < D; j++)                                                                 \
+                    dcp[r * D + j] += s[j] * f[j] + (ci ? di[j] * ci[j] + df[j] * cf[j] : 0);                   \
+            if (dco) for (int64_t j = 0; j < D; j++) dco[j] += dout[j] * cr[j];                                 \
+            if (dci && cpr)                                                                                     \
+                for (int64_t j = 0; j < D; j++) { dci[j] += di[j] * cpr[j]; dcf[j] += df[j] * cpr[j]; }         \
+        }                                                                                                       \
     }
 
 LSTMP_STEPS(f32, float)
@@ -189,8 +189,11 @@ static int lstmp_fwd(oar_kernel_ctx_t *k)
         const void *rp = t > 0 ? CAT(rb, a.sb.step_start[t - 1], P) : h0s;
         const void *cp = t > 0 ? CAT(bc, a.sb.step_start[t - 1], D) : c0s;
         if (rp) oar_sk_gemm(a.dt, false, false, n, 4 * D, P, 1.0, rp, P, a.w, 4 * D, 1.0, AT(bg, s0, 4 * D), 4 * D);
-        if (f32) cell_fwd_f32(n, D, (float *)AT(bg, s0, 4 * D), cp, (float *)AT(bc, s0, D), (float *)AT(bh, s0, D), pe, at);
-        else cell_fwd_f64(n, D, (double *)AT(bg, s0, 4 * D), cp, (double *)AT(bc, s0, D), (double *)AT(bh, s0, D), pe, at);
+        if (f32)
+            cell_fwd_f32(n, D, (float *)AT(bg, s0, 4 * D), cp, (float *)AT(bc, s0, D), (float *)AT(bh, s0, D), pe, at);
+        else
+            cell_fwd_f64(n, D, (double *)AT(bg, s0, 4 * D), cp, (double *)AT(bc, s0, D), (double *)AT(bh, s0, D), pe,
+                         at);
         oar_sk_gemm(a.dt, false, false, n, P, D, 1.0, CAT(bh, s0, D), D, a.pw, P, 0.0, AT(rb, s0, P), P);
         if (f32) proj_fwd_f32(n, P, (float *)AT(rb, s0, P), at);
         else proj_fwd_f64(n, P, (double *)AT(rb, s0, P), at);

@@ -19,7 +19,8 @@
 #define P4 668265263u
 #define P5 374761393u
 static inline uint32_t rotl32(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
-static inline uint32_t rd32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return v; }   /* little-endian hosts */
+/* little-endian hosts */
+static inline uint32_t rd32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 static inline uint32_t round32(uint32_t acc, uint32_t in) { return rotl32(acc + in * P2, 13) * P1; }
 
 static uint32_t xxh32(const void *data, size_t len, uint32_t seed)

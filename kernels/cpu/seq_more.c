@@ -78,7 +78,8 @@ static int mmt_offsets(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_ten
     if (!*top) return oar_k_error(k, OAR_ERR_NOMEM, "out of memory");
     (*top)[0] = 0;
     for (int64_t b = 0; b + 1 < n; b++)
-        (*top)[b + 1] = (*top)[b] + (int64_t)dim_t * (x->lod[0][b + 1] - x->lod[0][b]) * (y->lod[0][b + 1] - y->lod[0][b]);
+        (*top)[b + 1] = (*top)[b] +
+                        (int64_t)dim_t * (x->lod[0][b + 1] - x->lod[0][b]) * (y->lod[0][b + 1] - y->lod[0][b]);
     return OAR_OK;
 }
 
@@ -143,7 +144,8 @@ static int mmt_offsets(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_ten
             for (int64_t r = offs[s]; r < offs[s + 1]; r++)                                                           \
                 for (int64_t d = 0; d < D; d++) {                                                                     \
                     T acc = 0;                                                                                        \
-                    for (int64_t q = 0; q < ctx && r + q < offs[s + 1]; q++) acc += w[q * D + d] * xv[(r + q) * D + d]; \
+                    for (int64_t q = 0; q < ctx && r + q < offs[s + 1]; q++)                    \
+                        acc += w[q * D + d] * xv[(r + q) * D + d]; \
                     y[r * D + d] = acc;                                                                               \
                 }                                                                                                     \
         free(own);                                                                                                    \
@@ -183,7 +185,8 @@ static int mmt_offsets(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_ten
     static int topk_fwd_##SUF(oar_kernel_ctx_t *k)                                                                    \
     {                                                                                                                 \
         const oar_topkavg_attrs_t *a = oar_k_attrs(k);                                                                \
-        const oar_tensor_t *x, *row = oar_k_input(k, OAR_TOPKAVG_ROW, 0), *col = oar_k_input(k, OAR_TOPKAVG_COLUMN, 0); \
+        const oar_tensor_t *x, *row = oar_k_input(k, OAR_TOPKAVG_ROW, 0);                               \
+        const oar_tensor_t *col = oar_k_input(k, OAR_TOPKAVG_COLUMN, 0); \
         const void *xp;                                                                                               \
         OAR_TRY(oar_sk_input(k, OAR_TOPKAVG_X, "X", DT, &x, &xp));                                                    \
         if (!row || !col || row->lod_levels < 1 || col->lod_levels < 1 || x->lod_levels < 1)                          \
@@ -196,8 +199,8 @@ static int mmt_offsets(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_ten
         OAR_TRY(oar_k_output_sized(k, OAR_TOPKAVG_POS, "pos", OAR_INT32, rows * C * maxk, false, &pp));               \
         int64_t maxcol = 1;                                                                                           \
         for (int64_t b = 0; b < nb; b++) maxcol = co[b + 1] - co[b] > maxcol ? co[b + 1] - co[b] : maxcol;            \
-        unsigned char *taken = oar_xmalloc((size_t)maxcol);                                                                \
-        T *sum = oar_xmalloc(sizeof(T) * (size_t)maxk);                                                                    \
+        unsigned char *taken = oar_xmalloc((size_t)maxcol);                                                           \
+        T *sum = oar_xmalloc(sizeof(T) * (size_t)maxk);                                                               \
         if (!taken || !sum) { free(taken); free(sum); return oar_k_error(k, OAR_ERR_NOMEM, "out of memory"); }        \
         const T *xv = xp;                                                                                             \
         T *out = op;                                                                                                  \
@@ -225,7 +228,8 @@ static int mmt_offsets(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_ten
     static int topk_bwd_##SUF(oar_kernel_ctx_t *k)                                                                    \
     {                                                                                                                 \
         const oar_topkavg_attrs_t *a = oar_k_attrs(k);                                                                \
-        const oar_tensor_t *x, *row = oar_k_input(k, OAR_TOPKAVGG_ROW, 0), *col = oar_k_input(k, OAR_TOPKAVGG_COLUMN, 0); \
+        const oar_tensor_t *x, *row = oar_k_input(k, OAR_TOPKAVGG_ROW, 0);                              \
+        const oar_tensor_t *col = oar_k_input(k, OAR_TOPKAVGG_COLUMN, 0); \
         const oar_tensor_t *pt, *gt;                                                                                  \
         const void *xp, *pp, *gp;                                                                                     \
         OAR_TRY(oar_sk_input(k, OAR_TOPKAVGG_X, "X", DT, &x, &xp));                                                   \
@@ -236,7 +240,7 @@ static int mmt_offsets(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_ten
         OAR_TRY(oar_sk_input(k, OAR_TOPKAVGG_POS, "pos", OAR_INT32, &pt, &pp));                                       \
         OAR_TRY(oar_sk_input(k, OAR_TOPKAVGG_DOUT, "Out@GRAD", DT, &gt, &gp));                                        \
         if (oar_tensor_numel_of(pt) != ro[nb] * C * maxk || oar_tensor_numel_of(gt) != ro[nb] * C * nk)               \
-            return oar_k_error(k, OAR_ERR_SHAPE, "pos or Out@GRAD does not fit ROW's rows x channel_num");             \
+            return oar_k_error(k, OAR_ERR_SHAPE, "pos or Out@GRAD does not fit ROW's rows x channel_num");            \
         void *dxp;                                                                                                    \
         OAR_TRY(oar_k_output_sized(k, OAR_TOPKAVGG_DX, "X@GRAD", DT, oar_tensor_numel_of(x), true, &dxp));            \
         if (!dxp) return OAR_OK;                                                                                      \
@@ -287,7 +291,8 @@ static int mmt_offsets(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_ten
                 tmp[r * nt * dy + c] = acc;                                                                           \
             }                                                                                                         \
         for (int64_t b = 0; b < nb; b++) {                                                                            \
-            const int64_t x0 = x->lod[0][b], lx = x->lod[0][b + 1] - x0, y0 = y->lod[0][b], ly = y->lod[0][b + 1] - y0; \
+            const int64_t x0 = x->lod[0][b], lx = x->lod[0][b + 1] - x0;                                \
+            const int64_t y0 = y->lod[0][b], ly = y->lod[0][b + 1] - y0; \
             for (int64_t t = 0; t < nt; t++)                                                                          \
                 for (int64_t i = 0; i < lx; i++)                                                                      \
                     for (int64_t j = 0; j < ly; j++) {                                                                \
@@ -324,14 +329,15 @@ static int mmt_offsets(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_ten
         if (rc == OAR_OK) rc = oar_k_output_sized(k, OAR_MMTG_DX, "X@GRAD", DT, nx * dx, true, &dxp);                 \
         if (rc == OAR_OK) rc = oar_k_output_sized(k, OAR_MMTG_DY, "Y@GRAD", DT, oar_tensor_numel_of(y), true, &dyp);  \
         if (rc == OAR_OK) rc = oar_k_output_sized(k, OAR_MMTG_DW, "W@GRAD", DT, oar_tensor_numel_of(w), true, &dwp);  \
-        T *dtmp = rc == OAR_OK ? oar_xcalloc((size_t)(nx * nt * dy > 0 ? nx * nt * dy : 1), sizeof(T)) : NULL;             \
+        T *dtmp = rc == OAR_OK ? oar_xcalloc((size_t)(nx * nt * dy > 0 ? nx * nt * dy : 1), sizeof(T)) : NULL;        \
         if (rc == OAR_OK && !dtmp) rc = oar_k_error(k, OAR_ERR_NOMEM, "out of memory");                               \
         if (rc != OAR_OK) { free(top); return rc; }                                                                   \
         const T *xv = xp, *yv = yp, *wv = wp, *tmp = tpp, *g = gp;                                                    \
         T *dyv = dyp;                                                                                                 \
         if (dyv) memset(dyv, 0, sizeof(T) * (size_t)oar_tensor_numel_of(y));                                          \
         for (int64_t b = 0; b < nb; b++) {                                                                            \
-            const int64_t x0 = x->lod[0][b], lx = x->lod[0][b + 1] - x0, y0 = y->lod[0][b], ly = y->lod[0][b + 1] - y0; \
+            const int64_t x0 = x->lod[0][b], lx = x->lod[0][b + 1] - x0;                                \
+            const int64_t y0 = y->lod[0][b], ly = y->lod[0][b + 1] - y0; \
             for (int64_t t = 0; t < nt; t++)                                                                          \
                 for (int64_t i = 0; i < lx; i++)                                                                      \
                     for (int64_t j = 0; j < ly; j++) {                                                                \

@@ -42,7 +42,8 @@ static int get_tensor_infer(oar_infer_ctx_t *c)
     int vt = oar_ic_in_var_type(c, "X", 0);
     if (vt >= 0 && vt != OAR_VAR_SELECTED_ROWS)
         return oar_ic_error(c, OAR_ERR_INVALID, "input X '%s' is not a SelectedRows (a %s)",
-                            nm(oar_ic_in_name(c, "X", 0)), vt == OAR_VAR_LOD_TENSOR ? "LoD tensor" : "variable of another type");
+                            nm(oar_ic_in_name(c, "X", 0)),
+                            vt == OAR_VAR_LOD_TENSOR ? "LoD tensor" : "variable of another type");
     int64_t od[OAR_MAX_DIMS];
     memcpy(od, d, sizeof(int64_t) * (size_t)nd);
     if (!oar_ic_runtime(c) && nd > 0) od[0] = -1;   /* the row count, not the height */
