@@ -380,15 +380,26 @@ describe("rank_attention", function()
       local N, ro, x, param, inputs = case(100, 10, 15, 3, 5, dt)
       local out, help, rank = rank_att_ref(x, ro, param, N, 10, 15, 3)
       T.check_output{ type = "rank_attention", dtype = dt, attrs = { MaxRank = 3 }, inputs = inputs,
+                      outputs = { Out = 1, InputHelp = 1, InsRank = 1 },
                       expect = { Out = { shape = { N, 15 }, data = out }, InputHelp = { shape = { N, 30 }, data = help },
                                  InsRank = { shape = { N, 1 }, data = rank } },
                       atol = dt == "float32" and 1e-4 or 1e-10 }
     end)
   end
 
-  it("grad of RankParam (weighted finite differences), MaxRank 2", function()
+  it("grad of RankParam (weighted finite differences), MaxRank 2, with and without InputHelp", function()
     local _, _, _, _, inputs = case(4, 3, 2, 2, 9, "float64")
     W.check{ type = "rank_attention", attrs = { MaxRank = 2 }, inputs = inputs, wrt = { "RankParam" }, of = { "Out" } }
+    W.check{ type = "rank_attention", attrs = { MaxRank = 2 }, inputs = inputs, wrt = { "RankParam" }, of = { "Out" },
+             outputs = { Out = 1, InputHelp = 1, InsRank = 1 } }
+  end)
+
+  it("without InputHelp and InsRank (dispensable, as Paddle's) Out is the same", function()
+    local N, ro, x, param, inputs = case(6, 3, 2, 2, 21, "float64")
+    local out = rank_att_ref(x, ro, param, N, 3, 2, 2)
+    local res = T.check_output{ type = "rank_attention", attrs = { MaxRank = 2 }, inputs = inputs, outputs = { Out = 1 },
+                                expect = { Out = { shape = { N, 2 }, data = out } }, atol = 1e-12 }
+    assert.is_nil(res.InputHelp)
   end)
 
   it("refuses a rank past MaxRank", function()

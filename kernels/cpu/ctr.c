@@ -315,25 +315,25 @@ static int rank_row(oar_kernel_ctx_t *k, const int32_t *ro, int64_t i, int mr, i
         const int mr = a->MaxRank;                                                                                    \
         const int64_t N = x->dims[0], xf = x->dims[1], yf = pt->dims[1];                                              \
         void *hp, *op, *ip;                                                                                           \
-        OAR_TRY(oar_k_output_sized(k, OAR_RANKATT_INPUT_HELP, "InputHelp", DT, N * mr * xf, false, &hp));             \
+        OAR_TRY(oar_k_output_sized(k, OAR_RANKATT_INPUT_HELP, "InputHelp", DT, N * mr * xf, true, &hp));              \
         OAR_TRY(oar_k_output_sized(k, OAR_RANKATT_OUT, "Out", DT, N * yf, false, &op));                               \
-        OAR_TRY(oar_k_output_sized(k, OAR_RANKATT_INS_RANK, "InsRank", DT, N, false, &ip));                           \
+        OAR_TRY(oar_k_output_sized(k, OAR_RANKATT_INS_RANK, "InsRank", DT, N, true, &ip));                            \
         const T *xv = xp, *pv = pp;                                                                                   \
         const int32_t *ro = rp;                                                                                       \
         T *help = hp, *out = op, *rank = ip;                                                                          \
-        memset(help, 0, sizeof(T) * (size_t)(N * mr * xf));                                                           \
+        if (help) memset(help, 0, sizeof(T) * (size_t)(N * mr * xf));                                                 \
         memset(out, 0, sizeof(T) * (size_t)(N * yf));                                                                 \
         for (int64_t i = 0; i < N; i++) {                                                                             \
             OAR_TRY(rank_row(k, ro, i, mr, N));                                                                       \
             const int32_t *r = ro + i * (2 * mr + 1);                                                                 \
-            rank[i] = (T)r[0];                                                                                        \
+            if (rank) rank[i] = (T)r[0];                                                                              \
             if (r[0] <= 0) continue;                                                                                  \
             for (int q = 0; q < mr; q++) {                                                                            \
                 const int f = r[2 * q + 1] - 1;                                                                       \
                 if (f < 0) continue;                                                                                  \
                 const T *xr = xv + (int64_t)r[2 * q + 2] * xf;                                                        \
                 const T *blk = pv + ((int64_t)(r[0] - 1) * mr + f) * xf * yf;                                         \
-                memcpy(help + (i * mr + q) * xf, xr, sizeof(T) * (size_t)xf);                                         \
+                if (help) memcpy(help + (i * mr + q) * xf, xr, sizeof(T) * (size_t)xf);                               \
                 for (int64_t c = 0; c < xf; c++)                                                                      \
                     for (int64_t j = 0; j < yf; j++) out[i * yf + j] += xr[c] * blk[c * yf + j];                      \
             }                                                                                                         \
@@ -343,21 +343,21 @@ static int rank_row(oar_kernel_ctx_t *k, const int32_t *ro, int64_t i, int mr, i
     static int rank_att_bwd_##SFX(oar_kernel_ctx_t *k)                                                                \
     {                                                                                                                 \
         const oar_rankatt_attrs_t *a = oar_k_attrs(k);                                                                \
-        const oar_tensor_t *rt, *pt, *ht, *gt;                                                                        \
-        const void *rp, *pp, *hp, *gp;                                                                                \
+        const oar_tensor_t *xt, *rt, *pt, *gt;                                                                        \
+        const void *xp, *rp, *pp, *gp;                                                                                \
+        OAR_TRY(oar_sk_input(k, OAR_RANKATTG_X, "X", DT, &xt, &xp));                                                  \
         OAR_TRY(oar_sk_input(k, OAR_RANKATTG_RANK_OFFSET, "RankOffset", OAR_INT32, &rt, &rp));                        \
         OAR_TRY(oar_sk_input(k, OAR_RANKATTG_RANK_PARAM, "RankParam", DT, &pt, &pp));                                 \
-        OAR_TRY(oar_sk_input(k, OAR_RANKATTG_INPUT_HELP, "InputHelp", DT, &ht, &hp));                                 \
         OAR_TRY(oar_sk_input(k, OAR_RANKATTG_DOUT, "Out@GRAD", DT, &gt, &gp));                                        \
         const int mr = a->MaxRank;                                                                                    \
         const int64_t N = rt->dims[0], yf = pt->dims[1], xf = pt->dims[0] / ((int64_t)mr * mr);                       \
-        if (oar_tensor_numel_of(ht) != N * mr * xf || oar_tensor_numel_of(gt) != N * yf)                              \
-            return oar_k_error(k, OAR_ERR_SHAPE, "InputHelp or Out@GRAD does not fit RankOffset and RankParam");      \
+        if (xt->ndim != 2 || xt->dims[0] != N || xt->dims[1] != xf || oar_tensor_numel_of(gt) != N * yf)              \
+            return oar_k_error(k, OAR_ERR_SHAPE, "X or Out@GRAD does not fit RankOffset and RankParam");              \
         void *dp;                                                                                                     \
         OAR_TRY(oar_k_output_sized(k, OAR_RANKATTG_DPARAM, "RankParam@GRAD", DT, oar_tensor_numel_of(pt), true, &dp)); \
         if (!dp) return OAR_OK;                                                                                       \
         const int32_t *ro = rp;                                                                                       \
-        const T *help = hp, *g = gp;                                                                                  \
+        const T *xv = xp, *g = gp;                                                                                    \
         T *dparam = dp;                                                                                               \
         memset(dparam, 0, sizeof(T) * (size_t)oar_tensor_numel_of(pt));                                               \
         for (int64_t i = 0; i < N; i++) {                                                                             \
@@ -367,7 +367,7 @@ static int rank_row(oar_kernel_ctx_t *k, const int32_t *ro, int64_t i, int mr, i
             for (int q = 0; q < mr; q++) {                                                                            \
                 const int f = r[2 * q + 1] - 1;                                                                       \
                 if (f < 0) continue;                                                                                  \
-                const T *hr = help + (i * mr + q) * xf;                                                               \
+                const T *hr = xv + (int64_t)r[2 * q + 2] * xf;                                                        \
                 T *blk = dparam + ((int64_t)(r[0] - 1) * mr + f) * xf * yf;                                           \
                 for (int64_t c = 0; c < xf; c++)                                                                      \
                     for (int64_t j = 0; j < yf; j++) blk[c * yf + j] += hr[c] * g[i * yf + j];                        \

@@ -118,9 +118,9 @@ static int rank_att_infer(oar_infer_ctx_t *c)
     OAR_TRY(oar_ic_check_2d(c, "RankParam", rows, -1, b, &p));
     int xdt = oar_ic_in_dtype(c, "X", 0);
     int64_t hd[2] = {x[0], x[1] >= 0 ? a->MaxRank * x[1] : -1}, od[2] = {x[0], p[1]}, rd[2] = {x[0], 1};
-    OAR_TRY(oar_ic_set_out(c, "InputHelp", 0, hd, 2, xdt));
-    OAR_TRY(oar_ic_set_out(c, "Out", 0, od, 2, xdt));
-    return oar_ic_set_out(c, "InsRank", 0, rd, 2, xdt);
+    if (oar_ic_out_present(c, "InputHelp")) OAR_TRY(oar_ic_set_out(c, "InputHelp", 0, hd, 2, xdt));
+    if (oar_ic_out_present(c, "InsRank")) OAR_TRY(oar_ic_set_out(c, "InsRank", 0, rd, 2, xdt));
+    return oar_ic_set_out(c, "Out", 0, od, 2, xdt);
 }
 
 #define OAR_OPS_DEFINE
