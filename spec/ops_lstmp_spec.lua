@@ -121,6 +121,37 @@ describe("lstmp", function()
     end)
   end
 
+  -- the test file's explicit case (setUp2): lod [[5]], D 3, P 2, no peepholes, identity projection,
+  -- proj_clip 0.5, given numbers; Input = x wx
+  it("the test's explicit numbers (D 3, P 2, proj_clip 0.5)", function()
+    local xr = { { -0.50806344, 0.50909436 }, { -0.50087136, 0.4904187 }, { -0.48933774, 0.50408053 },
+                 { 0.00896523, 0.00770854 }, { -0.00851139, -0.01005108 } }
+    local wx = { { 0.2932311, -0.8829277, 1.100133, 0.8197811, -0.8194872, -0.829262, 0.7708865, -0.62339246,
+                   -0.7656475, 0.4283645, -0.27164033, -0.3600223 },
+                 { -0.609142, 0.25025278, 0.15731744, -0.66051376, -0.70994514, 0.8344964, -0.00551117, -0.7072167,
+                   -0.63929003, -0.52340907, -0.8842589, 0.9531688 } }
+    local x = {}
+    for r = 1, 5 do for c = 1, 12 do x[#x + 1] = xr[r][1] * wx[1][c] + xr[r][2] * wx[2][c] end end
+    local o = { D = 3, P = 2, offs = { 0, 5 }, x = x, proj = "identity", proj_clip = 0.5,
+                w = { 0.7808204, -0.7412322, -0.9458036, -0.01664658, 0.7930616, 0.10208707, 0.20036687, -0.16743736,
+                      1.0295134, -0.3118722, 0.02241168, 0.3154219, -0.29026014, 0.24638331, -0.5435432, 0.87635124,
+                      -0.96091515, -0.1411362, 0.58606523, -0.38996056, -0.9003789, 0.8540163, -0.8831781,
+                      -0.28499633 },
+                pw = { 0.15685119, 0.05694652, -0.9641068, -1.5106804, 0.3599193, 1.2540514 },
+                b = { -0.49999997, 0.5, -0.49999997, -0.5, 0.5, 0.5, 0.49999997, -0.49999997, 0.49999997, -0.5,
+                      0.49999997, 0.5 },
+                h0 = { -1.3392334e-04, -6.8468950e-04 }, c0 = { 4.5552300e-04, 1.3302206e-03, -3.6721351e-04 } }
+    local r, cc = lstmp_ref(o)
+    T.check_output{ type = "lstmp",
+                    inputs = { Input = T.tensor(x, { shape = { 5, 12 }, lod = { { 0, 5 } } }),
+                               Weight = T.tensor(o.w, { shape = { 2, 12 } }), ProjWeight = T.tensor(o.pw, { shape = { 3, 2 } }),
+                               Bias = T.tensor(o.b, { shape = { 1, 12 } }), H0 = T.tensor(o.h0, { shape = { 1, 2 } }),
+                               C0 = T.tensor(o.c0, { shape = { 1, 3 } }) },
+                    attrs = { use_peepholes = false, proj_activation = "identity", proj_clip = 0.5 },
+                    expect = { Projection = { shape = { 5, 2 }, data = r }, Cell = { shape = { 5, 3 }, data = cc } },
+                    atol = 1e-10 }
+  end)
+
   it("no clipping, relu projection and sigmoid cell", function()
     local o = { lens = { 3, 1, 2 }, D = 5, P = 3, init = true, proj = "relu", cell = "sigmoid" }
     local inputs, attrs, Tn = make(o)
