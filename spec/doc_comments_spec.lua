@@ -66,6 +66,7 @@ local MODULES = {
   { "oar.recompute", "lua/oar/recompute.lua" },
   { "oar.layers.sequence", "lua/oar/layers/sequence.lua" },
   { "oar.layers.sequence_ext", "lua/oar/layers/sequence_ext.lua" },
+  { "oar.layers.seq_ctr", "lua/oar/layers/seq_ctr.lua" },
   { "oar.layers.vision", "lua/oar/layers/vision.lua" },
   { "oar.layers.metric_ext", "lua/oar/layers/metric_ext.lua" },
   { "oar.layers.extra", "lua/oar/layers/extra.lua" },

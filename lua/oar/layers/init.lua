@@ -45,6 +45,8 @@ merge("oar.layers.vision_norm", true)
 merge("oar.layers.sampling", true)
 merge("oar.layers.rnn_api", true)
 
+merge("oar.layers.seq_ctr", true)
+
 -- a name oar.layers does not have is an error with a suggestion
 -- ("oar.layers: no field 'fcc' (did you mean 'fc'?)"); probe with rawget
 require("oar.argcheck").strict_module(M, "oar.layers")
