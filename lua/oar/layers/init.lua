@@ -39,6 +39,7 @@ merge("oar.layers.crf", true)
 merge("oar.layers.sequence_ext", true)
 merge("oar.layers.vision", true)
 merge("oar.layers.metric_ext", true)
+merge("oar.layers.tensor_create", true)
 
 -- a name oar.layers does not have is an error with a suggestion
 -- ("oar.layers: no field 'fcc' (did you mean 'fc'?)"); probe with rawget
