@@ -31,6 +31,16 @@ static int tshift_infer(oar_infer_ctx_t *c)
     return oar_infer_same_as(c, "X", "Out");
 }
 
+/* X@GRAD: Out@GRAD's dims (X's) */
+static int tshift_grad_infer(oar_infer_ctx_t *c)
+{
+    if (!out_wanted(c, "X@GRAD", 0)) return OAR_OK;
+    int n;
+    const int64_t *g = oar_ic_in_dims(c, "Out@GRAD", 0, &n);
+    if (!g) return OAR_ERR_SHAPE;
+    return oar_ic_set_out(c, "X@GRAD", 0, g, n, oar_ic_in_dtype(c, "Out@GRAD", 0));
+}
+
 static int unfold_infer(oar_infer_ctx_t *c)
 {
     const oar_unfold_attrs_t *a = oar_ic_attrs(c);
