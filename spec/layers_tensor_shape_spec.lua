@@ -65,3 +65,25 @@ describe("oar.layers.tensor_shape", function()
       "dtype")
   end)
 end)
+
+describe("oar.layers.tensor_window", function()
+  it("temporal_shift, unfold, partial_concat and partial_sum", function()
+    local vals = {}
+    for i = 1, 8 do vals[i] = i end
+    local got, main = run({ 2, 4, 1, 1 }, vals, function(x)
+      local m = layers.reshape(x, { 2, 4 })
+      return { layers.temporal_shift{ x = x, seg_num = 2, shift_ratio = 0.25 },
+               layers.unfold{ x = layers.reshape(x, { 1, 1, 2, 4 }), kernel_sizes = { 1, 2 }, strides = { 1, 2 } },
+               layers.partial_concat{ input = { m, m }, start_index = 1, length = 2 },
+               layers.partial_sum{ input = { m, m }, start_index = -1 } }
+    end)
+    -- channel 0 from the previous frame, channel 1 from the next, 2 and 3 kept
+    assert.same({ 0, 6, 3, 4, 1, 0, 7, 8 }, got[1])
+    assert.same({ 1, 3, 5, 7, 2, 4, 6, 8 }, got[2])
+    assert.same({ 2, 3, 2, 3, 6, 7, 6, 7 }, got[3])
+    assert.same({ 8, 16 }, got[4])
+    assert.same({ 1, 2 }, op_of(main, "unfold"):attr("strides"))
+    refuses(function() in_prog(function() layers.temporal_shift{ x = layers.data{ name = "t", shape = { 4, 1, 1 } } } end) end,
+      "seg_num")
+  end)
+end)

@@ -41,6 +41,7 @@ merge("oar.layers.vision", true)
 merge("oar.layers.metric_ext", true)
 merge("oar.layers.tensor_create", true)
 merge("oar.layers.tensor_shape", true)
+merge("oar.layers.tensor_window", true)
 
 -- a name oar.layers does not have is an error with a suggestion
 -- ("oar.layers: no field 'fcc' (did you mean 'fc'?)"); probe with rawget
