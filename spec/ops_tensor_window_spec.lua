@@ -125,3 +125,85 @@ describe("partial_concat / partial_sum (test_partial_concat_op.py, test_partial_
             "partial_concat", "X[0]'s shape")
   end)
 end)
+
+describe("tensor_array_to_tensor (test_tensor_array_to_tensor.py)", function()
+  local oar = require("oar")
+  local layers = oar.layers
+  local flat = require("spec.helpers.cf_check").flat
+  local nest = I.nest
+  -- items [2, 3], [2, 1], [2, 2] written to an array, joined along axis 1 (or three [2, 3] stacked)
+  local function build(shapes, axis, use_stack, out_shape)
+    local main, startup = oar.Program(), oar.Program()
+    local r = {}
+    oar.program_guard(main, startup, function()
+      local arr
+      r.xs = {}
+      for i, s in ipairs(shapes) do
+        local x = layers.data{ name = "x" .. i, shape = s, dtype = "float64", append_batch_size = false }
+        x.stop_gradient = false
+        r.xs[i] = x
+        local idx = layers.fill_constant{ shape = { 1 }, dtype = "int64", value = i - 1 }
+        arr = layers.array_write{ x = x, i = idx, array = arr }
+      end
+      r.out, r.index = layers.tensor_array_to_tensor{ input = arr, axis = axis, use_stack = use_stack }
+      -- loss = sum(out * w), w = 1, 2, 3, ... so each item's gradient is its slice of w
+      local w = layers.data{ name = "w", shape = out_shape, dtype = "float64", append_batch_size = false }
+      r.loss = layers.reduce_sum(layers.elementwise_mul(r.out, w))
+      r.grads = oar.gradients({ r.loss }, r.xs)
+    end)
+    r.main = main
+    return r
+  end
+  local function run_case(shapes, axis, use_stack, out_shape, index)
+    local r = build(shapes, axis, use_stack, out_shape)
+    local feed, vals = {}, {}
+    local k = 0
+    for i, s in ipairs(shapes) do
+      local v = {}
+      for j = 1, I.numel(s) do k = k + 1; v[j] = k * 0.5 end
+      vals[i] = v
+      feed["x" .. i] = oar.Tensor(nest(v, s), "float64")
+    end
+    -- the expected Out: the items' blocks after the axis, row by row before it
+    local pre = 1
+    for d = 1, axis do pre = pre * shapes[1][d] end
+    local want = {}
+    for p = 0, pre - 1 do
+      for i, s in ipairs(shapes) do
+        local blk = I.numel(s) / pre
+        for j = 1, blk do want[#want + 1] = vals[i][p * blk + j] end
+      end
+    end
+    local w = {}
+    for j = 1, I.numel(out_shape) do w[j] = j end
+    feed.w = oar.Tensor(nest(w, out_shape), "float64")
+    local fetch = { r.out, r.index }
+    for _, g in ipairs(r.grads) do fetch[#fetch + 1] = g end
+    local res = oar.Executor():run(r.main, { feed = feed, fetch_list = fetch })
+    assert.same(want, flat(res[1]))
+    assert.same(index, flat(res[2]))
+    -- the gradient of item i: the weights at the positions its values went to
+    for i = 1, #shapes do
+      local gw = {}
+      for j, v in ipairs(vals[i]) do
+        for q, u in ipairs(want) do if u == v then gw[j] = w[q] end end
+      end
+      assert.same(gw, flat(res[2 + i]), "gradient of item " .. i)
+    end
+  end
+  it("concatenates along axis 1 with OutIndex and gradients", function()
+    run_case({ { 2, 3 }, { 2, 1 }, { 2, 2 } }, 1, false, { 2, 6 }, { 3, 1, 2 })
+  end)
+  it("concatenates along axis 0", function()
+    run_case({ { 1, 2 }, { 3, 2 } }, 0, false, { 4, 2 }, { 1, 3 })
+  end)
+  it("stacks along a new axis 1", function()
+    run_case({ { 2, 3 }, { 2, 3 } }, 1, true, { 2, 2, 3 }, { 1, 1 })
+  end)
+  it("refuses items of different shapes", function()
+    local ok, err = pcall(run_case, { { 3, 2 }, { 2, 2 } }, 1, false, { 2, 4 }, {})
+    assert.is_false(ok)
+    assert.matches("tensor_array_to_tensor", err, 1, true)
+    assert.matches("equal dims but along axis", err, 1, true)
+  end)
+end)

@@ -1,6 +1,6 @@
---- oar.layers.tensor_window: Fluid 1.8's temporal_shift and unfold, and
--- fluid.contrib.layers' partial_concat and partial_sum (issue 22). Merged
--- into `oar.layers`.
+--- oar.layers.tensor_window: Fluid 1.8's temporal_shift, unfold and
+-- tensor_array_to_tensor, and fluid.contrib.layers' partial_concat and
+-- partial_sum (issue 22). Merged into `oar.layers`.
 -- @module oar.layers.tensor_window
 local LayerHelper = require("oar.layer_helper")
 
@@ -72,5 +72,26 @@ function M.partial_concat(a) return partial("partial_concat", a) end
 -- @treturn Variable [N, length]
 -- @usage local s = layers.partial_sum{input = {a, b}, length = 4}
 function M.partial_sum(a) return partial("partial_sum", a) end
+
+--- tensor_array_to_tensor{input=, axis=1, use_stack=false, name=} (or
+-- tensor_array_to_tensor(input, axis)): the items of a tensor array joined
+-- along axis, concatenated (or stacked along a new axis with use_stack)
+-- (Fluid 1.8's layers.tensor_array_to_tensor; op tensor_array_to_tensor).
+-- @tparam Variable|table a the array, or keyword arguments: input, axis, use_stack
+-- @tparam[opt] int axis (positional form)
+-- @return out (Variable), out_index (int32 Variable: each item's size along axis)
+-- @usage local out, sizes = layers.tensor_array_to_tensor{input = arr, axis = 0}
+function M.tensor_array_to_tensor(a, axis)
+  a = args("tensor_array_to_tensor", a, "input", { axis = axis }, "axis input name use_stack")
+  local arr = check.variable("tensor_array_to_tensor", "input", a.input)
+  local helper = LayerHelper("tensor_array_to_tensor", a)
+  local out = helper:create_variable_for_type_inference(arr.dtype)
+  local idx = helper:create_variable_for_type_inference("int32")
+  helper:append_op{ type = "tensor_array_to_tensor", inputs = { Input = { arr } },
+                    outputs = { Out = { out }, OutIndex = { idx } },
+                    attrs = { axis = check.int("tensor_array_to_tensor", "axis", a.axis, 1),
+                              use_stack = check.boolean("tensor_array_to_tensor", "use_stack", a.use_stack, false) } }
+  return out, idx
+end
 
 return M
