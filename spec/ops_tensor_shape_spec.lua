@@ -223,3 +223,23 @@ describe("multiplex (test_multiplex_op.py)", function()
             "multiplex", "holds 2", "[0, 2)")
   end)
 end)
+
+describe("grad ops given an Out@GRAD that does not fit", function()
+  it("fail naming the op instead of reading past it", function()
+    local x = T.tensor(R.uniform(12), { shape = { 3, 4 } })
+    refuses({ type = "crop_grad", attrs = { offsets = { 1, 1 } }, outputs = { ["X@GRAD"] = 1 },
+              inputs = { X = x, ["Out@GRAD"] = T.tensor(R.uniform(9), { shape = { 3, 3 } }) } },
+            "crop_grad", "leaves X")
+    refuses({ type = "pad2d_grad", attrs = { paddings = { 1, 1, 1, 1 } }, outputs = { ["X@GRAD"] = 1 },
+              inputs = { X = T.tensor(R.uniform(4), { shape = { 1, 1, 2, 2 } }),
+                         ["Out@GRAD"] = T.tensor(R.uniform(4), { shape = { 1, 1, 2, 2 } }) } },
+            "pad2d_grad", "Out@GRAD", "expected 16")
+    refuses({ type = "multiplex_grad", outputs = { ["X@GRAD"] = 2 },
+              inputs = { Ids = T.tensor({ 0 }, { shape = { 1, 1 }, dtype = "int32" }), X = { x, x },
+                         ["Out@GRAD"] = x } },
+            "multiplex_grad", "Ids")
+    refuses({ type = "pad_constant_like_grad", outputs = { ["Y@GRAD"] = 1 },
+              inputs = { Y = x, ["Out@GRAD"] = T.tensor(R.uniform(4), { shape = { 2, 2 } }) } },
+            "pad_constant_like_grad", "Out@GRAD")
+  end)
+end)

@@ -38,6 +38,14 @@ static int out_data(oar_kernel_ctx_t *k, int slot, int i, const char *name, char
     return OAR_OK;
 }
 
+/* input `slot` holds `want` elements: a grad op's Out@GRAD must match its forward */
+static int numel_is(oar_kernel_ctx_t *k, const oar_tensor_t *t, int64_t want, int slot, const char *name)
+{
+    if (t && oar_tensor_numel_of(t) == want) return OAR_OK;
+    return oar_k_error(k, OAR_ERR_SHAPE, "input %s '%s' has %lld elements, expected %lld", name,
+                       nm(oar_k_input_name(k, slot, 0)), (long long)(t ? oar_tensor_numel_of(t) : 0), (long long)want);
+}
+
 /* ---- unbind ----------------------------------------------------------------------- */
 static int unbind_fwd(oar_kernel_ctx_t *k)
 {
@@ -152,6 +160,11 @@ static int crop_bwd(oar_kernel_ctx_t *k)
     if (!dx) return OAR_OK;
     int64_t off[OAR_MAX_DIMS];
     OAR_TRY(crop_offsets(k, OAR_CROP_GRAD_OFFSETS, x->ndim, off));
+    if (g->ndim != x->ndim) return numel_is(k, NULL, oar_tensor_numel_of(x), OAR_CROP_GRAD_DOUT, "Out@GRAD");
+    for (int i = 0; i < x->ndim; i++)
+        if (off[i] < 0 || off[i] + g->dims[i] > x->dims[i])
+            return oar_k_error(k, OAR_ERR_RANGE, "offset %lld + Out@GRAD's size %lld of dim %d leaves X (size %lld)",
+                               (long long)off[i], (long long)g->dims[i], i, (long long)x->dims[i]);
     const size_t es = oar_dtype_size(oar_k_dtype(k));
     memset(dx, 0, es * (size_t)oar_tensor_numel_of(x));
     window_copy(dx, x->dims, oar_tensor_data(g), g->dims, x->ndim, off, es, true);
@@ -264,6 +277,10 @@ static int pad2d_paddings(oar_kernel_ctx_t *k, int slot, int64_t *p)
         if (!dx) return OAR_OK;                                                                            \
         int64_t p[OAR_MAX_DIMS];                                                                           \
         OAR_TRY(pad2d_paddings(k, OAR_PAD2D_G_PADDINGS, p));                                               \
+        const bool nh = a->data_format == OAR_PAD2D_NHWC;                                                  \
+        OAR_TRY(numel_is(k, oar_k_input(k, OAR_PAD2D_G_DOUT, 0), xd[0] * (nh ? xd[3] : xd[1]) *            \
+                         (xd[nh ? 1 : 2] + p[0] + p[1]) * (xd[nh ? 2 : 3] + p[2] + p[3]), OAR_PAD2D_G_DOUT, \
+                         "Out@GRAD"));                                                                     \
         memset(dx, 0, sizeof(T) * (size_t)oar_tensor_numel_of(x));                                         \
         const T *g = oar_tensor_data(oar_k_input(k, OAR_PAD2D_G_DOUT, 0));                                 \
         T *d = dx;                                                                                         \
@@ -301,6 +318,9 @@ static int pcl_bwd(oar_kernel_ctx_t *k)
     char *dy;
     OAR_TRY(out_data(k, OAR_PCL_G_DY, 0, "Y@GRAD", &dy));
     if (!dy) return OAR_OK;
+    bool fits = g->ndim == y->ndim;
+    for (int i = 0; fits && i < y->ndim; i++) fits = y->dims[i] <= g->dims[i];
+    if (!fits) return numel_is(k, NULL, oar_tensor_numel_of(y), OAR_PCL_G_DOUT, "Out@GRAD");
     const int64_t zero[OAR_MAX_DIMS] = { 0 };
     window_copy(oar_tensor_data(g), g->dims, dy, y->dims, y->ndim, zero, oar_dtype_size(oar_k_dtype(k)), false);
     return OAR_OK;
@@ -355,10 +375,13 @@ static int multiplex_bwd(oar_kernel_ctx_t *k)
     oar_tensor_t *g = oar_k_input(k, OAR_MULTIPLEX_GRAD_DOUT, 0);
     const int64_t rows = g->dims[0], rn = rows ? oar_tensor_numel_of(g) / rows : 0;
     const size_t row = (size_t)rn * oar_dtype_size(oar_k_dtype(k));
+    OAR_TRY(numel_is(k, ids, rows, OAR_MULTIPLEX_GRAD_IDS, "Ids"));
     for (int j = 0; j < oar_k_nout(k, OAR_MULTIPLEX_GRAD_DX); j++) {
         char *dx;
         OAR_TRY(out_data(k, OAR_MULTIPLEX_GRAD_DX, j, "X@GRAD", &dx));
         if (!dx) continue;
+        if (oar_tensor_numel_of(oar_k_output(k, OAR_MULTIPLEX_GRAD_DX, j)) != rows * rn)
+            return oar_k_error(k, OAR_ERR_SHAPE, "output X@GRAD[%d] does not have Out@GRAD's shape", j);
         for (int64_t i = 0; i < rows; i++) {
             if (id_at(ids, i) == j) memcpy(dx + (size_t)i * row, (const char *)oar_tensor_data(g) + (size_t)i * row, row);
             else memset(dx + (size_t)i * row, 0, row);

@@ -105,6 +105,17 @@ TSHIFT_KERNELS(tshift_f64, double, OAR_FP64)
         void *dx;                                                                                      \
         OAR_TRY(oar_k_output_sized(k, OAR_UNFOLD_GRAD_DX, "X@GRAD", DT, oar_tensor_numel_of(x), true, &dx)); \
         if (!dx) return OAR_OK;                                                                        \
+        {                                                                                              \
+            const int64_t OH_ = (xd[2] + a->paddings.v[0] + a->paddings.v[2] -                         \
+                                 ((int64_t)a->dilations.v[0] * (a->kernel_sizes.v[0] - 1) + 1)) / a->strides.v[0] + 1, \
+                          OW_ = (xd[3] + a->paddings.v[1] + a->paddings.v[3] -                         \
+                                 ((int64_t)a->dilations.v[1] * (a->kernel_sizes.v[1] - 1) + 1)) / a->strides.v[1] + 1; \
+            const oar_tensor_t *gt = oar_k_input(k, OAR_UNFOLD_GRAD_DY, 0);                            \
+            const int64_t want = xd[0] * xd[1] * a->kernel_sizes.v[0] * a->kernel_sizes.v[1] * OH_ * OW_; \
+            if (!gt || oar_tensor_numel_of(gt) != want)                                                \
+                return oar_k_error(k, OAR_ERR_SHAPE, "input Y@GRAD has %lld elements, expected %lld",  \
+                                   (long long)(gt ? oar_tensor_numel_of(gt) : 0), (long long)want);    \
+        }                                                                                              \
         memset(dx, 0, sizeof(T_) * (size_t)oar_tensor_numel_of(x));                                   \
         const T_ *g = oar_tensor_data(oar_k_input(k, OAR_UNFOLD_GRAD_DY, 0));                          \
         T_ *dv = dx;                                                                                   \
@@ -169,8 +180,12 @@ static void part_range(const oar_partial_attrs_t *a, int64_t D, int64_t *s, int6
         const int64_t N = x0->dims[0], D = x0->dims[1];                                                \
         int64_t s, len;                                                                                \
         part_range(a, D, &s, &len);                                                                    \
-        const T_ *g = oar_tensor_data(oar_k_input(k, OAR_PCONCAT_G_DOUT, 0));                          \
+        oar_tensor_t *gt = oar_k_input(k, OAR_PCONCAT_G_DOUT, 0);                                      \
         const int64_t gw = concat ? len * m : len;                                                     \
+        if (!gt || oar_tensor_numel_of(gt) != N * gw)                                                  \
+            return oar_k_error(k, OAR_ERR_SHAPE, "input Out@GRAD has %lld elements, expected %lld",    \
+                               (long long)(gt ? oar_tensor_numel_of(gt) : 0), (long long)(N * gw));    \
+        const T_ *g = oar_tensor_data(gt);                                                             \
         for (int i = 0; i < m && i < oar_k_nout(k, OAR_PCONCAT_G_DX); i++) {                           \
             if (!oar_k_output(k, OAR_PCONCAT_G_DX, i)) continue;                                       \
             T_ *dx = oar_k_output_data(k, OAR_PCONCAT_G_DX, i, DT);                                    \
