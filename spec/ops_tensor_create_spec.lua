@@ -114,6 +114,12 @@ describe("randint (test_randint_op.py)", function()
     spec.attrs.seed = 4
     assert.are_not.same(a.data, out(spec).data)
   end)
+  it("ShapeTensorList gives one dim per tensor", function()
+    local got = out{ type = "randint", attrs = { low = 5, high = 6, seed = 2 },
+                     inputs = { ShapeTensorList = { T.tensor({ 2 }, { dtype = "int32" }), T.tensor({ 3 }, { dtype = "int64" }) } } }
+    assert.are.same({ 2, 3 }, got.shape)
+    assert.are.same({ 5, 5, 5, 5, 5, 5 }, got.data)
+  end)
   it("refuses low >= high", function()
     refuses({ type = "randint", attrs = { shape = { 2 }, low = 3, high = 3 } }, "randint", "low = 3", "high = 3")
   end)
