@@ -107,6 +107,11 @@ describe("equal_reduce (test_compare_reduce_op.py)", function()
                       expect = { Out = { shape = { 1 }, data = { false } } } }
       T.check_output{ type = "equal_reduce", inputs = { X = X, Y = T.tensor(x, { shape = { 3, 2 }, dtype = dt }) },
                       expect = { Out = { shape = { 1 }, data = { false } } } }
+      -- Paddle 2.x's name of the same op
+      T.check_output{ type = "equal_all", inputs = { X = X, Y = T.tensor(y, { shape = { 2, 3 }, dtype = dt }) },
+                      expect = { Out = { shape = { 1 }, data = { false } } } }
+      T.check_output{ type = "equal_all", inputs = { X = X, Y = X },
+                      expect = { Out = { shape = { 1 }, data = { true } } } }
     end)
   end
   it("refuses X and Y of different dtypes", function()

@@ -194,3 +194,6 @@ static int equal_reduce_k(oar_kernel_ctx_t *k)
 }
 REG_NUM4("equal_reduce", equal_reduce_k)
 REG1("equal_reduce", equal_reduce_k, OAR_BOOL, b8)
+static int equal_all_k(oar_kernel_ctx_t *k) { return equal_reduce_k(k); }
+REG_NUM4("equal_all", equal_all_k)
+REG1("equal_all", equal_all_k, OAR_BOOL, b8)
