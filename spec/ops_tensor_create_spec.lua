@@ -212,6 +212,15 @@ describe("random *_batch_size_like (test_*_random_batch_size_like_op.py)", funct
     assert.is_true(math.abs(math.sqrt(s2 / n - mean * mean) - 2) < 0.1)
     assert.are.same(got.data, out(spec).data)
   end)
+  it("uniform: diag_num elements i * (diag_step + 1) set to diag_val", function()
+    local got = out{ type = "uniform_random_batch_size_like", inputs = { Input = T.tensor({ 1, 2, 3 }, { shape = { 3 } }) },
+                     attrs = { shape = { -1, 4 }, min = 0, max = 1, seed = 3, diag_num = 3, diag_step = 4, diag_val = 7 } }
+    for i, v in ipairs(got.data) do
+      if (i - 1) % 5 == 0 then assert.are.equal(7, v) else assert.is_true(v >= 0 and v < 1) end
+    end
+    refuses({ type = "uniform_random_batch_size_like", inputs = { Input = T.tensor({ 1, 2 }, { shape = { 2 } }) },
+              attrs = { shape = { -1, 2 }, diag_num = 3, diag_step = 2 } }, "diagonal element 2")
+  end)
   it("refuses an output_dim_idx past shape", function()
     refuses({ type = "uniform_random_batch_size_like", inputs = { Input = input }, attrs = { shape = { -1, 2 }, output_dim_idx = 2 } },
             "output_dim_idx = 2")

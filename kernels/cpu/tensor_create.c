@@ -219,6 +219,14 @@ static int rbsl_k(oar_kernel_ctx_t *k)
     gen_init(&g, (uint64_t)a->seed);
     for (int64_t i = 0; i < n; i++)
         put(o, a->dtype, i, a->gaussian ? a->a + a->b * gen_normal(&g) : a->a + a->b * gen_uniform(&g));
+    /* uniform's diagonal (Fluid's diag_num / diag_step / diag_val) */
+    for (int64_t i = 0; !a->gaussian && i < a->diag_num; i++) {
+        const int64_t pos = i * ((int64_t)a->diag_step + 1);
+        if (pos >= n)
+            return oar_k_error(k, OAR_ERR_RANGE, "diagonal element %lld (diag_num = %d, diag_step = %d) is past Out's "
+                               "%lld elements", (long long)i, (int)a->diag_num, (int)a->diag_step, (long long)n);
+        put(o, a->dtype, pos, a->diag_val);
+    }
     return OAR_OK;
 }
 REG_NUM4("gaussian_random_batch_size_like", rbsl_k)

@@ -201,6 +201,9 @@ static int rbsl_infer(oar_infer_ctx_t *c)
     for (int i = 0; i < nd; i++)
         if (d[i] < 0 && (i != oi || oar_ic_runtime(c)))
             return oar_ic_error(c, OAR_ERR_SHAPE, "attr shape[%d] = %lld must be >= 0", i, (long long)d[i]);
+    if (!a->gaussian && (a->diag_num < 0 || a->diag_step < 0))
+        return oar_ic_error(c, OAR_ERR_RANGE, "attrs diag_num = %d and diag_step = %d must be >= 0", (int)a->diag_num,
+                            (int)a->diag_step);
     return oar_ic_set_out(c, "Out", 0, d, nd, a->dtype);
 }
 
