@@ -92,6 +92,10 @@ describe("is_empty (test_is_empty_op.py)", function()
                     expect = { Out = { shape = { 1 }, data = { false } } } }
     T.check_output{ type = "is_empty", inputs = { X = T.tensor({}, { shape = { 0, 3 } }) },
                     expect = { Out = { shape = { 1 }, data = { true } } } }
+    for _, dt in ipairs({ "int16", "int8", "uint8", "bool", "int32" }) do
+      T.check_output{ type = "is_empty", inputs = { X = T.tensor({ 1, 0 }, { shape = { 2 }, dtype = dt }) },
+                      expect = { Out = { shape = { 1 }, data = { false } } } }
+    end
   end)
 end)
 

@@ -175,6 +175,8 @@ REG_NUM4("is_empty", is_empty_k)
 REG1("is_empty", is_empty_k, OAR_BOOL, b8)
 REG1("is_empty", is_empty_k, OAR_UINT8, u8)
 REG1("is_empty", is_empty_k, OAR_INT8, i8)
+REG1("is_empty", is_empty_k, OAR_INT16, i16)
+REG1("is_empty", is_empty_k, OAR_FP16, f16)
 
 /* ---- equal_reduce ---------------------------------------------------------------------------- */
 static int equal_reduce_k(oar_kernel_ctx_t *k)
