@@ -23,8 +23,8 @@ static int tshift_infer(oar_infer_ctx_t *c)
     OAR_TRY(oar_ic_check_float(c, "X", -1));
     if (n != 4) return rank_error(c, "X", 0, x, n, "temporal_shift needs 4-D [N*T, C, H, W]");
     if (a->seg_num < 1) return oar_ic_error(c, OAR_ERR_RANGE, "attr seg_num = %d must be >= 1", (int)a->seg_num);
-    if (!(a->shift_ratio >= 0 && a->shift_ratio < 0.5f))
-        return oar_ic_error(c, OAR_ERR_RANGE, "attr shift_ratio = %g must be in [0, 0.5)", a->shift_ratio);
+    if (!(a->shift_ratio >= 0 && a->shift_ratio <= 0.5f))
+        return oar_ic_error(c, OAR_ERR_RANGE, "attr shift_ratio = %g must be in [0, 0.5]", a->shift_ratio);
     if (x[0] >= 0 && x[0] % a->seg_num != 0)
         return oar_ic_error(c, OAR_ERR_SHAPE, "input X '%s' has %lld rows, not a multiple of seg_num = %d",
                             nm(oar_ic_in_name(c, "X", 0)), (long long)x[0], (int)a->seg_num);
