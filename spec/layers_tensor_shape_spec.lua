@@ -87,3 +87,19 @@ describe("oar.layers.tensor_window", function()
       "seg_num")
   end)
 end)
+
+describe("oar.layers.unbind's gradient", function()
+  it("is zero for the slices no loss reached", function()
+    local main, startup = oar.Program(), oar.Program()
+    local g
+    oar.program_guard(main, startup, function()
+      local x = layers.data{ name = "x", shape = { 2, 3 }, dtype = "float64", append_batch_size = false }
+      x.stop_gradient = false
+      local u = layers.unbind(x, 1)
+      g = oar.gradients({ layers.reduce_sum(layers.scale(u[2], 3)) }, { x })[1]
+    end)
+    local res = oar.Executor():run(main, { feed = { x = oar.Tensor({ { 1, 2, 3 }, { 4, 5, 6 } }, "float64") },
+                                           fetch_list = { g } })
+    assert.same({ 0, 3, 0, 0, 3, 0 }, require("spec.helpers.cf_check").flat(res[1]))
+  end)
+end)
