@@ -49,4 +49,40 @@ describe("book programs (examples/book)", function()
     local m = dofile("examples/book/understand_sentiment_dynrnn.lua")
     assert_learns("dyn_rnn_lstm", m.train{ steps = 30, dict_dim = 200, lstm_size = 16, lr = 0.02 })
   end)
+
+  it("label_semantic_roles db_lstm (dynamic_lstm stack, linear_chain_crf) learns synthetic SRL; chunk F1 rises", function()
+    local m = dofile("examples/book/label_semantic_roles.lua")
+    local losses, f1 = m.train{ steps = 200, depth = 2, lr = 0.2 }
+    assert_learns("label_semantic_roles", losses)
+    local n = #f1
+    local first, last = book.mean(f1, 1, 20), book.mean(f1, n - 19, n)
+    assert(last > first + 0.3, string.format("label_semantic_roles: chunk F1 %.3f -> %.3f", first, last))
+  end)
+
+  it("ctc_synthetic (warpctc, ctc_greedy_decoder, edit_distance) reaches a low error rate", function()
+    local m = dofile("examples/book/ctc_synthetic.lua")
+    local losses, err = m.train{ steps = 200 }
+    assert_learns("ctc_synthetic", losses)
+    local n = #err
+    local first, last = book.mean(err, 1, 10), book.mean(err, n - 19, n)
+    assert(first > 0.5 and last < 0.15, string.format("ctc_synthetic: error rate %.3f -> %.3f", first, last))
+  end)
+
+  it("machine_translation (rnn, GRUCell, BeamSearchDecoder, dynamic_decode) learns a synthetic reverse task "
+     .. "and decodes as a plain-Lua beam search", function()
+    local m = dofile("examples/book/machine_translation.lua")
+    local losses, scope, o = m.train{ steps = 60 }
+    assert_learns("machine_translation", losses)
+    local feed = m.batch(book.rng(99), 6, o)
+    local ids, logp, _, r = m.decode(o, scope, feed)
+    local want_ids, want_logp = require("spec.helpers.mt_ref")(scope, r.parts, o, feed.src:totable(),
+      feed.src_sequence_length:totable(), m.BOS, m.EOS)
+    assert.are.same(want_ids, ids)
+    for n = 1, #want_logp do
+      for k = 1, #want_logp[n] do
+        assert(math.abs(want_logp[n][k] - logp[n][k]) < 1e-3,
+          string.format("entry %d beam %d: score %.6f, plain Lua %.6f", n, k, logp[n][k], want_logp[n][k]))
+      end
+    end
+  end)
 end)

@@ -14,7 +14,7 @@
 --   `oar.is_parameter`, `oar.OpRole`;
 -- * building: `oar.ParamAttr` (oar.param_attr), `oar.LayerHelper`
 --   (oar.layer_helper), `oar.append_backward` and `oar.gradients`
---   (oar.backward);
+--   (oar.backward), `oar.embedding` (oar.input, Fluid's fluid.embedding);
 -- * running: `oar.CPUPlace`, `oar.CUDAPlace`, `oar.is_compiled_with_cuda`
 --   (oar.place), `oar.Executor` (oar.executor), `oar.Tensor`, `oar.LoDTensor`
 --   (oar.tensor), `oar.Scope` (oar.scope's new), `oar.global_scope`,
@@ -98,6 +98,7 @@ oar.append_backward = backward.append_backward
 oar.gradients = backward.gradients
 oar.backward = backward
 oar.dtypes = require("oar.dtypes")
+oar.embedding = require("oar.input").embedding   -- fluid.embedding (fluid/input.py)
 
 -- running
 oar.CPUPlace = place.CPUPlace

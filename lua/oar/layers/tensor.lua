@@ -542,7 +542,10 @@ end
 
 local function logical_layer(op_type, binary)
   return function(a, y, out)
-    if is_variable(a) then a = { x = a, y = y, out = binary and out or y } end
+    if is_variable(a) then
+      -- positional: (x, y, out) for the binary ops, (x, out) for logical_not
+      if binary then a = { x = a, y = y, out = out } else a = { x = a, out = y } end
+    end
     a = args(op_type, a, nil, nil, "name out x y")
     local x = check.variable(op_type, "x", a.x)
     local inputs = { X = { x } }
