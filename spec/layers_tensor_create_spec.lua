@@ -34,12 +34,13 @@ describe("oar.layers.tensor_create", function()
   end)
 
   it("sampling_id, shard_index and hash", function()
-    local got = run({ 2, 3 }, { 0, 0, 1, 0, 1, 0 }, function(x)
+    local got, main = run({ 2, 3 }, { 0, 0, 1, 0, 1, 0 }, function(x)
       local ids = layers.fill_constant{ shape = { 4, 1 }, dtype = "int64", value = 7 }
-      return { layers.sampling_id(x), layers.shard_index{ input = ids, index_num = 10, nshards = 2, shard_id = 1 },
+      return { layers.sampling_id{ x = x, dtype = "int64" }, layers.shard_index{ input = ids, index_num = 10, nshards = 2, shard_id = 1 },
                layers.hash{ input = ids, hash_size = 1000, num_hash = 2 } }
     end)
     assert.same({ 2, 1 }, got[1])
+    assert.equal(3, op_of(main, "cast"):attr("out_dtype"))   -- the ids cast to int64
     assert.same({ 2, 2, 2, 2 }, got[2])
     assert.equal(8, #got[3])
     for _, v in ipairs(got[3]) do assert.is_true(v >= 0 and v < 1000) end

@@ -103,18 +103,22 @@ end
 
 --- sampling_id{x=, min=0, max=1, seed=0, dtype="float32", name=} (or
 -- sampling_id(x)): for each row of x [B, W], a probability distribution, an
--- id drawn from it (Fluid 1.8's layers.sampling_id; op sampling_id).
--- @tparam Variable|table a x, or keyword arguments: x, min, max, seed, dtype
--- @treturn Variable [B], x's dtype, holding the ids
--- @usage local ids = layers.sampling_id(layers.softmax(logits))
+-- id drawn from it (Fluid 1.8's layers.sampling_id; op sampling_id). The op
+-- writes the ids in x's dtype; another dtype (int64 for ids to embed) adds a
+-- cast.
+-- @tparam Variable|table a x, or keyword arguments: x, min, max, seed, dtype (the result's)
+-- @treturn Variable [B] of dtype, holding the ids
+-- @usage local ids = layers.sampling_id{x = layers.softmax(logits), dtype = "int64"}
 function M.sampling_id(a)
   a = args("sampling_id", a, "x", nil, "dtype max min name seed x")
   local x = check.variable("sampling_id", "x", a.x)
-  float_dtype("sampling_id", a.dtype)
+  local dt = check.dtype("sampling_id", "dtype", a.dtype, "float32")
   local attrs = { min = check.number("sampling_id", "min", a.min, 0.0),
                   max = check.number("sampling_id", "max", a.max, 1.0), seed = seed_of("sampling_id", a) }
   if attrs.min > attrs.max then raise(("layers.sampling_id: min (%g) must not exceed max (%g)"):format(attrs.min, attrs.max)) end
-  return (one_out("sampling_id", a, "sampling_id", { X = { x } }, attrs, x.dtype))
+  local out = one_out("sampling_id", a, "sampling_id", { X = { x } }, attrs, x.dtype)
+  if dt ~= x.dtype then out = require("oar.layers").cast(out, dt) end
+  return out
 end
 
 local function bsl(layer, op, a, attrs)
