@@ -8,11 +8,15 @@ local L = require("spec.helpers.layer_run")
 local run, op_of, refuses, in_prog = L.run, L.op_of, L.refuses, L.in_prog
 
 describe("oar.layers.tensor_create", function()
-  it("one_hot_v2 takes ids of any shape and a depth", function()
-    local got, main = run({ 2, 2 }, { 0, 2, 1, 2 }, function(x) return layers.one_hot_v2(x, 3) end, "int64")
+  it("oar.one_hot (fluid.one_hot, op one_hot_v2) takes ids of any shape and a depth", function()
+    local got, main = run({ 2, 2 }, { 0, 2, 1, 2 }, function(x)
+      return { oar.one_hot(x, 3), oar.one_hot{ input = x, depth = layers.fill_constant{ shape = { 1 }, dtype = "int32", value = 2 },
+                                               allow_out_of_range = true } }
+    end, "int64")
     assert.same({ 1, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1 }, got[1])
+    assert.same({ 1, 0, 0, 0, 0, 1, 0, 0 }, got[2])
     assert.equal(3, op_of(main, "one_hot_v2"):attr("depth"))
-    refuses(function() in_prog(function() layers.one_hot_v2{ input = 1, depth = 3 } end) end, "one_hot_v2")
+    refuses(function() in_prog(function() oar.one_hot{ input = 1, depth = 3 } end) end, "one_hot")
   end)
 
   it("randint, randperm and the *_batch_size_like layers", function()

@@ -50,25 +50,6 @@ local function float_dtype(layer, v)
   return dt
 end
 
---- one_hot_v2{input=, depth=, allow_out_of_range=false, name=} (or
--- one_hot_v2(input, depth)): fluid.one_hot, op one_hot_v2: int ids of any
--- shape -> float32 [ids dims..., depth] (layers.one_hot is Fluid 1.8's
--- fluid.layers.one_hot, op one_hot, which wants ids [..., 1]).
--- @tparam Variable|table a int32/int64 ids, or keyword arguments: input, depth, allow_out_of_range
--- @tparam[opt] int|Variable depth the number of classes (positional form); a Variable is read at run time
--- @treturn Variable float32 [input dims..., depth]
--- @usage local oh = layers.one_hot_v2(label, 10)
-function M.one_hot_v2(a, depth)
-  a = args("one_hot_v2", a, "input", { depth = depth }, "allow_out_of_range depth input name")
-  local x = check.variable("one_hot_v2", "input", a.input)
-  local inputs, attrs = { X = { x } }, {
-    allow_out_of_range = check.boolean("one_hot_v2", "allow_out_of_range", a.allow_out_of_range, false),
-    dtype = "float32" }
-  if is_variable(a.depth) then inputs.depth_tensor = { a.depth }
-  else attrs.depth = check.positive_int("one_hot_v2", "depth", a.depth) end
-  return (one_out("one_hot_v2", a, "one_hot_v2", inputs, attrs, "float32"))
-end
-
 --- randint{low=0, high=, shape={1}, dtype="int64", seed=0, name=}: integers
 -- drawn uniformly from [low, high) (Paddle 2.x's paddle.randint; op
 -- randint). With high nil the range is [0, low).
