@@ -71,18 +71,45 @@ describe("unique / unique_with_counts (test_unique.py, test_unique_with_counts.p
     it(("%d %s values"):format(#x, dt), function()
       local out, index, count = unique_ref(x)
       local X = T.tensor(x, { shape = { #x }, dtype = dt })
-      T.check_output{ type = "unique", inputs = { X = X }, attrs = { dtype = 2 },
+      T.check_output{ type = "unique", inputs = { X = X }, attrs = { dtype = 2 }, outputs = { Out = 1, Index = 1 },
                       expect = { Out = { shape = { #out }, data = out }, Index = { shape = { #x }, data = index } } }
       local res = T.run{ type = "unique_with_counts", inputs = { X = X }, attrs = { dtype = 3 } }
       T.assert_close(res.Out[1], { shape = { #out }, data = out }, 0, 0)
       T.assert_close(res.Index[1], { shape = { #x }, data = index }, 0, 0)
       T.assert_close(res.Count[1], { shape = { #out }, data = count }, 0, 0)
       assert.are.equal("int64", res.Count[1].dtype)
-      assert.are.equal("int32", T.run{ type = "unique", inputs = { X = X } }.Index[1].dtype)
+      assert.are.equal("int32", T.run{ type = "unique", inputs = { X = X }, outputs = { Out = 1, Index = 1 } }.Index[1].dtype)
     end)
   end
-  it("refuses a 2-D X", function()
+  it("refuses a 2-D X (without is_sorted)", function()
     refuses({ type = "unique", inputs = { X = T.tensor({ { 1, 2 }, { 3, 4 } }) } }, "unique", "1-D")
+  end)
+  it("Paddle 2.x's is_sorted form: ascending values of X flattened, Index, Indices, Counts", function()
+    local x = { 3, 1, 3, 7, 1, 1, 0, 7, 2, 3, 5, 3 }
+    -- sorted distinct values, each one's first position, the inverse and the counts, computed here
+    local seen, vals = {}, {}
+    for _, v in ipairs(x) do if not seen[v] then seen[v] = true; vals[#vals + 1] = v end end
+    table.sort(vals)
+    local pos, first, counts, inverse = {}, {}, {}, {}
+    for j, v in ipairs(vals) do pos[v] = j - 1; counts[j] = 0 end
+    for i, v in ipairs(x) do
+      local j = pos[v] + 1
+      if counts[j] == 0 then first[j] = i - 1 end
+      counts[j] = counts[j] + 1
+      inverse[i] = j - 1
+    end
+    for _, dt in ipairs({ "int64", "float32" }) do
+      local res = T.run{ type = "unique", inputs = { X = T.tensor(x, { shape = { 3, 4 }, dtype = dt }) },
+                         attrs = { is_sorted = true, return_index = true, return_inverse = true, return_counts = true,
+                                   dtype = 3 },
+                         outputs = { Out = 1, Index = 1, Indices = 1, Counts = 1 } }
+      T.assert_close(res.Out[1], { shape = { #vals }, data = vals }, 0, 0)
+      T.assert_close(res.Indices[1], { shape = { #vals }, data = first }, 0, 0)
+      T.assert_close(res.Index[1], { shape = { #x }, data = inverse }, 0, 0)
+      T.assert_close(res.Counts[1], { shape = { #vals }, data = counts }, 0, 0)
+    end
+    refuses({ type = "unique", inputs = { X = T.tensor({ { 1, 2 }, { 3, 4 } }) }, attrs = { is_sorted = true, axis = { 0 } },
+              outputs = { Out = 1 } }, "unique", "axis", "not implemented")
   end)
 end)
 

@@ -6,7 +6,8 @@
  *
  * unique sorts (value, position) pairs, so it takes O(n log n); the groups
  * are then numbered in order of first appearance, as Fluid's hash-map
- * kernel numbers them. NaNs compare equal to each other here (one group).
+ * kernel numbers them (or kept ascending: Paddle 2.x's is_sorted). NaNs
+ * compare equal to each other here (one group).
  */
 #include "op.h"
 #include "ops/tensor_select.h"
@@ -90,33 +91,48 @@ static bool same_key(const ukey_t *a, const ukey_t *b, bool fl)
     if (!fl) return a->i == b->i;
     return a->f == b->f || (isnan(a->f) && isnan(b->f));
 }
-/* groups by first appearance: g[j] = the first position of group j */
-static int cmp_i64(const void *pa, const void *pb)
-{
-    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
-    return a < b ? -1 : a > b;
-}
-
 static void put_idx(void *p, int dt, int64_t i, int64_t v)
 {
     if (dt == OAR_INT64) ((int64_t *)p)[i] = v;
     else ((int32_t *)p)[i] = (int32_t)v;
 }
 
-static int unique_run(oar_kernel_ctx_t *k, bool counts)
+/* groups ordered by their first position */
+typedef struct { int64_t first, g; } gorder_t;
+static int cmp_first(const void *pa, const void *pb)
+{
+    const gorder_t *a = pa, *b = pb;
+    return a->first < b->first ? -1 : a->first > b->first;
+}
+
+/* an optional output of n elements (NULL when the op has no such output or nobody wants it) */
+static int opt_out(oar_kernel_ctx_t *k, int slot, int64_t n, int dt, void **p)
+{
+    *p = NULL;
+    if (slot < 0 || !oar_k_output(k, slot, 0)) return OAR_OK;
+    *p = oar_k_output_resized(k, slot, &n, 1, dt);
+    return *p || n == 0 ? OAR_OK : OAR_ERR_NOMEM;
+}
+
+/* unique (Fluid 1.8's first-appearance order, or Paddle 2.x's is_sorted) and
+ * unique_with_counts: the groups of equal values come from sorting
+ * (value, position) pairs; `uwc` selects unique_with_counts' slots */
+static int unique_run(oar_kernel_ctx_t *k, bool uwc)
 {
     const oar_unique_attrs_t *a = oar_k_attrs(k);
     oar_tensor_t *x = oar_k_input(k, OAR_UNIQUE_X, 0);
     const int dt = x->dtype, idt = a->dtype;
-    const bool fl = dt == OAR_FP32 || dt == OAR_FP64;
+    const bool fl = dt == OAR_FP32 || dt == OAR_FP64, sorted = !uwc && a->is_sorted;
     const int64_t n = oar_tensor_numel_of(x);
     const char *xv = n ? oar_tensor_data(x) : NULL;
-    ukey_t *keys = oar_xmalloc(sizeof(ukey_t) * (size_t)(n ? n : 1));
-    int64_t *first = oar_xmalloc(sizeof(int64_t) * (size_t)(n ? n : 1));
-    int64_t *gid = oar_xmalloc(sizeof(int64_t) * (size_t)(n ? n : 1));   /* position -> its group's first position */
-    int64_t *cnt = oar_xmalloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+    const size_t cap = (size_t)(n ? n : 1);
+    ukey_t *keys = oar_xmalloc(sizeof(ukey_t) * cap);
+    int64_t *sg = oar_xmalloc(sizeof(int64_t) * cap);     /* position -> its group in sorted order */
+    int64_t *jmap = oar_xmalloc(sizeof(int64_t) * cap);   /* sorted group -> output position */
+    int64_t *cnt = oar_xmalloc(sizeof(int64_t) * cap);
+    gorder_t *go = oar_xmalloc(sizeof(gorder_t) * cap);
     int rc = OAR_OK;
-    if (!keys || !first || !gid || !cnt) { rc = OAR_ERR_NOMEM; goto done; }
+    if (!keys || !sg || !jmap || !cnt || !go) { rc = OAR_ERR_NOMEM; goto done; }
     for (int64_t i = 0; i < n; i++) {
         keys[i].f = fl ? as_f(xv, dt, i) : 0;
         keys[i].i = fl ? 0 : as_i(xv, dt, i);
@@ -127,34 +143,40 @@ static int unique_run(oar_kernel_ctx_t *k, bool counts)
     for (int64_t s = 0; s < n;) {
         int64_t e = s + 1;
         while (e < n && same_key(&keys[s], &keys[e], fl)) e++;
-        first[m++] = keys[s].pos;   /* sorted by position within a group: the first appearance */
-        for (int64_t j = s; j < e; j++) gid[keys[j].pos] = keys[s].pos;
+        go[m].first = keys[s].pos;   /* sorted by position within a group: the first appearance */
+        go[m].g = m;
+        for (int64_t j = s; j < e; j++) sg[keys[j].pos] = m;
+        m++;
         s = e;
     }
-    qsort(first, (size_t)m, sizeof *first, cmp_i64);
-    /* the group number of each first position, by binary search in first[] */
-    const int64_t od = m, xd = n;
+    if (!sorted) qsort(go, (size_t)m, sizeof *go, cmp_first);   /* Fluid 1.8: first-appearance order */
+    for (int64_t j = 0; j < m; j++) jmap[go[j].g] = j;
+    const int64_t od = m;
     char *out = oar_k_output_resized(k, OAR_UNIQUE_OUT, &od, 1, dt);
-    void *idx = oar_k_output_resized(k, OAR_UNIQUE_INDEX, &xd, 1, idt);
-    void *cout = counts ? oar_k_output_resized(k, OAR_UWC_COUNT, &od, 1, idt) : NULL;
-    if ((!out && m) || (!idx && n) || (counts && !cout && m)) { rc = OAR_ERR_NOMEM; goto done; }
+    void *idx, *ind, *cout;
+    if (!out && m) { rc = OAR_ERR_NOMEM; goto done; }
+    if ((rc = opt_out(k, OAR_UNIQUE_INDEX, n, idt, &idx)) != OAR_OK ||
+        (rc = opt_out(k, uwc ? -1 : OAR_UNIQUE_INDICES, m, idt, &ind)) != OAR_OK ||
+        (rc = opt_out(k, uwc ? OAR_UWC_COUNT : OAR_UNIQUE_COUNTS, m, idt, &cout)) != OAR_OK)
+        goto done;
     const size_t es = oar_dtype_size(dt);
     for (int64_t j = 0; j < m; j++) {
-        memcpy(out + (size_t)j * es, xv + (size_t)first[j] * es, es);
+        memcpy(out + (size_t)j * es, xv + (size_t)go[j].first * es, es);
+        if (ind) put_idx(ind, idt, j, go[j].first);
         cnt[j] = 0;
     }
     for (int64_t i = 0; i < n; i++) {
-        const int64_t *f = bsearch(&gid[i], first, (size_t)m, sizeof *first, cmp_i64);
-        const int64_t j = f - first;
-        put_idx(idx, idt, i, j);
+        const int64_t j = jmap[sg[i]];
+        if (idx) put_idx(idx, idt, i, j);
         cnt[j]++;
     }
-    for (int64_t j = 0; counts && j < m; j++) put_idx(cout, idt, j, cnt[j]);
+    for (int64_t j = 0; cout && j < m; j++) put_idx(cout, idt, j, cnt[j]);
 done:
     free(keys);
-    free(first);
-    free(gid);
+    free(sg);
+    free(jmap);
     free(cnt);
+    free(go);
     return rc;
 }
 static int unique_k(oar_kernel_ctx_t *k) { return unique_run(k, false); }

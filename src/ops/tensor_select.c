@@ -4,6 +4,7 @@
  * kernels/cpu/tensor_select.c.
  */
 #include "op.h"
+#include "attr_tensor.h"
 #include "ops/tensor_select.h"   /* generated from tensor_select.ops */
 #include "ops/infer_util.h"
 
@@ -23,17 +24,29 @@ static int unique_infer(oar_infer_ctx_t *c)
     int n;
     const int64_t *x = oar_ic_in_dims(c, "X", 0, &n);
     if (!x) return OAR_ERR_SHAPE;
+    const char *type = oar_op_desc_type(oar_ic_op(c));
     char b[160];
-    if (n != 1)
-        return oar_ic_error(c, OAR_ERR_SHAPE, "input X '%s' has shape %s; %s needs a 1-D X",
-                            nm(oar_ic_in_name(c, "X", 0)), oar_shape_str(x, n, b, sizeof b), oar_op_desc_type(oar_ic_op(c)));
+    if (!a->is_sorted && n != 1)
+        return oar_ic_error(c, OAR_ERR_SHAPE, "input X '%s' has shape %s; %s needs a 1-D X (or is_sorted)",
+                            nm(oar_ic_in_name(c, "X", 0)), oar_shape_str(x, n, b, sizeof b), type);
+    if (a->is_sorted) {
+        int64_t ax[OAR_MAX_DIMS];
+        int na = 0;
+        if (oar_attr_int_list(oar_ic_op(c), "axis", ax, OAR_MAX_DIMS, &na) && na > 0)
+            return oar_ic_error(c, OAR_ERR_UNSUPPORTED, "attr axis: unique along an axis (Paddle 2.x) is not "
+                                "implemented; only the flattened form (empty axis)");
+    }
     if (a->dtype != OAR_INT32 && a->dtype != OAR_INT64)
         return oar_ic_error(c, OAR_ERR_DTYPE, "attr dtype = %d must be int32 (2) or int64 (3)", (int)a->dtype);
     if (oar_ic_runtime(c)) return OAR_OK;   /* the kernel sizes the outputs from the data */
+    int64_t numel = 1;
+    for (int i = 0; i < n; i++) numel = x[i] < 0 || numel < 0 ? -1 : numel * x[i];
     const int64_t u = -1;
     OAR_TRY(oar_ic_set_out(c, "Out", 0, &u, 1, oar_ic_in_dtype(c, "X", 0)));
-    OAR_TRY(oar_ic_set_out(c, "Index", 0, x, 1, a->dtype));
-    if (oar_ic_out_count(c, "Count") > 0) OAR_TRY(oar_ic_set_out(c, "Count", 0, &u, 1, a->dtype));
+    if (out_wanted(c, "Index", 0)) OAR_TRY(oar_ic_set_out(c, "Index", 0, &numel, 1, a->dtype));
+    if (out_wanted(c, "Indices", 0)) OAR_TRY(oar_ic_set_out(c, "Indices", 0, &u, 1, a->dtype));
+    if (out_wanted(c, "Counts", 0)) OAR_TRY(oar_ic_set_out(c, "Counts", 0, &u, 1, a->dtype));
+    if (out_wanted(c, "Count", 0)) OAR_TRY(oar_ic_set_out(c, "Count", 0, &u, 1, a->dtype));
     return OAR_OK;
 }
 
