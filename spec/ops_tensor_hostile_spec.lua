@@ -1,5 +1,6 @@
 -- The ops of issue 22's creation, random, shape and indexing families
--- (tensor_create, tensor_shape, tensor_select, tensor_window ops) given
+-- (tensor_create, tensor_shape, tensor_select, tensor_window ops and their
+-- grads) given
 -- inputs of the wrong rank, dtype or size, zero-size inputs and missing
 -- attributes: each either runs or fails with an error naming the op; none
 -- crashes the process.
@@ -48,24 +49,40 @@ local OPS = {
                         { kernel_sizes = { 1, 1 }, strides = { 0, 1 }, paddings = { 0, 0, 0, 0 }, dilations = { 1, 1 } } } },
   partial_concat = { { "X" }, { {}, { start_index = 9 }, { length = 9 } } },
   partial_sum = { { "X" }, { {}, { start_index = -9 } } },
+  -- grad ops, given Out@GRAD that may not fit the forward
+  unbind_grad = { { "X", "Out@GRAD" }, { {}, { axis = 1 } }, { ["X@GRAD"] = 1 } },
+  crop_grad = { { "X", "Out@GRAD" }, { {}, { offsets = { 1, 1 } } }, { ["X@GRAD"] = 1 } },
+  pad2d_grad = { { "X", "Out@GRAD" }, { {}, { paddings = { 1, 0, 0, 1 } } }, { ["X@GRAD"] = 1 } },
+  pad_constant_like_grad = { { "Y", "Out@GRAD" }, { {} }, { ["Y@GRAD"] = 1 } },
+  multiplex_grad = { { "Ids", "X", "Out@GRAD" }, { {} }, { ["X@GRAD"] = 1 } },
+  temporal_shift_grad = { { "Out@GRAD" }, { {}, { seg_num = 1 }, { seg_num = 2 }, { seg_num = 0 } }, { ["X@GRAD"] = 1 } },
+  unfold_grad = { { "X", "Y@GRAD" }, { { kernel_sizes = { 1, 1 }, strides = { 1, 1 }, paddings = { 0, 0, 0, 0 },
+                                         dilations = { 1, 1 } }, { kernel_sizes = { 1 }, strides = { 0 } } },
+                  { ["X@GRAD"] = 1 } },
+  partial_concat_grad = { { "X", "Out@GRAD" }, { {}, { start_index = 1, length = 1 } }, { ["X@GRAD"] = 1 } },
+  partial_sum_grad = { { "X", "Out@GRAD" }, { {}, { start_index = 2, length = 5 } }, { ["X@GRAD"] = 1 } },
 }
 
 describe("issue 22's tensor ops under hostile inputs", function()
   for op, spec in pairs(OPS) do
     it(op .. " runs or fails cleanly", function()
-      local slots, attr_sets = spec[1], spec[2]
+      local slots, attr_sets, outputs = spec[1], spec[2], spec[3]
       local pool = tensors()
       local combos = {}
       if #slots == 0 then combos = { {} }
       elseif #slots == 1 then for _, t in ipairs(pool) do combos[#combos + 1] = { t } end
-      else
+      elseif #slots == 2 then
         for _, a in ipairs(pool) do for _, b in ipairs(pool) do combos[#combos + 1] = { a, b } end end
+      else
+        for _, a in ipairs(pool) do for _, b in ipairs(pool) do for _, c in ipairs(pool) do
+          combos[#combos + 1] = { a, b, c }
+        end end end
       end
       for _, attrs in ipairs(attr_sets) do
         for _, combo in ipairs(combos) do
           local inputs = {}
           for i, s in ipairs(slots) do inputs[s] = combo[i] end
-          local ok, err = pcall(T.run, { type = op, inputs = inputs, attrs = attrs })
+          local ok, err = pcall(T.run, { type = op, inputs = inputs, attrs = attrs, outputs = outputs })
           if not ok then assert.matches(op, tostring(err), 1, true) end
         end
       end

@@ -272,6 +272,7 @@ static int pad2d_paddings(oar_kernel_ctx_t *k, int slot, int64_t *p)
         const oar_pad2d_attrs_t *a = oar_k_attrs(k);                                                       \
         oar_tensor_t *x = oar_k_input(k, OAR_PAD2D_G_X, 0);                                                \
         const int64_t *xd = x->dims;                                                                       \
+        if (x->ndim != 4) return oar_k_error(k, OAR_ERR_SHAPE, "input X has rank %d; pad2d_grad needs 4-D", x->ndim); \
         void *dx;                                                                                          \
         OAR_TRY(oar_k_output_sized(k, OAR_PAD2D_G_DX, "X@GRAD", DT, oar_tensor_numel_of(x), true, &dx));   \
         if (!dx) return OAR_OK;                                                                            \

@@ -46,6 +46,9 @@
         const oar_tshift_attrs_t *a = oar_k_attrs(k);                                                  \
         oar_tensor_t *g = oar_k_input(k, OAR_TSHIFT_G_DOUT, 0);                                        \
         const int64_t *d = g->dims;                                                                    \
+        if (g->ndim != 4 || a->seg_num < 1 || d[0] % a->seg_num != 0)                                  \
+            return oar_k_error(k, OAR_ERR_SHAPE, "input Out@GRAD of rank %d does not fit seg_num = %d "  \
+                               "(temporal_shift_grad needs 4-D [N*T, C, H, W])", g->ndim, (int)a->seg_num); \
         void *dx;                                                                                      \
         OAR_TRY(oar_k_output_sized(k, OAR_TSHIFT_G_DX, "X@GRAD", DT, oar_tensor_numel_of(g), true, &dx)); \
         if (!dx) return OAR_OK;                                                                        \
@@ -102,6 +105,9 @@ TSHIFT_KERNELS(tshift_f64, double, OAR_FP64)
         const oar_unfold_attrs_t *a = oar_k_attrs(k);                                                  \
         oar_tensor_t *x = oar_k_input(k, OAR_UNFOLD_GRAD_X, 0);                                        \
         const int64_t *xd = x->dims;                                                                   \
+        if (x->ndim != 4 || a->kernel_sizes.n != 2 || a->strides.n != 2 || a->dilations.n != 2 ||      \
+            a->paddings.n != 4 || a->strides.v[0] < 1 || a->strides.v[1] < 1)                          \
+            return oar_k_error(k, OAR_ERR_SHAPE, "unfold_grad needs a 4-D X and unfold's attributes"); \
         void *dx;                                                                                      \
         OAR_TRY(oar_k_output_sized(k, OAR_UNFOLD_GRAD_DX, "X@GRAD", DT, oar_tensor_numel_of(x), true, &dx)); \
         if (!dx) return OAR_OK;                                                                        \
@@ -177,9 +183,18 @@ static void part_range(const oar_partial_attrs_t *a, int64_t D, int64_t *s, int6
         const oar_partial_attrs_t *a = oar_k_attrs(k);                                                 \
         const int m = oar_k_nin(k, OAR_PCONCAT_G_X);                                                   \
         oar_tensor_t *x0 = oar_k_input(k, OAR_PCONCAT_G_X, 0);                                         \
+        if (x0->ndim != 2) return oar_k_error(k, OAR_ERR_SHAPE, "input X[0] must be 2-D [N, D]");      \
         const int64_t N = x0->dims[0], D = x0->dims[1];                                                \
         int64_t s, len;                                                                                \
         part_range(a, D, &s, &len);                                                                    \
+        if (s < 0 || len < 0 || s + len > D)                                                           \
+            return oar_k_error(k, OAR_ERR_RANGE, "start_index = %d, length = %d leave X's %lld columns", \
+                               (int)a->start_index, (int)a->length, (long long)D);                     \
+        for (int i = 0; i < m; i++) {                                                                  \
+            oar_tensor_t *xi = oar_k_input(k, OAR_PCONCAT_G_X, i);                                     \
+            if (!xi || xi->ndim != 2 || xi->dims[0] != N || xi->dims[1] != D)                          \
+                return oar_k_error(k, OAR_ERR_SHAPE, "input X[%d] does not have X[0]'s shape", i);     \
+        }                                                                                              \
         oar_tensor_t *gt = oar_k_input(k, OAR_PCONCAT_G_DOUT, 0);                                      \
         const int64_t gw = concat ? len * m : len;                                                     \
         if (!gt || oar_tensor_numel_of(gt) != N * gw)                                                  \
