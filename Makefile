@@ -324,7 +324,7 @@ FUZZ_CFLAGS  = -std=c11 -g -O1 -march=native -D_GNU_SOURCE -fopenmp -Wall -Wextr
                -fsanitize=fuzzer-no-link -Isrc -I$(FUZZ_DIR) -I$(BUILD) $(OPENBLAS_INC)
 FUZZ_SRC     = $(wildcard src/*.c src/ops/*.c kernels/cpu/*.c)
 FUZZ_OBJ     = $(patsubst %.c,$(FUZZ_DIR)/%.o,$(FUZZ_SRC)) $(FUZZ_DIR)/framework.pb-c.o
-FUZZ_TARGETS = $(FUZZ_DIR)/fuzz_program $(FUZZ_DIR)/fuzz_tensor $(FUZZ_DIR)/fuzz_run
+FUZZ_TARGETS = $(FUZZ_DIR)/fuzz_program $(FUZZ_DIR)/fuzz_tensor $(FUZZ_DIR)/fuzz_run $(FUZZ_DIR)/fuzz_serve
 FUZZ_LIBS    = -lprotobuf-c -lopenblas -lm -lpthread $(JSONC_LIBS)
 .SECONDARY: $(FUZZ_OBJ)
 
@@ -344,8 +344,16 @@ $(FUZZ_DIR)/%.o: %.c $(FUZZ_DIR)/framework.pb-c.h $(wildcard src/*.h kernels/cpu
 $(FUZZ_DIR)/fuzz_%: fuzz/fuzz_%.c $(FUZZ_OBJ)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) $(FUZZ_LIBS)
 
+# fuzz_serve: `oar serve`'s request parser (src/serve/codec.c, json-c)
+$(FUZZ_DIR)/src/serve/codec.o: src/serve/codec.c src/serve/serve.h src/oar.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(JSONC_CFLAGS) -c $< -o $@
+$(FUZZ_DIR)/fuzz_serve: fuzz/fuzz_serve.c $(FUZZ_DIR)/src/serve/codec.o $(FUZZ_OBJ)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(JSONC_CFLAGS) -Isrc/serve -fsanitize=fuzzer -o $@ $< $(FUZZ_DIR)/src/serve/codec.o \
+	  $(FUZZ_OBJ) $(FUZZ_LIBS)
+
 fuzz: $(FUZZ_TARGETS)
-	@for t in program tensor run; do \
+	@for t in program tensor run serve; do \
 	  c=$$t; [ $$t = run ] && c=program; \
 	  mkdir -p $(FUZZ_DIR)/work/$$t; \
 	  echo "== fuzz_$$t for $(FUZZ_SECONDS)s"; \
@@ -357,7 +365,7 @@ fuzz: $(FUZZ_TARGETS)
 # (fuzz_run runs programs, seeded from the program corpus); any finding fails.
 FUZZ_RUNS ?= 3000
 fuzz-smoke: $(FUZZ_TARGETS)
-	@for t in program tensor run; do \
+	@for t in program tensor run serve; do \
 	  c=$$t; [ $$t = run ] && c=program; \
 	  mkdir -p $(FUZZ_DIR)/smoke/$$t; \
 	  echo "== fuzz_$$t: $(FUZZ_RUNS) runs"; \

@@ -4,15 +4,21 @@
 # up to 1.3x either way on this machine, so the table is the median over the
 # runs with the ratio's [min, max]. From the repository root after `make`:
 #   RUNS=8 sh bench/run_allreduce_rounds.sh > bench/results/allreduce-rounds.txt
+# Across hosts (two network namespaces, one worker each, OpenMPI's TCP
+# transport over a veth link; needs root; see docs/distributed.md):
+#   tools/netns_hosts up 2
+#   LAUNCH="tools/netns_hosts mpirun" OAR_NETNS_SLOTS=1 RUNS=5 sh bench/run_allreduce_rounds.sh
+#   tools/netns_hosts down
 set -e
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-8}
+LAUNCH=${LAUNCH:-mpirun --allow-run-as-root}
 mpicc -O2 bench/allreduce_bench.c -Isrc -Lbuild -loar -Wl,-rpath,"$(pwd)/build" -o build/allreduce_bench
 D=$(mktemp -d)
 echo "load average before: $(cat /proc/loadavg)"
 r=1
 while [ "$r" -le "$RUNS" ]; do
-  mpirun --allow-run-as-root -np 2 build/allreduce_bench >"$D/$r.txt"
+  $LAUNCH -np 2 build/allreduce_bench >"$D/$r.txt"
   r=$((r + 1))
 done
 echo "load average after: $(cat /proc/loadavg)"

@@ -4,7 +4,8 @@
  *  - turn Ctrl-C into a Lua error inside a running command (a SIGINT handler
  *    that arms a Lua hook, as lua.c does) instead of killing the session.
  * Everything else (arguments, the REPL, running scripts) is Lua:
- * require("oar.repl").main(version, launcher).
+ * require("oar.repl").main(version, launcher), or for `oar launch`
+ * require("oar.launch").main(launcher).
  *
  * The SIGINT handler never touches Lua beyond lua_sethook (safe in a signal
  * handler in LuaJIT as in PUC Lua). At the prompt it only records the
@@ -230,8 +231,11 @@ static int pmain(lua_State *L) {
   lua_setfield(L, -2, "root");
   lua_pop(L, 1);
 
+  /* `oar launch ...` is oar.launch's (a Lua launcher over mpirun that
+   * restarts a failed job); everything else is oar.repl's */
+  const char *module = (argc >= 2 && strcmp(argv[1], "launch") == 0) ? "oar.launch" : "oar.repl";
   lua_getglobal(L, "require");
-  lua_pushstring(L, "oar.repl");
+  lua_pushstring(L, module);
   if (lua_pcall(L, 1, 1, 0) != 0) {
     fprintf(stderr,
             "oar: cannot load the oar Lua modules (%s)\n"

@@ -1,7 +1,8 @@
 -- tools/run_specs gives every spec file a time limit (issue 20): a file that
 -- hangs is stopped with every process it started, counted as a failure and
 -- reported with the limit, the test it hung in and the end of its output.
--- The files it runs here are under spec/fixtures/time_limit/.
+-- A skip counts only for a missing GPU, data set or peer client library.
+-- The files it runs here are under spec/fixtures/time_limit/ and skips/.
 local F = require("spec.helpers.files")
 local J = require("spec.helpers.mpi_jobs")
 
@@ -72,5 +73,13 @@ describe("tools/run_specs time limits", function()
     assert.truthy(out:find("whole number of seconds", 1, true), out)
     local out2, status2 = run_specs("OAR_SPEC_TIMEOUT=-5", "spec/fixtures/time_limit/slow.lua")
     assert.equals(2, status2, out2)
+  end)
+
+  it("takes a skip for a missing GPU, data set or peer client library, and fails any other", function()
+    local out, status = run_specs("", "spec/fixtures/skips/reasons.lua")
+    assert.equals(1, status, out)
+    assert.truthy(out:match("\n0 passed, 1 failed, 2 skipped%s*$"), out)
+    assert.truthy(out:find("skipped for a reason other than a missing GPU, data set or peer client", 1, true), out)
+    assert.truthy(out:find("later", 1, true), out)
   end)
 end)

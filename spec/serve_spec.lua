@@ -10,76 +10,17 @@ local oar = require("oar")
 local layers = oar.layers
 local json = require("dkjson")
 local F = require("spec.helpers.files")
+local S = require("spec.helpers.serve")
 
-local OAR = "build/oar"
+local OAR, sh_quote, sh, read_file, flatten, decode = S.OAR, S.sh_quote, S.sh, S.read_file, S.flatten, S.decode
 
-local function sh_quote(s)
-  assert(not tostring(s):find("'", 1, true))
-  return "'" .. s .. "'"
-end
-
-local function sh(cmd)
-  local p = assert(io.popen(cmd .. " 2>&1; echo \"exit $?\""))
-  local out = p:read("*a")
-  p:close()
-  local code = tonumber(out:match("exit (%d+)\n?$"))
-  return code, (out:gsub("exit %d+\n?$", ""))
-end
-
-local function sleep(s) os.execute("sleep " .. s) end
-
-local function read_file(path)
-  local f = io.open(path, "rb")
-  if not f then return "" end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
-local function flatten(t, out)
-  out = out or {}
-  if type(t) ~= "table" then out[#out + 1] = t; return out end
-  for _, v in ipairs(t) do flatten(v, out) end
-  return out
-end
-
--- one HTTP request with curl (5 s at most): status, body
+-- one HTTP request with curl: status, body; extra: request header lines
 local function http(port, method, path, body, extra)
-  local args = { "curl -s -m 5 -o - -w '\\n%{http_code}' -X", method, extra or "" }
-  local tmp
-  if body then
-    tmp = os.tmpname()
-    local f = assert(io.open(tmp, "wb"))
-    f:write(body)
-    f:close()
-    args[#args + 1] = "-H 'Content-Type: application/json' --data-binary @" .. sh_quote(tmp)
-  end
-  args[#args + 1] = sh_quote("http://127.0.0.1:" .. port .. path)
-  local _, out = sh(table.concat(args, " "))
-  if tmp then os.remove(tmp) end
-  local text, status = out:match("^(.*)\n(%d+)$")
-  return tonumber(status), text
+  local status, text = S.http(port, method, path, body, { timeout = 5, headers = extra })
+  return status, text
 end
 
-local function decode(text)
-  local v, _, err = json.decode(text)
-  assert(v, "not JSON (" .. tostring(err) .. "): " .. tostring(text))
-  return v
-end
-
-local function save_mlp(dir)
-  local main, startup = oar.Program(), oar.Program()
-  local out
-  oar.program_guard(main, startup, function()
-    local x = layers.data{ name = "x", shape = { 4 } }
-    local h = layers.fc{ input = x, size = 6, act = "relu" }
-    out = layers.fc{ input = h, size = 3, act = "softmax" }
-  end)
-  local exe, scope = oar.Executor(), oar.Scope()
-  oar.seed(3)
-  exe:run(startup, { scope = scope })
-  oar.io.save_inference_model(dir, { "x" }, { out }, exe, main, { scope = scope })
-end
+local function save_mlp(dir) S.save_mlp(dir, 4, { 6 }, 3) end
 
 local function save_embedding(dir)
   local main, startup = oar.Program(), oar.Program()
@@ -107,27 +48,11 @@ describe("oar serve", function()
 
   -- starts the server on `model`; returns its port once /v2/health/ready answers
   local function start(model, opts)
-    local log = dir .. "/server.log"
-    local p = assert(io.popen(OAR .. " serve " .. sh_quote(model) .. " --host 127.0.0.1 --port 0 " .. (opts or "") ..
-      " > " .. sh_quote(log) .. " 2>&1 & echo $!"))
-    server = { pid = tonumber(p:read("*l")), log = log }
-    p:close()
-    local port
-    for _ = 1, 100 do   -- 10 s
-      port = read_file(log):match("on http://127%.0%.0%.1:(%d+)")
-      if port then break end
-      sleep(0.1)
-    end
-    assert(port, "the server did not start: " .. read_file(log))
-    server.port = port
-    for _ = 1, 50 do
-      if http(port, "GET", "/v2/health/ready") == 200 then return port end
-      sleep(0.1)
-    end
-    error("the server never became ready: " .. read_file(log))
+    server = S.start(dir, model, opts)
+    return server.port
   end
 
-  local function alive() return server and os.execute("kill -0 " .. server.pid .. " 2>/dev/null") == 0 end
+  local function alive() return S.alive(server) end
 
   setup(function()
     local code, out = sh("test -x build/oar-serve")
@@ -138,7 +63,7 @@ describe("oar serve", function()
     assert(os.execute("mkdir -p " .. sh_quote(dir)) == 0)
   end)
   after_each(function()
-    if alive() then os.execute("kill -9 " .. server.pid .. " 2>/dev/null") end
+    S.stop(server)
     server = nil
     F.rmtree(dir)
   end)
@@ -250,7 +175,7 @@ describe("oar serve", function()
         data = { 1, 2, 3, 4 } } }, outputs = { { name = "nope" } } }), 400, "'nope' is not an output" },
       { "POST", "/v2/models/mlp/infer", '{"inputs": [' .. string.rep("0.5, ", 1000) .. "0]}", 413, "too large" },
       { "POST", "/v2/models/mlp/infer", '{"inputs": [' .. string.rep("0.5, ", 1000) .. "0]}", 413, "too large",
-        "-H 'Transfer-Encoding: chunked'" },
+        { "Transfer-Encoding: chunked" } },
     }
     for _, c in ipairs(cases) do
       local status, body = http(port, c[1], c[2], c[3], c[6])

@@ -30,6 +30,8 @@ static void pass_free(oar_bw_pass_t *P)
     oar_bw_names_free(&P->no_grad);
     oar_bw_names_free(&P->wanted);
     oar_bw_names_free(&P->reach);
+    oar_bw_names_free(&P->blocked);
+    free(P->blocked_by);
     oar_strmap_free(&P->gname);
     oar_strmap_free(&P->gfwd);
     oar_strmap_free(&P->renamed);
@@ -108,6 +110,39 @@ static bool has_grad_maker(const oar_op_desc_t *op)
     return def && def->grad;
 }
 
+/* A grad op ("<type>_grad", "<type>_grad_grad"): without a grad maker, the
+ * gradients it computes cannot be differentiated again. A forward op
+ * without one is, as Fluid's EmptyGradOpMaker, constant in its inputs'
+ * values (fill_zeros_like, fill_constant_batch_size_like, shape, ...). */
+static bool is_grad_op(const oar_op_desc_t *op)
+{
+    size_t n = strlen(op->type);
+    return n > 5 && strcmp(op->type + n - 5, "_grad") == 0;
+}
+
+/* `var`, written by an op of type `type` without a grad maker from vars that
+ * vary with what is differentiated, would have a gradient if the op had one */
+static int add_blocked(oar_bw_pass_t *P, oar_block_t *b, const char *var, const char *type)
+{
+    const oar_var_desc_t *v = oar_block_find_var(b, var);
+    if (!v || !oar_bw_dtype_differentiable(v) || v->stop_gradient || oar_bw_names_has(&P->no_grad, var) ||
+        oar_bw_names_has(&P->reach, var) || oar_bw_names_has(&P->blocked, var))
+        return OAR_OK;
+    OAR_TRY(oar_grow((void **)&P->blocked_by, &P->capblocked, P->blocked.n + 1, sizeof *P->blocked_by));
+    P->blocked_by[P->blocked.n] = type;
+    return oar_bw_names_add(&P->blocked, var);
+}
+
+/* An error when the gradient of `var` is wanted but `var` is blocked. */
+static int check_blocked(oar_bw_pass_t *P, const char *var)
+{
+    if (!oar_bw_names_has(&P->blocked, var) || oar_bw_names_has(&P->reach, var)) return OAR_OK;
+    int i = oar_strmap_get(&P->blocked.index, var);
+    const char *type = i >= 0 ? P->blocked_by[i] : "?";
+    return oar_error(OAR_ERR_UNSUPPORTED, "backward: no gradient flows through op '%s' (it computes '%s' and has "
+                     "no grad maker; a gradient of a gradient needs its grad op's double-grad op)", type, var);
+}
+
 /* The block-0 vars that vary with what is differentiated: the inputs of
  * gradients(), or for append_backward every var read before any op writes
  * it that may have a grad (params, mostly); then everything an op with a
@@ -133,6 +168,8 @@ static int find_reach(oar_bw_pass_t *P, oar_block_t *b, int end, const char *con
         if (live && has_grad_maker(op))
             for (int k = 0; k < w.n && rc == OAR_OK; k++)
                 if (!oar_bw_no_grad(P, b, w.v[k])) rc = oar_bw_names_add(&P->reach, w.v[k]);
+        if (live && !has_grad_maker(op) && is_grad_op(op))
+            for (int k = 0; k < w.n && rc == OAR_OK; k++) rc = add_blocked(P, b, w.v[k], op->type);
         for (int k = 0; k < w.n && rc == OAR_OK; k++) rc = oar_bw_names_add(&written, w.v[k]);
         oar_bw_names_free(&r);
         oar_bw_names_free(&w);
@@ -150,6 +187,7 @@ static int find_path(oar_bw_pass_t *P, oar_block_t *b, int end, const char *cons
     oar_bw_names_t need = {0};
     bool *keep = oar_xcalloc((size_t)(end > 0 ? end : 1), sizeof *keep);
     int rc = keep ? OAR_OK : OAR_ERR_NOMEM;
+    for (int i = 0; i < ntargets && rc == OAR_OK; i++) rc = check_blocked(P, targets[i]);
     for (int i = 0; i < ntargets && rc == OAR_OK; i++) rc = oar_bw_names_add(&need, targets[i]);
     int count = 0;
     for (int i = end - 1; i >= 0 && rc == OAR_OK; i--) {
@@ -164,6 +202,7 @@ static int find_path(oar_bw_pass_t *P, oar_block_t *b, int end, const char *cons
             count++;
             for (int k = 0; k < r.n && rc == OAR_OK; k++)
                 if (!oar_bw_no_grad(P, b, r.v[k])) rc = oar_bw_names_add(&need, r.v[k]);
+                else rc = check_blocked(P, r.v[k]);
         }
         oar_bw_names_free(&r);
         oar_bw_names_free(&w);

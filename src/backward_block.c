@@ -334,13 +334,6 @@ static int rename_in_made_blocks(oar_bw_pass_t *P, const oar_op_desc_t *op, int 
     return rc;
 }
 
-/* declared in block 0 before the pass (nested runs may declare grads there
- * early, see declare_home) */
-static bool declared_before(oar_bw_pass_t *P, oar_block_t *b0, const char *name)
-{
-    int i = oar_strmap_get(&b0->var_index, name);
-    return i >= 0 && i < P->nvars0;
-}
 
 /* Fluid's _rename_grad_: a grad an earlier pass over block 0 already declared
  * is not overwritten; this pass writes a fresh name and its readers follow. */
@@ -360,7 +353,7 @@ static int rename_existing(oar_bw_run_t *R)
         for (int s = 0; s < op->noutputs && rc == OAR_OK; s++)
             for (int j = 0; j < op->outputs[s].nargs && rc == OAR_OK; j++) {
                 char **a = &op->outputs[s].args[j];
-                if (is_empty(*a) || !oar_bw_fwd_of(R, *a) || !declared_before(P, R->target, *a)) continue;
+                if (is_empty(*a) || !oar_bw_fwd_of(R, *a) || !oar_bw_declared_before(P, *a)) continue;
                 char *fresh = NULL;
                 for (int k = 1; !fresh || oar_block_find_var(R->target, fresh) ||
                                 oar_strmap_get(&P->gfwd, fresh) >= 0; k++) {

@@ -21,6 +21,15 @@ static int add_entry(oar_bw_pass_t *P, const char *fwd, const char *grad)
     return OAR_OK;
 }
 
+/* declared in block 0 before the pass: an earlier pass's grad, which this
+ * pass reads as a forward value (second-order gradients) */
+bool oar_bw_declared_before(oar_bw_pass_t *P, const char *name)
+{
+    oar_block_t *b0 = oar_program_block(P->p, 0);
+    int i = b0 ? oar_strmap_get(&b0->var_index, name) : -1;
+    return i >= 0 && i < P->nvars0;
+}
+
 const char *oar_bw_grad_name(oar_bw_pass_t *P, const char *fwd)
 {
     if (!fwd) { oar_error(OAR_ERR_INVALID, "backward: NULL variable name"); return NULL; }
@@ -29,6 +38,14 @@ const char *oar_bw_grad_name(oar_bw_pass_t *P, const char *fwd)
     if (e >= 0) return P->entries[e].grad;
     char *f = oar_bw_pool_strdup(&P->pool, fwd);
     char *g = f ? oar_bw_pool_printf(&P->pool, "%s" OAR_GRAD_SUFFIX, fwd) : NULL;
+    /* Fluid's _rename_grad_, decided here rather than at commit: a grad name an
+     * earlier pass declared is a forward value to this pass (a later pass may
+     * differentiate it), so this pass's grad gets a fresh name from the start.
+     * A name first asked for inside a sub-block run stays: control-flow grad
+     * kernels find inner grads as "<var>@GRAD", and the commit renames the
+     * outer write (rename_existing) */
+    for (int k = 1; g && P->depth == 0 && (oar_bw_declared_before(P, g) || oar_strmap_get(&P->gfwd, g) >= 0); k++)
+        g = oar_bw_pool_printf(&P->pool, "%s" OAR_GRAD_SUFFIX "_%d", fwd, k);
     if (!g || add_entry(P, f, g) != OAR_OK) return NULL;
     return g;
 }
@@ -64,9 +81,11 @@ const char *oar_bw_fwd_of(oar_bw_run_t *R, const char *name)
     if (!name || strcmp(name, OAR_EMPTY_VAR) == 0) return NULL;
     int e = oar_strmap_get(&R->P->gfwd, name);
     if (e >= 0) return R->P->entries[e].fwd;
-    /* like Fluid, any name with @GRAD is a gradient (makers may build them by hand) */
+    /* like Fluid, any name with @GRAD is a gradient (makers may build them by
+     * hand), except an earlier pass's grad, a forward value here */
     const char *at = strstr(name, OAR_GRAD_SUFFIX);
     if (!at || at == name) return NULL;
+    if (R->top && oar_bw_declared_before(R->P, name)) return NULL;
     e = hand_built_entry(R->P, name);
     return e >= 0 ? R->P->entries[e].fwd : NULL;
 }
@@ -143,31 +162,44 @@ static int check_args(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot, co
     return OAR_OK;
 }
 
-int oar_gc_in(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot)
+/* forward input (or output) slot `fwd_slot` -> op input `slot` */
+static int gc_copy(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *fwd_slot, const char *slot, bool from_out,
+                   const char *fn)
 {
-    OAR_TRY(check_args(g, op, slot, "oar_gc_in"));
-    const oar_op_slot_t *s = oar_op_find_input(g->fwd, slot);
-    if (!s) return OAR_OK;   /* a dispensable input the forward op left out */
+    OAR_TRY(check_args(g, op, slot, fn));
+    if (!fwd_slot) return gc_fail(g, oar_error(OAR_ERR_INVALID, "%s: NULL forward slot", fn));
+    const oar_op_slot_t *s = from_out ? oar_op_find_output(g->fwd, fwd_slot) : oar_op_find_input(g->fwd, fwd_slot);
+    if (!s) return OAR_OK;   /* a dispensable slot the forward op left out */
     int rc = oar_op_desc_set_input(op, slot, (const char *const *)s->args, s->nargs);
     return rc == OAR_OK ? rc : gc_fail(g, rc);
+}
+
+int oar_gc_in(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot)
+{
+    return gc_copy(g, op, slot, slot, false, "oar_gc_in");
 }
 
 int oar_gc_out(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot)
 {
-    OAR_TRY(check_args(g, op, slot, "oar_gc_out"));
-    const oar_op_slot_t *s = oar_op_find_output(g->fwd, slot);
-    if (!s) return OAR_OK;
-    int rc = oar_op_desc_set_input(op, slot, (const char *const *)s->args, s->nargs);
-    return rc == OAR_OK ? rc : gc_fail(g, rc);
+    return gc_copy(g, op, slot, slot, true, "oar_gc_out");
 }
 
-/* sets slot@GRAD of `op` (an input when `as_input`) to the grads of the
+int oar_gc_in_as(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *fwd_slot, const char *slot)
+{
+    return gc_copy(g, op, fwd_slot, slot, false, "oar_gc_in_as");
+}
+
+int oar_gc_out_as(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *fwd_slot, const char *slot)
+{
+    return gc_copy(g, op, fwd_slot, slot, true, "oar_gc_out_as");
+}
+
+/* sets `gslot` of `op` (an input when `as_input`) to the grads of the
  * forward args of `s`; no-grad args become @EMPTY@ for outputs */
-static int set_grads(oar_grad_ctx_t *g, oar_op_desc_t *op, const oar_op_slot_t *s, bool as_input)
+static int set_grads(oar_grad_ctx_t *g, oar_op_desc_t *op, const oar_op_slot_t *s, const char *gslot, bool as_input)
 {
     const char **names = oar_xcalloc((size_t)(s->nargs > 0 ? s->nargs : 1), sizeof *names);
-    char *gslot = slot_grad(s->slot);
-    int rc = names && gslot ? OAR_OK : OAR_ERR_NOMEM;
+    int rc = names ? OAR_OK : OAR_ERR_NOMEM;
     for (int i = 0; i < s->nargs && rc == OAR_OK; i++) {
         const char *a = s->args[i];
         if (!as_input && oar_bw_no_grad(g->P, g->R->fwd_block, a)) {
@@ -181,22 +213,45 @@ static int set_grads(oar_grad_ctx_t *g, oar_op_desc_t *op, const oar_op_slot_t *
         rc = as_input ? oar_op_desc_set_input(op, gslot, names, s->nargs)
                       : oar_op_desc_set_output(op, gslot, names, s->nargs);
     free(names);
-    free(gslot);
     return rc == OAR_OK ? rc : gc_fail(g, rc);
+}
+
+/* the grads of forward slot `fwd_slot` (an output of the forward op when
+ * `of_out`) as op slot `gslot` (NULL: "<fwd_slot>@GRAD") */
+static int gc_grads(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *fwd_slot, const char *gslot, bool of_out,
+                    const char *fn)
+{
+    OAR_TRY(check_args(g, op, fwd_slot, fn));
+    const oar_op_slot_t *s = of_out ? oar_op_find_output(g->fwd, fwd_slot) : oar_op_find_input(g->fwd, fwd_slot);
+    if (!s) return OAR_OK;
+    if (gslot) return set_grads(g, op, s, gslot, of_out);
+    char *name = slot_grad(s->slot);
+    if (!name) return gc_fail(g, OAR_ERR_NOMEM);
+    int rc = set_grads(g, op, s, name, of_out);
+    free(name);
+    return rc;
 }
 
 int oar_gc_out_grad(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot)
 {
-    OAR_TRY(check_args(g, op, slot, "oar_gc_out_grad"));
-    const oar_op_slot_t *s = oar_op_find_output(g->fwd, slot);
-    return s ? set_grads(g, op, s, true) : OAR_OK;
+    return gc_grads(g, op, slot, NULL, true, "oar_gc_out_grad");
 }
 
 int oar_gc_in_grad(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot)
 {
-    OAR_TRY(check_args(g, op, slot, "oar_gc_in_grad"));
-    const oar_op_slot_t *s = oar_op_find_input(g->fwd, slot);
-    return s ? set_grads(g, op, s, false) : OAR_OK;
+    return gc_grads(g, op, slot, NULL, false, "oar_gc_in_grad");
+}
+
+int oar_gc_out_grad_as(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *fwd_slot, const char *slot)
+{
+    if (!slot) return gc_fail(g, oar_error(OAR_ERR_INVALID, "oar_gc_out_grad_as: NULL slot"));
+    return gc_grads(g, op, fwd_slot, slot, true, "oar_gc_out_grad_as");
+}
+
+int oar_gc_in_grad_as(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *fwd_slot, const char *slot)
+{
+    if (!slot) return gc_fail(g, oar_error(OAR_ERR_INVALID, "oar_gc_in_grad_as: NULL slot"));
+    return gc_grads(g, op, fwd_slot, slot, false, "oar_gc_in_grad_as");
 }
 
 bool oar_gc_no_grad(const oar_grad_ctx_t *g, const char *var)

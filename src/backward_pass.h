@@ -69,6 +69,10 @@ typedef struct oar_bw_pass {
     oar_bw_names_t wanted;        /* gradients(): inputs asked for (override stop_gradient) */
     oar_bw_names_t reach;         /* block-0 vars that vary with what is differentiated */
     bool use_reach;
+    /* block-0 vars computed from `reach` by an op with no grad maker: no
+     * gradient can flow through them (the op's type in blocked_by) */
+    oar_bw_names_t blocked;
+    const char **blocked_by; int capblocked;
     /* grad names: gname maps a forward name to its entry; gfwd maps every
      * grad name handed out (renames too) to the entry of its forward var */
     oar_strmap_t gname, gfwd;
@@ -104,6 +108,9 @@ struct oar_grad_ctx {
  * already declares a grad name the pass writes, an earlier pass made it; the
  * commit renames this pass's writes, see `renamed`.) */
 const char *oar_bw_grad_name(oar_bw_pass_t *P, const char *fwd);
+/* declared in block 0 before the pass (an earlier pass's grad is a forward
+ * value to this one) */
+bool oar_bw_declared_before(oar_bw_pass_t *P, const char *name);
 /* registers an extra grad name (a rename) for the same forward var as `of` */
 int oar_bw_alias(oar_bw_pass_t *P, const char *name, const char *of);
 /* the forward var of a grad name; NULL if `name` is not a grad name. As in

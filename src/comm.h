@@ -44,8 +44,7 @@ const oar_comm_backend_t *oar_comm_mpi_start(double timeout_s);
 /* true when a launcher (mpirun, srun) started this process as one of a job;
  * *size gets the size it announced (0 when unknown) */
 bool oar_comm_launched(int *size);
-/* The message of the failure that broke the communicator ("" while none). */
-const char *oar_comm_broken(void);
+/* oar_comm_broken (oar.h): the message of the failure that broke the communicator */
 /* Marks the communicator broken with the current oar_last_error() message;
  * returns OAR_ERR_COMM. */
 int oar_comm_break(void);

@@ -143,6 +143,16 @@ OAR_API void *oar_tensor_data(oar_tensor_t *t);                /* NULL until all
  * later runs (fc's reordered weights, conv2d's unfolded images). Writes by
  * ops, oar_tensor_mutable* and new tensors need nothing. */
 OAR_API void oar_tensor_touch(oar_tensor_t *t);
+/* The version of the memory t's data lies in (its whole buffer, shared with
+ * views and tensors sharing it): a number that changes on every write
+ * through the API (ops writing in place, oar_tensor_mutable*,
+ * oar_tensor_mark_written) and differs between buffers. Eager autograd
+ * saves it when it records an op and checks it at backward. 0 without
+ * data. oar_tensor_mark_written is oar_tensor_touch plus a new version:
+ * call it before writing through oar_tensor_data's pointer when autograd
+ * must know (a write touch alone leaves unseen, as PyTorch's `.data`). */
+OAR_API uint64_t oar_tensor_version(const oar_tensor_t *t);
+OAR_API void oar_tensor_mark_written(oar_tensor_t *t);
 OAR_API int oar_tensor_place(const oar_tensor_t *t);
 OAR_API int oar_tensor_device(const oar_tensor_t *t);          /* the CUDA device of its data (0 on the host) */
 /* a new tensor (dims, dtype, LoD) with src's data copied to place/device */
@@ -518,6 +528,10 @@ OAR_API int oar_comm_barrier(void);
 /* Ends the whole job now (MPI_Abort) after printing why to stderr. */
 OAR_API void oar_comm_abort(int code, const char *why);
 OAR_API int oar_comm_finalize(void);
+/* The message of the failure that broke the job's communication (a worker
+ * lost, a timeout); "" while none. oar launch tells a lost worker from a
+ * script error by it. */
+OAR_API const char *oar_comm_broken(void);
 /* The hash the workers compare before a program's first collective: the
  * serialized program without the op_callstack and seed attrs. */
 OAR_API int oar_program_hash(const oar_program_t *p, uint64_t *hash);

@@ -338,6 +338,15 @@ OAR_API int oar_gc_in(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot);  
 OAR_API int oar_gc_out(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot);      /* fwd output slot -> op input slot */
 OAR_API int oar_gc_out_grad(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot); /* "slot@GRAD" input: fwd outputs + @GRAD */
 OAR_API int oar_gc_in_grad(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *slot);  /* "slot@GRAD" output: fwd inputs + @GRAD */
+/* The same under another slot name, as double-grad ops name theirs (Fluid's
+ * relu_grad_grad: "DDX" is the grad of relu_grad's output "X@GRAD"):
+ * forward input/output `fwd_slot` -> op input `slot`; the grads of forward
+ * output `fwd_slot` -> op input `slot`; the grads of forward input
+ * `fwd_slot` -> op output `slot` (@EMPTY@ where no grad is wanted). */
+OAR_API int oar_gc_in_as(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *fwd_slot, const char *slot);
+OAR_API int oar_gc_out_as(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *fwd_slot, const char *slot);
+OAR_API int oar_gc_out_grad_as(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *fwd_slot, const char *slot);
+OAR_API int oar_gc_in_grad_as(oar_grad_ctx_t *g, oar_op_desc_t *op, const char *fwd_slot, const char *slot);
 /* Fluid's default maker: "<type>_grad" with every fwd input, output, output grad
  * as inputs and every input grad as outputs. */
 OAR_API int oar_grad_default(oar_grad_ctx_t *g);

@@ -31,6 +31,11 @@ static void mem_count(int64_t delta)
     }
 }
 
+/* buffer versions: one counter for all, so that a replaced buffer never
+ * repeats the number its predecessor had */
+static uint64_t g_version;
+static uint64_t next_version(void) { return __atomic_add_fetch(&g_version, 1, __ATOMIC_RELAXED); }
+
 /* A buffer of `bytes` on place/device, zeroed when `zero` (new host tensors
  * read as zeros; both pools hand back used blocks). */
 static oar_buffer_t *buffer_new_on(size_t bytes, int place, int device, bool zero)
@@ -42,6 +47,7 @@ static oar_buffer_t *buffer_new_on(size_t bytes, int place, int device, bool zer
     }
     oar_buffer_t *b = oar_xcalloc(1, sizeof *b);
     if (!b) return NULL;
+    b->version = next_version();
     size_t cap = 0;
     void *p = NULL;
     if (place == OAR_PLACE_CUDA) {
@@ -94,6 +100,16 @@ static void buffer_drop_aux(oar_buffer_t *b)
     b->aux_free = NULL;
     b->aux_key = NULL;
     b->aux_key_len = 0;
+}
+
+/* the caller writes through b: a new version here and in every parent, and
+ * what kernels derived from the data is stale */
+static void buffer_wrote(oar_buffer_t *b)
+{
+    if (!b) return;
+    uint64_t v = next_version();
+    for (oar_buffer_t *p = b; p; p = p->parent) p->version = v;
+    buffer_drop_aux(b);
 }
 
 static void buffer_release(oar_buffer_t *b)
@@ -365,7 +381,7 @@ static void *mutable_on(oar_tensor_t *t, int dtype, int place, int device, bool 
         buffer_release(b);
         t->buf = nb;
     } else {
-        buffer_drop_aux(b);   /* the caller writes: what was derived from the data is stale */
+        buffer_wrote(b);   /* the caller writes: what was derived from the data is stale */
     }
     t->dtype = dtype;
     return t->buf->data;
@@ -374,6 +390,19 @@ static void *mutable_on(oar_tensor_t *t, int dtype, int place, int device, bool 
 void oar_tensor_touch(oar_tensor_t *t)
 {
     if (t) buffer_drop_aux(t->buf);
+}
+
+void oar_tensor_mark_written(oar_tensor_t *t)
+{
+    if (t) buffer_wrote(t->buf);
+}
+
+uint64_t oar_tensor_version(const oar_tensor_t *t)
+{
+    if (!t || !t->buf) return 0;
+    const oar_buffer_t *b = t->buf;
+    while (b->parent) b = b->parent;
+    return b->version;
 }
 
 int oar_tensor_attach(oar_tensor_t *t, const void *key, size_t key_len, void *blob, void (*free_fn)(void *))

@@ -22,6 +22,11 @@ typedef struct oar_buffer {
     /* a view's buffer (oar_tensor_view): data points into parent's, which
      * it holds a reference on; writes through it drop parent's aux too */
     struct oar_buffer *parent;
+    /* a number no other state of any buffer had: set when the buffer is made
+     * and on each write through the API (oar_tensor_mutable on a kept
+     * buffer, oar_tensor_mark_written), on the view and every parent; eager
+     * autograd compares it to what it saved (oar_tensor_version) */
+    uint64_t version;
 } oar_buffer_t;
 
 struct oar_tensor {

@@ -71,6 +71,28 @@ local function check_scalar_loss(loss, who)
 end
 M._check_scalar_loss = check_scalar_loss
 
+-- The names block `b` declares (a set), to tell this pass's grads later.
+local function var_names(b)
+  local set = {}
+  for _, v in ipairs(b:vars()) do set[v.name] = true end
+  return set
+end
+
+-- Error clips (oar.clip.ErrorClipByValue) of the vars of `b` on the grads
+-- this pass wrote: "<var>@GRAD", or "<var>@GRAD_<k>" when an earlier pass
+-- had the name.
+local function error_clips(b, before, nops)
+  require("oar.clip")._apply_error_clips(b, nops, function(name)
+    local g = name .. "@GRAD"
+    if not before[g] and b:has_var(g) then return g end
+    for k = 1, 64 do
+      local r = g .. "_" .. k
+      if not b:has_var(r) then return nil end
+      if not before[r] then return r end
+    end
+  end)
+end
+
 --- Appends the gradient ops of `loss` to its program.
 -- The loss must hold one value (reduce it with layers.mean first); for
 -- another loss, give its gradient to `gradients`.
@@ -103,6 +125,8 @@ function M.append_backward(loss, opts)
   end
   local no_grad = name_list(opts.no_grad_set, who, "no_grad_set")
   mark_loss_op(loss)
+  local gb0 = prog:global_block()
+  local before, nops = var_names(gb0), gb0:num_ops()
   local parr, np = nil, 0
   if params then parr, np = lib.cstrings(params) end
   local narr, nn = lib.cstrings(no_grad)
@@ -115,6 +139,7 @@ function M.append_backward(loss, opts)
   local n = npairs[0]
   for i = 0, 2 * n - 1 do names[i + 1] = ffi.string(pairs_out[0][i]) end
   C.oar_strings_free(pairs_out[0], 2 * n)
+  error_clips(gb0, before, nops)
   local gb = prog:global_block()
   local result = {}
   for i = 1, 2 * n, 2 do
@@ -150,6 +175,8 @@ function M.gradients(targets, inputs, target_gradients, no_grad_set)
   local iarr, ni = lib.cstrings(inames)
   local narr, nn = lib.cstrings(name_list(no_grad_set, who, "no_grad_set"))
   local out = ffi.new("char **[1]")
+  local gb0 = prog:global_block()
+  local before, nops = var_names(gb0), gb0:num_ops()
   if C.oar_backward_gradients(prog.handle, tarr, nt, tg, iarr, ni, narr, nn, out) ~= 0 then
     raise(who .. ": " .. lib.last_error())
   end
@@ -159,6 +186,7 @@ function M.gradients(targets, inputs, target_gradients, no_grad_set)
     names[i + 1] = s ~= nil and ffi.string(s) or false
   end
   C.oar_strings_free(out[0], ni)
+  error_clips(gb0, before, nops)
   local block = first.block
   local result = { n = ni }
   for i = 1, ni do

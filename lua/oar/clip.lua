@@ -80,6 +80,119 @@ M.ByValue, M.ByNorm, M.ByGlobalNorm = M.GradientClipByValue, M.GradientClipByNor
 -- @usage assert(oar.clip.is_clip(oar.clip.ByNorm(1)))
 function M.is_clip(x) return getmetatable(x) == Clip end
 
+--- Clips the error (the gradient) of one variable into [min, max] as the
+-- backward pass produces it (Fluid's ErrorClipByValue): set it as the
+-- variable's `error_clip` (`v.error_clip = oar.clip.ErrorClipByValue{max = 1}`)
+-- before `append_backward`/`minimize`/`gradients`, and a `clip` op rewrites
+-- `v`'s gradient in place right after the op that finishes it, so every
+-- gradient computed from it sees the clipped value.
+-- @tparam table|number spec options, or max:
+-- @tparam number spec.max
+-- @tparam[opt=-max] number spec.min
+-- @treturn ErrorClip
+-- @raise when max is missing or min > max
+-- @usage h.error_clip = oar.clip.ErrorClipByValue{max = 0.5}
+function M.ErrorClipByValue(spec)
+  spec = spec_of(spec, "ErrorClipByValue", "max", "max min")
+  local max = number_field(spec, "max", "ErrorClipByValue", true)
+  local min = number_field(spec, "min", "ErrorClipByValue") or -max
+  if min > max then raise("ErrorClipByValue: 'min' must not exceed 'max'") end
+  return setmetatable({ kind = "error_value", min = min, max = max }, Clip)
+end
+
+--- Whether `x` is an error clip (ErrorClipByValue).
+-- @param x any value
+-- @treturn bool
+-- @usage assert(oar.clip.is_error_clip(oar.clip.ErrorClipByValue(1)))
+function M.is_error_clip(x) return getmetatable(x) == Clip and x.kind == "error_value" end
+
+-- Appends, after the backward ops from op index `first` on of `block`, a
+-- clip of the gradient of every variable whose error_clip is set, right
+-- after the last op that writes it. `grad_of(name)` gives the gradient
+-- name the pass wrote for a forward variable (nil when none).
+function M._apply_error_clips(block, first, grad_of)
+  local clips = {}
+  for _, v in ipairs(block:vars()) do
+    local c = rawget(v, "error_clip")
+    if c ~= nil then
+      if not M.is_error_clip(c) then
+        raise(string.format("error_clip of '%s' must be an ErrorClipByValue, got %s", v.name, framework.describe(c)))
+      end
+      local g = grad_of(v.name)
+      if g then clips[#clips + 1] = { g = g, c = c } end
+    end
+  end
+  for _, e in ipairs(clips) do
+    local ops = block:ops()
+    local at
+    for i = #ops, first + 1, -1 do
+      for _, n in ipairs(ops[i]:output_arg_names()) do if n == e.g then at = i end end
+      if at then break end
+    end
+    if at then
+      block:_insert_op(at, { type = "clip", inputs = { X = { e.g } }, outputs = { Out = { e.g } },
+        attrs = { min = e.c.min, max = e.c.max, op_role = framework.OpRole.Backward } }, "ErrorClipByValue")
+    end
+  end
+end
+
+--- Sets the gradient clip of parameters (Fluid's set_gradient_clip): an
+-- optimizer without its own `grad_clip` clips each parameter's gradient with
+-- the clip set here (global-norm clips across the parameters sharing one).
+-- @tparam GradientClip clip a GradientClipBy* object
+-- @tparam[opt] {Parameter|string,...} param_list the parameters (default: all of `program`)
+-- @tparam[opt] Program program default: the default main program
+-- @raise when clip is not a gradient clip or a name is not a parameter
+-- @usage oar.clip.set_gradient_clip(oar.clip.GradientClipByNorm{clip_norm = 1.0})
+function M.set_gradient_clip(clip, param_list, program)
+  if not M.is_clip(clip) or clip.kind == "error_value" then
+    raise("set_gradient_clip: 'clip' must be a GradientClipBy* object, got " .. framework.describe(clip))
+  end
+  program = program or framework.default_main_program()
+  if not framework.is_program(program) then
+    raise("set_gradient_clip: 'program' must be a Program, got " .. framework.describe(program))
+  end
+  local gb = program:global_block()
+  local params = param_list or gb:all_parameters()
+  if type(params) ~= "table" then
+    raise("set_gradient_clip: 'param_list' must be a list of parameters, got " .. framework.describe(params))
+  end
+  for i, p in ipairs(params) do
+    if type(p) == "string" then p = gb:var(p) end
+    if not framework.is_parameter(p) then
+      raise(string.format("set_gradient_clip: param_list[%d] is not a parameter: %s", i, framework.describe(p)))
+    end
+    rawset(p, "gradient_clip", clip)
+  end
+end
+
+--- The clipping of `params_grads` by each parameter's own gradient clip
+-- (its ParamAttr's `gradient_clip`, or set_gradient_clip); pairs without
+-- one pass unchanged. Optimizers without `grad_clip` call it.
+-- @tparam {{Variable,Variable},...} params_grads
+-- @treturn {{Variable,Variable},...}
+-- @usage local pg = oar.clip.append_gradient_clip_ops(oar.append_backward(loss))
+function M.append_gradient_clip_ops(params_grads)
+  local groups, order = {}, {}
+  for i, pg in ipairs(params_grads) do
+    local c = type(pg) == "table" and framework.is_variable(pg[1]) and rawget(pg[1], "gradient_clip")
+    if c and pg[2] ~= nil then
+      if not groups[c] then groups[c] = {}; order[#order + 1] = c end
+      table.insert(groups[c], i)
+    end
+  end
+  if #order == 0 then return params_grads end
+  local out = {}
+  for i, pg in ipairs(params_grads) do out[i] = pg end
+  for _, c in ipairs(order) do
+    local sub = {}
+    for k, i in ipairs(groups[c]) do sub[k] = params_grads[i] end
+    local clipped = c:apply(sub)
+    for k, i in ipairs(groups[c]) do out[i] = clipped[k] end
+  end
+  return out
+end
+
 local function new_like(block, v, suffix)
   return block:create_var{ name = unique_name.generate(v.name .. suffix), dtype = v.dtype, shape = v.shape }
 end
@@ -101,6 +214,7 @@ end
 -- @raise when params_grads is not a list of Variable pairs
 -- @usage local clipped = oar.clip.ByValue(1.0):apply(oar.append_backward(loss))
 function Clip:apply(params_grads)
+  if self.kind == "error_value" then raise("ErrorClipByValue: set it as a variable's error_clip, not as a grad_clip") end
   if type(params_grads) ~= "table" or framework.is_variable(params_grads) then
     raise("GradientClip:apply: 'params_grads' must be a list of {param, grad} pairs, got " ..
       framework.describe(params_grads))
@@ -162,6 +276,7 @@ function Clip:apply(params_grads)
 end
 
 function Clip:__tostring()
+  if self.kind == "error_value" then return string.format("ErrorClipByValue(%g, %g)", self.min, self.max) end
   if self.kind == "value" then return string.format("GradientClipByValue(%g, %g)", self.min, self.max) end
   return string.format("GradientClipBy%s(%g)", self.kind == "norm" and "Norm" or "GlobalNorm", self.clip_norm)
 end

@@ -79,16 +79,20 @@ local function handle_from_desc(desc, opname)
   if C.oar_eager_op_new(desc, C.OAR_PLACE_CPU, 0, out) ~= 0 then fail(lib.last_error()) end
   local h = { ptr = ffi.gc(out[0], C.oar_eager_op_free), type = opname, grads = {} }
   h.desc = C.oar_eager_op_desc(h.ptr)
-  local function names(n, count, slot_at, arg_at)
+  local function names(n, count, slot_at, arg_at, slots)
     local list = {}
     for s = 0, n - 1 do
       local slot = slot_at(desc, s)
-      for a = 0, count(desc, slot) - 1 do list[#list + 1] = ffi.string(arg_at(desc, slot, a)) end
+      for a = 0, count(desc, slot) - 1 do
+        list[#list + 1] = ffi.string(arg_at(desc, slot, a))
+        if slots then slots[#list] = ffi.string(slot) end
+      end
     end
     return list
   end
+  h.in_slots = {}
   h.in_names = names(C.oar_op_desc_num_inputs(desc), C.oar_op_desc_input_count,
-    C.oar_op_desc_input_slot, C.oar_op_desc_input_arg)
+    C.oar_op_desc_input_slot, C.oar_op_desc_input_arg, h.in_slots)
   h.out_names = names(C.oar_op_desc_num_outputs(desc), C.oar_op_desc_output_count,
     C.oar_op_desc_output_slot, C.oar_op_desc_output_arg)
   h.nin, h.nout = #h.in_names, #h.out_names
@@ -131,6 +135,7 @@ local function get_handle(opname, ins, outs, attrs)
   h = handle_from_desc(desc, opname)
   -- what a tracer needs to append the same op to a program
   h.in_spec, h.out_spec = ins, outs
+  h.has_grad = C.oar_op_has_grad(opname)
   if attrs then
     h.attrs = {}
     for k, v in pairs(attrs) do h.attrs[k] = v end
@@ -145,9 +150,18 @@ local node_count = 0
 
 local function tracked(t) return rawget(t, "_rg") or rawget(t, "_node") end
 
+-- the version of the memory under t (oar_tensor_version): a recorded op
+-- saves its inputs' and outputs' versions, backward checks them
+local tensor_version = C.oar_tensor_version
+local function version(t) return tonumber(tensor_version(t.handle)) end
+
+-- where in-place writes happened, by the version they made (the latest
+-- few hundred, for backward's message)
+local write_sites, write_count = {}, 0
+
 -- records outputs = op(inputs) when grad mode is on and an input is tracked
 local function record(h, inputs, outputs)
-  if not grad_enabled or not C.oar_op_has_grad(h.type) then return end
+  if not grad_enabled or not h.has_grad then return end
   local any = false
   for i = 1, #inputs do
     local t = inputs[i]
@@ -155,7 +169,10 @@ local function record(h, inputs, outputs)
   end
   if not any then return end
   node_count = node_count + 1
-  local node = { h = h, inputs = inputs, outputs = outputs, id = node_count }
+  local vin, vout = {}, {}
+  for i = 1, #inputs do vin[i] = inputs[i] and version(inputs[i]) or 0 end
+  for i = 1, #outputs do vout[i] = outputs[i] and version(outputs[i]) or 0 end
+  local node = { h = h, inputs = inputs, outputs = outputs, id = node_count, vin = vin, vout = vout }
   for i = 1, #outputs do
     if outputs[i] then rawset(outputs[i], "_node", node) end
   end
@@ -204,6 +221,75 @@ function M._run(opname, ins, outs, attrs)
   return res
 end
 
+--- Runs op `opname` writing its outputs into given tensors, in place
+-- (`outs` lists `{slot, {tensor, ...}}`; the kernel writes them as a
+-- program's in-place ops write their variables); records nothing.
+-- @local
+function M._run_into(opname, ins, outs, attrs)
+  local spec, flat, ospec, targets = {}, {}, {}, {}
+  for i = 1, #ins do
+    local v = ins[i][2]
+    if is_tensor(v) then v = { v } end
+    spec[i] = { ins[i][1], #v }
+    for j = 1, #v do flat[#flat + 1] = v[j] end
+  end
+  for i = 1, #outs do
+    ospec[i] = { outs[i][1], #outs[i][2] }
+    for j = 1, #outs[i][2] do targets[#targets + 1] = outs[i][2][j] end
+  end
+  local h = get_handle(opname, spec, ospec, attrs)
+  local cin, cout = h.ins, h.outs
+  for i = 1, h.nin do cin[i - 1] = flat[i] and flat[i].handle or nil end
+  for i = 1, h.nout do cout[i - 1] = targets[i].handle end
+  local rc = C.oar_eager_op_run(h.ptr, cin, h.nin, cout, h.nout)
+  for i = 0, h.nin - 1 do cin[i] = nil end
+  for i = 0, h.nout - 1 do cout[i] = nil end
+  if rc ~= 0 then fail(lib.last_error()) end
+end
+
+-- The hot path: prepared op h (one output) on tensors a and b (b nil for
+-- an op of one input); records and traces as M._run does, building the
+-- argument tables only when something records.
+local function call(h, a, b)
+  local ins, outs = h.ins, h.outs
+  ins[0] = a.handle
+  if b then ins[1] = b.handle end
+  outs[0] = nil
+  local rc = C.oar_eager_op_run(h.ptr, ins, h.nin, outs, 1)
+  ins[0] = nil
+  if b then ins[1] = nil end
+  if rc ~= 0 then fail(lib.last_error()) end
+  local y = wrap(outs[0])
+  outs[0] = nil
+  if (grad_enabled and h.has_grad and (tracked(a) or (b and tracked(b)))) or tracer then
+    local inputs, outputs = { a, b }, { y }
+    record(h, inputs, outputs)
+    if tracer then tracer.op(h, inputs, outputs) end
+  end
+  return y
+end
+
+-- A function running op `opname` with fixed slots and attrs on its tensor
+-- arguments (one output): the prepared op is looked up once, on first use.
+local SPEC_X, SPEC_XY, SPEC_OUT = { { "X", 1 } }, { { "X", 1 }, { "Y", 1 } }, { { "Out", 1 } }
+local function prepared(opname, nin, attrs)
+  local h
+  if nin == 1 then
+    return function(a)
+      h = h or get_handle(opname, SPEC_X, SPEC_OUT, attrs)
+      return call(h, a)
+    end
+  end
+  return function(a, b)
+    h = h or get_handle(opname, SPEC_XY, SPEC_OUT, attrs)
+    return call(h, a, b)
+  end
+end
+
+--- A function running op `opname` (slots X, Y or X alone, by nin; one output Out) with fixed attrs on its tensors; the prepared op is looked up once (oar.nn's hot calls).
+-- @local
+M._prepared = prepared
+
 --- Sets the recorder oar.jit.trace uses (nil: none); returns the previous one.
 -- @local
 function M._set_tracer(t)
@@ -231,32 +317,6 @@ local function check_dtype(name, who)
   return dtypes.enum(name)
 end
 
--- a shape as numbers or one table, then an optional dtype string
-local function shape_args(who, ...)
-  local n = select("#", ...)
-  local shape, rest = {}, 1
-  local first = (...)
-  if type(first) == "table" and not is_tensor(first) then
-    for i = 1, #first do shape[i] = first[i] end
-    rest = 2
-  else
-    while rest <= n and type(select(rest, ...)) == "number" do
-      shape[#shape + 1] = select(rest, ...)
-      rest = rest + 1
-    end
-  end
-  for i, d in ipairs(shape) do
-    if type(d) ~= "number" or d < 0 or d % 1 ~= 0 then
-      fail(string.format("%s: size %d of the shape is %s, expected a non-negative integer", who, i, tostring(d)))
-    end
-  end
-  local dtype = select(rest, ...)
-  if dtype ~= nil and type(dtype) ~= "string" then
-    fail(string.format("%s: expected a dtype string after the shape, got %s", who, type(dtype)))
-  end
-  return shape, dtype or "float32", rest
-end
-
 -- 1-based dim d of an n-dim tensor (negative counts from the end) -> 0-based
 local function axis(d, n, who)
   if type(d) ~= "number" or d % 1 ~= 0 then fail(string.format("%s: dim must be an integer, got %s", who, tostring(d))) end
@@ -267,129 +327,9 @@ local function axis(d, n, who)
   return d - 1
 end
 
--- ---- creation --------------------------------------------------------------------
-
-local function fill_constant(shape, value, dtype)
-  local attrs = { shape = shape, dtype = check_dtype(dtype, "oar.full") }
-  -- str_value carries the exact value (the float attr is float32)
-  if value ~= 0 then attrs.str_value = string.format("%.17g", value) end
-  return run("fill_constant", {}, { { "Out", 1 } }, attrs)[1]
-end
-
---- Zeros of a shape given as numbers or one table, then an optional dtype (default "float32").
--- @usage local z = oar.zeros(3, 4)   -- also oar.zeros({3, 4}, "int64")
-function M.zeros(...)
-  local shape, dtype = shape_args("oar.zeros", ...)
-  return fill_constant(shape, 0, dtype)
-end
-
---- Ones (the shape as for `zeros`).
--- @usage local o = oar.ones{3, 4}
-function M.ones(...)
-  local shape, dtype = shape_args("oar.ones", ...)
-  return fill_constant(shape, 1, dtype)
-end
-
---- A tensor of one value: shape table, value, optional dtype.
--- @usage local s = oar.full({2, 2}, 7)
-function M.full(shape, value, dtype)
-  if type(shape) ~= "table" then fail("oar.full: expected a shape table first, like oar.full({2, 2}, 7)") end
-  if type(value) ~= "number" then fail("oar.full: expected a number value, got " .. type(value)) end
-  local s = shape_args("oar.full", shape)
-  return fill_constant(s, value, dtype or "float32")
-end
-
--- writes values into a fresh tensor's data (creation only: no math here)
-local function from_values(shape, dtype, f)
-  local t = M.zeros(shape, dtype)
-  local p = t:data()
-  if p ~= nil then
-    local bool = dtype == "bool"
-    for i = 0, t:numel() - 1 do
-      local v = f(i)
-      p[i] = bool and (v ~= 0) or v
-    end
-  end
-  return t
-end
-
---- The identity matrix, n x n or n x m.
--- @usage local i = oar.eye(3)
-function M.eye(n, m, dtype)
-  if type(m) == "string" then m, dtype = nil, m end
-  m = m or n
-  if type(n) ~= "number" or type(m) ~= "number" then fail("oar.eye: expected the number of rows (and columns)") end
-  return from_values({ n, m }, dtype or "float32", function(i)
-    return (i % m == math.floor(i / m)) and 1 or 0
-  end)
-end
-
---- Uniform values in [0, 1) from the global generator (`oar.seed(n)` makes them repeatable).
--- @usage local r = oar.rand(3, 4)
-function M.rand(...)
-  local shape, dtype = shape_args("oar.rand", ...)
-  return run("uniform_random", {}, { { "Out", 1 } },
-    { shape = shape, min = 0, max = 1, seed = 0, dtype = check_dtype(dtype, "oar.rand") })[1]
-end
-
---- Standard normal values from the global generator.
--- @usage local r = oar.randn(3, 4, "float64")
-function M.randn(...)
-  local shape, dtype = shape_args("oar.randn", ...)
-  return run("gaussian_random", {}, { { "Out", 1 } },
-    { shape = shape, mean = 0, std = 1, seed = 0, dtype = check_dtype(dtype, "oar.randn") })[1]
-end
-
---- Integers lo <= v < hi (int64 unless a dtype is given after the shape).
--- @usage local dice = oar.randint(1, 7, {10})
-function M.randint(lo, hi, ...)
-  if type(lo) ~= "number" or type(hi) ~= "number" or lo % 1 ~= 0 or hi % 1 ~= 0 or hi <= lo then
-    fail("oar.randint: expected integers lo < hi, got " .. tostring(lo) .. ", " .. tostring(hi))
-  end
-  local shape, dtype = shape_args("oar.randint", ...)
-  if select("#", ...) < 2 then dtype = "int64" end
-  -- uniform float64 in [lo, hi), floored: every integer equally likely
-  local u = run("uniform_random", {}, { { "Out", 1 } },
-    { shape = shape, min = lo, max = hi, seed = 0, dtype = dtypes.enum("float64") })[1]
-  local f = run1("floor", u)
-  return run1("cast", f, { in_dtype = dtypes.enum("float64"), out_dtype = check_dtype(dtype, "oar.randint") })
-end
-
---- a, a + step, ... while below b (above b for a negative step); `arange(n)` is 0 .. n-1.
--- @usage local r = oar.arange(1, 5)   -- 1, 2, 3, 4
-function M.arange(a, b, step, dtype)
-  if type(b) ~= "number" then a, b, step, dtype = 0, a, nil, b end
-  if type(step) == "string" then step, dtype = nil, step end
-  step = step or 1
-  if type(a) ~= "number" or type(b) ~= "number" or type(step) ~= "number" then
-    fail("oar.arange: expected numbers: oar.arange(a, b, step) or oar.arange(n)")
-  end
-  if step == 0 then fail("oar.arange: step is 0") end
-  local n = math.max(0, math.ceil((b - a) / step))
-  return from_values({ n }, dtype or "float32", function(i) return a + i * step end)
-end
-
---- n values from a to b, both included.
--- @usage local l = oar.linspace(0, 1, 5)
-function M.linspace(a, b, n, dtype)
-  if type(n) ~= "number" or n < 1 or n % 1 ~= 0 then fail("oar.linspace: n must be a positive integer") end
-  if type(a) ~= "number" or type(b) ~= "number" then fail("oar.linspace: expected numbers a and b") end
-  local step = n > 1 and (b - a) / (n - 1) or 0
-  return from_values({ n }, dtype or "float32", function(i)
-    if i == n - 1 and n > 1 then return b end
-    return a + i * step
-  end)
-end
-
--- `seed` is oar.flags.seed: `oar.seed(n)` makes rand, randn and randint repeatable
-M.seed = require("oar.flags").seed
-
---- A tensor from a Lua table or a number (like `oar.Tensor`).
--- @usage local t = oar.eager.tensor({1, 2, 3})
-function M.tensor(values, dtype)
-  if type(values) == "number" then values = { values } end
-  return tensor(values, dtype)
-end
+-- ---- creation: zeros, ones, full, eye, rand, randn, randint, arange,
+-- linspace, seed, tensor (lua/oar/eager_create.lua)
+require("oar.eager_create").install(M, { run = run, check_dtype = check_dtype })
 
 -- ---- operands --------------------------------------------------------------------
 
@@ -415,9 +355,10 @@ local function operands(a, b, who)
 end
 
 local function binary(opname)
+  local op = prepared(opname, 2, { axis = -1 })
   return function(a, b)
     local x, y = operands(a, b, opname)
-    return run(opname, { { "X", x }, { "Y", y } }, { { "Out", 1 } }, { axis = -1 })[1]
+    return op(x, y)
   end
 end
 
@@ -434,11 +375,12 @@ M.minimum = binary("elementwise_min")
 -- @usage local n = -oar.ones(2)
 function M.neg(a) return run1("scale", check_tensor(a, "neg"), { scale = -1, bias = 0 }) end
 
+local elementwise_pow = binary("elementwise_pow")
 --- a ^ p: elementwise power by a number or a tensor (the `^` operator).
 -- @usage local sq = oar.Tensor({1, 2}) ^ 2
 function M.pow(a, p)
   if is_tensor(a) and type(p) == "number" then return run1("pow", a, { factor = p }) end
-  return binary("elementwise_pow")(a, p)
+  return elementwise_pow(a, p)
 end
 
 local compare = {
@@ -466,7 +408,8 @@ Tensor.__unm = M.neg
 -- @usage local e = oar.Tensor({0, 1}):exp()
 for _, name in ipairs({ "exp", "log", "sqrt", "abs", "tanh", "sigmoid", "relu", "floor", "ceil", "sin", "cos",
                         "square", "rsqrt", "reciprocal", "sign", "log1p", "round" }) do
-  M[name] = function(a) return run1(name, check_tensor(a, name)) end
+  local op = prepared(name, 1, nil)
+  M[name] = function(a) return op(check_tensor(a, name)) end
 end
 
 --- Softmax along dim d (default the last).
@@ -486,11 +429,12 @@ end
 
 -- ---- linear algebra and shapes ---------------------------------------------------
 
+local matmul_v2 = prepared("matmul_v2", 2, { trans_x = false, trans_y = false })
 --- The matrix product (batched for more than 2 dims; also `mm`).
 -- @usage local p = oar.ones(2, 3):matmul(oar.ones(3, 4))
 function M.matmul(a, b)
   check_tensor(a, "matmul"); check_tensor(b, "matmul")
-  return run("matmul_v2", { { "X", a }, { "Y", b } }, { { "Out", 1 } }, { trans_x = false, trans_y = false })[1]
+  return matmul_v2(a, b)
 end
 M.mm = M.matmul
 
@@ -656,133 +600,10 @@ function M.norm(a, p, d, keepdim)
   return run1("p_norm", a, { porder = p, axis = axis(d, n, "norm"), asvector = false, keepdim = keepdim and true or false })
 end
 
--- ---- joining, splitting, selecting --------------------------------------------------
-
---- Tensors joined along dim d (default 1).
--- @usage local c = oar.cat({oar.ones(2), oar.zeros(3)}, 1)
-function M.cat(list, d)
-  if type(list) ~= "table" or #list == 0 then fail("cat: expected a non-empty list of tensors") end
-  for i = 1, #list do check_tensor(list[i], "cat", "item " .. i) end
-  return run("concat", { { "X", list } }, { { "Out", 1 } }, { axis = axis(d or 1, #list[1]:shape(), "cat") })[1]
-end
-
---- Tensors of one shape stacked along a new dim d (default 1).
--- @usage local s = oar.stack({oar.ones(2), oar.zeros(2)}, 1)
-function M.stack(list, d)
-  if type(list) ~= "table" or #list == 0 then fail("stack: expected a non-empty list of tensors") end
-  for i = 1, #list do check_tensor(list[i], "stack", "item " .. i) end
-  local n = #list[1]:shape() + 1
-  return run("stack", { { "X", list } }, { { "Y", 1 } }, { axis = axis(d or 1, n, "stack") })[1]
-end
-
---- Pieces of `size` along d (default 1), the last one smaller when size does not divide; a Lua table.
--- @usage local parts = oar.arange(1, 6):split(2)
-function M.split(a, size, d)
-  check_tensor(a, "split")
-  local shape = a:shape()
-  local ax = axis(d or 1, #shape, "split")
-  local len = shape[ax + 1]
-  if type(size) ~= "number" or size < 1 or size % 1 ~= 0 then fail("split: size must be a positive integer") end
-  local sections = {}
-  local left = len
-  while left > 0 do
-    sections[#sections + 1] = math.min(size, left)
-    left = left - size
-  end
-  if #sections <= 1 then return { M.clone(a) } end
-  return run("split", { { "X", a } }, { { "Out", #sections } }, { sections = sections, axis = ax, num = 0 })
-end
-
---- The slices at 1-based indices (a table or an int64 tensor) along d.
--- @usage local r = oar.eye(3):index_select(1, {3, 1})
-function M.index_select(a, d, idx)
-  check_tensor(a, "index_select")
-  local i0 = zero_based(idx, "index_select")
-  return run("index_select", { { "X", a }, { "Index", i0 } }, { { "Out", 1 } },
-    { dim = axis(d, #a:shape(), "index_select") })[1]
-end
-
---- out[p] = a[p with dim d replaced by idx[p]] (Torch's gather; idx 1-based, int64).
--- @usage local g = oar.Tensor({{1, 2}, {3, 4}}):gather(2, oar.Tensor({{2}, {1}}, "int64"))
-function M.gather(a, d, idx)
-  check_tensor(a, "gather")
-  if type(idx) == "table" and not is_tensor(idx) then idx = tensor(idx, "int64") end
-  check_tensor(idx, "gather", "the index")
-  local shape, ishape = a:shape(), idx:shape()
-  local n = #shape
-  local ax = axis(d, n, "gather") + 1
-  if #ishape ~= n then fail(string.format("gather: the index has %d dims, the tensor %d", #ishape, n)) end
-  local strides, acc = {}, 1
-  for k = n, 1, -1 do strides[k] = acc; acc = acc * shape[k] end
-  local vals = idx:long():data()
-  local count = idx:numel()
-  local flat = M.zeros({ count }, "int64")
-  local fp = flat:data()
-  local pos = {}
-  for k = 1, n do pos[k] = 0 end
-  for i = 0, count - 1 do
-    local off = 0
-    for k = 1, n do
-      local v = pos[k]
-      if k == ax then
-        v = tonumber(vals[i]) - 1
-        if v < 0 or v >= shape[k] then fail(string.format("gather: index %d is outside 1..%d", v + 1, shape[k])) end
-      elseif v >= shape[k] then
-        fail(string.format("gather: the index's dim %d (%d) exceeds the tensor's (%d)", k, ishape[k], shape[k]))
-      end
-      off = off + v * strides[k]
-    end
-    fp[i] = off
-    for k = n, 1, -1 do
-      pos[k] = pos[k] + 1
-      if pos[k] < ishape[k] then break end
-      pos[k] = 0
-    end
-  end
-  local g = run("gather", { { "X", M.reshape(a, { -1 }) }, { "Index", flat } }, { { "Out", 1 } }, { overwrite = true })[1]
-  return M.reshape(g, ishape)
-end
-
---- Elements of a where cond holds, else of b (numbers allowed for a and b).
--- @usage local w = oar.where(oar.Tensor({1, -1}):gt(0), oar.Tensor({1, 2}), 0)
-function M.where(cond, a, b)
-  check_tensor(cond, "where", "the condition")
-  if type(a) == "number" then a = M.full(cond:shape(), a, is_tensor(b) and b:dtype() or "float32") end
-  if type(b) == "number" then b = M.full(cond:shape(), b, a:dtype()) end
-  check_tensor(a, "where"); check_tensor(b, "where")
-  if cond:dtype() ~= "bool" then cond = M.type(cond, "bool") end
-  return run("where", { { "Condition", cond }, { "X", a }, { "Y", b } }, { { "Out", 1 } })[1]
-end
-
---- Sorted values along d (default the last) and their 1-based indices; descending when asked.
--- @usage local v, i = oar.Tensor({3, 1, 2}):sort(1, true)
-function M.sort(a, d, descending)
-  check_tensor(a, "sort")
-  if type(d) == "boolean" then d, descending = nil, d end
-  local n = #a:shape()
-  local ax = d and axis(d, n, "sort") or n - 1
-  local src = descending and M.neg(a) or a
-  local r = run("argsort", { { "X", src } }, { { "Out", 1 }, { "Indices", 1 } }, { axis = ax })
-  local vals = descending and M.neg(r[1]) or r[1]
-  return vals, one_based(r[2])
-end
-
---- The k largest values along d (default the last), largest first, and their 1-based indices.
--- @usage local v, i = oar.Tensor({3, 1, 2}):topk(2)
-function M.topk(a, k, d)
-  check_tensor(a, "topk")
-  local n = #a:shape()
-  local ax = d and axis(d, n, "topk") or n - 1
-  local x = a
-  if ax ~= n - 1 then x = M.transpose(a, ax + 1, n) end
-  local r = run("top_k", { { "X", x } }, { { "Out", 1 }, { "Indices", 1 } }, { k = k })
-  local vals, idx = r[1], r[2]
-  if ax ~= n - 1 then
-    vals = M.transpose(vals, ax + 1, n)
-    idx = M.transpose(idx, ax + 1, n)
-  end
-  return vals, one_based(idx)
-end
+-- ---- joining, splitting, selecting: cat, stack, split, index_select, gather,
+-- where, sort, topk (lua/oar/eager_select.lua)
+require("oar.eager_select").install(M, { run = run, check_tensor = check_tensor, axis = axis,
+                                         one_based = one_based, zero_based = zero_based })
 
 -- ---- conversion ------------------------------------------------------------------------
 
@@ -802,258 +623,22 @@ function M.long(a) return M.type(a, "int64") end
 function M.int(a) return M.type(a, "int32") end
 function M.bool(a) return M.type(a, "bool") end
 
--- ---- indexing and views -------------------------------------------------------------------
+-- ---- indexing, views, in-place writes and copies: a[i], a[{...}], narrow,
+-- select, fill, zero, copy, clone, contiguous, dim (lua/oar/eager_index.lua)
 
--- A selection: per dim a number (that index, the dim dropped), {lo, hi}
--- (inclusive), {i} or {} (the whole dim). Returns starts/ends (0-based,
--- exclusive), the dims dropped, and whether the elements are contiguous.
-local function region(a, spec, who)
-  local shape = a:shape()
-  local n = #shape
-  if #spec > n then fail(string.format("%s: %d indices for a tensor of %d dims", who, #spec, n)) end
-  local starts, ends, drop = {}, {}, {}
-  for k = 1, n do
-    local s = spec[k]
-    local size = shape[k]
-    local lo, hi
-    if s == nil then
-      lo, hi = 1, size
-    elseif type(s) == "number" then
-      if s < 0 then s = size + 1 + s end
-      if s % 1 ~= 0 or s < 1 or s > size then
-        fail(string.format("%s: index %s of dim %d is outside 1..%d", who, tostring(spec[k]), k, size))
-      end
-      lo, hi = s, s
-      drop[#drop + 1] = k - 1
-    elseif type(s) == "table" then
-      lo, hi = s[1] or 1, s[2] or s[1] or size
-      if lo < 0 then lo = size + 1 + lo end
-      if hi < 0 then hi = size + 1 + hi end
-      if lo < 1 or hi > size or lo > hi + 1 then
-        fail(string.format("%s: range {%s, %s} of dim %d is outside 1..%d", who, tostring(s[1]), tostring(s[2]), k, size))
-      end
-    else
-      fail(string.format("%s: index %d must be a number or a {lo, hi} table, got %s", who, k, type(s)))
-    end
-    starts[k], ends[k] = lo - 1, hi
-  end
-  -- contiguous: leading single indices, one partial dim, then whole dims
-  local contiguous, partial = true, false
-  for k = 1, n do
-    local whole = starts[k] == 0 and ends[k] == shape[k]
-    local single = ends[k] - starts[k] == 1
-    if partial and not whole then contiguous = false end
-    if not single then partial = true end
-    if not whole and not single then partial = true end
-  end
-  return starts, ends, drop, contiguous, shape
+-- notes where an in-place write happened, by the version it made (the
+-- latest 256 writes with grad mode on), for backward's message
+local function note_write(a)
+  if write_count >= 256 then write_sites, write_count = {}, 0 end
+  write_sites[version(a)] = call_site()
+  write_count = write_count + 1
 end
 
-local function slice_attrs(starts, ends, drop)
-  local axes = {}
-  for k = 1, #starts do axes[k] = k - 1 end
-  return { axes = axes, starts = starts, ends = ends, decrease_axis = drop, infer_flags = {} }
-end
-
--- the selection as a view (contiguous) or a copy (the slice op)
-local function select_region(a, spec, who)
-  local starts, ends, drop, contiguous, shape = region(a, spec, who)
-  local n = #shape
-  local dims = {}
-  local dropped = {}
-  for _, k in ipairs(drop) do dropped[k + 1] = true end
-  for k = 1, n do
-    if not dropped[k] then dims[#dims + 1] = ends[k] - starts[k] end
-  end
-  if #dims == 0 and #drop > 0 then dims = { 1 } end
-  local attrs = slice_attrs(starts, ends, drop)
-  if not contiguous then
-    return run("slice", { { "Input", a } }, { { "Out", 1 } }, attrs)[1]
-  end
-  local off, stride = 0, 1
-  for k = n, 1, -1 do off = off + starts[k] * stride; stride = stride * shape[k] end
-  local cd = ffi.new("int64_t[?]", math.max(#dims, 1), dims)
-  local out = ffi.new("oar_tensor_t *[1]")
-  if C.oar_tensor_view(a.handle, off, cd, #dims, out) ~= 0 then fail(lib.last_error()) end
-  local v = wrap(out[0])
-  -- autograd and traces see the view as the slice op it equals
-  if (grad_enabled and tracked(a)) or tracer then
-    local h = get_handle("slice", { { "Input", 1 } }, { { "Out", 1 } }, attrs)
-    if grad_enabled and tracked(a) then record(h, { a }, { v }) end
-    if tracer then tracer.op(h, { a }, { v }) end
-  end
-  return v
-end
-
---- len slices of dim d from start on; a view sharing memory when its elements are contiguous (always along dim 1), else a copy.
--- @usage local n = oar.eye(4):narrow(1, 2, 2)
-function M.narrow(a, d, start, len)
-  check_tensor(a, "narrow")
-  local spec = {}
-  spec[axis(d, #a:shape(), "narrow") + 1] = { start, start + len - 1 }
-  return select_region(a, spec, "narrow")
-end
-
---- Slice i of dim d, the dim dropped; a view sharing memory when contiguous (always along dim 1), else a copy.
--- @usage local row = oar.eye(3):select(1, 2)
-function M.select(a, d, i)
-  check_tensor(a, "select")
-  local spec = {}
-  spec[axis(d, #a:shape(), "select") + 1] = i
-  return select_region(a, spec, "select")
-end
-
--- the elements of a selection: calls f(offset) for each, in order
-local function each_offset(starts, ends, shape, f)
-  local n = #shape
-  local strides, acc = {}, 1
-  for k = n, 1, -1 do strides[k] = acc; acc = acc * shape[k] end
-  local pos = {}
-  for k = 1, n do
-    pos[k] = starts[k]
-    if ends[k] <= starts[k] then return end
-  end
-  while true do
-    local off = 0
-    for k = 1, n do off = off + pos[k] * strides[k] end
-    f(off)
-    local k = n
-    while k >= 1 do
-      pos[k] = pos[k] + 1
-      if pos[k] < ends[k] then break end
-      pos[k] = starts[k]
-      k = k - 1
-    end
-    if k < 1 then return end
-  end
-end
-
-local function writable(a, who)
-  if grad_enabled and rawget(a, "_rg") then
-    fail(who .. ": the tensor requires grad; write into it inside oar.no_grad(function() ... end)")
-  end
-  if tracer then tracer.write(a, who) end
-  local p = a:data()
-  if p == nil and a:numel() > 0 then fail(who .. ": the tensor has no data on the host") end
-  C.oar_tensor_touch(a.handle)
-  return p
-end
-
-local function to_elem(a, v)
-  local dt = a:dtype()
-  if dt == "bool" then return v ~= 0 and v ~= false end
-  if dt == "float16" then return dtypes.number_to_half(v) end
-  return v
-end
-
--- a[spec] = v: a number everywhere, or a tensor's values in order
-local function assign_region(a, spec, v, who)
-  local starts, ends, _, _, shape = region(a, spec, who)
-  local p = writable(a, who)
-  if type(v) == "number" or type(v) == "boolean" then
-    local x = to_elem(a, v)
-    each_offset(starts, ends, shape, function(off) p[off] = x end)
-    return
-  end
-  check_tensor(v, who, "the value")
-  local count = 1
-  for k = 1, #shape do count = count * (ends[k] - starts[k]) end
-  if v:numel() ~= count then
-    fail(string.format("%s: the selection has %d elements, the value %d (shape [%s])", who, count, v:numel(),
-      table.concat(v:shape(), ", ")))
-  end
-  local src = M.type(v, a:dtype())
-  local q = src:data()
-  local i = 0
-  each_offset(starts, ends, shape, function(off) p[off] = q[i]; i = i + 1 end)
-end
-
-local methods = Tensor
-local function spec_of(k)
-  if type(k) == "number" then return { k } end
-  return k
-end
-
--- a[i], a[{...}]: selections; everything else: methods and fields
-Tensor.__index = function(t, k)
-  local m = methods[k]
-  if m ~= nil then return m end
-  local tk = type(k)
-  if tk == "number" or (tk == "table" and not is_tensor(k)) then
-    local spec = spec_of(k)
-    local shape = t:shape()
-    -- every dim given a number: the element
-    local all = #spec == #shape
-    for i = 1, #spec do if type(spec[i]) ~= "number" then all = false end end
-    if all and #shape > 0 then
-      local starts = region(t, spec, "index")
-      local off, stride = 0, 1
-      for i = #shape, 1, -1 do off = off + starts[i] * stride; stride = stride * shape[i] end
-      local dt = t:dtype()
-      local v = t:data()[off]
-      if dt == "bool" then return v == true end
-      if dt == "float16" then return dtypes.half_to_number(v) end
-      return tonumber(v)
-    end
-    return select_region(t, spec, "index")
-  end
-  return nil
-end
-
-Tensor.__newindex = function(t, k, v)
-  local tk = type(k)
-  if tk == "number" or (tk == "table" and not is_tensor(k)) then
-    assign_region(t, spec_of(k), v, "index assignment")
-    return
-  end
-  rawset(t, k, v)
-end
-
--- ---- in place and copies -------------------------------------------------------------------
-
---- Writes v into every element, in place; returns the tensor (also `zero`).
--- @usage local f = oar.zeros(2):fill(7)
-function M.fill(a, v)
-  check_tensor(a, "fill")
-  local p = writable(a, "fill")
-  local x = to_elem(a, v)
-  for i = 0, a:numel() - 1 do p[i] = x end
-  return a
-end
-
-function M.zero(a) return M.fill(a, 0) end
-
---- Writes b's values (cast to this dtype; same number of elements) into the tensor, in place; returns it.
--- @usage local c = oar.zeros(2):copy(oar.Tensor({1, 2}))
-function M.copy(a, b)
-  check_tensor(a, "copy"); check_tensor(b, "copy", "the source")
-  if a:numel() ~= b:numel() then
-    fail(string.format("copy: %d elements (shape [%s]) from %d (shape [%s])", a:numel(),
-      table.concat(a:shape(), ", "), b:numel(), table.concat(b:shape(), ", ")))
-  end
-  local p = writable(a, "copy")
-  local src = M.type(b, a:dtype())
-  if a:numel() > 0 then ffi.copy(p, src:data(), a:numel() * tonumber(C.oar_dtype_size(C.oar_tensor_dtype(a.handle)))) end
-  return a
-end
-
--- a copy; autograd sees the assign op
-local plain_clone = Tensor.clone
---- A copy with its own memory.
--- @usage local c = oar.ones(2):clone()
-function M.clone(a)
-  check_tensor(a, "clone")
-  -- a trace must see the copy as an op, or it would freeze it as a constant
-  if (grad_enabled and tracked(a)) or tracer then return run1("assign", a) end
-  return plain_clone(a)
-end
-M._plain_clone = plain_clone
-
---- The tensor itself: every oar tensor is contiguous (also `dim`, `nDimension`: the number of dims).
--- @usage local c = oar.ones(2):contiguous()
-function M.contiguous(a) return check_tensor(a, "contiguous") end
-function M.dim(a) return #check_tensor(a, "dim"):shape() end
-function M.nDimension(a) return #check_tensor(a, "nDimension"):shape() end
+require("oar.eager_index").install(M, {
+  run = run, run1 = run1, check_tensor = check_tensor, axis = axis, get_handle = get_handle, record = record,
+  tracked = tracked, note_write = note_write,
+  grad_on = function() return grad_enabled end, tracer = function() return tracer end,
+})
 
 -- ---- autograd ---------------------------------------------------------------------------------
 
@@ -1096,243 +681,15 @@ end
 -- @usage assert(oar.eager.is_grad_enabled())
 function M.is_grad_enabled() return grad_enabled end
 
-local function add_grads(a, b)
-  return exec(get_handle("elementwise_add", { { "X", 1 }, { "Y", 1 } }, { { "Out", 1 } }, { axis = -1 }), { a, b })[1]
-end
-
-local function zeros_like(t)
-  local out = ffi.new("oar_tensor_t *[1]")
-  local shape = t:shape()
-  local dims = ffi.new("int64_t[?]", math.max(#shape, 1), shape)
-  if C.oar_tensor_new(C.oar_tensor_dtype(t.handle), dims, #shape, out) ~= 0 then fail(lib.last_error()) end
-  return wrap(out[0])
-end
-
-local function differentiable(t)
-  local dt = C.oar_tensor_dtype(t.handle)
-  return dt == C.OAR_FP32 or dt == C.OAR_FP64 or dt == C.OAR_FP16
-end
-
--- the grad ops of node's op for the inputs that want grads (cached per mask)
-local function grad_ops(node)
-  local h = node.h
-  local mask, no_grad = {}, {}
-  for i = 1, h.nin do
-    local t = node.inputs[i]
-    local want = t and tracked(t) and differentiable(t)
-    mask[i] = want and "1" or "0"
-    if not want then no_grad[#no_grad + 1] = h.in_names[i] end
-  end
-  local key = table.concat(mask)
-  local list = h.grads[key]
-  if list then return list end
-  local pp = ffi.new("oar_op_desc_t **[1]")
-  local pn = ffi.new("int[1]")
-  local arr = lib.cstrings(no_grad)
-  if C.oar_eager_grad_ops(h.desc, arr, #no_grad, pp, pn) ~= 0 then fail(lib.last_error()) end
-  list = {}
-  local ok, err = pcall(function()
-    for i = 0, pn[0] - 1 do
-      local d = pp[0][i]
-      list[#list + 1] = handle_from_desc(d, ffi.string(C.oar_op_desc_type(d)))
-    end
-  end)
-  C.oar_op_descs_free(pp[0], pn[0])
-  if not ok then error(err, 0) end
-  h.grads[key] = list
-  return list
-end
-
--- forward arg name -> ("x"|"y", position)
-local function parse_name(name)
-  local kind, pos = name:match("^([xy])(%d+)$")
-  if kind then return kind, tonumber(pos) end
-  return nil
-end
-
---- Runs the grad ops of every recorded op y depends on, last first; leaves' grads accumulate in `x.grad`. y one element, or give its gradient g.
--- @usage local x = oar.Tensor({1, 2}):requires_grad(); (x * x):sum():backward(); print(x.grad)
-function M.backward(y, g)
-  check_tensor(y, "backward")
-  if g == nil then
-    if y:numel() ~= 1 then
-      fail(string.format("backward: y has %d elements (shape [%s]); give its gradient: y:backward(g)",
-        y:numel(), table.concat(y:shape(), ", ")))
-    end
-    g = M.full(y:shape(), 1, y:dtype())
-  else
-    check_tensor(g, "backward", "the gradient")
-  end
-  if not tracked(y) then fail("backward: y does not depend on a tensor that requires grad") end
-  -- the recorded ops y depends on, latest first
-  local nodes, seen = {}, {}
-  local stack = { y }
-  while #stack > 0 do
-    local t = table.remove(stack)
-    local node = rawget(t, "_node")
-    if node and not seen[node] then
-      seen[node] = true
-      nodes[#nodes + 1] = node
-      for _, x in ipairs(node.inputs) do if x then stack[#stack + 1] = x end end
-    end
-  end
-  table.sort(nodes, function(a, b) return a.id > b.id end)
-  local grads = setmetatable({}, { __mode = "k" })
-  grads[y] = g
-  local was = grad_enabled
-  grad_enabled = false
-  local ok, err = pcall(function()
-    for _, node in ipairs(nodes) do
-      local any = false
-      for _, o in ipairs(node.outputs) do if grads[o] then any = true end end
-      if any then
-        local temps = {}
-        local function lookup(name)
-          if name == EMPTY then return nil end
-          if temps[name] then return temps[name] end
-          local base = name:match("^(.-)@GRAD$")
-          if base then
-            local kind, pos = parse_name(base)
-            if kind == "y" then
-              local o = node.outputs[pos]
-              return grads[o] or zeros_like(o)
-            end
-            return nil
-          end
-          local kind, pos = parse_name(name)
-          if kind == "x" then return node.inputs[pos] end
-          if kind == "y" then return node.outputs[pos] end
-          return nil
-        end
-        for _, gh in ipairs(grad_ops(node)) do
-          local ins = {}
-          for i = 1, gh.nin do ins[i] = lookup(gh.in_names[i]) end
-          local res = exec(gh, ins)
-          for i = 1, gh.nout do
-            local name = gh.out_names[i]
-            if name ~= EMPTY and res[i] then
-              temps[name] = temps[name] and add_grads(temps[name], res[i]) or res[i]
-            end
-          end
-        end
-        -- the grads of this op's inputs join those from other uses
-        for name, t in pairs(temps) do
-          local base = name:match("^(.-)@GRAD$")
-          local kind, pos = parse_name(base or "")
-          if kind == "x" then
-            local x = node.inputs[pos]
-            grads[x] = grads[x] and add_grads(grads[x], t) or t
-          end
-        end
-      end
-    end
-  end)
-  grad_enabled = was
-  if not ok then error(err, 0) end
-  -- leaves keep theirs, accumulated over backward calls
-  for t, gt in pairs(grads) do
-    if rawget(t, "_rg") and not rawget(t, "_node") then
-      local old = rawget(t, "grad")
-      if old then gt = add_grads(old, gt) end
-      rawset(t, "grad", gt)
-    end
-  end
-end
-
--- ---- save and load -------------------------------------------------------------------------
-
-local MAGIC = "OAR-EAGER-1\n"
-
-local function encode(v, out, depth)
-  if depth > 64 then fail("oar.save: tables nest deeper than 64 (a cycle?)") end
-  local tv = type(v)
-  if is_tensor(v) then
-    local bytes, n = ffi.new("void *[1]"), ffi.new("size_t[1]")
-    if C.oar_tensor_serialize(v.handle, bytes, n) ~= 0 then fail("oar.save: " .. lib.last_error()) end
-    local s = ffi.string(bytes[0], n[0])
-    C.oar_free(bytes[0])
-    out[#out + 1] = "T" .. #s .. ":" .. s
-  elseif tv == "number" then
-    out[#out + 1] = "N" .. string.format("%.17g", v) .. ";"
-  elseif tv == "string" then
-    out[#out + 1] = "S" .. #v .. ":" .. v
-  elseif tv == "boolean" then
-    out[#out + 1] = v and "B1" or "B0"
-  elseif tv == "table" then
-    local keys = {}
-    for k in pairs(v) do
-      if type(k) ~= "string" and type(k) ~= "number" then
-        fail("oar.save: table keys must be strings or numbers, got " .. type(k))
-      end
-      keys[#keys + 1] = k
-    end
-    out[#out + 1] = "{" .. #keys .. ";"
-    for _, k in ipairs(keys) do
-      encode(k, out, depth + 1)
-      encode(v[k], out, depth + 1)
-    end
-  else
-    fail("oar.save: cannot save a " .. tv .. " (tensors, numbers, strings, booleans and tables of them)")
-  end
-end
-
---- Saves a tensor or a Lua table of tensors, numbers, strings and booleans, atomically.
--- @usage oar.save({w = oar.ones(2), step = 3}, os.tmpname())
-function M.save(obj, path)
-  if type(path) ~= "string" then fail("oar.save: expected a path string") end
-  local out = { MAGIC }
-  encode(obj, out, 0)
-  local s = table.concat(out)
-  if C.oar_file_write(path, s, #s) ~= 0 then fail("oar.save: " .. lib.last_error()) end
-end
-
-local function decode(s, pos, path)
-  local tag = s:sub(pos, pos)
-  local function bad() fail(string.format("oar.load: %s is malformed at byte %d", path, pos)) end
-  if tag == "T" or tag == "S" then
-    local len, after = s:match("^(%d+):()", pos + 1)
-    if not len then bad() end
-    len = tonumber(len)
-    local body = s:sub(after, after + len - 1)
-    if #body ~= len then bad() end
-    if tag == "S" then return body, after + len end
-    local out, used = ffi.new("oar_tensor_t *[1]"), ffi.new("size_t[1]")
-    if C.oar_tensor_deserialize(body, len, used, out) ~= 0 then fail("oar.load: " .. lib.last_error()) end
-    return wrap(out[0]), after + len
-  elseif tag == "N" then
-    local num, after = s:match("^([^;]+);()", pos + 1)
-    if not num or not tonumber(num) then bad() end
-    return tonumber(num), after
-  elseif tag == "B" then
-    return s:sub(pos + 1, pos + 1) == "1", pos + 2
-  elseif tag == "{" then
-    local n, after = s:match("^(%d+);()", pos + 1)
-    if not n then bad() end
-    local t = {}
-    pos = after
-    for _ = 1, tonumber(n) do
-      local k, v
-      k, pos = decode(s, pos, path)
-      v, pos = decode(s, pos, path)
-      t[k] = v
-    end
-    return t, pos
-  end
-  bad()
-end
-
---- Loads what `oar.save` wrote.
--- @usage local p = os.tmpname(); oar.save(oar.ones(2), p); local t = oar.load(p)
-function M.load(path)
-  if type(path) ~= "string" then fail("oar.load: expected a path string") end
-  local data, n = ffi.new("void *[1]"), ffi.new("size_t[1]")
-  if C.oar_file_read(path, data, n) ~= 0 then fail("oar.load: " .. lib.last_error()) end
-  local s = ffi.string(data[0], n[0])
-  C.oar_free(data[0])
-  if s:sub(1, #MAGIC) ~= MAGIC then fail("oar.load: " .. path .. " was not written by oar.save") end
-  local v = decode(s, #MAGIC + 1, path)
-  return v
-end
+-- backward (lua/oar/autograd.lua) and save / load (lua/oar/eager_io.lua)
+require("oar.autograd").install(M, {
+  exec = exec, get_handle = get_handle, handle_from_desc = handle_from_desc, tracked = tracked,
+  version = version, fail = fail, check_tensor = check_tensor, full = M.full,
+  write_sites = function() return write_sites end,
+  set_grad_enabled = function(on) local was = grad_enabled; grad_enabled = on; return was end,
+  SPEC_XY = SPEC_XY, SPEC_OUT = SPEC_OUT, EMPTY = EMPTY,
+})
+require("oar.eager_io").install(M)
 
 -- ---- methods ---------------------------------------------------------------------------------
 

@@ -172,6 +172,24 @@ function M.all_reduce(x, op)
   return out
 end
 
+--- Makes a Checkpointer (oar.fleet_checkpoint): worker 0 writes a
+-- complete set (persistables, every worker's random state and saved value,
+-- the step) every `every_steps` steps, and `restore` resumes from the newest
+-- complete one, so that a job restarted by `oar launch` ends with the
+-- parameters an uninterrupted one would have (docs/distributed.md,
+-- "Recovering from failures").
+-- @tparam table opts `{dir=, every_steps=100, keep=3, batch_size=, resize=, worker_state=, set_worker_state=, job=, scope=}`
+-- @treturn Checkpointer
+-- @raise on a bad option
+-- @usage
+-- local ckpt = oar.fleet.Checkpointer{dir = "ckpt", every_steps = 100, keep = 3}
+-- local start = ckpt:restore(exe, main)
+-- for step = start, total_steps do
+--   exe:run(main, {feed = next_batch(step)})
+--   ckpt:step(exe, main, step)
+-- end
+function M.Checkpointer(opts) return require("oar.fleet_checkpoint").new(opts) end
+
 -- ---- the distributed optimizer ------------------------------------------------
 
 local DistributedOptimizer = {}

@@ -128,6 +128,54 @@ function M.MSRA(spec)
                         seed = opt_number(spec, "seed", 0, "MSRA") })
 end
 
+--- The weights of a bilinear upsampling (Fluid's BilinearInitializer), for a
+-- 4-D filter [C_out, C_in, k, k] of a transposed convolution: every [k, k]
+-- map is the same tent, (1 - abs(x / f - c)) (1 - abs(y / f - c)) with
+-- f = ceil(k / 2) and c = (2 f - 1 - f % 2) / (2 f). Also
+-- `BilinearInitializer`.
+-- @treturn Initializer
+-- @raise (when applied) unless the variable is 4-D with equal last two dims
+-- @usage local attr = oar.ParamAttr{initializer = oar.initializer.Bilinear(), learning_rate = 0}
+function M.Bilinear(spec)
+  spec_of(spec, "Bilinear", nil, "")
+  return make("bilinear", {})
+end
+
+--- A given value (Fluid's NumpyArrayInitializer): a nested or flat Lua
+-- table of numbers, or an oar Tensor, holding exactly as many values as the
+-- variable (its shape is the variable's). Also `NumpyArray`.
+-- @tparam table|Tensor value the values, row-major (or `{value = ...}`)
+-- @treturn Initializer
+-- @raise when value is neither a table of numbers nor a Tensor
+-- @usage local init = oar.initializer.NumpyArrayInitializer({{1, 2}, {3, 4}})
+function M.NumpyArrayInitializer(value)
+  local tensor = require("oar.tensor")
+  if type(value) == "table" and not tensor.is_tensor(value) and value.value ~= nil then
+    argcheck.keys("oar.initializer.NumpyArrayInitializer", value, "value")
+    value = value.value
+  end
+  local flat = {}
+  if tensor.is_tensor(value) then
+    local p = value:data()
+    for i = 0, value:numel() - 1 do flat[i + 1] = tonumber(p[i]) end
+  elseif type(value) == "table" then
+    local function walk(t, path)
+      for i, v in ipairs(t) do
+        if type(v) == "table" then walk(v, path .. "[" .. i .. "]")
+        elseif type(v) == "number" then flat[#flat + 1] = v
+        else raise(string.format("NumpyArrayInitializer: value%s[%d] must be a number, got %s", path, i,
+          framework.describe(v))) end
+      end
+    end
+    walk(value, "")
+  else
+    raise("NumpyArrayInitializer: 'value' must be a table of numbers or a Tensor, got " .. framework.describe(value))
+  end
+  return make("numpy_array", { values = flat })
+end
+M.NumpyArray = M.NumpyArrayInitializer
+M.BilinearInitializer = M.Bilinear
+
 -- Fluid's long names: `ConstantInitializer`, `UniformInitializer`,
 -- `NormalInitializer`, `TruncatedNormalInitializer`, `XavierInitializer`,
 -- `MSRAInitializer` are the functions above.
@@ -193,6 +241,7 @@ function Initializer:apply(var, block)
     return block:append_op{ type = "fill_constant", outputs = out,
       attrs = { shape = shape, dtype = dtype, value = self.value, force_cpu = self.force_cpu } }
   end
+  if kind == "bilinear" or kind == "numpy_array" then return self:_apply_values(var, block) end
   local seed = seed_of(self, block)
   local low, high, mean, std
   if kind == "uniform" then
@@ -223,6 +272,47 @@ function Initializer:apply(var, block)
   end
   return block:append_op{ type = kind == "truncated_normal" and "truncated_gaussian_random" or "gaussian_random",
     outputs = out, attrs = { shape = shape, dtype = dtype, mean = mean, std = std, seed = seed } }
+end
+
+-- Bilinear's tent and NumpyArray's values, written by an assign_value op
+function Initializer:_apply_values(var, block)
+  local shape, dtype = var.shape, var.dtype
+  local n = 1
+  for _, d in ipairs(shape) do n = n * d end
+  local values
+  if self.kind == "bilinear" then
+    if #shape ~= 4 or shape[3] ~= shape[4] or shape[3] < 1 then
+      raise(string.format("Bilinear: '%s' must be 4-D [C_out, C_in, k, k], its shape is %s", var.name,
+        framework.shape_text(shape)))
+    end
+    local size = shape[4]
+    local f = math.ceil(size / 2)
+    local c = (2 * f - 1 - f % 2) / (2 * f)
+    values = {}
+    for i = 0, n - 1 do
+      local x, y = i % size, math.floor(i / size) % size
+      values[i + 1] = (1 - math.abs(x / f - c)) * (1 - math.abs(y / f - c))
+    end
+  else
+    values = self.values
+    if #values ~= n then
+      raise(string.format("NumpyArrayInitializer: %d values for '%s' of shape %s (%d values)", #values, var.name,
+        framework.shape_text(shape), n))
+    end
+  end
+  local attrs = { shape = shape, dtype = dtype }
+  if dtype == "float32" or dtype == "float64" then attrs.fp32_values = values
+  elseif dtype == "int32" then attrs.int32_values = values
+  elseif dtype == "int64" then attrs.int64_values = values
+  elseif dtype == "bool" then
+    local b = {}
+    for i, v in ipairs(values) do b[i] = v ~= 0 and 1 or 0 end
+    attrs.bool_values = b
+  else
+    raise(string.format("%s: cannot initialize '%s' of dtype %s", self.kind == "bilinear" and "Bilinear" or
+      "NumpyArrayInitializer", var.name, dtype))
+  end
+  return block:append_op{ type = "assign_value", outputs = { Out = { var } }, attrs = attrs }
 end
 
 function Initializer:__tostring()

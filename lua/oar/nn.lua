@@ -348,6 +348,18 @@ end
 
 function Linear:extra_repr() return self.in_features .. " -> " .. self.out_features end
 
+-- per input rank, Linear's two ops, prepared once
+local LINEAR_OPS = {}
+local function linear_ops(r)
+  local ops = LINEAR_OPS[r]
+  if not ops then
+    ops = { mul = eager._prepared("mul", 2, { x_num_col_dims = r - 1, y_num_col_dims = 1 }),
+            add = eager._prepared("elementwise_add", 2, { axis = r - 1 }) }
+    LINEAR_OPS[r] = ops
+  end
+  return ops
+end
+
 --- x [..., in] -> [..., out]: the mul op (x_num_col_dims = rank - 1) and elementwise_add, as layers.fc.
 -- @usage local y = oar.nn.Linear(3, 2)(oar.randn(4, 3))
 function Linear:forward(x)
@@ -360,11 +372,8 @@ function Linear:forward(x)
   end
   local r = math.max(#s, 2)
   if #s == 1 then x = x:reshape({ 1, s[1] }) end
-  local y = run("mul", { { "X", x }, { "Y", self.weight } }, { { "Out", 1 } },
-    { x_num_col_dims = r - 1, y_num_col_dims = 1 })[1]
-  if self.bias then
-    y = run("elementwise_add", { { "X", y }, { "Y", self.bias } }, { { "Out", 1 } }, { axis = r - 1 })[1]
-  end
+  local y = linear_ops(r).mul(x, self.weight)
+  if self.bias then y = linear_ops(r).add(y, self.bias) end
   if #s == 1 then y = y:reshape({ self.out_features }) end
   return y
 end
@@ -725,5 +734,8 @@ function functional.linear(x, w, b)
                            training = true, in_features = s[1], out_features = s[2], weight = w, bias = b }, Linear)
   return Linear.forward(m, x)
 end
+
+-- nn.LSTM and nn.GRU (lua/oar/nn_rnn.lua)
+require("oar.nn_rnn").install(M)
 
 return M

@@ -42,8 +42,12 @@ local function new_optimizer(kind, spec)
   local lr = spec.learning_rate
   if lr == nil and kind.default_lr then lr = kind.default_lr end
   if lr == nil then raise(who .. ": 'learning_rate' is required") end
-  if type(lr) ~= "number" and not is_variable(lr) then
+  if type(lr) ~= "number" and not is_variable(lr) and not require("oar.lr_scheduler").is_scheduler(lr) then
     raise(who .. ": 'learning_rate' must be a number or a Variable, got " .. describe(lr))
+  end
+  if require("oar.lr_scheduler").is_scheduler(lr) and spec.parameters == nil then
+    raise(who .. ": an oar.optimizer.lr schedule is for eager optimizers (with 'parameters'); static programs " ..
+      "take the schedule Variable of oar.layers' decays")
   end
   if spec.regularization ~= nil and not regularizer.is_regularizer(spec.regularization) then
     raise(who .. ": 'regularization' must be L1Decay or L2Decay, got " .. describe(spec.regularization))
@@ -69,12 +73,9 @@ local function new_optimizer(kind, spec)
         raise(string.format("%s: item %d of 'parameters' must be a tensor, got %s", who, i, describe(p)))
       end
     end
-    if type(lr) ~= "number" then
-      raise(who .. ": with 'parameters' (eager) 'learning_rate' must be a number, got " .. describe(lr))
-    end
-    -- not yet in eager mode: say so rather than train without them
-    if spec.regularization ~= nil or spec.grad_clip ~= nil then
-      raise(who .. ": 'regularization' and 'grad_clip' are not supported with 'parameters' (eager) yet")
+    if type(lr) ~= "number" and not require("oar.lr_scheduler").is_scheduler(lr) then
+      raise(who .. ": with 'parameters' (eager) 'learning_rate' must be a number or an oar.optimizer.lr " ..
+        "schedule, got " .. describe(lr))
     end
     self.parameters = {}
     for i, p in ipairs(params) do self.parameters[i] = p end
@@ -237,7 +238,7 @@ function Optimizer:apply_gradients(params_grads, program, startup)
   end
   table.sort(params_grads, function(a, b) return a[1].name < b[1].name end)
   local pg = params_grads
-  if self.grad_clip then pg = self.grad_clip:apply(pg) end
+  pg = self.grad_clip and self.grad_clip:apply(pg) or clip.append_gradient_clip_ops(pg)
   pg = regularizer.append_regularization_ops(pg, self.regularization)
   return self:_create_optimization_pass(pg, program, startup)
 end
@@ -247,7 +248,7 @@ function Optimizer:_create_optimization_pass(params_grads, program, startup)
   if not lib.C.oar_op_is_registered(kind.op) then
     raise(string.format("%s: the '%s' op is not available in this build of liboar", kind.name, kind.op))
   end
-  local block = program:global_block()
+  local block = program:current_block()   -- a conditional block's under GradientMerge
   local ops = {}
   local updated = {}
   for _, pg in ipairs(params_grads) do
@@ -286,128 +287,8 @@ function Optimizer:_create_optimization_pass(params_grads, program, startup)
 end
 
 -- ---- eager mode -------------------------------------------------------------------
--- With `parameters=`, step() runs the static pass's update ops on tensors: the
--- same kind.build / kind.finish specs, each op run at once by the eager op
--- runner, then its outputs copied into the tensors the static op updates in
--- place (param, accumulators). Accumulators are tensors filled as the startup
--- program fills them, so an eager step and a static step agree bit for bit.
-
--- runs one op spec {type=, inputs=, outputs=, attrs=} eagerly, in place
-local function run_spec_eagerly(spec)
-  local eager = require("oar.eager")
-  local function sorted(t)
-    local keys = {}
-    for k in pairs(t) do keys[#keys + 1] = k end
-    table.sort(keys)
-    return keys
-  end
-  local ins, outs, targets = {}, {}, {}
-  for _, slot in ipairs(sorted(spec.inputs or {})) do ins[#ins + 1] = { slot, spec.inputs[slot] } end
-  for _, slot in ipairs(sorted(spec.outputs or {})) do
-    outs[#outs + 1] = { slot, #spec.outputs[slot] }
-    targets[#targets + 1] = spec.outputs[slot]
-  end
-  local res = eager._run(spec.type, ins, outs, spec.attrs)
-  local k = 0
-  for i = 1, #outs do
-    for j = 1, outs[i][2] do
-      k = k + 1
-      if res[k] then targets[i][j]:copy(res[k]) end
-    end
-  end
-end
-
--- kind.finish appends to a block; in eager mode its ops run at once
-local EAGER_BLOCK = { append_op = function(_, spec) run_spec_eagerly(spec) end }
--- (kind.prepare, when a kind has one, runs before the update op, static or
--- eager: prepare(self, param, lr, block, tmp) returns the value the op reads
--- as Param, and, static, the ops it appended; tmp(shape, dtype) makes a
--- temporary variable (a tensor in eager mode).)
-
-function Optimizer:_eager_accumulator(a, p)
-  local by_param = self._eager_acc[a.name]
-  if not by_param then
-    by_param = setmetatable({}, { __mode = "k" })
-    self._eager_acc[a.name] = by_param
-  end
-  local t = by_param[p]
-  if t then return t end
-  local fill = a.fill
-  if type(fill) == "string" then fill = self.hyper[fill] end
-  t = require("oar.eager").full(a.shape or p:shape(), fill or 0.0, p:dtype())
-  by_param[p] = t
-  return t
-end
-
-function Optimizer:_eager_check(who)
-  if getmetatable(self) ~= Optimizer then raise(who .. ": call it with ':' on an optimizer") end
-  if not self.parameters then
-    raise(string.format("%s:%s: this optimizer has no 'parameters' (make it with {parameters = model:parameters()} "
-      .. "for eager mode; static programs use minimize)", self.kind.name, who))
-  end
-end
-
---- Eager mode: updates every parameter that has a gradient (`p.grad`) by the optimizer's op (sgd, momentum, adam, ...), as a static program's optimize pass would; accumulators live in the optimizer. Needs `parameters=` at construction.
--- @raise when the optimizer was made without `parameters`
--- @usage
--- local w = oar.ones(2):requires_grad()
--- local opt = oar.optimizer.SGD{learning_rate = 0.1, parameters = {w}}
--- (w * w):sum():backward(); opt:step(); opt:zero_grad()
-function Optimizer:step()
-  self:_eager_check("step")
-  local kind = self.kind
-  if not lib.C.oar_op_is_registered(kind.op) then
-    raise(string.format("%s: the '%s' op is not available in this build of liboar", kind.name, kind.op))
-  end
-  local eager = require("oar.eager")
-  eager.no_grad(function()
-    local lr_value = self.learning_rate
-    if type(lr_value) ~= "number" then
-      raise(kind.name .. ":step: 'learning_rate' must be a number in eager mode, got " .. describe(lr_value))
-    end
-    -- the [1] float32 rate the startup program would fill
-    if not self._eager_lr or self._eager_lr_value ~= lr_value then
-      self._eager_lr = eager.full({ 1 }, lr_value, "float32")
-      self._eager_lr_value = lr_value
-    end
-    for _, p in ipairs(self.parameters) do
-      local g = rawget(p, "grad")
-      if g ~= nil then
-        local acc = {}
-        for _, a in ipairs(kind.accumulators or {}) do acc[a.name] = self:_eager_accumulator(a, p) end
-        local lr_t = kind.uses_lr ~= false and self._eager_lr or nil
-        local pin = p
-        if kind.prepare then
-          pin = kind.prepare(self, p, lr_t, EAGER_BLOCK, function(shape, dtype) return eager.full(shape, 0.0, dtype) end)
-        end
-        local spec = kind.build(self, pin, g, lr_t, acc)
-        spec.type = kind.op
-        if pin ~= p then spec.inputs.Param = { pin }; spec.outputs.ParamOut = { p } end
-        run_spec_eagerly(spec)
-        if kind.finish then kind.finish(self, p, acc, EAGER_BLOCK) end
-      end
-    end
-  end)
-end
-
---- Eager mode: forgets the parameters' gradients (`p.grad = nil`), so the next backward starts from zero.
--- @usage opt:zero_grad()
-function Optimizer:zero_grad()
-  self:_eager_check("zero_grad")
-  for _, p in ipairs(self.parameters) do rawset(p, "grad", nil) end
-end
-
---- Eager mode: the learning rate used from the next step on (a number).
--- @tparam number lr
--- @usage opt:set_lr(opt:get_lr() * 0.5)
-function Optimizer:set_lr(lr)
-  if type(lr) ~= "number" then raise(self.kind.name .. ":set_lr: expected a number, got " .. describe(lr)) end
-  self.learning_rate = lr
-end
-
---- The learning rate (a number, or the schedule Variable of a static optimizer).
--- @usage local lr = opt:get_lr()
-function Optimizer:get_lr() return self.learning_rate end
+-- step, zero_grad, set_lr, get_lr, state_dict, set_state_dict: lua/oar/optimizer_eager.lua
+require("oar.optimizer_eager").install(Optimizer)
 
 function Optimizer:__tostring() return self.kind.name .. "Optimizer" end
 
@@ -798,6 +679,10 @@ for name, kind in pairs(kinds) do
   M[name .. "Optimizer"] = M[name]
 end
 M.kinds = kinds
+require("oar.optimizer_wrappers").install(M)   -- ModelAverage, EMA, Lookahead, GradientMerge, Recompute
+--- Learning-rate schedules for eager optimizers (oar.lr_scheduler): `oar.optimizer.lr.exponential_decay{...}` and the other decays of oar.layers.
+-- @field lr
+M.lr = require("oar.lr_scheduler")
 
 require("oar.framework")._guard_methods(Optimizer, function(x) return getmetatable(x) == Optimizer end, "Optimizer", {})
 

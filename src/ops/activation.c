@@ -6,6 +6,7 @@
 #include <string.h>
 #include "op.h"
 #include "ops/activation.h"   /* generated from activation.ops */
+#include "ops/double_grad_makers.h"
 
 static int act_infer(oar_infer_ctx_t *c) { return oar_infer_same_as(c, "X", "Out"); }
 

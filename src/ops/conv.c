@@ -6,6 +6,7 @@
 #include "op.h"
 #include "ops/conv.h"   /* generated from conv.ops: slots, oar_conv_attrs_t */
 #include "window.h"
+#include "ops/double_grad_makers.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -144,6 +145,23 @@ static int conv_grad_maker(oar_grad_ctx_t *g) {
     OAR_TRY(oar_gc_out_grad(g, op, "Output"));
     OAR_TRY(oar_gc_in_grad(g, op, "Input"));
     OAR_TRY(oar_gc_in_grad(g, op, "Filter"));
+    return OAR_OK;
+}
+
+/* conv2d_grad_grad: DDOutput like DOutput, DInput like Input, DFilter like Filter */
+static int conv_gg_infer(oar_infer_ctx_t *c) {
+    static const char *const like[][2] = { { "DDOutput", "DOutput" }, { "DInput", "Input" }, { "DFilter", "Filter" } };
+    if (oar_ic_in_present(c, "DDInput")) OAR_TRY(oar_ic_check_same_dims(c, "DDInput", "Input"));
+    if (oar_ic_in_present(c, "DDFilter")) OAR_TRY(oar_ic_check_same_dims(c, "DDFilter", "Filter"));
+    for (int i = 0; i < 3; i++) {
+        if (!oar_ic_out_present(c, like[i][0])) continue;
+        int n;
+        const int64_t *d = oar_ic_in_dims(c, like[i][1], 0, &n);
+        if (!d) return OAR_ERR_SHAPE;
+        int64_t dims[OAR_MAX_DIMS];
+        memcpy(dims, d, sizeof(int64_t) * (size_t)n);
+        OAR_TRY(oar_ic_set_out(c, like[i][0], 0, dims, n, oar_ic_in_dtype(c, like[i][1], 0)));
+    }
     return OAR_OK;
 }
 

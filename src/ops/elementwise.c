@@ -12,6 +12,7 @@
 #include "op.h"
 #include "broadcast.h"
 #include "ops/elementwise.h"   /* generated from elementwise.ops */
+#include "ops/double_grad_makers.h"
 
 /* the kernels (bcast_run.h, elementwise.cu) read the decoded attributes as
  * broadcast.h's oar_bcast_attrs_t */

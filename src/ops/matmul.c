@@ -6,6 +6,7 @@
 #include "op.h"
 #include "broadcast.h"
 #include "ops/matmul.h"   /* generated from matmul.ops: slots, oar_mul/matmul_attrs_t */
+#include "ops/double_grad_makers.h"
 
 static int check_dtypes(oar_infer_ctx_t *c)
 {

@@ -11,6 +11,7 @@
 #include <math.h>
 #include "op.h"
 #include "ops/norm_ext.h"   /* generated from norm_ext.ops: slots, oar_gn_attrs_t, oar_pnorm_attrs_t */
+#include "ops/double_grad_makers.h"
 
 /* checks X (rank >= 2, channels second) and the optional Scale/Bias [C];
  * *c gets C */

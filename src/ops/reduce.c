@@ -10,6 +10,7 @@
  * extreme (ties all receive it), as Fluid's do. */
 #include "op.h"
 #include "ops/reduce.h"   /* generated from reduce.ops */
+#include "ops/double_grad_makers.h"
 
 #include <stdio.h>
 #include <string.h>

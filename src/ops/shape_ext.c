@@ -17,6 +17,7 @@
 #include "infer_util.h"   /* nm, out_wanted, copy_dims, grad_name */
 #include "attr_tensor.h"
 #include "ops/shape_ext.h"   /* generated from shape_ext.ops */
+#include "ops/double_grad_makers.h"
 #include "shape_ext_util.h"   /* oar_slice_bounds */
 
 /* oar_ic_int_list over a decoded INTS attr: the tensors (tslot, then lslot)

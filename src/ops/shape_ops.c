@@ -16,6 +16,7 @@
 #include "infer_util.h"   /* nm, out_wanted, copy_dims, grad_name */
 #include "attr_tensor.h"
 #include "ops/shape_ops.h"   /* generated from shape_ops.ops */
+#include "ops/double_grad_makers.h"
 
 #include <stdio.h>
 #include <stdlib.h>

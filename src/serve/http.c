@@ -1,7 +1,8 @@
-/* http.c — the HTTP side over libmicrohttpd: one thread per connection (the
- * predictor pool in model.c bounds how many run at once), request bodies
- * gathered up to a bound, routing of the v2 endpoints and /metrics, JSON
- * errors. Requests in flight are counted so that a stop can drain them. */
+/* http.c — the HTTP side over libmicrohttpd: one thread per connection (it
+ * waits while sched.c's workers run the model), request bodies gathered up
+ * to a bound, routing of the v2 endpoints and /metrics, JSON errors, the
+ * binary tensor data extension's header, the access log. Requests in
+ * flight are counted so that a stop can drain them. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdatomic.h>
@@ -24,38 +25,50 @@ struct serve_http {
 typedef struct {
     char *body; size_t len, cap;
     bool too_large;
+    double t0;                   /* the headers came */
+    int status; size_t bytes;    /* what went out, for the access log */
+    char peer[64], method[16], *url;
 } req_ctx_t;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static enum MHD_Result send_text(struct MHD_Connection *c, int status, const char *type, const char *text,
-                                 size_t len, const char *endpoint) {
+/* queues a response; json_len < len: the binary data extension's header */
+static enum MHD_Result send_body(struct MHD_Connection *c, req_ctx_t *ctx, int status, const char *type,
+                                 const char *text, size_t len, size_t json_len, const char *endpoint) {
     struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)text, MHD_RESPMEM_MUST_COPY);
     if (!r) return MHD_NO;
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    if (json_len < len) {
+        char n[32];
+        snprintf(n, sizeof n, "%zu", json_len);
+        MHD_add_response_header(r, "Inference-Header-Content-Length", n);
+    }
     enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
     MHD_destroy_response(r);
     serve_metrics_request(endpoint, status);
+    ctx->status = status;
+    ctx->bytes = len;
     return ok;
 }
 
+static enum MHD_Result send_text(struct MHD_Connection *c, req_ctx_t *ctx, int status, const char *type,
+                                 const char *text, size_t len, const char *endpoint) {
+    return send_body(c, ctx, status, type, text, len, len, endpoint);
+}
+
 /* sends and releases a JSON object */
-static enum MHD_Result send_json(struct MHD_Connection *c, int status, json_object *o, const char *endpoint) {
+static enum MHD_Result send_json(struct MHD_Connection *c, req_ctx_t *ctx, int status, json_object *o,
+                                 const char *endpoint) {
     size_t len;
     const char *s = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
-    enum MHD_Result ok = send_text(c, status, "application/json", s, len, endpoint);
+    enum MHD_Result ok = send_text(c, ctx, status, "application/json", s, len, endpoint);
     json_object_put(o);
     return ok;
 }
 
-static enum MHD_Result send_error(struct MHD_Connection *c, int status, const char *msg, const char *endpoint) {
+static enum MHD_Result send_error(struct MHD_Connection *c, req_ctx_t *ctx, int status, const char *msg,
+                                  const char *endpoint) {
     json_object *o = json_object_new_object();
     json_object_object_add(o, "error", json_object_new_string(msg));
-    return send_json(c, status, o, endpoint);
+    return send_json(c, ctx, status, o, endpoint);
 }
 
 /* metadata names every dtype, also those infer does not take */
@@ -81,7 +94,7 @@ static json_object *spec_json(const serve_spec_t *s) {
     return o;
 }
 
-static enum MHD_Result model_metadata(struct serve_http *h, struct MHD_Connection *c) {
+static enum MHD_Result model_metadata(struct serve_http *h, struct MHD_Connection *c, req_ctx_t *ctx) {
     serve_model_t *m = h->cfg.model;
     json_object *o = json_object_new_object(), *versions = json_object_new_array();
     json_object *ins = json_object_new_array(), *outs = json_object_new_array();
@@ -93,28 +106,66 @@ static enum MHD_Result model_metadata(struct serve_http *h, struct MHD_Connectio
     for (int i = 0; i < serve_model_num_outputs(m); i++) json_object_array_add(outs, spec_json(serve_model_output(m, i)));
     json_object_object_add(o, "inputs", ins);
     json_object_object_add(o, "outputs", outs);
-    return send_json(c, 200, o, "model_metadata");
+    return send_json(c, ctx, 200, o, "model_metadata");
 }
 
 static enum MHD_Result infer(struct serve_http *h, struct MHD_Connection *c, req_ctx_t *ctx) {
     char err[1024];
     serve_request_t req;
-    double t0 = now_s();
-    int status = serve_parse_request(ctx->body ? ctx->body : "", ctx->len, &req, err, sizeof err);
-    if (status) return send_error(c, status, err, "infer");
-    json_object *resp = NULL;
-    status = serve_model_infer(h->cfg.model, &req, &resp, err, sizeof err);
+    double t0 = serve_now();
+    size_t json_len = ctx->len;
+    const char *hl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Inference-Header-Content-Length");
+    if (hl) {
+        char *end;
+        unsigned long long v = strtoull(hl, &end, 10);
+        if (end == hl || *end || v > ctx->len) {
+            snprintf(err, sizeof err, "Inference-Header-Content-Length '%.40s' is not a length within the body's %zu bytes",
+                     hl, ctx->len);
+            return send_error(c, ctx, 400, err, "infer");
+        }
+        json_len = (size_t)v;
+    }
+    int status = serve_parse_request(ctx->body ? ctx->body : "", ctx->len, json_len, &req, err, sizeof err);
+    /* the tensors are copies: the body need not wait in the queue with them */
+    free(ctx->body);
+    ctx->body = NULL;
+    ctx->len = ctx->cap = 0;
+    if (status) return send_error(c, ctx, status, err, "infer");
+    /* the deadline: the server's, or the request's own when that is sooner */
+    double deadline = h->cfg.request_timeout_s > 0 ? ctx->t0 + h->cfg.request_timeout_s : 0;
+    if (req.timeout_us >= 0 && (deadline == 0 || ctx->t0 + (double)req.timeout_us * 1e-6 < deadline))
+        deadline = ctx->t0 + (double)req.timeout_us * 1e-6;
+    /* what the response needs of the request, which goes to the queue */
+    int nflags = req.noutputs;
+    bool binary_output = req.binary_output;
+    char *id = req.id;
+    req.id = NULL;
+    int *flags = calloc((size_t)nflags + 1, sizeof *flags);
+    for (int i = 0; flags && i < nflags; i++) flags[i] = req.outputs[i].binary;
+    serve_result_t res;
+    if (!flags) {
+        status = 500;
+        snprintf(err, sizeof err, "out of memory");
+    } else if (deadline > 0 && serve_now() >= deadline) {
+        status = 504;
+        snprintf(err, sizeof err, "the request's deadline passed before it was queued");
+    } else {
+        status = serve_sched_infer(h->cfg.sched, &req, deadline, &res, err, sizeof err);
+    }
     serve_request_free(&req);
-    if (status != 200) return send_error(c, status, err, "infer");
-    /* model_name first, as the protocol's examples show */
-    json_object *o = json_object_new_object(), *outs = NULL;
-    json_object_object_add(o, "model_name", json_object_new_string(h->cfg.model_name));
-    json_object_object_add(o, "model_version", json_object_new_string("1"));
-    json_object_object_get_ex(resp, "outputs", &outs);
-    json_object_object_add(o, "outputs", json_object_get(outs));
-    json_object_put(resp);
-    serve_metrics_inference(now_s() - t0);
-    return send_json(c, 200, o, "infer");
+    if (status != 200) { free(flags); free(id); return send_error(c, ctx, status, err, "infer"); }
+    char *body;
+    size_t len, jl;
+    int rc = serve_encode_response(h->cfg.model_name, id, flags, nflags, binary_output, &res, &body, &len, &jl);
+    free(flags);
+    free(id);
+    serve_result_free(&res);
+    if (rc != 0) return send_error(c, ctx, 500, "out of memory", "infer");
+    serve_metrics_inference(serve_now() - t0);
+    enum MHD_Result ok = send_body(c, ctx, 200, jl < len ? "application/octet-stream" : "application/json", body, len, jl,
+                                   "infer");
+    free(body);
+    return ok;
 }
 
 /* "/v2/models/{name}[/versions/1]{rest}": whether it names the model (404
@@ -141,54 +192,56 @@ static enum MHD_Result route(struct serve_http *h, struct MHD_Connection *c, con
     if (strcmp(url, "/v2/health/live") == 0 && get) {
         json_object *o = json_object_new_object();
         json_object_object_add(o, "live", json_object_new_boolean(1));
-        return send_json(c, 200, o, "health_live");
+        return send_json(c, ctx, 200, o, "health_live");
     }
     if (strcmp(url, "/v2/health/ready") == 0 && get) {
         bool ready = !atomic_load(&h->draining);
         json_object *o = json_object_new_object();
         json_object_object_add(o, "ready", json_object_new_boolean(ready));
-        return send_json(c, ready ? 200 : 503, o, "health_ready");
+        return send_json(c, ctx, ready ? 200 : 503, o, "health_ready");
     }
     if ((strcmp(url, "/v2") == 0 || strcmp(url, "/v2/") == 0) && get) {
         json_object *o = json_object_new_object();
         json_object_object_add(o, "name", json_object_new_string("oar"));
-        json_object_object_add(o, "extensions", json_object_new_array());
-        return send_json(c, 200, o, "server_metadata");
+        json_object *ext = json_object_new_array();
+        json_object_array_add(ext, json_object_new_string("binary_tensor_data"));
+        json_object_object_add(o, "extensions", ext);
+        return send_json(c, ctx, 200, o, "server_metadata");
     }
     if (strcmp(url, "/metrics") == 0 && get) {
         char *text = serve_metrics_render();
-        if (!text) return send_error(c, 500, "out of memory", "metrics");
+        if (!text) return send_error(c, ctx, 500, "out of memory", "metrics");
         /* counted before it is rendered next time: this request shows up in the following scrape */
-        enum MHD_Result ok = send_text(c, 200, "text/plain; version=0.0.4", text, strlen(text), "metrics");
+        enum MHD_Result ok = send_text(c, ctx, 200, "text/plain; version=0.0.4", text, strlen(text), "metrics");
         free(text);
         return ok;
     }
     if (strncmp(url, "/v2/models/", 11) == 0) {
         const char *rest;
         const char *endpoint = strstr(url, "/infer") ? "infer" : strstr(url, "/ready") ? "model_ready" : "model_metadata";
-        if (!model_path(h, url, &rest, err, sizeof err)) return send_error(c, 404, err, endpoint);
+        if (!model_path(h, url, &rest, err, sizeof err)) return send_error(c, ctx, 404, err, endpoint);
         if (*rest == '\0' || strcmp(rest, "/") == 0) {
-            if (get) return model_metadata(h, c);
-            return send_error(c, 405, "model metadata takes GET", endpoint);
+            if (get) return model_metadata(h, c, ctx);
+            return send_error(c, ctx, 405, "model metadata takes GET", endpoint);
         }
         if (strcmp(rest, "/ready") == 0) {
-            if (!get) return send_error(c, 405, "model ready takes GET", endpoint);
+            if (!get) return send_error(c, ctx, 405, "model ready takes GET", endpoint);
             json_object *o = json_object_new_object();
             json_object_object_add(o, "name", json_object_new_string(h->cfg.model_name));
             json_object_object_add(o, "ready", json_object_new_boolean(1));
-            return send_json(c, 200, o, endpoint);
+            return send_json(c, ctx, 200, o, endpoint);
         }
         if (strcmp(rest, "/infer") == 0) {
-            if (!post) return send_error(c, 405, "infer takes POST", endpoint);
+            if (!post) return send_error(c, ctx, 405, "infer takes POST", endpoint);
             if (ctx->too_large) {
                 snprintf(err, sizeof err, "request body too large (limit %zu bytes, --max-body)", h->cfg.max_body);
-                return send_error(c, 413, err, endpoint);
+                return send_error(c, ctx, 413, err, endpoint);
             }
             return infer(h, c, ctx);
         }
     }
     snprintf(err, sizeof err, "no endpoint %s %.200s", method, url);
-    return send_error(c, 404, err, "other");
+    return send_error(c, ctx, 404, err, "other");
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -202,12 +255,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!ctx) return MHD_NO;
         *con_cls = ctx;
         atomic_fetch_add(&h->inflight, 1);
+        ctx->t0 = serve_now();
+        snprintf(ctx->method, sizeof ctx->method, "%s", method);
+        ctx->url = strdup(url);
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET) {
+            const struct sockaddr_in *sa = (const struct sockaddr_in *)ci->client_addr;
+            char ip[INET_ADDRSTRLEN] = "?";
+            inet_ntop(AF_INET, &sa->sin_addr, ip, sizeof ip);
+            snprintf(ctx->peer, sizeof ctx->peer, "%s:%u", ip, (unsigned)ntohs(sa->sin_port));
+        }
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > h->cfg.max_body) {
             /* answered before the body is read: MHD closes the connection after it */
             char err[160];
             snprintf(err, sizeof err, "request body too large (%s bytes, limit %zu, --max-body)", cl, h->cfg.max_body);
-            return send_error(c, 413, err, strstr(url, "/infer") ? "infer" : "other");
+            return send_error(c, ctx, 413, err, strstr(url, "/infer") ? "infer" : "other");
         }
         return MHD_YES;
     }
@@ -243,6 +306,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     struct serve_http *h = cls;
     req_ctx_t *ctx = *con_cls;
     if (!ctx) return;
+    serve_access_log(ctx->peer, ctx->method, ctx->url, ctx->status, ctx->bytes, serve_now() - ctx->t0);
+    free(ctx->url);
     free(ctx->body);
     free(ctx);
     *con_cls = NULL;
@@ -288,8 +353,8 @@ int serve_http_stop(serve_http_t *h, double drain_s) {
     atomic_store(&h->draining, true);
     MHD_socket fd = MHD_quiesce_daemon(h->daemon);
     if (fd != MHD_INVALID_SOCKET) close(fd);
-    double until = now_s() + drain_s;
-    while (atomic_load(&h->inflight) > 0 && now_s() < until) {
+    double until = serve_now() + drain_s;
+    while (atomic_load(&h->inflight) > 0 && serve_now() < until) {
         struct timespec ts = { 0, 10 * 1000 * 1000 };
         nanosleep(&ts, NULL);
     }

@@ -15,6 +15,7 @@
 static const char USAGE[] =
     "usage: oar serve MODEL [--name N] [--host 127.0.0.1] [--port 8000] [--threads T]\n"
     "                 [--max-batch B] [--batch-timeout-ms MS] [--max-body BYTES]\n"
+    "                 [--request-timeout-ms MS] [--access-log FILE|-]\n"
     "Serves MODEL (a directory written by oar.io.save_inference_model or Fluid, or a\n"
     ".pdmodel/.json model file with its .pdiparams beside it) over HTTP with the Open\n"
     "Inference Protocol (KServe v2): /v2/health/live, /v2/health/ready, /v2/models/N,\n"
@@ -22,10 +23,16 @@ static const char USAGE[] =
     "  --name N               the model's name (default: MODEL's base name)\n"
     "  --host H               IPv4 address to listen on (default 127.0.0.1)\n"
     "  --port P               port (default 8000; 0: any free port, printed)\n"
-    "  --threads T            predictors, one per concurrent inference (default 1)\n"
-    "  --max-batch B          accepted; dynamic batching is not implemented yet (1)\n"
-    "  --batch-timeout-ms MS  accepted; dynamic batching is not implemented yet (0)\n"
+    "  --threads T            worker threads, each with its own predictor (default 1)\n"
+    "  --max-batch B          dynamic batching: stack up to B rows of queued requests\n"
+    "                         of the same shapes (no LoD) into one run (default 1: off)\n"
+    "  --batch-timeout-ms MS  how long a batch waits for more requests (default 0:\n"
+    "                         only those already queued)\n"
     "  --max-body BYTES       largest request body (default 67108864)\n"
+    "  --request-timeout-ms MS  a request not answered within MS gets a 504 (default\n"
+    "                         0: none); a request's parameters.timeout_ms may be shorter\n"
+    "  --access-log FILE|-    one line per request (time, peer, method, path, status,\n"
+    "                         bytes, latency) appended to FILE, or to stdout\n"
     "SIGTERM or SIGINT: stop accepting, finish the requests in flight, exit 0.\n";
 
 static int parse_long(const char *flag, const char *v, long lo, long hi, long *out) {
@@ -42,7 +49,8 @@ static int parse_long(const char *flag, const char *v, long lo, long hi, long *o
 
 int main(int argc, char **argv) {
     const char *model_path = NULL, *name = NULL, *host = "127.0.0.1";
-    long port = 8000, threads = 1, max_batch = 1, batch_timeout = 0, max_body = 64L << 20;
+    const char *access_log = NULL;
+    long port = 8000, threads = 1, max_batch = 1, batch_timeout = 0, max_body = 64L << 20, request_timeout = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int rc = 0;
@@ -54,6 +62,8 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--max-batch") == 0) { rc = parse_long(a, v, 1, 1 << 20, &max_batch); i++; }
         else if (strcmp(a, "--batch-timeout-ms") == 0) { rc = parse_long(a, v, 0, 60000, &batch_timeout); i++; }
         else if (strcmp(a, "--max-body") == 0) { rc = parse_long(a, v, 1024, 1L << 30, &max_body); i++; }
+        else if (strcmp(a, "--request-timeout-ms") == 0) { rc = parse_long(a, v, 0, 3600000, &request_timeout); i++; }
+        else if (strcmp(a, "--access-log") == 0 && v) { access_log = v; i++; }
         else if (a[0] == '-' || model_path) {
             fprintf(stderr, "oar serve: unexpected argument %s\n%s", a, USAGE);
             return 2;
@@ -74,27 +84,48 @@ int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
 
     char err[1024];
+    if (access_log && serve_access_log_open(access_log, err, sizeof err) != 0) {
+        fprintf(stderr, "oar serve: %s\n", err);
+        return 1;
+    }
     serve_model_t *model;
     if (serve_model_open(model_path, (int)threads, &model, err, sizeof err) != 0) {
         fprintf(stderr, "oar serve: %s\n", err);
+        serve_access_log_close();
+        return 1;
+    }
+    serve_sched_t *sched;
+    if (serve_sched_start(model, (int)threads, (int)max_batch, (int)batch_timeout, &sched, err, sizeof err) != 0) {
+        fprintf(stderr, "oar serve: %s\n", err);
+        serve_model_free(model);
+        serve_access_log_close();
         return 1;
     }
     char *default_name = serve_default_name(model_path);
     serve_http_config_t cfg = { .host = host, .port = (int)port, .max_body = (size_t)max_body,
-                                .model_name = name ? name : default_name, .model = model };
+                                .model_name = name ? name : default_name, .model = model, .sched = sched,
+                                .request_timeout_s = (double)request_timeout / 1000.0 };
     serve_http_t *http;
     int bound;
     if (serve_http_start(&cfg, &http, &bound, err, sizeof err) != 0) {
         fprintf(stderr, "oar serve: %s\n", err);
+        serve_sched_stop(sched);
         serve_model_free(model);
+        serve_access_log_close();
         free(default_name);
         return 1;
     }
-    if (max_batch > 1 || batch_timeout > 0)
-        fprintf(stderr, "oar serve: note: dynamic batching is not implemented yet; --max-batch/--batch-timeout-ms "
-                        "are accepted and ignored (each request runs on its own)\n");
-    printf("oar serve: model '%s' on http://%s:%d (%ld thread%s)\n", cfg.model_name, host, bound, threads,
+    for (int i = 0; max_batch > 1 && i < serve_model_num_inputs(model); i++) {
+        const serve_spec_t *in = serve_model_input(model, i);
+        if (in->ndim >= 1 && in->dims[0] < 0 && in->lod_level == 0) continue;
+        fprintf(stderr, "oar serve: note: input '%s' %s: dynamic batching is off, each request runs on its own\n",
+                in->name, in->lod_level > 0 ? "has LoD" : "declares no free first (batch) dimension");
+        break;
+    }
+    printf("oar serve: model '%s' on http://%s:%d (%ld thread%s", cfg.model_name, host, bound, threads,
            threads == 1 ? "" : "s");
+    if (max_batch > 1) printf(", dynamic batching up to %ld rows, %ld ms", max_batch, batch_timeout);
+    printf(")\n");
     fflush(stdout);
 
     int sig = 0;
@@ -103,7 +134,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "oar serve: %s: draining\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     int left = serve_http_stop(http, DRAIN_S);
     if (left > 0) fprintf(stderr, "oar serve: %d request(s) still running after %.0f s; stopped anyway\n", left, DRAIN_S);
+    serve_sched_stop(sched);
     serve_model_free(model);
+    serve_access_log_close();
     free(default_name);
     return 0;
 }

@@ -1,6 +1,8 @@
 /* metrics.c — Prometheus text exposition: requests by endpoint and status,
- * successful inferences, and a histogram of inference latency. One mutex:
- * a handful of additions per request. */
+ * successful inferences, a histogram of inference latency, and one of the
+ * requests each model run served (dynamic batching), and gauges of the
+ * requests queued and running. One mutex: a handful of additions per
+ * request. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,29 @@ static int g_nreq;
 static uint64_t g_bucket[NBUCKETS + 1];   /* last: +Inf */
 static uint64_t g_infer_count;
 static double g_infer_sum;
+static const double BATCH_BUCKETS[] = { 1, 2, 4, 8, 16, 32, 64, 128, 256 };
+#define NBATCH (sizeof BATCH_BUCKETS / sizeof BATCH_BUCKETS[0])
+static uint64_t g_batch_bucket[NBATCH + 1], g_batch_count, g_batch_requests, g_batch_rows;
+
+static int g_queued, g_running;
+
+void serve_metrics_gauges(int queued, int running) {
+    pthread_mutex_lock(&g_mu);
+    g_queued = queued;
+    g_running = running;
+    pthread_mutex_unlock(&g_mu);
+}
+
+void serve_metrics_batch(int requests, int64_t rows) {
+    pthread_mutex_lock(&g_mu);
+    size_t b = 0;
+    while (b < NBATCH && requests > BATCH_BUCKETS[b]) b++;
+    g_batch_bucket[b]++;
+    g_batch_count++;
+    g_batch_requests += (uint64_t)requests;
+    g_batch_rows += rows > 0 ? (uint64_t)rows : 0;
+    pthread_mutex_unlock(&g_mu);
+}
 
 /* endpoint: one of http.c's fixed labels (static strings) */
 void serve_metrics_request(const char *endpoint, int status) {
@@ -67,6 +92,23 @@ char *serve_metrics_render(void) {
     EMIT("oar_serve_inference_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
     EMIT("oar_serve_inference_seconds_sum %.9g\noar_serve_inference_seconds_count %llu\n", g_infer_sum,
          (unsigned long long)g_infer_count);
+    EMIT("# HELP oar_serve_batch_requests Requests served by one model run (dynamic batching stacks several).\n"
+         "# TYPE oar_serve_batch_requests histogram\n");
+    cum = 0;
+    for (size_t b = 0; b < NBATCH; b++) {
+        cum += g_batch_bucket[b];
+        EMIT("oar_serve_batch_requests_bucket{le=\"%g\"} %llu\n", BATCH_BUCKETS[b], (unsigned long long)cum);
+    }
+    cum += g_batch_bucket[NBATCH];
+    EMIT("oar_serve_batch_requests_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
+    EMIT("oar_serve_batch_requests_sum %llu\noar_serve_batch_requests_count %llu\n",
+         (unsigned long long)g_batch_requests, (unsigned long long)g_batch_count);
+    EMIT("# HELP oar_serve_queued_requests Requests waiting for a worker.\n"
+         "# TYPE oar_serve_queued_requests gauge\noar_serve_queued_requests %d\n"
+         "# HELP oar_serve_running_requests Requests in model runs now.\n"
+         "# TYPE oar_serve_running_requests gauge\noar_serve_running_requests %d\n", g_queued, g_running);
+    EMIT("# HELP oar_serve_batch_rows_total Rows (first-dimension entries) the model runs took.\n"
+         "# TYPE oar_serve_batch_rows_total counter\noar_serve_batch_rows_total %llu\n", (unsigned long long)g_batch_rows);
     pthread_mutex_unlock(&g_mu);
 #undef EMIT
     return out;

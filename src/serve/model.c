@@ -1,6 +1,7 @@
 /* model.c — the served model: one predictor per worker (a predictor is not
- * thread-safe), handed out under a mutex; checks a request against what the
- * model declares before it runs; writes the v2 response's outputs. */
+ * thread-safe: worker w alone runs predictor w, sched.c); checks a request
+ * against what the model declares before it runs; one run, its outputs
+ * copied out (they live in the predictor only until its next run). */
 #include <dirent.h>
 #include <math.h>
 #include <stdarg.h>
@@ -14,9 +15,7 @@
 struct serve_model {
     serve_spec_t *inputs; int ninputs;
     serve_spec_t *outputs; int noutputs;
-    oar_predictor_t **pool; bool *busy; int npool;
-    pthread_mutex_t mu;
-    pthread_cond_t freed;
+    oar_predictor_t **pool; int npool;
 };
 
 static int fail(char *err, size_t errlen, int status, const char *fmt, ...) {
@@ -118,11 +117,8 @@ int serve_model_open(const char *path, int workers, serve_model_t **out, char *e
     serve_model_t *m = calloc(1, sizeof *m);
     int rc = m ? 0 : -1;
     if (m) {
-        pthread_mutex_init(&m->mu, NULL);
-        pthread_cond_init(&m->freed, NULL);
         m->pool = calloc((size_t)workers, sizeof *m->pool);
-        m->busy = calloc((size_t)workers, sizeof *m->busy);
-        if (!m->pool || !m->busy) rc = -1;
+        if (!m->pool) rc = -1;
     }
     if (rc) snprintf(err, errlen, "out of memory");
     for (int i = 0; rc == 0 && i < workers; i++) {
@@ -154,9 +150,7 @@ void serve_model_free(serve_model_t *m) {
     for (int i = 0; i < m->npool; i++) oar_predictor_free(m->pool[i]);
     for (int i = 0; m->inputs && i < m->ninputs; i++) free(m->inputs[i].name);
     for (int i = 0; m->outputs && i < m->noutputs; i++) free(m->outputs[i].name);
-    free(m->inputs); free(m->outputs); free(m->pool); free(m->busy);
-    pthread_mutex_destroy(&m->mu);
-    pthread_cond_destroy(&m->freed);
+    free(m->inputs); free(m->outputs); free(m->pool);
     free(m);
 }
 
@@ -190,90 +184,13 @@ static int check_input(const serve_spec_t *s, const serve_tensor_t *t, char *err
     return 0;
 }
 
-static json_object *number(double v, const char *fmt) {
-    if (!isfinite(v)) return NULL;   /* JSON has no NaN/Inf: null */
-    char buf[40];
-    snprintf(buf, sizeof buf, fmt, v);
-    return json_object_new_double_s(v, buf);
-}
-
-/* the v2 output object of fetched column `col` */
-static json_object *encode_output(oar_predictor_t *p, int col, const char *name, char *err, size_t errlen) {
-    int dtype, ndim;
-    const void *data;
-    const int64_t *dims;
-    if (oar_predictor_get_output_ex(p, col, &dtype, &data, &dims, &ndim, NULL, NULL) != OAR_OK) {
-        snprintf(err, errlen, "output '%s': %s", name, oar_last_error());
-        return NULL;
-    }
-    /* a dtype with no v2 name here (float16, int8, ...) goes out as FP32 */
-    if (!serve_dtype_to_v2(dtype)) {
-        const float *f;
-        if (oar_predictor_get_output(p, col, &f, &dims, &ndim) != OAR_OK) {
-            snprintf(err, errlen, "output '%s': %s", name, oar_last_error());
-            return NULL;
-        }
-        dtype = OAR_FP32;
-        data = f;
-    }
-    int64_t n = 1;
-    for (int i = 0; i < ndim; i++) n *= dims[i];
-    json_object *o = json_object_new_object(), *shape = json_object_new_array(), *arr = json_object_new_array_ext((int)n);
-    json_object_object_add(o, "name", json_object_new_string(name));
-    json_object_object_add(o, "datatype", json_object_new_string(serve_dtype_to_v2(dtype)));
-    for (int i = 0; i < ndim; i++) json_object_array_add(shape, json_object_new_int64(dims[i]));
-    json_object_object_add(o, "shape", shape);
-    for (int64_t i = 0; i < n; i++) {
-        json_object *v = NULL;
-        switch (dtype) {
-        case OAR_FP32: v = number(((const float *)data)[i], "%.9g"); break;
-        case OAR_FP64: v = number(((const double *)data)[i], "%.17g"); break;
-        case OAR_INT32: v = json_object_new_int(((const int32_t *)data)[i]); break;
-        case OAR_INT64: v = json_object_new_int64(((const int64_t *)data)[i]); break;
-        case OAR_BOOL: v = json_object_new_boolean(((const uint8_t *)data)[i] != 0); break;
-        }
-        json_object_array_add(arr, v);
-    }
-    json_object_object_add(o, "data", arr);
-    return o;
-}
-
 static int find_output(const serve_model_t *m, const char *name) {
     for (int i = 0; i < m->noutputs; i++)
         if (strcmp(m->outputs[i].name, name) == 0) return i;
     return -1;
 }
 
-static int run_locked(serve_model_t *m, oar_predictor_t *p, const serve_request_t *req, json_object **resp,
-                      char *err, size_t errlen) {
-    for (int i = 0; i < req->ninputs; i++) {
-        const serve_tensor_t *t = &req->inputs[i];
-        if (oar_predictor_set_input_ex(p, t->name, t->dtype, t->data, t->dims, t->ndim, t->lod, t->lod_len) != OAR_OK)
-            return fail(err, errlen, 400, "input '%s': %s", t->name, oar_last_error());
-    }
-    int rc = oar_predictor_run(p);
-    if (rc != OAR_OK) {
-        /* shapes and values the declaration could not rule out fail here:
-         * the request's fault; anything else is the server's */
-        int status = rc == OAR_ERR_SHAPE || rc == OAR_ERR_DTYPE || rc == OAR_ERR_INVALID || rc == OAR_ERR_RANGE ? 400 : 500;
-        return fail(err, errlen, status, "the model failed on this input: %s", oar_last_error());
-    }
-    json_object *outs = json_object_new_array();
-    int n = req->noutputs ? req->noutputs : m->noutputs;
-    for (int i = 0; i < n; i++) {
-        int col = req->noutputs ? find_output(m, req->outputs[i]) : i;
-        json_object *o = encode_output(p, col, m->outputs[col].name, err, errlen);
-        if (!o) { json_object_put(outs); return 500; }
-        json_object_array_add(outs, o);
-    }
-    *resp = json_object_new_object();
-    json_object_object_add(*resp, "outputs", outs);
-    return 200;
-}
-
-int serve_model_infer(serve_model_t *m, const serve_request_t *req, json_object **resp, char *err, size_t errlen) {
-    *resp = NULL;
-    /* everything checkable before taking a predictor */
+int serve_model_check(const serve_model_t *m, const serve_request_t *req, char *err, size_t errlen) {
     for (int i = 0; i < req->ninputs; i++) {
         int k = -1;
         for (int j = 0; j < m->ninputs && k < 0; j++)
@@ -288,24 +205,86 @@ int serve_model_infer(serve_model_t *m, const serve_request_t *req, json_object 
         if (!given) return fail(err, errlen, 400, "missing input '%s'", m->inputs[j].name);
     }
     for (int i = 0; i < req->noutputs; i++)
-        if (find_output(m, req->outputs[i]) < 0)
-            return fail(err, errlen, 400, "'%s' is not an output of the model", req->outputs[i]);
+        if (find_output(m, req->outputs[i].name) < 0)
+            return fail(err, errlen, 400, "'%s' is not an output of the model", req->outputs[i].name);
+    return 0;
+}
 
-    pthread_mutex_lock(&m->mu);
-    int slot = -1;
-    while (slot < 0) {
-        for (int i = 0; i < m->npool && slot < 0; i++)
-            if (!m->busy[i]) slot = i;
-        if (slot < 0) pthread_cond_wait(&m->freed, &m->mu);
+/* a copy of fetched column `col` (a dtype with no v2 name here, float16,
+ * int8, ..., as FP32) */
+static int copy_output(oar_predictor_t *p, int col, const char *name, serve_tensor_t *t, char *err, size_t errlen) {
+    const void *data;
+    const int64_t *dims;
+    const uint64_t *lod;
+    int dtype, ndim, lod_len;
+    if (oar_predictor_get_output_ex(p, col, &dtype, &data, &dims, &ndim, &lod, &lod_len) != OAR_OK)
+        return fail(err, errlen, 500, "output '%s': %s", name, oar_last_error());
+    if (!serve_dtype_to_v2(dtype)) {
+        const float *f;
+        if (oar_predictor_get_output(p, col, &f, &dims, &ndim) != OAR_OK)
+            return fail(err, errlen, 500, "output '%s': %s", name, oar_last_error());
+        dtype = OAR_FP32;
+        data = f;
     }
-    m->busy[slot] = true;
-    pthread_mutex_unlock(&m->mu);
+    if (ndim > SERVE_MAX_DIMS) return fail(err, errlen, 500, "output '%s': %d dims (at most %d)", name, ndim, SERVE_MAX_DIMS);
+    t->dtype = dtype;
+    t->ndim = ndim;
+    t->numel = 1;
+    for (int i = 0; i < ndim; i++) { t->dims[i] = dims[i]; t->numel *= dims[i]; }
+    size_t bytes = (size_t)t->numel * oar_dtype_size(dtype);
+    t->name = strdup(name);
+    t->data = malloc(bytes ? bytes : 1);
+    if (lod && lod_len > 0) {
+        t->lod = malloc((size_t)lod_len * sizeof *t->lod);
+        if (t->lod) { memcpy(t->lod, lod, (size_t)lod_len * sizeof *t->lod); t->lod_len = lod_len; }
+    }
+    if (!t->name || !t->data || (lod_len > 0 && !t->lod)) return fail(err, errlen, 500, "output '%s': out of memory", name);
+    if (bytes) memcpy(t->data, data, bytes);
+    return 0;
+}
 
-    int status = run_locked(m, m->pool[slot], req, resp, err, errlen);
+int serve_model_run(serve_model_t *m, int w, const serve_tensor_t *inputs, int ninputs, serve_tensor_t **outs,
+                    char *err, size_t errlen) {
+    oar_predictor_t *p = m->pool[w];
+    *outs = NULL;
+    for (int i = 0; i < ninputs; i++) {
+        const serve_tensor_t *t = &inputs[i];
+        if (oar_predictor_set_input_ex(p, t->name, t->dtype, t->data, t->dims, t->ndim, t->lod, t->lod_len) != OAR_OK)
+            return fail(err, errlen, 400, "input '%s': %s", t->name, oar_last_error());
+    }
+    int rc = oar_predictor_run(p);
+    if (rc != OAR_OK) {
+        /* shapes and values the declaration could not rule out fail here:
+         * the request's fault; a cancelled run passed its deadline; anything
+         * else is the server's */
+        int status = rc == OAR_ERR_SHAPE || rc == OAR_ERR_DTYPE || rc == OAR_ERR_INVALID || rc == OAR_ERR_RANGE ? 400
+                     : rc == OAR_ERR_CANCELLED ? 504 : 500;
+        return fail(err, errlen, status, "the model failed on this input: %s", oar_last_error());
+    }
+    serve_tensor_t *o = calloc((size_t)m->noutputs + 1, sizeof *o);
+    if (!o) return fail(err, errlen, 500, "out of memory");
+    int status = 0;
+    for (int i = 0; i < m->noutputs && !status; i++) status = copy_output(p, i, m->outputs[i].name, &o[i], err, errlen);
+    if (status) {
+        for (int i = 0; i < m->noutputs; i++) serve_tensor_clear(&o[i]);
+        free(o);
+        return status;
+    }
+    *outs = o;
+    return 200;
+}
 
-    pthread_mutex_lock(&m->mu);
-    m->busy[slot] = false;
-    pthread_cond_signal(&m->freed);
-    pthread_mutex_unlock(&m->mu);
-    return status;
+void serve_model_cancel(serve_model_t *m, int w) { oar_predictor_cancel(m->pool[w]); }
+
+int serve_model_select(const serve_model_t *m, const serve_request_t *req, serve_tensor_t *all, serve_result_t *res) {
+    int n = req->noutputs ? req->noutputs : m->noutputs;
+    res->outputs = calloc((size_t)n + 1, sizeof *res->outputs);
+    if (!res->outputs) return -1;
+    res->noutputs = n;
+    for (int i = 0; i < n; i++) {
+        int col = req->noutputs ? find_output(m, req->outputs[i].name) : i;
+        res->outputs[i] = all[col];   /* moved: `all` keeps an empty entry */
+        memset(&all[col], 0, sizeof all[col]);
+    }
+    return 0;
 }

@@ -143,8 +143,10 @@ function M.resize_nearest(a, out_shape, scale)
   return resize("resize_nearest", a, "nearest")
 end
 
---- Resizes NCHW images, bilinear or nearest (Fluid's image_resize).
--- Keys as `resize_bilinear`, plus `resample`: "BILINEAR" (default) or "NEAREST".
+--- Resizes NCHW images, bilinear, nearest or bicubic, or NCDHW volumes,
+-- trilinear (Fluid's image_resize).
+-- Keys as `resize_bilinear`, plus `resample`: "BILINEAR" (default), "NEAREST",
+-- "BICUBIC" (bicubic_interp) or "TRILINEAR" (5-D input, trilinear_interp).
 -- @tparam table a keyword arguments
 -- @param[opt] out_shape the key `out_shape`, given positionally
 -- @param[opt] scale the key `scale`, given positionally
@@ -152,7 +154,15 @@ end
 -- @usage local y = layers.image_resize{input = img, out_shape = {14, 14}, resample = "NEAREST"}
 function M.image_resize(a, out_shape, scale)
   a = args("image_resize", a, "input", { out_shape = out_shape, scale = scale }, RESIZE_KEYS .. " resample")
-  local r = check.string("image_resize", "resample", a.resample, "BILINEAR", { "BILINEAR", "NEAREST" })
+  local r = check.string("image_resize", "resample", a.resample, "BILINEAR",
+    { "BILINEAR", "NEAREST", "BICUBIC", "TRILINEAR" })
+  if r == "TRILINEAR" or r == "BICUBIC" then
+    local tri = r == "TRILINEAR"
+    a.data_format = check.string("image_resize", "data_format", a.data_format, tri and "NCDHW" or "NCHW",
+      tri and { "NCDHW", "NDHWC" } or { "NCHW", "NHWC" })
+    return require("oar.layers.resize_nd")("image_resize", a, tri and "trilinear" or "bicubic",
+      tri and 3 or 2)
+  end
   check.string("image_resize", "data_format", a.data_format, "NCHW", { "NCHW" })
   return resize("image_resize", a, r == "BILINEAR" and "bilinear" or "nearest")
 end

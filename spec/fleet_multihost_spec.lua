@@ -1,0 +1,150 @@
+-- Data-parallel training across hosts, on one machine: tools/netns_hosts
+-- makes each host a network namespace with its own address on a private
+-- bridge, mpirun starts the remote daemons through a launch agent that
+-- enters the namespace (in place of ssh), and the workers talk over
+-- OpenMPI's TCP transport on the bridge's addresses, as on real machines.
+-- Skipped, saying so, where namespaces cannot be made (not root, no
+-- iproute2), mpirun is missing or liboar has no MPI.
+-- run_specs: timeout=600
+local C = require("oar.lib").C
+local J = require("spec.helpers.mpi_jobs")
+local run, tmpbase, load_params, rel_diff, sh_ok = J.run, J.tmpbase, J.load_params, J.rel_diff, J.sh_ok
+
+local TOOL = "tools/netns_hosts"
+-- a prefix of this run's own (several runs may share the machine); it ends
+-- in a letter so that host names never match another run's prefix
+local PREFIX = string.format("o%05dh", math.random(0, 99999) + (os.time() % 7919))
+local ENV = "OAR_NETNS_PREFIX=" .. PREFIX .. " "
+
+local skip_reason
+if not sh_ok("command -v mpirun >/dev/null 2>&1") then
+  skip_reason = "mpirun is not installed (openmpi-bin)"
+elseif not C.oar_comm_compiled_with_mpi() then
+  skip_reason = "liboar was built without MPI (libopenmpi-dev)"
+else
+  local ok, out = run(ENV .. TOOL .. " check")
+  if not ok then skip_reason = "network namespaces unavailable here: " .. out:gsub("%s+$", "") end
+end
+if skip_reason then io.stderr:write("fleet_multihost_spec: skipped: ", skip_reason, "\n") end
+
+local function wall()
+  local p = io.popen("date +%s.%N")
+  local t = tonumber(p:read("*l"))
+  p:close()
+  return t
+end
+
+local function read_file(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+-- the modification time of a file, in seconds with a fraction
+local function mtime(path)
+  local p = io.popen("stat -c %.9Y " .. path .. " 2>/dev/null")
+  local t = tonumber(p:read("*l"))
+  p:close()
+  return t
+end
+
+local function netns(args) return run(ENV .. TOOL .. " " .. args) end
+
+local describe_hosts = skip_reason and function(name)
+  describe(name, function() pending(skip_reason) end)
+end or describe
+
+describe_hosts("fleet across 2 hosts x 2 workers (network namespaces, TCP)", function()
+  setup(function()
+    netns("down")
+    local ok, out = netns("up 2")
+    assert(ok, out)
+  end)
+  teardown(function() netns("down") end)
+
+  local function worker_cmd(args)
+    return "luajit spec/helpers/fleet_worker.lua " .. args
+  end
+
+  for _, optname in ipairs({ "sgd", "adam" }) do
+    it("MLP, " .. optname .. ": 2 hosts x 2 workers x batch B == 1 process x batch 4B", function()
+      local base = tmpbase()
+      local ok, out = netns("mpirun -np 4 " .. worker_cmd(string.format(
+        "model=mlp opt=%s mode=dist batch=3 steps=20 timeout=30 out=%s.dist", optname, base)))
+      assert(ok, out)
+      ok, out = run(worker_cmd(string.format("model=mlp opt=%s mode=single workers=4 batch=3 steps=20 out=%s.single",
+        optname, base)))
+      assert(ok, out)
+      local single = load_params(base .. ".single.0")
+      local w = {}
+      for r = 0, 3 do w[r] = load_params(base .. ".dist." .. r) end
+      local n = 0
+      for name, v in pairs(single) do
+        assert.is_true(rel_diff(w[0][name], v) <= 1e-5, name .. " differs from the single process's")
+        for r = 1, 3 do assert.same_array(w[0][name], w[r][name], name .. " on worker " .. r) end
+        n = n + 1
+      end
+      assert.is_true(n >= 4)
+      os.remove(base .. ".single.0")
+      for r = 0, 3 do os.remove(base .. ".dist." .. r) end
+    end)
+  end
+
+  it("a cut link is detected within the timeout on every worker, on both hosts", function()
+    local TIMEOUT = 3
+    local base = tmpbase()
+    -- each worker's stderr goes to a file of its own: a host whose link is
+    -- down cannot send its output back to mpirun.
+    -- mpirun itself may never learn of the far host's workers once the link
+    -- is down: run it in the background, bounded, and end it afterwards
+    local inner = "exec " .. worker_cmd(string.format(
+      "model=mlp opt=adam mode=dist batch=3 steps=1000000 timeout=%d out=%s.cut", TIMEOUT, base))
+      .. " 2>" .. base .. ".err.$OMPI_COMM_WORLD_RANK"
+    local bg = string.format("(%s timeout -s KILL 90 %s mpirun -np 4 sh -c '%s' >%s.mpirun 2>&1 &)", ENV:sub(1, -2),
+      TOOL, inner, base)
+    assert(os.execute(bg) == 0 or true)
+    -- training is under way once every worker has taken a few steps; wait for
+    -- the job to be up (daemons started, programs checked)
+    local t_wait = wall()
+    repeat
+      os.execute("sleep 0.5")
+    until wall() - t_wait > 8
+    local cut_at = wall()
+    local ok, out = netns("cut " .. PREFIX .. "2")
+    assert(ok, out)
+    local deadline = cut_at + TIMEOUT + 15
+    local done
+    repeat
+      os.execute("sleep 0.5")
+      done = true
+      for r = 0, 3 do
+        local s = read_file(base .. ".err." .. r) or ""
+        if not (s:find("MPI_Allreduce", 1, true) and (s:find("did not finish within", 1, true)
+            or s:find("did not answer", 1, true))) then done = false end
+      end
+    until done or wall() > deadline
+    local report = {}
+    for r = 0, 3 do
+      local s = read_file(base .. ".err." .. r) or "(nothing)"
+      report[#report + 1] = string.format("worker %d: %s", r, s:sub(1, 300))
+    end
+    report = table.concat(report, "\n")
+    assert.is_true(done, "not every worker reported the lost link:\n" .. report
+      .. "\nmpirun: " .. (read_file(base .. ".mpirun") or ""))
+    for r = 0, 3 do
+      local lag = mtime(base .. ".err." .. r) - cut_at
+      -- within the timeout, plus the step that was running and the check's poll
+      assert.is_true(lag <= TIMEOUT + 2.5, string.format("worker %d noticed after %.2f s (timeout %d s)", r, lag, TIMEOUT))
+      os.remove(base .. ".err." .. r)
+    end
+    netns("restore " .. PREFIX .. "2")
+    -- end what is left of the job (mpirun, the far daemon) before the next test
+    netns("down")
+    os.execute("pkill -KILL -f '" .. base .. ".cut' 2>/dev/null")
+    os.remove(base .. ".mpirun")
+    local ok2, out2 = netns("up 2")
+    assert(ok2, out2)
+  end)
+end)
