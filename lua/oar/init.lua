@@ -14,7 +14,8 @@
 --   `oar.is_parameter`, `oar.OpRole`;
 -- * building: `oar.ParamAttr` (oar.param_attr), `oar.LayerHelper`
 --   (oar.layer_helper), `oar.append_backward` and `oar.gradients`
---   (oar.backward), `oar.embedding` (oar.input, Fluid's fluid.embedding);
+--   (oar.backward), `oar.embedding` and `oar.one_hot` (oar.input, Fluid's
+--   fluid.embedding and fluid.one_hot);
 -- * running: `oar.CPUPlace`, `oar.CUDAPlace`, `oar.is_compiled_with_cuda`
 --   (oar.place), `oar.Executor` (oar.executor), `oar.Tensor`, `oar.LoDTensor`
 --   (oar.tensor), `oar.Scope` (oar.scope's new), `oar.global_scope`,
@@ -99,6 +100,7 @@ oar.gradients = backward.gradients
 oar.backward = backward
 oar.dtypes = require("oar.dtypes")
 oar.embedding = require("oar.input").embedding   -- fluid.embedding (fluid/input.py)
+oar.one_hot = require("oar.input").one_hot       -- fluid.one_hot (fluid/input.py)
 
 -- running
 oar.CPUPlace = place.CPUPlace

@@ -44,6 +44,9 @@ merge("oar.layers.vision_more", true)
 merge("oar.layers.vision_norm", true)
 merge("oar.layers.sampling", true)
 merge("oar.layers.rnn_api", true)
+merge("oar.layers.tensor_create", true)
+merge("oar.layers.tensor_shape", true)
+merge("oar.layers.tensor_window", true)
 
 merge("oar.layers.seq_ctr", true)
 

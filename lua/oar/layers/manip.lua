@@ -124,7 +124,7 @@ end
 --- Where `condition` holds, x; elsewhere y (Paddle's paddle.where(condition,
 -- x, y); all three of one shape). Fluid 1.8's one-argument
 -- `where(condition)`, the coordinates of the true elements, needs the
--- where_index op, which oar does not have: give x and y.
+-- where_index op: layers.nonzero(condition).
 -- Also `where(condition, x, y)`.
 -- @tparam table a keyword arguments:
 -- @tparam Variable a.condition bool
@@ -142,7 +142,7 @@ function M.where(a, x, y)
   if c.dtype ~= "bool" then raise("where: 'condition' must be a bool Variable, got " .. tostring(c.dtype)) end
   if a.x == nil and a.y == nil then
     raise("where: give 'x' and 'y' (paddle.where(condition, x, y)); Fluid's where(condition), the coordinates "
-      .. "of the true elements, needs the where_index op, which oar does not have")
+      .. "of the true elements, is layers.nonzero(condition) (op where_index)")
   end
   local xv = check.variable("where", "x", a.x)
   local yv = check.variable("where", "y", a.y)

@@ -149,8 +149,8 @@ function M.switch_case(a, branch_fns, default)
   return chain(pairs_list, fallback, a.name)
 end
 
---- Whether x has no elements: a bool [1] Variable (Fluid's layers.is_empty),
--- written into `cond` when given. Also `is_empty(x)`.
+--- Whether x has no elements: a bool [1] Variable (Fluid's layers.is_empty;
+-- op is_empty), written into `cond` when given. Also `is_empty(x)`.
 -- @tparam table a keyword arguments:
 -- @tparam Variable a.x
 -- @tparam[opt] Variable a.cond a bool Variable to write the answer into
@@ -165,14 +165,9 @@ function M.is_empty(a, cond_var)
     check.fail("is_empty", "cond", "a bool Variable", a.cond)
   end
   local helper = LayerHelper("is_empty", a)
-  local shape = helper:create_variable_for_type_inference("int32", true)
-  helper:append_op{ type = "shape", inputs = { Input = { x } }, outputs = { Out = { shape } } }
-  local numel = tensor_layers.cast{ x = shape, dtype = "int64" }
-  local count = helper:create_variable_for_type_inference("int64", true)
-  helper:append_op{ type = "reduce_prod", inputs = { X = { numel } }, outputs = { Out = { count } },
-                    attrs = { dim = { 0 }, keep_dim = false, reduce_all = true } }
-  local zero = tensor_layers.fill_constant{ shape = { 1 }, dtype = "int64", value = 0 }
-  return tensor_layers.equal{ x = count, y = zero, cond = a.cond }
+  local out = a.cond or helper:create_variable_for_type_inference("bool", true)
+  helper:append_op{ type = "is_empty", inputs = { X = { x } }, outputs = { Out = { out } } }
+  return out
 end
 
 return M
