@@ -99,6 +99,11 @@ static const struct policy { const char *op, *attr; int flags; } k_policy[] = {
     {"depthwise_conv2d_transpose", "fuse_relu", MUST_DEFAULT},
     {"depthwise_conv2d_transpose", "fuse_activation", MUST_DEFAULT},
     {"depthwise_conv2d_transpose", "force_fp32_output", MUST_DEFAULT},
+    /* Paddle 2.6's additions to ops of Fluid 1.8 that change the result */
+    {"conv3d", "fuse_activation", MUST_DEFAULT},
+    {"conv3d", "use_addto", MUST_DEFAULT},
+    {"pixel_shuffle", "data_format", MUST_DEFAULT},         /* NHWC: not implemented */
+    {"data_norm", "enable_scale_and_shift", MUST_DEFAULT},  /* scale_w/bias inputs: not implemented */
 };
 
 /* the policy flags of attr `name` on op type `type` (or of its forward op) */

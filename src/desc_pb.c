@@ -357,12 +357,10 @@ static int op_fill(oar_op_desc_t *op, const PbOp *m)
             OAR_TRY(pass ? oar_op_desc_set_output(op, slot, args, na) : oar_op_desc_set_input(op, slot, args, na));
         }
     }
-    for (size_t i = 0; i < m->n_attrs; i++) {
-        const PbAttr *a = m->attrs[i];
-        if (oar_op_find_attr(op, a->name))
-            return oar_error(OAR_ERR_FORMAT, "op '%s': attr '%s' appears twice", op->type, a->name);
-        OAR_TRY(set_attr_from(op, a));
-    }
+    /* an attr given twice: the later one holds, as in Paddle's OpDesc (which
+     * reads attrs into a map); Paddle 2.6 itself writes the extra attrs
+     * (use_mkldnn, mkldnn_data_type, ...) twice for some ops in sub-blocks */
+    for (size_t i = 0; i < m->n_attrs; i++) OAR_TRY(set_attr_from(op, m->attrs[i]));
     op->is_target = m->is_target;
     return OAR_OK;
 }

@@ -81,6 +81,24 @@ static int expand_as_infer(oar_infer_ctx_t *c)
 }
 
 /* ---- flip --------------------------------------------------------------- */
+/* Fluid 1.8 names the dimensions dims, Paddle 2.x axis: axis is read when
+ * dims is unset or empty; both non-empty must agree */
+static void flip_finish(oar_decode_ctx_t *d, oar_flip_attrs_t *a)
+{
+    if (!oar_dec_has(d, "dims") && !oar_dec_has(d, "axis")) {
+        oar_dec_error(d, OAR_ERR_INVALID, "flip needs attr dims (Fluid 1.8) or axis (Paddle 2.x)");
+        return;
+    }
+    oar_ints_t ax = oar_dec_has(d, "axis") ? oar_dec_ints(d, "axis") : (oar_ints_t){NULL, 0};
+    if (a->dims.n == 0) {
+        a->dims = ax;
+        return;
+    }
+    if (ax.n > 0 && (ax.n != a->dims.n || memcmp(ax.v, a->dims.v, (size_t)ax.n * sizeof *ax.v) != 0))
+        oar_dec_error(d, OAR_ERR_INVALID, "flip's attrs dims and axis (the same attr under Fluid 1.8's and Paddle "
+                      "2.x's names) differ");
+}
+
 static int flip_infer(oar_infer_ctx_t *c)
 {
     const oar_flip_attrs_t *a = oar_ic_attrs(c);
@@ -114,6 +132,21 @@ static int flip_grad_maker(oar_grad_ctx_t *g)
 }
 
 /* ---- roll --------------------------------------------------------------- */
+/* dims (Fluid 1.8), or axis (Paddle 2.x) when dims is unset or empty; both
+ * non-empty must agree */
+static void roll_finish(oar_decode_ctx_t *d, oar_roll_attrs_t *a)
+{
+    if (!oar_dec_has(d, "axis")) return;
+    oar_longs_t ax = oar_dec_longs(d, "axis");
+    if (a->dims.n == 0) {
+        a->dims = ax;
+        return;
+    }
+    if (ax.n > 0 && (ax.n != a->dims.n || memcmp(ax.v, a->dims.v, (size_t)ax.n * sizeof *ax.v) != 0))
+        oar_dec_error(d, OAR_ERR_INVALID, "roll's attrs dims and axis (the same attr under Fluid 1.8's and Paddle "
+                      "2.x's names) differ");
+}
+
 static int roll_infer(oar_infer_ctx_t *c)
 {
     const oar_roll_attrs_t *a = oar_ic_attrs(c);
