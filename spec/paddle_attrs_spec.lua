@@ -23,6 +23,24 @@ local UNREPRESENTABLE = {
   ["assign_value.values"] = "SCALARS",
 }
 
+-- Paddle 2.6 rows of ops oar declares as Fluid 1.8 does, where Paddle 2.x
+-- changed the op (not ops an inference model holds); their rows are skipped
+-- by the two checks below, and each must still be in the table
+local PADDLE26_CHANGES = {
+  ["allclose.rtol"] = "Paddle 2.x made rtol a STRING (\"1e-05\"); Fluid 1.8's is a FLOAT, as oar's",
+  ["allclose.atol"] = "Paddle 2.x made atol a STRING (\"1e-08\"); Fluid 1.8's is a FLOAT, as oar's",
+  ["lamb.always_adapt"] = "Paddle 2.x's lamb option (trust ratio for params without weight decay); an optimizer op",
+  ["lamb.multi_precision"] = "Paddle 2.x's master-weight (fp16 training) option of lamb; an optimizer op",
+  ["lars_momentum.lars_weight_decay"] = "Paddle 2.x made it FLOATS (one per parameter of a fused op); Fluid 1.8's "
+    .. "is a FLOAT, as oar's",
+  ["lars_momentum.epsilon"] = "Paddle 2.x's addition to the LARS local rate; an optimizer op",
+  ["lars_momentum.multi_precision"] = "Paddle 2.x's master-weight option; an optimizer op",
+  ["lars_momentum.rescale_grad"] = "Paddle 2.x's gradient scale; an optimizer op",
+}
+local function paddle26_change(r)
+  return r.src == "paddle2.6" and PADDLE26_CHANGES[r.op .. "." .. r.attr] ~= nil
+end
+
 local function read_table()
   local rows = {}
   for line in io.lines("spec/fixtures/paddle_attrs/attrs.tsv") do
@@ -91,11 +109,13 @@ describe("attributes of Paddle's op makers", function()
   end)
 
   it("are declared by oar with Paddle's type", function()
-    local bad = {}
+    local bad, seen_changes = {}, {}
     for _, r in ipairs(rows) do
       local key = r.op .. "." .. r.attr
       local have = C.oar_op_attr_type(r.op, r.attr)
-      if UNREPRESENTABLE[key] then
+      if paddle26_change(r) then
+        seen_changes[key] = true
+      elseif UNREPRESENTABLE[key] then
         assert.are.equal(UNREPRESENTABLE[key], r.type)
         assert.are.equal(-1, have)
       elseif have < 0 then
@@ -106,6 +126,7 @@ describe("attributes of Paddle's op makers", function()
       end
     end
     assert.are.same({}, bad)
+    for key in pairs(PADDLE26_CHANGES) do assert(seen_changes[key], key .. ": no Paddle 2.6 row any more") end
   end)
 
   it("accept Paddle's default values", function()
@@ -113,7 +134,7 @@ describe("attributes of Paddle's op makers", function()
     for _, r in ipairs(rows) do
       local v = default_of(r)
       local key = r.op .. "." .. r.attr
-      if v ~= nil and not UNREPRESENTABLE[key] then
+      if v ~= nil and not UNREPRESENTABLE[key] and not paddle26_change(r) then
         local t = TYPES[r.type] or C.oar_op_attr_type(r.op, r.attr)
         local msg = refusal(r.op, r.attr, t, v)
         checked = checked + 1
@@ -163,7 +184,7 @@ describe("attributes of Paddle's op makers", function()
   -- ProgramDescs that Paddle itself serialized (tools/paddle_attrs/
   -- program_with_all_attrs.py): one op of every type oar has that Paddle
   -- knows, every attribute at its default, the extra attrs included
-  for _, f in ipairs({ { "paddle2.6", 191 }, { "paddle3.3", 174 } }) do
+  for _, f in ipairs({ { "paddle2.6", 323 }, { "paddle3.3", 174 } }) do
     it("load from a program " .. f[1] .. " wrote with every attribute of every op", function()
       local fh = assert(io.open("spec/fixtures/paddle_attrs/all_attrs_" .. f[1] .. ".pb", "rb"))
       local bytes = fh:read("*a")

@@ -23,13 +23,13 @@ static int ta2t_infer(oar_infer_ctx_t *c)
 {
     const oar_ta2t_attrs_t *a = oar_ic_attrs(c);
     if (!a) return OAR_ERR_INVALID;
-    int vt = oar_ic_in_var_type(c, "Input", 0);
+    int vt = oar_ic_in_var_type(c, "X", 0);
     if (vt > 0 && vt != OAR_VAR_LOD_TENSOR_ARRAY)
-        return oar_ic_error(c, OAR_ERR_DTYPE, "input Input '%s' must be a tensor array", nm(oar_ic_in_name(c, "Input", 0)));
+        return oar_ic_error(c, OAR_ERR_DTYPE, "input X '%s' must be a tensor array", nm(oar_ic_in_name(c, "X", 0)));
     const int64_t unk = -1;
     OAR_TRY(oar_ic_set_out(c, "OutIndex", 0, &unk, 1, OAR_INT32));
     int nd;
-    const int64_t *d = oar_ic_in_dims(c, "Input", 0, &nd);
+    const int64_t *d = oar_ic_in_dims(c, "X", 0, &nd);
     if (!d) { oar_clear_error(); return OAR_OK; }
     const int r = nd + (a->use_stack ? 1 : 0);
     int ax = a->axis < 0 ? a->axis + r : a->axis;
@@ -39,19 +39,19 @@ static int ta2t_infer(oar_infer_ctx_t *c)
     int64_t o[OAR_MAX_DIMS];
     for (int i = 0, j = 0; i < r; i++) o[i] = (a->use_stack && i == ax) ? -1 : d[j++];
     o[ax] = -1;
-    return oar_ic_set_out(c, "Out", 0, o, r, oar_ic_in_dtype(c, "Input", 0));
+    return oar_ic_set_out(c, "Out", 0, o, r, oar_ic_in_dtype(c, "X", 0));
 }
 
 /* the items, checked: written, one dtype and rank, equal dims but along axis */
 static int ta2t_items(oar_kernel_ctx_t *k, const oar_ta2t_attrs_t *a, oar_tensor_array_t **arr, int *ax)
 {
-    OAR_TRY(oar_cf_array_in(k, "Input", arr));
+    OAR_TRY(oar_cf_array_in(k, "X", arr));
     const oar_tensor_array_t *t = *arr;
-    const char *name = oar_cf_in_name(k, "Input");
-    if (t->n < 1) return oar_k_error(k, OAR_ERR_SHAPE, "input Input '%s' is an empty tensor array", name);
+    const char *name = oar_cf_in_name(k, "X");
+    if (t->n < 1) return oar_k_error(k, OAR_ERR_SHAPE, "input X '%s' is an empty tensor array", name);
     for (int i = 0; i < t->n; i++) {
         if (!t->items[i] || t->items[i]->dtype < 0)
-            return oar_k_error(k, OAR_ERR_NOT_FOUND, "item %d of input Input '%s' was never written", i, name);
+            return oar_k_error(k, OAR_ERR_NOT_FOUND, "item %d of input X '%s' was never written", i, name);
         OAR_TRY(oar_cf_host(t->items[i]));
     }
     const oar_tensor_t *x0 = t->items[0];
@@ -66,7 +66,7 @@ static int ta2t_items(oar_kernel_ctx_t *k, const oar_ta2t_attrs_t *a, oar_tensor
         for (int d = 0; ok && d < nd; d++) ok = x->dims[d] == x0->dims[d] || (!a->use_stack && d == *ax);
         if (!ok) {
             char b0[128], bi[128];
-            return oar_k_error(k, OAR_ERR_SHAPE, "item %d of input Input '%s' is %s %s but item 0 is %s %s; %s", i, name,
+            return oar_k_error(k, OAR_ERR_SHAPE, "item %d of input X '%s' is %s %s but item 0 is %s %s; %s", i, name,
                                nm(oar_dtype_name(x->dtype)), oar_shape_str(x->dims, x->ndim, bi, sizeof bi),
                                nm(oar_dtype_name(x0->dtype)), oar_shape_str(x0->dims, nd, b0, sizeof b0),
                                a->use_stack ? "stacking needs one shape" : "concatenating needs equal dims but along axis");
@@ -124,20 +124,20 @@ static int ta2t_run(oar_kernel_ctx_t *k)
 
 static int ta2t_grad_maker(oar_grad_ctx_t *g)
 {
-    if (oar_gc_no_grad(g, oar_op_desc_input_arg(oar_gc_fwd(g), "Input", 0))) return OAR_OK;
+    if (oar_gc_no_grad(g, oar_op_desc_input_arg(oar_gc_fwd(g), "X", 0))) return OAR_OK;
     oar_op_desc_t *op = oar_gc_new_op(g, "tensor_array_to_tensor_grad");
     if (!op) return OAR_ERR_NOMEM;
-    OAR_TRY(oar_gc_in(g, op, "Input"));
+    OAR_TRY(oar_gc_in(g, op, "X"));
     OAR_TRY(oar_gc_out_grad(g, op, "Out"));
-    return oar_cf_inplace_array_grad(g, op, "Input");
+    return oar_cf_inplace_array_grad(g, op, "X");
 }
 
 static int ta2t_grad_infer(oar_infer_ctx_t *c)
 {
-    return oar_ic_set_out_var_type(c, "Input@GRAD", 0, OAR_VAR_LOD_TENSOR_ARRAY);
+    return oar_ic_set_out_var_type(c, "X@GRAD", 0, OAR_VAR_LOD_TENSOR_ARRAY);
 }
 
-/* item i of Input@GRAD += its slice of Out@GRAD */
+/* item i of X@GRAD += its slice of Out@GRAD */
 static int ta2t_grad_run(oar_kernel_ctx_t *k)
 {
     const oar_ta2t_attrs_t *a = oar_k_attrs(k);
@@ -147,7 +147,7 @@ static int ta2t_grad_run(oar_kernel_ctx_t *k)
     oar_tensor_t *g;
     OAR_TRY(oar_cf_tensor_in(k, "Out@GRAD", &g));
     OAR_TRY(oar_cf_host(g));
-    OAR_TRY(oar_cf_array_out(k, "Input@GRAD", &ga));
+    OAR_TRY(oar_cf_array_out(k, "X@GRAD", &ga));
     const int nd = arr->items[0]->ndim;
     const int64_t pre = prod(arr->items[0]->dims, 0, ax);
     int64_t width = 0;
@@ -169,7 +169,7 @@ static int ta2t_grad_run(oar_kernel_ctx_t *k)
         if (!tv && pre * blk > 0) rc = OAR_ERR_NOMEM;
         for (int64_t p = 0; rc == OAR_OK && p < pre; p++)
             memcpy(tv + (size_t)(p * blk) * es, gv + (size_t)(p * width + col) * es, (size_t)blk * es);
-        if (rc == OAR_OK) rc = oar_cf_array_accumulate(ga, i, t, oar_k_out_name(k, "Input@GRAD", 0));
+        if (rc == OAR_OK) rc = oar_cf_array_accumulate(ga, i, t, oar_k_out_name(k, "X@GRAD", 0));
         oar_tensor_free(t);
         col += blk;
     }

@@ -87,7 +87,7 @@ function M.tensor_array_to_tensor(a, axis)
   local helper = LayerHelper("tensor_array_to_tensor", a)
   local out = helper:create_variable_for_type_inference(arr.dtype)
   local idx = helper:create_variable_for_type_inference("int32")
-  helper:append_op{ type = "tensor_array_to_tensor", inputs = { Input = { arr } },
+  helper:append_op{ type = "tensor_array_to_tensor", inputs = { X = { arr } },
                     outputs = { Out = { out }, OutIndex = { idx } },
                     attrs = { axis = check.int("tensor_array_to_tensor", "axis", a.axis, 1),
                               use_stack = check.boolean("tensor_array_to_tensor", "use_stack", a.use_stack, false) } }
