@@ -23,9 +23,9 @@ local UNREPRESENTABLE = {
   ["assign_value.values"] = "SCALARS",
 }
 
--- Paddle 2.6 rows of ops oar declares as Fluid 1.8 does, where Paddle 2.x
--- changed the op (not ops an inference model holds); their rows are skipped
--- by the two checks below, and each must still be in the table
+-- Paddle 2.6 / 3.3 rows of ops oar declares as Fluid 1.8 does, where Paddle
+-- 2.x changed the op (not ops an inference model holds); their rows are
+-- skipped by the two checks below, and each must still be in the table
 local PADDLE26_CHANGES = {
   ["allclose.rtol"] = "Paddle 2.x made rtol a STRING (\"1e-05\"); Fluid 1.8's is a FLOAT, as oar's",
   ["allclose.atol"] = "Paddle 2.x made atol a STRING (\"1e-08\"); Fluid 1.8's is a FLOAT, as oar's",
@@ -38,7 +38,7 @@ local PADDLE26_CHANGES = {
   ["lars_momentum.rescale_grad"] = "Paddle 2.x's gradient scale; an optimizer op",
 }
 local function paddle26_change(r)
-  return r.src == "paddle2.6" and PADDLE26_CHANGES[r.op .. "." .. r.attr] ~= nil
+  return r.src ~= "fluid1.8" and PADDLE26_CHANGES[r.op .. "." .. r.attr] ~= nil
 end
 
 local function read_table()
@@ -166,6 +166,16 @@ describe("attributes of Paddle's op makers", function()
       { "round", "decimals", TYPES.INT, 2 },
       { "batch_norm", "fuse_with_relu", TYPES.BOOLEAN, true },
       { "c_allreduce_sum", "use_model_parallel", TYPES.BOOLEAN, true },
+      -- Paddle 2.6 / 3.3 additions to ops oar has
+      { "conv3d", "fuse_activation", TYPES.STRING, "relu" },
+      { "conv3d", "use_addto", TYPES.BOOLEAN, true },
+      { "pixel_shuffle", "data_format", TYPES.STRING, "NHWC" },
+      { "data_norm", "enable_scale_and_shift", TYPES.BOOLEAN, true },
+      { "fc", "fuse_activation", TYPES.STRING, "relu" },
+      { "fc", "fused_output_scale", TYPES.FLOAT, 0.5 },
+      { "fc", "fused_reshape2_shape", TYPES.INTS, { 2, 3 } },
+      { "kldiv_loss", "log_target", TYPES.BOOLEAN, true },
+      { "max_pool2d_with_index", "ceil_mode", TYPES.BOOLEAN, true },
     }
     for _, c in ipairs(cases) do
       local msg = refusal(c[1], c[2], c[3], c[4])

@@ -104,6 +104,13 @@ static const struct policy { const char *op, *attr; int flags; } k_policy[] = {
     {"conv3d", "use_addto", MUST_DEFAULT},
     {"pixel_shuffle", "data_format", MUST_DEFAULT},         /* NHWC: not implemented */
     {"data_norm", "enable_scale_and_shift", MUST_DEFAULT},  /* scale_w/bias inputs: not implemented */
+    /* Paddle 3.3's additions */
+    {"fc", "fuse_activation", MUST_DEFAULT},
+    {"fc", "fused_output_scale", MUST_DEFAULT},
+    {"fc", "fused_reshape2_shape", MUST_DEFAULT},
+    {"kldiv_loss", "log_target", MUST_DEFAULT},
+    {"max_pool2d_with_index", "ceil_mode", MUST_DEFAULT},
+    {"max_pool3d_with_index", "ceil_mode", MUST_DEFAULT},
 };
 
 /* the policy flags of attr `name` on op type `type` (or of its forward op) */
