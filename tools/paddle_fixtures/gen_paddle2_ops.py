@@ -7,9 +7,9 @@ spec/fixtures/paddle_new_ops/<model>/ (same manifest and tensor files as
 gen_paddle2.py):
 
   pd2/model.pdmodel + model.pdiparams   (paddle.static.save_inference_model)
-  desc/__model__ + __params__           (the whole program desc, unpruned, and
-                                         its persistables: for programs with a
-                                         While, saved as Paddle wrote them)
+  desc/__model__ + __params__           (the beam-search decoder also as its
+                                         whole program desc, unpruned, with
+                                         feed/fetch ops, and its parameters)
 
 Run:  /tmp/pd26/bin/python tools/paddle_fixtures/gen_paddle2_ops.py [OUT_DIR]
 """
@@ -83,11 +83,11 @@ def export(name, build, feeds, whole_desc=False):
             paddle.static.io.save_vars(exe, d, main_program=main, predicate=paddle.static.io.is_parameter,
                                        filename='__params__')
             fx.layout('desc', '__model__', '__params__')
-        else:
-            d = os.path.join(fx.dir, 'pd2')
-            os.makedirs(d, exist_ok=True)
-            paddle.static.save_inference_model(os.path.join(d, 'model'), feed_vars, fetch_vars, exe, program=main)
-            fx.layout('pd2', 'model.pdmodel', 'model.pdiparams')
+        # every program, the While one included, as save_inference_model prunes it
+        d = os.path.join(fx.dir, 'pd2')
+        os.makedirs(d, exist_ok=True)
+        paddle.static.save_inference_model(os.path.join(d, 'model'), feed_vars, fetch_vars, exe, program=main)
+        fx.layout('pd2', 'model.pdmodel', 'model.pdiparams')
         fx.finish()
 
 
