@@ -2,7 +2,8 @@
 -- trilinear/bicubic interp, affine_grid/grid_sampler, unique, unstack,
 -- flip, roll, tril_triu, kron, cross, bmm, dot, addmm, index_sample,
 -- huber/kldiv/log loss, label_smooth, lrn, maxout, temporal_shift, unfold),
--- linear_chain_crf + crf_decoding over LoD input, and beam_search inside a
+-- linear_chain_crf + crf_decoding over LoD input and over padded input with
+-- Length, and beam_search inside a
 -- While over tensor arrays + beam_search_decode: built and saved by
 -- PaddlePaddle 2.6.2 with its outputs for fixed inputs
 -- (tools/paddle_fixtures/gen_paddle2_ops.py, spec/fixtures/paddle_new_ops),
@@ -75,7 +76,7 @@ local function check(got, fx, what)
 end
 
 describe("Fluid-style programs PaddlePaddle 2.6 saved over the new ops", function()
-  for _, model in ipairs({ "volumes", "tensor_ops", "losses", "images", "crf", "beam_search" }) do
+  for _, model in ipairs({ "volumes", "tensor_ops", "losses", "images", "crf", "crf_padded", "beam_search" }) do
     local fx = load_fixture(model)
     for _, layout in ipairs(fx.layouts) do
       local what = model .. " (" .. layout.name .. ")"

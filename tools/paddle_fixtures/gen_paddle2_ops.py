@@ -190,6 +190,26 @@ def crf_feed():
     return {'emission': (em, [[0, 4, 6, 9]]), 'label': (lab, [[0, 4, 6, 9]])}
 
 
+def crf_padded():
+    """the same ops over padded [B, T, D] input with Length"""
+    D = 4
+    em = paddle.static.data('emission', [-1, 4, D], 'float32')
+    lab = paddle.static.data('label', [-1, 4, 1], 'int64')
+    ln = paddle.static.data('length', [-1], 'int64')
+    tr = param('crf_transition', [D + 2, D], -0.5, 0.5)
+    r = op('linear_chain_crf', {'Emission': em, 'Transition': tr, 'Label': lab, 'Length': ln},
+           {'Alpha': 1, 'EmissionExps': 1, 'TransitionExps': 1, 'LogLikelihood': 1})
+    path = op('crf_decoding', {'Emission': em, 'Transition': tr, 'Length': ln}, {'ViterbiPath': 1},
+              dtypes={'ViterbiPath': 'int64'})['ViterbiPath']
+    return [em, lab, ln], [r['LogLikelihood'], path]
+
+
+def crf_padded_feed():
+    em = np.random.RandomState(4).uniform(-1, 1, (3, 4, 4)).astype('float32')
+    lab = np.random.RandomState(5).randint(0, 4, (3, 4, 1)).astype('int64')
+    return {'emission': (em, None), 'label': (lab, None), 'length': (np.array([4, 2, 3], dtype='int64'), None)}
+
+
 # ---- (c) beam_search in a While over tensor arrays + beam_search_decode ----------
 BEAM, VOCAB, END, MAXLEN = 2, 7, 0, 4
 
@@ -263,6 +283,7 @@ if __name__ == '__main__':
             'label': (np.array([[0], [1], [1], [0]], dtype='float32'), None)}, False),
         ('images', images, lambda: {'x': (rnd(4, 6, 3, 4), None)}, False),
         ('crf', crf, crf_feed, False),
+        ('crf_padded', crf_padded, crf_padded_feed, False),
         ('beam_search', beam_decoder, beam_feed, True),
     ]
     for name, build, feeds, whole in jobs:
