@@ -106,6 +106,30 @@ describe("flip (Fluid 1.8 test_flip.py)", function()
     fails({ type = "flip", attrs = { dims = { 2 } }, inputs = { X = T.tensor(R.uniform(4), { shape = { 2, 2 } }) } },
       "dims[0] = 2 is out of range for X")
   end)
+  it("takes Paddle 2.x's axis for dims; both given must agree", function()
+    local x = T.tensor({ 1, 2, 3, 4, 5, 6 }, { shape = { 2, 3 } })
+    local want = { Out = { shape = { 2, 3 }, data = { 6, 5, 4, 3, 2, 1 } } }
+    T.check_output{ type = "flip", attrs = { axis = { 0, 1 } }, inputs = { X = x }, expect = want, atol = 0 }
+    T.check_output{ type = "flip", attrs = { dims = { 0, 1 }, axis = { 0, 1 } }, inputs = { X = x }, expect = want,
+      atol = 0 }
+    T.check_grad{ type = "flip", attrs = { axis = { 1 } }, inputs = { X = T.tensor(R.uniform(6), { shape = { 2, 3 } }) },
+      wrt = { "X" } }
+    fails({ type = "flip", attrs = { dims = { 0 }, axis = { 1 } }, inputs = { X = x } }, "flip's attrs dims and axis")
+  end)
+end)
+
+describe("roll with Paddle 2.x's axis", function()
+  it("reads axis when dims is unset; both given must agree", function()
+    local x = T.tensor({ 1, 2, 3, 4, 5, 6 }, { shape = { 2, 3 } })
+    local want = { Out = { shape = { 2, 3 }, data = { 3, 1, 2, 6, 4, 5 } } }
+    T.check_output{ type = "roll", attrs = { shifts = { 1 }, axis = { 1 } }, inputs = { X = x }, expect = want, atol = 0 }
+    T.check_output{ type = "roll", attrs = { shifts = { 1 }, dims = { 1 }, axis = { 1 } }, inputs = { X = x },
+      expect = want, atol = 0 }
+    T.check_grad{ type = "roll", attrs = { shifts = { 1 }, axis = { 1 } },
+      inputs = { X = T.tensor(R.uniform(6), { shape = { 2, 3 } }) }, wrt = { "X" } }
+    fails({ type = "roll", attrs = { shifts = { 1 }, dims = { 0 }, axis = { 1 } }, inputs = { X = x } },
+      "roll's attrs dims and axis")
+  end)
 end)
 
 describe("roll (Fluid 1.8 test_roll_op.py)", function()

@@ -85,11 +85,8 @@ static int expand_as_infer(oar_infer_ctx_t *c)
  * dims is unset or empty; both non-empty must agree */
 static void flip_finish(oar_decode_ctx_t *d, oar_flip_attrs_t *a)
 {
-    if (!oar_dec_has(d, "dims") && !oar_dec_has(d, "axis")) {
-        oar_dec_error(d, OAR_ERR_INVALID, "flip needs attr dims (Fluid 1.8) or axis (Paddle 2.x)");
-        return;
-    }
-    oar_ints_t ax = oar_dec_has(d, "axis") ? oar_dec_ints(d, "axis") : (oar_ints_t){NULL, 0};
+    if (!oar_dec_has(d, "axis")) return;
+    oar_ints_t ax = oar_dec_ints(d, "axis");
     if (a->dims.n == 0) {
         a->dims = ax;
         return;
