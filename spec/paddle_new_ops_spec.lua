@@ -10,6 +10,7 @@
 -- loaded and run by oar, which must give Paddle's outputs. No Paddle here.
 local oar = require("oar")
 local PF = require("spec.helpers.paddle_fixtures")
+local F = require("spec.helpers.files")
 
 local ROOT = "spec/fixtures/paddle_new_ops"
 local RTOL = 1e-5   -- float32: |oar - Paddle| <= RTOL * max(1, |Paddle|)
@@ -85,6 +86,22 @@ describe("Fluid-style programs PaddlePaddle 2.6 saved over the new ops", functio
       end)
     end
   end
+
+  it("load, are saved again by oar and give Paddle's outputs from oar's files", function()
+    for _, model in ipairs({ "volumes", "tensor_ops", "losses", "images", "crf", "crf_padded", "beam_search" }) do
+      local fx = load_fixture(model)
+      local exe, scope = oar.Executor(), oar.Scope()
+      local prog, feeds, fetches = oar.io.load_inference_model(fx.dir .. "/pd2/model", exe, { scope = scope })
+      local dir = F.tmpdir()
+      oar.io.save_inference_model(dir, feeds, fetches, exe, prog,
+        { model_filename = "model.pdmodel", params_filename = "model.pdiparams", scope = scope })
+      local ok, err = pcall(function()
+        check(run(fx, { dir = dir, model = "model.pdmodel" }), fx, model .. " (pd2)")
+      end)
+      F.rmtree(dir)
+      assert(ok, err)
+    end
+  end)
 
   it("beam_search's decoded sentences are Paddle's: two levels of LoD, one sentence per beam", function()
     local fx = load_fixture("beam_search")
