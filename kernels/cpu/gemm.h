@@ -9,7 +9,8 @@
  * would spin against libgomp's; docs/DECISIONS.md "threads").
  *
  * A one-row (M == 1) or one-column (N == 1) product is an OpenBLAS GEMV,
- * several times faster than a degenerate GEMM for a batch of one.
+ * faster than a degenerate GEMM for a batch of one, unless OpenBLAS does not
+ * know the CPU and runs its SSE3 kernels: then oneDNN (oar_gemv_backend).
  *
  * Threads: `threads` OpenMP threads may share one product. A product's
  * result never depends on the thread count, by construction: a product large
@@ -46,4 +47,8 @@ int oar_gemm_threads(int64_t macs);
 void oar_gemm_one_thread(void (*fn)(void *), void *arg);
 /* "onednn" or "openblas": the library float32 products use */
 const char *oar_gemm_backend(void);
+/* "onednn" or "openblas": the library float32 one-row/one-column products
+ * (GEMVs) use, fixed for the process from the kernels OpenBLAS runs on this
+ * CPU (OpenBLAS where they are AVX2 or AVX-512, dnnl_gemm.c) */
+const char *oar_gemv_backend(void);
 #endif
