@@ -320,7 +320,7 @@ static int lstm_fwd(oar_kernel_ctx_t *k)
                              : h0s ? (char *)h0s + es * (size_t)(q0 * D) : NULL;
             const void *cp = t > 0 ? (char *)bc + es * (size_t)((a.sb.step_start[t - 1] + q0) * D)
                              : c0s ? (char *)c0s + es * (size_t)(q0 * D) : NULL;
-            if (hp) oar_sk_gemm(a.dt, false, false, m, 4 * D, D, 1.0, hp, D, a.w, 4 * D, 1.0, g, 4 * D);
+            if (hp) oar_gemm_whole(a.dt, false, false, m, 4 * D, D, 1.0, hp, D, a.w, 4 * D, 1.0, g, 4 * D);
             step_fwd(a.dt, m, D, g, cp, (char *)bc + es * (size_t)(s0 * D), (char *)hb + es * (size_t)(s0 * D),
                      &a.peep, &a.act);
         }
@@ -362,12 +362,15 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
                          "Input [%lld, %lld]", (long long)T, (long long)(4 * D));
         goto done;
     }
-    if ((rc = oar_k_output_sized(k, OAR_LSTM_DINPUT, "Input@GRAD", a.dt, T * 4 * D, true, &dx)) != OAR_OK ||
-        (rc = oar_k_output_sized(k, OAR_LSTM_DWEIGHT, "Weight@GRAD", a.dt, 4 * D * D, true, &dw)) != OAR_OK)
+    /* Input@GRAD (scattered over every row), Weight@GRAD (a beta-0 product)
+     * and Bias@GRAD (column sums, peephole grads cleared below) are written
+     * whole: not cleared first (2 MB at T=32 B=32 H=128) */
+    if ((rc = oar_k_output_sized(k, OAR_LSTM_DINPUT, "Input@GRAD", a.dt, T * 4 * D, false, &dx)) != OAR_OK ||
+        (rc = oar_k_output_sized(k, OAR_LSTM_DWEIGHT, "Weight@GRAD", a.dt, 4 * D * D, false, &dw)) != OAR_OK)
         goto done;
     if (a.h0 && (rc = oar_k_output_sized(k, OAR_LSTM_DH0, "H0@GRAD", a.dt, a.sb.nseq * D, true, &dh0)) != OAR_OK) goto done;
     if (a.c0 && (rc = oar_k_output_sized(k, OAR_LSTM_DC0, "C0@GRAD", a.dt, a.sb.nseq * D, true, &dc0)) != OAR_OK) goto done;
-    if (a.b && (rc = oar_k_output_sized(k, OAR_LSTM_DBIAS, "Bias@GRAD", a.dt, oar_tensor_numel_of(a.bt), true, &dbias)) != OAR_OK) goto done;
+    if (a.b && (rc = oar_k_output_sized(k, OAR_LSTM_DBIAS, "Bias@GRAD", a.dt, oar_tensor_numel_of(a.bt), false, &dbias)) != OAR_OK) goto done;
     if (!(dhb = oar_sk_scratch(k, T * D, es, false, &rc)) || !(dcb = oar_sk_scratch(k, T * D, es, !dcell, &rc))
         || !(dgb = oar_sk_scratch(k, T * 4 * D, es, false, &rc)) || !(tmp = oar_sk_scratch(k, 2 * D, es, false, &rc))
         || !(wt = oar_sk_scratch(k, 4 * D * D, es, false, &rc)))
@@ -424,10 +427,10 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
                      (char *)dcb + es * (size_t)(s0 * D), dg, dcp, &a.peep, mypeep, &a.act, mytmp);
             /* the previous hidden's grad: dG W^T */
             if (t > 0)
-                oar_sk_gemm(a.dt, false, false, m, D, 4 * D, 1.0, dg, 4 * D, wt, D, 1.0,
+                oar_gemm_whole(a.dt, false, false, m, D, 4 * D, 1.0, dg, 4 * D, wt, D, 1.0,
                             (char *)dhb + es * (size_t)(p0 * D), D);
             else if (dh0s)
-                oar_sk_gemm(a.dt, false, false, m, D, 4 * D, 1.0, dg, 4 * D, wt, D, 0.0,
+                oar_gemm_whole(a.dt, false, false, m, D, 4 * D, 1.0, dg, 4 * D, wt, D, 0.0,
                             (char *)dh0s + es * (size_t)(q0 * D), D);
         }
     }
