@@ -57,6 +57,8 @@ static const shape_t shapes[] = {
     {"mlp1 fc1 fwd blk", false, false, 1, 128, 784, true},
     {"mlp128 fc1 fwd blk", false, false, 128, 128, 784, true},
     {"lstm step fwd", false, false, 32, 512, 128, true},
+    {"lstm step fwd col block (old split)", false, false, 32, 128, 128, true},
+    {"gru step fwd u,r [32,128]x[128,256]", false, false, 32, 256, 128, true},
     {"lstm step bwd (W^T copy)", false, false, 32, 128, 512, true},
     {"lstm step bwd (trans B)", false, true, 32, 128, 512, true},
     {"lstm dW (T*B=1024)", true, false, 128, 512, 1024, false},

@@ -37,10 +37,10 @@ void oar_gemm(int dtype, int threads, bool ta, bool tb, int64_t M, int64_t N, in
  * thread, never cut into blocks: for products that run on one thread
  * whatever the thread count (a recurrent step's product over one part of
  * the batch, whose rows the shape alone decides), so the call, and the bits,
- * are the same on any count. Saves the per-block calls and the repacking of
- * the other operand: the LSTM step [32,128]x[128,512] as 4 blocks of 128
- * columns ran at ~half the rate of one call (docs/DECISIONS.md, "Per-CPU
- * backend table") */
+ * are the same on any count. Saves the per-block library calls (each in a
+ * one-thread OpenMP region) and the repacking of the other operand: the
+ * LSTM step [32,128]x[128,512] was 4 calls of 128 columns, 64 a sequence of
+ * 32 steps forward and back (docs/DECISIONS.md, "Per-CPU backend table") */
 void oar_gemm_whole(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
                     const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc);
 /* the fixed blocks products are cut at (fc's oneDNN path uses the same) */
