@@ -82,11 +82,11 @@ GRU_STEPS(f64, double)
 /* threads 0: one call on this thread, never cut into blocks (gru's step
  * loop, whose per-part products run on one thread on any thread count:
  * oar_gemm_whole); else oar_gemm over that many threads (gru_unit) */
-static void step_gemm(int dt, int threads, bool tb, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
+static void step_gemm(int dt, int threads, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
                       const void *B, int64_t ldb, double beta, void *C, int64_t ldc)
 {
-    if (threads == 0) oar_gemm_whole(dt, false, tb, M, N, K, 1.0, A, lda, B, ldb, beta, C, ldc);
-    else oar_gemm(dt, threads, false, tb, M, N, K, 1.0, A, lda, B, ldb, beta, C, ldc);
+    if (threads == 0) oar_gemm_whole(dt, false, false, M, N, K, 1.0, A, lda, B, ldb, beta, C, ldc);
+    else oar_gemm(dt, threads, false, false, M, N, K, 1.0, A, lda, B, ldb, beta, C, ldc);
 }
 
 /* one forward step: g [n, 3D] holds x (+ bias) and gets the activated gates;
@@ -97,10 +97,10 @@ static void step_fwd(int dt, int threads, int64_t n, int64_t D, void *g, const v
     size_t es = oar_dtype_size(dt);
     const char *wc = (const char *)w + es * (size_t)(2 * D * D);
     char *gc = (char *)g + es * (size_t)(2 * D);
-    if (hp) step_gemm(dt, threads, false, n, 2 * D, D, hp, D, w, 2 * D, 1.0, g, 3 * D);
+    if (hp) step_gemm(dt, threads, n, 2 * D, D, hp, D, w, 2 * D, 1.0, g, 3 * D);
     if (dt == OAR_FP32) fwd_gates_f32(n, D, g, hp, rhp, cf);
     else fwd_gates_f64(n, D, g, hp, rhp, cf);
-    if (hp) step_gemm(dt, threads, false, n, D, D, rhp, D, wc, D, 1.0, gc, 3 * D);
+    if (hp) step_gemm(dt, threads, n, D, D, rhp, D, wc, D, 1.0, gc, 3 * D);
     if (dt == OAR_FP32) fwd_out_f32(n, D, g, hp, h, cf);
     else fwd_out_f64(n, D, g, hp, h, cf);
 }
@@ -116,10 +116,10 @@ static void step_bwd(int dt, int threads, int64_t n, int64_t D, const void *g, c
     if (dt == OAR_FP32) bwd_uc_f32(n, D, g, hp, dh, dg, dhp, cf);
     else bwd_uc_f64(n, D, g, hp, dh, dg, dhp, cf);
     if (hp)
-        step_gemm(dt, threads, false, n, D, D, (const char *)dg + es * (size_t)(2 * D), 3 * D, wct, D, 0.0, drhp, D);
+        step_gemm(dt, threads, n, D, D, (const char *)dg + es * (size_t)(2 * D), 3 * D, wct, D, 0.0, drhp, D);
     if (dt == OAR_FP32) bwd_r_f32(n, D, g, hp, drhp, dg, dhp, cf);
     else bwd_r_f64(n, D, g, hp, drhp, dg, dhp, cf);
-    if (hp && dhp) step_gemm(dt, threads, false, n, D, 2 * D, dg, 3 * D, wt, D, 1.0, dhp, D);
+    if (hp && dhp) step_gemm(dt, threads, n, D, 2 * D, dg, 3 * D, wt, D, 1.0, dhp, D);
 }
 
 /* Weight [D, 3D] is a [D, 2D] block (update, reset) then a [D, D] block
@@ -280,13 +280,11 @@ static int gru_bwd(oar_kernel_ctx_t *k)
                          "match Input [%lld, %lld]", (long long)T, (long long)(3 * D));
         goto done;
     }
-    /* Input@GRAD, Weight@GRAD and Bias@GRAD are written whole (a scatter over
-     * every row, beta-0 products, column sums): not cleared first */
-    if ((rc = oar_k_output_sized(k, OAR_GRU_DINPUT, "Input@GRAD", a.dt, T * 3 * D, false, &dx)) != OAR_OK ||
-        (rc = oar_k_output_sized(k, OAR_GRU_DWEIGHT, "Weight@GRAD", a.dt, 3 * D * D, false, &dw)) != OAR_OK)
+    if ((rc = oar_k_output_sized(k, OAR_GRU_DINPUT, "Input@GRAD", a.dt, T * 3 * D, true, &dx)) != OAR_OK ||
+        (rc = oar_k_output_sized(k, OAR_GRU_DWEIGHT, "Weight@GRAD", a.dt, 3 * D * D, true, &dw)) != OAR_OK)
         goto done;
     if (a.h0 && (rc = oar_k_output_sized(k, OAR_GRU_DH0, "H0@GRAD", a.dt, a.sb.nseq * D, true, &dh0)) != OAR_OK) goto done;
-    if (a.b && (rc = oar_k_output_sized(k, OAR_GRU_DBIAS, "Bias@GRAD", a.dt, 3 * D, false, &dbias)) != OAR_OK) goto done;
+    if (a.b && (rc = oar_k_output_sized(k, OAR_GRU_DBIAS, "Bias@GRAD", a.dt, 3 * D, true, &dbias)) != OAR_OK) goto done;
     /* dhb is gathered, dgb written by every step, drhp by its GEMM: none is cleared */
     if (!(dhb = oar_sk_scratch(k, T * D, es, false, &rc)) || !(dgb = oar_sk_scratch(k, T * 3 * D, es, false, &rc))
         || !(drhp = oar_sk_scratch(k, T * D, es, false, &rc)) || !(wt = transposed_weights(k, a.dt, a.w, D, &rc)))

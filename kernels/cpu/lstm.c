@@ -362,15 +362,12 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
                          "Input [%lld, %lld]", (long long)T, (long long)(4 * D));
         goto done;
     }
-    /* Input@GRAD (scattered over every row), Weight@GRAD (a beta-0 product)
-     * and Bias@GRAD (column sums, peephole grads cleared below) are written
-     * whole: not cleared first (2 MB at T=32 B=32 H=128) */
-    if ((rc = oar_k_output_sized(k, OAR_LSTM_DINPUT, "Input@GRAD", a.dt, T * 4 * D, false, &dx)) != OAR_OK ||
-        (rc = oar_k_output_sized(k, OAR_LSTM_DWEIGHT, "Weight@GRAD", a.dt, 4 * D * D, false, &dw)) != OAR_OK)
+    if ((rc = oar_k_output_sized(k, OAR_LSTM_DINPUT, "Input@GRAD", a.dt, T * 4 * D, true, &dx)) != OAR_OK ||
+        (rc = oar_k_output_sized(k, OAR_LSTM_DWEIGHT, "Weight@GRAD", a.dt, 4 * D * D, true, &dw)) != OAR_OK)
         goto done;
     if (a.h0 && (rc = oar_k_output_sized(k, OAR_LSTM_DH0, "H0@GRAD", a.dt, a.sb.nseq * D, true, &dh0)) != OAR_OK) goto done;
     if (a.c0 && (rc = oar_k_output_sized(k, OAR_LSTM_DC0, "C0@GRAD", a.dt, a.sb.nseq * D, true, &dc0)) != OAR_OK) goto done;
-    if (a.b && (rc = oar_k_output_sized(k, OAR_LSTM_DBIAS, "Bias@GRAD", a.dt, oar_tensor_numel_of(a.bt), false, &dbias)) != OAR_OK) goto done;
+    if (a.b && (rc = oar_k_output_sized(k, OAR_LSTM_DBIAS, "Bias@GRAD", a.dt, oar_tensor_numel_of(a.bt), true, &dbias)) != OAR_OK) goto done;
     if (!(dhb = oar_sk_scratch(k, T * D, es, false, &rc)) || !(dcb = oar_sk_scratch(k, T * D, es, !dcell, &rc))
         || !(dgb = oar_sk_scratch(k, T * 4 * D, es, false, &rc)) || !(tmp = oar_sk_scratch(k, 2 * D, es, false, &rc))
         || !(wt = oar_sk_scratch(k, 4 * D * D, es, false, &rc)))
