@@ -183,7 +183,7 @@ describe_hosts("fleet across 2 hosts x 2 workers (network namespaces, TCP)", fun
 
   it("under oar launch, a job whose link was cut recovers once the link returns, ending as an uninterrupted run", function()
     local base = tmpbase()
-    local args = "opt=adam steps=1500 every=50 batch=4"
+    local args = "opt=adam steps=600 every=50 batch=4"
     launch_bg(base .. ".ref", "--restarts 0", args .. " dir=" .. base .. ".refckpt out=" .. base .. ".ref")
     local ref_log = wait_for(base .. ".ref.log", "::rc=%d+", 200)
     assert(ref_log and ref_log:find("::rc=0", 1, true), ref_log)
@@ -208,8 +208,11 @@ describe_hosts("fleet across 2 hosts x 2 workers (network namespaces, TCP)", fun
     assert.matches("restarting the job", out)
     local run_p = persistables(base .. ".run")
     for r = 0, 3 do assert.equal(ref[r], run_p[r], "worker " .. r .. "'s persistables differ from the uninterrupted run's") end
+    local restart = out:find("restarting the job", 1, true)
+    local again = restart and tonumber(out:match("recover: start 0 %d+ ([%d.]+)", restart))
     io.stderr:write(string.format("fleet_multihost_spec: link cut %.2f s into %.2f s of training, reported after %.2f s, " ..
-      "resumed at step %s\n", 0.3 * train_s, train_s, lag, out:match("resuming at step (%d+)") or "?"))
+      "training again (from step %s) %.2f s after the cut (OAR_LAUNCH_GRACE=5)\n", 0.3 * train_s, train_s, lag,
+      out:match("resuming at step (%d+)") or "?", again and again - cut_at or -1))
     os.execute("rm -rf '" .. base .. "'.*")
   end)
 
