@@ -9,7 +9,7 @@
 -- @module oar.launch_proc
 local ffi = require("ffi")
 local bit = require("bit")
-local C = ffi.C
+local libc = ffi.C   -- the C library (names aliased by __asm__)
 
 local M = {}
 
@@ -50,14 +50,14 @@ Proc.__index = Proc
 -- @usage local p = require("oar.launch_proc").spawn("mpirun -np 2 ...")
 function M.spawn(cmd)
   local fds = ffi.new("int[2]")
-  if C.oar_lp_pipe2(fds, O_CLOEXEC) ~= 0 then return nil, "pipe2 failed" end
+  if libc.oar_lp_pipe2(fds, O_CLOEXEC) ~= 0 then return nil, "pipe2 failed" end
   local fa, attr = ffi.new("oar_lp_file_actions_t"), ffi.new("oar_lp_spawnattr_t")
-  C.oar_lp_fa_init(fa)
-  C.oar_lp_fa_dup2(fa, fds[1], 1)
-  C.oar_lp_fa_dup2(fa, fds[1], 2)
-  C.oar_lp_attr_init(attr)
-  C.oar_lp_attr_setflags(attr, POSIX_SPAWN_SETPGROUP)
-  C.oar_lp_attr_setpgroup(attr, 0)   -- a group of its own, led by the child
+  libc.oar_lp_fa_init(fa)
+  libc.oar_lp_fa_dup2(fa, fds[1], 1)
+  libc.oar_lp_fa_dup2(fa, fds[1], 2)
+  libc.oar_lp_attr_init(attr)
+  libc.oar_lp_attr_setflags(attr, POSIX_SPAWN_SETPGROUP)
+  libc.oar_lp_attr_setpgroup(attr, 0)   -- a group of its own, led by the child
   local args = { "/bin/sh", "-c", cmd }
   local argv = ffi.new("char *[4]")
   local keep = {}
@@ -67,12 +67,12 @@ function M.spawn(cmd)
   end
   argv[3] = nil
   local pid = ffi.new("oar_lp_pid_t[1]")
-  local rc = C.oar_lp_spawn(pid, "/bin/sh", fa, attr, argv, C.environ)
-  C.oar_lp_fa_destroy(fa)
-  C.oar_lp_attr_destroy(attr)
-  C.oar_lp_close(fds[1])
+  local rc = libc.oar_lp_spawn(pid, "/bin/sh", fa, attr, argv, libc.environ)
+  libc.oar_lp_fa_destroy(fa)
+  libc.oar_lp_attr_destroy(attr)
+  libc.oar_lp_close(fds[1])
   if rc ~= 0 then
-    C.oar_lp_close(fds[0])
+    libc.oar_lp_close(fds[0])
     return nil, "posix_spawn failed (error " .. rc .. ")"
   end
   return setmetatable({ pid = pid[0], fd = fds[0], buf = ffi.new("char[65536]"), status = nil, eof = false }, Proc)
@@ -86,10 +86,10 @@ function Proc:read(ms)
   if self.eof then return nil, false end
   local pfd = ffi.new("struct oar_lp_pollfd[1]")
   pfd[0].fd, pfd[0].events = self.fd, POLLIN
-  local n = C.oar_lp_poll(pfd, 1, ms)
+  local n = libc.oar_lp_poll(pfd, 1, ms)
   if n < 0 then return "", true end          -- EINTR: a signal (Ctrl-C)
   if n == 0 then return "", false end
-  local got = C.oar_lp_read(self.fd, self.buf, 65536)
+  local got = libc.oar_lp_read(self.fd, self.buf, 65536)
   if got < 0 then return "", true end
   if got == 0 then
     self.eof = true
@@ -104,7 +104,7 @@ end
 function Proc:poll_exit()
   if self.status then return self.status end
   local st = ffi.new("int[1]")
-  local r = C.oar_lp_waitpid(self.pid, st, WNOHANG)
+  local r = libc.oar_lp_waitpid(self.pid, st, WNOHANG)
   if r == self.pid then
     local s = st[0]
     local sig = bit.band(s, 0x7f)
@@ -115,11 +115,11 @@ end
 
 --- Sends a signal to the child's whole process group.
 -- @tparam int sig
-function Proc:signal(sig) C.oar_lp_kill(-self.pid, sig) end
+function Proc:signal(sig) libc.oar_lp_kill(-self.pid, sig) end
 
 --- Closes the pipe (after the child ended).
 function Proc:close()
-  if self.fd then C.oar_lp_close(self.fd) self.fd = nil end
+  if self.fd then libc.oar_lp_close(self.fd) self.fd = nil end
 end
 
 return M
