@@ -1,7 +1,7 @@
 --- oar.layers.nn_last: the last layers of Fluid 1.8's nn.py: lod_append,
 -- image_resize_short, scatter_nd and rank (composed from existing ops as
--- Fluid composes them), and resize_linear (op linear_interp). Merged into
--- `oar.layers`.
+-- Fluid composes them), resize_linear (op linear_interp), similarity_focus
+-- and fsp_matrix (op fsp). Merged into `oar.layers`.
 --
 --   local y = layers.image_resize_short{input = img, out_short_len = 32}
 --
@@ -131,6 +131,79 @@ function M.resize_linear(a, out_shape, scale)
     "actual_shape align_corners align_mode data_format input name out_shape scale")
   a.data_format = check.string(L, "data_format", a.data_format, "NCW", { "NCW", "NWC" })
   return require("oar.layers.resize_nd")(L, a, "linear", 1)
+end
+
+-- the layer's input, float32 or float64 of the given rank
+local function float_input(layer, key, v, rank)
+  local x = check.variable(layer, key, v)
+  if x.dtype ~= "float32" and x.dtype ~= "float64" then
+    check.fail(layer, key, "a float32 or float64 Variable", x)
+  end
+  if rank and #x.shape ~= rank then
+    raise(string.format("%s: '%s' must be %d-D, got shape %s", layer, key, rank, framework.shape_text(x.shape)))
+  end
+  return x
+end
+
+--- A 0/1 mask of the most similar cells (Fluid 1.8's similarity_focus, no
+-- gradient): for each index i of indexes, the slice input[n, i] along axis
+-- is walked from its largest value down, taking a cell when its row and
+-- column have none yet (min(rows, cols) cells); a taken cell is 1 across the
+-- whole axis. The masks of the indexes are OR-ed. Also positional:
+-- `similarity_focus(input, axis, indexes)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.input [N, A, B, C], float32 or float64
+-- @tparam int a.axis 1, 2 or 3: the dim the indexes select along
+-- @tparam {int,...} a.indexes the slices to focus on
+-- @tparam[opt] string a.name
+-- @param[opt] axis the key `axis`, given positionally
+-- @param[opt] indexes the key `indexes`, given positionally
+-- @treturn Variable input's shape and dtype
+-- @usage local m = layers.similarity_focus{input = x, axis = 1, indexes = {0}}
+function M.similarity_focus(a, axis, indexes)
+  local L = "similarity_focus"
+  a = args(L, a, "input", { axis = axis, indexes = indexes }, "axis indexes input name")
+  local input = float_input(L, "input", a.input, 4)
+  if type(a.axis) ~= "number" or (a.axis ~= 1 and a.axis ~= 2 and a.axis ~= 3) then
+    check.fail(L, "axis", "1, 2 or 3", a.axis)
+  end
+  if type(a.indexes) ~= "table" or is_variable(a.indexes) or #a.indexes == 0 then
+    check.fail(L, "indexes", "a non-empty list of integers", a.indexes)
+  end
+  local idx = check.ints(L, "indexes", a.indexes)
+  local n = input.shape[a.axis + 1]
+  for i, v in ipairs(idx) do
+    if v < 0 or (n > 0 and v >= n) then
+      raise(string.format("%s: 'indexes'[%d] = %d must be in [0, %d) (dim %d of 'input')", L, i, v, n, a.axis))
+    end
+  end
+  local helper = LayerHelper(L, a)
+  local out = helper:create_variable_for_type_inference(input.dtype)
+  helper:append_op{ type = L, inputs = { X = { input } }, outputs = { Out = { out } },
+                    attrs = { axis = a.axis, indexes = idx } }
+  return out
+end
+
+--- The FSP matrix of two feature maps (Fluid 1.8's fsp_matrix, op fsp):
+-- out[n, i, j] = mean over h, w of x[n, i, h, w] y[n, j, h, w]. Also
+-- positional: `fsp_matrix(x, y)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.x [N, C1, H, W], float32 or float64
+-- @tparam Variable a.y [N, C2, H, W], x's dtype
+-- @tparam[opt] string a.name
+-- @param[opt] y the key `y`, given positionally
+-- @treturn Variable [N, C1, C2]
+-- @usage local m = layers.fsp_matrix(feat_a, feat_b)
+function M.fsp_matrix(a, y)
+  local L = "fsp_matrix"
+  a = args(L, a, "x", { y = y }, "name x y")
+  local x = float_input(L, "x", a.x, 4)
+  local yv = float_input(L, "y", a.y, 4)
+  if yv.dtype ~= x.dtype then check.fail(L, "y", "a " .. x.dtype .. " Variable (x's dtype)", yv) end
+  local helper = LayerHelper(L, a)
+  local out = helper:create_variable_for_type_inference(x.dtype)
+  helper:append_op{ type = "fsp", inputs = { X = { x }, Y = { yv } }, outputs = { Out = { out } } }
+  return out
 end
 
 return M
