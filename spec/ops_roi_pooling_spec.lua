@@ -274,7 +274,102 @@ describe("psroi_pool (test_psroi_pool_op.py)", function()
 end)
 
 
-describe("layers.roi_pool / roi_align / psroi_pool", function()
+-- prroi_pool: on each unit cell X's interpolation is bilinear, so the
+-- midpoint rule is exact on every piece of the window inside one cell
+local function prroi_ref(x, d, rois, ids, scale, PH, PW)
+  local C, H, W = d[2], d[3], d[4]
+  local out = {}
+  for n = 0, #ids - 1 do
+    local sw, sh = rois[n * 4 + 1] * scale, rois[n * 4 + 2] * scale
+    local bw = math.max(rois[n * 4 + 3] * scale - sw, 0) / PW
+    local bh = math.max(rois[n * 4 + 4] * scale - sh, 0) / PH
+    for c = 0, C - 1 do
+      local base = (ids[n + 1] * C + c) * H * W
+      local function at(h, w)
+        if h < 0 or w < 0 or h >= H or w >= W then return 0 end
+        return x[base + h * W + w + 1]
+      end
+      local function f(y, xx)
+        local h, w = math.floor(y), math.floor(xx)
+        local dy, dx = y - h, xx - w
+        return at(h, w) * (1 - dy) * (1 - dx) + at(h + 1, w) * dy * (1 - dx) + at(h, w + 1) * (1 - dy) * dx +
+               at(h + 1, w + 1) * dy * dx
+      end
+      for ph = 0, PH - 1 do
+        for pw = 0, PW - 1 do
+          local y0, x0 = sh + ph * bh, sw + pw * bw
+          local y1, x1 = y0 + bh, x0 + bw
+          local s = 0
+          if bh * bw > 0 then
+            for h = math.floor(y0), math.ceil(y1) - 1 do
+              for w = math.floor(x0), math.ceil(x1) - 1 do
+                local ya, yb = math.max(y0, h), math.min(y1, h + 1)
+                local xa, xb = math.max(x0, w), math.min(x1, w + 1)
+                if yb > ya and xb > xa then
+                  -- the centre of the piece, nudged into the cell so floor() picks it
+                  s = s + f(math.min((ya + yb) / 2, h + 1 - 1e-12), math.min((xa + xb) / 2, w + 1 - 1e-12)) *
+                      (yb - ya) * (xb - xa)
+                end
+              end
+            end
+            s = s / (bh * bw)
+          end
+          out[#out + 1] = s
+        end
+      end
+    end
+  end
+  return out
+end
+
+describe("prroi_pool (test_prroi_pool_op.py)", function()
+  -- batch 3, channels 4, 6 x 8, spatial_scale 1/2, pooled 2 x 2; fractional ROI corners
+  local d, scale = { 3, 4, 6, 8 }, 0.5
+  local x = R.uniform(numel(d), 67, 0, 1)
+  local rois, ids, lod = make_rois(3, 6, 8, scale, 2, 2, 71)
+  local frac = R.uniform(#rois, 73, 0, 0.9)
+  for i = 1, #rois do rois[i] = rois[i] + frac[i] end
+
+  for _, o in ipairs({ { name = "TestPRROIPoolOp: pooled 2 x 2, the LoD gives the images", ph = 2, pw = 2 },
+                       { name = "pooled 3 x 4, BatchRoINums gives the images", ph = 3, pw = 4, nums = true } }) do
+    it(o.name, function()
+      local want = prroi_ref(x, d, rois, ids, scale, o.ph, o.pw)
+      for _, dt in ipairs({ "float64", "float32" }) do
+        local inputs = { X = T.tensor(x, { shape = d, dtype = dt }),
+                         ROIs = T.tensor(rois, { shape = { #ids, 4 }, dtype = dt, lod = not o.nums and { lod } or nil }) }
+        if o.nums then inputs.BatchRoINums = T.tensor({ 1, 2, 3 }, { dtype = "int64" }) end
+        T.check_output{ type = "prroi_pool", dtype = dt, atol = dt == "float32" and 1e-5 or 1e-10, inputs = inputs,
+          attrs = { spatial_scale = scale, pooled_height = o.ph, pooled_width = o.pw },
+          expect = { Out = { shape = { #ids, 4, o.ph, o.pw }, data = want } } }
+      end
+    end)
+  end
+
+  it("an ROI reaching past X and an empty ROI", function()
+    local r2 = { -3.5, -2.25, 20.5, 15.75, 4, 4, 4, 9 }
+    local want = prroi_ref(x, d, r2, { 0, 2 }, scale, 2, 2)
+    T.check_output{ type = "prroi_pool", dtype = "float64", atol = 1e-10,
+      inputs = { X = T.tensor(x, { shape = d }), ROIs = T.tensor(r2, { shape = { 2, 4 }, lod = { { 0, 1, 1, 2 } } }) },
+      attrs = { spatial_scale = scale, pooled_height = 2, pooled_width = 2 },
+      expect = { Out = { shape = { 2, 4, 2, 2 }, data = want } } }
+    for i = 17, 32 do assert.equal(0, want[i]) end
+  end)
+
+  it("gradients of X and of the ROIs against finite differences", function()
+    T.check_grad{ type = "prroi_pool", dtype = "float64",
+      inputs = { X = T.tensor(x, { shape = d }), ROIs = T.tensor(rois, { shape = { #ids, 4 }, lod = { lod } }) },
+      attrs = { spatial_scale = scale, pooled_height = 2, pooled_width = 2 },
+      wrt = { "X", "ROIs" }, delta = 1e-6, max_rel = 1e-5 }
+  end)
+
+  it("rejects BatchRoINums that do not add up to the ROI count", function()
+    fails({ type = "prroi_pool", inputs = { X = T.tensor(x, { shape = d }), ROIs = T.tensor(rois, { shape = { #ids, 4 } }),
+                                            BatchRoINums = T.tensor({ 1, 2, 2 }, { dtype = "int64" }) } },
+          "BatchRoINums must run from 0 to the ROI count 6, got 0 .. 5")
+  end)
+end)
+
+describe("layers.roi_pool / roi_align / psroi_pool / prroi_pool", function()
   local oar = require("oar")
   local layers = oar.layers
 
@@ -302,7 +397,8 @@ describe("layers.roi_pool / roi_align / psroi_pool", function()
                layers.roi_align{ input = xv, rois = rv, pooled_height = 2, pooled_width = 2, spatial_scale = 0.5,
                                  sampling_ratio = 2 },
                layers.psroi_pool{ input = xv, rois = rv, output_channels = 2, spatial_scale = 0.5, pooled_height = 2,
-                                  pooled_width = 2 } }
+                                  pooled_width = 2 },
+               layers.prroi_pool(xv, rv, 0.5, 3, 2) }
       assert.same({ -1, 8, 2, 3 }, outs[1].shape)
       assert.same({ -1, 2, 2, 2 }, outs[3].shape)
     end)
@@ -312,11 +408,14 @@ describe("layers.roi_pool / roi_align / psroi_pool", function()
     T.assert_close(flat(got[1]), { data = (roi_pool_ref(x, d, rois, ids, 0.5, 2, 3)) }, 1e-12)
     T.assert_close(flat(got[2]), { data = roi_align_ref(x, d, rois, ids, 0.5, 2, 2, 2) }, 1e-12)
     T.assert_close(flat(got[3]), { data = psroi_ref(x, d, rois, ids, 0.5, 2, 2, 2) }, 1e-12)
+    T.assert_close(flat(got[4]), { data = prroi_ref(x, d, rois, ids, 0.5, 3, 2) }, 1e-10)
     local ops = main:global_block():ops()
     assert.equal("roi_pool", ops[1].type)
     assert.equal(1, #ops[1]:output("Argmax"))
     assert.equal(2, ops[2]:attr("sampling_ratio"))
     assert.equal(2, ops[3]:attr("output_channels"))
+    assert.equal("prroi_pool", ops[4].type)
+    assert.equal(3, ops[4]:attr("pooled_height"))
   end)
 
   it("reject bad arguments with the layer's name", function()

@@ -73,5 +73,23 @@ static int psroi_infer(oar_infer_ctx_t *c) {
                    oar_ic_in_dtype(c, "X", 0));
 }
 
+static int prroi_infer(oar_infer_ctx_t *c) {
+    const oar_prroi_attrs_t *a = oar_ic_attrs(c);
+    if (!a) return OAR_ERR_INVALID;
+    const int64_t *x, *r;
+    OAR_TRY(roi_inputs(c, &x, &r));
+    if (oar_ic_in_present(c, "BatchRoINums")) {
+        int ln;
+        const int64_t *l = oar_ic_in_dims(c, "BatchRoINums", 0, &ln);
+        const int dt = oar_ic_in_dtype(c, "BatchRoINums", 0);
+        char b[128];
+        if (!l) return OAR_ERR_SHAPE;
+        if (ln != 1 || (dt >= 0 && dt != OAR_INT64))
+            return oar_ic_error(c, OAR_ERR_SHAPE, "BatchRoINums ('%s') must be 1-D int64 counts, got shape %s",
+                                oar_ic_in_name(c, "BatchRoINums", 0), oar_shape_str(l, ln, b, sizeof b));
+    }
+    return roi_out(c, "Out", r[0], x[1], a->pooled_height, a->pooled_width, oar_ic_in_dtype(c, "X", 0));
+}
+
 #define OAR_OPS_DEFINE
 #include "ops/roi_pooling.h"   /* the tables, decoders and registrations */

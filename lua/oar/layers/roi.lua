@@ -1,5 +1,5 @@
 --- oar.layers.roi: Fluid 1.8's pooling over regions of interest: roi_pool,
--- roi_align and psroi_pool. The ROIs are a LoD tensor [R, 4] of (x1, y1,
+-- roi_align, psroi_pool and prroi_pool. The ROIs are a LoD tensor [R, 4] of (x1, y1,
 -- x2, y2) whose LoD says which image each ROI belongs to. Merged into
 -- `oar.layers`.
 --
@@ -147,6 +147,45 @@ function M.psroi_pool(a, rois, output_channels, spatial_scale, pooled_height, po
   local out = helper:create_variable_for_type_inference(x.dtype)
   helper:append_op{ type = L, inputs = { X = { x }, ROIs = { r } }, outputs = { Out = { out } },
                     attrs = { output_channels = oc, spatial_scale = s, pooled_height = ph, pooled_width = pw } }
+  return out
+end
+
+--- Precise ROI pooling (Fluid 1.8's prroi_pool): each bin is the exact
+-- integral of the input's bilinear interpolation over the bin, divided by its
+-- area; differentiable in the input and the ROIs. Also positional:
+-- `prroi_pool(input, rois, spatial_scale, pooled_height, pooled_width)`.
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.input [N, C, H, W], float32 or float64
+-- @tparam Variable a.rois [R, 4] (x1, y1, x2, y2), LoD level 1 (the ROIs of each image)
+-- @tparam[opt=1.0] number a.spatial_scale multiplies the ROI coordinates
+-- @tparam[opt=1] int a.pooled_height
+-- @tparam[opt=1] int a.pooled_width
+-- @tparam[opt] Variable a.batch_roi_nums int64 [N]: the ROI count of each image (replaces the LoD)
+-- @tparam[opt] string a.name
+-- @param[opt] rois the key `rois`, given positionally
+-- @param[opt] spatial_scale the key `spatial_scale`, given positionally
+-- @param[opt] pooled_height the key `pooled_height`, given positionally
+-- @param[opt] pooled_width the key `pooled_width`, given positionally
+-- @treturn Variable [R, C, pooled_height, pooled_width]
+-- @usage local p = layers.prroi_pool{input = fmap, rois = rois, pooled_height = 7, pooled_width = 7}
+function M.prroi_pool(a, rois, spatial_scale, pooled_height, pooled_width)
+  local L = "prroi_pool"
+  a = args(L, a, "input", { rois = rois, spatial_scale = spatial_scale, pooled_height = pooled_height,
+                            pooled_width = pooled_width },
+    "batch_roi_nums input name pooled_height pooled_width rois spatial_scale")
+  local x, r = roi_args(L, a)
+  local attrs = { spatial_scale = pos_scale(L, a.spatial_scale, 1.0),
+                  pooled_height = pos_int(L, "pooled_height", a.pooled_height, 1),
+                  pooled_width = pos_int(L, "pooled_width", a.pooled_width, 1) }
+  local inputs = { X = { x }, ROIs = { r } }
+  if a.batch_roi_nums ~= nil then
+    local b = check.variable(L, "batch_roi_nums", a.batch_roi_nums)
+    if b.dtype ~= "int64" then check.fail(L, "batch_roi_nums", "an int64 Variable", b) end
+    inputs.BatchRoINums = { b }
+  end
+  local helper = LayerHelper(L, a)
+  local out = helper:create_variable_for_type_inference(x.dtype)
+  helper:append_op{ type = L, inputs = inputs, outputs = { Out = { out } }, attrs = attrs }
   return out
 end
 
