@@ -1,5 +1,5 @@
 --- oar.layers.roi: Fluid 1.8's pooling over regions of interest: roi_pool,
--- roi_align, psroi_pool and prroi_pool. The ROIs are a LoD tensor [R, 4] of (x1, y1,
+-- roi_align, psroi_pool, prroi_pool and deformable_roi_pooling. The ROIs are a LoD tensor [R, 4] of (x1, y1,
 -- x2, y2) whose LoD says which image each ROI belongs to. Merged into
 -- `oar.layers`.
 --
@@ -186,6 +186,65 @@ function M.prroi_pool(a, rois, spatial_scale, pooled_height, pooled_width)
   local helper = LayerHelper(L, a)
   local out = helper:create_variable_for_type_inference(x.dtype)
   helper:append_op{ type = L, inputs = inputs, outputs = { Out = { out } }, attrs = attrs }
+  return out
+end
+
+--- Deformable ROI pooling (Fluid 1.8's deformable_roi_pooling, op
+-- deformable_psroi_pooling): each bin of each ROI is shifted by trans_std *
+-- trans (times the ROI's size) and averages sample_per_part^2 bilinear
+-- samples; position-sensitive when position_sensitive is set (output
+-- channels input_channels / (pooled_height pooled_width)).
+-- @tparam table a keyword arguments:
+-- @tparam Variable a.input [N, C, H, W], float32 or float64
+-- @tparam Variable a.rois [R, 4] (x1, y1, x2, y2), LoD level 1 (the ROIs of each image)
+-- @tparam Variable a.trans [R, 2 * num_classes, part_height, part_width], the offsets
+-- @tparam[opt=false] bool a.no_trans ignore trans
+-- @tparam[opt=1.0] number a.spatial_scale multiplies the ROI coordinates
+-- @tparam[opt={1,1}] {int,int} a.group_size the position-sensitive groups
+-- @tparam[opt=1] int a.pooled_height
+-- @tparam[opt=1] int a.pooled_width
+-- @tparam[opt] {int,int} a.part_size trans's spatial size (default {pooled_height, pooled_width})
+-- @tparam[opt=1] int a.sample_per_part sampling points per bin side
+-- @tparam[opt=0.1] number a.trans_std multiplies trans
+-- @tparam[opt=false] bool a.position_sensitive
+-- @tparam[opt] string a.name
+-- @treturn Variable [R, output channels, pooled_height, pooled_width]
+-- @usage local p = layers.deformable_roi_pooling{input = x, rois = rois, trans = t, pooled_height = 7, pooled_width = 7}
+function M.deformable_roi_pooling(a)
+  local L = "deformable_roi_pooling"
+  a = args(L, a, nil, nil, "group_size input name no_trans part_size pooled_height pooled_width position_sensitive "
+    .. "rois sample_per_part spatial_scale trans trans_std")
+  local x, r = roi_args(L, a)
+  local t = check.variable(L, "trans", a.trans)
+  if t.dtype ~= x.dtype then check.fail(L, "trans", "a " .. x.dtype .. " Variable (input's dtype)", t) end
+  local ph = pos_int(L, "pooled_height", a.pooled_height, 1)
+  local pw = pos_int(L, "pooled_width", a.pooled_width, 1)
+  local ps = check.int_list(L, "part_size", a.part_size, 2, { ph, pw })
+  local gs = check.int_list(L, "group_size", a.group_size, 2, { 1, 1 })
+  for i = 1, 2 do
+    if ps[i] <= 0 then check.fail(L, "part_size", "positive integers", a.part_size) end
+    if gs[i] <= 0 then check.fail(L, "group_size", "positive integers", a.group_size) end
+  end
+  local c = x.shape[2]
+  if c <= 0 then raise(L .. ": the channels of 'input' must be known") end
+  local od = c
+  if check.boolean(L, "position_sensitive", a.position_sensitive, false) then
+    if c % (ph * pw) ~= 0 then
+      raise(string.format("%s: position_sensitive needs the input's channels (%d) to be a multiple of "
+        .. "pooled_height * pooled_width (%d)", L, c, ph * pw))
+    end
+    od = math.floor(c / (ph * pw))
+  end
+  local helper = LayerHelper(L, a)
+  local out = helper:create_variable_for_type_inference(x.dtype)
+  local count = helper:create_variable_for_type_inference(x.dtype)
+  helper:append_op{ type = "deformable_psroi_pooling", inputs = { Input = { x }, ROIs = { r }, Trans = { t } },
+    outputs = { Output = { out }, TopCount = { count } },
+    attrs = { no_trans = check.boolean(L, "no_trans", a.no_trans, false),
+              spatial_scale = pos_scale(L, a.spatial_scale, 1.0), output_dim = od, group_size = gs,
+              pooled_height = ph, pooled_width = pw, part_size = ps,
+              sample_per_part = pos_int(L, "sample_per_part", a.sample_per_part, 1),
+              trans_std = check.number(L, "trans_std", a.trans_std, 0.1) } }
   return out
 end
 
