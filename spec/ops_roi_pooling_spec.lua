@@ -440,3 +440,15 @@ describe("layers.roi_pool / roi_align / psroi_pool / prroi_pool", function()
     end)
   end)
 end)
+
+describe("roi ops: spatial_scale must be positive (Fluid 1.8's InferShape)", function()
+  it("roi_pool, roi_align, psroi_pool and prroi_pool refuse spatial_scale 0", function()
+    local x = T.tensor(R.symmetric(16), { shape = { 1, 4, 2, 2 } })
+    local rois = T.tensor({ 0, 0, 1, 1 }, { shape = { 1, 4 }, lod = { { 0, 1 } } })
+    for _, op in ipairs({ "roi_pool", "roi_align", "psroi_pool", "prroi_pool" }) do
+      local attrs = { spatial_scale = 0 }
+      if op == "psroi_pool" then attrs.output_channels = 4 end
+      fails({ type = op, inputs = { X = x, ROIs = rois }, attrs = attrs }, "spatial_scale must be positive, got 0")
+    end
+  end)
+end)

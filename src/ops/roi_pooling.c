@@ -53,6 +53,8 @@ static int roia_infer(oar_infer_ctx_t *c) {
     if (!a) return OAR_ERR_INVALID;
     const int64_t *x, *r;
     OAR_TRY(roi_inputs(c, &x, &r));
+    if (!(a->spatial_scale > 0))
+        return oar_ic_error(c, OAR_ERR_INVALID, "spatial_scale must be positive, got %g", (double)a->spatial_scale);
     return roi_out(c, "Out", r[0], x[1], a->pooled_height, a->pooled_width, oar_ic_in_dtype(c, "X", 0));
 }
 
@@ -88,6 +90,8 @@ static int prroi_infer(oar_infer_ctx_t *c) {
             return oar_ic_error(c, OAR_ERR_SHAPE, "BatchRoINums ('%s') must be 1-D int64 counts, got shape %s",
                                 oar_ic_in_name(c, "BatchRoINums", 0), oar_shape_str(l, ln, b, sizeof b));
     }
+    if (!(a->spatial_scale > 0))
+        return oar_ic_error(c, OAR_ERR_INVALID, "spatial_scale must be positive, got %g", (double)a->spatial_scale);
     return roi_out(c, "Out", r[0], x[1], a->pooled_height, a->pooled_width, oar_ic_in_dtype(c, "X", 0));
 }
 
