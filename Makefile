@@ -80,7 +80,7 @@ API_HEADERS = oar.h oar_op.h op.h desc.h strmap.h tensor.h variable.h error.h sc
               comm.h attr_check.h desc_check.h
 LAUNCHER = $(BUILD)/oar
 
-.PHONY: all lib test install clean fuzz fuzz-smoke asan bench doc
+.PHONY: all lib test install clean fuzz fuzz-smoke asan bench bench-gemm doc
 all: $(LIB) $(CDEF) $(CDEF_OP) $(LAUNCHER)
 lib: $(LIB)
 
@@ -402,3 +402,18 @@ asan: $(ASAN_DIR)/liboar.so $(CDEF) $(CDEF_OP)
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	busted --cpath="$(ASAN_DIR)/?.so" $(ASAN_SPECS)
+
+# ---- bench-gemm: GFLOP/s of each float32 GEMM backend (oneDNN sgemm, oneDNN
+# matmul with packed weights, OpenBLAS, libxsmm when Debian's libxsmm-dev is
+# installed) on the product shapes oar runs, one thread (bench/gemm_shapes.c;
+# docs/performance.md "GEMM backends per shape"). Run it again under
+# ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell LIBXSMM_TARGET=hsw for the
+# AVX2 paths.
+XSMM_LIB = $(wildcard /usr/lib/libxsmm.a)
+$(BUILD)/gemm_shapes: bench/gemm_shapes.c
+	@mkdir -p $(BUILD)
+	$(CC) -std=c11 -O2 -Wall -Wextra -fopenmp $(if $(XSMM_LIB),-DHAVE_LIBXSMM) $(OPENBLAS_INC) $< -o $@ \
+	  -ldnnl $(XSMM_LIB) -lopenblas -lm -ldl -lpthread
+
+bench-gemm: $(BUILD)/gemm_shapes
+	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(BUILD)/gemm_shapes

@@ -112,6 +112,14 @@ describe_hosts("fleet across 2 hosts x 2 workers (network namespaces, TCP)", fun
       os.execute("sleep 0.5")
     until wall() - t_wait > 8
     local cut_at = wall()
+    finally(function()
+      -- the link back, and the rest of the job (mpirun, the far daemon) ended
+      netns("restore " .. PREFIX .. "2")
+      netns("down")
+      os.execute("pkill -KILL -f '" .. base .. ".cut' 2>/dev/null")
+      local ok2, out2 = netns("up 2")
+      assert(ok2, out2)
+    end)
     local ok, out = netns("cut " .. PREFIX .. "2")
     assert(ok, out)
     local deadline = cut_at + TIMEOUT + 15
@@ -121,8 +129,9 @@ describe_hosts("fleet across 2 hosts x 2 workers (network namespaces, TCP)", fun
       done = true
       for r = 0, 3 do
         local s = read_file(base .. ".err." .. r) or ""
+        -- its own deadline, or mpirun ending it after a worker of its host reported
         if not (s:find("MPI_Allreduce", 1, true) and (s:find("did not finish within", 1, true)
-            or s:find("did not answer", 1, true))) then done = false end
+            or s:find("did not answer", 1, true) or s:find("stopped by the launcher", 1, true))) then done = false end
       end
     until done or wall() > deadline
     local report = {}
@@ -139,12 +148,90 @@ describe_hosts("fleet across 2 hosts x 2 workers (network namespaces, TCP)", fun
       assert.is_true(lag <= TIMEOUT + 2.5, string.format("worker %d noticed after %.2f s (timeout %d s)", r, lag, TIMEOUT))
       os.remove(base .. ".err." .. r)
     end
-    netns("restore " .. PREFIX .. "2")
-    -- end what is left of the job (mpirun, the far daemon) before the next test
-    netns("down")
-    os.execute("pkill -KILL -f '" .. base .. ".cut' 2>/dev/null")
     os.remove(base .. ".mpirun")
-    local ok2, out2 = netns("up 2")
-    assert(ok2, out2)
+  end)
+
+  -- `oar launch` across the hosts: the launcher runs in host 1 (where
+  -- mpirun would run on a cluster), the MCA settings in its environment
+  local function launch_bg(prefix, opts, args)
+    local hf = prefix .. ".hosts"
+    assert(run(ENV .. TOOL .. " hostfile 2 > " .. hf))
+    os.execute(string.format("(%s OAR_LAUNCH_GRACE=5 timeout -s KILL 240 %s exec build/oar launch --np 4 --hostfile %s %s " ..
+      "spec/helpers/recover_worker.lua %s > %s.log 2>&1; echo \"::rc=$?\" >> %s.log) &", ENV:sub(1, -2), TOOL, hf, opts,
+      args, prefix, prefix))
+  end
+
+  -- waits until the file holds one of the patterns (a string or a list)
+  local function wait_for(path, pattern, secs)
+    local pats = type(pattern) == "table" and pattern or { pattern }
+    local t0 = wall()
+    while wall() - t0 < secs do
+      local s = read_file(path) or ""
+      for _, p in ipairs(pats) do
+        if s:find(p) then return s end
+      end
+      os.execute("sleep 0.1")
+    end
+    return nil
+  end
+
+  local function persistables(prefix)
+    local t = {}
+    for r = 0, 3 do t[r] = read_file(prefix .. "." .. r) end
+    return t
+  end
+
+  it("under oar launch, a job whose link was cut recovers once the link returns, ending as an uninterrupted run", function()
+    local base = tmpbase()
+    local args = "opt=adam steps=600 every=50 batch=4"
+    launch_bg(base .. ".ref", "--restarts 0", args .. " dir=" .. base .. ".refckpt out=" .. base .. ".ref")
+    local ref_log = wait_for(base .. ".ref.log", "::rc=%d+", 200)
+    assert(ref_log and ref_log:find("::rc=0", 1, true), ref_log)
+    local ref = persistables(base .. ".ref")
+    for r = 0, 3 do assert(ref[r], "worker " .. r .. " wrote no parameters:\n" .. ref_log) end
+    for r = 1, 3 do assert.equal(ref[0], ref[r], "worker " .. r .. " of the uninterrupted run") end
+    local train_s = tonumber(ref_log:match("recover: end 0 ([%d.]+)")) - tonumber(ref_log:match("recover: start 0 1 ([%d.]+)"))
+
+    launch_bg(base .. ".run", "--restarts 2 --timeout 3", args .. " dir=" .. base .. ".ckpt out=" .. base .. ".run")
+    local log = base .. ".run.log"
+    assert(wait_for(log, "recover: start 0 1 ", 60), read_file(log))
+    os.execute(string.format("sleep %.2f", 0.3 * train_s))
+    local cut_at = wall()
+    assert(netns("cut " .. PREFIX .. "2"))
+    -- the first host's workers report the lost job within the timeout
+    local seen = wait_for(log, { "lost the job", "did not finish within" }, 20)
+    local lag = wall() - cut_at
+    assert(netns("restore " .. PREFIX .. "2"))
+    assert(seen, "no worker reported the lost job:\n" .. (read_file(log) or ""))
+    local out = wait_for(log, "::rc=%d+", 200)
+    assert(out and out:find("::rc=0", 1, true), out or read_file(log))
+    assert.matches("restarting the job", out)
+    local run_p = persistables(base .. ".run")
+    for r = 0, 3 do assert.equal(ref[r], run_p[r], "worker " .. r .. "'s persistables differ from the uninterrupted run's") end
+    local restart = out:find("restarting the job", 1, true)
+    local again = restart and tonumber(out:match("recover: start 0 %d+ ([%d.]+)", restart))
+    io.stderr:write(string.format("fleet_multihost_spec: link cut %.2f s into %.2f s of training, reported after %.2f s, " ..
+      "training again (from step %s) %.2f s after the cut (OAR_LAUNCH_GRACE=5)\n", 0.3 * train_s, train_s, lag,
+      out:match("resuming at step (%d+)") or "?", again and again - cut_at or -1))
+    os.execute("rm -rf '" .. base .. "'.*")
+  end)
+
+  it("under oar launch, 2 hosts x 2 workers: a worker of the far host killed (SIGKILL) before a step", function()
+    local base = tmpbase()
+    local args = "opt=sgd steps=12 every=3 batch=4"
+    launch_bg(base .. ".ref", "--restarts 0", args .. " dir=" .. base .. ".refckpt out=" .. base .. ".ref")
+    local ref_log = wait_for(base .. ".ref.log", "::rc=%d+", 120)
+    assert(ref_log and ref_log:find("::rc=0", 1, true), ref_log)
+    launch_bg(base .. ".run", "--restarts 2 --timeout 5",
+      args .. " dir=" .. base .. ".ckpt out=" .. base .. ".run die=step die_rank=3 die_step=8")
+    local out = wait_for(base .. ".run.log", "::rc=%d+", 120)
+    assert(out and out:find("::rc=0", 1, true), out or read_file(base .. ".run.log"))
+    assert.matches("restarting the job", out)
+    local ref, got = persistables(base .. ".ref"), persistables(base .. ".run")
+    for r = 0, 3 do
+      assert(ref[r], "the uninterrupted run's worker " .. r .. " wrote nothing")
+      assert.equal(ref[r], got[r], "worker " .. r .. "'s persistables differ from the uninterrupted run's")
+    end
+    os.execute("rm -rf '" .. base .. "'.*")
   end)
 end)

@@ -60,12 +60,38 @@ static void sgemm_run(void *v) {
 }
 #endif
 
-/* one single-threaded product */
-static void gemm1(int dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
+/* Which library runs float32 GEMVs, decided once per process from the
+ * kernels OpenBLAS runs (so never by timing, and the same for every thread
+ * count: the GEMV blocks are fixed either way). OpenBLAS's GEMV is the
+ * faster where it runs AVX2 or AVX-512 kernels; where its DYNAMIC_ARCH
+ * build does not know the CPU it falls back to SSE3 ("Prescott": 0.3.21 on
+ * a virtualized Sapphire Rapids reporting a generic model) and runs 4-7x
+ * slower than oneDNN's sgemm, which picks its kernels from CPUID itself
+ * (bench/gemm_shapes.c; docs/DECISIONS.md "Per-CPU backend table"). The
+ * user's OPENBLAS_CORETYPE is read by OpenBLAS, never set here. */
+char *openblas_get_corename(void);
+static bool gemv_dnnl;
+#ifdef OAR_WITH_DNNL
+static bool openblas_core_wide(const char *core)
+{
+    static const char *const wide[] = {"haswell", "zen", "skylakex", "cooperlake", "sapphirerapids"};
+    if (!core) return false;
+    for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++) {
+        const char *a = core, *b = wide[i];
+        while (*a && *b && (*a | 0x20) == *b) { a++; b++; }
+        if (!*a && !*b) return true;
+    }
+    return false;
+}
+__attribute__((constructor)) static void gemv_pick(void) { gemv_dnnl = !openblas_core_wide(openblas_get_corename()); }
+#endif
+
+const char *oar_gemv_backend(void) { return gemv_dnnl ? "onednn" : "openblas"; }
+
+/* a one-row or one-column product as a GEMV (OpenBLAS) */
+static void gemv1(int dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
                   const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {
     const bool f32 = dt == OAR_FP32;
-    /* a one-row or one-column product is a GEMV: OpenBLAS's beats a degenerate
-     * GEMM (and oneDNN's sgemm) for a batch of one */
     if (M == 1) {   /* C row = op(B)^T x, x = the row of op(A) */
         const int incx = ta ? (int)lda : 1;
         if (f32) cblas_sgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, (int)(tb ? N : K), (int)(tb ? K : N),
@@ -74,12 +100,22 @@ static void gemm1(int dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, dou
                          alpha, B, (int)ldb, A, incx, beta, C, 1);
         return;
     }
-    if (N == 1) {   /* C column = op(A) b, b = the column of op(B) */
-        const int incb = tb ? 1 : (int)ldb;
-        if (f32) cblas_sgemv(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, (int)(ta ? K : M), (int)(ta ? M : K),
-                             (float)alpha, A, (int)lda, B, incb, (float)beta, C, (int)ldc);
-        else cblas_dgemv(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, (int)(ta ? K : M), (int)(ta ? M : K),
-                         alpha, A, (int)lda, B, incb, beta, C, (int)ldc);
+    /* N == 1: C column = op(A) b, b = the column of op(B) */
+    const int incb = tb ? 1 : (int)ldb;
+    if (f32) cblas_sgemv(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, (int)(ta ? K : M), (int)(ta ? M : K),
+                         (float)alpha, A, (int)lda, B, incb, (float)beta, C, (int)ldc);
+    else cblas_dgemv(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, (int)(ta ? K : M), (int)(ta ? M : K),
+                     alpha, A, (int)lda, B, incb, beta, C, (int)ldc);
+}
+
+/* one single-threaded product */
+static void gemm1(int dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
+                  const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {
+    const bool f32 = dt == OAR_FP32;
+    /* a one-row or one-column product is a GEMV: OpenBLAS's beats a degenerate
+     * GEMM for a batch of one, where it runs AVX2/AVX-512 kernels (gemv_dnnl) */
+    if ((M == 1 || N == 1) && !(f32 && gemv_dnnl)) {
+        gemv1(dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
     if (f32) {
@@ -88,9 +124,12 @@ static void gemm1(int dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, dou
          * OpenMP's threads: this one stays on this thread */
         sgemm_job_t j = {ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc, dnnl_success};
         oar_gemm_one_thread(sgemm_run, &j);
-        const dnnl_status_t st = j.st;
-        if (st == dnnl_success) return;
+        if (j.st == dnnl_success) return;
         /* oneDNN refuses only arguments OpenBLAS accepts too (none here); fall through */
+        if (M == 1 || N == 1) {
+            gemv1(dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+            return;
+        }
 #endif
         cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N,
                     (int)K, (float)alpha, A, (int)lda, B, (int)ldb, (float)beta, C, (int)ldc);
@@ -106,6 +145,16 @@ static void gemm1(int dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, dou
 #define GEMV_PAR_MIN ((int64_t)1 << 17)
 #define AT(p, off, es) ((void *)((char *)(p) + (size_t)(off) * (es)))
 #define CAT(p, off, es) ((const void *)((const char *)(p) + (size_t)(off) * (es)))
+
+void oar_gemm_whole(int dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
+                    const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) {   /* an empty sum: oar_gemm's own loop */
+        oar_gemm(dt, 1, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    gemm1(dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
 
 void oar_gemm(int dt, int threads, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
               const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {

@@ -9,7 +9,8 @@
  * would spin against libgomp's; docs/DECISIONS.md "threads").
  *
  * A one-row (M == 1) or one-column (N == 1) product is an OpenBLAS GEMV,
- * several times faster than a degenerate GEMM for a batch of one.
+ * faster than a degenerate GEMM for a batch of one, unless OpenBLAS does not
+ * know the CPU and runs its SSE3 kernels: then oneDNN (oar_gemv_backend).
  *
  * Threads: `threads` OpenMP threads may share one product. A product's
  * result never depends on the thread count, by construction: a product large
@@ -32,6 +33,16 @@
  * sizes within int range: callers check) */
 void oar_gemm(int dtype, int threads, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
               const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc);
+/* the same product as one single-threaded library call on the calling
+ * thread, never cut into blocks: for products that run on one thread
+ * whatever the thread count (a recurrent step's product over one part of
+ * the batch, whose rows the shape alone decides), so the call, and the bits,
+ * are the same on any count. Saves the per-block library calls (each in a
+ * one-thread OpenMP region) and the repacking of the other operand: the
+ * LSTM step [32,128]x[128,512] was 4 calls of 128 columns, 64 a sequence of
+ * 32 steps forward and back (docs/DECISIONS.md, "Per-CPU backend table") */
+void oar_gemm_whole(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
+                    const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc);
 /* the fixed blocks products are cut at (fc's oneDNN path uses the same) */
 #define OAR_GEMM_BLOCK_N 128
 #define OAR_GEMM_BLOCK_M 64
@@ -46,4 +57,8 @@ int oar_gemm_threads(int64_t macs);
 void oar_gemm_one_thread(void (*fn)(void *), void *arg);
 /* "onednn" or "openblas": the library float32 products use */
 const char *oar_gemm_backend(void);
+/* "onednn" or "openblas": the library float32 one-row/one-column products
+ * (GEMVs) use, fixed for the process from the kernels OpenBLAS runs on this
+ * CPU (OpenBLAS where they are AVX2 or AVX-512, dnnl_gemm.c) */
+const char *oar_gemv_backend(void);
 #endif

@@ -79,6 +79,16 @@ typedef struct gru_cfg { int act, gate; bool origin; } gru_cfg_t;
 GRU_STEPS(f32, float)
 GRU_STEPS(f64, double)
 
+/* threads 0: one call on this thread, never cut into blocks (gru's step
+ * loop, whose per-part products run on one thread on any thread count:
+ * oar_gemm_whole); else oar_gemm over that many threads (gru_unit) */
+static void step_gemm(int dt, int threads, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
+                      const void *B, int64_t ldb, double beta, void *C, int64_t ldc)
+{
+    if (threads == 0) oar_gemm_whole(dt, false, false, M, N, K, 1.0, A, lda, B, ldb, beta, C, ldc);
+    else oar_gemm(dt, threads, false, false, M, N, K, 1.0, A, lda, B, ldb, beta, C, ldc);
+}
+
 /* one forward step: g [n, 3D] holds x (+ bias) and gets the activated gates;
  * hp [n, D] or NULL; writes rhp and h */
 static void step_fwd(int dt, int threads, int64_t n, int64_t D, void *g, const void *hp, const void *w, void *rhp,
@@ -87,10 +97,10 @@ static void step_fwd(int dt, int threads, int64_t n, int64_t D, void *g, const v
     size_t es = oar_dtype_size(dt);
     const char *wc = (const char *)w + es * (size_t)(2 * D * D);
     char *gc = (char *)g + es * (size_t)(2 * D);
-    if (hp) oar_gemm(dt, threads, false, false, n, 2 * D, D, 1.0, hp, D, w, 2 * D, 1.0, g, 3 * D);
+    if (hp) step_gemm(dt, threads, n, 2 * D, D, hp, D, w, 2 * D, 1.0, g, 3 * D);
     if (dt == OAR_FP32) fwd_gates_f32(n, D, g, hp, rhp, cf);
     else fwd_gates_f64(n, D, g, hp, rhp, cf);
-    if (hp) oar_gemm(dt, threads, false, false, n, D, D, 1.0, rhp, D, wc, D, 1.0, gc, 3 * D);
+    if (hp) step_gemm(dt, threads, n, D, D, rhp, D, wc, D, 1.0, gc, 3 * D);
     if (dt == OAR_FP32) fwd_out_f32(n, D, g, hp, h, cf);
     else fwd_out_f64(n, D, g, hp, h, cf);
 }
@@ -106,11 +116,10 @@ static void step_bwd(int dt, int threads, int64_t n, int64_t D, const void *g, c
     if (dt == OAR_FP32) bwd_uc_f32(n, D, g, hp, dh, dg, dhp, cf);
     else bwd_uc_f64(n, D, g, hp, dh, dg, dhp, cf);
     if (hp)
-        oar_gemm(dt, threads, false, false, n, D, D, 1.0, (const char *)dg + es * (size_t)(2 * D), 3 * D, wct, D, 0.0,
-                 drhp, D);
+        step_gemm(dt, threads, n, D, D, (const char *)dg + es * (size_t)(2 * D), 3 * D, wct, D, 0.0, drhp, D);
     if (dt == OAR_FP32) bwd_r_f32(n, D, g, hp, drhp, dg, dhp, cf);
     else bwd_r_f64(n, D, g, hp, drhp, dg, dhp, cf);
-    if (hp && dhp) oar_gemm(dt, threads, false, false, n, D, 2 * D, 1.0, dg, 3 * D, wt, D, 1.0, dhp, D);
+    if (hp && dhp) step_gemm(dt, threads, n, D, 2 * D, dg, 3 * D, wt, D, 1.0, dhp, D);
 }
 
 /* Weight [D, 3D] is a [D, 2D] block (update, reset) then a [D, D] block
@@ -236,7 +245,7 @@ static int gru_fwd(oar_kernel_ctx_t *k)
             if (n <= q0) break;   /* counts only shrink */
             int64_t m = (n < q1 ? n : q1) - q0, s0 = a.sb.step_start[t] + q0;
             const void *hp = prev_rows(&a, bh, h0s, t);
-            step_fwd(a.dt, 1, m, D, (char *)bg + es * (size_t)(s0 * 3 * D),
+            step_fwd(a.dt, 0, m, D, (char *)bg + es * (size_t)(s0 * 3 * D),
                      hp ? (const char *)hp + es * (size_t)(q0 * D) : NULL, a.w,
                      (char *)brhp + es * (size_t)(s0 * D), (char *)bh + es * (size_t)(s0 * D), &a.cf);
         }
@@ -298,7 +307,7 @@ static int gru_bwd(oar_kernel_ctx_t *k)
             void *dhp = t > 0 ? (char *)dhb + es * (size_t)((a.sb.step_start[t - 1] + q0) * D)
                         : dh0s ? (char *)dh0s + es * (size_t)(q0 * D) : NULL;
             const void *hp = prev_rows(&a, bh, h0s, t);
-            step_bwd(a.dt, 1, m, D, (const char *)bg + es * (size_t)(s0 * 3 * D),
+            step_bwd(a.dt, 0, m, D, (const char *)bg + es * (size_t)(s0 * 3 * D),
                      hp ? (const char *)hp + es * (size_t)(q0 * D) : NULL, wt,
                      (char *)dhb + es * (size_t)(s0 * D), (char *)dgb + es * (size_t)(s0 * 3 * D), dhp,
                      (char *)drhp + es * (size_t)(q0 * D), &a.cf);

@@ -320,7 +320,7 @@ static int lstm_fwd(oar_kernel_ctx_t *k)
                              : h0s ? (char *)h0s + es * (size_t)(q0 * D) : NULL;
             const void *cp = t > 0 ? (char *)bc + es * (size_t)((a.sb.step_start[t - 1] + q0) * D)
                              : c0s ? (char *)c0s + es * (size_t)(q0 * D) : NULL;
-            if (hp) oar_sk_gemm(a.dt, false, false, m, 4 * D, D, 1.0, hp, D, a.w, 4 * D, 1.0, g, 4 * D);
+            if (hp) oar_gemm_whole(a.dt, false, false, m, 4 * D, D, 1.0, hp, D, a.w, 4 * D, 1.0, g, 4 * D);
             step_fwd(a.dt, m, D, g, cp, (char *)bc + es * (size_t)(s0 * D), (char *)hb + es * (size_t)(s0 * D),
                      &a.peep, &a.act);
         }
@@ -424,10 +424,10 @@ static int lstm_bwd(oar_kernel_ctx_t *k)
                      (char *)dcb + es * (size_t)(s0 * D), dg, dcp, &a.peep, mypeep, &a.act, mytmp);
             /* the previous hidden's grad: dG W^T */
             if (t > 0)
-                oar_sk_gemm(a.dt, false, false, m, D, 4 * D, 1.0, dg, 4 * D, wt, D, 1.0,
+                oar_gemm_whole(a.dt, false, false, m, D, 4 * D, 1.0, dg, 4 * D, wt, D, 1.0,
                             (char *)dhb + es * (size_t)(p0 * D), D);
             else if (dh0s)
-                oar_sk_gemm(a.dt, false, false, m, D, 4 * D, 1.0, dg, 4 * D, wt, D, 0.0,
+                oar_gemm_whole(a.dt, false, false, m, D, 4 * D, 1.0, dg, 4 * D, wt, D, 0.0,
                             (char *)dh0s + es * (size_t)(q0 * D), D);
         }
     }

@@ -173,6 +173,10 @@ end
 -- @treturn {{Variable,Variable},...}
 -- @usage local pg = oar.clip.append_gradient_clip_ops(oar.append_backward(loss))
 function M.append_gradient_clip_ops(params_grads)
+  if type(params_grads) ~= "table" then
+    error("oar.clip.append_gradient_clip_ops: params_grads must be a list of {param, grad} pairs, got "
+      .. type(params_grads), 2)
+  end
   local groups, order = {}, {}
   for i, pg in ipairs(params_grads) do
     local c = type(pg) == "table" and framework.is_variable(pg[1]) and rawget(pg[1], "gradient_clip")

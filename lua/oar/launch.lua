@@ -41,7 +41,10 @@ job when a worker dies or hangs; the script resumes from its checkpoint
   -h, --help      print this help
 
 OAR_LAUNCH_MPIRUN_ARGS adds arguments to mpirun (split at spaces). The
-workers see OAR_LAUNCH_ATTEMPT (1 for the first run, 2 after one restart...).]==]
+workers see OAR_LAUNCH_ATTEMPT (1 for the first run, 2 after one restart...).
+When a worker has reported a lost job and mpirun has not ended
+OAR_LAUNCH_GRACE seconds later (default 10: a host cut off from the network
+leaves mpirun waiting for its daemon), the launcher ends the job itself.]==]
 
 local function now()
   local ts = ffi.new("oar_launch_ts")
@@ -154,6 +157,8 @@ local LOST = {
   { "oar worker (%d+): ([^\n]*did not finish within[^\n]*)", "worker %s: %s" },
   { "oar worker (%d+): stopped by the launcher", "worker %s was stopped by mpirun after another worker failed" },
   { "(ORTE has lost communication[^\n]*)", "%s" },
+  -- a host that cannot be reached (yet): its daemon never called back
+  { "(ORTE was unable to reliably start one or more daemons)", "%s (a host could not be reached)" },
   { "(exited on signal %d+)", "a worker %s" },
 }
 
@@ -178,35 +183,81 @@ function M.classify(out, status)
   return "unknown", "mpirun exited with status " .. status .. " and no worker reported a lost job"
 end
 
--- Runs one attempt, passing the job's output on; returns status, output,
--- and whether a signal (Ctrl-C) interrupted the reading.
-local function run_job(cmd)
-  local p = io.popen("exec 2>&1; " .. cmd .. "; echo \"::oar-launch-status=$?\"")
-  local kept, status, interrupted, errors = {}, 1, false, 0
-  while true do
-    local line, err = p:read("*l")
-    if line == nil then
-      -- a signal interrupted the read (EINTR): mpirun, in the same process
-      -- group, got the Ctrl-C too and ends the job; read on to its end
-      if not err or errors > 1000 then break end
-      interrupted, errors = true, errors + 1
-    else
-      local s = line:match("^::oar%-launch%-status=(%d+)$")
-      if s then
-        status = tonumber(s)
-      else
-        io.stdout:write(line, "\n")
-        io.stdout:flush()
-        kept[#kept + 1] = line
-        if #kept > 4000 then table.remove(kept, 1) end   -- the causes are in the last lines
-      end
-    end
-  end
-  p:close()
-  return status, table.concat(kept, "\n") .. "\n", interrupted
+local function say(fmt, ...) io.stderr:write("oar launch: ", string.format(fmt, ...), "\n") end
+
+-- how long mpirun may take to end once a worker reported a lost job before
+-- the launcher ends it (a host cut off: mpirun waits on its daemon forever)
+local function grace_s()
+  local g = tonumber(os.getenv("OAR_LAUNCH_GRACE") or "")
+  return g and g > 0 and g or 10
 end
 
-local function say(fmt, ...) io.stderr:write("oar launch: ", string.format(fmt, ...), "\n") end
+-- whether a line of the job's output reports a lost worker
+local function reports_lost(line)
+  for _, p in ipairs(LOST) do
+    if line:find(p[1]) then return true end
+  end
+  return false
+end
+
+-- Runs one attempt, passing the job's output on; returns status, output,
+-- and whether a signal (Ctrl-C) interrupted it. The job runs in a process
+-- group of its own (oar.launch_proc): a Ctrl-C is passed on to it, and a
+-- job that does not end within the grace after a worker reported a lost
+-- job is ended (SIGTERM, then SIGKILL).
+local function run_job(cmd)
+  local proc, err = require("oar.launch_proc").spawn(cmd)
+  if not proc then
+    say("cannot start mpirun: %s", err)
+    return 127, "", false
+  end
+  local kept, partial, interrupted = {}, "", false
+  local lost_at, termed_at
+  local function take(text)
+    partial = partial .. text
+    while true do
+      local nl = partial:find("\n", 1, true)
+      if not nl then break end
+      local line = partial:sub(1, nl - 1)
+      partial = partial:sub(nl + 1)
+      io.stdout:write(line, "\n")
+      kept[#kept + 1] = line
+      if #kept > 4000 then table.remove(kept, 1) end   -- the causes are in the last lines
+      if not lost_at and reports_lost(line) then lost_at = now() end
+    end
+    io.stdout:flush()
+  end
+  while true do
+    local text, sig = proc:read(200)
+    if sig then
+      -- Ctrl-C reached the launcher only: pass it on to the job
+      interrupted = true
+      proc:signal(require("oar.launch_proc").SIGINT)
+    end
+    if text then take(text) end
+    local status = proc:poll_exit()
+    if status then
+      -- drain what is already in the pipe; a stale daemon may hold it open
+      repeat
+        local more = proc:read(0)
+        if more then take(more) end
+      until not more or more == ""
+      proc:close()
+      if partial ~= "" then take("\n") end
+      return status, table.concat(kept, "\n") .. "\n", interrupted
+    end
+    local t = now()
+    if lost_at and not termed_at and t - lost_at > grace_s() then
+      say("mpirun did not end %.0f s after a worker reported a lost job; ending it", grace_s())
+      proc:signal(require("oar.launch_proc").SIGTERM)
+      termed_at = t
+    elseif termed_at and t - termed_at > 3 then
+      proc:signal(require("oar.launch_proc").SIGKILL)
+      termed_at = math.huge
+    end
+  end
+end
+
 
 --- Runs the job, restarting it on a lost worker: the launcher's part.
 -- @tparam table o what `parse` returned
