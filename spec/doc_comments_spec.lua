@@ -67,6 +67,8 @@ local MODULES = {
   { "oar.layers.sequence", "lua/oar/layers/sequence.lua" },
   { "oar.layers.sequence_ext", "lua/oar/layers/sequence_ext.lua" },
   { "oar.layers.seq_ctr", "lua/oar/layers/seq_ctr.lua" },
+  { "oar.layers.nn_last", "lua/oar/layers/nn_last.lua" },
+  { "oar.layers.roi", "lua/oar/layers/roi.lua" },
   { "oar.layers.vision", "lua/oar/layers/vision.lua" },
   { "oar.layers.metric_ext", "lua/oar/layers/metric_ext.lua" },
   { "oar.layers.extra", "lua/oar/layers/extra.lua" },

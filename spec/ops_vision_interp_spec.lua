@@ -239,7 +239,7 @@ describe("layers.resize_trilinear / image_resize TRILINEAR and BICUBIC", functio
       assert.has_error(function() layers.resize_trilinear{ input = v, out_shape = { 2, 2, 2 } } end,
         "resize_trilinear: 'input' must be 5-D, got shape [-1, 3, 4, 4]")
       assert.has_error(function() layers.image_resize{ input = v, out_shape = { 2, 2 }, resample = "LANCZOS" } end,
-        "image_resize: 'resample' must be one of BILINEAR, NEAREST, BICUBIC, TRILINEAR, got string 'LANCZOS'")
+        "image_resize: 'resample' must be one of BILINEAR, NEAREST, BICUBIC, TRILINEAR, LINEAR, got string 'LANCZOS'")
     end)
   end)
 end)

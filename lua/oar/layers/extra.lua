@@ -143,10 +143,11 @@ function M.resize_nearest(a, out_shape, scale)
   return resize("resize_nearest", a, "nearest")
 end
 
---- Resizes NCHW images, bilinear, nearest or bicubic, or NCDHW volumes,
--- trilinear (Fluid's image_resize).
+--- Resizes NCHW images, bilinear, nearest or bicubic, NCDHW volumes,
+-- trilinear, or NCW rows, linear (Fluid's image_resize).
 -- Keys as `resize_bilinear`, plus `resample`: "BILINEAR" (default), "NEAREST",
--- "BICUBIC" (bicubic_interp) or "TRILINEAR" (5-D input, trilinear_interp).
+-- "BICUBIC" (bicubic_interp), "TRILINEAR" (5-D input, trilinear_interp) or
+-- "LINEAR" (3-D input, NCW or NWC, linear_interp).
 -- @tparam table a keyword arguments
 -- @param[opt] out_shape the key `out_shape`, given positionally
 -- @param[opt] scale the key `scale`, given positionally
@@ -155,7 +156,11 @@ end
 function M.image_resize(a, out_shape, scale)
   a = args("image_resize", a, "input", { out_shape = out_shape, scale = scale }, RESIZE_KEYS .. " resample")
   local r = check.string("image_resize", "resample", a.resample, "BILINEAR",
-    { "BILINEAR", "NEAREST", "BICUBIC", "TRILINEAR" })
+    { "BILINEAR", "NEAREST", "BICUBIC", "TRILINEAR", "LINEAR" })
+  if r == "LINEAR" then
+    a.data_format = check.string("image_resize", "data_format", a.data_format, "NCW", { "NCW", "NWC" })
+    return require("oar.layers.resize_nd")("image_resize", a, "linear", 1)
+  end
   if r == "TRILINEAR" or r == "BICUBIC" then
     local tri = r == "TRILINEAR"
     a.data_format = check.string("image_resize", "data_format", a.data_format, tri and "NCDHW" or "NCHW",

@@ -49,6 +49,8 @@ merge("oar.layers.tensor_shape", true)
 merge("oar.layers.tensor_window", true)
 
 merge("oar.layers.seq_ctr", true)
+merge("oar.layers.nn_last", true)
+merge("oar.layers.roi", true)
 
 -- a name oar.layers does not have is an error with a suggestion
 -- ("oar.layers: no field 'fcc' (did you mean 'fc'?)"); probe with rawget

@@ -1,5 +1,6 @@
---- oar.layers.resize_nd: the body that image_resize (resample "TRILINEAR" or
--- "BICUBIC") and resize_trilinear share; not merged into oar.layers.
+--- oar.layers.resize_nd: the body that image_resize (resample "TRILINEAR",
+-- "BICUBIC" or "LINEAR"), resize_trilinear and resize_linear share; not
+-- merged into oar.layers.
 -- @module oar.layers.resize_nd
 local LayerHelper = require("oar.layer_helper")
 local framework = require("oar.framework")
@@ -18,20 +19,21 @@ local function float_input(layer, key, v, rank)
   return x
 end
 
---- Appends trilinear_interp (nd 3) or bicubic_interp (nd 2) for layer L.
+--- Appends trilinear_interp (nd 3), bicubic_interp (nd 2) or linear_interp
+-- (nd 1) for layer L.
 -- @tparam string L the layer's name, for errors
 -- @tparam table a the layer's keyword arguments (input, out_shape, scale,
 -- actual_shape, align_corners, align_mode, data_format (checked by the caller), name)
--- @tparam string method "trilinear" or "bicubic"
--- @tparam int nd the spatial dims (3 or 2)
+-- @tparam string method "trilinear", "bicubic" or "linear"
+-- @tparam int nd the spatial dims (3, 2 or 1)
 -- @treturn Variable the resized input
 local function resize_nd(L, a, method, nd)
   local input = float_input(L, "input", a.input, nd + 2)
   -- Fluid writes NHWC for channels last at either rank
-  local last = a.data_format == "NHWC" or a.data_format == "NDHWC"
+  local last = a.data_format == "NHWC" or a.data_format == "NDHWC" or a.data_format == "NWC"
   local attrs = { interp_method = method, data_layout = last and "NHWC" or "NCHW",
                   align_corners = check.boolean(L, "align_corners", a.align_corners, true) }
-  if method == "trilinear" then
+  if method == "trilinear" or method == "linear" then
     attrs.align_mode = check.int(L, "align_mode", a.align_mode, 1)
     if attrs.align_mode ~= 0 and attrs.align_mode ~= 1 then check.fail(L, "align_mode", "0 or 1", a.align_mode) end
   end
@@ -46,7 +48,8 @@ local function resize_nd(L, a, method, nd)
       if sz[i] <= 0 then check.fail(L, "out_shape", "positive sizes", out_shape) end
     end
     if nd == 3 then attrs.out_d = sz[1] end
-    attrs.out_h, attrs.out_w = sz[nd - 1], sz[nd]
+    if nd >= 2 then attrs.out_h = sz[nd - 1] end
+    attrs.out_w = sz[nd]
   end
   if a.actual_shape ~= nil then inputs.OutSize = { check.variable(L, "actual_shape", a.actual_shape) } end
   if a.scale ~= nil and out_shape == nil then
