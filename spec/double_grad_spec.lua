@@ -159,12 +159,12 @@ for _, e in ipairs({ "add", "sub", "mul", "div" }) do
     forward = function(v) return layers["elementwise_" .. e]{ x = v.x, y = v.y, axis = 1 } end }
 end
 -- conv2d with the filter as an input (not a parameter) so it is differentiated too
-local function conv_case(name, xs, ws, attrs, out_shape)
+local function conv_case(name, xs, ws, attrs, out_shape, op_type)
   return { name = name, inputs = { x = { xs, -1, 1 }, w = { ws, -1, 1 } }, order = { "x", "w" }, wrt = { "x", "w" },
     forward = function(v)
       local b = v.x.block
       local out = b:create_var{ name = "conv_out", dtype = "float64", shape = out_shape }
-      b:append_op{ type = "conv2d", inputs = { Input = { v.x }, Filter = { v.w } }, outputs = { Output = { out } },
+      b:append_op{ type = op_type or "conv2d", inputs = { Input = { v.x }, Filter = { v.w } }, outputs = { Output = { out } },
                    attrs = attrs }
       return out
     end }
@@ -175,6 +175,16 @@ CASES[#CASES + 1] = conv_case("conv2d (groups 2, dilation 2)", { 1, 4, 4, 4 }, {
   { strides = { 1, 1 }, paddings = { 0, 0 }, dilations = { 2, 2 }, groups = 2 }, { 1, 2, 2, 2 })
 CASES[#CASES + 1] = conv_case("conv2d (NHWC)", { 1, 3, 3, 2 }, { 2, 2, 2, 2 },
   { strides = { 1, 1 }, paddings = { 1, 1 }, dilations = { 1, 1 }, groups = 1, data_format = "NHWC" }, { 1, 4, 4, 2 })
+-- conv3d (its grad op is conv3d_grad; the double grad shares conv2d's kernel)
+CASES[#CASES + 1] = conv_case("conv3d", { 1, 2, 3, 3, 3 }, { 2, 2, 2, 2, 2 },
+  { strides = { 2, 2, 2 }, paddings = { 1, 1, 1 }, dilations = { 1, 1, 1 }, groups = 1 }, { 1, 2, 2, 2, 2 }, "conv3d")
+CASES[#CASES + 1] = conv_case("conv3d (groups 2, dilations, asymmetric strides and paddings)", { 1, 4, 4, 3, 4 },
+  { 2, 2, 2, 2, 1 },
+  { strides = { 1, 2, 1 }, paddings = { 1, 0, 0, 1, 0, 0 }, dilations = { 2, 1, 1 }, groups = 2 },
+  { 1, 2, 3, 2, 4 }, "conv3d")
+CASES[#CASES + 1] = conv_case("conv3d (NDHWC)", { 1, 2, 3, 2, 2 }, { 3, 2, 2, 1, 2 },
+  { strides = { 1, 1, 1 }, paddings = { 0, 1, 1 }, dilations = { 1, 1, 1 }, groups = 1, data_format = "NDHWC" },
+  { 1, 1, 5, 3, 3 }, "conv3d")
 CASES[#CASES + 1] = { name = "instance_norm",
   inputs = { x = { { 2, 2, 2, 2 }, -1, 1 }, scale = { { 2 }, 0.5, 1.5 }, bias = { { 2 }, -1, 1 } },
   order = { "x", "scale", "bias" }, wrt = { "x", "scale", "bias" }, forward = function(v)
