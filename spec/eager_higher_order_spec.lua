@@ -59,7 +59,7 @@ local function conv(attrs)
 end
 
 -- case: inputs = { {shape, lo, hi}, ... }, op(tensors...) -> tensor, grad = the grad op whose
--- double grad is checked. F = sum(w * op(x..)^2) (w fixed), so that the first derivative depends
+-- double grad is checked. F = sum(w * op(x..)^3) (w fixed), so that the first derivative depends
 -- on x through the grad op's inputs and through its incoming gradient.
 local CASES = {
   { name = "relu", grad = "relu_grad", inputs = { { { 2, 3 }, -2, 2 } }, op = function(x) return x:relu() end },
@@ -100,7 +100,7 @@ local function check_case(case)
     for i, inp in ipairs(case.inputs) do xs[i] = tensor(vals[i], inp[1]):requires_grad() end
     local o = case.op(table.unpack(xs))
     if not w then w = tensor(random(o:shape(), -1, 1), o:shape()) end
-    local f = (o * o * w):sum()
+    local f = (o * o * o * w):sum()
     return oar.autograd.grad(f, xs, { create_graph = create }), xs
   end
   local g, xs = firsts(true)
@@ -157,14 +157,19 @@ describe("eager second derivatives", function()
     for i = 1, 4 do assert(math.abs(got[i] - 6 * xv[i]) < 1e-12, "6 x at " .. i) end
   end)
 
-  it("takes grad_outputs and a third derivative", function()
+  it("takes grad_outputs; a third derivative is an error naming the double-grad op", function()
     local xv = { 0.5, -1, 2 }
     local x = oar.Tensor(xv, "float64"):requires_grad()
     local y = x:square() * x:square()   -- x^4
-    local g1 = oar.autograd.grad(y, x, { grad_outputs = oar.ones(3):double(), create_graph = true })[1]
-    local g2 = oar.autograd.grad(g1:sum(), x, { create_graph = true })[1]
-    local g3 = oar.autograd.grad(g2:sum(), x)[1]:totable()
-    for i = 1, 3 do assert(math.abs(g3[i] - 24 * xv[i]) < 1e-12, "24 x at " .. i) end
+    local dy = oar.Tensor({ 1, 2, -1 }, "float64")
+    local g1 = oar.autograd.grad(y, x, { grad_outputs = dy, create_graph = true })[1]
+    local g2 = oar.autograd.grad(g1:sum(), x, { create_graph = true })[1]:totable()
+    local d = dy:totable()
+    for i = 1, 3 do assert(math.abs(g2[i] - 12 * xv[i] ^ 2 * d[i]) < 1e-12, "12 x^2 dy at " .. i) end
+    g2 = oar.autograd.grad(g1:sum(), x, { create_graph = true })[1]
+    local ok, err = pcall(oar.autograd.grad, g2:sum(), x)
+    assert.is_false(ok)
+    assert.matches("_grad_grad' has no gradient", tostring(err), 1, true)
   end)
 end)
 

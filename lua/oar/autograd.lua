@@ -71,7 +71,16 @@ function make_grad_ops(node, key)
   local ok, err = pcall(function()
     for i = 0, pn[0] - 1 do
       local d = pp[0][i]
-      list[#list + 1] = handle_from_desc(d, ffi.string(C.oar_op_desc_type(d)))
+      -- an op all of whose outputs are unwanted (a linear grad's forward
+      -- op when its incoming gradient wants none) has nothing to do
+      local used = false
+      for s = 0, C.oar_op_desc_num_outputs(d) - 1 do
+        local slot = C.oar_op_desc_output_slot(d, s)
+        for a = 0, C.oar_op_desc_output_count(d, slot) - 1 do
+          if ffi.string(C.oar_op_desc_output_arg(d, slot, a)) ~= EMPTY then used = true end
+        end
+      end
+      if used then list[#list + 1] = handle_from_desc(d, ffi.string(C.oar_op_desc_type(d))) end
     end
   end)
   C.oar_op_descs_free(pp[0], pn[0])
@@ -173,7 +182,8 @@ local function positional(gh)
     C.oar_op_desc_input_arg, C.oar_op_desc_set_input, "x")
   local out_spec = copy(C.oar_op_desc_num_outputs(src), C.oar_op_desc_output_count, C.oar_op_desc_output_slot,
     C.oar_op_desc_output_arg, C.oar_op_desc_set_output, "y")
-  if C.oar_op_desc_copy_attrs(desc, src) ~= 0 then fail(lib.last_error()) end
+  -- (oar_op_desc_copy_attrs is in the op-authoring API, declared on demand)
+  if lib.load_op_api().oar_op_desc_copy_attrs(desc, src) ~= 0 then fail(lib.last_error()) end
   p = handle_from_desc(desc, gh.type)
   p.in_spec, p.out_spec, p.has_grad, p.keep = in_spec, out_spec, true, desc
   gh.positional = p
