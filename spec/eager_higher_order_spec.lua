@@ -80,6 +80,17 @@ local CASES = {
     op = function(x) return x:square():mean(2) end },
   { name = "sum", grad = "reduce_sum_grad", inputs = { { { 2, 3 }, -1, 1 } },
     op = function(x) return x:square():sum(1) end },
+  { name = "leaky_relu", grad = "leaky_relu_grad", inputs = { { { 2, 3 }, -2, 2 } },
+    op = eager._prepared("leaky_relu", 1, { alpha = 0.1 }) },
+  { name = "elu", grad = "elu_grad", inputs = { { { 2, 3 }, -2, 2 } }, op = eager._prepared("elu", 1, { alpha = 0.7 }) },
+  { name = "expand", grad = "expand_grad", inputs = { { { 2, 1 }, -1, 1 } },
+    op = function(x) return eager._run("expand", { { "X", x } }, { { "Out", 1 } }, { expand_times = { 1, 3 } })[1] end },
+  { name = "instance_norm", grad = "instance_norm_grad",
+    inputs = { { { 2, 2, 2, 2 }, -1, 1 }, { { 2 }, 0.5, 1.5 }, { { 2 }, -1, 1 } },
+    op = function(x, scale, bias)
+      return eager._run("instance_norm", { { "X", x }, { "Scale", scale }, { "Bias", bias } },
+        { { "Y", 1 }, { "SavedMean", 1 }, { "SavedVariance", 1 } }, { epsilon = 1e-5 })[1]
+    end },
   { name = "conv2d", grad = "conv2d_grad", inputs = { { { 1, 2, 3, 3 }, -1, 1 }, { { 2, 2, 2, 2 }, -1, 1 } },
     op = conv{ strides = { 2, 2 }, paddings = { 1, 1 }, dilations = { 1, 1 }, groups = 1 } },
   { name = "conv2d (groups 2, dilation 2)", grad = "conv2d_grad",
