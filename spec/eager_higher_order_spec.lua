@@ -166,6 +166,14 @@ describe("eager second derivatives", function()
     g:sum():backward()
     local got = x.grad:totable()
     for i = 1, 4 do assert(math.abs(got[i] - 6 * xv[i]) < 1e-12, "6 x at " .. i) end
+    -- y:backward(g, {create_graph = true}) on a y of several elements
+    local z = oar.Tensor(xv, "float64"):requires_grad()
+    ;(z:square() * z):backward(oar.Tensor({ 1, 2, 3, 4 }, "float64"), { create_graph = true })
+    local gz = z.grad
+    z.grad = nil
+    gz:sum():backward()
+    got = z.grad:totable()
+    for i = 1, 4 do assert(math.abs(got[i] - 6 * xv[i] * i) < 1e-12, "6 x g at " .. i) end
   end)
 
   it("takes grad_outputs; a third derivative is an error naming the double-grad op", function()
