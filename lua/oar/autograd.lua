@@ -9,6 +9,10 @@
 -- that needed it has run. The versions a recorded op saved are checked
 -- against the tensors' buffers (oar_tensor_version): a tensor written in
 -- place since is an error naming it, never a wrong gradient.
+-- `oar.autograd.grad` returns the gradients of chosen tensors instead; with
+-- `create_graph` the grad ops backward runs are recorded on the tape too,
+-- so a gradient can be differentiated again through the double-grad ops
+-- (docs/eager.md, "Higher-order gradients").
 -- @module oar.autograd
 local ffi = require("ffi")
 local lib = require("oar.lib")
@@ -423,7 +427,7 @@ end
 
 --- Takes eager.lua's internals and puts backward into oar.eager (eager.lua calls it).
 -- @tparam table eager the oar.eager module
--- @tparam table internals exec, get_handle, handle_from_desc, tracked, version, fail, check_tensor, full, write_sites(), set_grad_enabled(on) (returns the old setting), SPEC_XY, SPEC_OUT, EMPTY
+-- @tparam table internals exec, get_handle, handle_from_desc, tracked, version, fail, check_tensor, full, record, is_tensor, write_sites(), set_grad_enabled(on) (returns the old setting), SPEC_XY, SPEC_OUT, EMPTY
 -- @local
 function M.install(eager, internals)
   E = internals
