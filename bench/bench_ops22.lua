@@ -15,7 +15,8 @@ local ffi = require("ffi")
 local oar = require("oar")
 local layers = oar.layers
 
-local ITERS, REPS, PAT = tonumber(arg[1]) or 200, tonumber(arg[2]) or 5, arg[3]
+local ITERS, REPS = tonumber(arg[1]) or 200, tonumber(arg[2]) or 5
+local PAT = (arg[3] and arg[3] ~= "") and arg[3] or nil
 
 ffi.cdef[[typedef struct { long tv_sec; long tv_nsec; } bench_ts22; int clock_gettime(int, bench_ts22 *);]]
 local function now()

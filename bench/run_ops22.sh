@@ -26,7 +26,7 @@ have_torch=1
 $PY -c 'import torch' 2>/dev/null || { have_torch=0; echo "== PyTorch not installed: oar figures only"; }
 for ((r = 1; r <= ROUNDS; r++)); do
   for t in 1 2; do
-    OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t luajit bench/bench_ops22.lua "$ITERS" "$REPS" $PAT \
+    OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t luajit bench/bench_ops22.lua "$ITERS" "$REPS" "$PAT" \
       | sed "s/^/round $r threads $t /" | tee -a "$log"
     if [ "$have_torch" = 1 ]; then
       OMP_NUM_THREADS=$t $PY bench/torch_ops22.py "$ITERS" "$REPS" "$PAT" "$t" \
