@@ -67,6 +67,9 @@ local function case(name, inputs, build)
   for _, s in ipairs(inputs) do feed[s[1]] = tensor(s[2], s.seed, s[3]) end
   local opts = {feed = feed, fetch_list = {loss}}
   for _ = 1, 3 do exe:run(main, opts) end
+  if os.getenv("BENCH_PRINT_LOSS") then
+    print(string.format("# %s loss %.6g", name, exe:run(main, opts)[1]:data()[0]))
+  end
   local best = math.huge
   for _ = 1, REPS do
     local t0 = now()

@@ -19,6 +19,7 @@ Prints one line per case:
 Usage: python3 bench/torch_ops22.py [iters] [reps] [case-regex] [threads]
 """
 import math
+import os
 import re
 import sys
 import time
@@ -64,6 +65,8 @@ def case(name, inputs, build, params=()):
 
     for _ in range(3):
         step()
+    if os.environ.get("BENCH_PRINT_LOSS"):
+        print(f"# {name} loss {step():.6g}", flush=True)
     best = float("inf")
     for _ in range(REPS):
         t0 = time.perf_counter()

@@ -15,6 +15,7 @@ A peer that is not installed is skipped with a line saying so.
   RESULT torch seq23_<case> us_per_call=<x>
 Usage: python3 bench/torch_seq23.py [iters] [reps] [case-regex] [crf-tags] [threads]
 """
+import os
 import re
 import sys
 import time
@@ -54,6 +55,8 @@ def time_case(names, step):
         return
     for _ in range(3):
         step()
+    if os.environ.get("BENCH_PRINT_LOSS"):
+        print(f"# {names[0]} loss {step():.6g}", flush=True)
     best = float("inf")
     for _ in range(REPS):
         t0 = time.perf_counter()
