@@ -38,6 +38,9 @@ local function ctc_label(b, j) return 1 + (b * 13 + j * 7) % (CTC_C - 1) end
 local CRF_T = 60
 local function crf_len(b) return 20 + (b * 11) % 41 end                  -- 20..60
 local function crf_tag(b, j) return (b * 17 + j * 5) % TAGS end
+-- the transition weights (start, end, tag to tag) all 0.05, as torchcrf's
+-- on the PyTorch side: both sides' losses agree (BENCH_PRINT_LOSS=1)
+local CRFW = oar.ParamAttr{name = "crfw", initializer = oar.initializer.Constant{value = 0.05}}
 
 local function fill_float(t, n, seed)
   local p = t:data()
@@ -84,7 +87,14 @@ end, function()
     nx, ny = nx + ctc_steps(b), ny + ctc_labels(b)
     xl[#xl + 1], yl[#yl + 1] = nx, ny
   end
-  local x = fill_float(oar.Tensor{shape = {nx, CTC_C}, dtype = "float32"}, nx * CTC_C, 1)
+  -- sequence b's step t holds the padded form's [t, b, :] (the same scores)
+  local x = oar.Tensor{shape = {nx, CTC_C}, dtype = "float32"}
+  local xp = x:data()
+  for b = 0, B - 1 do
+    for t = 0, ctc_steps(b) - 1 do
+      for c = 0, CTC_C - 1 do xp[(xl[b + 1] + t) * CTC_C + c] = math.sin(0.37 * ((t * B + b) * CTC_C + c) + 1) end
+    end
+  end
   x:set_lod({xl})
   local y = oar.Tensor{shape = {ny, 1}, dtype = "int32"}
   local p, k = y:data(), 0
@@ -122,11 +132,18 @@ time_case("crf_lod_B16_L20-60_D" .. TAGS, function()
   local x = layers.data{name = "x", shape = {TAGS}, dtype = "float32", lod_level = 1}
   x.stop_gradient = false
   local y = layers.data{name = "y", shape = {1}, dtype = "int64", lod_level = 1}
-  return layers.reduce_sum(layers.linear_chain_crf{input = x, label = y, param_attr = "crfw"}), {x}
+  return layers.reduce_sum(layers.linear_chain_crf{input = x, label = y, param_attr = CRFW}), {x}
 end, function()
   local lod, n = {0}, 0
   for b = 0, B - 1 do n = n + crf_len(b); lod[#lod + 1] = n end
-  local x = fill_float(oar.Tensor{shape = {n, TAGS}, dtype = "float32"}, n * TAGS, 1)
+  -- sequence b's word t holds the padded form's [b, t, :] (the same emissions)
+  local x = oar.Tensor{shape = {n, TAGS}, dtype = "float32"}
+  local xp = x:data()
+  for b = 0, B - 1 do
+    for t = 0, crf_len(b) - 1 do
+      for d = 0, TAGS - 1 do xp[(lod[b + 1] + t) * TAGS + d] = math.sin(0.37 * ((b * CRF_T + t) * TAGS + d) + 1) end
+    end
+  end
   x:set_lod({lod})
   local y = oar.Tensor{shape = {n, 1}, dtype = "int64"}
   local p, k = y:data(), 0
@@ -143,7 +160,7 @@ time_case("crf_padded_B16_L20-60_D" .. TAGS, function()
   x.stop_gradient = false
   local y = layers.data{name = "y", shape = {B, CRF_T}, dtype = "int64", append_batch_size = false}
   local len = layers.data{name = "len", shape = {B}, dtype = "int64", append_batch_size = false}
-  return layers.reduce_sum(layers.linear_chain_crf{input = x, label = y, length = len, param_attr = "crfw"}), {x}
+  return layers.reduce_sum(layers.linear_chain_crf{input = x, label = y, length = len, param_attr = CRFW}), {x}
 end, function()
   local x = fill_float(oar.Tensor{shape = {B, CRF_T, TAGS}, dtype = "float32"}, B * CRF_T * TAGS, 1)
   local y = oar.Tensor{shape = {B, CRF_T}, dtype = "int64"}

@@ -92,6 +92,9 @@ except ImportError:
 else:
     torch.manual_seed(0)
     crf = CRF(TAGS, batch_first=True)
+    with torch.no_grad():
+        for p in crf.parameters():
+            p.fill_(0.05)  # as oar's transition parameter
     em = sin_fill((B, CRF_T, TAGS), 1).requires_grad_(True)
     tags = torch.zeros(B, CRF_T, dtype=torch.long)
     mask = torch.zeros(B, CRF_T, dtype=torch.bool)
