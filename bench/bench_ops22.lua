@@ -8,7 +8,8 @@
 --   RESULT oar ops22_<case> us_per_call=<x>
 --   luajit bench/bench_ops22.lua [iters] [reps] [case-pattern]
 -- iters calls per timed window, the best of reps windows; case-pattern (a
--- Lua pattern) keeps the matching cases only.
+-- Lua pattern) keeps the matching cases only. BENCH_PRINT_LOSS=1 prints
+-- each case's loss once (to check it against the PyTorch side's).
 -- A source checkout runs without installing (lua/ and build/ next to bench/).
 dofile((debug.getinfo(1, "S").source:match("^@(.*/)[^/]*$") or "./") .. "../examples/checkout.lua")
 local ffi = require("ffi")

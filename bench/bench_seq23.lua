@@ -12,6 +12,7 @@
 -- (blank 0), label lengths 20..30; CRF batch 16, sequences of 20..60 words,
 -- crf-tags tags (default 59; examples/book/label_semantic_roles.lua's
 -- synthetic data has 7). iters calls per window, the best of reps windows.
+-- BENCH_PRINT_LOSS=1 prints each case's loss once (the PyTorch side's agree).
 -- A source checkout runs without installing (lua/ and build/ next to bench/).
 dofile((debug.getinfo(1, "S").source:match("^@(.*/)[^/]*$") or "./") .. "../examples/checkout.lua")
 local ffi = require("ffi")

@@ -13,7 +13,9 @@ margin_rank_loss -> F.margin_ranking_loss(margin=0.1, mean); l1_norm ->
 linalg.vector_norm(ord=1); squared_l2_norm -> x.square().sum(); norm
 (l2_normalize, op norm) -> F.normalize(dim=1).mean(); cos_sim ->
 F.cosine_similarity(dim=1).mean(); dist -> torch.dist(p=2); bmm ->
-torch.bmm(...).mean(); conv3d -> nn.Conv3d(16, 32, 3, padding=1).
+torch.bmm(...).mean(); conv3d -> nn.Conv3d(16, 32, 3, padding=1).mean(), the
+weight all 0.01 and the bias 0 on both sides. BENCH_PRINT_LOSS=1 prints each
+case's loss once (the two sides' agree, log_loss's up to its epsilon).
 Prints one line per case:
   RESULT torch ops22_<case> us_per_call=<x>
 Usage: python3 bench/torch_ops22.py [iters] [reps] [case-regex] [threads]
