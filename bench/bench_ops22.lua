@@ -60,7 +60,8 @@ local function case(name, inputs, build)
     end
     loss = build(vars)
     for _, p in ipairs(main:global_block():all_parameters()) do wrt[#wrt + 1] = p end
-    oar.gradients({loss}, wrt)
+    local grads = oar.gradients({loss}, wrt)
+    for i, v in ipairs(wrt) do assert(grads[i], name .. ": no gradient reaches " .. v.name) end
   end)
   local exe = oar.Executor(oar.CPUPlace())
   exe:run(startup)
