@@ -271,26 +271,12 @@ describe("layers.conv3d / layers.conv3d_transpose", function()
   -- builds one layer over a fed [2, ...] float64 x; returns the fetched
   -- value (flat) and its shape, and the layer's op
   local function run(xshape, build)
-    local main, startup = oar.Program(), oar.Program()
-    local out
-    oar.program_guard(main, startup, function()
-      local v = layers.data{ name = "x", shape = xshape, dtype = "float64", append_batch_size = false }
-      out = build(v)
-    end)
-    local x = R.symmetric(numel(xshape), 13)
-    local t = oar.Tensor{ shape = xshape, dtype = "float64" }
-    local p = t:data()
-    for i = 1, #x do p[i - 1] = x[i] end
-    local exe = oar.Executor(oar.CPUPlace())
-    exe:run(startup)
-    local got = exe:run(main, { feed = { x = t }, fetch_list = { out } })[1]
-    local flat, d = {}, got:data()
-    for i = 1, numel(got:shape()) do flat[i] = d[i - 1] end
+    local res, x, main = require("spec.helpers.layer_run").run_symmetric(xshape, 13, build)
     local op
     for _, o in ipairs(main:global_block():ops()) do
       if o.type == "conv3d" or o.type == "conv3d_transpose" then op = o end
     end
-    return flat, got:shape(), x, op
+    return res[1].data, res[1].shape, x, op
   end
 
   local function const(v) return oar.ParamAttr{ initializer = oar.initializer.Constant{ value = v } } end

@@ -257,14 +257,8 @@ describe("oar.layers merge_selected_rows, get_tensor_from_selected_rows", functi
   local A = require("spec.helpers.api")
   local layers = oar.layers
 
-  local function flat(t)
-    local out = {}
-    local function walk(v)
-      if type(v) == "table" then for _, x in ipairs(v) do walk(x) end else out[#out + 1] = v end
-    end
-    walk(t:totable())
-    return out
-  end
+  local flatten = require("spec.helpers.index").flatten
+  local function flat(t) return flatten(t:totable()) end
 
   it("merge the sparse gradient of an embedding and read its value", function()
     local main, startup, merged, raw, dense = A.build(function()
