@@ -80,6 +80,8 @@ int oar_sk_input(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, con
 int oar_sk_opt_input(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, const oar_tensor_t **t,
                      const void **p);
 /* (outputs: oar_k_output_sized, op.h) */
+/* output `slot` (when the program has it) gets one LoD level: offs (n offsets) */
+int oar_sk_set_lod1(oar_kernel_ctx_t *k, int slot, const int64_t *offs, int64_t n);
 /* ---- recurrent kernels (lstm.c, lstmp.c, gru.c) -------------------------------------- */
 /* checked scratch of n elements of es bytes, zeroed when `zero` (else the
  * caller writes all of it), from the block cache (scratch.h): free it with
