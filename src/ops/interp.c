@@ -10,20 +10,7 @@
  */
 #include "op.h"
 #include "ops/interp.h"   /* generated from interp.ops */
-
-/* one value of a one- or two-value tensor as a double; false if not numeric */
-static bool tensor_value(const oar_tensor_t *t, int64_t i, double *v)
-{
-    if (!t || i >= oar_tensor_numel_of(t) || !oar_tensor_has_data(t)) return false;
-    const void *p = oar_tensor_data((oar_tensor_t *)t);
-    switch (t->dtype) {
-    case OAR_INT32: *v = ((const int32_t *)p)[i]; return true;
-    case OAR_INT64: *v = (double)((const int64_t *)p)[i]; return true;
-    case OAR_FP32: *v = ((const float *)p)[i]; return true;
-    case OAR_FP64: *v = ((const double *)p)[i]; return true;
-    default: return false;
-    }
-}
+#include "ops/tensor_value.h"
 
 /* Paddle's scale_h/scale_w at run time (-1: none) */
 static int ip_scales(oar_infer_ctx_t *c, const oar_interp_attrs_t *a, double *sh, double *sw)
@@ -33,10 +20,10 @@ static int ip_scales(oar_infer_ctx_t *c, const oar_interp_attrs_t *a, double *sh
     if (oar_ic_in_present(c, "Scale")) {
         const oar_tensor_t *t = oar_ic_in_tensor(c, "Scale", 0);
         if (!t) return OAR_OK;   /* compile time */
-        if (!tensor_value(t, 0, sh))
+        if (!oar_tensor_value_f64(t, 0, sh))
             return oar_ic_error(c, OAR_ERR_INVALID, "input Scale ('%s') must hold a number",
                                 oar_ic_in_name(c, "Scale", 0));
-        if (!tensor_value(t, 1, sw)) *sw = *sh;
+        if (!oar_tensor_value_f64(t, 1, sw)) *sw = *sh;
     } else if (a->v2 && a->scale.n > 0) {
         *sh = a->scale.v[0];
         *sw = a->scale.n > 1 ? a->scale.v[1] : a->scale.v[0];
@@ -64,7 +51,7 @@ static int ip_infer(oar_infer_ctx_t *c)
         for (int i = 0; i < 2; i++) {
             double v;
             if (!rt) { od[2 + i] = -1; continue; }
-            if (!tensor_value(oar_ic_in_tensor(c, "SizeTensor", i), 0, &v))
+            if (!oar_tensor_value_f64(oar_ic_in_tensor(c, "SizeTensor", i), 0, &v))
                 return oar_ic_error(c, OAR_ERR_INVALID, "SizeTensor %d ('%s') must hold one integer", i,
                                     oar_ic_in_name(c, "SizeTensor", i));
             od[2 + i] = (int64_t)v;
@@ -83,7 +70,7 @@ static int ip_infer(oar_infer_ctx_t *c)
             for (int i = 0; i < 2; i++) {
                 double v;
                 if (!rt) { od[2 + i] = -1; continue; }
-                if (!tensor_value(oar_ic_in_tensor(c, "OutSize", 0), i, &v))
+                if (!oar_tensor_value_f64(oar_ic_in_tensor(c, "OutSize", 0), i, &v))
                     return oar_ic_error(c, OAR_ERR_INVALID, "OutSize ('%s') must hold 2 integers (out_h, out_w)",
                                         oar_ic_in_name(c, "OutSize", 0));
                 od[2 + i] = (int64_t)v;

@@ -3,19 +3,7 @@
  * vision_interp.ops. Kernels in kernels/cpu/vision_interp.c. */
 #include "op.h"
 #include "ops/vision_interp.h"   /* generated from vision_interp.ops */
-
-/* value i of a numeric tensor as a double; false if absent or not numeric */
-static bool value_at(const oar_tensor_t *t, int64_t i, double *v) {
-    if (!t || i >= oar_tensor_numel_of(t) || !oar_tensor_has_data(t)) return false;
-    const void *p = oar_tensor_data((oar_tensor_t *)t);
-    switch (t->dtype) {
-    case OAR_INT32: *v = ((const int32_t *)p)[i]; return true;
-    case OAR_INT64: *v = (double)((const int64_t *)p)[i]; return true;
-    case OAR_FP32: *v = ((const float *)p)[i]; return true;
-    case OAR_FP64: *v = ((const double *)p)[i]; return true;
-    default: return false;
-    }
-}
+#include "ops/tensor_value.h"
 
 static int vip_infer(oar_infer_ctx_t *c) {
     const oar_vip_attrs_t *a = oar_ic_attrs(c);
@@ -50,7 +38,7 @@ static int vip_infer(oar_infer_ctx_t *c) {
         for (int i = 0; i < nd; i++) {
             double v;
             if (!rt) { od[2 + i] = -1; continue; }
-            if (!value_at(oar_ic_in_tensor(c, "SizeTensor", i), 0, &v))
+            if (!oar_tensor_value_f64(oar_ic_in_tensor(c, "SizeTensor", i), 0, &v))
                 return oar_ic_error(c, OAR_ERR_INVALID, "SizeTensor %d ('%s') must hold one integer", i,
                                     oar_ic_in_name(c, "SizeTensor", i));
             od[2 + i] = (int64_t)v;
@@ -60,7 +48,7 @@ static int vip_infer(oar_infer_ctx_t *c) {
         if (oar_ic_in_present(c, "Scale")) {
             const oar_tensor_t *t = oar_ic_in_tensor(c, "Scale", 0);
             if (!t) s = -2;   /* compile time: unknown */
-            else if (!value_at(t, 0, &s))
+            else if (!oar_tensor_value_f64(t, 0, &s))
                 return oar_ic_error(c, OAR_ERR_INVALID, "Scale ('%s') must hold a number",
                                     oar_ic_in_name(c, "Scale", 0));
         }
@@ -73,7 +61,7 @@ static int vip_infer(oar_infer_ctx_t *c) {
             for (int i = 0; i < nd; i++) {
                 double v;
                 if (!rt) { od[2 + i] = -1; continue; }
-                if (!value_at(oar_ic_in_tensor(c, "OutSize", 0), i, &v))
+                if (!oar_tensor_value_f64(oar_ic_in_tensor(c, "OutSize", 0), i, &v))
                     return oar_ic_error(c, OAR_ERR_INVALID, "OutSize ('%s') must hold %d integers",
                                         oar_ic_in_name(c, "OutSize", 0), nd);
                 od[2 + i] = (int64_t)v;
