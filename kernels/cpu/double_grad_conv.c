@@ -8,6 +8,7 @@
  * the im2col + GEMM path. */
 #include <string.h>
 #include "op.h"
+#include "double_grad_io.h"
 #include "ops/conv.h"
 #include "ops/window.h"
 
@@ -76,20 +77,6 @@ static int gg_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tensor
                         }                                                                           \
                 }                                                                                   \
         }
-
-static int opt_in(oar_kernel_ctx_t *k, int slot, const char *name, int dt, int64_t n, const void **p)
-{
-    *p = NULL;
-    if (!oar_k_input(k, slot, 0)) return OAR_OK;
-    return oar_k_input_sized(k, slot, name, dt, n, p);
-}
-
-static int zeroed(oar_kernel_ctx_t *k, int slot, const char *name, int dt, size_t es, int64_t n, void **p)
-{
-    OAR_TRY(oar_k_output_sized(k, slot, name, dt, n, true, p));
-    if (*p && n > 0) memset(*p, 0, (size_t)n * es);
-    return OAR_OK;
-}
 
 #define CONV_GG(NAME, T, DT)                                                                          \
     static int NAME(oar_kernel_ctx_t *k)                                                             \
