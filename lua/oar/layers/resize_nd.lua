@@ -8,16 +8,7 @@ local framework = require("oar.framework")
 local check = LayerHelper.check
 local raise = framework.raise
 
-local function float_input(layer, key, v, rank)
-  local x = check.variable(layer, key, v)
-  if x.dtype ~= "float32" and x.dtype ~= "float64" then
-    check.fail(layer, key, "a float32 or float64 Variable", x)
-  end
-  if #x.shape ~= rank then
-    raise(string.format("%s: '%s' must be %d-D, got shape %s", layer, key, rank, framework.shape_text(x.shape)))
-  end
-  return x
-end
+local float_input = check.float_variable
 
 --- Appends `<attrs.interp_method>_interp` over input for layer L with the
 -- size arguments of a (out_shape with nd sizes or a Variable, scale,
