@@ -1,7 +1,7 @@
 /* tensor_value.h — element i of a numeric tensor read as a double on the
  * host: the size and scale inputs (OutSize, SizeTensor, Scale, Y) that the
  * interp, vision_interp and im2sequence inferences and kernels read
- * (src/ops/interp.c, vision_interp.c, vision_seq.c, kernels/cpu/interp.c,
+ * (src/ops/interp_sizes.h, vision_seq.c, kernels/cpu/interp.c,
  * kernels/cpu/vision_seq.c). */
 #ifndef OAR_OPS_TENSOR_VALUE_H
 #define OAR_OPS_TENSOR_VALUE_H
