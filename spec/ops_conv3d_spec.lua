@@ -176,6 +176,16 @@ local CONV_CASES = {
     cl = true },
 }
 
+-- one it per case of `cases`: optype in float64 and float32 against ref
+local function against_loops(optype, ref, cases)
+  for _, o in ipairs(cases) do
+    it(o.name .. ": float64 and float32 against direct loops", function()
+      run_case(optype, ref, o, "float64", "NDHWC")
+      run_case(optype, ref, o, "float32", "NDHWC")
+    end)
+  end
+end
+
 -- fails(inputs, attrs, want): op `type` on those inputs raises an error that mentions want
 local function failing(type)
   local expect_error = require("spec.helpers.expect_error")
@@ -185,12 +195,7 @@ local function failing(type)
 end
 
 describe("conv3d (test_conv3d_op.py)", function()
-  for _, o in ipairs(CONV_CASES) do
-    it(o.name .. ": float64 and float32 against direct loops", function()
-      run_case("conv3d", conv3d_ref, o, "float64", "NDHWC")
-      run_case("conv3d", conv3d_ref, o, "float32", "NDHWC")
-    end)
-  end
+  against_loops("conv3d", conv3d_ref, CONV_CASES)
 
   it("gradients against finite differences: padding, strides, groups, dilation, SAME, NDHWC", function()
     grad_case("conv3d", { x = { 1, 2, 3, 3, 3 }, w = { 2, 2, 2, 2, 2 }, paddings = { 1, 0, 0, 1, 1, 1 },
@@ -237,12 +242,7 @@ local CT_CASES = {
 }
 
 describe("conv3d_transpose (test_conv3d_transpose_op.py)", function()
-  for _, o in ipairs(CT_CASES) do
-    it(o.name .. ": float64 and float32 against direct loops", function()
-      run_case("conv3d_transpose", conv3d_t_ref, o, "float64", "NDHWC")
-      run_case("conv3d_transpose", conv3d_t_ref, o, "float32", "NDHWC")
-    end)
-  end
+  against_loops("conv3d_transpose", conv3d_t_ref, CT_CASES)
 
   it("gradients against finite differences", function()
     grad_case("conv3d_transpose", { x = { 1, 2, 2, 2, 3 }, w = { 2, 2, 2, 2, 2 }, paddings = { 1, 0, 0, 1, 0, 0 },
