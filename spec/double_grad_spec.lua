@@ -35,12 +35,7 @@ local function nest(flat, shape)
   return (rec(1, 0))
 end
 
-local function flatten(t, out)
-  out = out or {}
-  if type(t) ~= "table" then out[#out + 1] = t return out end
-  for _, v in ipairs(t) do flatten(v, out) end
-  return out
-end
+local flatten = require("spec.helpers.index").flatten
 
 local function data(name, shape)
   local v = layers.data{ name = name, shape = shape, dtype = "float64", append_batch_size = false }

@@ -11,6 +11,7 @@
  * im2col / vol2col + GEMM path. */
 #include <string.h>
 #include "op.h"
+#include "double_grad_io.h"
 #include "ops/conv.h"
 #include "ops/conv3d_util.h"
 #include "ops/window.h"
@@ -130,20 +131,6 @@ static int gg_setup3(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tenso
                             }                                                                        \
                     }                                                                                \
         }
-
-static int opt_in(oar_kernel_ctx_t *k, int slot, const char *name, int dt, int64_t n, const void **p)
-{
-    *p = NULL;
-    if (!oar_k_input(k, slot, 0)) return OAR_OK;
-    return oar_k_input_sized(k, slot, name, dt, n, p);
-}
-
-static int zeroed(oar_kernel_ctx_t *k, int slot, const char *name, int dt, size_t es, int64_t n, void **p)
-{
-    OAR_TRY(oar_k_output_sized(k, slot, name, dt, n, true, p));
-    if (*p && n > 0) memset(*p, 0, (size_t)n * es);
-    return OAR_OK;
-}
 
 #define CONV_GG(NAME, T, DT, SETUP)                                                                          \
     static int NAME(oar_kernel_ctx_t *k)                                                             \

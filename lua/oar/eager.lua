@@ -42,6 +42,14 @@ local TENSOR_SRC = debug.getinfo(tensor.wrap, "S").source
 -- sources whose frames an error's call site skips (oar.nn adds its own)
 local INTERNAL = { [HERE] = true, [TENSOR_SRC] = true }
 function M._internal_source(src) INTERNAL[src] = true end
+-- the functions of module mod (all but its install) into oar.eager, and
+-- the calling module's source internal (eager_create, eager_select, eager_index)
+function M._install_functions(mod)
+  for k, v in pairs(mod) do
+    if k ~= "install" then M[k] = v end
+  end
+  INTERNAL[debug.getinfo(2, "S").source] = true
+end
 
 -- "file:line: " of the first caller outside this module, oar.tensor and oar.nn
 local function call_site()

@@ -4,6 +4,7 @@
  * conv3d_util.h. Kernels in kernels/cpu/conv3d.c. */
 #include "op.h"
 #include "conv3d_util.h"   /* includes ops/conv3d.h */
+#include "ops/conv_grad.h"
 #include "ops/double_grad_makers.h"
 
 #include <string.h>
@@ -168,17 +169,8 @@ static int conv3d_gg_infer(oar_infer_ctx_t *c) {
 }
 
 /* ---- grad makers: Input, Filter, Output@GRAD -> Input@GRAD, Filter@GRAD -- */
-static int c3_grad(oar_grad_ctx_t *g) {
-    oar_op_desc_t *op = oar_gc_new_grad_op(g);
-    if (!op) return OAR_ERR_NOMEM;
-    OAR_TRY(oar_gc_in(g, op, "Input"));
-    OAR_TRY(oar_gc_in(g, op, "Filter"));
-    OAR_TRY(oar_gc_out_grad(g, op, "Output"));
-    OAR_TRY(oar_gc_in_grad(g, op, "Input"));
-    return oar_gc_in_grad(g, op, "Filter");
-}
-static int conv3d_grad_maker(oar_grad_ctx_t *g) { return c3_grad(g); }
-static int c3t_grad_maker(oar_grad_ctx_t *g) { return c3_grad(g); }
+static int conv3d_grad_maker(oar_grad_ctx_t *g) { return oar_conv_grad_maker(g); }
+static int c3t_grad_maker(oar_grad_ctx_t *g) { return oar_conv_grad_maker(g); }
 
 #define OAR_OPS_DEFINE
 #include "ops/conv3d.h"   /* the tables, the decoders and the registrations */
