@@ -1,0 +1,98 @@
+-- CUDA kernels of the ops on a training step's hot path (issue 22) against
+-- the CPU kernels (tag: gpu), as spec/cuda_spec.lua does: bmm, dot and addmm
+-- (cuBLAS) and the elementwise losses of loss_ext.ops, forward and grads,
+-- float32 and float64. Each case runs a one-op program (and its backward,
+-- with random upstream weights) on both places and requires the op with a
+-- CUDA kernel to have run it. Where no GPU can be used the spec skips.
+local T = require("spec.helpers.op_test")
+local H = require("spec.helpers.cuda_compare")
+local rand, randint, probs, same, same_error = H.rand, H.randint, H.probs, H.same, H.same_error
+
+-- v with every value made 0 or 1 (labels), in dtype dt
+local function bits(shape, dt)
+  local t = randint(shape, 2)
+  return T.tensor(t.data, { shape = shape, dtype = dt })
+end
+
+describe("CUDA kernels of hot-path ops #gpu", function()
+  local why = H.no_gpu("cuda_hot_spec")
+  if why then pending(why) return end
+
+  for _, dt in ipairs({ "float32", "float64" }) do
+    local tol = dt == "float32" and 1e-4 or 1e-9
+    describe(dt, function()
+      it("bmm, with grads", function()
+        same{ type = "bmm", inputs = { X = rand({ 3, 4, 5 }, -1, 1, dt), Y = rand({ 3, 5, 2 }, -1, 1, dt) },
+              grad = { wrt = { "X", "Y" } }, atol = tol, rtol = tol }
+        same{ type = "bmm", inputs = { X = rand({ 1, 7, 3 }, -1, 1, dt), Y = rand({ 1, 3, 6 }, -1, 1, dt) },
+              grad = { wrt = { "X", "Y" } }, atol = tol, rtol = tol }
+      end)
+      it("dot of rows and of vectors, with grads", function()
+        same{ type = "dot", inputs = { X = rand({ 4, 6 }, -1, 1, dt), Y = rand({ 4, 6 }, -1, 1, dt) },
+              grad = { wrt = { "X", "Y" } }, atol = tol, rtol = tol }
+        same{ type = "dot", inputs = { X = rand({ 9 }, -1, 1, dt), Y = rand({ 9 }, -1, 1, dt) },
+              grad = { wrt = { "X", "Y" } }, atol = tol, rtol = tol }
+      end)
+      it("addmm with a full, a row and a scalar Input, with grads", function()
+        for _, ishape in ipairs({ { 3, 4 }, { 1, 4 }, { 3, 1 }, { 1, 1 } }) do
+          same{ type = "addmm",
+                inputs = { Input = rand(ishape, -1, 1, dt), X = rand({ 3, 5 }, -1, 1, dt), Y = rand({ 5, 4 }, -1, 1, dt) },
+                attrs = { Alpha = 0.7, Beta = 1.5 }, grad = { wrt = { "Input", "X", "Y" } }, atol = tol, rtol = tol }
+        end
+      end)
+
+      it("smooth_l1_loss with and without weights, with grads", function()
+        same{ type = "smooth_l1_loss", inputs = { X = rand({ 5, 4 }, -2, 2, dt), Y = rand({ 5, 4 }, -2, 2, dt) },
+              attrs = { sigma = 1.5 }, grad = { wrt = { "X", "Y" } }, atol = tol, rtol = tol }
+        same{ type = "smooth_l1_loss",
+              inputs = { X = rand({ 4, 3 }, -2, 2, dt), Y = rand({ 4, 3 }, -2, 2, dt),
+                         InsideWeight = rand({ 4, 3 }, 0, 2, dt), OutsideWeight = rand({ 4, 3 }, 0, 2, dt) },
+              grad = { wrt = { "X", "Y" } }, atol = tol, rtol = tol }
+      end)
+      it("huber_loss, with grads", function()
+        same{ type = "huber_loss", inputs = { X = rand({ 6, 1 }, -2, 2, dt), Y = rand({ 6, 1 }, -2, 2, dt) },
+              attrs = { delta = 0.8 }, grad = { wrt = { "X", "Y" } }, atol = tol, rtol = tol }
+      end)
+      it("log_loss, with grads", function()
+        same{ type = "log_loss", inputs = { Predicted = rand({ 7, 1 }, 0.05, 0.95, dt), Labels = bits({ 7, 1 }, dt) },
+              attrs = { epsilon = 1e-4 }, grad = { wrt = { "Predicted" }, of = { "Loss" } }, atol = tol, rtol = tol }
+      end)
+      it("hinge_loss, with grads", function()
+        same{ type = "hinge_loss", inputs = { Logits = rand({ 8, 1 }, -2, 2, dt, 0.05), Labels = bits({ 8, 1 }, dt) },
+              grad = { wrt = { "Logits" }, of = { "Loss" } }, atol = tol, rtol = tol }
+      end)
+      it("kldiv_loss with each reduction, with grads", function()
+        for _, red in ipairs({ "none", "batchmean", "mean", "sum" }) do
+          same{ type = "kldiv_loss", inputs = { X = rand({ 4, 5 }, -2, 0, dt), Target = probs(4, 5, dt) },
+                attrs = { reduction = red }, grad = { wrt = { "X" }, of = { "Loss" } }, atol = tol, rtol = tol }
+        end
+      end)
+      it("bce_loss, with grads", function()
+        same{ type = "bce_loss", inputs = { X = rand({ 6, 2 }, 0.02, 0.98, dt), Label = bits({ 6, 2 }, dt) },
+              grad = { wrt = { "X" } }, atol = tol, rtol = tol }
+      end)
+      it("margin_rank_loss, with grads", function()
+        local l = bits({ 6, 1 }, dt)
+        for i = 1, #l.data do l.data[i] = 2 * l.data[i] - 1 end
+        same{ type = "margin_rank_loss",
+              inputs = { X1 = rand({ 6, 1 }, -1, 1, dt), X2 = rand({ 6, 1 }, -1, 1, dt), Label = l },
+              attrs = { margin = 0.1 }, grad = { wrt = { "X1", "X2" } }, atol = tol, rtol = tol }
+      end)
+      it("modified_huber_loss, with grads", function()
+        same{ type = "modified_huber_loss", inputs = { X = rand({ 8, 1 }, -3, 3, dt), Y = bits({ 8, 1 }, dt) },
+              grad = { wrt = { "X" } }, atol = tol, rtol = tol }
+      end)
+    end)
+  end
+
+  it("bce_loss's X outside [0, 1] and modified_huber_loss's bad labels fail on both places", function()
+    local x = rand({ 4, 1 }, 0.1, 0.9)
+    x.data[3] = 1.5
+    same_error({ type = "bce_loss", inputs = { X = x, Label = bits({ 4, 1 }, "float32") } }, "holds 1.5 at element 2",
+               "X 'in_X_1' holds a value outside %[0, 1%].-first at position 2%)")
+    local y = bits({ 4, 1 }, "float32")
+    y.data[2] = 0.5
+    same_error({ type = "modified_huber_loss", inputs = { X = rand({ 4, 1 }, -1, 1), Y = y } },
+               "holds 0.5 at element 1", "Y 'in_Y_1' holds a label other than 0 and 1.-first at position 1%)")
+  end)
+end)
