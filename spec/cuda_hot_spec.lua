@@ -1,6 +1,7 @@
 -- CUDA kernels of the ops on a training step's hot path (issue 22) against
 -- the CPU kernels (tag: gpu), as spec/cuda_spec.lua does: bmm, dot and addmm
--- (cuBLAS) and the elementwise losses of loss_ext.ops, forward and grads,
+-- (cuBLAS), the elementwise losses of loss_ext.ops and the norms
+-- (squared_l2_norm, l1_norm, squared_l2_distance, norm, cos_sim), forward and grads,
 -- float32 and float64. Each case runs a one-op program (and its backward,
 -- with random upstream weights) on both places and requires the op with a
 -- CUDA kernel to have run it. Where no GPU can be used the spec skips.
@@ -81,6 +82,33 @@ describe("CUDA kernels of hot-path ops #gpu", function()
       it("modified_huber_loss, with grads", function()
         same{ type = "modified_huber_loss", inputs = { X = rand({ 8, 1 }, -3, 3, dt), Y = bits({ 8, 1 }, dt) },
               grad = { wrt = { "X" } }, atol = tol, rtol = tol }
+      end)
+
+      it("squared_l2_norm and l1_norm over small and many-block tensors, with grads", function()
+        for _, shape in ipairs({ { 3, 4 }, { 70, 300 } }) do
+          same{ type = "squared_l2_norm", inputs = { X = rand(shape, -1, 1, dt) }, grad = { wrt = { "X" } },
+                atol = tol, rtol = tol }
+          same{ type = "l1_norm", inputs = { X = rand(shape, -1, 1, dt, 0.01) }, grad = { wrt = { "X" } },
+                atol = tol, rtol = tol }
+        end
+      end)
+      it("squared_l2_distance with a Y per row and one shared Y row, with grads", function()
+        same{ type = "squared_l2_distance", inputs = { X = rand({ 5, 4 }, -1, 1, dt), Y = rand({ 5, 4 }, -1, 1, dt) },
+              grad = { wrt = { "X", "Y" } }, atol = tol, rtol = tol }
+        same{ type = "squared_l2_distance", inputs = { X = rand({ 5, 4 }, -1, 1, dt), Y = rand({ 1, 4 }, -1, 1, dt) },
+              grad = { wrt = { "X", "Y" } }, atol = tol, rtol = tol }
+      end)
+      it("norm along the first, a middle and the last axis, with grads", function()
+        for _, axis in ipairs({ 0, 1, -1 }) do
+          same{ type = "norm", inputs = { X = rand({ 3, 4, 5 }, -1, 1, dt) }, attrs = { axis = axis, epsilon = 1e-10 }, outputs = { Out = 1, Norm = 1 },
+                grad = { wrt = { "X" }, of = { "Out" } }, atol = tol, rtol = tol }
+        end
+      end)
+      it("cos_sim with a Y per row and one shared Y row, with grads", function()
+        same{ type = "cos_sim", inputs = { X = rand({ 4, 6 }, -1, 1, dt), Y = rand({ 4, 6 }, -1, 1, dt) },
+              grad = { wrt = { "X", "Y" }, of = { "Out" } }, atol = tol, rtol = tol }
+        same{ type = "cos_sim", inputs = { X = rand({ 4, 6 }, -1, 1, dt), Y = rand({ 1, 6 }, -1, 1, dt) },
+              grad = { wrt = { "X", "Y" }, of = { "Out" } }, atol = tol, rtol = tol }
       end)
     end)
   end
