@@ -1,7 +1,8 @@
 -- CUDA kernels of the ops on a training step's hot path (issue 22) against
 -- the CPU kernels (tag: gpu), as spec/cuda_spec.lua does: bmm, dot and addmm
 -- (cuBLAS), the elementwise losses of loss_ext.ops and the norms
--- (squared_l2_norm, l1_norm, squared_l2_distance, norm, cos_sim), forward and grads,
+-- (squared_l2_norm, l1_norm, squared_l2_distance, norm, cos_sim) and the
+-- tensor movers (flip, roll, tril_triu, expand_as, unstack), forward and grads,
 -- float32 and float64. Each case runs a one-op program (and its backward,
 -- with random upstream weights) on both places and requires the op with a
 -- CUDA kernel to have run it. Where no GPU can be used the spec skips.
@@ -109,6 +110,34 @@ describe("CUDA kernels of hot-path ops #gpu", function()
               grad = { wrt = { "X", "Y" }, of = { "Out" } }, atol = tol, rtol = tol }
         same{ type = "cos_sim", inputs = { X = rand({ 4, 6 }, -1, 1, dt), Y = rand({ 1, 6 }, -1, 1, dt) },
               grad = { wrt = { "X", "Y" }, of = { "Out" } }, atol = tol, rtol = tol }
+      end)
+
+      it("flip and roll (some dims, all dims, flat), with grads", function()
+        same{ type = "flip", inputs = { X = rand({ 2, 3, 4 }, -1, 1, dt) }, attrs = { dims = { 0, 2 } },
+              grad = { wrt = { "X" } } }
+        same{ type = "flip", inputs = { X = rand({ 5 }, -1, 1, dt) }, attrs = { dims = { -1 } }, grad = { wrt = { "X" } } }
+        same{ type = "roll", inputs = { X = rand({ 3, 4, 2 }, -1, 1, dt) }, attrs = { shifts = { 1, -3 }, dims = { 0, 1 } },
+              grad = { wrt = { "X" } } }
+        same{ type = "roll", inputs = { X = rand({ 3, 4 }, -1, 1, dt) }, attrs = { shifts = { 5 }, dims = {} },
+              grad = { wrt = { "X" } } }
+      end)
+      it("tril_triu, lower and upper with offsets, batched, with grads", function()
+        for _, c in ipairs({ { true, 0 }, { true, -1 }, { false, 1 }, { false, 0 } }) do
+          same{ type = "tril_triu", inputs = { X = rand({ 2, 4, 5 }, -1, 1, dt) },
+                attrs = { lower = c[1], diagonal = c[2] }, grad = { wrt = { "X" } } }
+        end
+      end)
+      it("expand_as, with grads", function()
+        same{ type = "expand_as", inputs = { X = rand({ 2, 1, 3 }, -1, 1, dt), target_tensor = rand({ 4, 5, 6 }, 0, 1, dt) },
+              grad = { wrt = { "X" } }, atol = tol, rtol = tol }
+        same{ type = "expand_as", inputs = { X = rand({ 3, 2 }, -1, 1, dt), target_tensor = rand({ 3, 4 }, 0, 1, dt) },
+              grad = { wrt = { "X" } }, atol = tol, rtol = tol }
+      end)
+      it("unstack along the first and a middle axis, with grads", function()
+        same{ type = "unstack", inputs = { X = rand({ 3, 4, 2 }, -1, 1, dt) }, attrs = { axis = 0, num = 3 },
+              outputs = { Y = 3 }, grad = { wrt = { "X" }, of = { "Y" } } }
+        same{ type = "unstack", inputs = { X = rand({ 3, 4, 2 }, -1, 1, dt) }, attrs = { axis = 1, num = 4 },
+              outputs = { Y = 4 }, grad = { wrt = { "X" }, of = { "Y" } } }
       end)
     end)
   end
