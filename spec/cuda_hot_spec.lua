@@ -2,7 +2,8 @@
 -- the CPU kernels (tag: gpu), as spec/cuda_spec.lua does: bmm, dot and addmm
 -- (cuBLAS), the elementwise losses of loss_ext.ops and the norms
 -- (squared_l2_norm, l1_norm, squared_l2_distance, norm, cos_sim) and the
--- tensor movers (flip, roll, tril_triu, expand_as, unstack), forward and grads,
+-- tensor movers (flip, roll, tril_triu, expand_as, unstack) and the class
+-- losses (label_smooth, nll_loss, cross_entropy2), forward and grads,
 -- float32 and float64. Each case runs a one-op program (and its backward,
 -- with random upstream weights) on both places and requires the op with a
 -- CUDA kernel to have run it. Where no GPU can be used the spec skips.
@@ -139,6 +140,30 @@ describe("CUDA kernels of hot-path ops #gpu", function()
         same{ type = "unstack", inputs = { X = rand({ 3, 4, 2 }, -1, 1, dt) }, attrs = { axis = 1, num = 4 },
               outputs = { Y = 4 }, grad = { wrt = { "X" }, of = { "Y" } } }
       end)
+
+      it("label_smooth with and without PriorDist, with grads", function()
+        same{ type = "label_smooth", inputs = { X = probs(4, 5, dt) }, attrs = { epsilon = 0.1 },
+              grad = { wrt = { "X" } }, atol = tol, rtol = tol }
+        same{ type = "label_smooth", inputs = { X = probs(4, 5, dt), PriorDist = probs(1, 5, dt) }, attrs = { epsilon = 0.2 },
+              grad = { wrt = { "X" } }, atol = tol, rtol = tol }
+      end)
+      it("nll_loss, 2-D and 4-D, weighted, ignored labels, each reduction, with grads", function()
+        for _, red in ipairs({ "none", "mean", "sum" }) do
+          local l = randint({ 6 }, 4)
+          l.data[2] = -100
+          same{ type = "nll_loss", inputs = { X = rand({ 6, 4 }, -3, 0, dt), Label = l, Weight = rand({ 4 }, 0.5, 1.5, dt) },
+                attrs = { reduction = red }, grad = { wrt = { "X" }, of = { "Out" } }, atol = tol, rtol = tol }
+          same{ type = "nll_loss", inputs = { X = rand({ 2, 3, 2, 2 }, -3, 0, dt), Label = randint({ 2, 2, 2 }, 3) },
+                attrs = { reduction = red }, grad = { wrt = { "X" }, of = { "Out" } }, atol = tol, rtol = tol }
+        end
+      end)
+      it("cross_entropy2 with an ignored label, with grads", function()
+        local l = randint({ 5, 1 }, 4)
+        l.data[4] = -100
+        same{ type = "cross_entropy2", inputs = { X = probs(5, 4, dt), Label = l },
+              outputs = { Y = 1, XShape = 1, MatchX = 1 }, skip = { XShape = true },
+              grad = { wrt = { "X" }, of = { "Y" } }, atol = tol, rtol = tol }
+      end)
     end)
   end
 
@@ -151,5 +176,9 @@ describe("CUDA kernels of hot-path ops #gpu", function()
     y.data[2] = 0.5
     same_error({ type = "modified_huber_loss", inputs = { X = rand({ 4, 1 }, -1, 1), Y = y } },
                "holds 0.5 at element 1", "Y 'in_Y_1' holds a label other than 0 and 1.-first at position 1%)")
+    local l = randint({ 3 }, 4)
+    l.data[3] = 9
+    same_error({ type = "nll_loss", inputs = { X = rand({ 3, 4 }, -2, 0), Label = l } }, "holds 9 at 2",
+               "Label 'in_Label_1' holds a class id outside %[0, 4%).-first at position 2%)")
   end)
 end)
