@@ -3,7 +3,8 @@
 -- (cuBLAS), the elementwise losses of loss_ext.ops and the norms
 -- (squared_l2_norm, l1_norm, squared_l2_distance, norm, cos_sim) and the
 -- tensor movers (flip, roll, tril_triu, expand_as, unstack) and the class
--- losses (label_smooth, nll_loss, cross_entropy2), forward and grads,
+-- losses (label_smooth, nll_loss, cross_entropy2), cross, meshgrid and
+-- index_sample, forward and grads,
 -- float32 and float64. Each case runs a one-op program (and its backward,
 -- with random upstream weights) on both places and requires the op with a
 -- CUDA kernel to have run it. Where no GPU can be used the spec skips.
@@ -164,6 +165,26 @@ describe("CUDA kernels of hot-path ops #gpu", function()
               outputs = { Y = 1, XShape = 1, MatchX = 1 }, skip = { XShape = true },
               grad = { wrt = { "X" }, of = { "Y" } }, atol = tol, rtol = tol }
       end)
+
+      it("cross along a given and the first size-3 dim, with grads", function()
+        same{ type = "cross", inputs = { X = rand({ 3, 4 }, -1, 1, dt), Y = rand({ 3, 4 }, -1, 1, dt) },
+              attrs = { dim = 0 }, grad = { wrt = { "X", "Y" } }, atol = tol, rtol = tol }
+        same{ type = "cross", inputs = { X = rand({ 2, 5, 3 }, -1, 1, dt), Y = rand({ 2, 5, 3 }, -1, 1, dt) },
+              grad = { wrt = { "X", "Y" } }, atol = tol, rtol = tol }
+      end)
+      it("meshgrid of three vectors, with grads", function()
+        same{ type = "meshgrid", inputs = { X = { rand({ 3 }, -1, 1, dt), rand({ 4 }, -1, 1, dt), rand({ 2 }, -1, 1, dt) } },
+              outputs = { Out = 3 }, grad = { wrt = { "X" }, of = { "Out" } }, atol = tol, rtol = tol }
+      end)
+      it("index_sample with int64 and int32 indices, repeated, with grads", function()
+        local ix = randint({ 4, 5 }, 6)
+        ix.data[2] = ix.data[1]
+        same{ type = "index_sample", inputs = { X = rand({ 4, 6 }, -1, 1, dt), Index = ix }, grad = { wrt = { "X" } },
+              atol = tol, rtol = tol }
+        local i32 = T.tensor(randint({ 4, 3 }, 6).data, { shape = { 4, 3 }, dtype = "int32" })
+        same{ type = "index_sample", inputs = { X = rand({ 4, 6 }, -1, 1, dt), Index = i32 }, grad = { wrt = { "X" } },
+              atol = tol, rtol = tol }
+      end)
     end)
   end
 
@@ -180,5 +201,17 @@ describe("CUDA kernels of hot-path ops #gpu", function()
     l.data[3] = 9
     same_error({ type = "nll_loss", inputs = { X = rand({ 3, 4 }, -2, 0), Label = l } }, "holds 9 at 2",
                "Label 'in_Label_1' holds a class id outside %[0, 4%).-first at position 2%)")
+    local ix = randint({ 2, 2 }, 3)
+    ix.data[4] = 3
+    same_error({ type = "index_sample", inputs = { X = rand({ 2, 3 }, -1, 1), Index = ix } }, "is out of range",
+               "Index 'in_Index_1' holds a value out of range %[0, 3%).-first at position 3%)")
+  end)
+
+  it("the movers with int32 and int64 data", function()
+    local ints = T.tensor(randint({ 3, 4 }, 100).data, { shape = { 3, 4 }, dtype = "int32" })
+    same{ type = "flip", inputs = { X = ints }, attrs = { dims = { 1 } } }
+    same{ type = "roll", inputs = { X = randint({ 3, 4 }, 100) }, attrs = { shifts = { 2 }, dims = { 1 } } }
+    same{ type = "tril_triu", inputs = { X = ints }, attrs = { lower = true, diagonal = 0 } }
+    same{ type = "cross", inputs = { X = randint({ 3, 2 }, 9), Y = randint({ 3, 2 }, 9) }, attrs = { dim = 0 } }
   end)
 end)
