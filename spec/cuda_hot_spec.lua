@@ -1,7 +1,8 @@
 -- CUDA kernels of the ops on a training step's hot path (issue 22) against
 -- the CPU kernels (tag: gpu), as spec/cuda_spec.lua does: bmm, dot and addmm
 -- (cuBLAS), the elementwise losses of loss_ext.ops and the norms
--- (squared_l2_norm, l1_norm, squared_l2_distance, norm, cos_sim) and the
+-- (squared_l2_norm, l1_norm, squared_l2_distance, norm, cos_sim, p_norm,
+-- frobenius_norm) and the
 -- tensor movers (flip, roll, tril_triu, expand_as, unstack) and the class
 -- losses (label_smooth, nll_loss, cross_entropy2), cross, meshgrid and
 -- index_sample, forward and grads,
@@ -184,6 +185,23 @@ describe("CUDA kernels of hot-path ops #gpu", function()
         local i32 = T.tensor(randint({ 4, 3 }, 6).data, { shape = { 4, 3 }, dtype = "int32" })
         same{ type = "index_sample", inputs = { X = rand({ 4, 6 }, -1, 1, dt), Index = i32 }, grad = { wrt = { "X" } },
               atol = tol, rtol = tol }
+      end)
+
+      it("p_norm of orders 2, 3, 1, 0, inf and -inf, along an axis and as a vector, with grads", function()
+        for _, pn in ipairs({ 2, 3, 1, 0, math.huge, -math.huge }) do
+          same{ type = "p_norm", inputs = { X = rand({ 3, 4, 5 }, -1, 1, dt, 0.05) }, attrs = { porder = pn, axis = 1 },
+                grad = { wrt = { "X" } }, atol = tol, rtol = tol }
+        end
+        same{ type = "p_norm", inputs = { X = rand({ 4, 6 }, -1, 1, dt, 0.05) }, attrs = { porder = 2, asvector = true },
+              grad = { wrt = { "X" } }, atol = tol, rtol = tol }
+      end)
+      it("frobenius_norm over some dims, all dims and with keep_dim, with grads", function()
+        same{ type = "frobenius_norm", inputs = { X = rand({ 3, 4, 5 }, -1, 1, dt) }, attrs = { dim = { 0, 2 } },
+              grad = { wrt = { "X" } }, atol = tol, rtol = tol }
+        same{ type = "frobenius_norm", inputs = { X = rand({ 3, 4, 5 }, -1, 1, dt) }, attrs = { dim = { -1 }, keep_dim = true },
+              grad = { wrt = { "X" } }, atol = tol, rtol = tol }
+        same{ type = "frobenius_norm", inputs = { X = rand({ 3, 4 }, -1, 1, dt) }, attrs = { dim = { 0 }, reduce_all = true },
+              grad = { wrt = { "X" } }, atol = tol, rtol = tol }
       end)
     end)
   end
