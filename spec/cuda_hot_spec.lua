@@ -4,8 +4,8 @@
 -- (squared_l2_norm, l1_norm, squared_l2_distance, norm, cos_sim, p_norm,
 -- frobenius_norm) and the
 -- tensor movers (flip, roll, tril_triu, expand_as, unstack) and the class
--- losses (label_smooth, nll_loss, cross_entropy2), cross, meshgrid and
--- index_sample, forward and grads,
+-- losses (label_smooth, nll_loss, cross_entropy2), cross, meshgrid,
+-- index_sample, trace and kron, forward and grads,
 -- float32 and float64. Each case runs a one-op program (and its backward,
 -- with random upstream weights) on both places and requires the op with a
 -- CUDA kernel to have run it. Where no GPU can be used the spec skips.
@@ -203,6 +203,20 @@ describe("CUDA kernels of hot-path ops #gpu", function()
         same{ type = "frobenius_norm", inputs = { X = rand({ 3, 4 }, -1, 1, dt) }, attrs = { dim = { 0 }, reduce_all = true },
               grad = { wrt = { "X" } }, atol = tol, rtol = tol }
       end)
+
+      it("trace with offsets and other axes, with grads", function()
+        same{ type = "trace", inputs = { Input = rand({ 4, 5 }, -1, 1, dt) }, grad = { wrt = { "Input" } }, atol = tol, rtol = tol }
+        same{ type = "trace", inputs = { Input = rand({ 3, 4, 5 }, -1, 1, dt) }, attrs = { offset = 1, axis1 = 0, axis2 = 2 },
+              grad = { wrt = { "Input" } }, atol = tol, rtol = tol }
+        same{ type = "trace", inputs = { Input = rand({ 3, 4, 5 }, -1, 1, dt) }, attrs = { offset = -2, axis1 = -1, axis2 = 1 },
+              grad = { wrt = { "Input" } }, atol = tol, rtol = tol }
+      end)
+      it("kron of equal and of different ranks, with grads", function()
+        same{ type = "kron", inputs = { X = rand({ 2, 3 }, -1, 1, dt), Y = rand({ 3, 2 }, -1, 1, dt) },
+              grad = { wrt = { "X", "Y" } }, atol = tol, rtol = tol }
+        same{ type = "kron", inputs = { X = rand({ 2, 2, 3 }, -1, 1, dt), Y = rand({ 4 }, -1, 1, dt) },
+              grad = { wrt = { "X", "Y" } }, atol = tol, rtol = tol }
+      end)
     end)
   end
 
@@ -231,5 +245,6 @@ describe("CUDA kernels of hot-path ops #gpu", function()
     same{ type = "roll", inputs = { X = randint({ 3, 4 }, 100) }, attrs = { shifts = { 2 }, dims = { 1 } } }
     same{ type = "tril_triu", inputs = { X = ints }, attrs = { lower = true, diagonal = 0 } }
     same{ type = "cross", inputs = { X = randint({ 3, 2 }, 9), Y = randint({ 3, 2 }, 9) }, attrs = { dim = 0 } }
+    same{ type = "kron", inputs = { X = randint({ 2, 3 }, 9), Y = randint({ 2, 2 }, 9) } }
   end)
 end)
