@@ -125,46 +125,46 @@ struct Kron {
     int64_t xd[OAR_MAX_DIMS], yd[OAR_MAX_DIMS], od[OAR_MAX_DIMS], xn, yn, on;
 };
 
-void kron_dims(const oar_tensor_t *x, const oar_tensor_t *y, Kron *k)
+void kron_dims(const oar_tensor_t *x, const oar_tensor_t *y, Kron *p)
 {
-    k->r = x->ndim > y->ndim ? x->ndim : y->ndim;
-    k->xn = k->yn = k->on = 1;
-    for (int i = 0; i < k->r; i++) {
-        const int xi = i - (k->r - x->ndim), yi = i - (k->r - y->ndim);
-        k->xd[i] = xi >= 0 ? x->dims[xi] : 1;
-        k->yd[i] = yi >= 0 ? y->dims[yi] : 1;
-        k->od[i] = k->xd[i] * k->yd[i];
-        k->xn *= k->xd[i];
-        k->yn *= k->yd[i];
-        k->on *= k->od[i];
+    p->r = x->ndim > y->ndim ? x->ndim : y->ndim;
+    p->xn = p->yn = p->on = 1;
+    for (int i = 0; i < p->r; i++) {
+        const int xi = i - (p->r - x->ndim), yi = i - (p->r - y->ndim);
+        p->xd[i] = xi >= 0 ? x->dims[xi] : 1;
+        p->yd[i] = yi >= 0 ? y->dims[yi] : 1;
+        p->od[i] = p->xd[i] * p->yd[i];
+        p->xn *= p->xd[i];
+        p->yn *= p->yd[i];
+        p->on *= p->od[i];
     }
 }
 
 /* Out's flat position of X element a and Y element b */
-__device__ inline int64_t kron_pos(const Kron &k, int64_t a, int64_t b)
+__device__ inline int64_t kron_pos(const Kron &p, int64_t a, int64_t b)
 {
     int64_t q = 0, st = 1;
-    for (int i = k.r - 1; i >= 0; i--) {
-        q += ((a % k.xd[i]) * k.yd[i] + b % k.yd[i]) * st;
-        a /= k.xd[i];
-        b /= k.yd[i];
-        st *= k.od[i];
+    for (int i = p.r - 1; i >= 0; i--) {
+        q += ((a % p.xd[i]) * p.yd[i] + b % p.yd[i]) * st;
+        a /= p.xd[i];
+        b /= p.yd[i];
+        st *= p.od[i];
     }
     return q;
 }
 
 template <class T>
-__global__ void kron_k(const T *x, const T *y, T *o, Kron k)
+__global__ void kron_k(const T *x, const T *y, T *o, Kron p)
 {
-    OAR_CU_LOOP(q, k.on) {
+    OAR_CU_LOOP(q, p.on) {
         int64_t a = 0, b = 0, r = q, ast = 1, bst = 1;
-        for (int i = k.r - 1; i >= 0; i--) {
-            const int64_t idx = r % k.od[i];
-            r /= k.od[i];
-            a += (idx / k.yd[i]) * ast;
-            b += (idx % k.yd[i]) * bst;
-            ast *= k.xd[i];
-            bst *= k.yd[i];
+        for (int i = p.r - 1; i >= 0; i--) {
+            const int64_t idx = r % p.od[i];
+            r /= p.od[i];
+            a += (idx / p.yd[i]) * ast;
+            b += (idx % p.yd[i]) * bst;
+            ast *= p.xd[i];
+            bst *= p.yd[i];
         }
         o[q] = x[a] * y[b];
     }
@@ -172,11 +172,11 @@ __global__ void kron_k(const T *x, const T *y, T *o, Kron k)
 
 /* d[i] = the sum over j of g[pos(i, j)] * other[j] (X side) or g[pos(j, i)] * other[j] */
 template <class T>
-__global__ void kron_grad_k(const T *g, const T *other, T *d, int64_t n, int64_t m, bool x_side, Kron k)
+__global__ void kron_grad_k(const T *g, const T *other, T *d, int64_t n, int64_t m, bool x_side, Kron p)
 {
     OAR_CU_LOOP(i, n) {
         T s = T(0);
-        for (int64_t j = 0; j < m; j++) s += g[x_side ? kron_pos(k, i, j) : kron_pos(k, j, i)] * other[j];
+        for (int64_t j = 0; j < m; j++) s += g[x_side ? kron_pos(p, i, j) : kron_pos(p, j, i)] * other[j];
         d[i] = s;
     }
 }
