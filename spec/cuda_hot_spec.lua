@@ -5,7 +5,8 @@
 -- frobenius_norm) and the
 -- tensor movers (flip, roll, tril_triu, expand_as, unstack) and the class
 -- losses (label_smooth, nll_loss, cross_entropy2), cross, meshgrid,
--- index_sample, trace and kron, forward and grads,
+-- index_sample, trace, kron, scatter, scatter_nd_add and gather_nd,
+-- forward and grads,
 -- float32 and float64. Each case runs a one-op program (and its backward,
 -- with random upstream weights) on both places and requires the op with a
 -- CUDA kernel to have run it. Where no GPU can be used the spec skips.
@@ -216,6 +217,24 @@ describe("CUDA kernels of hot-path ops #gpu", function()
               grad = { wrt = { "X", "Y" } }, atol = tol, rtol = tol }
         same{ type = "kron", inputs = { X = rand({ 2, 2, 3 }, -1, 1, dt), Y = rand({ 4 }, -1, 1, dt) },
               grad = { wrt = { "X", "Y" } }, atol = tol, rtol = tol }
+      end)
+
+      it("scatter, overwriting and adding, with repeated ids, with grads", function()
+        for _, ow in ipairs({ true, false }) do
+          local ids = T.tensor({ 3, 0, 3, 1 }, { shape = { 4 }, dtype = "int64" })
+          same{ type = "scatter", inputs = { X = rand({ 5, 3 }, -1, 1, dt), Ids = ids, Updates = rand({ 4, 3 }, -1, 1, dt) },
+                attrs = { overwrite = ow }, grad = { wrt = { "X", "Updates" } }, atol = tol, rtol = tol }
+        end
+      end)
+      it("scatter_nd_add with repeated tuples and gather_nd, with grads", function()
+        local ix = T.tensor({ 0, 1, 2, 0, 0, 1 }, { shape = { 3, 2 }, dtype = "int64" })
+        same{ type = "scatter_nd_add", inputs = { X = rand({ 3, 2, 4 }, -1, 1, dt), Index = ix, Updates = rand({ 3, 4 }, -1, 1, dt) },
+              grad = { wrt = { "X", "Updates" } }, atol = tol, rtol = tol }
+        local gi = T.tensor({ 1, 0, 2, 1, 1, 0 }, { shape = { 3, 2 }, dtype = "int32" })
+        same{ type = "gather_nd", inputs = { X = rand({ 3, 2, 4 }, -1, 1, dt), Index = gi }, grad = { wrt = { "X" } },
+              atol = tol, rtol = tol }
+        same{ type = "gather_nd", inputs = { X = rand({ 4, 3 }, -1, 1, dt), Index = T.tensor({ 2, 2, 0 }, { shape = { 3, 1 }, dtype = "int64" }) },
+              grad = { wrt = { "X" } }, atol = tol, rtol = tol }
       end)
     end)
   end
