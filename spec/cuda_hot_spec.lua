@@ -5,7 +5,8 @@
 -- frobenius_norm) and the
 -- tensor movers (flip, roll, tril_triu, expand_as, unstack) and the class
 -- losses (label_smooth, nll_loss, cross_entropy2), cross, meshgrid,
--- index_sample, trace, kron, scatter, scatter_nd_add and gather_nd,
+-- index_sample, trace, kron, scatter, scatter_nd_add, gather_nd, pad and
+-- pad3d,
 -- forward and grads,
 -- float32 and float64. Each case runs a one-op program (and its backward,
 -- with random upstream weights) on both places and requires the op with a
@@ -235,6 +236,19 @@ describe("CUDA kernels of hot-path ops #gpu", function()
               atol = tol, rtol = tol }
         same{ type = "gather_nd", inputs = { X = rand({ 4, 3 }, -1, 1, dt), Index = T.tensor({ 2, 2, 0 }, { shape = { 3, 1 }, dtype = "int64" }) },
               grad = { wrt = { "X" } }, atol = tol, rtol = tol }
+      end)
+
+      it("pad and pad3d in each mode (attr and tensor paddings), with grads", function()
+        same{ type = "pad", inputs = { X = rand({ 2, 3 }, -1, 1, dt) }, attrs = { paddings = { 1, 0, 2, 1 }, pad_value = 0.5 },
+              grad = { wrt = { "X" } }, atol = tol, rtol = tol }
+        for _, mode in ipairs({ "constant", "reflect", "replicate", "circular" }) do
+          same{ type = "pad3d", inputs = { X = rand({ 1, 2, 2, 3, 3 }, -1, 1, dt) },
+                attrs = { paddings = { 1, 2, 0, 1, 1, 1 }, mode = mode, value = 0.25 },
+                grad = { wrt = { "X" } }, atol = tol, rtol = tol }
+        end
+        local pt = T.tensor({ 2, 0, 1, 1, 0, 1 }, { shape = { 6 }, dtype = "int32" })
+        same{ type = "pad3d", inputs = { X = rand({ 1, 1, 2, 3, 3 }, -1, 1, dt), Paddings = pt },
+              attrs = { mode = "reflect" }, grad = { wrt = { "X" } }, atol = tol, rtol = tol }
       end)
     end)
   end
