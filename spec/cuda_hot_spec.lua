@@ -2,7 +2,7 @@
 -- the CPU kernels (tag: gpu), as spec/cuda_spec.lua does: bmm, dot and addmm
 -- (cuBLAS), the elementwise losses of loss_ext.ops and the norms
 -- (squared_l2_norm, l1_norm, squared_l2_distance, norm, cos_sim, p_norm,
--- frobenius_norm) and the
+-- frobenius_norm, dist) and the
 -- tensor movers (flip, roll, tril_triu, expand_as, unstack) and the class
 -- losses (label_smooth, nll_loss, cross_entropy2), cross, meshgrid,
 -- index_sample, trace, kron, scatter, scatter_nd_add, gather_nd, pad and
@@ -249,6 +249,15 @@ describe("CUDA kernels of hot-path ops #gpu", function()
         local pt = T.tensor({ 2, 0, 1, 1, 0, 1 }, { shape = { 6 }, dtype = "int32" })
         same{ type = "pad3d", inputs = { X = rand({ 1, 1, 2, 3, 3 }, -1, 1, dt), Paddings = pt },
               attrs = { mode = "reflect" }, grad = { wrt = { "X" } }, atol = tol, rtol = tol }
+      end)
+
+      it("dist of orders 2, 1, 3, 0, inf and -inf, equal and broadcast shapes, with grads", function()
+        for _, pn in ipairs({ 2, 1, 3, 0, math.huge, -math.huge }) do
+          same{ type = "dist", inputs = { X = rand({ 3, 4 }, -1, 1, dt), Y = rand({ 3, 4 }, -1, 1, dt) }, attrs = { p = pn },
+                grad = { wrt = { "X", "Y" } }, atol = tol, rtol = tol }
+        end
+        same{ type = "dist", inputs = { X = rand({ 2, 1, 4 }, -1, 1, dt), Y = rand({ 3, 1 }, -1, 1, dt) }, attrs = { p = 2 },
+              grad = { wrt = { "X", "Y" } }, atol = tol, rtol = tol }
       end)
     end)
   end

@@ -1,12 +1,15 @@
 /*
- * norm_reduce.cu — CUDA kernels of p_norm (norm_ext.ops) and
- * frobenius_norm (linalg2.ops) and their grads (float32, float64), with
+ * norm_reduce.cu — CUDA kernels of p_norm (norm_ext.ops), frobenius_norm
+ * and dist (linalg2.ops) and their grads (float32, float64), with
  * the CPU kernels' formulas (kernels/cpu/norm_ext.c, linalg2.c).
  *
- * Both reduce groups of X: one block per output element, sums in double
+ * p_norm and frobenius_norm reduce groups of X: one block per output element, sums in double
  * (a tree order: the specs compare with a tolerance), max and min for
  * p_norm's infinite orders. The grads give each X element its group's
- * Out and Out@GRAD, one thread per element.
+ * Out and Out@GRAD, one thread per element. dist reduces the broadcast
+ * X - Y in two passes (64 blocks, then one); its grads give each element
+ * of X (Y) the sum over the positions it was broadcast to, in increasing
+ * order, as the CPU adds (no atomics).
  */
 #include "cuda_common.h"
 extern "C" {
@@ -222,6 +225,173 @@ int fn_bwd(oar_kernel_ctx_t *k, int dt)
     return OAR_OK;
 }
 
+/* ---- dist: the p-norm of X - Y, broadcast against each other ----------------------------- */
+/* X and Y right-aligned to the common rank nd (leading 1s), Out's dims o */
+struct Bc {
+    int nd;
+    int64_t o[OAR_MAX_DIMS], xd[OAR_MAX_DIMS], yd[OAR_MAX_DIMS], total;
+};
+
+int bc_plan(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tensor_t *y, Bc *b)
+{
+    b->nd = x->ndim > y->ndim ? x->ndim : y->ndim;
+    b->total = 1;
+    for (int i = 0; i < b->nd; i++) {
+        const int xi = i - (b->nd - x->ndim), yi = i - (b->nd - y->ndim);
+        b->xd[i] = xi >= 0 ? x->dims[xi] : 1;
+        b->yd[i] = yi >= 0 ? y->dims[yi] : 1;
+        if (b->xd[i] != b->yd[i] && b->xd[i] != 1 && b->yd[i] != 1)
+            return oar_k_error(k, OAR_ERR_SHAPE, "X and Y do not broadcast at dim %d", i);
+        b->o[i] = b->xd[i] == 1 ? b->yd[i] : b->xd[i];
+        b->total *= b->o[i];
+    }
+    return OAR_OK;
+}
+
+/* X's and Y's offsets of broadcast position q */
+__device__ inline void bc_offsets(const Bc &b, int64_t q, int64_t *xo, int64_t *yo)
+{
+    int64_t xs = 1, ys = 1;
+    *xo = *yo = 0;
+    for (int d = b.nd - 1; d >= 0; d--) {
+        const int64_t i = q % b.o[d];
+        q /= b.o[d];
+        if (b.xd[d] != 1) *xo += i * xs;
+        if (b.yd[d] != 1) *yo += i * ys;
+        xs *= b.xd[d];
+        ys *= b.yd[d];
+    }
+}
+
+/* mode: 0 count nonzeros, 1 max, 2 min (as -max(-z)), 3 sum of z^p */
+__device__ inline double dist_term(double z, int mode, double p)
+{
+    return mode == 0 ? (double)(z != 0) : mode == 1 ? z : mode == 2 ? -z : pow(z, p);
+}
+
+template <class T>
+__global__ void dist_part_k(const T *x, const T *y, Bc b, int mode, double p, double *part)
+{
+    __shared__ double sh[32];
+    double acc = mode == 1 || mode == 2 ? -INFINITY : 0;
+    for (int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; q < b.total; q += (int64_t)gridDim.x * blockDim.x) {
+        int64_t xo, yo;
+        bc_offsets(b, q, &xo, &yo);
+        const double t = dist_term(fabs((double)x[xo] - (double)y[yo]), mode, p);
+        acc = mode == 1 || mode == 2 ? fmax(acc, t) : acc + t;
+    }
+    acc = mode == 1 || mode == 2 ? block_max(acc, sh) : block_sum(acc, sh);
+    if (threadIdx.x == 0) part[blockIdx.x] = acc;
+}
+
+template <class T>
+__global__ void dist_final_k(const double *part, int parts, int mode, double p, T *out)
+{
+    __shared__ double sh[32];
+    double acc = mode == 1 || mode == 2 ? -INFINITY : 0;
+    for (int i = threadIdx.x; i < parts; i += blockDim.x) acc = mode == 1 || mode == 2 ? fmax(acc, part[i]) : acc + part[i];
+    acc = mode == 1 || mode == 2 ? block_max(acc, sh) : block_sum(acc, sh);
+    if (threadIdx.x == 0) {
+        double r = mode == 2 ? -acc : acc;
+        if (mode == 3) r = pow(r, 1.0 / p);
+        out[0] = (T)r;
+    }
+}
+
+constexpr int kDistParts = 64;
+
+int dist_mode(double p) { return p == 0 ? 0 : p == INFINITY ? 1 : p == -INFINITY ? 2 : 3; }
+
+template <class T>
+int dist_fwd(oar_kernel_ctx_t *k, int dt)
+{
+    const double p = ((const oar_dist_attrs_t *)oar_k_attrs(k))->p;
+    const oar_tensor_t *xt, *yt;
+    const void *x, *y;
+    OAR_TRY(in_tensor_at(k, OAR_DIST_X, 0, dt, -1, &xt, &x));
+    OAR_TRY(in_tensor_at(k, OAR_DIST_Y, 0, dt, -1, &yt, &y));
+    Bc b;
+    OAR_TRY(bc_plan(k, xt, yt, &b));
+    void *o;
+    OAR_TRY(out_data_at(k, OAR_DIST_OUT, 0, dt, 1, &o));
+    Scratch part;
+    OAR_TRY(part.alloc(k, sizeof(double) * kDistParts, "dist partial sums"));
+    const int mode = dist_mode(p);
+    dist_part_k<T><<<kDistParts, kThreads>>>((const T *)x, (const T *)y, b, mode, p, (double *)part.p);
+    OAR_CU_LAUNCH(k, "dist");
+    dist_final_k<T><<<1, kThreads>>>((const double *)part.p, kDistParts, mode, p, (T *)o);
+    OAR_CU_LAUNCH(k, "dist");
+    return OAR_OK;
+}
+
+/* d = d Out / d z at broadcast position q (z = X - Y there) */
+template <class T>
+__device__ inline double dist_d(const T *x, const T *y, const Bc &b, int64_t q, double p, double out, double g)
+{
+    int64_t xo, yo;
+    bc_offsets(b, q, &xo, &yo);
+    const double z = (double)x[xo] - (double)y[yo], az = fabs(z), s = (z > 0) - (z < 0);
+    return isinf(p) ? (az == out ? s * g : 0) : pow(az / out, p - 1) * s * g;
+}
+
+/* the grad of one operand (dims od of the broadcast b): each element sums
+ * sign * d over the positions it was broadcast to, in increasing order */
+template <class T>
+__global__ void dist_grad_k(const T *x, const T *y, Bc b, bool is_x, const T *outv, const T *gv, double p, T *d,
+                            int64_t n)
+{
+    OAR_CU_LOOP(e, n) {
+        const double out = outv[0], g = gv[0];
+        const int64_t *od = is_x ? b.xd : b.yd;
+        int64_t fix[OAR_MAX_DIMS], r = e, reps = 1;
+        for (int i = b.nd - 1; i >= 0; i--) { fix[i] = r % od[i]; r /= od[i]; if (od[i] == 1) reps *= b.o[i]; }
+        T acc = T(0);
+        if (p != 0 && out != 0)
+            for (int64_t t = 0; t < reps; t++) {
+                /* t's digits over the broadcast dims, row-major, the kept dims fixed */
+                int64_t q = 0, st = 1, tt = t;
+                for (int i = b.nd - 1; i >= 0; i--) {
+                    int64_t idx = fix[i];
+                    if (od[i] == 1) { idx = tt % b.o[i]; tt /= b.o[i]; }
+                    q += idx * st;
+                    st *= b.o[i];
+                }
+                const T v = (T)dist_d(x, y, b, q, p, out, g);
+                acc += is_x ? v : -v;
+            }
+        d[e] = acc;
+    }
+}
+
+template <class T>
+int dist_bwd(oar_kernel_ctx_t *k, int dt)
+{
+    const double p = ((const oar_dist_attrs_t *)oar_k_attrs(k))->p;
+    const oar_tensor_t *xt, *yt, *ot, *gt;
+    const void *x, *y, *ov, *g;
+    OAR_TRY(in_tensor_at(k, OAR_DIST_G_X, 0, dt, -1, &xt, &x));
+    OAR_TRY(in_tensor_at(k, OAR_DIST_G_Y, 0, dt, -1, &yt, &y));
+    OAR_TRY(in_tensor_at(k, OAR_DIST_G_OUT, 0, dt, 1, &ot, &ov));
+    OAR_TRY(in_tensor_at(k, OAR_DIST_G_DOUT, 0, dt, 1, &gt, &g));
+    Bc b;
+    OAR_TRY(bc_plan(k, xt, yt, &b));
+    const int64_t nx = oar_tensor_numel_of(xt), ny = oar_tensor_numel_of(yt);
+    void *dx, *dy;
+    OAR_TRY(out_data_opt_at(k, OAR_DIST_G_DX, 0, dt, nx, &dx));
+    OAR_TRY(out_data_opt_at(k, OAR_DIST_G_DY, 0, dt, ny, &dy));
+    if (dx && nx > 0) {
+        dist_grad_k<T><<<grid_for(nx), kThreads>>>((const T *)x, (const T *)y, b, true, (const T *)ov, (const T *)g, p,
+                                                    (T *)dx, nx);
+        OAR_CU_LAUNCH(k, "dist_grad");
+    }
+    if (dy && ny > 0) {
+        dist_grad_k<T><<<grid_for(ny), kThreads>>>((const T *)x, (const T *)y, b, false, (const T *)ov, (const T *)g,
+                                                    p, (T *)dy, ny);
+        OAR_CU_LAUNCH(k, "dist_grad");
+    }
+    return OAR_OK;
+}
+
 #define NORM_REG(OPNAME, FN)                                                              \
     int FN##_f32(oar_kernel_ctx_t *k) { return FN<float>(k, OAR_FP32); }                  \
     int FN##_f64(oar_kernel_ctx_t *k) { return FN<double>(k, OAR_FP64); }                 \
@@ -232,5 +402,7 @@ NORM_REG("p_norm", pn_fwd)
 NORM_REG("p_norm_grad", pn_bwd)
 NORM_REG("frobenius_norm", fn_fwd)
 NORM_REG("frobenius_norm_grad", fn_bwd)
+NORM_REG("dist", dist_fwd)
+NORM_REG("dist_grad", dist_bwd)
 
 }  // namespace
