@@ -5,8 +5,8 @@
 -- frobenius_norm, dist) and the
 -- tensor movers (flip, roll, tril_triu, expand_as, unstack) and the class
 -- losses (label_smooth, nll_loss, cross_entropy2), cross, meshgrid,
--- index_sample, trace, kron, scatter, scatter_nd_add, gather_nd, pad and
--- pad3d,
+-- index_sample, trace, kron, scatter, scatter_nd_add, gather_nd, pad,
+-- pad3d and strided_slice,
 -- forward and grads,
 -- float32 and float64. Each case runs a one-op program (and its backward,
 -- with random upstream weights) on both places and requires the op with a
@@ -258,6 +258,18 @@ describe("CUDA kernels of hot-path ops #gpu", function()
         end
         same{ type = "dist", inputs = { X = rand({ 2, 1, 4 }, -1, 1, dt), Y = rand({ 3, 1 }, -1, 1, dt) }, attrs = { p = 2 },
               grad = { wrt = { "X", "Y" } }, atol = tol, rtol = tol }
+      end)
+
+      it("strided_slice from attrs (negative strides too) and from tensors, with grads", function()
+        same{ type = "strided_slice", inputs = { Input = rand({ 4, 5, 6 }, -1, 1, dt) },
+              attrs = { axes = { 0, 2 }, starts = { 1, -1 }, ends = { 4, 0 }, strides = { 2, -2 } },
+              grad = { wrt = { "Input" } } }
+        local function i32(v) return T.tensor(v, { shape = { #v }, dtype = "int32" }) end
+        same{ type = "strided_slice",
+              inputs = { Input = rand({ 4, 5, 6 }, -1, 1, dt), StartsTensor = i32({ 0, 1 }), EndsTensor = i32({ 5, 6 }),
+                         StridesTensor = i32({ 2, 3 }) },
+              attrs = { axes = { 1, 2 }, starts = { 0, 0 }, ends = { 1, 1 }, strides = { 1, 1 } },
+              grad = { wrt = { "Input" } } }
       end)
     end)
   end
