@@ -1,16 +1,16 @@
 -- CUDA kernels of the ops on a training step's hot path (issue 22) against
--- the CPU kernels (tag: gpu), as spec/cuda_spec.lua does: bmm, dot and addmm
--- (cuBLAS), the elementwise losses of loss_ext.ops and the norms
--- (squared_l2_norm, l1_norm, squared_l2_distance, norm, cos_sim, p_norm,
--- frobenius_norm, dist) and the
--- tensor movers (flip, roll, tril_triu, expand_as, unstack) and the class
--- losses (label_smooth, nll_loss, cross_entropy2), cross, meshgrid,
--- index_sample, trace, kron, scatter, scatter_nd_add, gather_nd, pad,
--- pad3d and strided_slice,
--- forward and grads,
--- float32 and float64. Each case runs a one-op program (and its backward,
--- with random upstream weights) on both places and requires the op with a
--- CUDA kernel to have run it. Where no GPU can be used the spec skips.
+-- the CPU kernels (tag: gpu), as spec/cuda_spec.lua does, forward and
+-- grads, float32 and float64 (int32/int64 for the forwards that have them):
+-- bmm, dot and addmm (cuBLAS); the losses smooth_l1, huber, log, hinge,
+-- kldiv, bce, margin_rank, modified_huber, label_smooth, nll and
+-- cross_entropy2; the norms squared_l2_norm, l1_norm, squared_l2_distance,
+-- norm, cos_sim, p_norm, frobenius_norm and dist; and flip, roll,
+-- tril_triu, expand_as, unstack, cross, meshgrid, index_sample, trace,
+-- kron, scatter, scatter_nd_add, gather_nd, pad, pad3d and strided_slice.
+-- Each case runs a one-op program (and its backward, with random upstream
+-- weights) on both places and requires the op with a CUDA kernel to have
+-- run it; bad labels and indices fail on both. Where no GPU can be used
+-- the spec skips (tools/cuda_emu runs it on the CPU, as .ci/run does).
 local T = require("spec.helpers.op_test")
 local H = require("spec.helpers.cuda_compare")
 local rand, randint, probs, same, same_error = H.rand, H.randint, H.probs, H.same, H.same_error
