@@ -381,7 +381,8 @@ local function broadcast_vars(self, specs, who)
 end
 
 -- the data position from a set written by `saved` workers (position table) for `size` workers now
-function Checkpointer:_plan(saved, saved_workers, size)
+function Checkpointer:_plan(saved, saved_workers, size, who)
+  who = who or "Checkpointer:restore"
   size = size or select(2, job())
   if not self.batch_size then return end
   local global, worker = size * self.batch_size, self.batch_size
@@ -389,13 +390,13 @@ function Checkpointer:_plan(saved, saved_workers, size)
     global = saved and saved.global_batch or global
     local n = global / worker   -- the workers of the run that set the global batch
     if global % worker ~= 0 then
-      raise(string.format("Checkpointer:restore: the checkpoint's global batch %d is not a multiple of this " ..
-        "Checkpointer's batch_size %d (resize = 'accumulate')", global, worker))
+      raise(string.format("%s: the checkpoint's global batch %d is not a multiple of this " ..
+        "Checkpointer's batch_size %d (resize = 'accumulate')", who, global, worker))
     end
     if global % (size * worker) ~= 0 then
-      raise(string.format("Checkpointer:restore: the checkpoint's global batch %d (%d workers x %d) cannot be " ..
+      raise(string.format("%s: the checkpoint's global batch %d (%d workers x %d) cannot be " ..
         "kept by %d workers accumulating micro-batches of %d (resize = 'accumulate'): %d / %d is not a whole " ..
-        "number; use a number of workers that divides %d", global, n, worker, size, worker, n, size, n))
+        "number; use a number of workers that divides %d", who, global, n, worker, size, worker, n, size, n))
     end
     self.global_batch, self.worker_batch, self.accumulate = global, worker, global / (size * worker)
     return
@@ -450,7 +451,7 @@ function Checkpointer:accumulate_steps()
   end
   if fleet then d = files.decode(broadcast_string(rank == 0 and assert(files.encode(d)) or nil, who)) end
   if d.kind == "error" then raise(who .. ": " .. d.msg) end
-  self:_plan(d.kind == "ok" and d.position or nil, nil, size)
+  self:_plan(d.kind == "ok" and d.position or nil, nil, size, who)
   return self.accumulate
 end
 
