@@ -232,7 +232,7 @@ describe("oar.fleet.Checkpointer sets", function()
     assert.same({ 96 + 16 + 4, 4 }, { ck:batch(8, 2) })
     local ok, err = pcall(ck.batch, ck, 8, 3)
     assert.is_false(ok)
-    assert.matches("'micro' must be a whole number in %[1, 2%], got 3", tostring(err))
+    assert.matches("'micro' must be a whole number in %[1, 2%], got number 3", tostring(err))
     ok, err = pcall(ck._plan, ck, { global_batch = 12, worker_batch = 4 }, 3, 2)
     assert.is_false(ok)
     assert.matches("global batch 12 %(3 workers x 4%) cannot be kept by 2 workers .*3 / 2 is not a whole number",
