@@ -544,17 +544,19 @@ describe_mpi("oar launch: a job that loses a worker ends as an uninterrupted one
   -- the parameters of `prefix`.0 .. (workers - 1) within 1e-5 of the reference's worker 0
   local function close_to(ref_file, prefix, workers, what)
     local ref = J.load_params(ref_file)
-    local n = 0
+    local n, worst = 0, 0
     for r = 0, workers - 1 do
       local got = J.load_params(prefix .. "." .. r)
       for name, v in pairs(ref) do
         assert(got[name], name .. " is missing on worker " .. r)
         local d = J.rel_diff(got[name], v)
+        worst = math.max(worst, d)
         assert.is_true(d <= 1e-5, string.format("%s of worker %d differs from %s (relative %.3g)", name, r, what, d))
         n = n + 1
       end
     end
     assert.is_true(n >= 4 * workers)
+    return worst
   end
 
   -- resize=accumulate: a set of `n` workers resumed on `m`, each running n/m micro-batches per step;
@@ -568,12 +570,23 @@ describe_mpi("oar launch: a job that loses a worker ends as an uninterrupted one
     files.remove_tree(prefix .. ".ckpt")
     ok, out = J.run(np(n) .. "--restarts 0" .. HELPER .. args .. " die=step die_rank=1 die_step=8")
     assert.is_false(ok)
+    -- a control: the same set resumed keeping each worker's batch without accumulating ends elsewhere
+    assert(J.sh_ok(string.format("cp -r '%s.ckpt' '%s.ctlckpt'", prefix, prefix)))
+    ok, out = J.run(np(m) .. "--restarts 0" .. HELPER .. args .. " resize=worker_batch dir=" .. prefix .. ".ctlckpt out="
+      .. prefix .. ".ctl")
+    assert(ok, out)
+    local ref, ctl, apart = J.load_params(prefix .. ".ref.0"), J.load_params(prefix .. ".ctl.0"), 0
+    for name, v in pairs(ref) do apart = math.max(apart, J.rel_diff(ctl[name], v)) end
+    assert.is_true(apart > 1e-3, "without accumulation the run should end elsewhere")
+    files.remove_tree(prefix .. ".ctlckpt")
     ok, out = J.run(np(m) .. "--restarts 1" .. HELPER .. args .. " die=step die_rank=0 die_step=11 out=" .. prefix)
     assert(ok, out)
     assert.matches(string.format("resuming at step 7 from '[^']+' %%(written by %d workers%%)", n), out)
     assert.matches(string.format("resuming at step 10 from '[^']+' %%(written by %d worker", m), out)
     assert.equal(2 * m, count(out, "recover: accumulate %d+ " .. (n / m)), out)
-    close_to(prefix .. ".ref.0", prefix, m, n .. " workers' run")
+    local worst = close_to(prefix .. ".ref.0", prefix, m, n .. " workers' run")
+    io.stderr:write(string.format("fleet_recover_spec: %s, a set of %d workers resumed on %d accumulating %d: " ..
+      "largest relative difference %.3g (without accumulating: %.3g)\n", o, n, m, n / m, worst, apart))
     files.remove_tree(prefix .. ".ckpt")
   end
 
