@@ -594,11 +594,10 @@ describe_mpi("oar launch: a job that loses a worker ends as an uninterrupted one
     it("elastic, " .. o .. ": a set of 2 workers resumes on 1 accumulating 2 micro-batches per step", function()
       accumulate_case(o, 2, 1)
     end)
+    it("elastic, " .. o .. ": a set of 4 workers resumes on 2, each accumulating 2 micro-batches per step", function()
+      accumulate_case(o, 4, 2)
+    end)
   end
-
-  it("elastic, adam: a set of 4 workers resumes on 2, each accumulating 2 micro-batches per step", function()
-    accumulate_case("adam", 4, 2)
-  end)
 
   it("elastic: resize = 'accumulate' refuses a set of 2 workers on 3, naming both counts", function()
     local prefix = base .. ".acc23"
