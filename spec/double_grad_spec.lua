@@ -35,12 +35,7 @@ local function nest(flat, shape)
   return (rec(1, 0))
 end
 
-local function flatten(t, out)
-  out = out or {}
-  if type(t) ~= "table" then out[#out + 1] = t return out end
-  for _, v in ipairs(t) do flatten(v, out) end
-  return out
-end
+local flatten = require("spec.helpers.index").flatten
 
 local function data(name, shape)
   local v = layers.data{ name = name, shape = shape, dtype = "float64", append_batch_size = false }
@@ -159,12 +154,12 @@ for _, e in ipairs({ "add", "sub", "mul", "div" }) do
     forward = function(v) return layers["elementwise_" .. e]{ x = v.x, y = v.y, axis = 1 } end }
 end
 -- conv2d with the filter as an input (not a parameter) so it is differentiated too
-local function conv_case(name, xs, ws, attrs, out_shape)
+local function conv_case(name, xs, ws, attrs, out_shape, op_type)
   return { name = name, inputs = { x = { xs, -1, 1 }, w = { ws, -1, 1 } }, order = { "x", "w" }, wrt = { "x", "w" },
     forward = function(v)
       local b = v.x.block
       local out = b:create_var{ name = "conv_out", dtype = "float64", shape = out_shape }
-      b:append_op{ type = "conv2d", inputs = { Input = { v.x }, Filter = { v.w } }, outputs = { Output = { out } },
+      b:append_op{ type = op_type or "conv2d", inputs = { Input = { v.x }, Filter = { v.w } }, outputs = { Output = { out } },
                    attrs = attrs }
       return out
     end }
@@ -175,6 +170,18 @@ CASES[#CASES + 1] = conv_case("conv2d (groups 2, dilation 2)", { 1, 4, 4, 4 }, {
   { strides = { 1, 1 }, paddings = { 0, 0 }, dilations = { 2, 2 }, groups = 2 }, { 1, 2, 2, 2 })
 CASES[#CASES + 1] = conv_case("conv2d (NHWC)", { 1, 3, 3, 2 }, { 2, 2, 2, 2 },
   { strides = { 1, 1 }, paddings = { 1, 1 }, dilations = { 1, 1 }, groups = 1, data_format = "NHWC" }, { 1, 4, 4, 2 })
+-- conv3d (its grad op is conv3d_grad; the double grad shares conv2d's kernel)
+CASES[#CASES + 1] = conv_case("conv3d", { 1, 2, 3, 3, 3 }, { 2, 2, 2, 2, 2 },
+  { strides = { 2, 2, 2 }, paddings = { 1, 1, 1 }, dilations = { 1, 1, 1 }, groups = 1 }, { 1, 2, 2, 2, 2 }, "conv3d")
+CASES[#CASES + 1] = conv_case("conv3d (groups 2, dilations, asymmetric strides and paddings)", { 1, 4, 4, 3, 4 },
+  { 2, 2, 2, 2, 1 },
+  { strides = { 1, 2, 1 }, paddings = { 1, 0, 0, 1, 0, 0 }, dilations = { 2, 1, 1 }, groups = 2 },
+  { 1, 2, 3, 2, 4 }, "conv3d")
+CASES[#CASES + 1] = conv_case("conv3d (NDHWC)", { 1, 2, 3, 2, 2 }, { 3, 2, 2, 1, 2 },
+  { strides = { 1, 1, 1 }, paddings = { 0, 1, 1 }, dilations = { 1, 1, 1 }, groups = 1, data_format = "NDHWC" },
+  { 1, 1, 5, 3, 3 }, "conv3d")
+CASES[#CASES + 1] = conv_case("conv3d (SAME padding)", { 1, 1, 3, 3, 3 }, { 2, 1, 2, 2, 2 },
+  { strides = { 2, 2, 2 }, padding_algorithm = "SAME", groups = 1 }, { 1, 2, 2, 2, 2 }, "conv3d")
 CASES[#CASES + 1] = { name = "instance_norm",
   inputs = { x = { { 2, 2, 2, 2 }, -1, 1 }, scale = { { 2 }, 0.5, 1.5 }, bias = { { 2 }, -1, 1 } },
   order = { "x", "scale", "bias" }, wrt = { "x", "scale", "bias" }, forward = function(v)
@@ -290,6 +297,82 @@ describe("a gradient penalty", function()
         assert(math.abs(w1[i][j] - (W0[i][j] - 0.1 * g[i][j])) < 1e-7, "W after one step")   -- lr is float32
       end
     end
+  end)
+end)
+
+-- conv3d's float32 double grad against its float64 one: d2/dx2 and d2/dw dx of
+-- sum(square(d sum(conv3d(x, w)^2) / dx)), groups 2, strides, paddings, dilations
+describe("conv3d's double grad in float32", function()
+  local function run(dtype)
+    local main, startup = oar.Program(), oar.Program()
+    local gx, gw
+    oar.program_guard(main, startup, function()
+      local x = layers.data{ name = "x", shape = { 1, 4, 4, 3, 4 }, dtype = dtype, append_batch_size = false }
+      local w = layers.data{ name = "w", shape = { 4, 2, 2, 2, 1 }, dtype = dtype, append_batch_size = false }
+      x.stop_gradient, w.stop_gradient = false, false
+      local b = x.block
+      local out = b:create_var{ name = "c3_out", dtype = dtype, shape = { 1, 4, 3, 2, 4 } }
+      b:append_op{ type = "conv3d", inputs = { Input = { x }, Filter = { w } }, outputs = { Output = { out } },
+                   attrs = { strides = { 1, 2, 1 }, paddings = { 1, 0, 0, 1, 0, 0 }, dilations = { 2, 1, 1 },
+                             groups = 2 } }
+      local dx = oar.gradients({ layers.reduce_sum{ input = layers.square(out) } }, { x })[1]
+      local g = oar.gradients({ layers.reduce_sum{ input = layers.square(dx) } }, { x, w })
+      gx, gw = g[1], g[2]
+    end)
+    local types = types_in(main)
+    assert.is_true((types.conv3d_grad_grad or 0) >= 1, "conv3d_grad_grad not in the program")
+    seed = 11
+    local xf, wf = {}, {}
+    for i = 1, 192 do xf[i] = rnd(-1, 1) end
+    for i = 1, 32 do wf[i] = rnd(-1, 1) end
+    local exe = oar.Executor(oar.CPUPlace())
+    local got = exe:run(main, { feed = { x = oar.Tensor(nest(xf, { 1, 4, 4, 3, 4 }), dtype),
+                                         w = oar.Tensor(nest(wf, { 4, 2, 2, 2, 1 }), dtype) },
+                                fetch_list = { gx, gw }, scope = oar.Scope() })
+    return flatten(got[1]:totable()), flatten(got[2]:totable())
+  end
+  it("matches the float64 kernel's to float32 precision", function()
+    local x32, w32 = run("float32")
+    local x64, w64 = run("float64")
+    assert.are.equal(#x64, #x32)
+    assert.are.equal(#w64, #w32)
+    local big = 0
+    for i, v in ipairs(x64) do
+      big = math.max(big, math.abs(v))
+      assert(math.abs(x32[i] - v) <= 1e-4 * math.max(1, math.abs(v)), "d2/dx2 " .. i)
+    end
+    for i, v in ipairs(w64) do assert(math.abs(w32[i] - v) <= 1e-4 * math.max(1, math.abs(v)), "d2/dwdx " .. i) end
+    assert.is_true(big > 1e-2, "the second-order gradient is not all zeros")
+  end)
+end)
+
+describe("conv3d_grad_grad's inference", function()
+  it("refuses a DDInput whose shape is not Input's, and a DOutput not shaped as the output", function()
+    local main = oar.Program()
+    local b = main:global_block()
+    local function var(name, shape) return b:create_var{ name = name, dtype = "float64", shape = shape } end
+    local x, w = var("x", { 1, 2, 3, 3, 3 }), var("w", { 2, 2, 2, 2, 2 })
+    local dy, ddy = var("dy", { 1, 2, 2, 2, 2 }), var("ddy", { 1, 2, 2, 2, 2 })
+    local attrs = { strides = { 1, 1, 1 }, paddings = { 0, 0, 0 }, dilations = { 1, 1, 1 }, groups = 1 }
+    local ok, err = pcall(function()
+      b:append_op{ type = "conv3d_grad_grad", inputs = { Input = { x }, Filter = { w }, DOutput = { dy },
+                   DDInput = { var("bad_ddx", { 1, 2, 3, 3, 2 }) } }, outputs = { DDOutput = { ddy } }, attrs = attrs }
+    end)
+    assert.is_false(ok)
+    assert.matches("DDInput", tostring(err), 1, true)
+    ok, err = pcall(function()
+      b:append_op{ type = "conv3d_grad_grad", inputs = { Input = { x }, Filter = { w }, DOutput = { var("bad_dy",
+                   { 1, 2, 3, 2, 2 }) }, DDInput = { var("ddx", { 1, 2, 3, 3, 3 }) } },
+                   outputs = { DDOutput = { ddy } }, attrs = attrs }
+    end)
+    assert.is_false(ok)
+    assert.matches("DOutput", tostring(err), 1, true)
+    -- the well-formed op is accepted, DDOutput shaped as DOutput
+    b:append_op{ type = "conv3d_grad_grad", inputs = { Input = { x }, Filter = { w }, DOutput = { dy },
+                 DDInput = { b:var("ddx") } }, outputs = { DDOutput = { ddy }, DFilter = { var("dw2", {}) } },
+                 attrs = attrs }
+    local sh = b:var("dw2").shape
+    assert.are.same({ 2, 2, 2, 2, 2 }, { sh[1], sh[2], sh[3], sh[4], sh[5] })
   end)
 end)
 

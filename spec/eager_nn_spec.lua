@@ -318,44 +318,12 @@ end)
 describe("eager optimizers", function()
   -- an MLP 6 -> 8 -> 3 trained `steps` times on one batch, eagerly and in a
   -- static program started from the eager model's initial parameters
+  local ES = require("spec.helpers.eager_static")
+  local with = ES.with
   local function both(make_opt, steps)
-    oar.seed(42)
-    local model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3))
-    local x = oar.randn(10, 6)
-    local label = oar.randint(0, 3, { 10, 1 })
-    local init = {}
-    for k, v in pairs(model:state_dict()) do init[k] = v:clone() end
-    -- static
-    local main, startup = oar.Program(), oar.Program()
-    oar.unique_name.guard(function()
-      oar.program_guard(main, startup, function()
-        local xv = layers.data{ name = "x", shape = { 6 } }
-        local lv = layers.data{ name = "label", shape = { 1 }, dtype = "int64" }
-        local h = layers.fc{ input = xv, size = 8, act = "relu", param_attr = oar.ParamAttr{ name = "w0" },
-                             bias_attr = oar.ParamAttr{ name = "b0" } }
-        local o = layers.fc{ input = h, size = 3, param_attr = oar.ParamAttr{ name = "w2" },
-                             bias_attr = oar.ParamAttr{ name = "b2" } }
-        local loss = layers.mean(layers.softmax_with_cross_entropy{ logits = o, label = lv })
-        make_opt({}):minimize(loss)
-      end)
-    end)
-    local exe = oar.Executor(oar.CPUPlace())
-    local scope = oar.Scope()
-    exe:run(startup, { scope = scope })
-    local map = { w0 = "0.weight", b0 = "0.bias", w2 = "2.weight", b2 = "2.bias" }
-    for sname, ename in pairs(map) do scope:var(sname):set_tensor(init[ename]:clone()) end
-    for _ = 1, steps do exe:run(main, { feed = { x = x, label = label }, scope = scope }) end
-    -- eager
-    local opt = make_opt({ parameters = model:parameters() })
-    for _ = 1, steps do
-      local loss = F.cross_entropy(model(x), label)
-      loss:backward()
-      opt:step()
-      opt:zero_grad()
-    end
-    local sd = model:state_dict()
+    local scope, sd, init = ES.train(make_opt, steps, function(model) return model:parameters() end)
     local moved = false
-    for sname, ename in pairs(map) do
+    for sname, ename in pairs(ES.MAP) do
       local st = scope:find_var(sname):get_tensor():totable()
       assert.are.same(st, sd[ename]:totable(), sname)
       if not moved then
@@ -364,12 +332,6 @@ describe("eager optimizers", function()
       end
     end
     assert.is_true(moved, "training changed nothing")
-  end
-  local function with(base, extra)
-    local t = {}
-    for k, v in pairs(base) do t[k] = v end
-    for k, v in pairs(extra) do t[k] = v end
-    return t
   end
   it("an MLP trained 30 steps with SGD ends with the static program's parameters, bit for bit", function()
     both(function(e) return oar.optimizer.SGD(with({ learning_rate = 0.1 }, e)) end, 30)

@@ -56,52 +56,18 @@ describe("eager optimizers against the static optimize pass", function()
   -- parameters; opt(extra, static) makes the optimizer. The eager
   -- parameters are listed in the static pass's order (sorted by name), the
   -- order the global norm sums them in.
+  local ES = require("spec.helpers.eager_static")
+  local with = ES.with
   local function both(make_opt, steps)
-    oar.seed(42)
-    local model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3))
-    local x = oar.randn(10, 6)
-    local label = oar.randint(0, 3, { 10, 1 })
-    local init = {}
-    for k, v in pairs(model:state_dict()) do init[k] = v:clone() end
-    local main, startup = oar.Program(), oar.Program()
-    oar.unique_name.guard(function()
-      oar.program_guard(main, startup, function()
-        local xv = layers.data{ name = "x", shape = { 6 } }
-        local lv = layers.data{ name = "label", shape = { 1 }, dtype = "int64" }
-        local h = layers.fc{ input = xv, size = 8, act = "relu", param_attr = oar.ParamAttr{ name = "w0" },
-                             bias_attr = oar.ParamAttr{ name = "b0" } }
-        local o = layers.fc{ input = h, size = 3, param_attr = oar.ParamAttr{ name = "w2" },
-                             bias_attr = oar.ParamAttr{ name = "b2" } }
-        local loss = layers.mean(layers.softmax_with_cross_entropy{ logits = o, label = lv })
-        make_opt({}, true):minimize(loss)
-      end)
+    local scope, sd, init = ES.train(make_opt, steps, function(model)
+      local byname = {}
+      for _, np in ipairs(model:named_parameters()) do byname[np[1]] = np[2] end
+      return { byname["0.bias"], byname["2.bias"], byname["0.weight"], byname["2.weight"] }
     end)
-    local exe = oar.Executor(oar.CPUPlace())
-    local scope = oar.Scope()
-    exe:run(startup, { scope = scope })
-    local map = { w0 = "0.weight", b0 = "0.bias", w2 = "2.weight", b2 = "2.bias" }
-    for sname, ename in pairs(map) do scope:var(sname):set_tensor(init[ename]:clone()) end
-    for _ = 1, steps do exe:run(main, { feed = { x = x, label = label }, scope = scope }) end
-    local byname = {}
-    for _, np in ipairs(model:named_parameters()) do byname[np[1]] = np[2] end
-    local opt = make_opt({ parameters = { byname["0.bias"], byname["2.bias"], byname["0.weight"], byname["2.weight"] } },
-      false)
-    for _ = 1, steps do
-      F.cross_entropy(model(x), label):backward()
-      opt:step()
-      opt:zero_grad()
-    end
-    local sd = model:state_dict()
-    for sname, ename in pairs(map) do
+    for sname, ename in pairs(ES.MAP) do
       assert.are.same(scope:find_var(sname):get_tensor():totable(), sd[ename]:totable(), sname)
       assert.are_not.same(init[ename]:totable(), sd[ename]:totable(), sname .. " did not move")
     end
-  end
-  local function with(base, extra)
-    local t = {}
-    for k, v in pairs(base) do t[k] = v end
-    for k, v in pairs(extra) do t[k] = v end
-    return t
   end
 
   it("grad_clip by global norm and L2 regularization with Adam, bit for bit", function()

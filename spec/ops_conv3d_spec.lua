@@ -176,13 +176,26 @@ local CONV_CASES = {
     cl = true },
 }
 
-describe("conv3d (test_conv3d_op.py)", function()
-  for _, o in ipairs(CONV_CASES) do
+-- one it per case of `cases`: optype in float64 and float32 against ref
+local function against_loops(optype, ref, cases)
+  for _, o in ipairs(cases) do
     it(o.name .. ": float64 and float32 against direct loops", function()
-      run_case("conv3d", conv3d_ref, o, "float64", "NDHWC")
-      run_case("conv3d", conv3d_ref, o, "float32", "NDHWC")
+      run_case(optype, ref, o, "float64", "NDHWC")
+      run_case(optype, ref, o, "float32", "NDHWC")
     end)
   end
+end
+
+-- fails(inputs, attrs, want): op `type` on those inputs raises an error that mentions want
+local function failing(type)
+  local expect_error = require("spec.helpers.expect_error")
+  return function(inputs, attrs, want)
+    expect_error(function() T.run{ type = type, inputs = inputs, attrs = attrs or {}, outputs = { Output = 1 } } end, want)
+  end
+end
+
+describe("conv3d (test_conv3d_op.py)", function()
+  against_loops("conv3d", conv3d_ref, CONV_CASES)
 
   it("gradients against finite differences: padding, strides, groups, dilation, SAME, NDHWC", function()
     grad_case("conv3d", { x = { 1, 2, 3, 3, 3 }, w = { 2, 2, 2, 2, 2 }, paddings = { 1, 0, 0, 1, 1, 1 },
@@ -193,11 +206,7 @@ describe("conv3d (test_conv3d_op.py)", function()
   end)
 
   it("bad inputs are errors naming the op, the variable and the shapes", function()
-    local function fails(inputs, attrs, want)
-      local ok, err = pcall(T.run, { type = "conv3d", inputs = inputs, attrs = attrs or {}, outputs = { Output = 1 } })
-      assert.is_false(ok)
-      assert.matches(want, tostring(err), 1, true)
-    end
+    local fails = failing("conv3d")
     local x5 = T.tensor(R.symmetric(2 * 3 * 27), { shape = { 2, 3, 3, 3, 3 } })
     fails({ Input = T.tensor(R.symmetric(18), { shape = { 2, 3, 3 } }),
             Filter = T.tensor(R.symmetric(24), { shape = { 1, 3, 2, 2, 2 } }) }, nil, "must be 5-D")
@@ -233,12 +242,7 @@ local CT_CASES = {
 }
 
 describe("conv3d_transpose (test_conv3d_transpose_op.py)", function()
-  for _, o in ipairs(CT_CASES) do
-    it(o.name .. ": float64 and float32 against direct loops", function()
-      run_case("conv3d_transpose", conv3d_t_ref, o, "float64", "NDHWC")
-      run_case("conv3d_transpose", conv3d_t_ref, o, "float32", "NDHWC")
-    end)
-  end
+  against_loops("conv3d_transpose", conv3d_t_ref, CT_CASES)
 
   it("gradients against finite differences", function()
     grad_case("conv3d_transpose", { x = { 1, 2, 2, 2, 3 }, w = { 2, 2, 2, 2, 2 }, paddings = { 1, 0, 0, 1, 0, 0 },
@@ -248,12 +252,7 @@ describe("conv3d_transpose (test_conv3d_transpose_op.py)", function()
   end)
 
   it("bad inputs are errors naming the variable and the expectation", function()
-    local function fails(inputs, attrs, want)
-      local ok, err = pcall(T.run, { type = "conv3d_transpose", inputs = inputs, attrs = attrs or {},
-                                     outputs = { Output = 1 } })
-      assert.is_false(ok)
-      assert.matches(want, tostring(err), 1, true)
-    end
+    local fails = failing("conv3d_transpose")
     local x = T.tensor(R.symmetric(2 * 8), { shape = { 1, 2, 2, 2, 2 } })
     fails({ Input = x, Filter = T.tensor(R.symmetric(24), { shape = { 3, 1, 2, 2, 2 } }) }, nil,
       "Filter '")
@@ -271,26 +270,12 @@ describe("layers.conv3d / layers.conv3d_transpose", function()
   -- builds one layer over a fed [2, ...] float64 x; returns the fetched
   -- value (flat) and its shape, and the layer's op
   local function run(xshape, build)
-    local main, startup = oar.Program(), oar.Program()
-    local out
-    oar.program_guard(main, startup, function()
-      local v = layers.data{ name = "x", shape = xshape, dtype = "float64", append_batch_size = false }
-      out = build(v)
-    end)
-    local x = R.symmetric(numel(xshape), 13)
-    local t = oar.Tensor{ shape = xshape, dtype = "float64" }
-    local p = t:data()
-    for i = 1, #x do p[i - 1] = x[i] end
-    local exe = oar.Executor(oar.CPUPlace())
-    exe:run(startup)
-    local got = exe:run(main, { feed = { x = t }, fetch_list = { out } })[1]
-    local flat, d = {}, got:data()
-    for i = 1, numel(got:shape()) do flat[i] = d[i - 1] end
+    local res, x, main = require("spec.helpers.layer_run").run_symmetric(xshape, 13, build)
     local op
     for _, o in ipairs(main:global_block():ops()) do
       if o.type == "conv3d" or o.type == "conv3d_transpose" then op = o end
     end
-    return flat, got:shape(), x, op
+    return res[1].data, res[1].shape, x, op
   end
 
   local function const(v) return oar.ParamAttr{ initializer = oar.initializer.Constant{ value = v } } end

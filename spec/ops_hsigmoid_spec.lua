@@ -164,33 +164,17 @@ end)
 
 -- hierarchical_sigmoid -> mean -> backward -> sgd on W, dense or sparse
 local function train_step(c, is_sparse, lr)
-  local pp = ffi.new("oar_program_t*[1]")
-  lib.check(C.oar_program_new(pp))
-  local prog = ffi.gc(pp[0], C.oar_program_free)
-  local block = C.oar_program_block(prog, 0)
-  for _, v in ipairs({ { "x", { c.n, c.d }, 6 }, { "y", { c.n, 1 }, 3 }, { "w", { c.nodes, c.d }, 6, true },
-                       { "pt", { c.n, c.width }, 3 }, { "pc", { c.n, c.width }, 3 }, { "lr", { 1 }, 6 } }) do
-    local vp = ffi.new("oar_var_desc_t*[1]")
-    lib.check(C.oar_block_var_new(block, v[1], vp))
-    lib.check(C.oar_var_desc_set_shape(vp[0], ffi.new("int64_t[?]", #v[2], v[2]), #v[2]))
-    lib.check(C.oar_var_desc_set_dtype(vp[0], v[3]))
-    if v[4] then lib.check(C.oar_var_desc_set_persistable(vp[0], true)) end
-  end
-  T.append_op(block, "hierarchical_sigmoid", { X = { "x" }, W = { "w" }, Label = { "y" }, PathTable = { "pt" },
-    PathCode = { "pc" } }, { Out = { "out" }, PreOut = { "pre" } }, { num_classes = c.k, is_sparse = is_sparse })
-  T.append_op(block, "mean", { X = { "out" } }, { Out = { "loss" } }, {})
-  local pairs_ = ffi.new("char**[1]")
-  local np = ffi.new("int[1]")
-  lib.check(C.oar_backward_append(prog, "loss", lib.cstrings({ "w" }), 1, nil, 0, pairs_, np))
-  local gname = ffi.string(pairs_[0][1])
-  C.oar_strings_free(pairs_[0], 2 * np[0])
-  assert.are.equal(is_sparse and 8 or 7, C.oar_var_desc_type(C.oar_block_find_var(block, gname)))
-  T.append_op(block, "sgd", { Param = { "w" }, Grad = { gname }, LearningRate = { "lr" } }, { ParamOut = { "w" } }, {})
-  return T.run_program(prog, { x = T.tensor(c.x, { shape = { c.n, c.d } }),
+  return (require("spec.helpers.sgd_step")({ { "x", { c.n, c.d }, 6 }, { "y", { c.n, 1 }, 3 },
+    { "w", { c.nodes, c.d }, 6, true }, { "pt", { c.n, c.width }, 3 }, { "pc", { c.n, c.width }, 3 }, { "lr", { 1 }, 6 } },
+    function(block)
+      T.append_op(block, "hierarchical_sigmoid", { X = { "x" }, W = { "w" }, Label = { "y" }, PathTable = { "pt" },
+        PathCode = { "pc" } }, { Out = { "out" }, PreOut = { "pre" } }, { num_classes = c.k, is_sparse = is_sparse })
+      return "out"
+    end, is_sparse, { x = T.tensor(c.x, { shape = { c.n, c.d } }),
     y = T.tensor(c.labels, { shape = { c.n, 1 }, dtype = "int64" }), w = T.tensor(c.w, { shape = { c.nodes, c.d } }),
     pt = T.tensor(c.table, { shape = { c.n, c.width }, dtype = "int64" }),
     pc = T.tensor(c.code, { shape = { c.n, c.width }, dtype = "int64" }),
-    lr = T.tensor({ lr }, { shape = { 1 } }) }, { "w" })[1]
+    lr = T.tensor({ lr }, { shape = { 1 } }) }))
 end
 
 describe("hierarchical_sigmoid is_sparse", function()

@@ -113,31 +113,16 @@ end)
 
 -- lookup_table (+ padding) -> mean -> backward -> sgd, dense or sparse; returns W after one step
 local function train_step(is_sparse, ids, lr)
-  local pp = ffi.new("oar_program_t*[1]")
-  lib.check(C.oar_program_new(pp))
-  local prog = ffi.gc(pp[0], C.oar_program_free)
-  local block = C.oar_program_block(prog, 0)
-  for _, v in ipairs({ { "w", { V, D }, 6, true }, { "ids", { #ids, 1 }, 3 }, { "lr", { 1 }, 6 } }) do
-    local vp = ffi.new("oar_var_desc_t*[1]")
-    lib.check(C.oar_block_var_new(block, v[1], vp))
-    lib.check(C.oar_var_desc_set_shape(vp[0], ffi.new("int64_t[?]", #v[2], v[2]), #v[2]))
-    lib.check(C.oar_var_desc_set_dtype(vp[0], v[3]))
-    if v[4] then lib.check(C.oar_var_desc_set_persistable(vp[0], true)) end
-  end
-  T.append_op(block, "lookup_table", { W = { "w" }, Ids = { "ids" } }, { Out = { "emb" } },
-    { is_sparse = is_sparse, padding_idx = 3 })
-  T.append_op(block, "mean", { X = { "emb" } }, { Out = { "loss" } }, {})
-  local pairs_ = ffi.new("char**[1]")
-  local np = ffi.new("int[1]")
-  lib.check(C.oar_backward_append(prog, "loss", lib.cstrings({ "w" }), 1, nil, 0, pairs_, np))
-  assert.are.equal(1, np[0])
-  local gname = ffi.string(pairs_[0][1])
-  C.oar_strings_free(pairs_[0], 2 * np[0])
-  local gdesc = C.oar_block_find_var(block, gname)
-  assert.are.equal(is_sparse and 8 or 7, C.oar_var_desc_type(gdesc))
-  T.append_op(block, "sgd", { Param = { "w" }, Grad = { gname }, LearningRate = { "lr" } }, { ParamOut = { "w" } }, {})
-  return T.run_program(prog, { w = T.tensor(W, { shape = { V, D } }), ids = ids_tensor(ids),
-    lr = T.tensor({ lr }, { shape = { 1 } }) }, { "w" })[1]
+  local w, ngrads = require("spec.helpers.sgd_step")(
+    { { "w", { V, D }, 6, true }, { "ids", { #ids, 1 }, 3 }, { "lr", { 1 }, 6 } },
+    function(block)
+      T.append_op(block, "lookup_table", { W = { "w" }, Ids = { "ids" } }, { Out = { "emb" } },
+        { is_sparse = is_sparse, padding_idx = 3 })
+      return "emb"
+    end, is_sparse, { w = T.tensor(W, { shape = { V, D } }), ids = ids_tensor(ids),
+    lr = T.tensor({ lr }, { shape = { 1 } }) })
+  assert.are.equal(1, ngrads)
+  return w
 end
 
 describe("lookup_table sparse gradient", function()

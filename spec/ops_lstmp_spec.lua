@@ -196,14 +196,8 @@ describe("oar.layers.dynamic_lstmp", function()
   local A = require("spec.helpers.api")
   local layers = oar.layers
 
-  local function flat(t)
-    local out = {}
-    local function walk(v)
-      if type(v) == "table" then for _, x in ipairs(v) do walk(x) end else out[#out + 1] = v end
-    end
-    walk(t:totable())
-    return out
-  end
+  local flatten = require("spec.helpers.index").flatten
+  local function flat(t) return flatten(t:totable()) end
 
   it("builds lstmp with Fluid's arguments and matches the reference", function()
     local main, startup, r, c = A.build(function()

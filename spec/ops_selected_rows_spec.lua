@@ -16,14 +16,7 @@ local function check(rc, what)
   if rc ~= 0 then error((what and (what .. ": ") or "") .. lib.last_error(), 3) end
 end
 
-local function declare(block, name, v)
-  local out = ffi.new("oar_var_desc_t*[1]")
-  check(C.oar_block_var_new(block, name, out), "var " .. name)
-  local dims = ffi.new("int64_t[?]", math.max(#v.shape, 1))
-  for i, d in ipairs(v.shape) do dims[i - 1] = d end
-  check(C.oar_var_desc_set_shape(out[0], dims, #v.shape))
-  check(C.oar_var_desc_set_dtype(out[0], T.DTYPES[v.dtype or "float64"]))
-end
+local declare = T.declare
 
 -- runs `ops` ({type, inputs, outputs, attrs}) after a lookup_table_grad that
 -- makes the SelectedRows "x" (height, rows, value [#rows, w]); returns, for
@@ -257,14 +250,8 @@ describe("oar.layers merge_selected_rows, get_tensor_from_selected_rows", functi
   local A = require("spec.helpers.api")
   local layers = oar.layers
 
-  local function flat(t)
-    local out = {}
-    local function walk(v)
-      if type(v) == "table" then for _, x in ipairs(v) do walk(x) end else out[#out + 1] = v end
-    end
-    walk(t:totable())
-    return out
-  end
+  local flatten = require("spec.helpers.index").flatten
+  local function flat(t) return flatten(t:totable()) end
 
   it("merge the sparse gradient of an embedding and read its value", function()
     local main, startup, merged, raw, dense = A.build(function()

@@ -340,14 +340,8 @@ describe("oar.layers add_position_encoding, row_conv, npair_loss", function()
   local A = require("spec.helpers.api")
   local layers = oar.layers
 
-  local function flat(t)
-    local out = {}
-    local function walk(v)
-      if type(v) == "table" then for _, x in ipairs(v) do walk(x) end else out[#out + 1] = v end
-    end
-    walk(t:totable())
-    return out
-  end
+  local flatten = require("spec.helpers.index").flatten
+  local function flat(t) return flatten(t:totable()) end
 
   it("add_position_encoding and row_conv build Fluid's ops and match the references", function()
     local main, startup, x, pe, rc = A.build(function()

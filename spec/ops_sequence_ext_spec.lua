@@ -579,14 +579,8 @@ describe("oar.layers sequence_ext layers", function()
   local A = require("spec.helpers.api")
   local layers = oar.layers
 
-  local function flat(t)
-    local out = {}
-    local function walk(v)
-      if type(v) == "table" then for _, x in ipairs(v) do walk(x) end else out[#out + 1] = v end
-    end
-    walk(t:totable())
-    return out
-  end
+  local flatten = require("spec.helpers.index").flatten
+  local function flat(t) return flatten(t:totable()) end
   local function op_of(prog, typ)
     for _, op in ipairs(prog:global_block():ops()) do if op.type == typ then return op end end
   end

@@ -6,17 +6,10 @@
 local T = require("spec.helpers.op_test")
 local R = require("spec.helpers.random")
 
-local function numel(s)
-  local k = 1
-  for _, v in ipairs(s) do k = k * v end
-  return k
-end
+local numel = require("spec.helpers.index").numel
+local expect_error = require("spec.helpers.expect_error")
 
-local function fails(spec, want)
-  local ok, err = pcall(T.run, spec)
-  assert.is_false(ok)
-  assert.matches(want, tostring(err), 1, true)
-end
+local function fails(spec, want) expect_error(function() T.run(spec) end, want) end
 
 -- ---- trilinear_interp, bicubic_interp --------------------------------------------------
 local ffi = require("ffi")
@@ -188,22 +181,8 @@ describe("layers.resize_trilinear / image_resize TRILINEAR and BICUBIC", functio
   local layers = oar.layers
 
   local function run(xshape, build)
-    local main, startup = oar.Program(), oar.Program()
-    local out
-    oar.program_guard(main, startup, function()
-      local v = layers.data{ name = "x", shape = xshape, dtype = "float64", append_batch_size = false }
-      out = build(v)
-    end)
-    local x = R.symmetric(numel(xshape), 97)
-    local t = oar.Tensor{ shape = xshape, dtype = "float64" }
-    local p = t:data()
-    for i = 1, #x do p[i - 1] = x[i] end
-    local exe = oar.Executor(oar.CPUPlace())
-    exe:run(startup)
-    local got = exe:run(main, { feed = { x = t }, fetch_list = { out } })[1]
-    local flat, d = {}, got:data()
-    for i = 1, numel(got:shape()) do flat[i] = d[i - 1] end
-    return { data = flat, shape = got:shape() }, x, main
+    local res, x, main = require("spec.helpers.layer_run").run_symmetric(xshape, 97, build)
+    return res[1], x, main
   end
 
   it("resize_trilinear with out_shape, align_corners false, align_mode 0", function()

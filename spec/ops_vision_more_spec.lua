@@ -7,17 +7,10 @@
 local T = require("spec.helpers.op_test")
 local R = require("spec.helpers.random")
 
-local function numel(s)
-  local k = 1
-  for _, v in ipairs(s) do k = k * v end
-  return k
-end
+local numel = require("spec.helpers.index").numel
+local expect_error = require("spec.helpers.expect_error")
 
-local function fails(spec, want)
-  local ok, err = pcall(T.run, spec)
-  assert.is_false(ok)
-  assert.matches(want, tostring(err), 1, true)
-end
+local function fails(spec, want) expect_error(function() T.run(spec) end, want) end
 
 -- max pooling with the flat index of each maximum; shape [N, C, sp...]
 -- (nd = #shape - 2); o: ksize, strides, paddings, global, adaptive
@@ -283,28 +276,7 @@ describe("layers.adaptive_pool2d / layers.adaptive_pool3d", function()
   local oar = require("oar")
   local layers = oar.layers
 
-  local function run(xshape, build)
-    local main, startup = oar.Program(), oar.Program()
-    local outs
-    oar.program_guard(main, startup, function()
-      local v = layers.data{ name = "x", shape = xshape, dtype = "float64", append_batch_size = false }
-      outs = { build(v) }
-    end)
-    local x = R.symmetric(numel(xshape), 37)
-    local t = oar.Tensor{ shape = xshape, dtype = "float64" }
-    local p = t:data()
-    for i = 1, #x do p[i - 1] = x[i] end
-    local exe = oar.Executor(oar.CPUPlace())
-    exe:run(startup)
-    local got = exe:run(main, { feed = { x = t }, fetch_list = outs })
-    local res = {}
-    for i, g in ipairs(got) do
-      local flat, d = {}, g:data()
-      for j = 1, numel(g:shape()) do flat[j] = tonumber(d[j - 1]) end
-      res[i] = { data = flat, shape = g:shape() }
-    end
-    return res, x, main
-  end
+  local function run(xshape, build) return require("spec.helpers.layer_run").run_symmetric(xshape, 37, build) end
 
   it("adaptive_pool2d with require_index: max_pool2d_with_index's Out and Mask", function()
     local res, x, main = run({ 2, 3, 7, 5 }, function(v)

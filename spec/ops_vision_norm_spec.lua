@@ -6,17 +6,10 @@
 local T = require("spec.helpers.op_test")
 local R = require("spec.helpers.random")
 
-local function numel(s)
-  local k = 1
-  for _, v in ipairs(s) do k = k * v end
-  return k
-end
+local numel = require("spec.helpers.index").numel
+local expect_error = require("spec.helpers.expect_error")
 
-local function fails(spec, want)
-  local ok, err = pcall(T.run, spec)
-  assert.is_false(ok)
-  assert.matches(want, tostring(err), 1, true)
-end
+local function fails(spec, want) expect_error(function() T.run(spec) end, want) end
 
 -- Weight / sigma after power_iters iterations from u, v
 local function spectral_ref(w, shape, u, v, dim, iters, eps)

@@ -5,17 +5,10 @@
 local T = require("spec.helpers.op_test")
 local R = require("spec.helpers.random")
 
-local function numel(s)
-  local k = 1
-  for _, v in ipairs(s) do k = k * v end
-  return k
-end
+local numel = require("spec.helpers.index").numel
+local expect_error = require("spec.helpers.expect_error")
 
-local function fails(spec, want)
-  local ok, err = pcall(T.run, spec)
-  assert.is_false(ok)
-  assert.matches(want, tostring(err), 1, true)
-end
+local function fails(spec, want) expect_error(function() T.run(spec) end, want) end
 
 -- rows (image, oy, ox), columns (c, i, j); pd {up, left, down, right}
 local function im2seq_ref(x, s, ks, st, pd)

@@ -9,12 +9,7 @@ local oar = require("oar")
 
 local FIX = "spec/fixtures/paddle_ops"
 
-local function flatten(t, out)
-  out = out or {}
-  if type(t) ~= "table" then out[#out + 1] = t return out end
-  for _, v in ipairs(t) do flatten(v, out) end
-  return out
-end
+local flatten = require("spec.helpers.index").flatten
 
 describe("a PaddlePaddle 2.6 model over the new ops", function()
   local cases = dofile(FIX .. "/cases.lua")

@@ -18,25 +18,7 @@ local flat, near, program, session, gru_params, gru_param_feed = R.flat, R.near,
 
 -- ---- gather_tree -------------------------------------------------------------------------------
 
-local function backtrace(ids, parents)
-  local Tm, B, K = #ids, #ids[1], #ids[1][1]
-  local out = {}
-  for t = 1, Tm do
-    out[t] = {}
-    for b = 1, B do out[t][b] = {} end
-  end
-  for b = 1, B do
-    for k = 1, K do
-      out[Tm][b][k] = ids[Tm][b][k]
-      local p = parents[Tm][b][k]
-      for t = Tm - 1, 1, -1 do
-        out[t][b][k] = ids[t][b][p + 1]
-        p = parents[t][b][p + 1]
-      end
-    end
-  end
-  return out
-end
+local backtrace = require("spec.helpers.beam_ref").backtrace
 
 describe("gather_tree", function()
   -- Fluid's TestGatherTreeOp: max_length 5, batch 2, beam 2, ids in [0, 10)

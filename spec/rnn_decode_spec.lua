@@ -13,88 +13,18 @@ local lcg, randm, gru_step, vecmat = R.lcg, R.randm, R.gru_step, R.vecmat
 local flat, near, program, session, gru_params, gru_param_feed = R.flat, R.near, R.program, R.session, R.gru_params,
   R.gru_param_feed
 
-local KINF = 1e9
-
-local function log_softmax(v)
-  local m = -math.huge
-  for _, x in ipairs(v) do if x > m then m = x end end
-  local z = 0
-  for _, x in ipairs(v) do z = z + math.exp(x - m) end
-  local out = {}
-  for i, x in ipairs(v) do out[i] = x - m - math.log(z) end
-  return out
-end
+local B = require("spec.helpers.beam_ref")
+local log_softmax, backtrace_bt = B.log_softmax, B.backtrace_bt
 
 -- Fluid's BeamSearchDecoder in plain Lua: E the embedding rows, p the GRU
 -- parameters, Wo [H, V] the output weight. Returns per step ids[t][b][k],
 -- parents[t][b][k], scores[t][b][k]; the final log_probs[b][k] and lengths[b][k].
 local function lua_beam_search(E, p, Wo, h0s, K, start, endt, max_step)
-  local V = #Wo[1]
-  local beams = {}
-  for b = 1, #h0s do
-    beams[b] = {}
-    for k = 1, K do beams[b][k] = { h = h0s[b], logp = k == 1 and 0 or -KINF, fin = false, len = 0, id = start } end
+  local function step(_, id, h)
+    local nh = gru_step(E[id + 1], h, p)
+    return log_softmax(vecmat(nh, Wo)), nh
   end
-  local ids, parents, scores = {}, {}, {}
-  local t = 0
-  repeat
-    t = t + 1
-    ids[t], parents[t], scores[t] = {}, {}, {}
-    local all_fin = true
-    for b = 1, #h0s do
-      local cand, hs = {}, {}
-      for k, bm in ipairs(beams[b]) do
-        hs[k] = gru_step(E[bm.id + 1], bm.h, p)
-        local lp = log_softmax(vecmat(hs[k], Wo))
-        for v = 1, V do
-          local s = lp[v]
-          if bm.fin then s = (v - 1 == endt) and 0 or -KINF end
-          cand[#cand + 1] = { idx = (k - 1) * V + (v - 1), score = s + bm.logp }
-        end
-      end
-      table.sort(cand, function(x, y)
-        if x.score ~= y.score then return x.score > y.score end
-        return x.idx < y.idx
-      end)
-      local nb = {}
-      ids[t][b], parents[t][b], scores[t][b] = {}, {}, {}
-      for j = 1, K do
-        local c = cand[j]
-        local beam, tok = math.floor(c.idx / V), c.idx % V
-        local parent = beams[b][beam + 1]
-        nb[j] = { h = hs[beam + 1], logp = c.score, fin = parent.fin or tok == endt,
-                  len = parent.len + (parent.fin and 0 or 1), id = tok }
-        ids[t][b][j], parents[t][b][j], scores[t][b][j] = tok, beam, c.score
-        all_fin = all_fin and nb[j].fin
-      end
-      beams[b] = nb
-    end
-  until all_fin or t > max_step
-  local logp, lens = {}, {}
-  for b = 1, #h0s do
-    logp[b], lens[b] = {}, {}
-    for k = 1, K do logp[b][k], lens[b][k] = beams[b][k].logp, beams[b][k].len end
-  end
-  return ids, parents, scores, logp, lens
-end
-
--- gather_tree in plain Lua, then [b][t][k]
-local function backtrace_bt(ids, parents)
-  local Tm, B, K = #ids, #ids[1], #ids[1][1]
-  local out = {}
-  for b = 1, B do
-    out[b] = {}
-    for t = 1, Tm do out[b][t] = {} end
-    for k = 1, K do
-      out[b][Tm][k] = ids[Tm][b][k]
-      local p = parents[Tm][b][k]
-      for t = Tm - 1, 1, -1 do
-        out[b][t][k] = ids[t][b][p + 1]
-        p = parents[t][b][p + 1]
-      end
-    end
-  end
-  return out
+  return B.search(h0s, step, K, #Wo[1], start, endt, max_step)
 end
 
 describe("BeamSearchDecoder and dynamic_decode", function()

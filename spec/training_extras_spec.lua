@@ -6,12 +6,7 @@ local layers = oar.layers
 
 local function near(a, b, tol) return math.abs(a - b) <= (tol or 1e-6) end
 
-local function flatten(t, out)
-  out = out or {}
-  if type(t) ~= "table" then out[#out + 1] = t return out end
-  for _, v in ipairs(t) do flatten(v, out) end
-  return out
-end
+local flatten = require("spec.helpers.index").flatten
 
 local function init_value(init, shape, dtype)
   local main, startup = oar.Program(), oar.Program()

@@ -5,15 +5,8 @@
 #include <math.h>
 #include <string.h>
 #include "op.h"
+#include "double_grad_io.h"
 #include "ops/double_grad.h"
-
-/* input `slot`'s data when given (NULL otherwise), checked to hold n values */
-static int opt_in(oar_kernel_ctx_t *k, int slot, const char *name, int dt, int64_t n, const void **p)
-{
-    *p = NULL;
-    if (!oar_k_input(k, slot, 0)) return OAR_OK;
-    return oar_k_input_sized(k, slot, name, dt, n, p);
-}
 
 /* Unary double grads: f(x-ish value v, ddx, dout) -> ddout and dx. dep is
  * the forward value the op reads, dout/dx slots -1 when the op has none. */

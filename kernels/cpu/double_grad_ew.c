@@ -5,6 +5,7 @@
  * its element. An absent DDX/DDY reads as zeros. */
 #include <string.h>
 #include "op.h"
+#include "double_grad_io.h"
 #include "ops/broadcast.h"
 #include "ops/double_grad.h"
 
@@ -39,20 +40,6 @@ static int plan_of(oar_kernel_ctx_t *k, const oar_tensor_t *a, const oar_tensor_
             }                                                                                      \
         }                                                                                          \
     } while (0)
-
-static int opt_in(oar_kernel_ctx_t *k, int slot, const char *name, int dt, int64_t n, const void **p)
-{
-    *p = NULL;
-    if (!oar_k_input(k, slot, 0)) return OAR_OK;
-    return oar_k_input_sized(k, slot, name, dt, n, p);
-}
-
-static int zeroed(oar_kernel_ctx_t *k, int slot, const char *name, int dt, size_t es, int64_t n, void **p)
-{
-    OAR_TRY(oar_k_output_sized(k, slot, name, dt, n, true, p));
-    if (*p && n > 0) memset(*p, 0, (size_t)n * es);
-    return OAR_OK;
-}
 
 /* add (SIGN 1), sub (SIGN -1) and mul (MUL 1) */
 #define EW_GG(NAME, TYPE, T, DT, MUL, SIGN)                                                          \

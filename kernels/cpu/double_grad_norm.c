@@ -11,14 +11,8 @@
 #include <math.h>
 #include <string.h>
 #include "op.h"
+#include "double_grad_io.h"
 #include "ops/double_grad.h"
-
-static int opt_in(oar_kernel_ctx_t *k, int slot, const char *name, int dt, int64_t n, const void **p)
-{
-    *p = NULL;
-    if (!oar_k_input(k, slot, 0)) return OAR_OK;
-    return oar_k_input_sized(k, slot, name, dt, n, p);
-}
 
 #define IN_GG(NAME, T, DT)                                                                            \
     static int NAME(oar_kernel_ctx_t *k)                                                             \

@@ -206,17 +206,6 @@ static const void *prev_rows(const gru_args_t *a, const void *batch_hidden, cons
 }
 
 
-/* output `slot`, or scratch (*own, freed by the caller) when the program
- * dropped it (Paddle's inference models have no Batch* outputs) */
-static int out_or_scratch(oar_kernel_ctx_t *k, int slot, const char *name, int dt, int64_t n, size_t es, void **p,
-                          void **own)
-{
-    int rc = OAR_OK;
-    if (oar_k_output(k, slot, 0)) return oar_k_output_sized(k, slot, name, dt, n, false, p);
-    *own = *p = oar_sk_scratch(k, n, es, false, &rc);
-    return *p ? OAR_OK : rc;
-}
-
 static int gru_fwd(oar_kernel_ctx_t *k)
 {
     gru_args_t a;
@@ -225,9 +214,12 @@ static int gru_fwd(oar_kernel_ctx_t *k)
     int64_t T = a.T, D = a.D;
     size_t es = a.es;
     void *bg, *brhp, *bh, *hid, *h0s = NULL, *own[3] = {NULL, NULL, NULL};
-    if ((rc = out_or_scratch(k, OAR_GRU_BATCHGATE, "BatchGate", a.dt, T * 3 * D, es, &bg, &own[0])) != OAR_OK ||
-        (rc = out_or_scratch(k, OAR_GRU_BATCHRHP, "BatchResetHiddenPrev", a.dt, T * D, es, &brhp, &own[1])) != OAR_OK ||
-        (rc = out_or_scratch(k, OAR_GRU_BATCHHIDDEN, "BatchHidden", a.dt, T * D, es, &bh, &own[2])) != OAR_OK ||
+    if ((rc = oar_sk_output_or_scratch(k, OAR_GRU_BATCHGATE, "BatchGate", a.dt, T * 3 * D, es,
+                                       &bg, &own[0])) != OAR_OK ||
+        (rc = oar_sk_output_or_scratch(k, OAR_GRU_BATCHRHP, "BatchResetHiddenPrev", a.dt, T * D, es,
+                                       &brhp, &own[1])) != OAR_OK ||
+        (rc = oar_sk_output_or_scratch(k, OAR_GRU_BATCHHIDDEN, "BatchHidden", a.dt, T * D, es,
+                                       &bh, &own[2])) != OAR_OK ||
         (rc = oar_k_output_sized(k, OAR_GRU_HIDDEN, "Hidden", a.dt, T * D, false, &hid)) != OAR_OK)
         goto done;
     if (a.h0 && !(h0s = oar_sk_sorted_state(k, &a.sb, a.h0, D, es, &rc))) goto done;

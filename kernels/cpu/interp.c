@@ -8,19 +8,7 @@
 #include <string.h>
 #include "op.h"
 #include "ops/interp.h"
-
-static bool value_at(oar_tensor_t *t, int64_t i, double *v)
-{
-    if (!t || i >= oar_tensor_numel_of(t) || !oar_tensor_has_data(t)) return false;
-    const void *p = oar_tensor_data(t);
-    switch (t->dtype) {
-    case OAR_INT32: *v = ((const int32_t *)p)[i]; return true;
-    case OAR_INT64: *v = (double)((const int64_t *)p)[i]; return true;
-    case OAR_FP32: *v = ((const float *)p)[i]; return true;
-    case OAR_FP64: *v = ((const double *)p)[i]; return true;
-    default: return false;
-    }
-}
+#include "ops/tensor_value.h"
 
 /* Paddle's sampling ratio along one axis */
 static float ratio_of(const oar_interp_attrs_t *a, int64_t in, int64_t out, double scale)
@@ -43,8 +31,8 @@ static int make_plan(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_tenso
     if (oar_k_nin(k, OAR_IP_SIZETENSOR) == 0) {
         oar_tensor_t *s = oar_k_input(k, OAR_IP_SCALE, 0);
         if (s) {
-            if (!value_at(s, 0, &sh)) return oar_k_error(k, OAR_ERR_INVALID, "input Scale must hold a number");
-            if (!value_at(s, 1, &sw)) sw = sh;
+            if (!oar_tensor_value_f64(s, 0, &sh)) return oar_k_error(k, OAR_ERR_INVALID, "input Scale must hold a number");
+            if (!oar_tensor_value_f64(s, 1, &sw)) sw = sh;
         } else if (a->v2 && a->scale.n > 0) {
             sh = a->scale.v[0];
             sw = a->scale.n > 1 ? a->scale.v[1] : a->scale.v[0];

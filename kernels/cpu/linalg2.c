@@ -118,6 +118,8 @@ static void plan_step(const oar_bplan_t *p, int64_t *idx, int64_t *xo, int64_t *
             if (p == 0) r += z != 0;                                                                      \
             else if (p == INFINITY) r = z > r ? z : r;                                                    \
             else if (p == -INFINITY) r = z < r ? z : r;                                                   \
+            else if (p == 2) r += z * z;   /* the common cases without pow(): 10x faster */               \
+            else if (p == 1) r += z;                                                                      \
             else r += pow(z, p);                                                                          \
         }                                                                                                 \
         if (p != 0 && !isinf(p)) r = pow(r, 1.0 / p);                                                     \
@@ -146,6 +148,8 @@ static void plan_step(const oar_bplan_t *p, int64_t *idx, int64_t *xo, int64_t *
             const double s = z > 0 ? 1 : z < 0 ? -1 : 0;                                                  \
             double d;                                                                                     \
             if (isinf(p)) d = az == out ? s * g : 0;                                                      \
+            else if (p == 2) d = z / out * g;                                                             \
+            else if (p == 1) d = s * g;                                                                   \
             else d = pow(az / out, p - 1) * s * g;                                                        \
             /* broadcast operands: their positions repeat, so the grads add up */                         \
             if (dx) ((T *)dx)[xo] += (T)d;                                                                \

@@ -275,17 +275,6 @@ static int lstm_setup(oar_kernel_ctx_t *k, lstm_args_t *a)
 }
 
 
-/* output `slot`, or scratch (*own, freed by the caller) when the program
- * dropped it (Paddle's inference models have no Batch* outputs) */
-static int out_or_scratch(oar_kernel_ctx_t *k, int slot, const char *name, int dt, int64_t n, size_t es, void **p,
-                          void **own)
-{
-    int rc = OAR_OK;
-    if (oar_k_output(k, slot, 0)) return oar_k_output_sized(k, slot, name, dt, n, false, p);
-    *own = *p = oar_sk_scratch(k, n, es, false, &rc);
-    return *p ? OAR_OK : rc;
-}
-
 static int lstm_fwd(oar_kernel_ctx_t *k)
 {
     lstm_args_t a;
@@ -296,8 +285,10 @@ static int lstm_fwd(oar_kernel_ctx_t *k)
     void *hid, *cell, *bg, *bc, *h0s = NULL, *c0s = NULL, *hb = NULL, *own_bg = NULL, *own_bc = NULL;
     if ((rc = oar_k_output_sized(k, OAR_LSTM_HIDDEN, "Hidden", a.dt, T * D, false, &hid)) != OAR_OK ||
         (rc = oar_k_output_sized(k, OAR_LSTM_CELL, "Cell", a.dt, T * D, false, &cell)) != OAR_OK ||
-        (rc = out_or_scratch(k, OAR_LSTM_BATCHGATE, "BatchGate", a.dt, T * 4 * D, es, &bg, &own_bg)) != OAR_OK ||
-        (rc = out_or_scratch(k, OAR_LSTM_BATCHCELL, "BatchCellPreAct", a.dt, T * D, es, &bc, &own_bc)) != OAR_OK)
+        (rc = oar_sk_output_or_scratch(k, OAR_LSTM_BATCHGATE, "BatchGate", a.dt, T * 4 * D, es,
+                                       &bg, &own_bg)) != OAR_OK ||
+        (rc = oar_sk_output_or_scratch(k, OAR_LSTM_BATCHCELL, "BatchCellPreAct", a.dt, T * D, es,
+                                       &bc, &own_bc)) != OAR_OK)
         goto done;
     hb = oar_sk_scratch(k, T * D, es, false, &rc);
     if (!hb) goto done;

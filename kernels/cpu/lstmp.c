@@ -62,17 +62,6 @@ static int lstmp_setup(oar_kernel_ctx_t *k, lstmp_args_t *a)
     return oar_sk_seqb_make(k, &a->sb, offs, no, at->reverse);
 }
 
-/* output `slot`, or scratch (*own, freed by the caller) when the program
- * dropped it (an inference model without the Batch* outputs) */
-static int out_or_scratch(oar_kernel_ctx_t *k, int slot, const char *name, int dt, int64_t n, size_t es, void **p,
-                          void **own)
-{
-    int rc = OAR_OK;
-    if (oar_k_output(k, slot, 0)) return oar_k_output_sized(k, slot, name, dt, n, false, p);
-    *own = *p = oar_sk_scratch(k, n, es, false, &rc);
-    return *p ? OAR_OK : rc;
-}
-
 #define LSTMP_STEPS(SFX, T)                                                                                     \
     /* one step of n rows: g [n, 4D] pre-activations in, activated gates out; cp [n, D] or NULL */              \
     static void cell_fwd_##SFX(int64_t n, int64_t D, T *g, const T *cp, T *c, T *h, const T *pe,                \
@@ -175,9 +164,12 @@ static int lstmp_fwd(oar_kernel_ctx_t *k)
     const void *pe = a.peep ? CAT(a.b, 4, D) : NULL;
     if ((rc = oar_k_output_sized(k, OAR_LSTMP_PROJECTION, "Projection", a.dt, T * P, false, &proj)) != OAR_OK ||
         (rc = oar_k_output_sized(k, OAR_LSTMP_CELL, "Cell", a.dt, T * D, false, &cell)) != OAR_OK ||
-        (rc = out_or_scratch(k, OAR_LSTMP_BATCHGATE, "BatchGate", a.dt, T * 4 * D, es, &bg, &own_bg)) != OAR_OK ||
-        (rc = out_or_scratch(k, OAR_LSTMP_BATCHCELL, "BatchCellPreAct", a.dt, T * D, es, &bc, &own_bc)) != OAR_OK ||
-        (rc = out_or_scratch(k, OAR_LSTMP_BATCHHIDDEN, "BatchHidden", a.dt, T * D, es, &bh, &own_bh)) != OAR_OK)
+        (rc = oar_sk_output_or_scratch(k, OAR_LSTMP_BATCHGATE, "BatchGate", a.dt, T * 4 * D, es,
+                                       &bg, &own_bg)) != OAR_OK ||
+        (rc = oar_sk_output_or_scratch(k, OAR_LSTMP_BATCHCELL, "BatchCellPreAct", a.dt, T * D, es,
+                                       &bc, &own_bc)) != OAR_OK ||
+        (rc = oar_sk_output_or_scratch(k, OAR_LSTMP_BATCHHIDDEN, "BatchHidden", a.dt, T * D, es,
+                                       &bh, &own_bh)) != OAR_OK)
         goto done;
     if (!(rb = oar_sk_scratch(k, T * P, es, false, &rc))) goto done;
     if (a.h0 && !(h0s = oar_sk_sorted_state(k, &a.sb, a.h0, P, es, &rc))) goto done;

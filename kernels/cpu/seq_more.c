@@ -35,18 +35,6 @@ static int seqs_of(oar_kernel_ctx_t *k, int slot, const oar_tensor_t *x, const i
     return OAR_OK;
 }
 
-/* output `slot` gets one LoD level of n offsets */
-static int set_lod1(oar_kernel_ctx_t *k, int slot, const int64_t *offs, int64_t n)
-{
-    oar_tensor_t *o = oar_k_output(k, slot, 0);
-    if (!o) return OAR_OK;
-    const int64_t *lv[1] = {offs};
-    int64_t sz[1] = {n};
-    int rc = oar_tensor_set_lod(o, 1, lv, sz);
-    if (rc != OAR_OK) return oar_k_error(k, rc, "cannot set the output's LoD: %s", oar_last_error());
-    return OAR_OK;
-}
-
 /* the positions of the k largest of row[0..len) (first index on ties),
  * -1 past len: Fluid's topk order */
 static void topk_pos(int dt, const void *row, int64_t len, int k, int32_t *pos, unsigned char *taken)
@@ -280,7 +268,7 @@ static int mmt_offsets(oar_kernel_ctx_t *k, const oar_tensor_t *x, const oar_ten
         void *op, *tp;                                                                                                \
         int rc = oar_k_output_sized(k, OAR_MMT_OUT, "Out", DT, top[nb], false, &op);                                  \
         if (rc == OAR_OK) rc = oar_k_output_sized(k, OAR_MMT_TMP, "Tmp", DT, nx * nt * dy, false, &tp);               \
-        if (rc == OAR_OK) rc = set_lod1(k, OAR_MMT_OUT, top, nb + 1);                                                 \
+        if (rc == OAR_OK) rc = oar_sk_set_lod1(k, OAR_MMT_OUT, top, nb + 1);                                                 \
         if (rc != OAR_OK) { free(top); return rc; }                                                                   \
         const T *xv = xp, *yv = yp, *wv = wp;                                                                         \
         T *out = op, *tmp = tp;                                                                                       \

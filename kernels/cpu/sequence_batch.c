@@ -262,6 +262,26 @@ void *oar_sk_scratch(oar_kernel_ctx_t *k, int64_t n, size_t es, bool zero, int *
     return p;
 }
 
+int oar_sk_output_or_scratch(oar_kernel_ctx_t *k, int slot, const char *name, int dt, int64_t n, size_t es,
+                             void **p, void **own)
+{
+    int rc = OAR_OK;
+    if (oar_k_output(k, slot, 0)) return oar_k_output_sized(k, slot, name, dt, n, false, p);
+    *own = *p = oar_sk_scratch(k, n, es, false, &rc);
+    return *p ? OAR_OK : rc;
+}
+
+int oar_sk_set_lod1(oar_kernel_ctx_t *k, int slot, const int64_t *offs, int64_t n)
+{
+    oar_tensor_t *o = oar_k_output(k, slot, 0);
+    if (!o) return OAR_OK;
+    const int64_t *lv[1] = {offs};
+    int64_t sz[1] = {n};
+    int rc = oar_tensor_set_lod(o, 1, lv, sz);
+    if (rc != OAR_OK) return oar_k_error(k, rc, "cannot set the output's LoD: %s", oar_last_error());
+    return OAR_OK;
+}
+
 int oar_sk_check_state(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t *t, int64_t nseq, int64_t D)
 {
     if (t && oar_tensor_numel_of(t) != nseq * D)

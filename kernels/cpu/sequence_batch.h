@@ -80,11 +80,18 @@ int oar_sk_input(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, con
 int oar_sk_opt_input(oar_kernel_ctx_t *k, int slot, const char *name, int dtype, const oar_tensor_t **t,
                      const void **p);
 /* (outputs: oar_k_output_sized, op.h) */
-/* ---- recurrent kernels (lstm.c, gru.c) -------------------------------------- */
+/* output `slot` (when the program has it) gets one LoD level: offs (n offsets) */
+int oar_sk_set_lod1(oar_kernel_ctx_t *k, int slot, const int64_t *offs, int64_t n);
+/* ---- recurrent kernels (lstm.c, lstmp.c, gru.c) -------------------------------------- */
 /* checked scratch of n elements of es bytes, zeroed when `zero` (else the
  * caller writes all of it), from the block cache (scratch.h): free it with
  * oar_scratch_free; NULL with *rc set on failure */
 void *oar_sk_scratch(oar_kernel_ctx_t *k, int64_t n, size_t es, bool zero, int *rc);
+/* output `slot` of n elements, or scratch (*own, freed by the caller with
+ * oar_scratch_free) when the program dropped it (Paddle's inference models
+ * have no Batch* outputs) */
+int oar_sk_output_or_scratch(oar_kernel_ctx_t *k, int slot, const char *name, int dt, int64_t n, size_t es,
+                             void **p, void **own);
 /* an initial state (H0, C0; t NULL when absent) holds one row of D per sequence */
 int oar_sk_check_state(oar_kernel_ctx_t *k, const char *slot, const oar_tensor_t *t, int64_t nseq, int64_t D);
 /* oar_seqb_make over the op's sequences, reversed when `reverse` */

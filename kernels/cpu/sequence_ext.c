@@ -14,18 +14,6 @@
 
 static const char *nm(const char *s) { return s ? s : "?"; }
 
-/* output `slot` gets one LoD level: offs (n offsets) */
-static int set_lod1(oar_kernel_ctx_t *k, int slot, const int64_t *offs, int64_t n)
-{
-    oar_tensor_t *o = oar_k_output(k, slot, 0);
-    if (!o) return OAR_OK;
-    const int64_t *lv[1] = {offs};
-    int64_t sz[1] = {n};
-    int rc = oar_tensor_set_lod(o, 1, lv, sz);
-    if (rc != OAR_OK) return oar_k_error(k, rc, "cannot set the output's LoD: %s", oar_last_error());
-    return OAR_OK;
-}
-
 /* the rows of an output sized by inference: dims[0] of its tensor */
 static int64_t out_dim(oar_kernel_ctx_t *k, int slot, int i)
 {
@@ -270,7 +258,7 @@ static int unpad_fwd(oar_kernel_ctx_t *k)
     int rc = !o && d[0] * w > 0 ? OAR_ERR_NOMEM : OAR_OK;
     for (int64_t s = 0; rc == OAR_OK && o && s < nseq; s++)
         memcpy(ROW(o, offs[s], rb), CROW(xp, s * L, rb), rb * (size_t)len[s]);
-    if (rc == OAR_OK) rc = set_lod1(k, OAR_SEQUNPAD_OUT, offs, nseq + 1);
+    if (rc == OAR_OK) rc = oar_sk_set_lod1(k, OAR_SEQUNPAD_OUT, offs, nseq + 1);
     free(offs);
     return rc;
 }
@@ -335,7 +323,7 @@ static int concat_fwd(oar_kernel_ctx_t *k)
         }
         offs[s + 1] = r;
     }
-    if (rc == OAR_OK) rc = set_lod1(k, OAR_SEQCAT_OUT, offs, no);
+    if (rc == OAR_OK) rc = oar_sk_set_lod1(k, OAR_SEQCAT_OUT, offs, no);
     free(offs);
     return rc;
 }
@@ -411,7 +399,7 @@ static int slice_fwd(oar_kernel_ctx_t *k)
     int rc = !o && d[0] * w > 0 ? OAR_ERR_NOMEM : OAR_OK;
     for (int64_t s = 0; rc == OAR_OK && o && s + 1 < no; s++)
         memcpy(ROW(o, oo[s], rb), CROW(xp, xo[s] + off[s], rb), rb * (size_t)len[s]);
-    if (rc == OAR_OK) rc = set_lod1(k, OAR_SEQSLICE_OUT, oo, no);
+    if (rc == OAR_OK) rc = oar_sk_set_lod1(k, OAR_SEQSLICE_OUT, oo, no);
     free(oo);
     return rc;
 }
@@ -489,7 +477,7 @@ static int reshape_fwd(oar_kernel_ctx_t *k)
     int64_t *oo = malloc(sizeof(int64_t) * (size_t)no);
     if (!oo) return OAR_ERR_NOMEM;
     for (int64_t s = 0; s < no; s++) oo[s] = offs[s] * d / a->new_dim;   /* inference checked divisibility */
-    int rc = set_lod1(k, OAR_SEQRESHAPE_OUT, oo, no);
+    int rc = oar_sk_set_lod1(k, OAR_SEQRESHAPE_OUT, oo, no);
     free(oo);
     return rc;
 }

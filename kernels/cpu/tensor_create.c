@@ -15,16 +15,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "reg_num4.h"
 
 static const char *nm(const char *s) { return s ? s : "?"; }
-
-/* one body registered for several dispatch dtypes */
-#define REG1(type, fn, DT, sfx)                                           \
-    static int fn##_##sfx(oar_kernel_ctx_t *k) { return fn(k); }          \
-    OAR_REGISTER_KERNEL(type, OAR_PLACE_CPU, DT, fn##_##sfx)
-#define REG_NUM4(type, fn)                                                \
-    REG1(type, fn, OAR_FP32, f32) REG1(type, fn, OAR_FP64, f64)           \
-    REG1(type, fn, OAR_INT32, i32) REG1(type, fn, OAR_INT64, i64)
 
 /* the generator: the global one, or an op-local one seeded with `seed` */
 typedef struct { oar_rng_t local; bool use_local; } gen_t;

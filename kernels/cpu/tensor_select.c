@@ -15,13 +15,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define REG1(type, fn, DT, sfx)                                           \
-    static int fn##_##sfx(oar_kernel_ctx_t *k) { return fn(k); }          \
-    OAR_REGISTER_KERNEL(type, OAR_PLACE_CPU, DT, fn##_##sfx)
-#define REG_NUM4(type, fn)                                                \
-    REG1(type, fn, OAR_FP32, f32) REG1(type, fn, OAR_FP64, f64)           \
-    REG1(type, fn, OAR_INT32, i32) REG1(type, fn, OAR_INT64, i64)
+#include "reg_num4.h"
 
 /* element i of t as a double / an int64, for the numeric dtypes */
 static double as_f(const void *p, int dt, int64_t i)

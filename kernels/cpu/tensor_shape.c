@@ -10,15 +10,9 @@
 #include "ops/tensor_shape.h"
 
 #include <string.h>
+#include "reg_num4.h"
 
 static const char *nm(const char *s) { return s ? s : "?"; }
-
-#define REG1(type, fn, DT, sfx)                                           \
-    static int fn##_##sfx(oar_kernel_ctx_t *k) { return fn(k); }          \
-    OAR_REGISTER_KERNEL(type, OAR_PLACE_CPU, DT, fn##_##sfx)
-#define REG_NUM4(type, fn)                                                \
-    REG1(type, fn, OAR_FP32, f32) REG1(type, fn, OAR_FP64, f64)           \
-    REG1(type, fn, OAR_INT32, i32) REG1(type, fn, OAR_INT64, i64)
 
 static int64_t prod(const int64_t *d, int from, int to)
 {

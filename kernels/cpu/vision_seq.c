@@ -5,6 +5,7 @@
 #include <string.h>
 #include "op.h"
 #include "ops/vision_seq.h"
+#include "ops/tensor_value.h"
 
 typedef struct {
     int64_t n, c, h, w;
@@ -13,19 +14,6 @@ typedef struct {
 
 static void i2s_free(i2s_geom_t *g) {
     free(g->oh); free(g->ow); free(g->row0);
-}
-
-/* value i of a numeric tensor as a double; false if not numeric */
-static bool num_at(oar_tensor_t *t, int64_t i, double *v) {
-    if (!t || i >= oar_tensor_numel(t)) return false;
-    const void *p = oar_tensor_data(t);
-    switch (t->dtype) {
-    case OAR_INT32: *v = ((const int32_t *)p)[i]; return true;
-    case OAR_INT64: *v = (double)((const int64_t *)p)[i]; return true;
-    case OAR_FP32: *v = ((const float *)p)[i]; return true;
-    case OAR_FP64: *v = ((const double *)p)[i]; return true;
-    default: return false;
-    }
 }
 
 /* y: the real sizes (NULL, or ignored with one image: Fluid's rule) */
@@ -47,7 +35,7 @@ static int i2s_setup(oar_kernel_ctx_t *k, const oar_tensor_t *x, oar_tensor_t *y
         int64_t sz[2] = {g->h, g->w};
         if (real) {
             double hv, wv;
-            if (!num_at(y, 2 * b, &hv) || !num_at(y, 2 * b + 1, &wv) || !(hv >= 1 && wv >= 1 && hv < 1e9 && wv < 1e9)) {
+            if (!oar_tensor_value_f64(y, 2 * b, &hv) || !oar_tensor_value_f64(y, 2 * b + 1, &wv) || !(hv >= 1 && wv >= 1 && hv < 1e9 && wv < 1e9)) {
                 i2s_free(g);
                 return oar_k_error(k, OAR_ERR_INVALID, "Y ('%s') row %lld must hold two sizes >= 1",
                                    oar_k_input_name(k, 1, 0), (long long)b);

@@ -12,6 +12,13 @@
  * Out's batches or are shared by all of them run as one strided-batched
  * GEMM; other broadcast patterns, and grads summed over broadcast batches,
  * run one GEMM per batch (accumulating with beta = 1).
+ *
+ * bmm, dot and addmm (linalg.ops; float32, float64) go through the same
+ * gemm(): bmm as one strided-batched GEMM per product, dot as a batch of
+ * 1 x 1 x n GEMMs (one per row), addmm as Out = beta * Input (broadcast by
+ * a kernel) + alpha X Y with beta = 1 in the GEMM. addmm's Input@GRAD sums
+ * beta * Out@GRAD over the broadcast axes, one thread per Input element in
+ * a fixed order (no atomics), as the CPU kernel does.
  */
 #include <limits.h>
 #include "cuda_common.h"
@@ -19,6 +26,7 @@
 #pragma GCC diagnostic ignored "-Wunknown-pragmas"
 #include "ops/broadcast.h"
 #include "ops/matmul.h"
+#include "ops/linalg.h"
 #pragma GCC diagnostic pop
 #include "half.h"
 
@@ -349,5 +357,183 @@ static int matmul_v2_fwd16(oar_kernel_ctx_t *k) { return matmul_fwd16(k); }
 static int matmul_v2_bwd16(oar_kernel_ctx_t *k) { return matmul_bwd16(k); }
 OAR_REGISTER_KERNEL("matmul_v2", OAR_PLACE_CUDA, OAR_FP16, matmul_v2_fwd16)
 OAR_REGISTER_KERNEL("matmul_v2_grad", OAR_PLACE_CUDA, OAR_FP16, matmul_v2_bwd16)
+
+
+/* ---- bmm, dot, addmm (linalg.ops) -------------------------------------------- */
+int bmm_fwd(oar_kernel_ctx_t *k, int dt)
+{
+    const oar_tensor_t *xt, *yt;
+    const void *x, *y;
+    OAR_TRY(in_tensor_at(k, OAR_BMM_X, 0, dt, -1, &xt, &x));
+    OAR_TRY(in_tensor_at(k, OAR_BMM_Y, 0, dt, -1, &yt, &y));
+    const int64_t B = xt->dims[0], M = xt->dims[1], K = xt->dims[2], N = yt->dims[2];
+    OAR_TRY(check_int(k, M, N, K));
+    void *out;
+    OAR_TRY(out_data_at(k, OAR_BMM_OUT, 0, dt, B * M * N, &out));
+    return gemm(k, dt, false, false, (int)M, (int)N, (int)K, 1.0, x, (int)K, M * K, y, (int)N, K * N, 0.0, out,
+                (int)N, M * N, (int)B);
+}
+
+int bmm_bwd(oar_kernel_ctx_t *k, int dt)
+{
+    const oar_tensor_t *xt, *yt, *gt;
+    const void *x, *y, *g;
+    OAR_TRY(in_tensor_at(k, OAR_BMM_G_X, 0, dt, -1, &xt, &x));
+    OAR_TRY(in_tensor_at(k, OAR_BMM_G_Y, 0, dt, -1, &yt, &y));
+    const int64_t B = xt->dims[0], M = xt->dims[1], K = xt->dims[2], N = yt->dims[2];
+    OAR_TRY(check_int(k, M, N, K));
+    OAR_TRY(in_tensor_at(k, OAR_BMM_G_DOUT, 0, dt, B * M * N, &gt, &g));
+    void *dx, *dy;
+    OAR_TRY(out_data_opt_at(k, OAR_BMM_G_DX, 0, dt, B * M * K, &dx));
+    OAR_TRY(out_data_opt_at(k, OAR_BMM_G_DY, 0, dt, B * K * N, &dy));
+    /* dX = dOut Y^T, dY = X^T dOut, per batch entry */
+    if (dx) OAR_TRY(gemm(k, dt, false, true, (int)M, (int)K, (int)N, 1.0, g, (int)N, M * N, y, (int)N, K * N, 0.0, dx,
+                         (int)K, M * K, (int)B));
+    if (dy) OAR_TRY(gemm(k, dt, true, false, (int)K, (int)N, (int)M, 1.0, x, (int)K, M * K, g, (int)N, M * N, 0.0, dy,
+                         (int)N, K * N, (int)B));
+    return OAR_OK;
+}
+
+/* X (and Y) of dot: rows and row length (1-D: one row) */
+void dot_rows(const oar_tensor_t *x, int64_t *rows, int64_t *n)
+{
+    *n = x->ndim > 0 ? x->dims[x->ndim - 1] : 1;
+    *rows = x->ndim == 2 ? x->dims[0] : 1;
+}
+
+int dot_fwd(oar_kernel_ctx_t *k, int dt)
+{
+    const oar_tensor_t *xt, *yt;
+    const void *x, *y;
+    OAR_TRY(in_tensor_at(k, OAR_DOT_X, 0, dt, -1, &xt, &x));
+    int64_t R, n;
+    dot_rows(xt, &R, &n);
+    OAR_TRY(in_tensor_at(k, OAR_DOT_Y, 0, dt, R * n, &yt, &y));
+    OAR_TRY(check_int(k, R, 1, n));
+    void *out;
+    OAR_TRY(out_data_at(k, OAR_DOT_OUT, 0, dt, R, &out));
+    /* R products of a 1 x n row by an n x 1 column: one strided-batched GEMM */
+    return gemm(k, dt, false, true, 1, 1, (int)n, 1.0, x, (int)n, n, y, (int)n, n, 0.0, out, 1, 1, (int)R);
+}
+
+template <class T>
+__global__ void dot_grad_k(const T *x, const T *y, const T *g, T *dx, T *dy, int64_t total, int64_t n)
+{
+    OAR_CU_LOOP(i, total) {
+        const T gr = g[i / n];
+        if (dx) dx[i] = gr * y[i];
+        if (dy) dy[i] = gr * x[i];
+    }
+}
+
+int dot_bwd(oar_kernel_ctx_t *k, int dt)
+{
+    const oar_tensor_t *xt, *yt, *gt;
+    const void *x, *y, *g;
+    OAR_TRY(in_tensor_at(k, OAR_DOT_G_X, 0, dt, -1, &xt, &x));
+    int64_t R, n;
+    dot_rows(xt, &R, &n);
+    OAR_TRY(in_tensor_at(k, OAR_DOT_G_Y, 0, dt, R * n, &yt, &y));
+    OAR_TRY(in_tensor_at(k, OAR_DOT_G_DOUT, 0, dt, R, &gt, &g));
+    void *dx, *dy;
+    OAR_TRY(out_data_opt_at(k, OAR_DOT_G_DX, 0, dt, R * n, &dx));
+    OAR_TRY(out_data_opt_at(k, OAR_DOT_G_DY, 0, dt, R * n, &dy));
+    if (R * n == 0 || (!dx && !dy)) return OAR_OK;
+    if (dt == OAR_FP32)
+        dot_grad_k<float><<<grid_for(R * n), kThreads>>>((const float *)x, (const float *)y, (const float *)g,
+                                                         (float *)dx, (float *)dy, R * n, n);
+    else
+        dot_grad_k<double><<<grid_for(R * n), kThreads>>>((const double *)x, (const double *)y, (const double *)g,
+                                                          (double *)dx, (double *)dy, R * n, n);
+    OAR_CU_LAUNCH(k, "dot_grad");
+    return OAR_OK;
+}
+
+/* Out (M x N) = beta * Input, Input [M or 1, N or 1] broadcast (strides si, sj) */
+template <class T>
+__global__ void addmm_init_k(const T *in, T *o, int64_t M, int64_t N, int64_t si, int64_t sj, T beta)
+{
+    OAR_CU_LOOP(q, M * N) o[q] = beta * in[(q / N) * si + (q % N) * sj];
+}
+
+/* Input@GRAD: each element sums beta * dOut over the rows/columns it was broadcast to */
+template <class T>
+__global__ void addmm_dinput_k(const T *g, T *d, int64_t M, int64_t N, int64_t im, int64_t in_, T beta)
+{
+    OAR_CU_LOOP(q, im * in_) {
+        const int64_t i0 = q / in_, j0 = q % in_;
+        const int64_t i1 = im == 1 ? M : i0 + 1, j1 = in_ == 1 ? N : j0 + 1;
+        T s = T(0);
+        for (int64_t i = im == 1 ? 0 : i0; i < i1; i++)
+            for (int64_t j = in_ == 1 ? 0 : j0; j < j1; j++) s += beta * g[i * N + j];
+        d[q] = s;
+    }
+}
+
+int addmm_fwd(oar_kernel_ctx_t *k, int dt)
+{
+    const oar_addmm_attrs_t *a = (const oar_addmm_attrs_t *)oar_k_attrs(k);
+    const oar_tensor_t *it, *xt, *yt;
+    const void *in, *x, *y;
+    OAR_TRY(in_tensor_at(k, OAR_ADDMM_INPUT, 0, dt, -1, &it, &in));
+    OAR_TRY(in_tensor_at(k, OAR_ADDMM_X, 0, dt, -1, &xt, &x));
+    OAR_TRY(in_tensor_at(k, OAR_ADDMM_Y, 0, dt, -1, &yt, &y));
+    const int64_t M = xt->dims[0], K = xt->dims[1], N = yt->dims[1];
+    const int64_t si = it->dims[0] == 1 ? 0 : it->dims[1], sj = it->dims[1] == 1 ? 0 : 1;
+    OAR_TRY(check_int(k, M, N, K));
+    void *out;
+    OAR_TRY(out_data_at(k, OAR_ADDMM_OUT, 0, dt, M * N, &out));
+    if (M * N == 0) return OAR_OK;
+    if (dt == OAR_FP32)
+        addmm_init_k<float><<<grid_for(M * N), kThreads>>>((const float *)in, (float *)out, M, N, si, sj,
+                                                           (float)a->beta);
+    else
+        addmm_init_k<double><<<grid_for(M * N), kThreads>>>((const double *)in, (double *)out, M, N, si, sj,
+                                                            (double)a->beta);
+    OAR_CU_LAUNCH(k, "addmm");
+    return mm(k, dt, false, false, (int)M, (int)N, (int)K, a->alpha, x, (int)K, y, (int)N, 1.0, out, (int)N);
+}
+
+int addmm_bwd(oar_kernel_ctx_t *k, int dt)
+{
+    const oar_addmm_attrs_t *a = (const oar_addmm_attrs_t *)oar_k_attrs(k);
+    const oar_tensor_t *it, *xt, *yt, *gt;
+    const void *in, *x, *y, *g;
+    OAR_TRY(in_tensor_at(k, OAR_ADDMM_G_INPUT, 0, dt, -1, &it, &in));
+    OAR_TRY(in_tensor_at(k, OAR_ADDMM_G_X, 0, dt, -1, &xt, &x));
+    OAR_TRY(in_tensor_at(k, OAR_ADDMM_G_Y, 0, dt, -1, &yt, &y));
+    const int64_t M = xt->dims[0], K = xt->dims[1], N = yt->dims[1], im = it->dims[0], in_ = it->dims[1];
+    OAR_TRY(check_int(k, M, N, K));
+    OAR_TRY(in_tensor_at(k, OAR_ADDMM_G_DOUT, 0, dt, M * N, &gt, &g));
+    void *di, *dx, *dy;
+    OAR_TRY(out_data_opt_at(k, OAR_ADDMM_G_DINPUT, 0, dt, im * in_, &di));
+    OAR_TRY(out_data_opt_at(k, OAR_ADDMM_G_DX, 0, dt, M * K, &dx));
+    OAR_TRY(out_data_opt_at(k, OAR_ADDMM_G_DY, 0, dt, K * N, &dy));
+    if (di && im * in_ > 0) {
+        if (dt == OAR_FP32)
+            addmm_dinput_k<float><<<grid_for(im * in_), kThreads>>>((const float *)g, (float *)di, M, N, im, in_,
+                                                                    (float)a->beta);
+        else
+            addmm_dinput_k<double><<<grid_for(im * in_), kThreads>>>((const double *)g, (double *)di, M, N, im, in_,
+                                                                     (double)a->beta);
+        OAR_CU_LAUNCH(k, "addmm_grad");
+    }
+    if (dx) OAR_TRY(mm(k, dt, false, true, (int)M, (int)K, (int)N, a->alpha, g, (int)N, y, (int)N, 0.0, dx, (int)K));
+    if (dy) OAR_TRY(mm(k, dt, true, false, (int)K, (int)N, (int)M, a->alpha, x, (int)K, g, (int)N, 0.0, dy, (int)N));
+    return OAR_OK;
+}
+
+#define LINALG_REG(OPNAME, FN)                                                            \
+    int FN##_f32(oar_kernel_ctx_t *k) { return FN(k, OAR_FP32); }                         \
+    int FN##_f64(oar_kernel_ctx_t *k) { return FN(k, OAR_FP64); }                         \
+    OAR_REGISTER_KERNEL(OPNAME, OAR_PLACE_CUDA, OAR_FP32, FN##_f32)                       \
+    OAR_REGISTER_KERNEL(OPNAME, OAR_PLACE_CUDA, OAR_FP64, FN##_f64)
+
+LINALG_REG("bmm", bmm_fwd)
+LINALG_REG("bmm_grad", bmm_bwd)
+LINALG_REG("dot", dot_fwd)
+LINALG_REG("dot_grad", dot_bwd)
+LINALG_REG("addmm", addmm_fwd)
+LINALG_REG("addmm_grad", addmm_bwd)
 
 }  // namespace

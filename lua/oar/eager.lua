@@ -42,6 +42,14 @@ local TENSOR_SRC = debug.getinfo(tensor.wrap, "S").source
 -- sources whose frames an error's call site skips (oar.nn adds its own)
 local INTERNAL = { [HERE] = true, [TENSOR_SRC] = true }
 function M._internal_source(src) INTERNAL[src] = true end
+-- the functions of module mod (all but its install) into oar.eager, and
+-- the calling module's source internal (eager_create, eager_select, eager_index)
+function M._install_functions(mod)
+  for k, v in pairs(mod) do
+    if k ~= "install" then M[k] = v end
+  end
+  INTERNAL[debug.getinfo(2, "S").source] = true
+end
 
 -- "file:line: " of the first caller outside this module, oar.tensor and oar.nn
 local function call_site()
@@ -162,18 +170,20 @@ local write_sites, write_count = {}, 0
 -- records outputs = op(inputs) when grad mode is on and an input is tracked
 local function record(h, inputs, outputs)
   if not grad_enabled or not h.has_grad then return end
+  -- (a grad op recorded by backward{create_graph} may have holes: h.nin)
+  local nin, nout = math.max(#inputs, h.nin or 0), math.max(#outputs, h.nout or 0)
   local any = false
-  for i = 1, #inputs do
+  for i = 1, nin do
     local t = inputs[i]
     if t and tracked(t) then any = true; break end
   end
   if not any then return end
   node_count = node_count + 1
   local vin, vout = {}, {}
-  for i = 1, #inputs do vin[i] = inputs[i] and version(inputs[i]) or 0 end
-  for i = 1, #outputs do vout[i] = outputs[i] and version(outputs[i]) or 0 end
+  for i = 1, nin do vin[i] = inputs[i] and version(inputs[i]) or 0 end
+  for i = 1, nout do vout[i] = outputs[i] and version(outputs[i]) or 0 end
   local node = { h = h, inputs = inputs, outputs = outputs, id = node_count, vin = vin, vout = vout }
-  for i = 1, #outputs do
+  for i = 1, nout do
     if outputs[i] then rawset(outputs[i], "_node", node) end
   end
 end
@@ -684,8 +694,8 @@ function M.is_grad_enabled() return grad_enabled end
 -- backward (lua/oar/autograd.lua) and save / load (lua/oar/eager_io.lua)
 require("oar.autograd").install(M, {
   exec = exec, get_handle = get_handle, handle_from_desc = handle_from_desc, tracked = tracked,
-  version = version, fail = fail, check_tensor = check_tensor, full = M.full,
-  write_sites = function() return write_sites end,
+  version = version, fail = fail, check_tensor = check_tensor, full = M.full, record = record,
+  is_tensor = is_tensor, write_sites = function() return write_sites end,
   set_grad_enabled = function(on) local was = grad_enabled; grad_enabled = on; return was end,
   SPEC_XY = SPEC_XY, SPEC_OUT = SPEC_OUT, EMPTY = EMPTY,
 })

@@ -173,10 +173,7 @@ end
 -- @local
 function M.install(eager, internals)
   run, check_dtype, fail = internals.run, internals.check_dtype, eager._fail
-  for k, v in pairs(M) do
-    if k ~= "install" then eager[k] = v end
-  end
-  eager._internal_source(debug.getinfo(1, "S").source)
+  eager._install_functions(M)
 end
 
 return M

@@ -300,10 +300,7 @@ function M.install(eager, internals)
   run, run1, check_tensor, get_handle, record = I.run, I.run1, I.check_tensor, I.get_handle, I.record
   axis = I.axis
   tracked, note_write, grad_on, tracer = I.tracked, I.note_write, I.grad_on, I.tracer
-  for k, v in pairs(M) do
-    if k ~= "install" then eager[k] = v end
-  end
-  eager._internal_source(debug.getinfo(1, "S").source)
+  eager._install_functions(M)
 end
 
 return M

@@ -147,10 +147,7 @@ function M.install(eager, internals)
   E, fail = eager, eager._fail
   run, check_tensor, axis = internals.run, internals.check_tensor, internals.axis
   one_based, zero_based = internals.one_based, internals.zero_based
-  for k, v in pairs(M) do
-    if k ~= "install" then eager[k] = v end
-  end
-  eager._internal_source(debug.getinfo(1, "S").source)
+  eager._install_functions(M)
 end
 
 return M

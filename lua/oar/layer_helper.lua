@@ -113,6 +113,20 @@ function check.dtype(layer, key, v, default)
   return name
 end
 
+-- a float32 or float64 Variable of the given rank (nil: at least min_rank)
+function check.float_variable(layer, key, v, rank, min_rank)
+  local x = check.variable(layer, key, v)
+  if x.dtype ~= "float32" and x.dtype ~= "float64" then
+    fail(layer, key, "a float32 or float64 Variable", x)
+  end
+  local nd = #x.shape
+  if (rank and nd ~= rank) or (min_rank and nd < min_rank) then
+    raise(string.format("%s: '%s' must be %s, got shape %s", layer, key,
+      rank and (rank .. "-D") or ("at least " .. min_rank .. "-D"), framework.shape_text(x.shape)))
+  end
+  return x
+end
+
 --- A layer's keyword arguments, checked.
 --- The arguments are a table, or the primary argument given positionally
 -- (`layers.relu(x)`) with optional extras. When `known` is given, a key

@@ -123,6 +123,24 @@ local function run_program(executor, prog, scope)
   executor:run(prog, { scope = scope })
 end
 
+-- a persistable var of v's name, shape and dtype in block b (the apply and
+-- restore programs of EMA and ModelAverage read the scope's values)
+local function clone(b, v)
+  return b:create_var{ name = v.name, shape = v.shape, dtype = v.dtype, persistable = true }
+end
+
+-- EMA:apply and ModelAverage:apply: build(self) makes self.apply_program and
+-- self.restore_program once; runs apply, then fn() and restore when asked
+local function apply_then(self, build, executor, need_restore, fn, scope)
+  build(self)
+  run_program(executor, self.apply_program, scope)
+  if fn then
+    local ok, err = pcall(fn)
+    if need_restore ~= false then self:restore(executor, scope) end
+    if not ok then error(err, 0) end
+  end
+end
+
 -- ---- Lookahead ----------------------------------------------------------------
 
 local Lookahead = {}
@@ -310,9 +328,6 @@ local function swap_programs(self)
   if self.apply_program then return end
   local ap, rp = framework.Program(), framework.Program()
   local ab, rb = ap:global_block(), rp:global_block()
-  local function clone(b, v)
-    return b:create_var{ name = v.name, shape = v.shape, dtype = v.dtype, persistable = true }
-  end
   local step, dv = clone(ab, self.step), clone(ab, self.decay_var)
   -- decay^t, and the bias correction only once t > 0
   local pow = binary(ab, "elementwise_pow", dv, step)
@@ -348,13 +363,7 @@ end
 -- @tparam[opt] Scope scope default: the global scope
 -- @usage ema:apply(exe, true, function() exe:run(test_prog, {feed = f}) end)
 function EMA:apply(executor, need_restore, fn, scope)
-  swap_programs(self)
-  run_program(executor, self.apply_program, scope)
-  if fn then
-    local ok, err = pcall(fn)
-    if need_restore ~= false then self:restore(executor, scope) end
-    if not ok then error(err, 0) end
-  end
+  apply_then(self, swap_programs, executor, need_restore, fn, scope)
 end
 
 --- Puts back the parameters `apply` saved.
@@ -418,9 +427,6 @@ local function average_programs(self)
   if self.apply_program then return end
   local ap, rp = framework.Program(), framework.Program()
   local ab, rb = ap:global_block(), rp:global_block()
-  local function clone(b, v)
-    return b:create_var{ name = v.name, shape = v.shape, dtype = v.dtype, persistable = true }
-  end
   for _, p in ipairs(self.params) do
     local a = self.acc[p.name]
     local pa = clone(ab, p)
@@ -448,13 +454,7 @@ end
 -- @tparam[opt] Scope scope default: the global scope
 -- @usage ma:apply(exe, true, function() exe:run(test_prog) end)
 function ModelAverage:apply(executor, need_restore, fn, scope)
-  average_programs(self)
-  run_program(executor, self.apply_program, scope)
-  if fn then
-    local ok, err = pcall(fn)
-    if need_restore ~= false then self:restore(executor, scope) end
-    if not ok then error(err, 0) end
-  end
+  apply_then(self, average_programs, executor, need_restore, fn, scope)
 end
 
 --- Puts back the parameters `apply` replaced.

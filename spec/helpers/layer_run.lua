@@ -1,9 +1,12 @@
 -- spec/helpers/layer_run.lua — small program scaffolding for the layer specs
 -- that build one layer over a fed `x` and compare its values with plain Lua
--- (spec/layers_rearrange_spec.lua, spec/layers_rearrange2_spec.lua).
+-- (spec/layers_rearrange_spec.lua, spec/layers_rearrange2_spec.lua, the
+-- conv3d and vision layer specs).
 local oar = require("oar")
 local CF = require("spec.helpers.cf_check")
 local nest = require("spec.helpers.index").nest
+local numel = require("spec.helpers.index").numel
+local R = require("spec.helpers.random")
 local expect_error = require("spec.helpers.expect_error")
 local layers = oar.layers
 
@@ -42,6 +45,33 @@ end
 -- a data var of exactly that shape (no batch dim)
 function M.data(name, shape, dtype)
   return layers.data{ name = name, shape = shape, dtype = dtype or "float32", append_batch_size = false }
+end
+
+-- runs build(x) on a float64 x of `xshape` (no batch dim added) fed with
+-- R.symmetric(numel(xshape), seed); build may return several variables.
+-- Returns { data = values (flat), shape = } for each output, the fed x
+-- (flat) and the main program
+function M.run_symmetric(xshape, seed, build)
+  local main, startup = oar.Program(), oar.Program()
+  local outs
+  oar.program_guard(main, startup, function()
+    local v = layers.data{ name = "x", shape = xshape, dtype = "float64", append_batch_size = false }
+    outs = { build(v) }
+  end)
+  local x = R.symmetric(numel(xshape), seed)
+  local t = oar.Tensor{ shape = xshape, dtype = "float64" }
+  local p = t:data()
+  for i = 1, #x do p[i - 1] = x[i] end
+  local exe = oar.Executor(oar.CPUPlace())
+  exe:run(startup)
+  local got = exe:run(main, { feed = { x = t }, fetch_list = outs })
+  local res = {}
+  for i, g in ipairs(got) do
+    local flat, d = {}, g:data()
+    for j = 1, numel(g:shape()) do flat[j] = tonumber(d[j - 1]) end
+    res[i] = { data = flat, shape = g:shape() }
+  end
+  return res, x, main
 end
 
 return M

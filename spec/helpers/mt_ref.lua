@@ -11,17 +11,8 @@
 local R = require("spec.helpers.rnn_ref")
 local gru_step, vecmat, cat = R.gru_step, R.vecmat, R.cat
 
-local KINF = 1e9
-
-local function log_softmax(v)
-  local m = -math.huge
-  for _, x in ipairs(v) do if x > m then m = x end end
-  local z = 0
-  for _, x in ipairs(v) do z = z + math.exp(x - m) end
-  local out = {}
-  for i, x in ipairs(v) do out[i] = x - m - math.log(z) end
-  return out
-end
+local B = require("spec.helpers.beam_ref")
+local KINF, log_softmax = B.KINF, B.log_softmax
 
 local function zeros(n)
   local z = {}
@@ -84,60 +75,12 @@ return function(scope, parts, o, src, lens, BOS, EOS)
       local nh = gru_step(cat(trg_emb[id + 1], ctx), hs, pd)
       return log_softmax(vecmat(nh, Wo, bo)), nh
     end
-    local beams = {}
-    for k = 1, K do beams[k] = { h = h0, logp = k == 1 and 0 or -KINF, fin = false, id = BOS } end
-    entries[n] = { step = step, beams = beams }
+    entries[n] = { step = step, h0 = h0 }
   end
 
-  local V = #Wo[1]
-  local ids, parents = {}, {}
-  local t = 0
-  repeat
-    t = t + 1
-    ids[t], parents[t] = {}, {}
-    local all_fin = true
-    for n, e in ipairs(entries) do
-      local cand, hs = {}, {}
-      for k, bm in ipairs(e.beams) do
-        local lp
-        lp, hs[k] = e.step(bm.id, bm.h)
-        for v = 1, V do
-          local s = lp[v]
-          if bm.fin then s = (v - 1 == EOS) and 0 or -KINF end
-          cand[#cand + 1] = { idx = (k - 1) * V + v - 1, score = s + bm.logp }
-        end
-      end
-      table.sort(cand, function(x, y)
-        if x.score ~= y.score then return x.score > y.score end
-        return x.idx < y.idx
-      end)
-      local nb = {}
-      ids[t][n], parents[t][n] = {}, {}
-      for j = 1, K do
-        local c = cand[j]
-        local beam, tok = math.floor(c.idx / V), c.idx % V
-        local parent = e.beams[beam + 1]
-        nb[j] = { h = hs[beam + 1], logp = c.score, fin = parent.fin or tok == EOS, id = tok }
-        ids[t][n][j], parents[t][n][j] = tok, beam
-        all_fin = all_fin and nb[j].fin
-      end
-      e.beams = nb
-    end
-  until all_fin or t > o.max_length
-
-  local out, logp = {}, {}
-  for n, e in ipairs(entries) do
-    out[n], logp[n] = {}, {}
-    for s = 1, t do out[n][s] = {} end
-    for k = 1, K do
-      out[n][t][k] = ids[t][n][k]
-      local p = parents[t][n][k]
-      for s = t - 1, 1, -1 do
-        out[n][s][k] = ids[s][n][p + 1]
-        p = parents[s][n][p + 1]
-      end
-      logp[n][k] = e.beams[k].logp
-    end
-  end
-  return out, logp
+  local h0s = {}
+  for n, e in ipairs(entries) do h0s[n] = e.h0 end
+  local ids, parents, _, logp = B.search(h0s, function(n, id, h) return entries[n].step(id, h) end, K, #Wo[1],
+    BOS, EOS, o.max_length)
+  return B.backtrace_bt(ids, parents), logp
 end

@@ -170,7 +170,11 @@ local function declare(block, name, v, dtype_name)
   check(C.oar_var_desc_set_shape(out[0], dims, #v.shape))
   check(C.oar_var_desc_set_dtype(out[0], DTYPES[v.dtype or dtype_name or "float64"]))
   if v.lod then check(C.oar_var_desc_set_lod_level(out[0], #v.lod)) end
+  return out[0]
 end
+-- declares var `name` in block for the test tensor v (its shape, dtype
+-- (default dtype_name, else float64) and LoD level); returns the desc
+M.declare = declare
 
 -- append an op with the given named slots ({Slot={names}}) and attrs
 function M.append_op(block, optype, inputs, outputs, attrs)

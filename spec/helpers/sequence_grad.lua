@@ -31,15 +31,7 @@ local function weights(n, seed)
   return out
 end
 
-local function declare(block, name, v)
-  local out = ffi.new("oar_var_desc_t*[1]")
-  check(C.oar_block_var_new(block, name, out), "var " .. name)
-  local dims = ffi.new("int64_t[?]", math.max(#v.shape, 1))
-  for i, d in ipairs(v.shape) do dims[i - 1] = d end
-  check(C.oar_var_desc_set_shape(out[0], dims, #v.shape))
-  check(C.oar_var_desc_set_dtype(out[0], T.DTYPES[v.dtype or "float64"]))
-  if v.lod then check(C.oar_var_desc_set_lod_level(out[0], #v.lod)) end
-end
+local declare = T.declare
 
 local numel = require("spec.helpers.index").numel
 

@@ -5,6 +5,7 @@
  * padding lists that pool2d shares (window.h). */
 #include "op.h"
 #include "ops/conv.h"   /* generated from conv.ops: slots, oar_conv_attrs_t */
+#include "ops/conv_grad.h"
 #include "window.h"
 #include "ops/double_grad_makers.h"
 
@@ -137,16 +138,7 @@ static int conv_grad_infer(oar_infer_ctx_t *c) {
     return oar_infer_grad_like_inputs(c);
 }
 
-static int conv_grad_maker(oar_grad_ctx_t *g) {
-    oar_op_desc_t *op = oar_gc_new_grad_op(g);
-    if (!op) return OAR_ERR_NOMEM;
-    OAR_TRY(oar_gc_in(g, op, "Input"));
-    OAR_TRY(oar_gc_in(g, op, "Filter"));
-    OAR_TRY(oar_gc_out_grad(g, op, "Output"));
-    OAR_TRY(oar_gc_in_grad(g, op, "Input"));
-    OAR_TRY(oar_gc_in_grad(g, op, "Filter"));
-    return OAR_OK;
-}
+static int conv_grad_maker(oar_grad_ctx_t *g) { return oar_conv_grad_maker(g); }
 
 /* conv2d_grad_grad: DDOutput like DOutput, DInput like Input, DFilter like Filter */
 static int conv_gg_infer(oar_infer_ctx_t *c) {

@@ -4,6 +4,10 @@
  * conv3d_util.h. Kernels in kernels/cpu/conv3d.c. */
 #include "op.h"
 #include "conv3d_util.h"   /* includes ops/conv3d.h */
+#include "ops/conv_grad.h"
+#include "ops/double_grad_makers.h"
+
+#include <string.h>
 
 /* ---- decoding ------------------------------------------------------------ */
 static void conv3d_finish(oar_decode_ctx_t *d, oar_conv3d_attrs_t *a) {
@@ -130,18 +134,43 @@ static int c3t_grad_infer(oar_infer_ctx_t *c) {
     return c3_check_dout(c, od);
 }
 
-/* ---- grad makers: Input, Filter, Output@GRAD -> Input@GRAD, Filter@GRAD -- */
-static int c3_grad(oar_grad_ctx_t *g) {
-    oar_op_desc_t *op = oar_gc_new_grad_op(g);
-    if (!op) return OAR_ERR_NOMEM;
-    OAR_TRY(oar_gc_in(g, op, "Input"));
-    OAR_TRY(oar_gc_in(g, op, "Filter"));
-    OAR_TRY(oar_gc_out_grad(g, op, "Output"));
-    OAR_TRY(oar_gc_in_grad(g, op, "Input"));
-    return oar_gc_in_grad(g, op, "Filter");
+/* conv3d_grad_grad: the forward's geometry checks Input and Filter;
+ * DDInput and DDFilter as Input and Filter; DDOutput like DOutput, DInput
+ * like Input, DFilter like Filter */
+static int conv3d_gg_infer(oar_infer_ctx_t *c) {
+    static const char *const like[][2] = { { "DDOutput", "DOutput" }, { "DInput", "Input" }, { "DFilter", "Filter" } };
+    oar_c3_geom_t g;
+    OAR_TRY(conv3d_geom(c, &g));
+    if (oar_ic_in_present(c, "DDInput")) OAR_TRY(oar_ic_check_same_dims(c, "DDInput", "Input"));
+    if (oar_ic_in_present(c, "DDFilter")) OAR_TRY(oar_ic_check_same_dims(c, "DDFilter", "Filter"));
+    int nd;
+    const int64_t *dd = oar_ic_in_dims(c, "DOutput", 0, &nd);
+    if (!dd) return OAR_ERR_SHAPE;
+    int64_t want[5];
+    oar_c3_physical(g.n, g.m, g.vout, g.cl, want);
+    bool ok = nd == 5;
+    for (int i = 0; ok && i < 5; i++) ok = oar_dim_eq(dd[i], want[i]);
+    if (!ok) {
+        char b1[128], b2[128];
+        return oar_ic_error(c, OAR_ERR_SHAPE, "DOutput '%s' has shape %s, expected the output's %s",
+                            oar_ic_in_name(c, "DOutput", 0), oar_shape_str(dd, nd, b1, sizeof b1),
+                            oar_shape_str(want, 5, b2, sizeof b2));
+    }
+    for (int i = 0; i < 3; i++) {
+        if (!oar_ic_out_present(c, like[i][0])) continue;
+        int n;
+        const int64_t *d = oar_ic_in_dims(c, like[i][1], 0, &n);
+        if (!d) return OAR_ERR_SHAPE;
+        int64_t dims[OAR_MAX_DIMS];
+        memcpy(dims, d, sizeof(int64_t) * (size_t)n);
+        OAR_TRY(oar_ic_set_out(c, like[i][0], 0, dims, n, oar_ic_in_dtype(c, like[i][1], 0)));
+    }
+    return OAR_OK;
 }
-static int conv3d_grad_maker(oar_grad_ctx_t *g) { return c3_grad(g); }
-static int c3t_grad_maker(oar_grad_ctx_t *g) { return c3_grad(g); }
+
+/* ---- grad makers: Input, Filter, Output@GRAD -> Input@GRAD, Filter@GRAD -- */
+static int conv3d_grad_maker(oar_grad_ctx_t *g) { return oar_conv_grad_maker(g); }
+static int c3t_grad_maker(oar_grad_ctx_t *g) { return oar_conv_grad_maker(g); }
 
 #define OAR_OPS_DEFINE
 #include "ops/conv3d.h"   /* the tables, the decoders and the registrations */

@@ -40,10 +40,13 @@ static inline void oar_c3_copy_win(oar_c3_geom_t *g, const int64_t st[3], const 
     for (int i = 0; i < 6; i++) g->pd[i] = pd[i];
 }
 
-/* checks the ranks, channels and groups shared by both ops: x is the
- * op's Input (NCDHW order), f its Filter; fch is Filter's dim 0 and must
- * equal Input's channels (transpose) or be divisible by groups (conv3d) */
-static inline int oar_c3_check_common(const char *in_name, const char *f_name, int xn, int fn, char *why, size_t wn) {
+/* what both geometries start with: Input (dims xd as stored) and Filter f
+ * 5-D, no Filter dim 0; x gets Input's dims in NCDHW order, g the layout,
+ * groups and the window attributes. On error writes why. */
+static inline int oar_c3_begin(bool cl, int64_t groups, const int64_t st[3], const int64_t dl[3],
+                               const int64_t pd[6], const int64_t *xd, int xn, const int64_t *f, int fn,
+                               const char *in_name, const char *f_name, oar_c3_geom_t *g, int64_t x[5], char *why,
+                               size_t wn) {
     if (xn != 5) {
         snprintf(why, wn, "Input '%s' must be 5-D (NCDHW or NDHWC), it has rank %d", in_name, xn);
         return OAR_ERR_SHAPE;
@@ -52,6 +55,12 @@ static inline int oar_c3_check_common(const char *in_name, const char *f_name, i
         snprintf(why, wn, "Filter '%s' must be 5-D [M, C/groups, kd, kh, kw], it has rank %d", f_name, fn);
         return OAR_ERR_SHAPE;
     }
+    oar_c3_logical(xd, cl, x);
+    g->cl = cl;
+    g->groups = groups;
+    oar_c3_copy_win(g, st, dl, pd);
+    for (int i = 0; i < 5; i++)
+        if (f[i] == 0) { snprintf(why, wn, "Filter '%s' has an empty dimension (dim %d)", f_name, i); return OAR_ERR_SHAPE; }
     return OAR_OK;
 }
 
@@ -60,17 +69,11 @@ static inline int oar_c3_check_common(const char *in_name, const char *f_name, i
 static inline int oar_c3_conv_geometry(const oar_conv3d_attrs_t *a, const int64_t *xd, int xn, const int64_t *f,
                                        int fn, const char *in_name, const char *f_name, oar_c3_geom_t *g,
                                        char *why, size_t wn) {
-    int rc = oar_c3_check_common(in_name, f_name, xn, fn, why, wn);
-    if (rc != OAR_OK) return rc;
     int64_t x[5];
-    oar_c3_logical(xd, a->cl, x);
-    g->cl = a->cl;
-    g->groups = a->groups;
+    int rc = oar_c3_begin(a->cl, a->groups, a->st, a->dl, a->pd, xd, xn, f, fn, in_name, f_name, g, x, why, wn);
+    if (rc != OAR_OK) return rc;
     g->n = x[0]; g->c = x[1]; g->m = f[0];
     for (int i = 0; i < 3; i++) { g->vin[i] = x[2 + i]; g->k[i] = f[2 + i]; g->vout[i] = -1; }
-    oar_c3_copy_win(g, a->st, a->dl, a->pd);
-    for (int i = 0; i < 5; i++)
-        if (f[i] == 0) { snprintf(why, wn, "Filter '%s' has an empty dimension (dim %d)", f_name, i); return OAR_ERR_SHAPE; }
     if (x[1] >= 0 && f[1] >= 0 && x[1] != f[1] * g->groups) {
         snprintf(why, wn, "Input '%s' has %lld channels but Filter '%s' [%lld, %lld, ...] with groups = %lld expects "
                  "Filter[1] * groups = %lld", in_name, (long long)x[1], f_name, (long long)f[0], (long long)f[1],
@@ -112,18 +115,12 @@ static inline int oar_c3_conv_geometry(const oar_conv3d_attrs_t *a, const int64_
 static inline int oar_c3_convt_geometry(const oar_c3t_attrs_t *a, const int64_t *xd, int xn, const int64_t *f,
                                         int fn, const char *in_name, const char *f_name, oar_c3_geom_t *g,
                                         char *why, size_t wn) {
-    int rc = oar_c3_check_common(in_name, f_name, xn, fn, why, wn);
-    if (rc != OAR_OK) return rc;
     int64_t x[5];
-    oar_c3_logical(xd, a->cl, x);
-    g->cl = a->cl;
-    g->groups = a->groups;
+    int rc = oar_c3_begin(a->cl, a->groups, a->st, a->dl, a->pd, xd, xn, f, fn, in_name, f_name, g, x, why, wn);
+    if (rc != OAR_OK) return rc;
     g->n = x[0]; g->m = x[1];
     g->c = f[1] < 0 ? -1 : f[1] * g->groups;
     for (int i = 0; i < 3; i++) { g->vout[i] = x[2 + i]; g->k[i] = f[2 + i]; g->vin[i] = -1; }
-    oar_c3_copy_win(g, a->st, a->dl, a->pd);
-    for (int i = 0; i < 5; i++)
-        if (f[i] == 0) { snprintf(why, wn, "Filter '%s' has an empty dimension (dim %d)", f_name, i); return OAR_ERR_SHAPE; }
     if (x[1] >= 0 && f[0] >= 0 && x[1] != f[0]) {
         snprintf(why, wn, "Input '%s' has %lld channels but Filter '%s' dim 0 is %lld (Filter is [C_in, C_out/groups, "
                  "kd, kh, kw])", in_name, (long long)x[1], f_name, (long long)f[0]);

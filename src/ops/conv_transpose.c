@@ -10,6 +10,7 @@
  */
 #include "op.h"
 #include "conv_transpose_util.h"   /* the geometry; includes ops/conv_transpose.h */
+#include "ops/conv_grad.h"
 
 /* the geometry of the op in c (compile or run time) */
 static int ct_geom(oar_infer_ctx_t *c, oar_convt_geom_t *g)
@@ -58,16 +59,7 @@ static int ct_grad_infer(oar_infer_ctx_t *c)
     return oar_infer_grad_like_inputs(c);
 }
 
-static int ct_grad(oar_grad_ctx_t *g)
-{
-    oar_op_desc_t *op = oar_gc_new_grad_op(g);
-    if (!op) return OAR_ERR_NOMEM;
-    OAR_TRY(oar_gc_in(g, op, "Input"));
-    OAR_TRY(oar_gc_in(g, op, "Filter"));
-    OAR_TRY(oar_gc_out_grad(g, op, "Output"));
-    OAR_TRY(oar_gc_in_grad(g, op, "Input"));
-    return oar_gc_in_grad(g, op, "Filter");
-}
+static int ct_grad(oar_grad_ctx_t *g) { return oar_conv_grad_maker(g); }
 
 #define OAR_OPS_DEFINE
 #include "ops/conv_transpose.h"   /* the tables, the decoders and the registrations */

@@ -26,6 +26,33 @@ static oar_op_desc_t *new_op(oar_grad_ctx_t *g, bool forward)
     return op;
 }
 
+/* a double-grad op wired by a fixed list of slot mappings, applied in
+ * order: IN (the grad op's input `slot` under its own name), IN_AS (that
+ * input as `as`), OUT_AS (the grad op's output `slot` read as input `as`),
+ * OUT_GRAD_AS (the gradient of that output, an input `as`), IN_GRAD_AS (the
+ * gradient of the grad op's input `slot`, an output `as`) */
+enum step_kind { IN, IN_AS, OUT_AS, OUT_GRAD_AS, IN_GRAD_AS };
+typedef struct { enum step_kind kind; const char *slot, *as; } step_t;
+
+static int by_steps(oar_grad_ctx_t *g, const step_t *steps, size_t n)
+{
+    oar_op_desc_t *op = new_op(g, false);
+    if (!op) return OAR_ERR_NOMEM;
+    int rc = OAR_OK;
+    for (size_t i = 0; i < n; i++) {
+        const step_t *s = &steps[i];
+        switch (s->kind) {
+        case IN: rc = oar_gc_in(g, op, s->slot); break;
+        case IN_AS: rc = oar_gc_in_as(g, op, s->slot, s->as); break;
+        case OUT_AS: rc = oar_gc_out_as(g, op, s->slot, s->as); break;
+        case OUT_GRAD_AS: rc = oar_gc_out_grad_as(g, op, s->slot, s->as); break;
+        case IN_GRAD_AS: rc = oar_gc_in_grad_as(g, op, s->slot, s->as); break;
+        }
+        if (rc != OAR_OK) return rc;
+    }
+    return rc;
+}
+
 /* unary activations: the forward value the grad op reads (`dep`, Out or
  * X), DDX, DDOut, and optionally DOut (in) and DX (out) */
 static int act(oar_grad_ctx_t *g, const char *dep, bool dout, bool dx)
@@ -46,13 +73,12 @@ int oar_dg_square_maker(oar_grad_ctx_t *g) { return act(g, "X", true, true); }
 
 int oar_dg_sqrt_maker(oar_grad_ctx_t *g)
 {
-    oar_op_desc_t *op = new_op(g, false);
-    if (!op) return OAR_ERR_NOMEM;
-    OAR_TRY(oar_gc_in(g, op, "Out"));
-    OAR_TRY(oar_gc_out_as(g, op, "X@GRAD", "DX"));
-    OAR_TRY(oar_gc_out_grad_as(g, op, "X@GRAD", "DDX"));
-    OAR_TRY(oar_gc_in_grad_as(g, op, "Out", "DOut"));
-    return oar_gc_in_grad_as(g, op, "Out@GRAD", "DDOut");
+    static const step_t steps[] = {
+        { IN, "Out", NULL },             { OUT_AS, "X@GRAD", "DX" },
+        { OUT_GRAD_AS, "X@GRAD", "DDX" }, { IN_GRAD_AS, "Out", "DOut" },
+        { IN_GRAD_AS, "Out@GRAD", "DDOut" },
+    };
+    return by_steps(g, steps, sizeof steps / sizeof steps[0]);
 }
 
 /* mul and elementwise_{add,sub,mul}: X, Y, DOut, DDX, DDY -> DX, DY, DDOut */
@@ -82,54 +108,44 @@ int oar_dg_ew_maker(oar_grad_ctx_t *g)
 
 int oar_dg_ew_div_maker(oar_grad_ctx_t *g)
 {
-    oar_op_desc_t *op = new_op(g, false);
-    if (!op) return OAR_ERR_NOMEM;
-    OAR_TRY(oar_gc_in(g, op, "Y"));
-    OAR_TRY(oar_gc_in(g, op, "Out"));
-    OAR_TRY(oar_gc_out_as(g, op, "X@GRAD", "DX"));
-    OAR_TRY(oar_gc_out_grad_as(g, op, "X@GRAD", "DDX"));
-    OAR_TRY(oar_gc_out_grad_as(g, op, "Y@GRAD", "DDY"));
-    OAR_TRY(oar_gc_in_grad_as(g, op, "Y", "Y@GRAD"));
-    OAR_TRY(oar_gc_in_grad_as(g, op, "Out", "DOut"));
-    return oar_gc_in_grad_as(g, op, "Out@GRAD", "DDOut");
+    static const step_t steps[] = {
+        { IN, "Y", NULL },                { IN, "Out", NULL },
+        { OUT_AS, "X@GRAD", "DX" },       { OUT_GRAD_AS, "X@GRAD", "DDX" },
+        { OUT_GRAD_AS, "Y@GRAD", "DDY" }, { IN_GRAD_AS, "Y", "Y@GRAD" },
+        { IN_GRAD_AS, "Out", "DOut" },    { IN_GRAD_AS, "Out@GRAD", "DDOut" },
+    };
+    return by_steps(g, steps, sizeof steps / sizeof steps[0]);
 }
 
 int oar_dg_reshape2_maker(oar_grad_ctx_t *g)
 {
-    oar_op_desc_t *op = new_op(g, false);
-    if (!op) return OAR_ERR_NOMEM;
-    OAR_TRY(oar_gc_in_as(g, op, "Out@GRAD", "DOut"));
-    OAR_TRY(oar_gc_out_grad_as(g, op, "X@GRAD", "DDX"));
-    return oar_gc_in_grad_as(g, op, "Out@GRAD", "DDOut");
+    static const step_t steps[] = {
+        { IN_AS, "Out@GRAD", "DOut" }, { OUT_GRAD_AS, "X@GRAD", "DDX" }, { IN_GRAD_AS, "Out@GRAD", "DDOut" },
+    };
+    return by_steps(g, steps, sizeof steps / sizeof steps[0]);
 }
 
 int oar_dg_conv_maker(oar_grad_ctx_t *g)
 {
-    oar_op_desc_t *op = new_op(g, false);
-    if (!op) return OAR_ERR_NOMEM;
-    OAR_TRY(oar_gc_in(g, op, "Input"));
-    OAR_TRY(oar_gc_in(g, op, "Filter"));
-    OAR_TRY(oar_gc_in_as(g, op, "Output@GRAD", "DOutput"));
-    OAR_TRY(oar_gc_out_grad_as(g, op, "Input@GRAD", "DDInput"));
-    OAR_TRY(oar_gc_out_grad_as(g, op, "Filter@GRAD", "DDFilter"));
-    OAR_TRY(oar_gc_in_grad_as(g, op, "Input", "DInput"));
-    OAR_TRY(oar_gc_in_grad_as(g, op, "Filter", "DFilter"));
-    return oar_gc_in_grad_as(g, op, "Output@GRAD", "DDOutput");
+    static const step_t steps[] = {
+        { IN, "Input", NULL },                     { IN, "Filter", NULL },
+        { IN_AS, "Output@GRAD", "DOutput" },       { OUT_GRAD_AS, "Input@GRAD", "DDInput" },
+        { OUT_GRAD_AS, "Filter@GRAD", "DDFilter" }, { IN_GRAD_AS, "Input", "DInput" },
+        { IN_GRAD_AS, "Filter", "DFilter" },       { IN_GRAD_AS, "Output@GRAD", "DDOutput" },
+    };
+    return by_steps(g, steps, sizeof steps / sizeof steps[0]);
 }
 
 int oar_dg_instance_norm_maker(oar_grad_ctx_t *g)
 {
-    oar_op_desc_t *op = new_op(g, false);
-    if (!op) return OAR_ERR_NOMEM;
-    OAR_TRY(oar_gc_in(g, op, "X"));
-    OAR_TRY(oar_gc_in(g, op, "Scale"));
-    OAR_TRY(oar_gc_in_as(g, op, "Y@GRAD", "DY"));
-    OAR_TRY(oar_gc_out_grad_as(g, op, "X@GRAD", "DDX"));
-    OAR_TRY(oar_gc_out_grad_as(g, op, "Scale@GRAD", "DDScale"));
-    OAR_TRY(oar_gc_out_grad_as(g, op, "Bias@GRAD", "DDBias"));
-    OAR_TRY(oar_gc_in_grad_as(g, op, "X", "DX"));
-    OAR_TRY(oar_gc_in_grad_as(g, op, "Scale", "DScale"));
-    return oar_gc_in_grad_as(g, op, "Y@GRAD", "DDY");
+    static const step_t steps[] = {
+        { IN, "X", NULL },                        { IN, "Scale", NULL },
+        { IN_AS, "Y@GRAD", "DY" },                { OUT_GRAD_AS, "X@GRAD", "DDX" },
+        { OUT_GRAD_AS, "Scale@GRAD", "DDScale" }, { OUT_GRAD_AS, "Bias@GRAD", "DDBias" },
+        { IN_GRAD_AS, "X", "DX" },                { IN_GRAD_AS, "Scale", "DScale" },
+        { IN_GRAD_AS, "Y@GRAD", "DDY" },
+    };
+    return by_steps(g, steps, sizeof steps / sizeof steps[0]);
 }
 
 int oar_dg_linear_maker(oar_grad_ctx_t *g)

@@ -1,7 +1,8 @@
 /*
  * infer_util.h — small helpers that the inference functions and grad
  * makers of several op families (src/ops/rearrange.c, rearrange2.c,
- * shape_ext.c, shape_ops.c, sequence_ext.c, linalg.c, linalg2.c) share.
+ * shape_ext.c, shape_ops.c, sequence_ext.c, linalg.c, linalg2.c,
+ * pool_index.c, vision.c) share.
  */
 #ifndef OAR_OPS_INFER_UTIL_H
 #define OAR_OPS_INFER_UTIL_H
@@ -30,6 +31,20 @@ static inline int shape_mismatch(oar_infer_ctx_t *c, const char *a, const char *
     return oar_ic_error(c, OAR_ERR_SHAPE, "input %s '%s' has shape %s and %s '%s' has shape %s; %s", a,
                         nm(oar_ic_in_name(c, a, 0)), oar_shape_str(da, na, ba, sizeof ba), b,
                         nm(oar_ic_in_name(c, b, 0)), oar_shape_str(db, nb, bb, sizeof bb), what);
+}
+
+/* *x gets the dims of input X[0], checked float and 4-D [N, C, H, W]
+ * (lrn, unpool, spp) */
+static inline int float_x_nchw(oar_infer_ctx_t *c, const int64_t **x)
+{
+    OAR_TRY(oar_ic_check_float(c, "X", -1));
+    int xn;
+    *x = oar_ic_in_dims(c, "X", 0, &xn);
+    if (!*x) return OAR_ERR_SHAPE;
+    if (xn != 4)
+        return oar_ic_error(c, OAR_ERR_SHAPE, "X ('%s') must be 4-D [N, C, H, W], it has rank %d",
+                            oar_ic_in_name(c, "X", 0), xn);
+    return OAR_OK;
 }
 
 /* d (OAR_MAX_DIMS long) and *nd get the dims of input `slot`[0] */

@@ -10,20 +10,7 @@
  */
 #include "op.h"
 #include "ops/interp.h"   /* generated from interp.ops */
-
-/* one value of a one- or two-value tensor as a double; false if not numeric */
-static bool tensor_value(const oar_tensor_t *t, int64_t i, double *v)
-{
-    if (!t || i >= oar_tensor_numel_of(t) || !oar_tensor_has_data(t)) return false;
-    const void *p = oar_tensor_data((oar_tensor_t *)t);
-    switch (t->dtype) {
-    case OAR_INT32: *v = ((const int32_t *)p)[i]; return true;
-    case OAR_INT64: *v = (double)((const int64_t *)p)[i]; return true;
-    case OAR_FP32: *v = ((const float *)p)[i]; return true;
-    case OAR_FP64: *v = ((const double *)p)[i]; return true;
-    default: return false;
-    }
-}
+#include "ops/interp_sizes.h"
 
 /* Paddle's scale_h/scale_w at run time (-1: none) */
 static int ip_scales(oar_infer_ctx_t *c, const oar_interp_attrs_t *a, double *sh, double *sw)
@@ -33,10 +20,10 @@ static int ip_scales(oar_infer_ctx_t *c, const oar_interp_attrs_t *a, double *sh
     if (oar_ic_in_present(c, "Scale")) {
         const oar_tensor_t *t = oar_ic_in_tensor(c, "Scale", 0);
         if (!t) return OAR_OK;   /* compile time */
-        if (!tensor_value(t, 0, sh))
+        if (!oar_tensor_value_f64(t, 0, sh))
             return oar_ic_error(c, OAR_ERR_INVALID, "input Scale ('%s') must hold a number",
                                 oar_ic_in_name(c, "Scale", 0));
-        if (!tensor_value(t, 1, sw)) *sw = *sh;
+        if (!oar_tensor_value_f64(t, 1, sw)) *sw = *sh;
     } else if (a->v2 && a->scale.n > 0) {
         *sh = a->scale.v[0];
         *sw = a->scale.n > 1 ? a->scale.v[1] : a->scale.v[0];
@@ -59,16 +46,7 @@ static int ip_infer(oar_infer_ctx_t *c)
     int64_t od[4] = {xd[0], xd[1], a->out_h, a->out_w};
     bool rt = oar_ic_runtime(c);
     if (oar_ic_in_present(c, "SizeTensor")) {
-        int n = oar_ic_in_count(c, "SizeTensor");
-        if (n != 2) return oar_ic_error(c, OAR_ERR_INVALID, "SizeTensor has %d tensors, expected 2 (out_h, out_w)", n);
-        for (int i = 0; i < 2; i++) {
-            double v;
-            if (!rt) { od[2 + i] = -1; continue; }
-            if (!tensor_value(oar_ic_in_tensor(c, "SizeTensor", i), 0, &v))
-                return oar_ic_error(c, OAR_ERR_INVALID, "SizeTensor %d ('%s') must hold one integer", i,
-                                    oar_ic_in_name(c, "SizeTensor", i));
-            od[2 + i] = (int64_t)v;
-        }
+        OAR_TRY(oar_interp_size_tensor(c, 2, rt, " (out_h, out_w)", od + 2));
     } else {
         double sh, sw;
         OAR_TRY(ip_scales(c, a, &sh, &sw));
@@ -79,16 +57,7 @@ static int ip_infer(oar_infer_ctx_t *c)
             od[2] = xd[2] < 0 ? -1 : (int64_t)((float)xd[2] * (float)sh);
             od[3] = xd[3] < 0 ? -1 : (int64_t)((float)xd[3] * (float)sw);
         }
-        if (oar_ic_in_present(c, "OutSize")) {
-            for (int i = 0; i < 2; i++) {
-                double v;
-                if (!rt) { od[2 + i] = -1; continue; }
-                if (!tensor_value(oar_ic_in_tensor(c, "OutSize", 0), i, &v))
-                    return oar_ic_error(c, OAR_ERR_INVALID, "OutSize ('%s') must hold 2 integers (out_h, out_w)",
-                                        oar_ic_in_name(c, "OutSize", 0));
-                od[2 + i] = (int64_t)v;
-            }
-        }
+        if (oar_ic_in_present(c, "OutSize")) OAR_TRY(oar_interp_out_size(c, 2, rt, " (out_h, out_w)", od + 2));
     }
     for (int i = 2; i < 4; i++)
         if (od[i] == 0 || od[i] < -1 || (rt && od[i] <= 0))
@@ -99,18 +68,7 @@ static int ip_infer(oar_infer_ctx_t *c)
 
 static int ip_grad_infer(oar_infer_ctx_t *c) { return oar_infer_grad_like_inputs(c); }
 
-static int ip_grad(oar_grad_ctx_t *g)
-{
-    oar_op_desc_t *op = oar_gc_new_grad_op(g);
-    if (!op) return OAR_ERR_NOMEM;
-    OAR_TRY(oar_gc_in(g, op, "X"));
-    const oar_op_desc_t *f = oar_gc_fwd(g);
-    const char *opt[3] = {"OutSize", "SizeTensor", "Scale"};
-    for (int i = 0; i < 3; i++)
-        if (oar_op_desc_input_count(f, opt[i]) > 0) OAR_TRY(oar_gc_in(g, op, opt[i]));
-    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
-    return oar_gc_in_grad(g, op, "X");
-}
+static int ip_grad(oar_grad_ctx_t *g) { return oar_interp_grad_maker(g); }
 
 #define OAR_OPS_DEFINE
 #include "ops/interp.h"   /* the tables, decoders and registrations */

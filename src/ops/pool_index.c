@@ -5,6 +5,7 @@
  * kernels/cpu/pool_index.c. */
 #include "op.h"
 #include "pool_index_util.h"
+#include "ops/infer_util.h"
 
 /* an INTS attr of n values (or def each when empty and def >= 0), each >= lo,
  * into out[3 - n ..] */
@@ -78,13 +79,9 @@ static void unpool_finish(oar_decode_ctx_t *d, oar_unpool_attrs_t *a) {
 static int unpool_infer(oar_infer_ctx_t *c) {
     const oar_unpool_attrs_t *a = oar_ic_attrs(c);
     if (!a) return OAR_ERR_INVALID;
-    OAR_TRY(oar_ic_check_float(c, "X", -1));
-    int xn, in;
-    const int64_t *x = oar_ic_in_dims(c, "X", 0, &xn);
-    if (!x) return OAR_ERR_SHAPE;
-    if (xn != 4)
-        return oar_ic_error(c, OAR_ERR_SHAPE, "X ('%s') must be 4-D [N, C, H, W], it has rank %d",
-                            oar_ic_in_name(c, "X", 0), xn);
+    const int64_t *x;
+    OAR_TRY(float_x_nchw(c, &x));
+    int in;
     const int idt = oar_ic_in_dtype(c, "Indices", 0);
     if (idt >= 0 && idt != OAR_INT32 && idt != OAR_INT64)
         return oar_ic_error(c, OAR_ERR_DTYPE, "Indices ('%s') must be int32 or int64, it is %s",
@@ -104,13 +101,8 @@ static int unpool_infer(oar_infer_ctx_t *c) {
 static int spp_infer(oar_infer_ctx_t *c) {
     const oar_spp_attrs_t *a = oar_ic_attrs(c);
     if (!a) return OAR_ERR_INVALID;
-    OAR_TRY(oar_ic_check_float(c, "X", -1));
-    int xn;
-    const int64_t *x = oar_ic_in_dims(c, "X", 0, &xn);
-    if (!x) return OAR_ERR_SHAPE;
-    if (xn != 4)
-        return oar_ic_error(c, OAR_ERR_SHAPE, "X ('%s') must be 4-D [N, C, H, W], it has rank %d",
-                            oar_ic_in_name(c, "X", 0), xn);
+    const int64_t *x;
+    OAR_TRY(float_x_nchw(c, &x));
     const int64_t cells = (((int64_t)1 << (2 * a->pyramid_height)) - 1) / 3;
     const int64_t out[2] = {x[0], x[1] < 0 ? -1 : x[1] * cells};
     return oar_ic_set_out(c, "Out", 0, out, 2, oar_ic_in_dtype(c, "X", 0));

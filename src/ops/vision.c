@@ -6,19 +6,15 @@
  */
 #include "op.h"
 #include "ops/vision.h"   /* generated from vision.ops */
+#include "ops/infer_util.h"
 #include "window.h"
 
 static int lrn_infer(oar_infer_ctx_t *c)
 {
     const oar_lrn_attrs_t *a = oar_ic_attrs(c);
     if (!a) return OAR_ERR_INVALID;
-    OAR_TRY(oar_ic_check_float(c, "X", -1));
-    int nd;
-    const int64_t *xd = oar_ic_in_dims(c, "X", 0, &nd);
-    if (!xd) return OAR_ERR_SHAPE;
-    if (nd != 4)
-        return oar_ic_error(c, OAR_ERR_SHAPE, "X ('%s') must be 4-D [N, C, H, W], it has rank %d",
-                            oar_ic_in_name(c, "X", 0), nd);
+    const int64_t *xd;
+    OAR_TRY(float_x_nchw(c, &xd));
     if (a->n % 2 != 1) return oar_ic_error(c, OAR_ERR_INVALID, "n must be a positive odd number, it is %d", (int)a->n);
     OAR_TRY(oar_infer_same_as(c, "X", "Out"));
     return oar_infer_same_as(c, "X", "MidOut");

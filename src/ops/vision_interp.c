@@ -3,19 +3,7 @@
  * vision_interp.ops. Kernels in kernels/cpu/vision_interp.c. */
 #include "op.h"
 #include "ops/vision_interp.h"   /* generated from vision_interp.ops */
-
-/* value i of a numeric tensor as a double; false if absent or not numeric */
-static bool value_at(const oar_tensor_t *t, int64_t i, double *v) {
-    if (!t || i >= oar_tensor_numel_of(t) || !oar_tensor_has_data(t)) return false;
-    const void *p = oar_tensor_data((oar_tensor_t *)t);
-    switch (t->dtype) {
-    case OAR_INT32: *v = ((const int32_t *)p)[i]; return true;
-    case OAR_INT64: *v = (double)((const int64_t *)p)[i]; return true;
-    case OAR_FP32: *v = ((const float *)p)[i]; return true;
-    case OAR_FP64: *v = ((const double *)p)[i]; return true;
-    default: return false;
-    }
-}
+#include "ops/interp_sizes.h"
 
 static int vip_infer(oar_infer_ctx_t *c) {
     const oar_vip_attrs_t *a = oar_ic_attrs(c);
@@ -44,23 +32,13 @@ static int vip_infer(oar_infer_ctx_t *c) {
     for (int i = 0; i < nd; i++) od[2 + i] = attr_sz[3 - nd + i];
     const bool rt = oar_ic_runtime(c);
     if (oar_ic_in_present(c, "SizeTensor")) {
-        const int n = oar_ic_in_count(c, "SizeTensor");
-        if (n != nd)
-            return oar_ic_error(c, OAR_ERR_INVALID, "SizeTensor has %d tensors, expected %d", n, nd);
-        for (int i = 0; i < nd; i++) {
-            double v;
-            if (!rt) { od[2 + i] = -1; continue; }
-            if (!value_at(oar_ic_in_tensor(c, "SizeTensor", i), 0, &v))
-                return oar_ic_error(c, OAR_ERR_INVALID, "SizeTensor %d ('%s') must hold one integer", i,
-                                    oar_ic_in_name(c, "SizeTensor", i));
-            od[2 + i] = (int64_t)v;
-        }
+        OAR_TRY(oar_interp_size_tensor(c, nd, rt, "", od + 2));
     } else {
         double s = a->scale;
         if (oar_ic_in_present(c, "Scale")) {
             const oar_tensor_t *t = oar_ic_in_tensor(c, "Scale", 0);
             if (!t) s = -2;   /* compile time: unknown */
-            else if (!value_at(t, 0, &s))
+            else if (!oar_tensor_value_f64(t, 0, &s))
                 return oar_ic_error(c, OAR_ERR_INVALID, "Scale ('%s') must hold a number",
                                     oar_ic_in_name(c, "Scale", 0));
         }
@@ -69,16 +47,7 @@ static int vip_infer(oar_infer_ctx_t *c) {
             /* Paddle: int(in * scale) in float arithmetic */
             else if (s > 0) od[2 + i] = x[2 + i] < 0 ? -1 : (int64_t)((float)x[2 + i] * (float)s);
         }
-        if (oar_ic_in_present(c, "OutSize")) {
-            for (int i = 0; i < nd; i++) {
-                double v;
-                if (!rt) { od[2 + i] = -1; continue; }
-                if (!value_at(oar_ic_in_tensor(c, "OutSize", 0), i, &v))
-                    return oar_ic_error(c, OAR_ERR_INVALID, "OutSize ('%s') must hold %d integers",
-                                        oar_ic_in_name(c, "OutSize", 0), nd);
-                od[2 + i] = (int64_t)v;
-            }
-        }
+        if (oar_ic_in_present(c, "OutSize")) OAR_TRY(oar_interp_out_size(c, nd, rt, "", od + 2));
     }
     for (int i = 2; i < nd + 2; i++)
         if (od[i] == 0 || od[i] < -1 || (rt && od[i] <= 0)) {
@@ -95,17 +64,7 @@ static int vip_infer(oar_infer_ctx_t *c) {
     return oar_ic_set_out(c, "Out", 0, od, nd + 2, oar_ic_in_dtype(c, "X", 0));
 }
 
-static int vip_grad(oar_grad_ctx_t *g) {
-    oar_op_desc_t *op = oar_gc_new_grad_op(g);
-    if (!op) return OAR_ERR_NOMEM;
-    OAR_TRY(oar_gc_in(g, op, "X"));
-    const oar_op_desc_t *f = oar_gc_fwd(g);
-    static const char *const opt[3] = {"OutSize", "SizeTensor", "Scale"};
-    for (int i = 0; i < 3; i++)
-        if (oar_op_desc_input_count(f, opt[i]) > 0) OAR_TRY(oar_gc_in(g, op, opt[i]));
-    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
-    return oar_gc_in_grad(g, op, "X");
-}
+static int vip_grad(oar_grad_ctx_t *g) { return oar_interp_grad_maker(g); }
 
 #define OAR_OPS_DEFINE
 #include "ops/vision_interp.h"   /* the tables, decoders and registrations */

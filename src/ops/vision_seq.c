@@ -3,6 +3,7 @@
  * grads are oar_grad_default. Kernels in kernels/cpu/vision_seq.c. */
 #include "op.h"
 #include "ops/vision_seq.h"   /* generated from vision_seq.ops */
+#include "ops/tensor_value.h"
 
 static void i2s_finish(oar_decode_ctx_t *d, oar_i2s_attrs_t *a) {
     oar_ints_t k = oar_dec_ints(d, "kernels"), s = oar_dec_ints(d, "strides"), p = oar_dec_ints(d, "paddings");
@@ -34,19 +35,6 @@ static void i2s_finish(oar_decode_ctx_t *d, oar_i2s_attrs_t *a) {
         return;
     }
     if (o.n == 2) { a->os[0] = o.v[0]; a->os[1] = o.v[1]; }
-}
-
-/* value i of a numeric tensor as a double; false if not numeric */
-static bool num_at(const oar_tensor_t *t, int64_t i, double *v) {
-    if (!t || i >= oar_tensor_numel_of(t) || !oar_tensor_has_data(t)) return false;
-    const void *p = oar_tensor_data((oar_tensor_t *)t);
-    switch (t->dtype) {
-    case OAR_INT32: *v = ((const int32_t *)p)[i]; return true;
-    case OAR_INT64: *v = (double)((const int64_t *)p)[i]; return true;
-    case OAR_FP32: *v = ((const float *)p)[i]; return true;
-    case OAR_FP64: *v = ((const double *)p)[i]; return true;
-    default: return false;
-    }
 }
 
 /* the rows of image sizes (h, w) real: ceil(real / out_stride), then the window count */
@@ -97,7 +85,7 @@ static int i2s_infer(oar_infer_ctx_t *c) {
             rows = 0;
             for (int64_t b = 0; b < x[0]; b++) {
                 double h, w;
-                if (!num_at(yt, 2 * b, &h) || !num_at(yt, 2 * b + 1, &w) || !(h >= 1 && w >= 1 && h < 1e9 && w < 1e9))
+                if (!oar_tensor_value_f64(yt, 2 * b, &h) || !oar_tensor_value_f64(yt, 2 * b + 1, &w) || !(h >= 1 && w >= 1 && h < 1e9 && w < 1e9))
                     return oar_ic_error(c, OAR_ERR_INVALID, "Y ('%s') row %lld must hold two sizes >= 1",
                                         oar_ic_in_name(c, "Y", 0), (long long)b);
                 const int64_t r = i2s_rows_of(a, (int64_t)h, (int64_t)w);

@@ -85,30 +85,7 @@ local function resize(L, a, method)
     attrs.align_mode = check.int(L, "align_mode", a.align_mode, 1)
     if attrs.align_mode ~= 0 and attrs.align_mode ~= 1 then check.fail(L, "align_mode", "0 or 1", a.align_mode) end
   end
-  local inputs = { X = { input } }
-  local out_shape = a.out_shape
-  if out_shape == nil and a.scale == nil then raise(L .. ": one of 'out_shape' and 'scale' must be set") end
-  if framework.is_variable(out_shape) then
-    inputs.OutSize = { out_shape }
-  elseif out_shape ~= nil then
-    local hw = check.int_list(L, "out_shape", out_shape, 2)
-    if hw[1] <= 0 or hw[2] <= 0 then check.fail(L, "out_shape", "positive sizes", out_shape) end
-    attrs.out_h, attrs.out_w = hw[1], hw[2]
-  end
-  if a.actual_shape ~= nil then inputs.OutSize = { check.variable(L, "actual_shape", a.actual_shape) } end
-  if a.scale ~= nil and out_shape == nil then
-    if framework.is_variable(a.scale) then
-      inputs.Scale = { a.scale }
-    else
-      local s = check.number(L, "scale", a.scale)
-      if s <= 0 then check.fail(L, "scale", "positive", a.scale) end
-      attrs.scale = s
-    end
-  end
-  local helper = LayerHelper(L, a)
-  local out = helper:create_variable_for_type_inference(input.dtype)
-  helper:append_op{ type = method .. "_interp", inputs = inputs, outputs = { Out = { out } }, attrs = attrs }
-  return out
+  return require("oar.layers.resize_nd").append_interp(L, a, input, attrs, 2)
 end
 
 local RESIZE_KEYS = "actual_shape align_corners align_mode data_format input name out_shape scale"

@@ -90,25 +90,7 @@ end
 function M.embedding(a)
   a = args("embedding", a, "input", nil,
     "dtype input is_distributed is_sparse name padding_idx param_attr size")
-  local ids = check.variable("embedding", "input", a.input)
-  local size = a.size
-  if type(size) ~= "table" or #size ~= 2 then check.fail("embedding", "size", "{vocab_size, dim}", size) end
-  check.positive_int("embedding", "size[1]", size[1])
-  check.positive_int("embedding", "size[2]", size[2])
-  local dtype = check.dtype("embedding", "dtype", a.dtype, "float32")
-  local helper = LayerHelper("embedding", a)
-  local w = helper:create_parameter(helper:param_attr(), { size[1], size[2] }, dtype, false)
-  local padding_idx = -1
-  if a.padding_idx ~= nil then
-    padding_idx = check.int("embedding", "padding_idx", a.padding_idx)
-    if padding_idx < 0 then padding_idx = size[1] + padding_idx end
-  end
-  local out = helper:create_variable_for_type_inference(dtype)
-  helper:append_op{ type = "lookup_table", inputs = { Ids = { ids }, W = { w } }, outputs = { Out = { out } },
-    attrs = { is_sparse = check.boolean("embedding", "is_sparse", a.is_sparse, false),
-              is_distributed = check.boolean("embedding", "is_distributed", a.is_distributed, false),
-              padding_idx = padding_idx } }
-  return out
+  return require("oar.layers.embedding_op")(a, false)
 end
 
 -- ---- convolution and pooling -----------------------------------------------------------

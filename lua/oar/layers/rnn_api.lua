@@ -178,6 +178,24 @@ local function cell_params(self, who, x, specs)
   end
 end
 
+-- LSTMCell and GRUCell from their checked keyword arguments a: mt the
+-- class, state_shape(H) the states' shapes, extra(self, a) the class's own
+-- options (checked after the activations, as the constructors always did)
+local function new_cell(L, mt, a, state_shape, extra)
+  local h = check.positive_int(L, "hidden_size", a.hidden_size)
+  local self = setmetatable({
+    hidden_size = h, param_attr = a.param_attr, bias_attr = a.bias_attr,
+    gate_activation = activation(L, "gate_activation", a.gate_activation, layers.sigmoid),
+    activation = activation(L, "activation", a.activation, layers.tanh),
+    state_shape = state_shape(h),
+  }, mt)
+  if extra then extra(self, a) end
+  self.dtype = check.dtype(L, "dtype", a.dtype, "float32")
+  self.name = check.string(L, "name", a.name, L)
+  self.state_dtype = self.dtype
+  return self
+end
+
 local LSTMCell = setmetatable({}, { __index = RNNCell })
 LSTMCell.__index = LSTMCell
 
@@ -198,19 +216,10 @@ LSTMCell.__index = LSTMCell
 -- @treturn LSTMCell with state_shape {{H}, {H}}
 -- @usage local cell = layers.LSTMCell{hidden_size = 32}
 function M.LSTMCell(a)
-  a = args("LSTMCell", a, nil, nil, "activation bias_attr dtype forget_bias gate_activation hidden_size name param_attr")
-  local h = check.positive_int("LSTMCell", "hidden_size", a.hidden_size)
-  local self = setmetatable({
-    hidden_size = h, param_attr = a.param_attr, bias_attr = a.bias_attr,
-    gate_activation = activation("LSTMCell", "gate_activation", a.gate_activation, layers.sigmoid),
-    activation = activation("LSTMCell", "activation", a.activation, layers.tanh),
-    forget_bias = check.number("LSTMCell", "forget_bias", a.forget_bias, 1.0),
-    dtype = check.dtype("LSTMCell", "dtype", a.dtype, "float32"),
-    name = check.string("LSTMCell", "name", a.name, "LSTMCell"),
-    state_shape = { { h }, { h } },
-  }, LSTMCell)
-  self.state_dtype = self.dtype
-  return self
+  return new_cell("LSTMCell", LSTMCell,
+    args("LSTMCell", a, nil, nil, "activation bias_attr dtype forget_bias gate_activation hidden_size name param_attr"),
+    function(h) return { { h }, { h } } end,
+    function(self, b) self.forget_bias = check.number("LSTMCell", "forget_bias", b.forget_bias, 1.0) end)
 end
 
 --- One LSTM step.
@@ -259,18 +268,9 @@ GRUCell.__index = GRUCell
 -- @treturn GRUCell with state_shape {H}
 -- @usage local cell = layers.GRUCell{hidden_size = 32}
 function M.GRUCell(a)
-  a = args("GRUCell", a, nil, nil, "activation bias_attr dtype gate_activation hidden_size name param_attr")
-  local h = check.positive_int("GRUCell", "hidden_size", a.hidden_size)
-  local self = setmetatable({
-    hidden_size = h, param_attr = a.param_attr, bias_attr = a.bias_attr,
-    gate_activation = activation("GRUCell", "gate_activation", a.gate_activation, layers.sigmoid),
-    activation = activation("GRUCell", "activation", a.activation, layers.tanh),
-    dtype = check.dtype("GRUCell", "dtype", a.dtype, "float32"),
-    name = check.string("GRUCell", "name", a.name, "GRUCell"),
-    state_shape = { h },
-  }, GRUCell)
-  self.state_dtype = self.dtype
-  return self
+  return new_cell("GRUCell", GRUCell,
+    args("GRUCell", a, nil, nil, "activation bias_attr dtype gate_activation hidden_size name param_attr"),
+    function(h) return { h } end)
 end
 
 --- One GRU step.

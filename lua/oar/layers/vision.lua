@@ -13,19 +13,7 @@ local raise = framework.raise
 
 local M = {}
 
--- the layer's input, float32 or float64 of a given rank (nil: >= min_rank)
-local function float_input(layer, key, v, rank, min_rank)
-  local x = check.variable(layer, key, v)
-  if x.dtype ~= "float32" and x.dtype ~= "float64" then
-    check.fail(layer, key, "a float32 or float64 Variable", x)
-  end
-  local nd = #x.shape
-  if (rank and nd ~= rank) or (min_rank and nd < min_rank) then
-    raise(string.format("%s: '%s' must be %s, got shape %s", layer, key,
-      rank and (rank .. "-D") or ("at least " .. min_rank .. "-D"), framework.shape_text(x.shape)))
-  end
-  return x
-end
+local float_input = check.float_variable
 
 --- Local response normalization across channels:
 -- `Out = x / (k + alpha * sum of x^2 over n neighbouring channels)^beta`.

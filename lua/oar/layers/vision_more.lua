@@ -13,17 +13,7 @@ local raise = framework.raise
 
 local M = {}
 
--- the layer's input, float32 or float64 of the given rank
-local function float_input(layer, key, v, rank)
-  local x = check.variable(layer, key, v)
-  if x.dtype ~= "float32" and x.dtype ~= "float64" then
-    check.fail(layer, key, "a float32 or float64 Variable", x)
-  end
-  if #x.shape ~= rank then
-    raise(string.format("%s: '%s' must be %d-D, got shape %s", layer, key, rank, framework.shape_text(x.shape)))
-  end
-  return x
-end
+local float_input = check.float_variable
 
 local function adaptive_pool(L, a, nd)
   a = args(L, a, "input", nil, "input name pool_size pool_type require_index")
