@@ -216,22 +216,51 @@ describe_hosts("fleet across 2 hosts x 2 workers (network namespaces, TCP)", fun
     os.execute("rm -rf '" .. base .. "'.*")
   end)
 
-  it("under oar launch, 2 hosts x 2 workers: a worker of the far host killed (SIGKILL) before a step", function()
+  -- one uninterrupted 2 x 2 run per optimizer, shared by the kill cases
+  local refs = {}
+  local function common(o) return "opt=" .. o .. " steps=12 every=3 batch=4" end
+  local function reference(o)
+    if refs[o] then return refs[o] end
     local base = tmpbase()
-    local args = "opt=sgd steps=12 every=3 batch=4"
-    launch_bg(base .. ".ref", "--restarts 0", args .. " dir=" .. base .. ".refckpt out=" .. base .. ".ref")
+    launch_bg(base .. ".ref", "--restarts 0", common(o) .. " dir=" .. base .. ".refckpt out=" .. base .. ".ref")
     local ref_log = wait_for(base .. ".ref.log", "::rc=%d+", 120)
     assert(ref_log and ref_log:find("::rc=0", 1, true), ref_log)
-    launch_bg(base .. ".run", "--restarts 2 --timeout 5",
-      args .. " dir=" .. base .. ".ckpt out=" .. base .. ".run die=step die_rank=3 die_step=8")
+    refs[o] = persistables(base .. ".ref")
+    for r = 0, 3 do assert(refs[o][r], "the uninterrupted run's worker " .. r .. " wrote nothing") end
+    for r = 1, 3 do assert.equal(refs[o][0], refs[o][r], "worker " .. r .. " of the uninterrupted run") end
+    os.execute("rm -rf '" .. base .. "'.*")
+    return refs[o]
+  end
+
+  -- a 2 x 2 job under oar launch killed once (`die`), ending as the uninterrupted run;
+  -- prints the time from the death to the restarted job's first step done
+  local function killed_2x2(o, die, what)
+    local ref = reference(o)
+    local base = tmpbase()
+    launch_bg(base .. ".run", "--restarts 2 --timeout 5", common(o) .. " dir=" .. base .. ".ckpt out=" .. base .. ".run " .. die)
     local out = wait_for(base .. ".run.log", "::rc=%d+", 120)
     assert(out and out:find("::rc=0", 1, true), out or read_file(base .. ".run.log"))
     assert.matches("restarting the job", out)
-    local ref, got = persistables(base .. ".ref"), persistables(base .. ".run")
-    for r = 0, 3 do
-      assert(ref[r], "the uninterrupted run's worker " .. r .. " wrote nothing")
-      assert.equal(ref[r], got[r], "worker " .. r .. "'s persistables differ from the uninterrupted run's")
-    end
+    local got = persistables(base .. ".run")
+    for r = 0, 3 do assert.equal(ref[r], got[r], "worker " .. r .. "'s persistables differ from the uninterrupted run's") end
+    local died = tonumber(out:match("recover: dying %d+ ([%d.]+)"))
+    local restart = out:find("restarting the job", 1, true)
+    local again = tonumber(out:match("recover: start 0 %d+ ([%d.]+)", restart))
+    io.stderr:write(string.format("fleet_multihost_spec: 2 hosts x 2 workers, %s, %s: %s, time to recover %.2f s\n", o, what,
+      out:match("resuming at step %d+") or "?", died and again and again - died or -1))
     os.execute("rm -rf '" .. base .. "'.*")
+  end
+
+  it("under oar launch, 2 hosts x 2 workers: a worker of the far host killed (SIGKILL) before a step", function()
+    killed_2x2("sgd", "die=step die_rank=3 die_step=8", "worker 3 killed before step 8")
   end)
+
+  for _, o in ipairs({ "sgd", "adam" }) do
+    it("under oar launch, 2 x 2, " .. o .. ": a far-host worker killed while the others wait in its all-reduce", function()
+      killed_2x2(o, "die=wait die_rank=3 die_step=8", "worker 3 killed during step 8's all-reduce")
+    end)
+    it("under oar launch, 2 x 2, " .. o .. ": worker 0 killed while writing the set of step 6", function()
+      killed_2x2(o, "die=ckpt die_step=6", "worker 0 killed writing the set of step 6")
+    end)
+  end
 end)

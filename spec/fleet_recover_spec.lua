@@ -221,6 +221,39 @@ describe("oar.fleet.Checkpointer sets", function()
     assert.matches("give the Checkpointer a 'batch_size'", tostring(err2))
   end)
 
+  it("resize = 'accumulate': k micro-batches of each worker's batch; a count that does not divide is refused", function()
+    local ck = oar.fleet.Checkpointer{ dir = dir, batch_size = 4, resize = "accumulate" }
+    local saved = { global_batch = 16, next_sample = 96, worker_batch = 4 }   -- 4 workers x 4, 6 steps
+    ck:_plan(saved, 4, 2)
+    assert.same({ 16, 4, 2 }, { ck.global_batch, ck.worker_batch, ck.accumulate })
+    ck.anchor_step, ck.anchor_sample = 7, 96
+    -- (one process here: rank 0 of 1) micro-batch j of step 8 reads samples 96 + 16 + (j - 1) x 4 ..
+    assert.same({ 96 + 16, 4 }, { ck:batch(8, 1) })
+    assert.same({ 96 + 16 + 4, 4 }, { ck:batch(8, 2) })
+    local ok, err = pcall(ck.batch, ck, 8, 3)
+    assert.is_false(ok)
+    assert.matches("'micro' must be a whole number in %[1, 2%], got number 3", tostring(err))
+    ok, err = pcall(ck._plan, ck, { global_batch = 12, worker_batch = 4 }, 3, 2)
+    assert.is_false(ok)
+    assert.matches("global batch 12 %(3 workers x 4%) cannot be kept by 2 workers .*3 / 2 is not a whole number",
+      tostring(err))
+    ok, err = pcall(ck._plan, ck, { global_batch = 4, worker_batch = 4 }, 1, 2)   -- more workers than the set's
+    assert.is_false(ok)
+    assert.matches("1 / 2 is not a whole number", tostring(err))
+    ck:_plan(nil, nil, 3)   -- no set: each of 3 workers runs one batch per step
+    assert.same({ 12, 1 }, { ck.global_batch, ck.accumulate })
+    -- from a real set: 1 worker x 8 per step is 2 micro-batches of 4
+    local m8 = build(8)
+    train(m8, ckpt_for(m8, dir .. "-acc", { batch_size = 8 }), 1, 2)
+    assert.equal(2, oar.fleet.Checkpointer{ dir = dir .. "-acc", batch_size = 4, resize = "accumulate" }:accumulate_steps())
+    local ok3, err3 = pcall(function()
+      return oar.fleet.Checkpointer{ dir = dir .. "-acc", batch_size = 3, resize = "accumulate" }:accumulate_steps()
+    end)
+    assert.is_false(ok3)
+    assert.matches("global batch 8 is not a multiple of this Checkpointer's batch_size 3", tostring(err3))
+    files.remove_tree(dir .. "-acc")
+  end)
+
   it("refuses bad options, naming them", function()
     local function bad(o, pat)
       local ok, err = pcall(oar.fleet.Checkpointer, o)
@@ -230,7 +263,8 @@ describe("oar.fleet.Checkpointer sets", function()
     bad({ every_steps = 2 }, "'dir' must be a directory name")
     bad({ dir = "x", every_steps = 0 }, "'every_steps' must be a whole number >= 1")
     bad({ dir = "x", keep = 1.5 }, "'keep' must be a whole number >= 1")
-    bad({ dir = "x", resize = "both" }, "'resize' must be 'global_batch' or 'worker_batch'")
+    bad({ dir = "x", resize = "both" }, "'resize' must be 'global_batch', 'worker_batch' or 'accumulate'")
+    bad({ dir = "x", resize = "accumulate" }, "resize = 'accumulate' needs 'batch_size'")
     bad({ dir = "x", worker_state = function() end }, "give both 'worker_state' and 'set_worker_state'")
     bad({ dir = "x", every = 3 }, "unknown option 'every'")
   end)
@@ -504,6 +538,75 @@ describe_mpi("oar launch: a job that loses a worker ends as an uninterrupted one
     for name, v in pairs(ref) do
       assert.is_true(J.rel_diff(got[name], v) <= 1e-5, name .. " differs from the 2-worker run's")
     end
+    files.remove_tree(prefix .. ".ckpt")
+  end)
+
+  -- the parameters of `prefix`.0 .. (workers - 1) within 1e-5 of the reference's worker 0
+  local function close_to(ref_file, prefix, workers, what)
+    local ref = J.load_params(ref_file)
+    local n, worst = 0, 0
+    for r = 0, workers - 1 do
+      local got = J.load_params(prefix .. "." .. r)
+      for name, v in pairs(ref) do
+        assert(got[name], name .. " is missing on worker " .. r)
+        local d = J.rel_diff(got[name], v)
+        worst = math.max(worst, d)
+        assert.is_true(d <= 1e-5, string.format("%s of worker %d differs from %s (relative %.3g)", name, r, what, d))
+        n = n + 1
+      end
+    end
+    assert.is_true(n >= 4 * workers)
+    return worst
+  end
+
+  -- resize=accumulate: a set of `n` workers resumed on `m`, each running n/m micro-batches per step;
+  -- the accumulating job is killed once more (at step 11) and resumes from its own set of step 9
+  local function accumulate_case(o, n, m)
+    local prefix = string.format("%s.acc%s%d%d", base, o, n, m)
+    local args = "opt=" .. o .. " steps=12 every=3 batch=4 dropout=0 resize=accumulate dir=" .. prefix .. ".ckpt"
+    local function np(k) return ENV .. "build/oar launch --np " .. k .. " " end
+    local ok, out = J.run(np(n) .. "--restarts 0" .. HELPER .. args .. " out=" .. prefix .. ".ref")
+    assert(ok, out)
+    files.remove_tree(prefix .. ".ckpt")
+    ok, out = J.run(np(n) .. "--restarts 0" .. HELPER .. args .. " die=step die_rank=1 die_step=8")
+    assert.is_false(ok)
+    -- a control: the same set resumed keeping each worker's batch without accumulating ends elsewhere
+    assert(J.sh_ok(string.format("cp -r '%s.ckpt' '%s.ctlckpt'", prefix, prefix)))
+    ok, out = J.run(np(m) .. "--restarts 0" .. HELPER .. args .. " resize=worker_batch dir=" .. prefix .. ".ctlckpt out="
+      .. prefix .. ".ctl")
+    assert(ok, out)
+    local ref, ctl, apart = J.load_params(prefix .. ".ref.0"), J.load_params(prefix .. ".ctl.0"), 0
+    for name, v in pairs(ref) do apart = math.max(apart, J.rel_diff(ctl[name], v)) end
+    assert.is_true(apart > 1e-3, "without accumulation the run should end elsewhere")
+    files.remove_tree(prefix .. ".ctlckpt")
+    ok, out = J.run(np(m) .. "--restarts 1" .. HELPER .. args .. " die=step die_rank=0 die_step=11 out=" .. prefix)
+    assert(ok, out)
+    assert.matches(string.format("resuming at step 7 from '[^']+' %%(written by %d workers%%)", n), out)
+    assert.matches(string.format("resuming at step 10 from '[^']+' %%(written by %d worker", m), out)
+    assert.equal(2 * m, count(out, "recover: accumulate %d+ " .. (n / m)), out)
+    local worst = close_to(prefix .. ".ref.0", prefix, m, n .. " workers' run")
+    io.stderr:write(string.format("fleet_recover_spec: %s, a set of %d workers resumed on %d accumulating %d: " ..
+      "largest relative difference %.3g (without accumulating: %.3g)\n", o, n, m, n / m, worst, apart))
+    files.remove_tree(prefix .. ".ckpt")
+  end
+
+  for _, o in ipairs({ "sgd", "adam" }) do
+    it("elastic, " .. o .. ": a set of 2 workers resumes on 1 accumulating 2 micro-batches per step", function()
+      accumulate_case(o, 2, 1)
+    end)
+    it("elastic, " .. o .. ": a set of 4 workers resumes on 2, each accumulating 2 micro-batches per step", function()
+      accumulate_case(o, 4, 2)
+    end)
+  end
+
+  it("elastic: resize = 'accumulate' refuses a set of 2 workers on 3, naming both counts", function()
+    local prefix = base .. ".acc23"
+    local args = "opt=sgd steps=6 every=3 batch=4 dropout=0 resize=accumulate dir=" .. prefix .. ".ckpt"
+    local ok, out = launch("--restarts 0", args)
+    assert(ok, out)
+    ok, out = J.run(ENV .. "build/oar launch --np 3 --restarts 0" .. HELPER .. args)
+    assert.is_false(ok)
+    assert.matches("global batch 8 %(2 workers x 4%) cannot be kept by 3 workers .*2 / 3 is not a whole number", out)
     files.remove_tree(prefix .. ".ckpt")
   end)
 

@@ -171,6 +171,60 @@ describe("oar.fleet in one process", function()
       "fuse_grad_size_in_MB")
     expect_error(function() fleet.distributed_optimizer(oar.optimizer.SGD{ learning_rate = 1 }, { sparse_grad = "x" }) end,
       "sparse_grad")
+    local sgd = oar.optimizer.SGD{ learning_rate = 1 }
+    expect_error(function() fleet.distributed_optimizer(sgd, { gradient_merge = 2 }) end, "'gradient_merge' must be a table")
+    expect_error(function() fleet.distributed_optimizer(sgd, { gradient_merge = { k_steps = 0 } }) end,
+      "'gradient_merge.k_steps' must be a whole number >= 1")
+    expect_error(function() fleet.distributed_optimizer(sgd, { gradient_merge = { k_steps = 2, avg = 1 } }) end,
+      "'gradient_merge.avg' must be a boolean")
+    expect_error(function() fleet.distributed_optimizer(sgd, { gradient_merge = { k = 2 } }) end,
+      "unknown 'gradient_merge' option 'k'")
+  end)
+
+  it("gradient_merge = {k_steps = 2, avg = true}: two runs of 4 samples update as one run of 8", function()
+    fleet.init()
+    local function values(scope, name)
+      local t = scope:find_var(name):get_tensor()
+      local d, out = t:data(), {}
+      for i = 0, t:numel() - 1 do out[i + 1] = d[i] end
+      return out
+    end
+    local function feed(first, count)
+      local xs, ys = {}, {}
+      for i = first, first + count - 1 do
+        xs[#xs + 1] = { math.sin(i), math.cos(1.7 * i), math.sin(0.3 * i + 1) }
+        ys[#ys + 1] = { math.cos(0.9 * i) }
+      end
+      return { x = xs, y = ys }
+    end
+    local function train(strategy, runs)
+      oar.seed(3)
+      local main, startup, scope = oar.Program(), oar.Program(), oar.Scope()
+      oar.unique_name.guard(function() oar.program_guard(main, startup, function()
+        local x = layers.data{ name = "x", shape = { 3 }, dtype = "float32" }
+        local y = layers.data{ name = "y", shape = { 1 }, dtype = "float32" }
+        local p = layers.fc{ input = x, size = 1, param_attr = oar.ParamAttr{ name = "gm.w" } }
+        local loss = layers.mean(layers.square_error_cost{ input = p, label = y })
+        fleet.distributed_optimizer(oar.optimizer.Adam{ learning_rate = 0.1 }, strategy):minimize(loss)
+      end) end)
+      local exe = oar.Executor(oar.CPUPlace())
+      exe:run(startup, { scope = scope })
+      local after = { [0] = values(scope, "gm.w") }
+      for i, r in ipairs(runs) do
+        exe:run(main, { feed = feed(r[1], r[2]), scope = scope })
+        after[i] = values(scope, "gm.w")
+      end
+      return after
+    end
+    local merged = train({ gradient_merge = { k_steps = 2, avg = true } }, { { 0, 4 }, { 4, 4 }, { 8, 4 }, { 12, 4 } })
+    local whole = train(nil, { { 0, 8 }, { 8, 8 } })
+    assert.are.same(merged[0], merged[1])   -- the first of two runs only adds up
+    assert.are_not.same(merged[0], merged[2])
+    for i = 1, 3 do
+      assert.is_true(math.abs(merged[2][i] - whole[1][i]) <= 1e-6 * math.max(1, math.abs(whole[1][i])))
+      assert.is_true(math.abs(merged[4][i] - whole[2][i]) <= 1e-6 * math.max(1, math.abs(whole[2][i])))
+      assert.are.equal(merged[2][i], merged[3][i])   -- no update after the first of two runs
+    end
   end)
 end)
 

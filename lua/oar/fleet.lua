@@ -222,6 +222,9 @@ end
 -- @tparam[opt] table strategy options:
 -- @tparam[opt=32] number strategy.fuse_grad_size_in_MB the size of one all-reduce bucket
 -- @tparam[opt="allgather"] string strategy.sparse_grad "allgather" (gather the rows) or "dense"
+-- @tparam[opt] table strategy.gradient_merge `{k_steps = k, avg = true}`: each worker's averaged
+-- gradients add up over k runs and the update runs every k-th with their mean (their sum
+-- without avg), as oar.optimizer.GradientMergeOptimizer (see Checkpointer's resize = "accumulate")
 -- @treturn DistributedOptimizer
 -- @raise when opt is not an optimizer or a strategy value is bad
 -- @usage
@@ -245,7 +248,25 @@ function M.distributed_optimizer(opt, strategy)
   if sparse ~= "allgather" and sparse ~= "dense" then
     raise("fleet.distributed_optimizer: 'sparse_grad' must be 'allgather' or 'dense', got " .. describe(sparse))
   end
-  return setmetatable({ inner = opt, bucket_bytes = mb * 1024 * 1024, sparse = sparse }, DistributedOptimizer)
+  local gm = strategy.gradient_merge
+  if gm ~= nil then
+    if type(gm) ~= "table" then
+      raise("fleet.distributed_optimizer: 'gradient_merge' must be a table {k_steps=, avg=}, got " .. describe(gm))
+    end
+    for k in pairs(gm) do
+      if k ~= "k_steps" and k ~= "avg" then
+        raise("fleet.distributed_optimizer: unknown 'gradient_merge' option '" .. tostring(k) .. "'")
+      end
+    end
+    local k = gm.k_steps
+    if type(k) ~= "number" or k < 1 or k ~= math.floor(k) then
+      raise("fleet.distributed_optimizer: 'gradient_merge.k_steps' must be a whole number >= 1, got " .. describe(k))
+    end
+    if gm.avg ~= nil and type(gm.avg) ~= "boolean" then
+      raise("fleet.distributed_optimizer: 'gradient_merge.avg' must be a boolean, got " .. describe(gm.avg))
+    end
+  end
+  return setmetatable({ inner = opt, bucket_bytes = mb * 1024 * 1024, sparse = sparse, merge = gm }, DistributedOptimizer)
 end
 
 -- Splits the dense (param, grad) pairs into buckets of one dtype and at most
@@ -414,7 +435,20 @@ function DistributedOptimizer:minimize(loss, opts, parameter_list, no_grad_set)
   -- one worker: the mean over workers is the gradient itself, no scale at all
   local prescaled = state.size == 1 or prescale_loss_grad(loss, state.size)
   local reduced = self:_append_allreduce(params_grads, program, prescaled)
-  local ops = inner:apply_gradients(reduced, program, startup)
+  local ops
+  local gm = rawget(self, "merge")
+  if gm and gm.k_steps > 1 then
+    -- the averaged gradients add up over k runs; the inner update runs inside the merge's conditional block
+    local stage = { minimize = function() end, backward = function() return reduced end,
+      apply_gradients = function(_, pg, p, s)
+        ops = inner:apply_gradients(pg, p, s)
+        return ops
+      end }
+    require("oar.optimizer_wrappers").GradientMergeOptimizer(stage, { k_steps = gm.k_steps, avg = gm.avg ~= false })
+      :minimize(loss, { startup_program = startup })
+  else
+    ops = inner:apply_gradients(reduced, program, startup)
+  end
   append_broadcasts(program, startup)
   return ops, reduced
 end

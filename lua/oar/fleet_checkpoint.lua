@@ -69,7 +69,9 @@ end
 -- @tparam[opt="global_batch"] string opts.resize on resuming with another number of
 -- workers: "global_batch" keeps the global batch (each worker's batch becomes
 -- global / workers) or "worker_batch" keeps each worker's batch (the global
--- batch changes with the workers)
+-- batch changes with the workers) or "accumulate" (needs `batch_size`): M workers resuming a set
+-- of N >= M keep each worker's batch and accumulate k = N/M micro-batches per
+-- update (`accumulate_steps`, `batch(step, micro)`), keeping the global batch
 -- @tparam[opt] function opts.worker_state returns this worker's plain value to save (a reader's position)
 -- @tparam[opt] function opts.set_worker_state `f(value, all, saved_workers)` on restore:
 -- this worker's saved value (nil when the set had fewer workers) and every worker's
@@ -92,8 +94,11 @@ function M.new(opts)
     raise(who .. ": 'dir' must be a directory name, got " .. describe(opts.dir))
   end
   local resize = opts.resize or "global_batch"
-  if resize ~= "global_batch" and resize ~= "worker_batch" then
-    raise(who .. ": 'resize' must be 'global_batch' or 'worker_batch', got " .. describe(opts.resize))
+  if resize ~= "global_batch" and resize ~= "worker_batch" and resize ~= "accumulate" then
+    raise(who .. ": 'resize' must be 'global_batch', 'worker_batch' or 'accumulate', got " .. describe(opts.resize))
+  end
+  if resize == "accumulate" and opts.batch_size == nil then
+    raise(who .. ": resize = 'accumulate' needs 'batch_size' (each worker's micro-batch)")
   end
   for _, k in ipairs({ "worker_state", "set_worker_state" }) do
     if opts[k] ~= nil and type(opts[k]) ~= "function" then
@@ -216,7 +221,7 @@ end
 function Checkpointer:_position_after(step)
   if not self.batch_size then return {} end
   return { next_sample = self.anchor_sample + (step - self.anchor_step + 1) * self.global_batch,
-           global_batch = self.global_batch, worker_batch = self.worker_batch }
+           global_batch = self.global_batch, worker_batch = self.worker_batch, accumulate = self.accumulate }
 end
 
 -- worker 0: writes the set of `step` from the gathered pieces
@@ -288,7 +293,9 @@ end
 
 -- nil when the set `name` is complete and belongs to this job and program;
 -- else the reason, naming the file. On success, also the manifest.
-local function verify(self, name, specs)
+-- (specs nil: the variables are not checked; `spare(name)`: a variable of this
+-- program the set may lack, e.g. gradient merge's sums)
+local function verify(self, name, specs, spare)
   local setdir = join(self.dir, name)
   local mpath = join(setdir, MANIFEST)
   local text, err = files.read_all(mpath)
@@ -299,8 +306,8 @@ local function verify(self, name, specs)
     return string.format("'%s' was written by job '%s', not by this job ('%s')", mpath, m.job, self.job)
   end
   local mine = {}
-  for _, s in ipairs(specs) do mine[s[1]] = s end
-  for _, v in ipairs(m.vars) do
+  for _, s in ipairs(specs or {}) do mine[s[1]] = s end
+  for _, v in ipairs(specs and m.vars or {}) do
     local s = mine[v[1]]
     if not s then
       return string.format("'%s' comes from another program: it holds variable '%s', which this program lacks", mpath, v[1])
@@ -309,6 +316,9 @@ local function verify(self, name, specs)
         mpath, v[1], v[2], v[3], s[2], s[3])
     end
     mine[v[1]] = nil
+  end
+  for n in pairs(mine) do
+    if spare and spare(n) then mine[n] = nil end
   end
   local missing = next(mine)
   if missing then
@@ -334,16 +344,18 @@ local function verify(self, name, specs)
 end
 
 -- worker 0: what to resume from, as a table for every worker
-local function decide(self, specs)
+local function decide(self, specs, spare)
   local sets = list_sets(self.dir)
   if #sets == 0 then return { kind = "fresh" } end
   local problems = {}
   for _, s in ipairs(sets) do
-    local why, m = verify(self, s[1], specs)
+    local why, m = verify(self, s[1], specs, spare)
     if not why then
       local pieces = files.decode(assert(files.read_all(join(join(self.dir, s[1]), WORKERS))))
+      local present = {}
+      for i, v in ipairs(m.vars) do present[i] = v[1] end
       return { kind = "ok", set = s[1], step = m.step, workers = m.workers, position = m.position,
-               pieces = pieces, skipped = problems }
+               pieces = pieces, skipped = problems, present = present }
     end
     problems[#problems + 1] = why
   end
@@ -369,10 +381,26 @@ local function broadcast_vars(self, specs, who)
 end
 
 -- the data position from a set written by `saved` workers (position table) for `size` workers now
-function Checkpointer:_plan(saved, saved_workers, size)
+function Checkpointer:_plan(saved, saved_workers, size, who)
+  who = who or "Checkpointer:restore"
   size = size or select(2, job())
   if not self.batch_size then return end
   local global, worker = size * self.batch_size, self.batch_size
+  if self.resize == "accumulate" then
+    global = saved and saved.global_batch or global
+    local n = global / worker   -- the workers of the run that set the global batch
+    if global % worker ~= 0 then
+      raise(string.format("%s: the checkpoint's global batch %d is not a multiple of this " ..
+        "Checkpointer's batch_size %d (resize = 'accumulate')", who, global, worker))
+    end
+    if global % (size * worker) ~= 0 then
+      raise(string.format("%s: the checkpoint's global batch %d (%d workers x %d) cannot be " ..
+        "kept by %d workers accumulating micro-batches of %d (resize = 'accumulate'): %d / %d is not a whole " ..
+        "number; use a number of workers that divides %d", who, global, n, worker, size, worker, n, size, n))
+    end
+    self.global_batch, self.worker_batch, self.accumulate = global, worker, global / (size * worker)
+    return
+  end
   if saved and saved.global_batch and saved_workers ~= size and self.resize == "global_batch" then
     global = saved.global_batch
     if global % size ~= 0 then
@@ -382,6 +410,49 @@ function Checkpointer:_plan(saved, saved_workers, size)
     worker = global / size
   end
   self.global_batch, self.worker_batch = global, worker
+end
+
+-- worker 0: loads the set's persistables; those of the program the set lacks
+-- (spare ones only, see `verify`) are left out of the read and keep their values
+local function load_present(self, exe, main, d)
+  local present = {}
+  for _, n in ipairs(d.present) do present[n] = true end
+  local hidden = {}
+  for _, v in ipairs(require("oar.io").get_program_persistable_vars(main)) do
+    if not present[rawget(v, "name")] then
+      hidden[#hidden + 1] = v
+      rawset(v, "persistable", false)
+    end
+  end
+  local ok, err = pcall(require("oar.io").load_persistables, exe, join(self.dir, d.set), main, PERSISTABLES,
+    { scope = scope_of(self) })
+  for _, v in ipairs(hidden) do rawset(v, "persistable", true) end
+  if not ok then error(err, 0) end
+end
+
+--- The number of micro-batches each worker runs per step with
+-- `resize = "accumulate"`: k = N / M when the newest complete set of `dir`
+-- was written by a job of N workers' global batch and M workers run now (1
+-- without a set). Build the program with it before `restore`, e.g.
+-- `fleet.distributed_optimizer(opt, {gradient_merge = {k_steps = k, avg = true}})`.
+-- Every worker calls it (worker 0 reads the manifest and tells the others).
+-- @treturn int k
+-- @raise without resize = "accumulate", or when M does not divide N (naming both)
+-- @usage local k = ckpt:accumulate_steps()
+function Checkpointer:accumulate_steps()
+  local who = "Checkpointer:accumulate_steps"
+  if self.resize ~= "accumulate" then raise(who .. ": needs resize = 'accumulate', this Checkpointer has '" .. self.resize .. "'") end
+  local rank, size, fleet = job()
+  local d
+  if rank == 0 then
+    local ok, res = pcall(decide, self, nil)
+    d = ok and res or { kind = "error", msg = tostring(res) }
+    d = { kind = d.kind, msg = d.msg, position = d.position }
+  end
+  if fleet then d = files.decode(broadcast_string(rank == 0 and assert(files.encode(d)) or nil, who)) end
+  if d.kind == "error" then raise(who .. ": " .. d.msg) end
+  self:_plan(d.kind == "ok" and d.position or nil, nil, size, who)
+  return self.accumulate
 end
 
 --- Resumes from the newest complete set of `dir`: loads the persistables
@@ -404,9 +475,14 @@ function Checkpointer:restore(exe, main)
     local r = fleet.all_reduce({ h, -h }, "max")
     if r[1] ~= -r[2] then raise(who .. ": the workers' programs have different persistable variables") end
   end
+  -- resize = "accumulate": gradient merge's sums and counter (zero at a step's
+  -- end) may be missing from a set written without accumulation
+  local spare = self.resize == "accumulate" and function(n)
+    return n:find("@GRAD@MERGED", 1, true) ~= nil or n:match("^gradient_merge_step") ~= nil
+  end or nil
   local d
   if rank == 0 then
-    local ok, res = pcall(decide, self, specs)
+    local ok, res = pcall(decide, self, specs, spare)
     d = ok and res or { kind = "error", msg = tostring(res) }
   end
   if fleet then d = files.decode(broadcast_string(rank == 0 and assert(files.encode(d)) or nil, who)) end
@@ -420,8 +496,7 @@ function Checkpointer:restore(exe, main)
   local failed
   if rank == 0 then
     for _, why in ipairs(d.skipped) do io.stderr:write("oar.fleet.Checkpointer: skipping a damaged set: ", why, "\n") end
-    local ok, err = pcall(require("oar.io").load_persistables, exe, join(self.dir, d.set), main, PERSISTABLES,
-      { scope = scope_of(self) })
+    local ok, err = pcall(load_present, self, exe, main, d)
     failed = not ok and tostring(err) or ""
   end
   if fleet then failed = broadcast_string(failed, who) end
@@ -434,7 +509,12 @@ function Checkpointer:restore(exe, main)
     for i, p in ipairs(d.pieces) do all[i] = p.state end
     self.set_worker_state(piece and piece.state, all, d.workers)
   end
+  local told = self.accumulate
   self:_plan(d.position, d.workers, size)
+  if told and told ~= self.accumulate then
+    raise(string.format("%s: the set '%s' needs %d micro-batches per step, but accumulate_steps() said %d " ..
+      "(the newer set it read was refused)", who, join(self.dir, d.set), self.accumulate, told))
+  end
   self.anchor_step, self.anchor_sample = d.step + 1, d.position.next_sample or 0
   if rank == 0 then
     io.stderr:write(string.format("oar.fleet.Checkpointer: resuming at step %d from '%s' (written by %d worker%s)\n",
@@ -444,20 +524,27 @@ function Checkpointer:restore(exe, main)
 end
 
 --- This worker's samples at `step` (needs `batch_size`): the first global
--- sample index (0-based) and the count. Worker r reads samples
+-- sample index (0-based) and the count. With resize = "accumulate", those of
+-- its micro-batch `micro` (1 .. `accumulate_steps()`) of the step. Worker r reads samples
 -- first .. first + count - 1, where consecutive steps read consecutive
 -- global batches; after a resume with another number of workers the
 -- shards are split again from the saved position (see `resize`).
 -- @tparam int step
+-- @tparam[opt=1] int micro the micro-batch (resize = "accumulate")
 -- @treturn int first
 -- @treturn int count
--- @raise without batch_size
+-- @raise without batch_size, or on a micro-batch out of range
 -- @usage local first, count = ckpt:batch(step)
-function Checkpointer:batch(step)
+function Checkpointer:batch(step, micro)
   if not self.batch_size then raise("Checkpointer:batch: give the Checkpointer a 'batch_size'") end
   if not self.global_batch then self:_plan(nil) end
-  local rank = job()
-  return self.anchor_sample + (step - self.anchor_step) * self.global_batch + rank * self.worker_batch,
+  local rank, size = job()
+  local k = self.accumulate or 1
+  micro = micro or 1
+  if type(micro) ~= "number" or micro < 1 or micro > k or micro ~= math.floor(micro) then
+    raise(string.format("Checkpointer:batch: 'micro' must be a whole number in [1, %d], got %s", k, describe(micro)))
+  end
+  return self.anchor_sample + (step - self.anchor_step) * self.global_batch + ((micro - 1) * size + rank) * self.worker_batch,
     self.worker_batch
 end
 

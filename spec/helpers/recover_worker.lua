@@ -4,8 +4,11 @@
 -- (OAR_LAUNCH_ATTEMPT=1, or every attempt with when=all).
 --   oar launch --np 2 spec/helpers/recover_worker.lua KEY=VALUE ...
 -- opt=sgd|adam steps=S every=E dir=CKPT out=PREFIX batch=B dropout=0|1 keep=K resize=...
+-- (resize=accumulate: k = ckpt:accumulate_steps() micro-batches of B per step, gradient merge)
 -- die=none|step|ckpt|commit|hang|lua  die_rank=R die_step=K when=first|all
 --   step:   worker R kills itself (SIGKILL) before step K's run: the others wait in its all-reduce
+--   wait:   worker R sleeps 1 s before step K's run, then kills itself (SIGKILL): the
+--           others are by then waiting in its all-reduce
 --   ckpt:   worker 0 kills itself while writing the set of step K (persistables written, no manifest)
 --   commit: worker 0 kills itself right after the set of step K was renamed into place
 --   hang:   worker R sleeps for an hour at step K (the others' timeout ends the job)
@@ -63,6 +66,21 @@ local function batch(first, count)
   return xs, ys
 end
 
+-- the reader's position this worker saves: how many batches it has read
+local consumed = 0
+local ckpt = fleet.Checkpointer{ dir = opt.dir, every_steps = opt.every, keep = opt.keep, batch_size = opt.batch,
+  resize = opt.resize,
+  worker_state = function() return { consumed = consumed, rank = rank } end,
+  set_worker_state = function(mine, all)
+    consumed = mine and mine.consumed or all[1].consumed
+  end }
+-- resize=accumulate: k micro-batches per step (k = the set's workers / ours)
+local k = opt.resize == "accumulate" and ckpt:accumulate_steps() or 1
+if opt.resize == "accumulate" then
+  io.stdout:write(string.format("recover: accumulate %d %d\n", rank, k))
+  io.stdout:flush()
+end
+
 local main, startup = oar.Program(), oar.Program()
 oar.program_guard(main, startup, function()
   local x = layers.data{ name = "x", shape = { D }, dtype = "float32" }
@@ -74,20 +92,11 @@ oar.program_guard(main, startup, function()
                           bias_attr = oar.ParamAttr{ name = "out.b" } }
   local loss = layers.mean(layers.cross_entropy{ input = pred, label = y })
   local o = opt.opt == "adam" and oar.optimizer.Adam{ learning_rate = 0.01 } or oar.optimizer.SGD{ learning_rate = 0.2 }
-  fleet.distributed_optimizer(o):minimize(loss)
+  fleet.distributed_optimizer(o, k > 1 and { gradient_merge = { k_steps = k, avg = true } } or nil):minimize(loss)
 end)
 
 local exe = oar.Executor(oar.CPUPlace())
 exe:run(startup)
-
--- the reader's position this worker saves: how many batches it has read
-local consumed = 0
-local ckpt = fleet.Checkpointer{ dir = opt.dir, every_steps = opt.every, keep = opt.keep, batch_size = opt.batch,
-  resize = opt.resize,
-  worker_state = function() return { consumed = consumed, rank = rank } end,
-  set_worker_state = function(mine, all)
-    consumed = mine and mine.consumed or all[1].consumed
-  end }
 
 local ckpt_step = 0   -- the step whose set is being written
 if armed and opt.die == "ckpt" and rank == 0 then
@@ -112,6 +121,10 @@ assert(consumed == start - 1, string.format("worker %d: restored reader position
 for step = start, opt.steps do
   if armed and step == opt.die_step and rank == opt.die_rank then
     if opt.die == "step" then die("before a step") end
+    if opt.die == "wait" then
+      ffi.C.sleep(1)
+      die("while the others wait in the all-reduce")
+    end
     if opt.die == "hang" then
       io.stdout:write(string.format("recover: dying %d %.6f by hanging\n", rank, wall()))
       io.stdout:flush()
@@ -119,9 +132,11 @@ for step = start, opt.steps do
     end
   end
   if armed and step == opt.die_step and opt.die == "lua" then error("a deliberate error in the script at step " .. step) end
-  local first, count = ckpt:batch(step)
-  local xs, ys = batch(first, count)
-  exe:run(main, { feed = { x = xs, y = ys } })
+  for micro = 1, k do
+    local first, count = ckpt:batch(step, k > 1 and micro or nil)
+    local xs, ys = batch(first, count)
+    exe:run(main, { feed = { x = xs, y = ys } })
+  end
   consumed = consumed + 1
   if step == start then
     io.stdout:write(string.format("recover: start %d %d %.6f\n", rank, start, wall()))
