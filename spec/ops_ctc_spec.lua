@@ -58,21 +58,23 @@ local function lse(a, b)
   local m = math.max(a, b)
   return m + math.log(math.exp(a - m) + math.exp(b - m))
 end
-local function forward(probs, T_, W, label, blank)
+-- probs: the softmax rows, flat; or, with is_log, their logs
+local function forward(probs, T_, W, label, blank, is_log)
+  local function lp(i) return is_log and probs[i] or math.log(probs[i]) end
   local ext = { blank }
   for _, l in ipairs(label) do ext[#ext + 1] = l; ext[#ext + 1] = blank end
   local S = #ext
   local a = {}
   for s = 1, S do a[s] = -math.huge end
-  a[1] = math.log(probs[blank + 1])
-  if S > 1 then a[2] = math.log(probs[ext[2] + 1]) end
+  a[1] = lp(blank + 1)
+  if S > 1 then a[2] = lp(ext[2] + 1) end
   for t = 2, T_ do
     local n = {}
     for s = 1, S do
       local v = a[s]
       if s > 1 then v = lse(v, a[s - 1]) end
       if s > 2 and ext[s] ~= blank and ext[s] ~= ext[s - 2] then v = lse(v, a[s - 2]) end
-      n[s] = v + math.log(probs[(t - 1) * W + ext[s] + 1])
+      n[s] = v + lp((t - 1) * W + ext[s] + 1)
     end
     a = n
   end
@@ -155,6 +157,27 @@ describe("warpctc", function()
     assert.is_true(l == l and l < math.huge and l > 100)
     local want = expected_losses(x, W, { T_ }, { { 1, 2, 1, 2 } }, 0, forward)[1]
     assert.is_true(math.abs(l - want) < 1e-8 * want)
+  end)
+
+  it("falls back to log space where each step's probabilities underflow (logits 1000 apart)", function()
+    -- the kernel runs in probability space with per-step rescaling; here a
+    -- label's class has probability e^-1000 (0 in a double), so it must
+    -- take the log-space recursion instead
+    local W, T_ = 3, 30
+    local x = {}
+    for t = 0, T_ - 1 do x[t * W + 1], x[t * W + 2], x[t * W + 3] = 1000, -1000, 0 end
+    local res = T.run{ type = "warpctc", inputs = lod_inputs(x, W, { T_ }, { { 1, 2, 1 } }), attrs = { blank = 0 } }
+    local l = res.Loss[1].data[1]
+    local logp = {}   -- log-softmax rows, in log space (the softmax itself underflows)
+    for t = 0, T_ - 1 do
+      local m = math.max(x[t * W + 1], x[t * W + 2], x[t * W + 3])
+      local z = m + math.log(math.exp(x[t * W + 1] - m) + math.exp(x[t * W + 2] - m) + math.exp(x[t * W + 3] - m))
+      for c = 1, W do logp[t * W + c] = x[t * W + c] - z end
+    end
+    local want = forward(logp, T_, W, { 1, 2, 1 }, 0, true)
+    assert.is_true(l > 1000 and l < math.huge, tostring(l))
+    assert.is_true(math.abs(l - want) < 1e-8 * want, l .. " vs " .. want)
+    for _, g in ipairs(res.WarpCTCGrad[1].data) do assert.is_true(g == g and math.abs(g) <= 1 + 1e-12) end
   end)
 
   it("has the gradient of the loss w.r.t. the logits (float64 finite differences, softmax inside)", function()

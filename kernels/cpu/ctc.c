@@ -8,7 +8,10 @@
  * gradient w.r.t. a logit is softmax - (1/p) sum over the states of that
  * class of alpha * beta, which is what the softmax inside makes of the
  * occupancy. */
+#include <float.h>
 #include <math.h>
+#include <stdbool.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 #include "op.h"
@@ -64,6 +67,85 @@ static int lod_last(oar_kernel_ctx_t *k, int slot, const char *what, const oar_t
 }
 
 /* ---- warpctc ------------------------------------------------------------------ */
+
+/* ctc_seq in probability space: each step's alphas (and betas) are rescaled
+ * to sum to 1 and the logs of the scales add up to the log-likelihood, so the
+ * recursions are multiply-adds instead of log-sum-exps (about 3x faster).
+ * Returns false, having computed nothing usable, when a step's probabilities
+ * underflow (logits some 700 apart); the caller then runs ctc_seq. The
+ * occupancies need no scales: at each step alpha * beta summed over the
+ * states is the likelihood, so normalizing by that sum divides by it. */
+static bool ctc_seq_linear(const double *lx, int64_t T, int64_t W, const int64_t *lab, int64_t L, int blank,
+                           double *ws, double *loss, double *occ_out)
+{
+    const int64_t S = 2 * L + 1;
+    double *alpha = ws, *beta = ws + T * S, *p = occ_out;   /* p = exp(lx), the softmax */
+#define LAB(s) ((s) & 1 ? lab[(s) / 2] : (int64_t)blank)
+#define SKIP(s) ((s) >= 2 && LAB(s) != blank && LAB(s) != LAB((s) - 2))
+    for (int64_t i = 0; i < T * W; i++) p[i] = exp(lx[i]);
+    double logp = 0, c = 0;
+    for (int64_t s = 0; s < S; s++) alpha[s] = 0;
+    alpha[0] = p[blank];
+    if (S > 1) alpha[1] = p[LAB(1)];
+    for (int64_t t = 0; t < T; t++) {
+        double *a1 = alpha + t * S;
+        if (t > 0) {
+            const double *a0 = alpha + (t - 1) * S, *pt = p + t * W;
+            for (int64_t s = 0; s < S; s++) {
+                double v = a0[s];
+                if (s >= 1) v += a0[s - 1];
+                if (SKIP(s)) v += a0[s - 2];
+                a1[s] = v * pt[LAB(s)];
+            }
+        }
+        c = 0;
+        for (int64_t s = 0; s < S; s++) c += a1[s];
+        if (!(c >= DBL_MIN) || !isfinite(c)) return false;
+        const double inv = 1.0 / c;
+        for (int64_t s = 0; s < S; s++) a1[s] *= inv;
+        logp += log(c);
+    }
+    const double *al = alpha + (T - 1) * S;
+    const double fin = S > 1 ? al[S - 1] + al[S - 2] : al[0];
+    if (!(fin >= DBL_MIN)) return false;
+    logp += log(fin);
+    double *bl = beta + (T - 1) * S;
+    for (int64_t s = 0; s < S; s++) bl[s] = s >= S - 2 ? 1.0 : 0.0;
+    for (int64_t t = T - 2; t >= 0; t--) {
+        const double *b1 = beta + (t + 1) * S, *py = p + (t + 1) * W;
+        double *b0 = beta + t * S;
+        c = 0;
+        for (int64_t s = 0; s < S; s++) {
+            double v = b1[s] * py[LAB(s)];
+            if (s + 1 < S) v += b1[s + 1] * py[LAB(s + 1)];
+            if (s + 2 < S && SKIP(s + 2)) v += b1[s + 2] * py[LAB(s + 2)];
+            b0[s] = v;
+            c += v;
+        }
+        if (!(c >= DBL_MIN) || !isfinite(c)) return false;
+        const double inv = 1.0 / c;
+        for (int64_t s = 0; s < S; s++) b0[s] *= inv;
+    }
+    for (int64_t t = 0; t < T; t++) {
+        const double *at = alpha + t * S, *bt = beta + t * S;
+        double z = 0;
+        for (int64_t s = 0; s < S; s++) z += at[s] * bt[s];
+        if (!(z >= DBL_MIN) || !isfinite(z)) return false;
+    }
+    /* every check passed: only now is occ_out (which holds p) turned into the gradient */
+    for (int64_t t = 0; t < T; t++) {
+        const double *at = alpha + t * S, *bt = beta + t * S;
+        double z = 0;
+        for (int64_t s = 0; s < S; s++) z += at[s] * bt[s];
+        const double inv = 1.0 / z;
+        double *occ = occ_out + t * W;
+        for (int64_t s = 0; s < S; s++) occ[LAB(s)] -= at[s] * bt[s] * inv;
+    }
+    *loss = -logp;
+#undef LAB
+#undef SKIP
+    return true;
+}
 
 /* One sequence: T steps of W logits (row t at x + t * xs), L labels.
  * Writes grad rows (t at g + t * gs) and returns the loss in *loss; ws
@@ -180,16 +262,21 @@ static void ctc_seq(const double *lx, int64_t T, int64_t W, const int64_t *lab, 
         void *gp = NULL, *lp = NULL;                                                                    \
         if (rc == OAR_OK) rc = oar_k_output_sized(k, OAR_WARPCTC_WARPCTCGRAD, "WarpCTCGrad", DT, Tmax * B * W, false, &gp); \
         if (rc == OAR_OK) rc = oar_k_output_sized(k, OAR_WARPCTC_LOSS, "Loss", DT, B, false, &lp);    \
-        double *ws = rc == OAR_OK ? malloc(sizeof(double) * (size_t)(maxws + 1)) : NULL;                \
+        /* sequences are independent: one per thread, each with a workspace of its \
+         * own; a sequence's values never depend on the thread that runs it */  \
+        const int nthr = B > 1 ? (int)(omp_get_max_threads() < B ? omp_get_max_threads() : B) : 1;   \
+        double *ws = rc == OAR_OK ? malloc(sizeof(double) * (size_t)(maxws + 1) * (size_t)nthr) : NULL; \
         if (rc == OAR_OK && !ws) rc = oar_k_error(k, OAR_ERR_NOMEM, "warpctc: out of memory");          \
         if (rc != OAR_OK) { free(tl); free(ws); return rc; }                                            \
         T_ *g = gp, *loss = lp;                                                                         \
         const T_ *xv = oar_tensor_data((oar_tensor_t *)x);                                              \
         memset(g, 0, sizeof(T_) * (size_t)(Tmax * B * W));                                              \
+        _Pragma("omp parallel for num_threads(nthr) schedule(dynamic, 1) if (nthr > 1)")             \
         for (int64_t b = 0; b < B; b++) {                                                               \
             const int64_t T = tl[b], L = ll[b];                                                         \
             if (T == 0) { loss[b] = 0; continue; }   /* L == 0 here: the empty path, p = 1 */          \
-            double *lx = ws, *occ = ws + T * W, *rec = occ + T * W;                                     \
+            double *wt = ws + (size_t)(maxws + 1) * (size_t)omp_get_thread_num();                      \
+            double *lx = wt, *occ = wt + T * W, *rec = occ + T * W;                                     \
             int64_t *lab = (int64_t *)(rec + 2 * T * (2 * L + 1));                                      \
             for (int64_t i = 0; i < L; i++) lab[i] = ival(y, padded ? b * Lmax + i : yo[b] + i);       \
             for (int64_t t = 0; t < T; t++) {   /* log-softmax of the step, max subtracted */          \
@@ -201,7 +288,8 @@ static void ctc_seq(const double *lx, int64_t T, int64_t W, const int64_t *lab, 
                 for (int64_t c = 0; c < W; c++) lx[t * W + c] = (double)r[c] - lz;                      \
             }                                                                                           \
             double l;                                                                                   \
-            ctc_seq(lx, T, W, lab, L, a->blank, rec, &l, occ);                                          \
+            if (!ctc_seq_linear(lx, T, W, lab, L, a->blank, rec, &l, occ))                              \
+                ctc_seq(lx, T, W, lab, L, a->blank, rec, &l, occ);                                      \
             loss[b] = (T_)l;                                                                            \
             for (int64_t t = 0; t < T; t++)                                                             \
                 for (int64_t c = 0; c < W; c++) g[(t * B + b) * W + c] = (T_)occ[t * W + c];            \
