@@ -3,19 +3,7 @@
  * Kernels in kernels/cpu/interp_linear.c. */
 #include "op.h"
 #include "ops/interp_linear.h"   /* generated from interp_linear.ops */
-
-/* value i of a numeric tensor as a double; false if absent or not numeric */
-static bool value_at(const oar_tensor_t *t, int64_t i, double *v) {
-    if (!t || i >= oar_tensor_numel_of(t) || !oar_tensor_has_data(t)) return false;
-    const void *p = oar_tensor_data((oar_tensor_t *)t);
-    switch (t->dtype) {
-    case OAR_INT32: *v = ((const int32_t *)p)[i]; return true;
-    case OAR_INT64: *v = (double)((const int64_t *)p)[i]; return true;
-    case OAR_FP32: *v = ((const float *)p)[i]; return true;
-    case OAR_FP64: *v = ((const double *)p)[i]; return true;
-    default: return false;
-    }
-}
+#include "ops/interp_sizes.h"     /* the grad maker and oar_tensor_value_f64, shared */
 
 static int lin_infer(oar_infer_ctx_t *c) {
     const oar_lin_attrs_t *a = oar_ic_attrs(c);
@@ -41,7 +29,7 @@ static int lin_infer(oar_infer_ctx_t *c) {
             return oar_ic_error(c, OAR_ERR_INVALID, "SizeTensor has %d tensors, expected 1", n);
         double v;
         if (!rt) ow = -1;
-        else if (!value_at(oar_ic_in_tensor(c, "SizeTensor", 0), 0, &v))
+        else if (!oar_tensor_value_f64(oar_ic_in_tensor(c, "SizeTensor", 0), 0, &v))
             return oar_ic_error(c, OAR_ERR_INVALID, "SizeTensor ('%s') must hold one integer",
                                 oar_ic_in_name(c, "SizeTensor", 0));
         else ow = (int64_t)v;
@@ -50,7 +38,7 @@ static int lin_infer(oar_infer_ctx_t *c) {
         if (oar_ic_in_present(c, "Scale")) {
             const oar_tensor_t *t = oar_ic_in_tensor(c, "Scale", 0);
             if (!t) s = -2;   /* compile time: unknown */
-            else if (!value_at(t, 0, &s))
+            else if (!oar_tensor_value_f64(t, 0, &s))
                 return oar_ic_error(c, OAR_ERR_INVALID, "Scale ('%s') must hold a number",
                                     oar_ic_in_name(c, "Scale", 0));
         }
@@ -60,7 +48,7 @@ static int lin_infer(oar_infer_ctx_t *c) {
         if (oar_ic_in_present(c, "OutSize")) {
             double v;
             if (!rt) ow = -1;
-            else if (!value_at(oar_ic_in_tensor(c, "OutSize", 0), 0, &v))
+            else if (!oar_tensor_value_f64(oar_ic_in_tensor(c, "OutSize", 0), 0, &v))
                 return oar_ic_error(c, OAR_ERR_INVALID, "OutSize ('%s') must hold 1 integer",
                                     oar_ic_in_name(c, "OutSize", 0));
             else ow = (int64_t)v;
@@ -74,17 +62,8 @@ static int lin_infer(oar_infer_ctx_t *c) {
     return oar_ic_set_out(c, "Out", 0, od, 3, oar_ic_in_dtype(c, "X", 0));
 }
 
-static int lin_grad(oar_grad_ctx_t *g) {
-    oar_op_desc_t *op = oar_gc_new_grad_op(g);
-    if (!op) return OAR_ERR_NOMEM;
-    OAR_TRY(oar_gc_in(g, op, "X"));
-    const oar_op_desc_t *f = oar_gc_fwd(g);
-    static const char *const opt[3] = {"OutSize", "SizeTensor", "Scale"};
-    for (int i = 0; i < 3; i++)
-        if (oar_op_desc_input_count(f, opt[i]) > 0) OAR_TRY(oar_gc_in(g, op, opt[i]));
-    OAR_TRY(oar_gc_out_grad(g, op, "Out"));
-    return oar_gc_in_grad(g, op, "X");
-}
+/* the grad op reads X, the size inputs the forward had, and Out@GRAD */
+static int lin_grad(oar_grad_ctx_t *g) { return oar_interp_grad_maker(g); }
 
 #define OAR_OPS_DEFINE
 #include "ops/interp_linear.h"   /* the tables, decoders and registrations */
